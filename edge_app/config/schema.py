@@ -1,0 +1,157 @@
+"""The configuration contract of SPEC.md as pydantic v2 models.
+
+Every model forbids unknown keys: a typo in a YAML file must be an error, never a silently
+ignored setting on a box in a cupboard.
+"""
+from __future__ import annotations
+
+import re
+from typing import List, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+SOURCE_PREFIXES = ("rtsp://", "rtsps://", "http://", "https://", "file://", "csi://", "gst:", "test://", "/dev/video")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class CameraConfig(_Strict):
+    id: str = Field(title="Camera id", pattern=ID_PATTERN, description="Unique id used in MQTT topics and API paths")
+    source: str = Field(title="Source", min_length=1, description="rtsp://, http(s)://, file, /dev/videoN, csi://N, gst:..., test://")
+    enabled: bool = Field(True, title="Enabled")
+    fps_limit: float = Field(0, title="FPS limit", ge=0, description="Max analysed frames/s; 0 = as many as arrive")
+    loop: bool = Field(False, title="Loop file")
+    realtime: bool = Field(True, title="Real-time file pacing")
+
+    @field_validator("source")
+    @classmethod
+    def _known_source(cls, value: str) -> str:
+        value = value.strip()
+        if value.startswith("csi://") and not re.fullmatch(r"csi://\d+", value):
+            raise ValueError("csi sources look like csi://0")
+        if value.startswith("/dev/video") and not re.fullmatch(r"/dev/video\d+", value):
+            raise ValueError("V4L2 devices look like /dev/video0")
+        if value.startswith("gst:") and "appsink" not in value:
+            raise ValueError("a gst: pipeline must end in appsink")
+        if "://" in value and not value.startswith(SOURCE_PREFIXES):
+            raise ValueError(f"unsupported source scheme {value.split('://')[0]!r}; use one of rtsp, rtsps, http, https, file, csi, test")
+        return value
+
+
+class ModelConfig(_Strict):
+    path: str = Field(title="Model path", min_length=1, description=".onnx, or a TensorRT .engine/.plan")
+    backend: Literal["auto", "tensorrt", "onnxruntime"] = Field("auto", title="Backend")
+    precision: Literal["fp32", "fp16", "int8"] = Field("fp16", title="Precision (TensorRT)")
+    input_size: Optional[int] = Field(640, title="Input size", ge=32, le=4096, description="Square input side; null reads it from the model")
+    max_batch: int = Field(1, title="Max batch", ge=1, le=64)
+    batch_timeout_ms: float = Field(5, title="Batch timeout (ms)", ge=0, le=1000)
+    conf_threshold: float = Field(0.25, title="Confidence threshold", ge=0, le=1)
+    iou_threshold: float = Field(0.45, title="NMS IoU threshold", ge=0, le=1)
+    classes: List[str] = Field(default_factory=list, title="Classes to keep")
+    labels: Optional[str] = Field(None, title="Labels file")
+    engine_dir: str = Field("engines", title="Engine cache directory")
+    calibration_dir: Optional[str] = Field(None, title="INT8 calibration images")
+    dla_core: Optional[int] = Field(None, title="DLA core (Jetson Orin/Xavier)", ge=0, le=1)
+    workspace_mb: int = Field(1024, title="TensorRT workspace (MiB)", ge=16)
+
+    @field_validator("path")
+    @classmethod
+    def _model_suffix(cls, value: str) -> str:
+        if not value.lower().endswith((".onnx", ".engine", ".plan")):
+            raise ValueError("model.path must end in .onnx, .engine or .plan")
+        return value
+
+    @field_validator("input_size")
+    @classmethod
+    def _stride_multiple(cls, value: Optional[int]) -> Optional[int]:
+        if value is not None and value % 32:
+            raise ValueError("input_size must be a multiple of 32")
+        return value
+
+
+class TLSConfig(_Strict):
+    enabled: bool = Field(False, title="TLS enabled")
+    ca_certs: Optional[str] = Field(None, title="CA certificates")
+    certfile: Optional[str] = Field(None, title="Client certificate")
+    keyfile: Optional[str] = Field(None, title="Client key")
+    insecure: bool = Field(False, title="Skip hostname verification")
+
+
+class MQTTConfig(_Strict):
+    enabled: bool = Field(True, title="MQTT enabled")
+    host: str = Field("127.0.0.1", title="Broker host", min_length=1)
+    port: int = Field(1883, title="Broker port", ge=1, le=65535)
+    client_id: Optional[str] = Field(None, title="Client id")
+    username: Optional[str] = Field(None, title="Username")
+    password: Optional[str] = Field(None, title="Password")
+    tls: TLSConfig = Field(default_factory=TLSConfig, title="TLS")
+    keepalive: int = Field(30, title="Keepalive (s)", ge=5, le=3600)
+    topic_prefix: str = Field("edge_app", title="Topic prefix", min_length=1)
+    qos: Literal[0, 1, 2] = Field(1, title="QoS")
+    publish_empty: bool = Field(False, title="Publish empty frames")
+    max_queue: int = Field(10000, title="Offline queue size", ge=1)
+    stats_interval_s: float = Field(10, title="Stats interval (s)", gt=0)
+
+    @field_validator("topic_prefix")
+    @classmethod
+    def _topic_chars(cls, value: str) -> str:
+        if any(ch in value for ch in "#+") or value.startswith("/") or value.endswith("/"):
+            raise ValueError("topic_prefix may not contain # or + nor start or end with /")
+        return value
+
+
+class APIConfig(_Strict):
+    enabled: bool = Field(True, title="API enabled")
+    host: str = Field("127.0.0.1", title="Listen host")
+    port: int = Field(8080, title="Listen port", ge=0, le=65535)
+    token: Optional[str] = Field(None, title="Bearer token")
+    max_body_bytes: int = Field(65536, title="Max body (bytes)", ge=1024)
+
+
+class SnapshotConfig(_Strict):
+    jpeg_quality: int = Field(85, title="JPEG quality", ge=1, le=100)
+    annotate: bool = Field(True, title="Annotate snapshots")
+
+
+class LoggingConfig(_Strict):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field("INFO", title="Log level")
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _upper(cls, value):
+        return value.upper() if isinstance(value, str) else value
+
+
+class CaptureConfig(_Strict):
+    """Extension of SPEC.md: timing of reconnects and the stall watchdog."""
+
+    stall_timeout_s: float = Field(10, title="Stall timeout (s)", gt=0, description="Reopen a stream that delivered no frame for this long")
+    backoff_initial_s: float = Field(1, title="First reconnect delay (s)", gt=0)
+    backoff_max_s: float = Field(30, title="Longest reconnect delay (s)", gt=0)
+    open_timeout_s: float = Field(10, title="Open timeout (s)", gt=0)
+
+
+class AppConfig(_Strict):
+    device_id: str = Field("edge-01", title="Device id", pattern=ID_PATTERN)
+    cameras: List[CameraConfig] = Field(default_factory=list, title="Cameras")
+    model: ModelConfig = Field(title="Model")
+    mqtt: MQTTConfig = Field(default_factory=MQTTConfig, title="MQTT")
+    api: APIConfig = Field(default_factory=APIConfig, title="REST API")
+    snapshots: SnapshotConfig = Field(default_factory=SnapshotConfig, title="Snapshots")
+    logging: LoggingConfig = Field(default_factory=LoggingConfig, title="Logging")
+    capture: CaptureConfig = Field(default_factory=CaptureConfig, title="Capture")
+
+    @model_validator(mode="after")
+    def _unique_camera_ids(self) -> "AppConfig":
+        seen = set()
+        for cam in self.cameras:
+            if cam.id in seen:
+                raise ValueError(f"camera id {cam.id!r} is used twice")
+            seen.add(cam.id)
+        return self
+
+    def camera(self, camera_id: str) -> Optional[CameraConfig]:
+        return next((c for c in self.cameras if c.id == camera_id), None)

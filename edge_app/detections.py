@@ -1,0 +1,87 @@
+"""The typed result of running a detector on one frame."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, List, Optional, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Detections:
+    """Boxes found in one frame, in that frame's pixel coordinates.
+
+    ``xyxy`` is ``(N, 4)`` float32 ``[x1, y1, x2, y2]``; ``confidence`` is ``(N,)`` float32;
+    ``class_id`` is ``(N,)`` int32. Shapes are checked so a decoding bug fails loudly here rather
+    than as a malformed MQTT payload later.
+    """
+
+    xyxy: np.ndarray
+    confidence: np.ndarray
+    class_id: np.ndarray
+    labels: Sequence[str] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        xyxy = np.asarray(self.xyxy, dtype=np.float32).reshape(-1, 4) if np.size(self.xyxy) == 0 else np.asarray(self.xyxy, dtype=np.float32)
+        conf = np.asarray(self.confidence, dtype=np.float32).reshape(-1)
+        cls = np.asarray(self.class_id, dtype=np.int32).reshape(-1)
+        if xyxy.ndim != 2 or xyxy.shape[1] != 4:
+            raise ValueError(f"xyxy must have shape (N, 4), got {xyxy.shape}")
+        n = xyxy.shape[0]
+        if conf.shape != (n,) or cls.shape != (n,):
+            raise ValueError(
+                f"confidence {conf.shape} and class_id {cls.shape} must both have shape ({n},)"
+            )
+        object.__setattr__(self, "xyxy", xyxy)
+        object.__setattr__(self, "confidence", conf)
+        object.__setattr__(self, "class_id", cls)
+
+    @classmethod
+    def empty(cls, labels: Sequence[str] = ()) -> "Detections":
+        return cls(np.zeros((0, 4), np.float32), np.zeros((0,), np.float32), np.zeros((0,), np.int32), labels)
+
+    def __len__(self) -> int:
+        return int(self.xyxy.shape[0])
+
+    def __getitem__(self, index) -> "Detections":
+        """Select rows with a boolean mask, an index array or a slice."""
+        if isinstance(index, (int, np.integer)):
+            index = [int(index)]
+        return Detections(self.xyxy[index], self.confidence[index], self.class_id[index], self.labels)
+
+    def label_of(self, class_id: int) -> str:
+        if 0 <= class_id < len(self.labels):
+            return str(self.labels[class_id])
+        return str(class_id)
+
+    def filter_classes(self, keep_labels: Sequence[str]) -> "Detections":
+        """Keep only the detections whose label (or class id as text) is in ``keep_labels``."""
+        if not keep_labels:
+            return self
+        wanted = set(keep_labels)
+        mask = np.array([self.label_of(int(c)) in wanted or str(int(c)) in wanted for c in self.class_id], dtype=bool)
+        return self[mask] if len(self) else self
+
+    def to_dicts(self, ndigits: int = 1) -> List[dict]:
+        """The SPEC.md ``detections`` list: class_id, label, confidence, bbox."""
+        out = []
+        for box, conf, cls in zip(self.xyxy.tolist(), self.confidence.tolist(), self.class_id.tolist()):
+            out.append(
+                {
+                    "class_id": int(cls),
+                    "label": self.label_of(int(cls)),
+                    "confidence": round(float(conf), 4),
+                    "bbox": [round(float(v), ndigits) for v in box],
+                }
+            )
+        return out
+
+    def __iter__(self) -> Iterator[dict]:
+        return iter(self.to_dicts())
+
+    def count(self, label: str, min_confidence: Optional[float] = None) -> int:
+        n = 0
+        for cls, conf in zip(self.class_id.tolist(), self.confidence.tolist()):
+            if self.label_of(int(cls)) == label and (min_confidence is None or conf >= min_confidence):
+                n += 1
+        return n

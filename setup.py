@@ -1,0 +1,51 @@
+"""Packaging for edge-app.
+
+OpenCV is an extra on purpose: on a Jetson, JetPack's system OpenCV is built with GStreamer
+(needed for ``csi://`` and ``gst:`` sources) and a PyPI wheel installed beside it would shadow
+it. Everywhere else, install ``edge-app[opencv]``.
+"""
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+ROOT = Path(__file__).parent
+VERSION = {}
+exec((ROOT / "edge_app" / "version.py").read_text(), VERSION)
+
+setup(
+    name="edge-app",
+    version=VERSION["__version__"],
+    description="Edge video analytics appliance: cameras -> YOLO (TensorRT / ONNX Runtime) -> MQTT + REST",
+    long_description=(ROOT / "README.md").read_text(encoding="utf-8") if (ROOT / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.8",
+    packages=find_packages(include=["edge_app", "edge_app.*"]),
+    package_data={"edge_app": ["api/static/*", "detect/coco80.txt"]},
+    install_requires=[
+        "numpy>=1.21",
+        "pydantic>=2.5,<3",
+        "PyYAML>=6.0",
+        "paho-mqtt>=2.0,<3",
+        "Flask>=2.3",
+        "cheroot>=10.0",
+        "prometheus-client>=0.17",
+        "onnxruntime>=1.15",
+        "filelock>=3.12",
+    ],
+    extras_require={
+        "opencv": ["opencv-python-headless>=4.8"],
+        # TensorRT and its CUDA bindings come with JetPack (apt); these pins are for x86 dGPU hosts.
+        "tensorrt": ["cuda-python>=12"],
+        "pycuda": ["pycuda>=2022.1"],
+        "bench": ["ultralytics", "psutil>=5.9"],
+        "dev": ["pytest>=7.4", "pytest-timeout>=2.2", "requests>=2.31", "psutil>=5.9", "onnx>=1.14"],
+    },
+    entry_points={"console_scripts": ["edge-app=edge_app.cli:main"]},
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Operating System :: POSIX :: Linux",
+        "Topic :: Multimedia :: Video :: Capture",
+        "Topic :: Scientific/Engineering :: Image Recognition",
+    ],
+)

@@ -1,0 +1,13 @@
+"""Fixtures shared by the whole suite. Support modules hold the real-world helpers:
+a Mosquitto broker on a free port, a GStreamer RTSP server, clips made with ffmpeg."""
+import os
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["tests.support.paths", "tests.support.media", "tests.support.broker", "tests.support.rtsp"]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU with CUDA (skipped without one)")
+    config.addinivalue_line("markers", "slow: end-to-end tests with subprocesses, brokers and RTSP servers")

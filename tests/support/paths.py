@@ -1,0 +1,56 @@
+"""Where the shared test data lives: real YOLOv8n models and real images.
+
+The data sits beside the repository in ``../shared`` (or where ``EDGE_APP_SHARED`` points).
+A contributor without it gets skips with a reason; CI (``CI=true``) fails instead, so a missing
+folder can never turn the suite green by skipping.
+"""
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def shared_dir() -> Path:
+    return Path(os.environ.get("EDGE_APP_SHARED", REPO.parent / "shared")).resolve()
+
+
+def _require(path: Path) -> Path:
+    if not path.exists():
+        message = f"test data {path} is missing (set EDGE_APP_SHARED to the folder with models/ and images/)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    """The float32, dynamic-batch YOLOv8n COCO export."""
+    return _require(shared_dir() / "models" / "yolov8n_coco_dynbatch.onnx")
+
+
+@pytest.fixture(scope="session")
+def int8_model_path() -> Path:
+    return _require(shared_dir() / "models" / "yolov8n_coco_int8.onnx")
+
+
+@pytest.fixture(scope="session")
+def images_dir() -> Path:
+    return _require(shared_dir() / "images")
+
+
+@pytest.fixture(scope="session")
+def bus_jpg(images_dir) -> Path:
+    return images_dir / "bus.jpg"
+
+
+@pytest.fixture(scope="session")
+def zidane_jpg(images_dir) -> Path:
+    return images_dir / "zidane.jpg"
