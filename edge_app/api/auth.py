@@ -1,0 +1,67 @@
+"""Bearer-token protection of ``/api/v1/*``.
+
+The token is read from the running configuration on every request, so a token changed through
+``PATCH /api/v1/config`` applies to the very next request without a restart.
+"""
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Callable, Collection, Optional
+
+from flask import Flask, Response, request
+
+from edge_app.api.errors import error_response
+from edge_app.config.schema import AppConfig
+
+logger = logging.getLogger(__name__)
+
+PROTECTED_PREFIX = "/api/v1"
+CHALLENGE = {"WWW-Authenticate": 'Bearer realm="edge-app"'}
+
+
+def bearer_token(authorization: Optional[str]) -> Optional[str]:
+    """The token of an ``Authorization: Bearer <token>`` header, or None."""
+    if not authorization:
+        return None
+    scheme, _, value = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()
+
+
+def _same_token(presented: str, expected: str) -> bool:
+    # compare_digest takes the same time wherever the strings differ, so the token cannot be
+    # guessed byte by byte from response times; bytes because it refuses non-ASCII str.
+    return hmac.compare_digest(presented.encode("utf-8"), expected.encode("utf-8"))
+
+
+def install_auth(
+    app: Flask,
+    config_getter: Callable[[], AppConfig],
+    query_token_endpoints: Collection[str] = (),
+) -> None:
+    """Require the configured token on ``/api/v1/*``.
+
+    ``query_token_endpoints`` also accept ``?token=``: an ``<img src>`` showing a snapshot or
+    an MJPEG stream in a browser cannot send an Authorization header. Everywhere else the query
+    parameter is ignored, so tokens do not spread into URLs that need not carry them.
+    """
+
+    @app.before_request
+    def _require_token() -> Optional[Response]:
+        path = request.path
+        if path != PROTECTED_PREFIX and not path.startswith(PROTECTED_PREFIX + "/"):
+            return None
+        expected = config_getter().api.token
+        if not expected:
+            return None
+        presented = bearer_token(request.headers.get("Authorization"))
+        if presented is None and request.endpoint in query_token_endpoints:
+            presented = request.args.get("token") or None
+        if presented is None:
+            return error_response(401, "this API needs a token: send 'Authorization: Bearer <token>'", CHALLENGE)
+        if not _same_token(presented, expected):
+            logger.warning("rejected a request to %s with a wrong token from %s", path, request.remote_addr)
+            return error_response(401, "the token is wrong", CHALLENGE)
+        return None

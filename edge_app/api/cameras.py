@@ -1,0 +1,199 @@
+"""``/api/v1/cameras``: the camera list, snapshots, latest detections and the MJPEG live view.
+
+Frames are drawn on and encoded here, on demand only. A small cache keyed by the frame shares
+one encode between viewers of the same frame, so a second browser tab costs no extra CPU.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
+
+from flask import Blueprint, Response, jsonify, request
+
+from edge_app.annotate import draw_detections, encode_jpeg
+from edge_app.api.errors import ApiError
+from edge_app.api.server import SHUTDOWN_ENVIRON_KEY
+from edge_app.api.service import AnalysedFrame, ApplianceService, UnknownCamera
+from edge_app.config.schema import AppConfig
+
+logger = logging.getLogger(__name__)
+
+BOUNDARY = "frame"
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+STREAM_POLL_S = 0.5  # how quickly a live view notices server shutdown
+STREAM_KEEPALIVE_S = 5.0  # resend the last frame this often when the camera is quiet
+DEFAULT_STREAM_FPS = 10.0
+MAX_STREAM_FPS = 30.0
+RETRY_AFTER = {"Retry-After": "1"}
+
+
+def flag_arg(args: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ApiError(400, f"{name} must be 0 or 1, got {raw!r}")
+
+
+def number_arg(args: Mapping[str, str], name: str, default: float, low: float, high: float, integer: bool) -> float:
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        kind = "an integer" if integer else "a number"
+        raise ApiError(400, f"{name} must be {kind} from {low:g} to {high:g}, got {raw!r}")
+    return value
+
+
+class JpegCache:
+    """The last few encoded frames, so concurrent viewers of one frame share a single encode."""
+
+    def __init__(self, max_entries: int = 8):
+        self._max_entries = max_entries
+        self._entries: "OrderedDict[Tuple[Any, ...], bytes]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def render(self, frame: AnalysedFrame, annotate: bool, quality: int) -> bytes:
+        # ts is part of the key because frame ids start again at 1 when a camera restarts.
+        key = (frame.camera_id, frame.frame_id, frame.ts, annotate, quality)
+        with self._lock:
+            cached = self._entries.get(key)
+            if cached is not None:
+                self._entries.move_to_end(key)
+                return cached
+        image = draw_detections(frame.image, frame.detections) if annotate else frame.image
+        jpeg = encode_jpeg(image, quality)
+        with self._lock:
+            self._entries[key] = jpeg
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+        return jpeg
+
+
+def _part(jpeg: bytes, frame: AnalysedFrame) -> bytes:
+    head = (
+        f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(jpeg)}\r\n"
+        f"X-Frame-Id: {frame.frame_id}\r\nX-Frame-Timestamp: {frame.ts:.3f}\r\n\r\n"
+    )
+    return head.encode("ascii") + jpeg + b"\r\n"
+
+
+def cameras_blueprint(
+    service: ApplianceService,
+    config_getter: Callable[[], AppConfig],
+    max_live_streams: int = 8,
+) -> Blueprint:
+    """``max_live_streams`` bounds open MJPEG views: each holds an HTTP worker thread, and the
+    rest of the API must stay reachable however many browser tabs are left open."""
+    bp = Blueprint("cameras", __name__)
+    cache = JpegCache()
+    stream_slots = threading.BoundedSemaphore(max_live_streams)
+
+    def frame_or_503(camera_id: str) -> AnalysedFrame:
+        frame = service.latest_frame(camera_id)
+        if frame is None:
+            raise ApiError(503, f"camera {camera_id!r} has no analysed frame yet", headers=RETRY_AFTER)
+        return frame
+
+    def live_frames(camera_id: str, stopping: threading.Event) -> Iterator[AnalysedFrame]:
+        """Each newer analysed frame; the last one again after a quiet spell, which keeps proxies
+        from timing out and lets a write fail when the viewer is gone."""
+        last_key: Optional[Tuple[int, float]] = None
+        last_id = 0
+        last_sent_at = 0.0
+        while not stopping.is_set():
+            frame = service.wait_frame(camera_id, last_id, STREAM_POLL_S)
+            if frame is None:
+                latest = service.latest_frame(camera_id)
+                if latest is None:
+                    continue
+                restarted = (latest.frame_id, latest.ts) != last_key
+                if not restarted and time.monotonic() - last_sent_at < STREAM_KEEPALIVE_S:
+                    continue
+                frame = latest
+            yield frame
+            last_key, last_id, last_sent_at = (frame.frame_id, frame.ts), frame.frame_id, time.monotonic()
+
+    def mjpeg(camera_id: str, annotate: bool, quality: int, fps: float, stopping: threading.Event) -> Iterator[bytes]:
+        min_interval_s = 1.0 / fps
+        try:
+            for frame in live_frames(camera_id, stopping):
+                started = time.monotonic()
+                yield _part(cache.render(frame, annotate, quality), frame)
+                # Waiting on the event rather than sleeping keeps shutdown prompt.
+                stopping.wait(max(0.0, min_interval_s - (time.monotonic() - started)))
+            yield f"--{BOUNDARY}--\r\n".encode("ascii")
+        except UnknownCamera:
+            logger.info("live view of camera %r ended: the camera was removed", camera_id)
+        except GeneratorExit:
+            logger.debug("live view of camera %r closed by the viewer", camera_id)
+            raise
+
+    @bp.get("/api/v1/cameras")
+    def list_cameras() -> Response:
+        return jsonify(service.cameras())
+
+    @bp.get("/api/v1/cameras/<camera_id>")
+    def get_camera(camera_id: str) -> Response:
+        for camera in service.cameras():
+            if camera.get("id") == camera_id:
+                return jsonify(camera)
+        raise UnknownCamera(camera_id)
+
+    @bp.get("/api/v1/cameras/<camera_id>/snapshot.jpg")
+    def snapshot(camera_id: str) -> Response:
+        settings = config_getter().snapshots
+        annotate = flag_arg(request.args, "annotate", settings.annotate)
+        quality = int(number_arg(request.args, "quality", settings.jpeg_quality, 1, 100, integer=True))
+        frame = frame_or_503(camera_id)
+        response = Response(cache.render(frame, annotate, quality), mimetype="image/jpeg")
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["X-Frame-Id"] = str(frame.frame_id)
+        response.headers["X-Frame-Timestamp"] = f"{frame.ts:.3f}"
+        response.headers["Content-Disposition"] = f'inline; filename="{camera_id}-{frame.frame_id}.jpg"'
+        return response
+
+    @bp.get("/api/v1/cameras/<camera_id>/detections")
+    def detections(camera_id: str) -> Response:
+        payload: Optional[Dict[str, Any]] = service.latest_detections(camera_id)
+        if payload is None:
+            raise ApiError(503, f"camera {camera_id!r} has no detections yet", headers=RETRY_AFTER)
+        return jsonify(payload)
+
+    @bp.get("/api/v1/cameras/<camera_id>/stream.mjpg")
+    def stream(camera_id: str) -> Response:
+        settings = config_getter().snapshots
+        annotate = flag_arg(request.args, "annotate", True)
+        quality = int(number_arg(request.args, "quality", settings.jpeg_quality, 1, 100, integer=True))
+        fps = number_arg(request.args, "fps", DEFAULT_STREAM_FPS, 0.1, MAX_STREAM_FPS, integer=False)
+        service.latest_frame(camera_id)  # raises UnknownCamera (404) before the stream starts
+        if not stream_slots.acquire(blocking=False):
+            raise ApiError(503, f"too many live views are open (at most {max_live_streams}); close one and retry", headers=RETRY_AFTER)
+        released = threading.Event()
+
+        def release_slot() -> None:
+            if not released.is_set():
+                released.set()
+                stream_slots.release()
+
+        stopping = request.environ.get(SHUTDOWN_ENVIRON_KEY) or threading.Event()
+        response = Response(mjpeg(camera_id, annotate, quality, fps, stopping), content_type=f"multipart/x-mixed-replace; boundary={BOUNDARY}")
+        # call_on_close runs even when the body was never iterated, unlike a generator's finally.
+        response.call_on_close(release_slot)
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["X-Accel-Buffering"] = "no"  # nginx in front must not buffer a live view
+        return response
+
+    return bp

@@ -1,0 +1,36 @@
+"""Liveness and readiness probes (``/healthz``, ``/readyz``), for systemd, Docker and k8s."""
+from __future__ import annotations
+
+import logging
+
+from flask import Blueprint, Response, jsonify
+
+from edge_app.api.service import ApplianceService
+
+logger = logging.getLogger(__name__)
+
+
+def health_blueprint(service: ApplianceService) -> Blueprint:
+    """``/healthz`` answers while the process serves HTTP; ``/readyz`` asks the appliance."""
+    bp = Blueprint("health", __name__)
+
+    @bp.get("/healthz")
+    def healthz() -> Response:
+        return jsonify({"status": "ok"})
+
+    @bp.get("/readyz")
+    def readyz() -> Response:
+        try:
+            ready, reasons = service.readiness()
+        except Exception as err:  # a probe must answer "not ready", not crash with a 500
+            logger.exception("the readiness check failed")
+            ready, reasons = False, [f"the readiness check failed: {err}"]
+        if ready:
+            return jsonify({"ready": True})
+        reasons = list(reasons) or ["not ready"]
+        # "error" too, so the body has the shape of every other non-2xx answer of the API.
+        response = jsonify({"ready": False, "reasons": reasons, "error": "not ready: " + "; ".join(reasons)})
+        response.status_code = 503
+        return response
+
+    return bp

@@ -1,0 +1,238 @@
+"""The running appliance: cameras, detector, pipeline, MQTT and the REST API, wired together.
+
+It implements ``edge_app.api.service.ApplianceService``; the API gets it passed in explicitly.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from edge_app.api.service import AnalysedFrame, ApplyResult, UnknownCamera
+from edge_app.capture.camera import CameraWorker
+from edge_app.capture.state import StreamState
+from edge_app.config.schema import AppConfig, CameraConfig
+from edge_app.config.store import ConfigError, Problem, mask_url, save_config
+from edge_app.detect.base import Detector, DetectorError
+from edge_app.detect.factory import create_detector
+from edge_app.mqtt.publisher import MqttPublisher
+from edge_app.pipeline.results import ResultStore
+from edge_app.pipeline.runner import Pipeline
+from edge_app.pipeline.scheduler import BatchScheduler
+from edge_app.reconfigure import plan_changes
+from edge_app.version import __version__
+
+log = logging.getLogger(__name__)
+
+
+class Appliance:
+    def __init__(self, config: AppConfig, config_path: Optional[Path] = None):
+        self._config = config
+        self._config_path = Path(config_path) if config_path else None
+        self._apply_lock = threading.RLock()
+        self._started_mono_s = time.monotonic()
+        self._detector: Optional[Detector] = None
+        self._cameras: Dict[str, CameraWorker] = {}
+        self._publisher = MqttPublisher(config.mqtt, config.device_id, __version__)
+        self._results = ResultStore(config.device_id, self._publisher.publish_detections, config.model.classes, config.mqtt.publish_empty)
+        self._pipeline = Pipeline(
+            detector_getter=lambda: self._detector,
+            sources_getter=lambda: self._cameras,
+            sink=self._results,
+            scheduler=BatchScheduler(config.model.max_batch, config.model.batch_timeout_ms / 1000.0),
+        )
+        self._stats_stop = threading.Event()
+        self._stats_thread: Optional[threading.Thread] = None
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Load the model (raises DetectorError), then start MQTT, cameras and the pipeline."""
+        self._detector = self._load_detector(self._config)
+        self._publisher.start()
+        for cam in self._config.cameras:
+            self._start_camera(cam)
+        self._reconfigure_pipeline()
+        self._pipeline.start()
+        self._stats_thread = threading.Thread(target=self._stats_loop, name="stats:mqtt", daemon=True)
+        self._stats_thread.start()
+
+    def stop(self, timeout_s: float = 4.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        self._stats_stop.set()
+        workers = list(self._cameras.values())
+        stoppers = [threading.Thread(target=w.stop, kwargs={"timeout_s": 2.0}, name=f"stop:{w.config.id}") for w in workers]
+        for t in stoppers:
+            t.start()
+        self._pipeline.stop(timeout_s=max(0.5, deadline - time.monotonic() - 1.0))
+        for t in stoppers:
+            t.join(max(0.0, deadline - time.monotonic() - 1.0))
+        self._publisher.stop(timeout_s=max(0.5, deadline - time.monotonic()))
+        if self._detector is not None:
+            self._detector.close()
+
+    def _load_detector(self, config: AppConfig) -> Detector:
+        detector = create_detector(config.model)
+        log.info("model %s loaded with %s (input %s, max batch %d)", config.model.path, detector.backend_name,
+                 "x".join(map(str, detector.input_hw)), detector.max_batch)
+        return detector
+
+    def _start_camera(self, cam: CameraConfig) -> None:
+        if not cam.enabled:
+            self._publisher.publish_camera_state(cam.id, StreamState.STOPPED.value, None)
+            return
+        worker = CameraWorker(cam, self._config.capture, on_state=self._on_camera_state, on_frame=self._pipeline.notify_frame)
+        self._cameras = {**self._cameras, cam.id: worker}
+        worker.start()
+
+    def _stop_camera(self, camera_id: str) -> None:
+        workers = dict(self._cameras)
+        worker = workers.pop(camera_id, None)
+        self._cameras = workers
+        if worker is not None:
+            worker.stop(timeout_s=3.0)
+        self._results.forget(camera_id)
+
+    def _on_camera_state(self, camera_id: str, state: StreamState, error: Optional[str]) -> None:
+        self._publisher.publish_camera_state(camera_id, state.value, error)
+
+    def _reconfigure_pipeline(self) -> None:
+        model = self._config.model
+        max_batch = min(model.max_batch, self._detector.max_batch if self._detector else model.max_batch)
+        fps_limits = {c.id: c.fps_limit for c in self._config.cameras if c.enabled}
+        self._pipeline.reconfigure(fps_limits, max_batch, model.batch_timeout_ms / 1000.0)
+
+    def _stats_loop(self) -> None:
+        while not self._stats_stop.wait(self._config.mqtt.stats_interval_s):
+            try:
+                self._publisher.publish_stats(self.stats_payload())
+            except Exception:
+                log.exception("publishing stats failed")
+
+    # -- live configuration -----------------------------------------------------------------------
+    def current_config(self) -> AppConfig:
+        return self._config
+
+    def apply_config(self, new_config: AppConfig) -> ApplyResult:
+        with self._apply_lock:
+            old = self._config
+            plan = plan_changes(old, new_config)
+            new_detector = None
+            if plan.reload_model:
+                try:
+                    new_detector = self._load_detector(new_config)
+                except DetectorError as err:
+                    raise ConfigError([Problem("model.path", str(err))]) from None
+            if self._config_path is not None:
+                save_config(new_config, self._config_path)
+            self._config = new_config
+            if new_detector is not None:
+                old_detector, self._detector = self._detector, new_detector
+                # Batches in flight still hold the old model; close it once they have drained.
+                threading.Timer(5.0, old_detector.close).start()
+            self._retune_detector(new_config)
+            if plan.reconnect_mqtt:
+                self._swap_publisher(new_config)
+            self._results.configure(new_config.device_id, self._publisher.publish_detections, new_config.model.classes, new_config.mqtt.publish_empty)
+            for cid in plan.cameras_removed + plan.cameras_changed:
+                self._stop_camera(cid)
+                if cid in plan.cameras_removed:
+                    self._publisher.publish_camera_state(cid, StreamState.STOPPED.value, None)
+            for cid in plan.cameras_added + plan.cameras_changed:
+                self._start_camera(new_config.camera(cid))
+            self._reconfigure_pipeline()
+            logging.getLogger().setLevel(new_config.logging.level)
+            log.info("configuration applied: %s", plan)
+            return ApplyResult(new_config, plan.restart_required)
+
+    def _retune_detector(self, config: AppConfig) -> None:
+        if self._detector is not None:
+            self._detector.conf_threshold = config.model.conf_threshold
+            self._detector.iou_threshold = config.model.iou_threshold
+
+    def _swap_publisher(self, config: AppConfig) -> None:
+        old = self._publisher
+        old.stop(timeout_s=2.0)
+        self._publisher = MqttPublisher(config.mqtt, config.device_id, __version__)
+        self._publisher.start()
+        for cid, worker in self._cameras.items():
+            self._publisher.publish_camera_state(cid, worker.state.value, worker.stats().get("last_error"))
+
+    # -- what the API reads -----------------------------------------------------------------------
+    def _worker(self, camera_id: str) -> Optional[CameraWorker]:
+        if self._config.camera(camera_id) is None:
+            raise UnknownCamera(camera_id)
+        return self._cameras.get(camera_id)
+
+    def _camera_entry(self, cam: CameraConfig) -> Dict[str, Any]:
+        worker = self._cameras.get(cam.id)
+        stats = worker.stats() if worker else {}
+        figures = self._results.camera_figures(cam.id)
+        return {
+            "id": cam.id,
+            "source": mask_url(cam.source),
+            "enabled": cam.enabled,
+            "state": stats.get("state", StreamState.STOPPED.value if not cam.enabled else StreamState.CONNECTING.value),
+            "fps": stats.get("fps", 0.0),
+            "analysed_fps": figures["analysed_fps"],
+            "frames_captured": stats.get("frames_captured", 0),
+            "frames_analyzed": figures["frames_analyzed"],
+            "frames_dropped": stats.get("frames_dropped", 0) + figures["frames_stale"],
+            "reconnects": stats.get("reconnects", 0),
+            "last_error": stats.get("last_error"),
+        }
+
+    def cameras(self) -> List[Dict[str, Any]]:
+        return [self._camera_entry(cam) for cam in self._config.cameras]
+
+    def status(self) -> Dict[str, Any]:
+        detector = self._detector
+        model = self._config.model
+        return {
+            "device_id": self._config.device_id,
+            "version": __version__,
+            "uptime_s": round(time.monotonic() - self._started_mono_s, 1),
+            "backend": detector.backend_name if detector else None,
+            "model": {
+                "path": model.path,
+                "input_size": list(detector.input_hw) if detector else model.input_size,
+                "precision": model.precision if detector is not None and detector.backend_name == "tensorrt" else "fp32",
+                "max_batch": detector.max_batch if detector else model.max_batch,
+            },
+            "mqtt": self._publisher.stats(),
+            "cameras": self.cameras(),
+            "pipeline": {**self._results.pipeline_figures(), "errors": self._pipeline.errors},
+        }
+
+    def stats_payload(self) -> Dict[str, Any]:
+        status = self.status()
+        return {
+            "device_id": status["device_id"],
+            "ts": time.time(),
+            "fps": status["pipeline"]["fps"],
+            "latency_ms": status["pipeline"]["latency_ms"],
+            "queue": status["mqtt"]["queued"],
+            "dropped": sum(c["frames_dropped"] for c in status["cameras"]) + status["mqtt"]["dropped"],
+            "cameras": {c["id"]: {"fps": c["fps"], "state": c["state"], "frames_dropped": c["frames_dropped"]} for c in status["cameras"]},
+        }
+
+    def readiness(self) -> Tuple[bool, List[str]]:
+        reasons = []
+        if self._detector is None:
+            reasons.append("the model is not loaded")
+        if not any(w.state == StreamState.STREAMING for w in self._cameras.values()):
+            reasons.append("no camera is streaming")
+        return (not reasons, reasons)
+
+    def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
+        self._worker(camera_id)
+        return self._results.latest_frame(camera_id)
+
+    def latest_detections(self, camera_id: str) -> Optional[Dict[str, Any]]:
+        self._worker(camera_id)
+        return self._results.latest_payload(camera_id)
+
+    def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
+        self._worker(camera_id)
+        return self._results.wait_frame(camera_id, after_frame_id, timeout_s)

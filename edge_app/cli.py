@@ -1,0 +1,183 @@
+"""The ``edge-app`` command line (SPEC.md): run, check-config, detect, build-engine, selftest.
+
+Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid configuration. Errors are one clear
+sentence each on stderr, never a bare traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import List, Optional
+
+from edge_app.config.store import ConfigError, load_config
+from edge_app.version import __version__
+
+log = logging.getLogger("edge_app")
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too; keep its usage line
+        self.print_usage(sys.stderr)
+        print(f"edge-app: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="edge-app", description="Edge video analytics: cameras -> YOLO -> MQTT + REST API")
+    parser.add_argument("--version", action="version", version=f"edge-app {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run the appliance until SIGINT/SIGTERM")
+    run.add_argument("-c", "--config", required=True, type=Path)
+
+    check = sub.add_parser("check-config", help="validate a configuration file")
+    check.add_argument("-c", "--config", required=True, type=Path)
+
+    detect = sub.add_parser("detect", help="run the model on images, one JSON line per image")
+    detect.add_argument("--model", required=True)
+    detect.add_argument("--conf", type=float, default=0.25)
+    detect.add_argument("--iou", type=float, default=0.45)
+    detect.add_argument("--backend", choices=["auto", "tensorrt", "onnxruntime"], default="auto")
+    detect.add_argument("--input-size", type=int, default=None, help="default: read from the model")
+    detect.add_argument("--max-batch", type=int, default=1)
+    detect.add_argument("images", nargs="+", type=Path)
+
+    build = sub.add_parser("build-engine", help="build (or reuse) the TensorRT engine for a configuration")
+    build.add_argument("-c", "--config", required=True, type=Path)
+    build.add_argument("--force", action="store_true", help="rebuild even when the cached engine matches")
+
+    selftest = sub.add_parser("selftest", help="check this device: TensorRT, CUDA, engine build, TensorRT vs ONNX Runtime")
+    selftest.add_argument("-c", "--config", type=Path, default=None)
+    selftest.add_argument("--model", default=None, help="ONNX model (default: the config's model.path)")
+    selftest.add_argument("images", nargs="*", type=Path)
+    return parser
+
+
+def _print_config_error(err: ConfigError) -> None:
+    where = f"{err.source}: " if err.source else ""
+    for problem in err.problems:
+        print(f"edge-app: {where}{problem}", file=sys.stderr)
+
+
+def _setup_logging(level: str = "INFO") -> None:
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
+
+
+def cmd_check_config(args) -> int:
+    try:
+        config = load_config(args.config)
+    except ConfigError as err:
+        _print_config_error(err)
+        return EXIT_USAGE
+    print(f"{args.config}: valid ({len(config.cameras)} camera(s), model {config.model.path})")
+    return EXIT_OK
+
+
+def cmd_detect(args) -> int:
+    from edge_app.config.schema import ModelConfig
+    from edge_app.detect.base import DetectorError
+    from edge_app.detect.factory import create_detector, load_image
+    from pydantic import ValidationError
+
+    try:
+        model_cfg = ModelConfig(path=args.model, backend=args.backend, conf_threshold=args.conf, iou_threshold=args.iou,
+                                input_size=args.input_size, max_batch=args.max_batch)
+    except ValidationError as err:
+        for item in err.errors(include_url=False):
+            print(f"edge-app: {'.'.join(map(str, item['loc']))}: {item['msg']}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        detector = create_detector(model_cfg)
+    except DetectorError as err:
+        print(f"edge-app: {err}", file=sys.stderr)
+        return EXIT_FAILURE
+    status = EXIT_OK
+    for path in args.images:
+        try:
+            image = load_image(path)
+        except (OSError, ValueError) as err:
+            print(f"edge-app: {err}", file=sys.stderr)
+            status = EXIT_FAILURE
+            continue
+        detections = detector.detect([image])[0]
+        height, width = image.shape[:2]
+        print(json.dumps({"image": str(path), "width": width, "height": height, "detections": detections.to_dicts()}), flush=True)
+    detector.close()
+    return status
+
+
+def cmd_build_engine(args) -> int:
+    try:
+        config = load_config(args.config)
+    except ConfigError as err:
+        _print_config_error(err)
+        return EXIT_USAGE
+    try:
+        from edge_app.detect.tensorrt.commands import build_engine_command
+    except ImportError:
+        print("edge-app: this installation has no TensorRT backend; install TensorRT (JetPack ships it) to build engines", file=sys.stderr)
+        return EXIT_FAILURE
+    return build_engine_command(config, force=args.force)
+
+
+def cmd_selftest(args) -> int:
+    try:
+        from edge_app.selftest import selftest_command
+    except ImportError as err:
+        print(f"edge-app: selftest is not available: {err}", file=sys.stderr)
+        return EXIT_FAILURE
+    config = None
+    if args.config is not None:
+        try:
+            config = load_config(args.config)
+        except ConfigError as err:
+            _print_config_error(err)
+            return EXIT_USAGE
+    if config is None and args.model is None:
+        print("edge-app: selftest needs -c CONFIG or --model MODEL", file=sys.stderr)
+        return EXIT_USAGE
+    return selftest_command(config if args.model is None else args.model, args.images)
+
+
+def cmd_run(args) -> int:
+    try:
+        config = load_config(args.config)
+    except ConfigError as err:
+        _print_config_error(err)
+        return EXIT_USAGE
+    _setup_logging(config.logging.level)
+    from edge_app.runtime import run_appliance
+
+    stop = threading.Event()
+
+    def _on_signal(signum, _frame):
+        log.info("received %s, shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    return run_appliance(config, args.config, stop)
+
+
+COMMANDS = {"run": cmd_run, "check-config": cmd_check_config, "detect": cmd_detect, "build-engine": cmd_build_engine, "selftest": cmd_selftest}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _build_parser().parse_args(argv)
+    if args.command != "run":
+        _setup_logging("WARNING")
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

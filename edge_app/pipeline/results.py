@@ -1,0 +1,115 @@
+"""Where analysed frames end up: MQTT, the newest frame per camera for the API, and figures."""
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from typing import Any, Callable, Dict, Optional, Sequence
+
+from edge_app.api.service import AnalysedFrame
+from edge_app.capture.frame import Frame
+from edge_app.detections import Detections
+from edge_app.mqtt.payloads import detections_payload
+from edge_app.pipeline.stats import LatencyWindow, RollingRate
+
+
+class ResultStore:
+    """Receives each analysed frame from the pipeline (one thread) and serves readers (API threads).
+
+    ``publish`` is the MQTT publisher's ``publish_detections``; encoding a JPEG never happens
+    here, only when a snapshot or live view is asked for.
+    """
+
+    def __init__(
+        self,
+        device_id: str,
+        publish: Callable[[str, Dict[str, Any]], None],
+        classes: Sequence[str] = (),
+        publish_empty: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.device_id = device_id
+        self.classes = tuple(classes)
+        self.publish_empty = publish_empty
+        self._publish = publish
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._frames: Dict[str, AnalysedFrame] = {}
+        self._payloads: Dict[str, Dict[str, Any]] = {}
+        self._analysed: Dict[str, int] = defaultdict(int)
+        self._stale: Dict[str, int] = defaultdict(int)
+        self._camera_rates: Dict[str, RollingRate] = defaultdict(RollingRate)
+        self.rate = RollingRate()
+        self.latency = LatencyWindow()
+        self._stage_ms: Dict[str, float] = {}
+
+    def configure(self, device_id: str, publish: Callable[[str, Dict[str, Any]], None], classes: Sequence[str], publish_empty: bool) -> None:
+        with self._cond:
+            self.device_id, self._publish, self.classes, self.publish_empty = device_id, publish, tuple(classes), publish_empty
+
+    def count_stale(self, camera_id: str) -> None:
+        self._stale[camera_id] += 1
+
+    def handle(self, frame: Frame, detections: Detections, timings_ms: Dict[str, float]) -> None:
+        detections = detections.filter_classes(self.classes)
+        now_mono_s = self._clock()
+        latency_ms = max(0.0, (now_mono_s - frame.mono_ts) * 1000.0)
+        height, width = frame.image.shape[:2]
+        payload = detections_payload(
+            device_id=self.device_id,
+            camera_id=frame.camera_id,
+            frame_id=frame.frame_id,
+            ts=frame.ts,
+            width=width,
+            height=height,
+            latency_ms=latency_ms,
+            detections=detections,
+        )
+        if len(detections) or self.publish_empty:
+            self._publish(frame.camera_id, payload)
+        with self._cond:
+            self._frames[frame.camera_id] = AnalysedFrame(frame.camera_id, frame.frame_id, frame.ts, frame.image, detections)
+            self._payloads[frame.camera_id] = payload
+            self._analysed[frame.camera_id] += 1
+            self._stage_ms = {k: round(0.9 * self._stage_ms.get(k, v) + 0.1 * v, 3) for k, v in timings_ms.items()}
+            self._cond.notify_all()
+        self._camera_rates[frame.camera_id].add(now_mono_s)
+        self.rate.add(now_mono_s)
+        self.latency.add(latency_ms)
+
+    def forget(self, camera_id: str) -> None:
+        with self._cond:
+            for table in (self._frames, self._payloads):
+                table.pop(camera_id, None)
+
+    def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
+        with self._cond:
+            return self._frames.get(camera_id)
+
+    def latest_payload(self, camera_id: str) -> Optional[Dict[str, Any]]:
+        with self._cond:
+            return self._payloads.get(camera_id)
+
+    def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while True:
+                current = self._frames.get(camera_id)
+                if current is not None and current.frame_id != after_frame_id:
+                    return current
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+
+    def camera_figures(self, camera_id: str) -> Dict[str, Any]:
+        return {
+            "frames_analyzed": self._analysed.get(camera_id, 0),
+            "frames_stale": self._stale.get(camera_id, 0),
+            "analysed_fps": self._camera_rates[camera_id].rate(self._clock()) if camera_id in self._camera_rates else 0.0,
+        }
+
+    def pipeline_figures(self) -> Dict[str, Any]:
+        with self._cond:
+            stage_ms = dict(self._stage_ms)
+        return {"fps": self.rate.rate(self._clock()), "latency_ms": self.latency.percentiles(), "stage_ms": stage_ms}

@@ -1,0 +1,202 @@
+"""The analysis pipeline: gather frames -> preprocess -> infer -> decode and publish.
+
+Three threads joined by one-slot queues, so that while batch k runs in the model, batch k+1 is
+being gathered and preprocessed and batch k-1 is decoded, published and stored (DeepStream
+keeps its model busy the same way). A one-slot queue is enough: a deeper one would only hold
+frames that grow stale behind a slow model.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Mapping, Optional, Protocol
+
+from edge_app.capture.frame import Frame
+from edge_app.detect.base import Detector, PreparedBatch
+from edge_app.detections import Detections
+from edge_app.pipeline.scheduler import BatchScheduler
+
+log = logging.getLogger(__name__)
+_STOP = object()
+
+
+class FrameSource(Protocol):
+    """What the pipeline needs of a camera (edge_app.capture.camera.CameraWorker)."""
+
+    def take(self): ...
+
+    @property
+    def waits_for_consumer(self) -> bool: ...
+
+
+class ResultSink(Protocol):
+    def handle(self, frame: Frame, detections: Detections, timings_ms: Dict[str, float]) -> None:
+        ...
+
+    def count_stale(self, camera_id: str) -> None:
+        ...
+
+
+@dataclass
+class _Batch:
+    frames: List[Frame]
+    prepared: PreparedBatch
+    detector: Detector
+    prep_ms: float
+    outputs: Optional[list] = None
+    infer_ms: float = 0.0
+
+
+class Pipeline:
+    """Runs detection over every camera's newest frames, batching up to ``max_batch``."""
+
+    def __init__(
+        self,
+        detector_getter: Callable[[], Detector],
+        sources_getter: Callable[[], Mapping[str, FrameSource]],
+        sink: ResultSink,
+        scheduler: BatchScheduler,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self._detector_getter = detector_getter
+        self._sources_getter = sources_getter
+        self._sink = sink
+        self._scheduler = scheduler
+        self._clock = clock
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._to_infer: "queue.Queue" = queue.Queue(maxsize=1)
+        self._to_post: "queue.Queue" = queue.Queue(maxsize=1)
+        self._pending: Dict[str, Frame] = {}
+        self._pending_since_s: Dict[str, float] = {}
+        self._threads: List[threading.Thread] = []
+        self.errors = 0
+
+    # -- wiring ---------------------------------------------------------------------------------
+    def notify_frame(self) -> None:
+        """Called by capture threads when a frame arrives; never blocks them."""
+        self._wake.set()
+
+    def reconfigure(self, fps_limits: Mapping[str, float], max_batch: int, batch_timeout_s: float) -> None:
+        self._scheduler.max_batch = max_batch
+        self._scheduler.batch_timeout_s = batch_timeout_s
+        self._scheduler.set_cameras(fps_limits)
+        self._wake.set()
+
+    def start(self) -> None:
+        for name, target in (("gather", self._gather_loop), ("infer", self._infer_loop), ("publish", self._post_loop)):
+            thread = threading.Thread(target=target, name=f"pipeline:{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self, timeout_s: float = 3.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        deadline = time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads = []
+
+    # -- stage 1: gather and preprocess ----------------------------------------------------------
+    def _collect(self, sources: Mapping[str, FrameSource]) -> None:
+        now_s = self._clock()
+        for cid in list(self._pending):
+            if cid not in sources:
+                self._pending.pop(cid, None)
+                self._pending_since_s.pop(cid, None)
+        for cid, source in sources.items():
+            # A file read with realtime=false waits for us to take its frame; taking another
+            # while one is pending would make it read ahead and lose frames.
+            if cid in self._pending and source.waits_for_consumer:
+                continue
+            frame = source.take()
+            if frame is None:
+                continue
+            if cid in self._pending:
+                self._sink.count_stale(cid)
+            else:
+                self._pending_since_s[cid] = now_s
+            self._pending[cid] = frame
+
+    def _gather_loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.clear()
+            sources = self._sources_getter()
+            self._collect(sources)
+            plan = self._scheduler.plan(self._pending_since_s, self._clock())
+            if not plan.take:
+                self._wake.wait(0.5 if plan.wait_s is None else max(plan.wait_s, 0.0005))
+                continue
+            frames = [self._pending.pop(cid) for cid in plan.take]
+            for cid in plan.take:
+                self._pending_since_s.pop(cid, None)
+            self._scheduler.mark_analysed(plan.take, self._clock())
+            detector = self._detector_getter()
+            start_s = time.perf_counter()
+            try:
+                prepared = detector.preprocess([f.image for f in frames])
+            except Exception:  # one bad frame must not stop the appliance
+                self.errors += 1
+                log.exception("preprocessing failed for cameras %s", ", ".join(plan.take))
+                continue
+            batch = _Batch(frames, prepared, detector, (time.perf_counter() - start_s) * 1000.0)
+            self._put(self._to_infer, batch)
+
+    def _put(self, q: "queue.Queue", item) -> bool:
+        while not self._stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _get(self, q: "queue.Queue"):
+        while not self._stop.is_set():
+            try:
+                return q.get(timeout=0.1)
+            except queue.Empty:
+                continue
+        return _STOP
+
+    # -- stage 2: the model ----------------------------------------------------------------------
+    def _infer_loop(self) -> None:
+        while True:
+            batch = self._get(self._to_infer)
+            if batch is _STOP:
+                return
+            start_s = time.perf_counter()
+            try:
+                batch.outputs = batch.detector.infer(batch.prepared.tensor)
+            except Exception:
+                self.errors += 1
+                log.exception("inference failed on a batch of %d frames", len(batch.frames))
+                continue
+            batch.infer_ms = (time.perf_counter() - start_s) * 1000.0
+            self._put(self._to_post, batch)
+
+    # -- stage 3: decode, publish, store ---------------------------------------------------------
+    def _post_loop(self) -> None:
+        while True:
+            batch = self._get(self._to_post)
+            if batch is _STOP:
+                return
+            start_s = time.perf_counter()
+            try:
+                results = batch.detector.postprocess(batch.outputs, batch.prepared)
+            except Exception:
+                self.errors += 1
+                log.exception("decoding failed on a batch of %d frames", len(batch.frames))
+                continue
+            post_ms = (time.perf_counter() - start_s) * 1000.0
+            n = len(batch.frames)
+            timings_ms = {"preprocess": batch.prep_ms / n, "inference": batch.infer_ms / n, "postprocess": post_ms / n}
+            for frame, detections in zip(batch.frames, results):
+                try:
+                    self._sink.handle(frame, detections, timings_ms)
+                except Exception:
+                    self.errors += 1
+                    log.exception("publishing the result of camera %s failed", frame.camera_id)

@@ -1,0 +1,54 @@
+"""What a configuration change touches: a pure diff, so live re-configuration is predictable.
+
+SPEC.md: an edited camera restarts that camera alone, a new model is loaded beside the old one
+and swapped in when ready, new MQTT settings reconnect, ``api.host``/``api.port`` need a restart.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Tuple
+
+from edge_app.config.schema import AppConfig
+
+# Model settings the decoder reads on every batch: changing these needs no model reload.
+_DECODE_ONLY_KEYS = {"conf_threshold", "iou_threshold", "classes", "batch_timeout_ms"}
+
+
+@dataclass(frozen=True)
+class ChangePlan:
+    cameras_added: Tuple[str, ...] = ()
+    cameras_removed: Tuple[str, ...] = ()
+    cameras_changed: Tuple[str, ...] = ()
+    reload_model: bool = False
+    retune_model: bool = False
+    reconnect_mqtt: bool = False
+    restart_required: List[str] = field(default_factory=list)
+
+    @property
+    def touches_anything(self) -> bool:
+        return bool(self.cameras_added or self.cameras_removed or self.cameras_changed or self.reload_model
+                    or self.retune_model or self.reconnect_mqtt or self.restart_required)
+
+
+def plan_changes(old: AppConfig, new: AppConfig) -> ChangePlan:
+    old_cams = {c.id: c for c in old.cameras}
+    new_cams = {c.id: c for c in new.cameras}
+    added = tuple(cid for cid in new_cams if cid not in old_cams)
+    removed = tuple(cid for cid in old_cams if cid not in new_cams)
+    changed = tuple(cid for cid in new_cams if cid in old_cams and new_cams[cid] != old_cams[cid])
+    if old.capture != new.capture:
+        # Reconnect timing is read when a camera starts: restart the ones that stay.
+        changed = tuple(dict.fromkeys(changed + tuple(cid for cid in new_cams if cid in old_cams)))
+
+    old_model = old.model.model_dump()
+    new_model = new.model.model_dump()
+    differing = {k for k in new_model if new_model[k] != old_model[k]}
+    reload_model = bool(differing - _DECODE_ONLY_KEYS)
+    retune_model = bool(differing & _DECODE_ONLY_KEYS)
+
+    reconnect_mqtt = old.mqtt != new.mqtt or old.device_id != new.device_id
+
+    restart_required = [f"api.{key}" for key in ("host", "port") if getattr(old.api, key) != getattr(new.api, key)]
+    if old.api.enabled != new.api.enabled:
+        restart_required.append("api.enabled")
+    return ChangePlan(added, removed, changed, reload_model, retune_model, reconnect_mqtt, restart_required)

@@ -1,0 +1,145 @@
+"""Configuration: validation with field paths, YAML loading, atomic save, redaction, merge patch."""
+import os
+
+import pytest
+import yaml
+
+from edge_app.config.store import (
+    REDACTED,
+    ConfigError,
+    load_config,
+    mask_url,
+    merge_patch,
+    parse_config,
+    redacted_dict,
+    restore_secrets,
+    save_config,
+)
+
+MINIMAL = {"cameras": [{"id": "cam1", "source": "rtsp://10.0.0.5/s"}], "model": {"path": "engines/y.onnx"}}
+
+
+def problems(data):
+    with pytest.raises(ConfigError) as info:
+        parse_config(data)
+    return {p.loc: p.msg for p in info.value.problems}
+
+
+def test_minimal_config_gets_spec_defaults():
+    cfg = parse_config(MINIMAL)
+    assert cfg.device_id == "edge-01"
+    assert cfg.mqtt.topic_prefix == "edge_app" and cfg.mqtt.qos == 1 and cfg.mqtt.max_queue == 10000
+    assert cfg.api.port == 8080 and cfg.api.max_body_bytes == 65536
+    assert cfg.model.backend == "auto" and cfg.model.max_batch == 1 and cfg.model.batch_timeout_ms == 5
+    assert cfg.cameras[0].realtime is True and cfg.cameras[0].loop is False
+    assert cfg.snapshots.jpeg_quality == 85
+
+
+@pytest.mark.parametrize(
+    "mutate, loc",
+    [
+        (lambda d: d["cameras"][0].update(fps_limt=3), "cameras.0.fps_limt"),
+        (lambda d: d["cameras"][0].update(fps_limit=-1), "cameras.0.fps_limit"),
+        (lambda d: d["cameras"][0].update(id="bad id!"), "cameras.0.id"),
+        (lambda d: d["cameras"][0].update(source="ftp://x/y"), "cameras.0.source"),
+        (lambda d: d["cameras"][0].update(source="gst:videotestsrc ! fakesink"), "cameras.0.source"),
+        (lambda d: d["cameras"].append({"id": "cam1", "source": "test://bars"}), ""),
+        (lambda d: d["model"].update(path="model.pt"), "model.path"),
+        (lambda d: d["model"].update(backend="openvino"), "model.backend"),
+        (lambda d: d["model"].update(input_size=500), "model.input_size"),
+        (lambda d: d.update(mqtt={"qos": 3}), "mqtt.qos"),
+        (lambda d: d.update(mqtt={"port": 70000}), "mqtt.port"),
+        (lambda d: d.update(api={"tokn": "x"}), "api.tokn"),
+        (lambda d: d.update(colour="red"), "colour"),
+        (lambda d: d.pop("model"), "model"),
+    ],
+)
+def test_invalid_values_name_their_field(mutate, loc):
+    data = yaml.safe_load(yaml.safe_dump(MINIMAL))
+    mutate(data)
+    found = problems(data)
+    assert loc in found, found
+
+
+def test_every_problem_is_reported_at_once():
+    data = yaml.safe_load(yaml.safe_dump(MINIMAL))
+    data["cameras"][0]["fps_limt"] = 3
+    data["mqtt"] = {"qos": 5}
+    assert {"cameras.0.fps_limt", "mqtt.qos"} <= set(problems(data))
+
+
+def test_unknown_key_message_says_to_check_spelling():
+    data = dict(MINIMAL, devce_id="x")
+    assert "unknown key" in problems(data)["devce_id"]
+
+
+@pytest.mark.parametrize("text, fragment", [("model: [unclosed", "not valid YAML"), ("- just\n- a list\n", "mapping")])
+def test_bad_yaml_is_a_config_error(tmp_path, text, fragment):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert fragment in str(info.value)
+
+
+def test_missing_file_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_save_is_atomic_and_round_trips(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("old: content\n")
+    os.chmod(path, 0o640)
+    cfg = parse_config(dict(MINIMAL, mqtt={"password": "s3cret"}))
+    save_config(cfg, path)
+    assert load_config(path) == cfg
+    assert oct(path.stat().st_mode & 0o777) == "0o640"
+    assert [p.name for p in tmp_path.iterdir()] == ["config.yaml"]  # no temp file left behind
+    assert "s3cret" in path.read_text()  # the file keeps real secrets; only views redact
+
+
+def test_redaction_hides_secrets_and_url_credentials():
+    cfg = parse_config({**MINIMAL, "cameras": [{"id": "c", "source": "rtsp://admin:hunter2@10.0.0.5:554/s"}],
+                        "mqtt": {"password": "pw"}, "api": {"token": "tok"}})
+    shown = redacted_dict(cfg)
+    assert shown["mqtt"]["password"] == REDACTED and shown["api"]["token"] == REDACTED
+    assert shown["cameras"][0]["source"] == "rtsp://admin:***@10.0.0.5:554/s"
+    assert "hunter2" not in str(shown)
+
+
+def test_restore_secrets_keeps_real_values_for_redacted_placeholders():
+    cfg = parse_config({**MINIMAL, "cameras": [{"id": "c", "source": "rtsp://u:p@h/s"}], "mqtt": {"password": "pw"}})
+    restored = restore_secrets(redacted_dict(cfg), cfg)
+    assert parse_config(restored) == cfg
+
+
+@pytest.mark.parametrize(
+    "url, masked",
+    [("rtsp://h/s", "rtsp://h/s"), ("rtsp://u:p@h:554/s?x=1", "rtsp://u:***@h:554/s?x=1"), ("/dev/video0", "/dev/video0")],
+)
+def test_mask_url(url, masked):
+    assert mask_url(url) == masked
+
+
+@pytest.mark.parametrize(
+    "target, patch, result",
+    [  # RFC 7396 appendix A examples
+        ({"a": "b"}, {"a": "c"}, {"a": "c"}),
+        ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
+        ({"a": "b"}, {"a": None}, {}),
+        ({"a": "b", "b": "c"}, {"a": None}, {"b": "c"}),
+        ({"a": ["b"]}, {"a": "c"}, {"a": "c"}),
+        ({"a": "c"}, {"a": ["b"]}, {"a": ["b"]}),
+        ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
+        ({"a": [{"b": "c"}]}, {"a": [1]}, {"a": [1]}),
+        (["a", "b"], ["c", "d"], ["c", "d"]),
+        ({"a": "b"}, ["c"], ["c"]),
+        ({"a": "foo"}, None, None),
+        ({"e": None}, {"a": 1}, {"e": None, "a": 1}),
+        ([1, 2], {"a": "b", "c": None}, {"a": "b"}),
+        ({}, {"a": {"bb": {"ccc": None}}}, {"a": {"bb": {}}}),
+    ],
+)
+def test_merge_patch_rfc7396(target, patch, result):
+    assert merge_patch(target, patch) == result

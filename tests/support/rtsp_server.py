@@ -1,0 +1,136 @@
+"""A real RTSP server for the tests: GStreamer's gst-rtsp-server looping H.264 clips.
+
+Run by the *system* python (``/usr/bin/python3``), which has the GObject bindings the test
+virtualenv lacks::
+
+    /usr/bin/python3 rtsp_server.py --port 8554 --mount cam1=/tmp/bus.mp4 --mount cam2=/tmp/z.mp4
+
+Each mount point serves its clip without re-encoding, forever. qtdemux cannot loop by itself and
+seeking a media owned by the RTSP server is fragile, so every mp4 is first remuxed (stream copy,
+no re-encoding) into an Annex-B byte-stream file. ``multifilesrc`` then reads that file again and
+again as one continuous H.264 stream, and ``h264parse`` stamps frames from the clip's frame rate
+(given in the caps), so the timestamps keep increasing across the loop seam and the server's sink
+paces the stream in real time. The clips must have no B-frames (``make_clip`` ensures that).
+
+The line ``READY <port>`` is printed on stdout once the server listens. SIGTERM/SIGINT stop it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from fractions import Fraction
+from typing import Dict, Tuple
+
+import gi
+
+gi.require_version("Gst", "1.0")
+gi.require_version("GstRtspServer", "1.0")
+from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
+
+
+def probe_fps(clip: str) -> Fraction:
+    """The clip's frame rate as ffprobe reports it; 25 when it reports none."""
+    out = subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=r_frame_rate", "-of", "json", clip],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    streams = json.loads(out).get("streams") or [{}]
+    rate = streams[0].get("r_frame_rate", "0/0")
+    num, _, den = rate.partition("/")
+    if not den or int(den) == 0 or int(num) == 0:
+        return Fraction(25)
+    return Fraction(int(num), int(den))
+
+
+def to_annexb(clip: str, work_dir: str, name: str) -> str:
+    """Remux an mp4 (or any container) into a raw H.264 byte stream, copying the video as is."""
+    out = os.path.join(work_dir, f"{name}.h264")
+    subprocess.run(
+        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-i", clip, "-map", "0:v:0", "-c:v", "copy",
+         "-bsf:v", "h264_mp4toannexb", "-f", "h264", out],
+        check=True,
+    )
+    return out
+
+
+def launch_line(h264_path: str, fps: Fraction) -> str:
+    caps = f"video/x-h264,stream-format=byte-stream,framerate={fps.numerator}/{fps.denominator}"
+    # Quoted location: temp paths may hold characters the parser would split on.
+    return (
+        f'( multifilesrc location="{h264_path}" loop=true caps="{caps}" '
+        f"! h264parse name=parse config-interval=-1 ! rtph264pay name=pay0 pt=96 config-interval=-1 )"
+    )
+
+
+def parse_mounts(values) -> Dict[str, str]:
+    mounts: Dict[str, str] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise SystemExit(f"--mount wants NAME=PATH, got {value!r}")
+        if not os.path.isfile(path):
+            raise SystemExit(f"clip {path} does not exist")
+        mounts[name.strip("/")] = path
+    return mounts
+
+
+def _pts_from_dts(_pad, info) -> Gst.PadProbeReturn:
+    # h264parse interpolates DTS from the frame rate but leaves PTS unset (it cannot know about
+    # reordering); the clips have no B-frames, so presentation time equals decoding time.
+    buf = info.get_buffer()
+    if buf is not None and buf.pts == Gst.CLOCK_TIME_NONE:
+        buf.pts = buf.dts
+    return Gst.PadProbeReturn.OK
+
+
+def _on_media_configure(_factory, media) -> None:
+    parse = media.get_element().get_by_name("parse")
+    parse.get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, _pts_from_dts)
+
+
+def build_server(port: int, mounts: Dict[str, Tuple[str, Fraction]]) -> GstRtspServer.RTSPServer:
+    server = GstRtspServer.RTSPServer()
+    server.set_address("127.0.0.1")
+    server.set_service(str(port))
+    table = server.get_mount_points()
+    for name, (h264_path, fps) in mounts.items():
+        factory = GstRtspServer.RTSPMediaFactory()
+        factory.set_launch(launch_line(h264_path, fps))
+        # One pipeline for all clients: cheap on CPU, and every client sees the same live stream.
+        factory.set_shared(True)
+        factory.connect("media-configure", _on_media_configure)
+        table.add_factory(f"/{name}", factory)
+    return server
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--mount", action="append", required=True, help="NAME=CLIP (repeatable)")
+    args = parser.parse_args()
+
+    Gst.init(None)
+    clips = parse_mounts(args.mount)
+    with tempfile.TemporaryDirectory(prefix="rtsp-server-") as work_dir:
+        prepared = {name: (to_annexb(path, work_dir, name), probe_fps(path)) for name, path in clips.items()}
+        server = build_server(args.port, prepared)
+        if server.attach(None) == 0:
+            print(f"cannot listen on port {args.port}", file=sys.stderr, flush=True)
+            return 1
+        # Drop idle sessions now and then so a killed client does not hold a media forever.
+        GLib.timeout_add_seconds(2, lambda: (server.get_session_pool().cleanup(), True)[1])
+        loop = GLib.MainLoop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, sig, loop.quit)
+        print(f"READY {args.port}", flush=True)
+        loop.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""The command line as a user runs it: a real subprocess, real exit codes, real stderr."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def edge_app(*args, timeout_s=120):
+    return subprocess.run([sys.executable, "-m", "edge_app", *map(str, args)], capture_output=True, text=True, timeout=timeout_s)
+
+
+def test_check_config_reports_typo_and_bad_value_with_exit_2(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "cameras:\n  - id: cam1\n    source: rtsp://10.0.0.5/s\n    fps_limt: 5\n"
+        "model:\n  path: engines/y.onnx\nmqtt:\n  qos: 7\n"
+    )
+    result = edge_app("check-config", "-c", path)
+    assert result.returncode == 2
+    assert "cameras.0.fps_limt" in result.stderr and "unknown key" in result.stderr
+    assert "mqtt.qos" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_check_config_accepts_the_shipped_examples(repo_root):
+    for path in sorted((repo_root / "configs").glob("*.yaml")):
+        result = edge_app("check-config", "-c", path)
+        assert result.returncode == 0, (path, result.stderr)
+
+
+@pytest.mark.parametrize("args", [[], ["frobnicate"], ["run"], ["detect"]])
+def test_bad_usage_exits_2(args):
+    assert edge_app(*args).returncode == 2
+
+
+def test_run_with_missing_model_is_one_sentence_and_exit_1(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(f"cameras: []\nmodel:\n  path: {tmp_path}/missing.onnx\nmqtt:\n  enabled: false\napi:\n  enabled: false\n")
+    result = edge_app("run", "-c", path)
+    assert result.returncode == 1
+    assert "missing.onnx" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_detect_prints_one_json_line_per_image(model_path, bus_jpg, zidane_jpg):
+    result = edge_app("detect", "--model", model_path, bus_jpg, zidane_jpg)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(l["width"], l["height"]) for l in lines] == [(810, 1080), (1280, 720)]
+    bus_labels = [d["label"] for d in lines[0]["detections"]]
+    assert bus_labels.count("person") == 4 and bus_labels.count("bus") == 1
+    assert set(lines[0]["detections"][0]) == {"class_id", "label", "confidence", "bbox"}
+
+
+def test_detect_unreadable_image_is_exit_1(model_path, tmp_path):
+    bad = tmp_path / "x.jpg"
+    bad.write_bytes(b"not a jpeg")
+    result = edge_app("detect", "--model", model_path, bad)
+    assert result.returncode == 1 and "x.jpg" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_build_engine_without_tensorrt_says_so(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("model:\n  path: engines/y.onnx\n")
+    result = edge_app("build-engine", "-c", path)
+    assert result.returncode == 1
+    assert "TensorRT" in result.stderr and "Traceback" not in result.stderr
