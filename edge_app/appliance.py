@@ -36,7 +36,7 @@ class Appliance:
         self._detector: Optional[Detector] = None
         self._cameras: Dict[str, CameraWorker] = {}
         self._publisher = MqttPublisher(config.mqtt, config.device_id, __version__)
-        self._results = ResultStore(config.device_id, self._publisher.publish_detections, config.model.classes, config.mqtt.publish_empty)
+        self._results = ResultStore(config.device_id, self._publisher.publish_detections, config.mqtt.publish_empty)
         self._pipeline = Pipeline(
             detector_getter=lambda: self._detector,
             sources_getter=lambda: self._cameras,
@@ -134,7 +134,7 @@ class Appliance:
             self._retune_detector(new_config)
             if plan.reconnect_mqtt:
                 self._swap_publisher(new_config)
-            self._results.configure(new_config.device_id, self._publisher.publish_detections, new_config.model.classes, new_config.mqtt.publish_empty)
+            self._results.configure(new_config.device_id, self._publisher.publish_detections, new_config.mqtt.publish_empty)
             for cid in plan.cameras_removed + plan.cameras_changed:
                 self._stop_camera(cid)
                 if cid in plan.cameras_removed:
@@ -148,8 +148,10 @@ class Appliance:
 
     def _retune_detector(self, config: AppConfig) -> None:
         if self._detector is not None:
+            # The decoder reads these on every batch, so the next batch uses the new values.
             self._detector.conf_threshold = config.model.conf_threshold
             self._detector.iou_threshold = config.model.iou_threshold
+            self._detector.classes = list(config.model.classes)
 
     def _swap_publisher(self, config: AppConfig) -> None:
         old = self._publisher
@@ -197,7 +199,7 @@ class Appliance:
             "model": {
                 "path": model.path,
                 "input_size": list(detector.input_hw) if detector else model.input_size,
-                "precision": model.precision if detector is not None and detector.backend_name == "tensorrt" else "fp32",
+                "precision": detector.describe().get("precision", model.precision) if detector else model.precision,
                 "max_batch": detector.max_batch if detector else model.max_batch,
             },
             "mqtt": self._publisher.stats(),

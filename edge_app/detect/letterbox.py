@@ -38,8 +38,8 @@ def letterbox_meta(src_hw: Tuple[int, int], dst_hw: Tuple[int, int]) -> Letterbo
     if min(src_h, src_w, dst_h, dst_w) <= 0:
         raise ValueError(f"cannot letterbox a {src_w}x{src_h} frame into {dst_w}x{dst_h}")
     scale = min(dst_h / src_h, dst_w / src_w)
+    # round(w * scale) never exceeds the input: the limiting axis rounds to exactly its size.
     new_w, new_h = resized_wh((src_h, src_w), scale)
-    new_w, new_h = min(new_w, dst_w), min(new_h, dst_h)
     # The -0.1 puts the odd pixel of an uneven split on the right/bottom, as at training time.
     left = int(round((dst_w - new_w) / 2 - 0.1))
     top = int(round((dst_h - new_h) / 2 - 0.1))
@@ -116,11 +116,11 @@ class Letterboxer:
     only repainted when a slot's frame size changes, which for a fixed camera is never.
 
     ``num_buffers`` buffers are used in turn, so the tensor of a ``PreparedBatch`` stays valid
-    until ``num_buffers`` further calls: with 2, a pipeline may prepare batch k+1 while batch k
-    is still in the model.
+    until ``num_buffers`` further calls. The default 3 covers a three-stage pipeline: batch k in
+    the model, batch k+1 waiting in a one-slot queue, batch k+2 being prepared.
     """
 
-    def __init__(self, input_hw: Tuple[int, int], max_batch: int = 1, num_buffers: int = 2,
+    def __init__(self, input_hw: Tuple[int, int], max_batch: int = 1, num_buffers: int = 3,
                  interpolation: int = cv2.INTER_LINEAR) -> None:
         if max_batch < 1 or num_buffers < 1:
             raise ValueError("max_batch and num_buffers must be at least 1")
@@ -173,7 +173,10 @@ class Letterboxer:
         if (new_h, new_w) == src_hw:
             region[...] = image
         else:
-            cv2.resize(image, (new_w, new_h), dst=region, interpolation=self.interpolation)
+            resized = cv2.resize(image, (new_w, new_h), dst=region, interpolation=self.interpolation)
+            # OpenCV falls back to a fresh array if it cannot write into the view.
+            if resized.ctypes.data != region.ctypes.data:
+                region[...] = resized
         return meta
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional
 
 from edge_app.api.service import AnalysedFrame
 from edge_app.capture.frame import Frame
@@ -24,12 +24,10 @@ class ResultStore:
         self,
         device_id: str,
         publish: Callable[[str, Dict[str, Any]], None],
-        classes: Sequence[str] = (),
         publish_empty: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ):
         self.device_id = device_id
-        self.classes = tuple(classes)
         self.publish_empty = publish_empty
         self._publish = publish
         self._clock = clock
@@ -43,15 +41,14 @@ class ResultStore:
         self.latency = LatencyWindow()
         self._stage_ms: Dict[str, float] = {}
 
-    def configure(self, device_id: str, publish: Callable[[str, Dict[str, Any]], None], classes: Sequence[str], publish_empty: bool) -> None:
+    def configure(self, device_id: str, publish: Callable[[str, Dict[str, Any]], None], publish_empty: bool) -> None:
         with self._cond:
-            self.device_id, self._publish, self.classes, self.publish_empty = device_id, publish, tuple(classes), publish_empty
+            self.device_id, self._publish, self.publish_empty = device_id, publish, publish_empty
 
     def count_stale(self, camera_id: str) -> None:
         self._stale[camera_id] += 1
 
     def handle(self, frame: Frame, detections: Detections, timings_ms: Dict[str, float]) -> None:
-        detections = detections.filter_classes(self.classes)
         now_mono_s = self._clock()
         latency_ms = max(0.0, (now_mono_s - frame.mono_ts) * 1000.0)
         height, width = frame.image.shape[:2]
