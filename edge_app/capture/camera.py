@@ -1,0 +1,398 @@
+"""``CameraWorker``: one camera, one capture thread, reconnects and a stall watchdog.
+
+Threads
+    ``capture:<camera_id>`` opens the source, reads frames and hands them to a ``FrameSlot``; on a
+    failure it goes to ``reconnecting``, sleeps the backoff delay (cut short by ``stop``) and
+    reopens. ``capture-watchdog:<camera_id>`` only watches the clock.
+
+Why a watchdog thread
+    FFmpeg sources (RTSP, HTTP, files) get open and read timeouts, so a dead stream makes the
+    capture thread's own ``read`` fail after ``stall_timeout_s`` and it reconnects by itself. Other
+    backends (GStreamer appsink, some V4L2 drivers) can block inside one C call forever, and no
+    Python code can interrupt that. When one backend call has been running past
+    ``watchdog_limit_s``, the watchdog abandons that thread: it bumps the worker's *generation*,
+    renames the stuck thread ``capture:<camera_id>:abandoned`` and starts a fresh capture thread.
+    The stuck thread notices it is stale when (if ever) its call returns, releases its capture
+    object and exits without touching the worker. Every side effect is checked against the
+    generation under the worker's lock, so a stale thread can never publish a frame or a state.
+    At most ``MAX_ABANDONED`` stuck threads are kept alive per camera; beyond that the camera
+    waits in ``reconnecting`` until one of them returns.
+
+Nothing here is shared between cameras, so one camera failing never affects another.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional
+
+from edge_app.capture.backoff import is_stalled, reconnect_delay_s, watchdog_limit_s
+from edge_app.capture.buffer import BufferPolicy, FrameSlot, Pacer, file_fps, policy_for
+from edge_app.capture.frame import Frame, RateMeter
+from edge_app.capture.sources import (
+    FrameSource, SourceError, SourceSpec, check_backend, mask_credentials, open_source, parse_source,
+)
+from edge_app.capture.state import StateMachine, StreamState
+from edge_app.config.schema import CameraConfig, CaptureConfig
+
+logger = logging.getLogger(__name__)
+
+StateCallback = Callable[[str, StreamState, Optional[str]], None]
+Opener = Callable[[SourceSpec, CaptureConfig], FrameSource]
+
+MAX_ABANDONED = 3
+
+
+def default_opener(spec: SourceSpec, capture: CaptureConfig) -> FrameSource:
+    """Open with OpenCV/synthetic sources; a read waits at most ``stall_timeout_s``."""
+    return open_source(spec, open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s)
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A backend call in progress on the current capture thread (for the watchdog)."""
+
+    generation: int
+    kind: str  # "open" | "read"
+    started_mono_s: float
+
+
+class CameraWorker:
+    """Captures one camera on its own thread and keeps its newest frame for the pipeline.
+
+    ``on_state(camera_id, state, error)`` is called on every state change, in order, from the
+    thread that caused it (capture, watchdog, or the caller of ``start``/``stop``) while the
+    worker's lock is held: keep it quick and do not wait there for another thread that uses this
+    worker. ``on_frame()`` is a wake-up hook called after each new frame, outside any lock.
+    """
+
+    def __init__(
+        self,
+        config: CameraConfig,
+        capture: Optional[CaptureConfig] = None,
+        on_state: Optional[StateCallback] = None,
+        on_frame: Optional[Callable[[], None]] = None,
+        clock: Any = time,
+        opener: Opener = default_opener,
+    ) -> None:
+        self.config = config
+        self.camera_id = config.id
+        self.capture_config = capture or CaptureConfig()
+        self._on_state = on_state
+        self._on_frame = on_frame
+        self._clock = clock
+        self._opener = opener
+        self._spec: Optional[SourceSpec] = None
+        self._spec_error: Optional[str] = None
+        try:
+            self._spec = parse_source(config.source)
+        except SourceError as exc:
+            self._spec_error = str(exc)
+        live = self._spec.live if self._spec is not None else True
+        self.policy: BufferPolicy = policy_for(live, config.realtime)
+        self._slot = FrameSlot(self.policy)
+        self._meter = RateMeter()
+        self._machine = StateMachine()
+        self._lock = threading.RLock()
+        self._stop_event = threading.Event()
+        self._started = False
+        self._generation = 0
+        self._thread: Optional[threading.Thread] = None
+        self._watchdog: Optional[threading.Thread] = None
+        self._abandoned: List[threading.Thread] = []
+        self._call: Optional[_Call] = None
+        self._frames_captured = 0
+        self._reconnects = 0
+        self._failures = 0  # consecutive, drives the backoff
+        self._last_error: Optional[str] = None
+        self._frame_hook_failed = False
+
+    # ----------------------------------------------------------------- public API
+
+    @property
+    def state(self) -> StreamState:
+        return self._machine.state
+
+    @property
+    def last_error(self) -> Optional[str]:
+        return self._last_error
+
+    @property
+    def waits_for_consumer(self) -> bool:
+        """True for the WAIT policy (files with ``realtime: false``): no frame is ever dropped, so a
+        consumer holding a frame back should not take the next one yet."""
+        return self.policy is BufferPolicy.WAIT
+
+    @property
+    def source_masked(self) -> str:
+        return mask_credentials(self.config.source)
+
+    def start(self) -> None:
+        """Start capturing (``connecting``). A worker runs once; create a new one to restart."""
+        with self._lock:
+            if self._started:
+                raise RuntimeError(f"camera {self.camera_id} was already started; create a new worker")
+            self._started = True
+            self._set_state(self._generation, StreamState.CONNECTING, None)
+            self._spawn_capture()
+            self._watchdog = threading.Thread(
+                target=self._watch, name=f"capture-watchdog:{self.camera_id}", daemon=True)
+            self._watchdog.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop capturing; returns within ``timeout_s`` even if a backend call is blocking.
+
+        The state becomes ``stopped`` (a camera in ``error`` keeps its error). A capture thread
+        still stuck in a backend call is left behind as a daemon and exits when the call returns.
+        """
+        deadline_s = time.monotonic() + timeout_s
+        self._stop_event.set()
+        self._slot.close()
+        with self._lock:
+            thread, watchdog = self._thread, self._watchdog
+        for worker_thread in (thread, watchdog):
+            if worker_thread is not None and worker_thread is not threading.current_thread():
+                worker_thread.join(max(0.0, deadline_s - time.monotonic()))
+        if thread is not None and thread.is_alive():
+            logger.warning("camera %s: capture thread still blocked in the video backend; leaving it behind",
+                           self.camera_id)
+        with self._lock:
+            self._generation += 1  # whatever still runs is stale from now on
+            self._call = None
+            if self._machine.state not in (StreamState.STOPPED, StreamState.ERROR):
+                self._set_state(self._generation, StreamState.STOPPED, None)
+
+    def take(self) -> Optional[Frame]:
+        """The newest unconsumed frame, or None; never blocks (releases a waiting file reader)."""
+        return self._slot.take()
+
+    def peek(self) -> Optional[Frame]:
+        """The newest frame, consumed or not, without consuming it (snapshots)."""
+        return self._slot.peek()
+
+    def stats(self) -> Dict[str, Any]:
+        """state, fps (sliding window), frames_captured, frames_dropped, reconnects, last_error."""
+        with self._lock:
+            return {
+                "state": self._machine.state.value,
+                "fps": round(self._meter.rate(self._clock.monotonic()), 2),
+                "frames_captured": self._frames_captured,
+                "frames_dropped": self._slot.dropped,
+                "reconnects": self._reconnects,
+                "last_error": self._last_error,
+            }
+
+    # ------------------------------------------------------------ state and threads
+
+    def _set_state(self, generation: int, new: StreamState, error: Optional[str]) -> bool:
+        """Move to ``new`` if ``generation`` is still current; notify on a real change."""
+        with self._lock:
+            if generation != self._generation:
+                return False
+            if error is not None:
+                self._last_error = error
+            old = self._machine.state
+            if not self._machine.transition(new, error):
+                return False
+            level = logging.WARNING if new in (StreamState.RECONNECTING, StreamState.ERROR) else logging.INFO
+            logger.log(level, "camera %s: %s -> %s%s", self.camera_id, old.value, new.value,
+                       f" ({error})" if error else "")
+            if self._on_state is not None:
+                try:
+                    self._on_state(self.camera_id, new, error)
+                except Exception:  # a broken listener must not kill capture
+                    logger.exception("camera %s: state listener failed", self.camera_id)
+            return True
+
+    def _spawn_capture(self) -> None:
+        with self._lock:
+            generation = self._generation
+            self._thread = threading.Thread(
+                target=self._run, args=(generation,), name=f"capture:{self.camera_id}", daemon=True)
+            self._thread.start()
+
+    def _active(self, generation: int) -> bool:
+        return not self._stop_event.is_set() and generation == self._generation
+
+    def _fail(self, generation: int, message: str) -> None:
+        """A recoverable failure: count it and go to ``reconnecting``; the loop backs off."""
+        with self._lock:
+            if not self._active(generation):
+                return
+            self._failures += 1
+            self._reconnects += 1
+            if self._machine.state is StreamState.RECONNECTING:
+                logger.debug("camera %s: still failing: %s", self.camera_id, message)
+            self._set_state(generation, StreamState.RECONNECTING, message)
+
+    def _enter_call(self, generation: int, kind: str) -> None:
+        with self._lock:
+            if generation == self._generation:
+                self._call = _Call(generation, kind, self._clock.monotonic())
+
+    def _leave_call(self, generation: int) -> bool:
+        """End a backend call; False when this thread was abandoned or the camera is stopping."""
+        with self._lock:
+            if generation == self._generation:
+                self._call = None
+            return self._active(generation)
+
+    # ------------------------------------------------------------------ capture loop
+
+    def _run(self, generation: int) -> None:
+        try:
+            self._loop(generation)
+        except Exception as exc:  # a bug: make it visible on this camera only
+            logger.exception("camera %s: capture loop crashed", self.camera_id)
+            self._set_state(generation, StreamState.ERROR, f"internal error: {exc}")
+
+    def _loop(self, generation: int) -> None:
+        spec = self._spec
+        try:
+            if spec is None:
+                raise SourceError(self._spec_error or "invalid source")
+            check_backend(spec)
+        except SourceError as exc:
+            self._set_state(generation, StreamState.ERROR, str(exc))
+            return
+        while self._active(generation):
+            delay_s = reconnect_delay_s(self._failures, self.capture_config.backoff_initial_s,
+                                        self.capture_config.backoff_max_s)
+            if delay_s > 0 and self._stop_event.wait(delay_s):
+                return
+            if not self._active(generation):
+                return
+            source = self._open(generation, spec)
+            if source is None:
+                continue
+            try:
+                outcome = self._stream(generation, spec, source)
+            finally:
+                source.release()
+            if outcome == "eof":
+                self._end_of_file(generation)
+                if not self.config.loop:
+                    return
+
+    def _open(self, generation: int, spec: SourceSpec) -> Optional[FrameSource]:
+        self._enter_call(generation, "open")
+        try:
+            source = self._opener(spec, self.capture_config)
+        except SourceError as exc:
+            self._leave_call(generation)
+            self._set_state(generation, StreamState.ERROR, str(exc))
+            with self._lock:
+                if generation == self._generation:
+                    self._generation += 1  # permanent: stop this loop for good
+            return None
+        except Exception as exc:
+            self._leave_call(generation)
+            self._fail(generation, str(exc) or f"cannot open {self.source_masked}")
+            return None
+        if not self._leave_call(generation):
+            source.release()
+            return None
+        logger.debug("camera %s: opened %s", self.camera_id, self.source_masked)
+        return source
+
+    def _stream(self, generation: int, spec: SourceSpec, source: FrameSource) -> str:
+        """Read until failure, end of file or stop: returns "failed", "eof" or "stopped"."""
+        pacer = None
+        if not spec.live and self.config.realtime:
+            pacer = Pacer(file_fps(source.fps), self._clock.monotonic, self._stop_event.wait)
+        delivered = 0
+        while self._active(generation):
+            if pacer is not None and not pacer.wait_turn():
+                return "stopped"
+            self._enter_call(generation, "read")
+            try:
+                image = source.read()
+            except Exception as exc:  # e.g. cv2.error from a backend: reopen like any read failure
+                self._leave_call(generation)
+                self._fail(generation, f"reading {self.source_masked} failed: {exc}")
+                return "failed"
+            if not self._leave_call(generation):
+                return "stopped"
+            if image is None:
+                if not spec.live and delivered > 0:
+                    return "eof"
+                what = "the file has no readable frames" if not spec.live else (
+                    f"the stream ended or sent nothing for {self.capture_config.stall_timeout_s:g} s")
+                self._fail(generation, f"no frame from {self.source_masked}: {what}")
+                return "failed"
+            delivered += 1
+            if not self._deliver(generation, image):
+                return "stopped"
+        return "stopped"
+
+    def _deliver(self, generation: int, image: Any) -> bool:
+        with self._lock:
+            if not self._active(generation):
+                return False
+            self._frames_captured += 1
+            self._failures = 0
+            frame = Frame(self.camera_id, self._frames_captured, self._clock.time(), self._clock.monotonic(), image)
+            self._meter.tick(frame.mono_ts)
+            if self._machine.state is not StreamState.STREAMING:
+                self._set_state(generation, StreamState.STREAMING, None)
+        if not self._slot.put(frame):  # WAIT policy blocks here until the consumer takes
+            return False
+        if self._on_frame is not None:
+            try:
+                self._on_frame()
+            except Exception:
+                if not self._frame_hook_failed:
+                    self._frame_hook_failed = True
+                    logger.exception("camera %s: frame hook failed", self.camera_id)
+        return True
+
+    def _end_of_file(self, generation: int) -> None:
+        if self.config.loop:
+            logger.debug("camera %s: end of file, starting again", self.camera_id)
+            return
+        if self.policy is BufferPolicy.WAIT:
+            # "stopped" should mean every frame was handed over, not just read.
+            while self._active(generation) and not self._slot.wait_drained(0.5):
+                pass
+        self._set_state(generation, StreamState.STOPPED, None)
+
+    # ---------------------------------------------------------------------- watchdog
+
+    def _watch(self) -> None:
+        period_s = max(0.05, min(1.0, self.capture_config.stall_timeout_s / 4))
+        while not self._stop_event.wait(period_s):
+            try:
+                self._check_watchdog(self._clock.monotonic())
+            except Exception:
+                logger.exception("camera %s: watchdog check failed", self.camera_id)
+
+    def _check_watchdog(self, now_mono_s: float) -> None:
+        with self._lock:
+            if self._stop_event.is_set():
+                return
+            call = self._call
+            if call is not None and call.generation == self._generation:
+                limit_s = watchdog_limit_s(call.kind, self.capture_config.stall_timeout_s,
+                                           self.capture_config.open_timeout_s)
+                if is_stalled(call.started_mono_s, now_mono_s, limit_s):
+                    self._abandon(call, now_mono_s - call.started_mono_s)
+            self._abandoned = [t for t in self._abandoned if t.is_alive()]
+            if self._thread is None and self._machine.state is not StreamState.ERROR:
+                if len(self._abandoned) < MAX_ABANDONED:
+                    self._spawn_capture()
+
+    def _abandon(self, call: _Call, elapsed_s: float) -> None:
+        message = (f"no frame from {self.source_masked} for {elapsed_s:.1f} s "
+                   f"(the video backend's {call.kind} never returned); reopening")
+        stuck = self._thread
+        if stuck is not None:
+            stuck.name = f"capture:{self.camera_id}:abandoned"
+            self._abandoned.append(stuck)
+        self._thread = None
+        self._call = None
+        self._failures += 1
+        self._reconnects += 1
+        self._generation += 1
+        self._set_state(self._generation, StreamState.RECONNECTING, message)

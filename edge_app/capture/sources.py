@@ -1,0 +1,244 @@
+"""From a configured source string to an open frame source.
+
+``parse_source`` turns ``cameras[].source`` (SPEC.md) into a ``SourceSpec``: which OpenCV backend
+opens it, what string that backend gets, and whether it is live. ``open_source`` opens a spec and
+returns a ``FrameSource``. Two kinds of failure are told apart because the camera treats them
+differently:
+
+* ``SourceError``: the source can never work as configured (unsupported scheme, GStreamer pipeline
+  on an OpenCV without GStreamer). The camera goes to ``error`` and stops retrying.
+* ``SourceUnavailable``: it may work later (camera offline, device not plugged in yet, file not
+  there yet). The camera goes to ``reconnecting`` and retries with backoff.
+
+RTSP goes over TCP by default: over UDP a lossy Wi-Fi link turns into smeared grey frames, while
+TCP only adds latency. OpenCV reads FFmpeg options from the ``OPENCV_FFMPEG_CAPTURE_OPTIONS``
+environment variable, process-wide; it is set with ``setdefault`` so an operator's own value
+(``rtsp_transport;udp``) wins.
+"""
+from __future__ import annotations
+
+import enum
+import os
+import re
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Protocol
+
+import numpy as np
+
+from edge_app.capture.synthetic import PATTERNS, SyntheticSource
+
+FFMPEG_OPTIONS_ENV = "OPENCV_FFMPEG_CAPTURE_OPTIONS"
+FFMPEG_DEFAULT_OPTIONS = "rtsp_transport;tcp"
+
+NO_GSTREAMER_MESSAGE = (
+    "OpenCV here has no GStreamer support (PyPI wheels never do); csi:// and gst: sources need "
+    "JetPack's system OpenCV: create the venv with --system-site-packages and do not install "
+    "opencv-python"
+)
+
+# nvarguscamerasrc delivers NVMM buffers; nvvidconv copies them to system memory as BGRx and
+# videoconvert drops the padding byte. appsink keeps only the newest buffer: a slow consumer
+# must never make the Argus camera pipeline back up.
+CSI_PIPELINE = (
+    "nvarguscamerasrc sensor-id={sensor_id} ! "
+    "video/x-raw(memory:NVMM),width={width},height={height},framerate={fps}/1 ! "
+    "nvvidconv ! video/x-raw,format=BGRx ! videoconvert ! video/x-raw,format=BGR ! "
+    "appsink drop=true max-buffers=1 sync=false"
+)
+CSI_DEFAULT_SIZE = (1920, 1080)
+CSI_DEFAULT_FPS = 30
+
+TEST_DEFAULTS = {"width": 640, "height": 480, "fps": 10.0}
+
+
+class SourceKind(str, enum.Enum):
+    RTSP = "rtsp"
+    HTTP = "http"
+    FILE = "file"
+    V4L2 = "v4l2"
+    CSI = "csi"
+    GSTREAMER = "gstreamer"
+    TEST = "test"
+
+
+class SourceError(ValueError):
+    """The source can never work as configured; retrying is pointless."""
+
+
+class SourceUnavailable(RuntimeError):
+    """The source cannot be opened now; it may work on a later attempt."""
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """How to open one configured source."""
+
+    kind: SourceKind
+    target: str  # what the backend opens: URL, file path, device path, pipeline, or pattern name
+    live: bool  # files are the only non-live kind
+    options: Dict[str, Any] = field(default_factory=dict)  # test:// size and rate
+
+    @property
+    def needs_gstreamer(self) -> bool:
+        return self.kind in (SourceKind.CSI, SourceKind.GSTREAMER)
+
+
+class FrameSource(Protocol):
+    """An open source. ``read`` returns a BGR uint8 image, or None at end of file / on failure."""
+
+    fps: float  # nominal frames per second; 0 when unknown
+
+    def read(self) -> Optional[np.ndarray]:
+        ...
+
+    def release(self) -> None:
+        ...
+
+
+def mask_credentials(source: str) -> str:
+    """``rtsp://user:secret@host/x`` -> ``rtsp://user:***@host/x``: safe for logs and the API."""
+    return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@:]*):([^/@]*)@", r"\1\2:***@", source)
+
+
+def parse_source(source: str) -> SourceSpec:
+    """Classify a source string; raises SourceError for one that can never be opened."""
+    source = source.strip()
+    lowered = source.lower()
+    if not source:
+        raise SourceError("the camera source is empty")
+    if lowered.startswith(("rtsp://", "rtsps://")):
+        return SourceSpec(SourceKind.RTSP, source, live=True)
+    if lowered.startswith(("http://", "https://")):
+        return SourceSpec(SourceKind.HTTP, source, live=True)
+    if lowered.startswith("file://"):
+        path = urllib.parse.unquote(urllib.parse.urlsplit(source).path)
+        if not path:
+            raise SourceError(f"file source {source!r} names no file")
+        return SourceSpec(SourceKind.FILE, path, live=False)
+    if lowered.startswith("csi://"):
+        return _parse_csi(source)
+    if lowered.startswith("gst:"):
+        pipeline = source[4:].strip()
+        if "appsink" not in pipeline:
+            raise SourceError("a gst: pipeline must end in appsink")
+        return SourceSpec(SourceKind.GSTREAMER, pipeline, live=True)
+    if lowered.startswith("test://"):
+        return _parse_test(source)
+    if re.fullmatch(r"/dev/video\d+", source):
+        return SourceSpec(SourceKind.V4L2, source, live=True)
+    if "://" in source:
+        scheme = source.split("://", 1)[0]
+        raise SourceError(f"unsupported source scheme {scheme!r}; use rtsp, rtsps, http, https, file, csi, gst: or test")
+    return SourceSpec(SourceKind.FILE, source, live=False)
+
+
+def _parse_csi(source: str) -> SourceSpec:
+    match = re.fullmatch(r"csi://(\d+)", source.strip())
+    if not match:
+        raise SourceError(f"csi sources look like csi://0, got {source!r}")
+    width, height = CSI_DEFAULT_SIZE
+    pipeline = CSI_PIPELINE.format(sensor_id=int(match.group(1)), width=width, height=height, fps=CSI_DEFAULT_FPS)
+    return SourceSpec(SourceKind.CSI, pipeline, live=True)
+
+
+def _parse_test(source: str) -> SourceSpec:
+    parts = urllib.parse.urlsplit(source)
+    pattern = (parts.netloc + parts.path).strip("/") or "bars"
+    if pattern not in PATTERNS:
+        raise SourceError(f"unknown test pattern {pattern!r}; use one of {', '.join(PATTERNS)}")
+    options: Dict[str, Any] = dict(TEST_DEFAULTS)
+    for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
+        if key not in TEST_DEFAULTS:
+            raise SourceError(f"unknown test source option {key!r}; use width, height or fps")
+        try:
+            value = float(values[-1])
+        except ValueError:
+            raise SourceError(f"test source option {key} must be a number, got {values[-1]!r}") from None
+        if key in ("width", "height"):
+            if not value.is_integer() or not 8 <= value <= 8192:
+                raise SourceError(f"test source {key} must be a whole number from 8 to 8192")
+            value = int(value)
+        elif not 0 < value <= 1000:
+            raise SourceError("test source fps must be above 0 and at most 1000")
+        options[key] = value
+    return SourceSpec(SourceKind.TEST, pattern, live=True, options=options)
+
+
+def opencv_has_gstreamer(build_info: str) -> bool:
+    """Whether ``cv2.getBuildInformation()`` reports GStreamer support."""
+    for line in build_info.splitlines():
+        if line.strip().startswith("GStreamer:"):
+            return "YES" in line.split(":", 1)[1].upper()
+    return False
+
+
+def check_backend(spec: SourceSpec, build_info: Optional[str] = None) -> None:
+    """Raise SourceError when this OpenCV can never open the spec (no GStreamer for csi/gst)."""
+    if not spec.needs_gstreamer:
+        return
+    if build_info is None:
+        import cv2
+
+        build_info = cv2.getBuildInformation()
+    if not opencv_has_gstreamer(build_info):
+        raise SourceError(NO_GSTREAMER_MESSAGE)
+
+
+class OpenCVSource:
+    """A ``cv2.VideoCapture`` behind the FrameSource interface."""
+
+    def __init__(self, capture: Any, live: bool) -> None:
+        import cv2
+
+        self._capture = capture
+        self.live = live
+        self.fps = float(capture.get(cv2.CAP_PROP_FPS) or 0.0)
+
+    def read(self) -> Optional[np.ndarray]:
+        ok, image = self._capture.read()
+        if not ok or image is None:
+            return None
+        return image
+
+    def release(self) -> None:
+        self._capture.release()
+
+
+def open_source(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_s: float = 10.0) -> FrameSource:
+    """Open a spec. Raises SourceError (never works) or SourceUnavailable (try again later).
+
+    The timeouts reach FFmpeg (RTSP, HTTP, files) and newer GStreamer backends, so a dead stream
+    makes ``read`` return instead of hanging; backends that ignore them are covered by the
+    camera's watchdog.
+    """
+    if spec.kind is SourceKind.TEST:
+        opts = spec.options
+        return SyntheticSource(spec.target, int(opts["width"]), int(opts["height"]), float(opts["fps"]))
+    check_backend(spec)
+    import cv2
+
+    if spec.kind is SourceKind.FILE and not os.path.isfile(spec.target):
+        raise SourceUnavailable(f"file {spec.target} does not exist")
+    if spec.kind is SourceKind.V4L2 and not os.path.exists(spec.target):
+        raise SourceUnavailable(f"device {spec.target} does not exist (not plugged in?)")
+    api = {
+        SourceKind.V4L2: cv2.CAP_V4L2,
+        SourceKind.CSI: cv2.CAP_GSTREAMER,
+        SourceKind.GSTREAMER: cv2.CAP_GSTREAMER,
+    }.get(spec.kind, cv2.CAP_FFMPEG)
+    if api == cv2.CAP_FFMPEG:
+        os.environ.setdefault(FFMPEG_OPTIONS_ENV, FFMPEG_DEFAULT_OPTIONS)
+    params = [
+        cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, max(1, int(open_timeout_s * 1000)),
+        cv2.CAP_PROP_READ_TIMEOUT_MSEC, max(1, int(read_timeout_s * 1000)),
+    ]
+    capture = cv2.VideoCapture(spec.target, api, params)
+    if not capture.isOpened() and api != cv2.CAP_FFMPEG:
+        # Older V4L2/GStreamer backends refuse to open when given parameters they do not know.
+        capture.release()
+        capture = cv2.VideoCapture(spec.target, api)
+    if not capture.isOpened():
+        capture.release()
+        raise SourceUnavailable(f"cannot open {mask_credentials(spec.target)}")
+    return OpenCVSource(capture, spec.live)
