@@ -62,6 +62,6 @@ def install_auth(
         if presented is None:
             return error_response(401, "this API needs a token: send 'Authorization: Bearer <token>'", CHALLENGE)
         if not _same_token(presented, expected):
-            logger.warning("rejected a request to %s with a wrong token from %s", path, request.remote_addr)
+            logger.info("rejected a request to %s with a wrong token from %s", path, request.remote_addr)
             return error_response(401, "the token is wrong", CHALLENGE)
         return None

@@ -189,7 +189,10 @@ def cameras_blueprint(
                 stream_slots.release()
 
         stopping = request.environ.get(SHUTDOWN_ENVIRON_KEY) or threading.Event()
-        response = Response(mjpeg(camera_id, annotate, quality, fps, stopping), content_type=f"multipart/x-mixed-replace; boundary={BOUNDARY}")
+        response = Response(
+            mjpeg(camera_id, annotate, quality, fps, stopping),
+            content_type=f"multipart/x-mixed-replace; boundary={BOUNDARY}",
+        )
         # call_on_close runs even when the body was never iterated, unlike a generator's finally.
         response.call_on_close(release_slot)
         response.headers["Cache-Control"] = "no-store"

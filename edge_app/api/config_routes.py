@@ -11,6 +11,7 @@ import threading
 from typing import Any, Callable, Dict, List
 
 from flask import Blueprint, Response, jsonify, request
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from edge_app.api.errors import ApiError
 from edge_app.api.service import ApplianceService
@@ -24,11 +25,33 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def read_body_bytes() -> bytes:
+    """The raw body, at most ``request.max_content_length`` bytes; RequestEntityTooLarge beyond.
+
+    With a Content-Length, Werkzeug refuses an oversized body before reading it. A chunked body
+    has none, and Werkzeug would silently cut it at the limit (a truncated body is a confusing
+    400), so it is read here up to one byte past the limit to tell "too large" from "just fits".
+    """
+    limit = request.max_content_length
+    if limit is None or request.content_length is not None or not request.environ.get("wsgi.input_terminated"):
+        return request.get_data(cache=False)
+    stream = request.environ["wsgi.input"]
+    chunks, total = [], 0
+    while True:
+        chunk = stream.read(min(64 * 1024, limit + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise RequestEntityTooLarge()
+
+
 def read_json_body() -> Any:
     """The request body decoded as JSON, or an ApiError (415 not JSON, 400 malformed, 413 too big)."""
     if not request.is_json:
         raise ApiError(415, "the request body must be JSON (Content-Type: application/json)")
-    raw = request.get_data(cache=False)  # enforces max_content_length (413), also for chunked bodies
+    raw = read_body_bytes()
     if not raw.strip():
         raise ApiError(400, "the request body is empty; send a JSON object")
     try:

@@ -1,0 +1,86 @@
+"""The Flask application factory of the REST API.
+
+Every blueprint is built by a function that closes over the ``ApplianceService`` it is given:
+there is no module-level app and nothing is hung on the app object, so several apps (one per
+test, say) can live in one process without seeing each other's appliance.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Optional, Type
+
+from flask import Flask, Request, Response, request
+
+from edge_app.api.auth import install_auth
+from edge_app.api.cameras import cameras_blueprint
+from edge_app.api.config_routes import config_blueprint
+from edge_app.api.dashboard import dashboard_blueprint
+from edge_app.api.errors import register_error_handlers
+from edge_app.api.health import health_blueprint
+from edge_app.api.metrics import metrics_blueprint
+from edge_app.api.openapi import openapi_blueprint
+from edge_app.api.service import ApplianceService
+from edge_app.api.status import status_blueprint
+from edge_app.config.schema import AppConfig
+
+logger = logging.getLogger(__name__)
+
+# Only these accept ``?token=``: they are what a browser loads through <img src>.
+QUERY_TOKEN_ENDPOINTS = frozenset({"cameras.snapshot", "cameras.stream"})
+
+
+def _live_limit_request_class(get_config: Callable[[], AppConfig]) -> Type[Request]:
+    """A request class whose body limit is api.max_body_bytes of the running configuration.
+
+    app.config is read by every request thread, so rewriting it on each PATCH would be a race;
+    asking the configuration per request makes a changed limit apply to the next request.
+    """
+
+    class LiveLimitRequest(Request):
+        @property
+        def max_content_length(self) -> Optional[int]:  # type: ignore[override]
+            return get_config().api.max_body_bytes
+
+    return LiveLimitRequest
+
+
+def create_app(
+    service: ApplianceService,
+    config_getter: Optional[Callable[[], AppConfig]] = None,
+    *,
+    max_live_streams: int = 8,
+) -> Flask:
+    """Build the REST API for ``service``.
+
+    ``config_getter`` returns the running configuration (default ``service.current_config``); it
+    is asked on every request, so a new token or body limit applies without a restart.
+    ``max_live_streams`` bounds concurrently open MJPEG live views.
+    """
+    get_config: Callable[[], AppConfig] = config_getter or service.current_config
+    app = Flask(__name__, static_folder=None)
+    app.request_class = _live_limit_request_class(get_config)
+    app.json.sort_keys = False  # keep the configuration in the order of the schema and SPEC.md
+    # The limit at start; requests read the running configuration (see _live_limit_request_class).
+    app.config["MAX_CONTENT_LENGTH"] = get_config().api.max_body_bytes
+
+    install_auth(app, get_config, QUERY_TOKEN_ENDPOINTS)
+    register_error_handlers(app)
+
+    app.register_blueprint(health_blueprint(service))
+    app.register_blueprint(status_blueprint(service))
+    app.register_blueprint(config_blueprint(service, get_config))
+    app.register_blueprint(cameras_blueprint(service, get_config, max_live_streams))
+    app.register_blueprint(metrics_blueprint(service))
+    app.register_blueprint(openapi_blueprint())
+    app.register_blueprint(dashboard_blueprint())
+
+    @app.after_request
+    def _common_headers(response: Response) -> Response:
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        # Status, config and detections change all the time; a cached copy is a wrong answer.
+        if request.path.startswith("/api/v1/"):
+            response.headers.setdefault("Cache-Control", "no-store")
+        logger.debug("%s %s -> %s", request.method, request.path, response.status_code)
+        return response
+
+    return app

@@ -1,0 +1,278 @@
+"""``GET /api/openapi.json``: an OpenAPI 3.1 description of every route.
+
+3.1 rather than 3.0 because its schemas are JSON Schema 2020-12, which is what pydantic emits
+for the configuration (``null`` as a type, for one), so that schema is used unchanged.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from flask import Blueprint, Response, jsonify
+
+from edge_app.config.schema import AppConfig
+from edge_app.version import __version__
+
+Schema = Dict[str, Any]
+
+
+def _ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: Schema, description: str) -> Dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _error(description: str) -> Dict[str, Any]:
+    return _json(_ref("Error"), description)
+
+
+
+
+INTEGER: Schema = {"type": "integer"}
+NUMBER: Schema = {"type": "number"}
+
+
+def _object(**properties: Schema) -> Schema:
+    return {"type": "object", "properties": properties}
+
+
+def _param(name: str, where: str, schema: Schema, description: str = "", required: bool = False) -> Dict[str, Any]:
+    param: Dict[str, Any] = {"name": name, "in": where, "schema": schema}
+    if description:
+        param["description"] = description
+    if required:
+        param["required"] = True
+    return param
+
+
+def _binary(media_type: str, description: str) -> Dict[str, Any]:
+    return {"description": description, "content": {media_type: {"schema": {"type": "string", "format": "binary"}}}}
+
+
+CAMERA_ID = _param("camera_id", "path", {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}, required=True)
+ANNOTATE = _param("annotate", "query", {"type": "integer", "enum": [0, 1]}, "Draw boxes and labels")
+QUALITY = _param("quality", "query", {"type": "integer", "minimum": 1, "maximum": 100}, "JPEG quality")
+FPS = _param("fps", "query", {"type": "number", "minimum": 0.1, "maximum": 30}, "Most frames per second sent (default 10)")
+TOKEN_QUERY = _param("token", "query", {"type": "string"}, "The API token, for <img> tags that cannot send headers")
+CONFIG_BODY_ERRORS = {
+    "400": _json(_ref("ValidationError"), "Invalid configuration; nothing changed"),
+    "413": _error("Body larger than api.max_body_bytes"),
+    "415": _error("Body is not JSON"),
+}
+
+
+def _component_schemas() -> Dict[str, Schema]:
+    config_schema = AppConfig.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas: Dict[str, Schema] = dict(config_schema.pop("$defs", {}))
+    schemas["AppConfig"] = config_schema
+    schemas["Error"] = {
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {"type": "string", "description": "One sentence saying what went wrong"}},
+    }
+    schemas["ValidationError"] = {
+        "type": "object",
+        "required": ["error", "details"],
+        "properties": {
+            "error": {"type": "string"},
+            "details": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["loc", "msg"],
+                    "properties": {"loc": {"type": "string", "examples": ["cameras.0.fps_limit"]}, "msg": {"type": "string"}},
+                },
+            },
+        },
+    }
+    schemas["ConfigAnswer"] = {
+        "allOf": [
+            _ref("AppConfig"),
+            {
+                "type": "object",
+                "properties": {"restart_required": {"type": "array", "items": {"type": "string"}, "examples": [["api.port"]]}},
+            },
+        ],
+        "description": "The configuration now running (secrets shown as \"***\") and the settings that need a restart",
+    }
+    schemas["CameraStatus"] = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "source": {"type": "string", "description": "Credentials masked"},
+            "state": {"type": "string", "enum": ["connecting", "streaming", "reconnecting", "stopped", "error"]},
+            "fps": {"type": "number"},
+            "frames_captured": {"type": "integer"},
+            "frames_analyzed": {"type": "integer"},
+            "reconnects": {"type": "integer"},
+            "last_error": {"type": ["string", "null"]},
+        },
+    }
+    schemas["Status"] = {
+        "type": "object",
+        "properties": {
+            "device_id": {"type": "string"},
+            "version": {"type": "string"},
+            "uptime_s": {"type": "number"},
+            "backend": {"type": ["string", "null"]},
+            "model": _object(
+                path={"type": "string"},
+                input_size={"type": ["integer", "array", "null"], "description": "Side, or [height, width] as the model reports it"},
+                precision={"type": "string"},
+            ),
+            "mqtt": _object(connected={"type": "boolean"}, published=INTEGER, queued=INTEGER, dropped=INTEGER),
+            "cameras": {"type": "array", "items": _ref("CameraStatus")},
+            "pipeline": _object(fps=NUMBER, latency_ms=_object(p50=NUMBER, p99=NUMBER)),
+        },
+    }
+    schemas["DetectionsMessage"] = {
+        "type": "object",
+        "description": "The latest detections message of a camera, as published on MQTT",
+        "properties": {
+            "device_id": {"type": "string"},
+            "camera_id": {"type": "string"},
+            "frame_id": {"type": "integer"},
+            "ts": {"type": "number", "description": "Capture time, Unix seconds"},
+            "width": {"type": "integer"},
+            "height": {"type": "integer"},
+            "latency_ms": {"type": "number"},
+            "detections": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "class_id": {"type": "integer"},
+                        "label": {"type": "string"},
+                        "confidence": {"type": "number"},
+                        "bbox": {
+                            "type": "array",
+                            "items": NUMBER,
+                            "minItems": 4,
+                            "maxItems": 4,
+                            "description": "[x1, y1, x2, y2] in source pixels",
+                        },
+                    },
+                },
+            },
+        },
+    }
+    return schemas
+
+
+def _op(
+    summary: str,
+    responses: Dict[str, Any],
+    tag: str,
+    params: Optional[List[Dict[str, Any]]] = None,
+    body: Optional[Dict[str, Any]] = None,
+    secured: bool = True,
+) -> Dict[str, Any]:
+    op: Dict[str, Any] = {"summary": summary, "tags": [tag], "responses": dict(responses)}
+    if params:
+        op["parameters"] = params
+    if body:
+        op["requestBody"] = body
+    if secured:
+        op["responses"].setdefault("401", _error("Missing or wrong token (when api.token is set)"))
+    else:
+        op["security"] = []
+    return op
+
+
+def _paths() -> Dict[str, Any]:
+    string_list = {"type": "array", "items": {"type": "string"}}
+    unknown_camera = _error("Unknown camera")
+    bad_query = _error("Bad query parameter")
+    config_body = {"required": True, "content": {"application/json": {"schema": _ref("AppConfig")}}}
+    patch_body = {
+        "required": True,
+        "content": {"application/merge-patch+json": {"schema": {"type": "object"}}, "application/json": {"schema": {"type": "object"}}},
+        "description": "RFC 7396 JSON merge patch; null deletes a key (back to its default)",
+    }
+    config_answer = {"200": _json(_ref("ConfigAnswer"), "Applied and saved"), **CONFIG_BODY_ERRORS}
+    ready = _json({"type": "object", "properties": {"ready": {"const": True}}}, "Ready")
+    not_ready = _json(
+        {"type": "object", "properties": {"ready": {"const": False}, "reasons": string_list, "error": {"type": "string"}}},
+        "Not ready",
+    )
+    text = {"description": "Prometheus text exposition", "content": {"text/plain": {"schema": {"type": "string"}}}}
+    html = {"description": "HTML page", "content": {"text/html": {"schema": {"type": "string"}}}}
+    return {
+        "/healthz": {"get": _op("Liveness", {"200": _json({"type": "object", "properties": {"status": {"const": "ok"}}}, "Alive")}, "health", secured=False)},
+        "/readyz": {"get": _op("Readiness: model loaded and a camera streams", {"200": ready, "503": not_ready}, "health", secured=False)},
+        "/metrics": {"get": _op("Prometheus metrics", {"200": text}, "monitoring", secured=False)},
+        "/api/openapi.json": {"get": _op("This document", {"200": _json({"type": "object"}, "OpenAPI document")}, "meta", secured=False)},
+        "/": {"get": _op("Built-in dashboard", {"200": html}, "meta", secured=False)},
+        "/api/v1/status": {"get": _op("Device, model, MQTT, cameras and pipeline figures", {"200": _json(_ref("Status"), "Status")}, "status")},
+        "/api/v1/config": {
+            "get": _op("The running configuration (secrets shown as \"***\")", {"200": _json(_ref("AppConfig"), "Configuration")}, "config"),
+            "put": _op("Replace the configuration; applied live and saved", config_answer, "config", body=config_body),
+            "patch": _op("Merge-patch the configuration; applied live and saved", config_answer, "config", body=patch_body),
+        },
+        "/api/v1/cameras": {
+            "get": _op("All cameras", {"200": _json({"type": "array", "items": _ref("CameraStatus")}, "Cameras")}, "cameras"),
+        },
+        "/api/v1/cameras/{camera_id}": {
+            "get": _op("One camera", {"200": _json(_ref("CameraStatus"), "Camera"), "404": unknown_camera}, "cameras", [CAMERA_ID]),
+        },
+        "/api/v1/cameras/{camera_id}/snapshot.jpg": {
+            "get": _op(
+                "The latest analysed frame",
+                {"200": _binary("image/jpeg", "JPEG image"), "400": bad_query, "404": unknown_camera, "503": _error("No analysed frame yet")},
+                "cameras",
+                [CAMERA_ID, ANNOTATE, QUALITY, TOKEN_QUERY],
+            ),
+        },
+        "/api/v1/cameras/{camera_id}/detections": {
+            "get": _op(
+                "The latest detections message",
+                {"200": _json(_ref("DetectionsMessage"), "Detections"), "404": unknown_camera, "503": _error("No detections yet")},
+                "cameras",
+                [CAMERA_ID],
+            ),
+        },
+        "/api/v1/cameras/{camera_id}/stream.mjpg": {
+            "get": _op(
+                "Annotated live view",
+                {
+                    "200": _binary("multipart/x-mixed-replace", "A stream of JPEG parts"),
+                    "400": bad_query,
+                    "404": unknown_camera,
+                    "503": _error("Too many live views are open"),
+                },
+                "cameras",
+                [CAMERA_ID, ANNOTATE, QUALITY, FPS, TOKEN_QUERY],
+            ),
+        },
+    }
+
+
+def build_openapi() -> Dict[str, Any]:
+    """The OpenAPI document; every path here is a route of the app and vice versa."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "edge-app REST API",
+            "version": __version__,
+            "description": "Status, configuration, snapshots, detections and live views of an edge-app appliance. "
+            "Every error is a JSON object {\"error\": \"<sentence>\"}.",
+        },
+        "paths": _paths(),
+        "components": {
+            "schemas": _component_schemas(),
+            "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer", "description": "api.token, when set"}},
+        },
+        "security": [{"bearerAuth": []}],
+    }
+
+
+def openapi_blueprint() -> Blueprint:
+    bp = Blueprint("openapi", __name__)
+    document = build_openapi()  # static: built once per app
+
+    @bp.get("/api/openapi.json")
+    def openapi() -> Response:
+        return jsonify(document)
+
+    return bp

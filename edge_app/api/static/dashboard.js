@@ -1,0 +1,327 @@
+// The built-in dashboard: polls the REST API and renders it. No libraries, no build step.
+// Text from the appliance is always set with textContent, never parsed as HTML.
+"use strict";
+
+(function () {
+  const TOKEN_KEY = "edge-app.api-token";
+  const POLL_MS = 2000;
+  const $ = (id) => document.getElementById(id);
+
+  const state = {
+    token: sessionStorage.getItem(TOKEN_KEY) || "",
+    liveCamera: null,
+    loadedConfig: null,
+    timer: null,
+  };
+
+  class Unauthorized extends Error {}
+
+  async function api(path, options = {}) {
+    const headers = Object.assign({ Accept: "application/json" }, options.headers || {});
+    if (state.token) headers.Authorization = "Bearer " + state.token;
+    const response = await fetch(path, Object.assign({}, options, { headers }));
+    if (response.status === 401) throw new Unauthorized();
+    let body = null;
+    try { body = await response.json(); } catch (_) { body = null; }
+    return { status: response.status, ok: response.ok, body };
+  }
+
+  function el(tag, text, className) {
+    const node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (className) node.className = className;
+    return node;
+  }
+
+  function fmtNumber(value, digits = 1) {
+    return typeof value === "number" ? value.toFixed(digits) : "–";
+  }
+
+  function fmtUptime(seconds) {
+    if (typeof seconds !== "number") return "–";
+    const d = Math.floor(seconds / 86400), h = Math.floor(seconds % 86400 / 3600), m = Math.floor(seconds % 3600 / 60);
+    return (d ? d + "d " : "") + (d || h ? h + "h " : "") + m + "m " + Math.floor(seconds % 60) + "s";
+  }
+
+  function withToken(url) {
+    // <img> cannot send an Authorization header, so the live view carries the token in its URL.
+    return state.token ? url + (url.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(state.token) : url;
+  }
+
+  function cameraPath(id, leaf) {
+    return "api/v1/cameras/" + encodeURIComponent(id) + "/" + leaf;
+  }
+
+  function setLink(text, cls) {
+    const link = $("link");
+    link.textContent = text;
+    link.className = "pill " + cls;
+  }
+
+  // ---- login -------------------------------------------------------------------------------
+
+  function showLogin(message) {
+    stopPolling();
+    setLive(null);
+    $("main").hidden = true;
+    $("login").hidden = false;
+    setLink("locked", "offline");
+    $("login-error").textContent = message || "";
+    $("token-input").focus();
+  }
+
+  function showMain() {
+    $("login").hidden = true;
+    $("main").hidden = false;
+    $("forget-token").hidden = !state.token;
+  }
+
+  $("login-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.token = $("token-input").value.trim();
+    sessionStorage.setItem(TOKEN_KEY, state.token);
+    start();
+  });
+
+  $("forget-token").addEventListener("click", () => {
+    state.token = "";
+    sessionStorage.removeItem(TOKEN_KEY);
+    showLogin();
+  });
+
+  // ---- status and cameras ------------------------------------------------------------------
+
+  function renderStatus(s) {
+    $("device-id").textContent = s.device_id || "";
+    const model = s.model || {}, mqtt = s.mqtt || {}, pipe = s.pipeline || {}, lat = pipe.latency_ms || {};
+    const facts = [
+      ["Version", s.version],
+      ["Uptime", fmtUptime(s.uptime_s)],
+      ["Backend", s.backend || "–"],
+      ["Model", (model.path || "–") + " (" + (model.precision || "?") + ", " + (model.input_size || "auto") + ")"],
+      ["MQTT", (mqtt.connected ? "connected" : "disconnected") + " · published " + (mqtt.published ?? "–") +
+        " · queued " + (mqtt.queued ?? "–") + " · dropped " + (mqtt.dropped ?? "–")],
+      ["Pipeline", fmtNumber(pipe.fps) + " fps · latency p50 " + fmtNumber(lat.p50) + " ms, p99 " + fmtNumber(lat.p99) + " ms"],
+    ];
+    const dl = $("status");
+    dl.replaceChildren();
+    for (const [name, value] of facts) {
+      dl.append(el("dt", name), el("dd", value ?? "–"));
+    }
+  }
+
+  function renderCameras(cameras) {
+    const body = $("cameras");
+    body.replaceChildren();
+    for (const cam of cameras) {
+      const row = el("tr");
+      const state_ = el("td");
+      state_.append(el("span", cam.state || "?", "pill " + (cam.state || "")));
+      const view = el("td");
+      const button = el("button", state.liveCamera === cam.id ? "Viewing" : "View", "secondary");
+      button.disabled = state.liveCamera === cam.id;
+      button.addEventListener("click", () => setLive(cam.id));
+      view.append(button);
+      row.append(
+        el("td", cam.id), state_, el("td", fmtNumber(cam.fps), "num"), el("td", cam.frames_captured ?? "–", "num"),
+        el("td", cam.frames_analyzed ?? "–", "num"), el("td", cam.reconnects ?? "–", "num"),
+        el("td", cam.last_error || "", cam.last_error ? "error" : ""), view,
+      );
+      body.append(row);
+    }
+    if (!cameras.length) {
+      const row = el("tr");
+      const cell = el("td", "No cameras configured.", "muted");
+      cell.colSpan = 8;
+      row.append(cell);
+      body.append(row);
+    }
+    if (state.liveCamera === null && cameras.length) setLive(cameras[0].id);
+  }
+
+  // ---- live view and detections ------------------------------------------------------------
+
+  function setLive(cameraId) {
+    state.liveCamera = cameraId;
+    const img = $("live");
+    // Clearing src closes the previous MJPEG connection on the appliance.
+    img.removeAttribute("src");
+    $("live-name").textContent = cameraId ? cameraId : "(pick a camera)";
+    $("detections").replaceChildren();
+    $("detections-meta").textContent = "";
+    if (cameraId && !document.hidden) img.src = withToken(cameraPath(cameraId, "stream.mjpg"));
+  }
+
+  document.addEventListener("visibilitychange", () => {
+    // A hidden tab gets no live view: every open stream costs the appliance JPEG encodes.
+    if (document.hidden) $("live").removeAttribute("src");
+    else if (state.liveCamera && !$("main").hidden) setLive(state.liveCamera);
+  });
+
+  function renderDetections(result) {
+    const body = $("detections");
+    body.replaceChildren();
+    if (result.status === 503) {
+      $("detections-meta").textContent = "No detections yet.";
+      return;
+    }
+    if (!result.ok || !result.body) {
+      $("detections-meta").textContent = (result.body && result.body.error) || "Could not load detections.";
+      return;
+    }
+    const msg = result.body;
+    const when = typeof msg.ts === "number" ? new Date(msg.ts * 1000).toLocaleTimeString() : "?";
+    $("detections-meta").textContent = "Frame " + msg.frame_id + " at " + when + " · " + msg.width + "×" + msg.height +
+      " · latency " + fmtNumber(msg.latency_ms) + " ms";
+    for (const det of msg.detections || []) {
+      const row = el("tr");
+      row.append(el("td", det.label), el("td", fmtNumber(det.confidence, 2), "num"),
+        el("td", (det.bbox || []).map((v) => Math.round(v)).join(", "), "num"));
+      body.append(row);
+    }
+    if (!(msg.detections || []).length) {
+      const row = el("tr");
+      const cell = el("td", "Nothing detected in the latest frame.", "muted");
+      cell.colSpan = 3;
+      row.append(cell);
+      body.append(row);
+    }
+  }
+
+  // ---- configuration editor ----------------------------------------------------------------
+
+  function isObject(value) {
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+  }
+
+  // The RFC 7396 merge patch that turns `before` into `after`: removed keys become null,
+  // objects are diffed key by key, anything else (arrays included) is sent whole when changed.
+  function mergeDiff(before, after) {
+    const patch = {};
+    for (const key of Object.keys(before)) {
+      if (!(key in after)) patch[key] = null;
+    }
+    for (const key of Object.keys(after)) {
+      if (!(key in before)) {
+        patch[key] = after[key];
+      } else if (isObject(before[key]) && isObject(after[key])) {
+        const sub = mergeDiff(before[key], after[key]);
+        if (Object.keys(sub).length) patch[key] = sub;
+      } else if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) {
+        patch[key] = after[key];
+      }
+    }
+    return patch;
+  }
+
+  function showConfig(config) {
+    const copy = Object.assign({}, config);
+    delete copy.restart_required;
+    state.loadedConfig = copy;
+    $("config").value = JSON.stringify(copy, null, 2);
+  }
+
+  function showResult(text, cls, details) {
+    const box = $("config-result");
+    box.replaceChildren(el("p", text, cls));
+    if (details && details.length) {
+      const list = el("ul");
+      for (const d of details) list.append(el("li", (d.loc ? d.loc + ": " : "") + d.msg, "error"));
+      box.append(list);
+    }
+  }
+
+  async function loadConfig() {
+    const result = await api("api/v1/config");
+    if (result.ok) showConfig(result.body);
+    else showResult((result.body && result.body.error) || "Could not load the configuration.", "error");
+  }
+
+  async function applyConfig() {
+    let edited;
+    try {
+      edited = JSON.parse($("config").value);
+    } catch (err) {
+      showResult("Not valid JSON: " + err.message, "error");
+      return;
+    }
+    if (!isObject(edited) || !state.loadedConfig) {
+      showResult("The configuration must be a JSON object.", "error");
+      return;
+    }
+    const patch = mergeDiff(state.loadedConfig, edited);
+    if (!Object.keys(patch).length) {
+      showResult("Nothing changed.", "muted");
+      return;
+    }
+    $("config-apply").disabled = true;
+    try {
+      const result = await api("api/v1/config", {
+        method: "PATCH",
+        headers: { "Content-Type": "application/merge-patch+json" },
+        body: JSON.stringify(patch),
+      });
+      if (result.ok) {
+        const restart = result.body.restart_required || [];
+        showConfig(result.body);
+        showResult(restart.length ? "Applied and saved. Restart the appliance for: " + restart.join(", ") : "Applied and saved.", "ok");
+      } else {
+        showResult((result.body && result.body.error) || "HTTP " + result.status, "error", result.body && result.body.details);
+      }
+    } finally {
+      $("config-apply").disabled = false;
+    }
+  }
+
+  $("config-apply").addEventListener("click", () => applyConfig().catch(handleError));
+  $("config-reload").addEventListener("click", () => {
+    $("config-result").replaceChildren();
+    loadConfig().catch(handleError);
+  });
+
+  // ---- polling -----------------------------------------------------------------------------
+
+  function handleError(err) {
+    if (err instanceof Unauthorized) {
+      showLogin(state.token ? "That token was not accepted." : "");
+      return;
+    }
+    setLink("offline", "offline");
+  }
+
+  async function refresh() {
+    const [status, cameras] = await Promise.all([api("api/v1/status"), api("api/v1/cameras")]);
+    if (status.ok) renderStatus(status.body);
+    if (cameras.ok) renderCameras(cameras.body);
+    if (state.liveCamera) renderDetections(await api(cameraPath(state.liveCamera, "detections")));
+    setLink("online", "ok");
+  }
+
+  function stopPolling() {
+    if (state.timer) clearTimeout(state.timer);
+    state.timer = null;
+  }
+
+  function poll() {
+    refresh()
+      .catch(handleError)
+      .finally(() => {
+        if (!$("main").hidden) state.timer = setTimeout(poll, POLL_MS);
+      });
+  }
+
+  async function start() {
+    stopPolling();
+    try {
+      await loadConfig();
+    } catch (err) {
+      handleError(err);
+      if (err instanceof Unauthorized) return;
+    }
+    showMain();
+    if (state.liveCamera) setLive(state.liveCamera);
+    poll();
+  }
+
+  start();
+})();

@@ -1,0 +1,129 @@
+"""/metrics, /api/openapi.json and the dashboard page."""
+import re
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from edge_app.api import create_app
+
+SPEC_ROUTES = [
+    ("get", "/healthz"),
+    ("get", "/readyz"),
+    ("get", "/api/v1/status"),
+    ("get", "/api/v1/config"),
+    ("put", "/api/v1/config"),
+    ("patch", "/api/v1/config"),
+    ("get", "/api/v1/cameras"),
+    ("get", "/api/v1/cameras/{camera_id}/snapshot.jpg"),
+    ("get", "/api/v1/cameras/{camera_id}/detections"),
+    ("get", "/api/v1/cameras/{camera_id}/stream.mjpg"),
+    ("get", "/metrics"),
+    ("get", "/api/openapi.json"),
+]
+
+
+def samples_of(text):
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def test_metrics_parse_and_carry_per_camera_series(api):
+    response = api.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("text/plain")
+    samples = samples_of(response.text)
+    front = (("camera", "front"),)
+    assert samples[("edge_app_camera_fps", front)] == 12.5
+    assert samples[("edge_app_camera_frames_captured_total", front)] == 2
+    assert samples[("edge_app_camera_frames_analyzed_total", front)] == 1
+    assert samples[("edge_app_camera_frames_dropped_total", front)] == 1
+    assert samples[("edge_app_camera_reconnects_total", front)] == 0
+    assert samples[("edge_app_camera_state", (("camera", "front"), ("state", "streaming")))] == 1
+    assert samples[("edge_app_camera_state", (("camera", "back"), ("state", "streaming")))] == 0
+    assert samples[("edge_app_camera_state", (("camera", "back"), ("state", "connecting")))] == 1
+    assert samples[("edge_app_mqtt_connected", ())] == 1
+    assert samples[("edge_app_mqtt_messages_published_total", ())] == 42
+    assert samples[("edge_app_mqtt_messages_queued", ())] == 3
+    assert samples[("edge_app_mqtt_messages_dropped_total", ())] == 1
+    assert samples[("edge_app_pipeline_fps", ())] == 24.5
+    assert samples[("edge_app_pipeline_latency_seconds", (("quantile", "0.5"),))] == pytest.approx(0.031)
+    assert samples[("edge_app_pipeline_latency_seconds", (("quantile", "0.99"),))] == pytest.approx(0.080)
+    assert any(name == "edge_app_info" and dict(labels)["device_id"] == "edge-test" for name, labels in samples)
+
+
+def test_metrics_are_read_at_scrape_time_and_apps_do_not_share_a_registry(make_api, bus_image):
+    from tests.api.conftest import bus_detections
+
+    first, second = make_api(), make_api()
+    for _ in range(3):
+        first.service.publish("front", bus_image, bus_detections())
+    assert samples_of(first.get("/metrics").text)[("edge_app_camera_frames_analyzed_total", (("camera", "front"),))] == 4
+    assert samples_of(second.get("/metrics").text)[("edge_app_camera_frames_analyzed_total", (("camera", "front"),))] == 1
+
+
+def test_metrics_in_openmetrics_format_on_request(api):
+    response = api.get("/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("application/openmetrics-text")
+    assert response.text.rstrip().endswith("# EOF")
+
+
+def test_openapi_describes_every_spec_route(api):
+    response = api.get("/api/openapi.json")
+    assert response.status_code == 200
+    document = response.json()
+    assert document["openapi"].startswith("3.")
+    for method, path in SPEC_ROUTES:
+        assert method in document["paths"].get(path, {}), f"{method.upper()} {path} is not documented"
+    assert "cameras" in document["components"]["schemas"]["AppConfig"]["properties"]
+
+
+def test_openapi_documents_exactly_the_routes_of_the_app(api):
+    document = api.get("/api/openapi.json").json()
+    app = create_app(api.service)
+    routes = set()
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint.endswith("static"):
+            continue
+        path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule)
+        routes |= {(m.lower(), path) for m in rule.methods - {"HEAD", "OPTIONS"}}
+    documented = {(m, p) for p, ops in document["paths"].items() for m in ops}
+    assert routes == documented
+
+
+def collect_refs(node, found):
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            found.add(node["$ref"])
+        for value in node.values():
+            collect_refs(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            collect_refs(value, found)
+    return found
+
+
+def test_openapi_references_all_resolve(api):
+    document = api.get("/api/openapi.json").json()
+    refs = collect_refs(document, set())
+    assert "#/components/schemas/CameraConfig" in refs
+    for ref in refs:
+        assert ref.startswith("#/components/schemas/") and ref.rsplit("/", 1)[1] in document["components"]["schemas"], ref
+
+
+def test_dashboard_page_and_its_assets(secured_api):
+    response = secured_api.get("/")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("text/html")
+    assert "default-src 'self'" in response.headers["Content-Security-Policy"]
+    html = response.text
+    assert "<title>edge-app</title>" in html
+    assets = re.findall(r'(?:src|href)="(static/[^"]+)"', html)
+    assert {"static/dashboard.js", "static/dashboard.css"} <= set(assets)
+    for asset, kind in (("static/dashboard.js", "javascript"), ("static/dashboard.css", "text/css")):
+        asset_response = secured_api.get("/" + asset)
+        assert asset_response.status_code == 200 and kind in asset_response.headers["Content-Type"]
+    assert "Authorization" in secured_api.get("/static/dashboard.js").text
