@@ -1,0 +1,97 @@
+"""Running ``edge-app run`` as a real subprocess, the way systemd runs it."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional
+
+import requests
+import yaml
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(condition: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+class ApplianceProcess:
+    def __init__(self, config: Dict[str, Any], workdir: Path):
+        self.config = config
+        self.workdir = workdir
+        self.config_path = workdir / "config.yaml"
+        self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        self.log_path = workdir / "edge-app.log"
+        self.proc: Optional[subprocess.Popen] = None
+        api = config.get("api", {})
+        self.base_url = f"http://127.0.0.1:{api.get('port', 8080)}"
+        self.token = api.get("token")
+
+    def start(self) -> "ApplianceProcess":
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([sys.executable, "-m", "edge_app", "run", "-c", str(self.config_path)],
+                                     stdout=self._log, stderr=subprocess.STDOUT, cwd=self.workdir, env=env)
+        wait_until(self._api_up, 60, f"the API of edge-app to answer (log: {self.log_tail()})")
+        return self
+
+    def _api_up(self) -> bool:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"edge-app exited with {self.proc.returncode}: {self.log_tail()}")
+        try:
+            return requests.get(self.base_url + "/healthz", timeout=1).status_code == 200
+        except requests.ConnectionError:
+            return False
+
+    def get(self, path: str, **kwargs) -> requests.Response:
+        headers = kwargs.pop("headers", {})
+        if self.token:
+            headers.setdefault("Authorization", f"Bearer {self.token}")
+        return requests.get(self.base_url + path, headers=headers, timeout=10, **kwargs)
+
+    def request(self, method: str, path: str, **kwargs) -> requests.Response:
+        headers = kwargs.pop("headers", {})
+        if self.token:
+            headers.setdefault("Authorization", f"Bearer {self.token}")
+        return requests.request(method, self.base_url + path, headers=headers, timeout=30, **kwargs)
+
+    def camera_state(self, camera_id: str) -> Optional[str]:
+        for cam in self.get("/api/v1/cameras").json():
+            if cam["id"] == camera_id:
+                return cam["state"]
+        return None
+
+    def terminate(self, timeout_s: float = 10.0) -> float:
+        """SIGTERM; returns how long the process took to exit."""
+        start = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout_s)
+        return time.monotonic() - start
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+        if getattr(self, "_log", None):
+            self._log.close()
