@@ -14,34 +14,52 @@ from typing import Optional, Sequence, Tuple
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
 
 
+def image_size(path: Path) -> Tuple[int, int]:
+    """(width, height) of an image, read with ffprobe so this module needs no OpenCV."""
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height",
+                          "-of", "csv=p=0:s=x", str(path)], check=True, capture_output=True, text=True).stdout
+    width, height = out.strip().split("x")[:2]
+    return int(width), int(height)
+
+
 def make_clip(
     images: Sequence[Path],
     out: Path,
     seconds_per_image: float = 2.0,
     fps: int = 10,
-    size: Tuple[int, int] = (1280, 720),
-    keyframe_interval: int = 10,
+    size: Optional[Tuple[int, int]] = None,
 ) -> Path:
-    """Each image is scaled to fit ``size`` (width, height), padded black, and shown for
-    ``seconds_per_image``. Short keyframe intervals let RTSP clients start decoding quickly."""
+    """Encode ``images`` one after another into an H.264 mp4 at ``out``.
+
+    Each image is scaled to fit ``size`` (width, height; default: the first image's size, made
+    even as yuv420p requires), padded black, and shown for ``seconds_per_image``. Baseline
+    profile without B-frames and a keyframe every half second, so RTSP clients start decoding
+    quickly and a server can loop the stream without reordering timestamps.
+    """
     if not images:
         raise ValueError("no images to make a clip from")
     if shutil.which("ffmpeg") is None:
         raise RuntimeError("ffmpeg is not installed (apt-get install ffmpeg)")
-    width, height = size
-    cmd = ["ffmpeg", "-y", "-loglevel", "error"]
+    width, height = size if size is not None else image_size(images[0])
+    width, height = (width // 2) * 2, (height // 2) * 2
+    cmd = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y"]
     for image in images:
-        cmd += ["-loop", "1", "-framerate", str(fps), "-t", str(seconds_per_image), "-i", str(image)]
-    scaled = [
+        cmd += ["-loop", "1", "-framerate", str(fps), "-t", f"{seconds_per_image:g}", "-i", str(image)]
+    chains = [
         f"[{i}:v]scale={width}:{height}:force_original_aspect_ratio=decrease,"
-        f"pad={width}:{height}:(ow-iw)/2:(oh-ih)/2,setsar=1,format=yuv420p[v{i}]"
+        f"pad={width}:{height}:(ow-iw)/2:(oh-ih)/2,setsar=1,fps={fps},format=yuv420p[v{i}]"
         for i in range(len(images))
     ]
     joined = "".join(f"[v{i}]" for i in range(len(images)))
-    graph = ";".join(scaled) + f";{joined}concat=n={len(images)}:v=1:a=0[out]"
+    graph = ";".join(chains) + f";{joined}concat=n={len(images)}:v=1:a=0[out]"
+    keyint = max(1, fps // 2)
+    cmd += [
+        "-filter_complex", graph, "-map", "[out]",
+        "-c:v", "libx264", "-preset", "veryfast", "-profile:v", "baseline", "-bf", "0",
+        "-g", str(keyint), "-keyint_min", str(keyint), "-pix_fmt", "yuv420p", "-r", str(fps),
+        "-movflags", "+faststart", "-an", str(out),
+    ]
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd += ["-filter_complex", graph, "-map", "[out]", "-r", str(fps), "-c:v", "libx264", "-preset", "veryfast",
-            "-tune", "zerolatency", "-g", str(keyframe_interval), "-pix_fmt", "yuv420p", "-movflags", "+faststart", str(out)]
     subprocess.run(cmd, check=True)
     return out
 

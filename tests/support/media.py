@@ -21,6 +21,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import pytest
 
+from edge_app import demo_clip
+
 CLIP_FPS = 10
 CLIP_SECONDS_PER_IMAGE = 2.0
 
@@ -36,10 +38,7 @@ def require_tool(name: str) -> str:
     return path
 
 
-def image_size(path: Path) -> Tuple[int, int]:
-    """(width, height) of an image, read by ffprobe."""
-    info = _ffprobe(path, "stream=width,height")
-    return int(info["width"]), int(info["height"])
+image_size = demo_clip.image_size
 
 
 def clip_info(path: Path) -> Dict[str, float]:
@@ -69,36 +68,9 @@ def make_clip(
     fps: int = CLIP_FPS,
     size: Optional[Tuple[int, int]] = None,
 ) -> Path:
-    """Encode ``images`` one after another into an H.264 mp4 at ``out``.
-
-    Every image is shown ``seconds_per_image`` seconds, scaled to fit ``size`` (default: the first
-    image's size, made even as yuv420p requires) and padded with black to keep its aspect ratio.
-    """
-    if not images:
-        raise ValueError("make_clip needs at least one image")
-    if size is None:
-        size = image_size(images[0])
-    width, height = (size[0] // 2) * 2, (size[1] // 2) * 2
-    cmd = [require_tool("ffmpeg"), "-hide_banner", "-loglevel", "error", "-y"]
-    for image in images:
-        cmd += ["-loop", "1", "-framerate", str(fps), "-t", f"{seconds_per_image:g}", "-i", str(image)]
-    chains = [
-        f"[{i}:v]scale={width}:{height}:force_original_aspect_ratio=decrease,"
-        f"pad={width}:{height}:(ow-iw)/2:(oh-ih)/2,setsar=1,fps={fps},format=yuv420p[v{i}]"
-        for i in range(len(images))
-    ]
-    inputs = "".join(f"[v{i}]" for i in range(len(images)))
-    graph = ";".join(chains) + f";{inputs}concat=n={len(images)}:v=1:a=0[out]"
-    keyint = max(1, fps // 2)
-    cmd += [
-        "-filter_complex", graph, "-map", "[out]",
-        "-c:v", "libx264", "-preset", "veryfast", "-profile:v", "baseline", "-bf", "0",
-        "-g", str(keyint), "-keyint_min", str(keyint), "-pix_fmt", "yuv420p", "-r", str(fps),
-        "-movflags", "+faststart", "-an", str(out),
-    ]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(cmd, check=True)
-    return out
+    """The package's own clip maker (also used by the demo and the benchmark), test defaults."""
+    require_tool("ffmpeg")
+    return demo_clip.make_clip(images, out, seconds_per_image, fps, size)
 
 
 @pytest.fixture(scope="session")
