@@ -36,7 +36,7 @@ class Appliance:
         self._detector: Optional[Detector] = None
         self._cameras: Dict[str, CameraWorker] = {}
         self._publisher = MqttPublisher(config.mqtt, config.device_id, __version__)
-        self._results = ResultStore(config.device_id, self._publisher.publish_detections, config.mqtt.publish_empty)
+        self._results = ResultStore(config.device_id, self._publisher.publish_detections)
         self._pipeline = Pipeline(
             detector_getter=lambda: self._detector,
             sources_getter=lambda: self._cameras,
@@ -134,11 +134,12 @@ class Appliance:
             self._retune_detector(new_config)
             if plan.reconnect_mqtt:
                 self._swap_publisher(new_config)
-            self._results.configure(new_config.device_id, self._publisher.publish_detections, new_config.mqtt.publish_empty)
+            self._results.configure(new_config.device_id, self._publisher.publish_detections)
             for cid in plan.cameras_removed + plan.cameras_changed:
                 self._stop_camera(cid)
                 if cid in plan.cameras_removed:
                     self._publisher.publish_camera_state(cid, StreamState.STOPPED.value, None)
+                    self._publisher.forget_camera(cid)
             for cid in plan.cameras_added + plan.cameras_changed:
                 self._start_camera(new_config.camera(cid))
             self._reconfigure_pipeline()

@@ -24,11 +24,9 @@ class ResultStore:
         self,
         device_id: str,
         publish: Callable[[str, Dict[str, Any]], None],
-        publish_empty: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ):
         self.device_id = device_id
-        self.publish_empty = publish_empty
         self._publish = publish
         self._clock = clock
         self._cond = threading.Condition()
@@ -41,9 +39,9 @@ class ResultStore:
         self.latency = LatencyWindow()
         self._stage_ms: Dict[str, float] = {}
 
-    def configure(self, device_id: str, publish: Callable[[str, Dict[str, Any]], None], publish_empty: bool) -> None:
+    def configure(self, device_id: str, publish: Callable[[str, Dict[str, Any]], None]) -> None:
         with self._cond:
-            self.device_id, self._publish, self.publish_empty = device_id, publish, publish_empty
+            self.device_id, self._publish = device_id, publish
 
     def count_stale(self, camera_id: str) -> None:
         self._stale[camera_id] += 1
@@ -62,8 +60,8 @@ class ResultStore:
             latency_ms=latency_ms,
             detections=detections,
         )
-        if len(detections) or self.publish_empty:
-            self._publish(frame.camera_id, payload)
+        # The publisher drops frames without detections unless mqtt.publish_empty is set.
+        self._publish(frame.camera_id, payload)
         with self._cond:
             self._frames[frame.camera_id] = AnalysedFrame(frame.camera_id, frame.frame_id, frame.ts, frame.image, detections)
             self._payloads[frame.camera_id] = payload

@@ -1,0 +1,121 @@
+"""Builders for the MQTT payloads of SPEC.md and their JSON encoding.
+
+Each builder returns a plain JSON-serialisable ``dict`` with exactly the field names of the
+contract, so the REST API can hand out the very same object it published
+(``GET /api/v1/cameras/<id>/detections``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any, Iterable, Mapping, Optional, Union
+
+DEVICE_STATES = ("online", "offline")
+CAMERA_STATES = ("connecting", "streaming", "reconnecting", "stopped", "error")
+
+
+def _now_s(ts: Optional[float]) -> float:
+    return float(time.time() if ts is None else ts)
+
+
+def status_payload(state: str, device_id: str, version: str, ts: Optional[float] = None) -> dict:
+    """``R/status``: ``{"state": "online"|"offline", "device_id", "version", "ts"}``."""
+    if state not in DEVICE_STATES:
+        raise ValueError(f"device state must be one of {DEVICE_STATES}, got {state!r}")
+    return {"state": state, "device_id": device_id, "version": version, "ts": _now_s(ts)}
+
+
+def camera_state_payload(state: str, error: Optional[str] = None, ts: Optional[float] = None) -> dict:
+    """``R/cameras/<id>/state``: ``{"state", "ts", "error": null | "..."}``."""
+    if state not in CAMERA_STATES:
+        raise ValueError(f"camera state must be one of {CAMERA_STATES}, got {state!r}")
+    return {"state": state, "ts": _now_s(ts), "error": None if error is None else str(error)}
+
+
+def detection_entry(class_id: int, label: str, confidence: float, bbox: Iterable[float]) -> dict:
+    """One element of the ``detections`` list: ``{"class_id", "label", "confidence", "bbox"}``."""
+    box = [float(v) for v in bbox]
+    if len(box) != 4:
+        raise ValueError(f"bbox must be [x1, y1, x2, y2], got {len(box)} values")
+    return {"class_id": int(class_id), "label": str(label), "confidence": float(confidence), "bbox": box}
+
+
+def _detection_list(detections: Any) -> list:
+    # Accept the Detections type (it knows its labels) as well as ready-made dicts, so callers
+    # holding either do not need a conversion step of their own.
+    if hasattr(detections, "to_dicts"):
+        return detections.to_dicts()
+    return [detection_entry(d["class_id"], d["label"], d["confidence"], d["bbox"]) for d in detections]
+
+
+def detections_payload(
+    device_id: str,
+    camera_id: str,
+    frame_id: int,
+    ts: float,
+    width: int,
+    height: int,
+    latency_ms: float,
+    detections: Union[Iterable[Mapping[str, Any]], Any],
+) -> dict:
+    """``R/cameras/<id>/detections``.
+
+    ``detections`` is an ``edge_app.detections.Detections`` or an iterable of mappings with
+    ``class_id``, ``label``, ``confidence`` and ``bbox`` (``[x1, y1, x2, y2]`` in source pixels).
+    """
+    return {
+        "device_id": device_id,
+        "camera_id": camera_id,
+        "frame_id": int(frame_id),
+        "ts": float(ts),
+        "width": int(width),
+        "height": int(height),
+        "latency_ms": round(float(latency_ms), 2),
+        "detections": _detection_list(detections),
+    }
+
+
+def stats_payload(
+    device_id: str,
+    fps: float,
+    latency_ms: Union[float, Mapping[str, float]],
+    queue: int,
+    dropped: int,
+    ts: Optional[float] = None,
+    **extra: Any,
+) -> dict:
+    """``R/stats``: periodic pipeline figures.
+
+    The four figures of the contract (fps, latency, queue, dropped) are always present;
+    anything else (per-camera figures, MQTT counters) goes in as extra keyword fields.
+    """
+    payload = {
+        "device_id": device_id,
+        "ts": _now_s(ts),
+        "fps": float(fps),
+        "latency_ms": dict(latency_ms) if isinstance(latency_ms, Mapping) else float(latency_ms),
+        "queue": int(queue),
+        "dropped": int(dropped),
+    }
+    payload.update(extra)
+    return payload
+
+
+def _jsonable(value: Any) -> Any:
+    # JSON has no NaN/Infinity: a strict subscriber (JavaScript's JSON.parse) rejects the whole
+    # message, so a non-finite figure becomes null instead.
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy scalars and arrays, without importing numpy
+        return _jsonable(value.tolist())
+    return value
+
+
+def encode(payload: Mapping[str, Any]) -> bytes:
+    """Compact UTF-8 JSON, the wire form of every payload."""
+    return json.dumps(_jsonable(payload), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
