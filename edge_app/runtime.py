@@ -46,7 +46,6 @@ def run_appliance(config: AppConfig, config_path: Path, stop: threading.Event) -
             print(f"edge-app: cannot serve the API on {config.api.host}:{config.api.port}: {err.strerror or err}", file=sys.stderr)
             appliance.stop(timeout_s=2.0)
             return 1
-        log.info("API listening on http://%s:%d", config.api.host, server.port)
     log.info("edge-app running with %d camera(s)", len(config.cameras))
     stop.wait()
     if server is not None:
