@@ -18,7 +18,7 @@ def test_rtsp_camera_detections_reach_mqtt_and_survive_an_rtsp_outage(
 ):
     rtsp = rtsp_server_factory({"bus": bus_clip})
     collector = mqtt_collector(mosquitto_broker, "edge_app/e2e/#")
-    app = appliance_factory([{"id": "cam1", "source": rtsp.url("bus")}], model_path, mosquitto_broker)
+    app = appliance_factory([{"id": "cam1", "source": rtsp.url("bus")}], model_path, mosquitto_broker, mqtt={"stats_interval_s": 1})
 
     detections = collector.wait_for_message("edge_app/e2e/cameras/cam1/detections", timeout_s=60).json()
     assert set(detections) == DETECTION_KEYS
@@ -35,6 +35,9 @@ def test_rtsp_camera_detections_reach_mqtt_and_survive_an_rtsp_outage(
 
     status = collector.wait_for_message("edge_app/e2e/status", timeout_s=5)
     assert status.json()["state"] == "online" and status.json()["device_id"] == "e2e" and "version" in status.json()
+    stats = collector.wait_for(lambda msgs: [m.json() for m in msgs if m.topic == "edge_app/e2e/stats"
+                                             and m.json()["cameras"]["cam1"]["state"] == "streaming" and m.json()["fps"] > 0], 15)[-1]
+    assert {"fps", "latency_ms", "queue", "dropped"} <= set(stats) and stats["fps"] > 0
     states = collector.payloads("edge_app/e2e/cameras/cam1/state")
     assert any(s["state"] == "streaming" for s in states)
 
