@@ -73,6 +73,7 @@ class PhaseTracker:
     def __init__(self) -> None:
         self._phases: Dict[str, _Phase] = {}
         self._order: List[str] = []
+        self._high: Dict[str, float] = {}  # best fraction reported per top-level phase
 
     def start(self, name: str, parent: Optional[str], steps: int) -> None:
         self._phases[name] = _Phase(name, parent, max(int(steps), 1))
@@ -84,7 +85,9 @@ class PhaseTracker:
             phase.done = max(phase.done, min(int(step) + 1, phase.steps))
 
     def finish(self, name: str) -> None:
-        self._phases.pop(name, None)
+        phase = self._phases.pop(name, None)
+        if phase is not None and phase.parent is None:
+            self._high.pop(name, None)
         if name in self._order:
             self._order.remove(name)
 
@@ -106,7 +109,10 @@ class PhaseTracker:
                 break
             leaf = children[-1]
         label = root.name if leaf is root else f"{root.name}: {leaf.name}"
-        return label, self._fraction_of(root)
+        # a child phase finishing before its parent's step is counted must not move the bar back
+        fraction = max(self._high.get(root.name, 0.0), self._fraction_of(root))
+        self._high[root.name] = fraction
+        return label, fraction
 
 
 class TerminalProgress:

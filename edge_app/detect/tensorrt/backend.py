@@ -1,0 +1,200 @@
+"""The TensorRT detector: a cached engine, pinned/device buffers, GPU letterboxing, shared decoder.
+
+The three stages may run on three threads (the pipeline's layout): ``preprocess`` letterboxes
+on the GPU into one of the engine's rotating input slots (or on the CPU when NVRTC is missing),
+``infer`` runs the engine on its stream, ``postprocess`` decodes with the same YoloDecoder as
+ONNX Runtime, EfficientNMS engines included.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from edge_app.cuda import CudaDevice, CudaError, open_device
+from edge_app.detect.base import Detector, DetectorError, PreparedBatch
+from edge_app.detect.decode import LayoutError, YoloDecoder, detect_layout
+from edge_app.detect.labels import class_ids_for, resolve_labels
+from edge_app.detect.letterbox import Letterboxer
+from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
+from edge_app.detect.tensorrt.prepare import EngineCache, PreparedEngine, is_engine_file, load_user_engine
+from edge_app.detect.tensorrt.progress import ProgressCallback
+from edge_app.detect.tensorrt.runtime import ROTATION, EngineRuntime
+from edge_app.detections import Detections
+
+log = logging.getLogger(__name__)
+
+
+def _parse_bool(text: Optional[str]) -> Optional[bool]:
+    return None if text is None else {"true": True, "false": False}.get(str(text).strip().lower())
+
+
+class TensorRTDetector(Detector):
+    """A YOLO model run as a TensorRT engine built (and cached) on this device.
+
+    ``device`` injects a CUDA layer (default: ``edge_app.cuda.open_device()``); ``progress``
+    receives engine build reports; ``gpu_preprocess`` forces the GPU (True) or CPU (False)
+    letterbox, default GPU when NVRTC is available.
+    """
+
+    backend_name = "tensorrt"
+
+    def __init__(self, model: Any, *, device: Optional[CudaDevice] = None, progress: Optional[ProgressCallback] = None,
+                 gpu_preprocess: Optional[bool] = None, force_build: bool = False) -> None:
+        trt = import_tensorrt()
+        if is_standin(trt):
+            log.warning("the tensorrt module in use is the test stand-in, not TensorRT")
+        self._owns_device = device is None
+        self._device = device if device is not None else self._open_device()
+        self.model_path = str(model.path)
+        self.precision = model.precision
+        self.conf_threshold = model.conf_threshold
+        self.iou_threshold = model.iou_threshold
+        self.classes = tuple(model.classes)
+        self._runtime: Optional[EngineRuntime] = None
+        self.engine: Optional[PreparedEngine] = None
+        try:
+            self._runtime, self.engine = self._load(trt, model, progress, force_build)
+            self.input_hw = self._runtime.input_hw
+            self.max_batch = self._runtime.max_batch
+            self._check_input_size(model)
+            metadata = self.engine.metadata
+            self.labels, labels_source = resolve_labels(model.labels, metadata)
+            self._decoder = self._make_decoder(metadata, labels_source)
+            self._gpu = self._gpu_letterbox(gpu_preprocess)
+        except BaseException:
+            self.close()
+            raise
+        self._letterbox = None if self._gpu is not None else Letterboxer(self.input_hw, self.max_batch)
+        self._staged: List[Optional[np.ndarray]] = [None] * ROTATION
+        self._next_slot = 0
+        log.info("loaded %s with TensorRT (%s engine %s): input %dx%d, max_batch %d, %s preprocessing on %s",
+                 self.model_path, self.engine.source, self.engine.path.name, self.input_hw[1], self.input_hw[0],
+                 self.max_batch, "GPU" if self._gpu else "CPU", self._device.name)
+
+    # -- loading ------------------------------------------------------------------------------
+    @staticmethod
+    def _open_device() -> CudaDevice:
+        try:
+            return open_device()
+        except CudaError as err:
+            raise DetectorError(f"TensorRT needs a CUDA Python binding and a GPU: {err} "
+                                "(install cuda-python, or pycuda)") from None
+
+    @classmethod
+    def is_available(cls) -> bool:
+        try:
+            import_tensorrt()
+        except Exception:
+            return False
+        from edge_app.cuda import available_adapters
+        return bool(available_adapters())
+
+    def _load(self, trt: Any, model: Any, progress: Optional[ProgressCallback], force: bool):
+        def deserialize(data: bytes, label: str) -> EngineRuntime:
+            return EngineRuntime(trt, data, self._device, model.max_batch, label)
+
+        if is_engine_file(self.model_path):
+            return load_user_engine(Path(self.model_path), deserialize)
+        return EngineCache(trt, model, self._device, progress).load(deserialize, force=force)
+
+    def _check_input_size(self, model: Any) -> None:
+        configured = model.input_size if "input_size" in getattr(model, "model_fields_set", ()) else None
+        if configured is not None and (configured, configured) != tuple(self.input_hw):
+            raise DetectorError(f"engine {self.engine.path} has a {self.input_hw[1]}x{self.input_hw[0]} input but "
+                                f"model.input_size is {configured}")
+
+    def _make_decoder(self, metadata, labels_source: str) -> YoloDecoder:
+        outputs = self._runtime.outputs
+        num_classes = len(self.labels) if labels_source != "coco80" else None
+        end2end = _parse_bool(metadata.get("end2end"))
+        try:
+            layout = detect_layout([[None, *s.max_shape[1:]] for s in outputs], num_classes=num_classes,
+                                   input_hw=self.input_hw, end2end=end2end, names=[s.name for s in outputs],
+                                   dtypes=[s.dtype for s in outputs])
+        except LayoutError as err:
+            raise DetectorError(f"engine {self.engine.path} has outputs the YOLO decoder does not understand: {err}") from None
+        return YoloDecoder(self.labels, conf_threshold=self.conf_threshold, iou_threshold=self.iou_threshold,
+                           keep_class_ids=class_ids_for(self.classes, self.labels), layout=layout,
+                           num_classes=num_classes, input_hw=self.input_hw, end2end=end2end,
+                           output_names=[s.name for s in outputs])
+
+    def _gpu_letterbox(self, wanted: Optional[bool]):
+        if wanted is False:
+            return None
+        reason = None
+        if not self._device.has_nvrtc:
+            reason = "NVRTC was not found"
+        elif self._runtime.input.dtype not in (np.dtype(np.float32), np.dtype(np.float16)):
+            reason = f"the engine input is {self._runtime.input.dtype}"
+        if reason is None:
+            try:
+                from edge_app.cuda.letterbox_gpu import GpuLetterbox
+                return GpuLetterbox(self._device, self.input_hw, self.max_batch, self._runtime.input.dtype)
+            except CudaError as err:
+                reason = str(err)
+        if wanted:
+            raise DetectorError(f"GPU preprocessing was requested but is unavailable: {reason}")
+        log.info("letterboxing on the CPU: %s", reason)
+        return None
+
+    # -- the three stages ---------------------------------------------------------------------
+    def preprocess(self, frames: Sequence[np.ndarray]) -> PreparedBatch:
+        if self._gpu is None:
+            return self._letterbox(frames)
+        count = len(frames)
+        if not 1 <= count <= self.max_batch:
+            raise ValueError(f"batch of {count} frames outside 1..{self.max_batch}")
+        slot = self._next_slot
+        self._next_slot = (slot + 1) % ROTATION
+        metas = self._gpu(frames, self._runtime.input_slot_ptr(slot))
+        # The images live in device slot `slot`; the tensor handed on is a zero-byte, read-only
+        # placeholder of the right shape (NaN if read) that infer() recognises by identity.
+        token = np.broadcast_to(np.float32(np.nan), (count, 3, *self.input_hw))
+        self._staged[slot] = token
+        return PreparedBatch(tensor=token, metas=metas)
+
+    def infer(self, tensor: np.ndarray) -> List[np.ndarray]:
+        if self._runtime is None:
+            raise DetectorError(f"model {self.model_path} was closed")
+        count = int(tensor.shape[0])
+        slot = next((i for i, staged in enumerate(self._staged) if staged is tensor), None)
+        if slot is not None:
+            return self._runtime.run(count, None, slot)
+        return self._runtime.run(count, np.asarray(tensor))
+
+    def postprocess(self, outputs: List[np.ndarray], batch: PreparedBatch) -> List[Detections]:
+        return self._decoder.decode(outputs, batch.metas)
+
+    # -- reporting and teardown ---------------------------------------------------------------
+    @property
+    def preprocessing(self) -> str:
+        return "gpu" if self._gpu is not None else "cpu"
+
+    def describe(self) -> dict:
+        info = super().describe()
+        applied = (self.engine.sidecar or {}).get("build", {}).get("applied_precision", self.precision)
+        info.update(
+            path=self.model_path,
+            precision=applied if self.engine.source != "user" else "as built",
+            engine=str(self.engine.path),
+            engine_source=self.engine.source,
+            preprocessing=self.preprocessing,
+            num_labels=len(self.labels),
+            output_layout=self._decoder.layout.layout.value if self._decoder.layout else None,
+            cuda=self._device.describe(),
+        )
+        return info
+
+    def _close_device(self) -> None:
+        if self._owns_device and self._device is not None:
+            self._device.close()
+        self._device = None
+
+    def close(self) -> None:
+        if self._runtime is not None:
+            self._runtime.close()
+            self._runtime = None
+        self._close_device()

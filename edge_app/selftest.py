@@ -1,0 +1,249 @@
+"""``edge-app selftest``: what a Jetson owner runs to check the device end to end.
+
+It reports the TensorRT, CUDA and driver versions and the GPU, builds a small engine from the
+configured model, runs sample images through TensorRT and through ONNX Runtime and compares the
+detections, and checks the GPU letterbox against the CPU one. Each check prints one
+``PASS``/``FAIL``/``SKIP`` line; any FAIL makes the exit code 1. Without TensorRT that is said
+plainly on a FAIL line, and the checks that need it are skipped.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, List, Optional, Sequence, TextIO, Union
+
+import numpy as np
+
+from edge_app.config.schema import AppConfig, ModelConfig
+from edge_app.detect.base import Detector, DetectorError
+from edge_app.detect.image_io import ImageReadError, load_image
+from edge_app.detect.nms import box_iou
+from edge_app.detections import Detections
+
+PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+#: detections at least this confident must appear in both runtimes
+STRONG_CONFIDENCE = 0.5
+#: IoU a TensorRT box must reach with its ONNX Runtime twin (INT8 moves boxes more)
+MATCH_IOU = {"fp32": 0.85, "fp16": 0.8, "int8": 0.6}
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
+
+
+@dataclass
+class Report:
+    stream: TextIO = field(default_factory=lambda: sys.stdout)
+    results: List[tuple] = field(default_factory=list)
+
+    def add(self, status: str, name: str, detail: str) -> None:
+        self.results.append((status, name, detail))
+        print(f"{status}  {name}: {detail}", file=self.stream, flush=True)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(r[0] == FAIL for r in self.results) else 0
+
+
+def _model_config(config_or_model_path: Union[AppConfig, ModelConfig, str, os.PathLike]) -> ModelConfig:
+    if isinstance(config_or_model_path, AppConfig):
+        return config_or_model_path.model
+    if isinstance(config_or_model_path, ModelConfig):
+        return config_or_model_path
+    return ModelConfig(path=str(config_or_model_path))
+
+
+def _sample_images(model: ModelConfig, images: Sequence[Any]) -> List[Path]:
+    if images:
+        return [Path(p) for p in images]
+    candidates = [os.environ.get("EDGE_APP_SAMPLE_IMAGES", ""), Path(model.path).resolve().parent.parent / "images",
+                  Path.cwd().parent / "shared" / "images", Path.cwd() / "shared" / "images"]
+    for folder in (Path(c) for c in candidates if str(c)):
+        if folder.is_dir():
+            found = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+            if found:
+                return found
+    return []
+
+
+def _check_tensorrt(report: Report) -> Optional[Any]:
+    from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
+    try:
+        trt = import_tensorrt()
+    except DetectorError as err:
+        report.add(FAIL, "TensorRT", f"not available - {err}")
+        return None
+    if is_standin(trt):
+        report.add(FAIL, "TensorRT", "the importable 'tensorrt' is the test suite's stand-in, not TensorRT")
+        return None
+    report.add(PASS, "TensorRT", f"version {trt.__version__}")
+    return trt
+
+
+def _check_cuda(report: Report) -> Optional[Any]:
+    from edge_app.cuda import CudaError, available_adapters, open_device
+    try:
+        device = open_device()
+    except CudaError as err:
+        adapters = ", ".join(available_adapters()) or "none installed"
+        report.add(FAIL, "CUDA", f"no usable GPU ({err}; Python bindings: {adapters})")
+        return None
+    major, minor = device.compute_capability
+    report.add(PASS, "CUDA", f"{device.adapter_name} {device.binding_version()}, driver supports CUDA {device.driver_version}")
+    report.add(PASS, "GPU", f"{device.name}, compute capability {major}.{minor}")
+    if device.has_nvrtc:
+        report.add(PASS, "NVRTC", f"version {device.nvrtc_version()} (GPU preprocessing available)")
+    else:
+        report.add(FAIL, "NVRTC", "not found: preprocessing falls back to the CPU")
+    return device
+
+
+def _onnx_for(model: ModelConfig) -> Optional[Path]:
+    path = Path(model.path)
+    if path.suffix.lower() == ".onnx":
+        return path if path.is_file() else None
+    sibling = path.with_suffix(".onnx")
+    return sibling if sibling.is_file() else None
+
+
+def _load_tensorrt(report: Report, model: ModelConfig, device: Any, work_dir: Path) -> Optional[Detector]:
+    from edge_app.detect.tensorrt import TensorRTDetector, TerminalProgress
+    is_engine = Path(model.path).suffix.lower() in (".engine", ".plan")
+    # a fresh engine directory, so the build itself is exercised; batch 1 keeps it quick
+    small = model.model_copy(update={"engine_dir": str(work_dir), "max_batch": 1})
+    started_s = time.monotonic()
+    try:
+        detector = TensorRTDetector(small, device=device, progress=TerminalProgress(sys.stderr))
+    except DetectorError as err:
+        report.add(FAIL, "engine", str(err))
+        return None
+    if is_engine:
+        report.add(SKIP, "engine build", "model.path is a prebuilt engine; it deserialised")
+    else:
+        report.add(PASS, "engine build", f"{small.precision} engine built in {time.monotonic() - started_s:.0f} s "
+                                         f"and deserialised ({detector.describe().get('precision')})")
+    return detector
+
+
+def _load_onnxruntime(report: Report, model: ModelConfig) -> Optional[Detector]:
+    onnx_path = _onnx_for(model)
+    if onnx_path is None:
+        report.add(SKIP, "ONNX Runtime", f"no .onnx next to {model.path} to compare with")
+        return None
+    from edge_app.detect.onnxruntime_backend import OnnxRuntimeDetector
+    try:
+        return OnnxRuntimeDetector(model.model_copy(update={"path": str(onnx_path), "max_batch": 1}),
+                                   providers=["CPUExecutionProvider"])
+    except DetectorError as err:
+        report.add(FAIL, "ONNX Runtime", str(err))
+        return None
+
+
+def compare_detections(trt_dets: Detections, ort_dets: Detections, min_iou: float) -> tuple:
+    """(ok, summary): every strong detection of either runtime has a same-class twin in the other."""
+    def unmatched(a: Detections, b: Detections) -> int:
+        missing = 0
+        for i in np.flatnonzero(a.confidence >= STRONG_CONFIDENCE):
+            same = np.flatnonzero(b.class_id == a.class_id[i])
+            if not len(same) or box_iou(a.xyxy[i:i + 1], b.xyxy[same]).max() < min_iou:
+                missing += 1
+        return missing
+
+    lost, extra = unmatched(ort_dets, trt_dets), unmatched(trt_dets, ort_dets)
+    shift, conf = 0.0, 0.0
+    for i in range(len(ort_dets)):
+        same = np.flatnonzero(trt_dets.class_id == ort_dets.class_id[i])
+        if len(same):
+            ious = box_iou(ort_dets.xyxy[i:i + 1], trt_dets.xyxy[same])[0]
+            j = same[int(np.argmax(ious))]
+            shift = max(shift, float(np.abs(trt_dets.xyxy[j] - ort_dets.xyxy[i]).max()))
+            conf = max(conf, abs(float(trt_dets.confidence[j] - ort_dets.confidence[i])))
+    counts = ", ".join(f"{trt_dets.count(label)} {label}" for label in sorted({trt_dets.label_of(int(c)) for c in trt_dets.class_id}))
+    summary = (f"TensorRT {len(trt_dets)} ({counts or 'none'}) vs ONNX Runtime {len(ort_dets)}; "
+               f"max box shift {shift:.1f} px, max confidence diff {conf:.3f}")
+    if lost or extra:
+        summary += f"; {lost} confident ONNX Runtime detections missing, {extra} unexpected"
+    return not (lost or extra), summary
+
+
+def _check_images(report: Report, trt_det: Optional[Detector], ort_det: Optional[Detector], images: List[Path],
+                  precision: str) -> None:
+    if not images:
+        report.add(SKIP, "detections", "no sample images found; pass image paths on the command line")
+        return
+    if trt_det is None or ort_det is None:
+        report.add(SKIP, "detections", "needs both TensorRT and ONNX Runtime")
+        return
+    for path in images:
+        try:
+            frame = load_image(path)
+        except ImageReadError as err:
+            report.add(FAIL, f"image {path.name}", str(err))
+            continue
+        ok, summary = compare_detections(trt_det.detect([frame])[0], ort_det.detect([frame])[0], MATCH_IOU.get(precision, 0.8))
+        report.add(PASS if ok else FAIL, f"image {path.name}", summary)
+
+
+def _check_gpu_letterbox(report: Report, device: Any, images: List[Path]) -> None:
+    if device is None or not device.has_nvrtc:
+        report.add(SKIP, "GPU letterbox", "needs a GPU with NVRTC")
+        return
+    from edge_app.cuda import CudaError
+    from edge_app.cuda.letterbox_gpu import GpuLetterbox
+    from edge_app.detect.letterbox import letterbox
+    frames = [np.random.default_rng(0).integers(0, 256, (1080, 1920, 3), np.uint8)]
+    for path in images[:4]:
+        try:
+            frames.append(load_image(path))
+        except ImageReadError:
+            continue
+    worst = 0.0
+    try:
+        gpu = GpuLetterbox(device, (640, 640), 1)
+        out = device.alloc_device(gpu.image_nbytes)
+        host = device.alloc_pinned((1, 3, 640, 640), np.float32)
+        for frame in frames:
+            gpu([frame], out.ptr)
+            device.memcpy_dtoh_async(host, out.ptr, gpu.stream)
+            gpu.stream.synchronize()
+            worst = max(worst, float(np.abs(host - letterbox(frame, (640, 640))[0]).max()))
+    except CudaError as err:
+        report.add(FAIL, "GPU letterbox", str(err))
+        return
+    status = PASS if worst <= 1.0 / 255.0 + 1e-6 else FAIL
+    report.add(status, "GPU letterbox", f"max difference to the CPU letterbox {worst * 255:.2f}/255 over {len(frames)} frames")
+
+
+def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os.PathLike],
+                     images: Sequence[Any] = ()) -> int:
+    """Run every check, print one line each, return 0 when nothing failed, else 1."""
+    report = Report()
+    try:
+        model = _model_config(config_or_model_path)
+    except Exception as err:  # a bad --model path is a usage problem, reported as a check
+        report.add(FAIL, "model", str(err).splitlines()[0])
+        return report.exit_code
+    print(f"edge-app selftest: model {model.path}, precision {model.precision}", flush=True)
+    samples = _sample_images(model, images)
+    trt = _check_tensorrt(report)
+    device = _check_cuda(report)
+    trt_det = ort_det = None
+    try:
+        with tempfile.TemporaryDirectory(prefix="edge-app-selftest-") as work_dir:
+            if trt is not None and device is not None:
+                trt_det = _load_tensorrt(report, model, device, Path(work_dir))
+            else:
+                report.add(SKIP, "engine build", "needs TensorRT and a GPU")
+            ort_det = _load_onnxruntime(report, model)
+            _check_images(report, trt_det, ort_det, samples, model.precision)
+            _check_gpu_letterbox(report, device, samples)
+    finally:
+        for detector in (trt_det, ort_det):
+            if detector is not None:
+                detector.close()
+        if device is not None:
+            device.close()
+    failed = sum(1 for r in report.results if r[0] == FAIL)
+    print(f"selftest {'FAILED' if failed else 'passed'}: {failed} of {len(report.results)} checks failed", flush=True)
+    return report.exit_code

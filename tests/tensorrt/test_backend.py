@@ -1,0 +1,191 @@
+"""The whole TensorRT backend on the real YOLOv8n model, run by the stand-in (NOT TensorRT).
+
+The stand-in executes the ONNX model with ONNX Runtime behind the engine API, so these tests
+check the backend's own work - engine handling, buffers, shapes, batching, slot rotation and
+decoding - on real outputs: the persons and the bus in bus.jpg must be found.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edge_app.detect.base import Detector, DetectorError
+from edge_app.detect.onnxruntime_backend import OnnxRuntimeDetector
+from edge_app.detect.tensorrt import TensorRTDetector
+from tests.tensorrt import onnx_models
+from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+
+
+def _assert_bus(detections):
+    assert detections.count("person") == 4
+    assert detections.count("bus") == 1
+    assert detections.count("person", min_confidence=0.8) == 3
+    assert detections.count("bus", min_confidence=0.8) == 1
+
+
+def _assert_same(a, b):
+    assert len(a) == len(b)
+    np.testing.assert_allclose(a.xyxy, b.xyxy, atol=1e-3)
+    np.testing.assert_allclose(a.confidence, b.confidence, atol=1e-5)
+    np.testing.assert_array_equal(a.class_id, b.class_id)
+
+
+@pytest.fixture
+def detector(standin_trt, host_device, make_model):
+    det = TensorRTDetector(make_model(max_batch=4), device=host_device)
+    yield det
+    det.close()
+
+
+def test_finds_the_persons_and_the_bus(detector, bus_image):
+    assert detector.backend_name == "tensorrt" and detector.input_hw == (640, 640) and detector.max_batch == 4
+    result = detector.detect([bus_image])[0]
+    _assert_bus(result)
+    assert result.labels[0] == "person"  # labels from the ONNX metadata, kept in the sidecar
+
+
+def test_batches_give_the_same_answers_as_single_frames(detector, bus_image, zidane_image):
+    single_bus = detector.detect([bus_image])[0]
+    single_zidane = detector.detect([zidane_image])[0]
+    batch = detector.detect([bus_image, zidane_image, bus_image])
+    _assert_same(batch[0], single_bus)
+    _assert_same(batch[1], single_zidane)
+    _assert_same(batch[2], single_bus)
+    # more frames than max_batch are split by Detector.detect
+    many = detector.detect([zidane_image] * 5 + [bus_image])
+    assert len(many) == 6
+    _assert_bus(many[5])
+
+
+def test_matches_onnx_runtime(detector, make_model, bus_image, zidane_image):
+    ort = OnnxRuntimeDetector(make_model(max_batch=2), providers=["CPUExecutionProvider"])
+    for mine, theirs in zip(detector.detect([bus_image, zidane_image]), ort.detect([bus_image, zidane_image])):
+        _assert_same(mine, theirs)
+
+
+def test_no_allocation_per_frame_and_execution_on_its_stream(detector, host_device, bus_image):
+    detector.detect([bus_image, bus_image])
+    allocations, copies = host_device.allocations, host_device.copies
+    for _ in range(3):
+        detector.detect([bus_image])
+        detector.detect([bus_image] * 4)
+    assert host_device.allocations == allocations
+    assert host_device.copies > copies
+    runtime = detector._runtime
+    assert set(runtime._context.execute_calls) == {runtime.stream.handle}
+
+
+def test_three_stage_pipeline_keeps_batches_apart(detector, bus_image, zidane_image):
+    """Preprocess k+1 and k+2 while k is not yet decoded, as the pipeline's three threads do."""
+    prepared = [detector.preprocess([image]) for image in (bus_image, zidane_image, bus_image)]
+    outputs = [detector.infer(p.tensor) for p in prepared]
+    results = [detector.postprocess(o, p)[0] for o, p in zip(outputs, prepared)]
+    _assert_bus(results[0])
+    assert results[1].count("person") == 2 and results[1].count("tie") == 1
+    _assert_bus(results[2])
+
+
+def test_gpu_preprocessing_path_with_the_emulated_kernel(standin_trt, make_model, bus_image, zidane_image):
+    """The backend's GPU path (device input slots, placeholder tensors) with the kernel emulated in numpy."""
+    device = HostMemoryCudaDevice(emulate_kernels=True)
+    det = TensorRTDetector(make_model(max_batch=2), device=device)
+    cpu = TensorRTDetector(make_model(max_batch=2), device=HostMemoryCudaDevice(), gpu_preprocess=False)
+    assert det.preprocessing == "gpu" and cpu.preprocessing == "cpu"
+    batch = det.preprocess([bus_image, zidane_image])
+    assert batch.tensor.shape == (2, 3, 640, 640) and batch.tensor.nbytes == 2 * 3 * 640 * 640 * 4
+    assert np.isnan(batch.tensor).all()  # a placeholder: the images are in device memory
+    results = det.postprocess(det.infer(batch.tensor), batch)
+    _assert_bus(results[0])
+    for mine, theirs in zip(results, cpu.detect([bus_image, zidane_image])):
+        _assert_same(mine, theirs)
+    assert device.launches == 2
+    det.close()
+    cpu.close()
+
+
+def test_gpu_preprocessing_requested_without_nvrtc_is_an_error(standin_trt, host_device, make_model):
+    with pytest.raises(DetectorError, match="GPU preprocessing was requested"):
+        TensorRTDetector(make_model(), device=host_device, gpu_preprocess=True)
+
+
+def test_efficient_nms_engines_are_decoded(standin_trt, host_device, make_model, model_path, tmp_path, bus_image):
+    nms_model = onnx_models.with_efficient_nms(model_path, tmp_path / "yolov8n_nms.onnx")
+    det = TensorRTDetector(make_model(path=str(nms_model), max_batch=2), device=host_device)
+    assert det.describe()["output_layout"] == "efficient_nms"
+    assert [s.dtype for s in det._runtime.outputs] == [np.int32, np.float32, np.float32, np.int32]
+    results = det.detect([bus_image, bus_image])
+    for result in results:
+        _assert_bus(result)
+    det.close()
+
+
+def test_fixed_batch_models_pad_the_batch(standin_trt, host_device, make_model, model_path, tmp_path, bus_image):
+    fixed = onnx_models.with_static_batch(model_path, tmp_path / "yolov8n_b2.onnx", 2)
+    det = TensorRTDetector(make_model(path=str(fixed), max_batch=4), device=host_device)
+    assert det.max_batch == 2 and not det._runtime.dynamic_batch
+    _assert_bus(det.detect([bus_image])[0])
+    det.close()
+
+
+def test_user_engine_is_used_as_it_is(standin_trt, host_device, make_model, tmp_path, bus_image):
+    built = TensorRTDetector(make_model(), device=host_device)
+    user_engine = tmp_path / "mine.engine"
+    user_engine.write_bytes(built.engine.path.read_bytes())
+    built.close()
+    det = TensorRTDetector(make_model(path=str(user_engine)), device=HostMemoryCudaDevice())
+    assert det.engine.source == "user" and det.describe()["precision"] == "as built"
+    _assert_bus(det.detect([bus_image])[0])
+    det.close()
+
+
+def test_user_engine_that_does_not_deserialise_is_a_clear_error(standin_trt, host_device, make_model, tmp_path):
+    bad = tmp_path / "broken.plan"
+    bad.write_bytes(b"\x00" * 4096)
+    with pytest.raises(DetectorError) as err:
+        TensorRTDetector(make_model(path=str(bad)), device=host_device)
+    message = str(err.value)
+    assert "broken.plan could not be deserialised by TensorRT 10.3.0" in message
+    assert "only loads with the TensorRT version and GPU it was built for" in message
+    assert not (tmp_path / "engines").exists()  # a user's engine is never rebuilt or replaced
+
+
+def test_engine_from_another_tensorrt_version_is_refused_clearly(standin_trt, host_device, make_model, tmp_path, monkeypatch):
+    built = TensorRTDetector(make_model(), device=host_device)
+    user_engine = tmp_path / "old.engine"
+    user_engine.write_bytes(built.engine.path.read_bytes())
+    built.close()
+    monkeypatch.setattr(standin_trt, "__version__", "10.7.0")
+    with pytest.raises(DetectorError, match="could not be deserialised by TensorRT 10.7.0"):
+        TensorRTDetector(make_model(path=str(user_engine)), device=host_device)
+
+
+def test_configured_input_size_must_fit_the_engine(standin_trt, host_device, make_model):
+    with pytest.raises(DetectorError, match="input_size"):
+        TensorRTDetector(make_model(input_size=320), device=host_device)
+
+
+def test_describe_reports_engine_and_preprocessing(detector):
+    info = detector.describe()
+    assert info["backend"] == "tensorrt" and info["precision"] == "fp16"
+    assert info["engine_source"] == "built" and info["engine"].endswith(".engine")
+    assert info["preprocessing"] == "cpu" and info["cuda"]["adapter"] == "host-memory stand-in"
+
+
+def test_unavailable_without_tensorrt(no_tensorrt, make_model):
+    assert TensorRTDetector.is_available() is False
+    with pytest.raises(DetectorError, match="TensorRT is not installed"):
+        TensorRTDetector(make_model())
+
+
+def test_factory_picks_tensorrt_when_available(standin_trt, make_model, monkeypatch, bus_image):
+    import edge_app.cuda
+    from edge_app.detect import factory
+    from edge_app.detect.tensorrt import backend
+
+    monkeypatch.setattr(edge_app.cuda, "available_adapters", lambda: ["host-memory stand-in"])
+    monkeypatch.setattr(backend, "open_device", lambda: HostMemoryCudaDevice())
+    assert factory.available_backends()["tensorrt"] is True
+    det = factory.create_detector(make_model(backend="auto"))
+    assert isinstance(det, TensorRTDetector) and isinstance(det, Detector)
+    _assert_bus(det.detect([bus_image])[0])
+    det.close()

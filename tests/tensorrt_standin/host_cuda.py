@@ -1,0 +1,132 @@
+"""A host-memory stand-in for the CUDA layer (edge_app.cuda), for CPU tests. NOT CUDA.
+
+Its "device" buffers are ordinary host memory, its copies are memmoves and its streams are
+synchronous, so the TensorRT stand-in can read and write the memory behind every address.
+By default it has no NVRTC, so the backend letterboxes on the CPU with it; with
+``emulate_kernels=True`` it "compiles" the letterbox kernels into their numpy emulation
+(``kernel_emulation``), so the backend's GPU-preprocessing path runs without a GPU. It counts
+allocations, so tests can check that running frames allocates nothing.
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+from typing import Any, List, Sequence, Tuple
+
+import numpy as np
+
+from edge_app.cuda.base import (CudaDevice, CudaError, DeviceBuffer, Kernel, KernelArg, Shape, Stream,
+                                check_contiguous, shape_tuple)
+from edge_app.cuda.kernels.letterbox import KERNEL_F16, KERNEL_F32
+from tests.tensorrt_standin.kernel_emulation import emulate_letterbox
+
+
+class _HostBuffer(DeviceBuffer):
+    def __init__(self, nbytes: int) -> None:
+        self.array = np.zeros(max(1, nbytes), dtype=np.uint8)
+        self.ptr = int(self.array.ctypes.data)
+        self.nbytes = nbytes
+
+    def free(self) -> None:
+        pass
+
+
+class _HostStream(Stream):
+    def __init__(self, handle: int) -> None:
+        self.handle = handle
+        self.synchronize_calls = 0
+
+    def synchronize(self) -> None:
+        self.synchronize_calls += 1
+
+
+class HostMemoryCudaDevice(CudaDevice):
+    adapter_name = "host-memory stand-in"
+
+    def __init__(self, name: str = "host-memory stand-in (no GPU)", compute_capability: Tuple[int, int] = (0, 0),
+                 emulate_kernels: bool = False) -> None:
+        self._name = name
+        self.has_nvrtc = emulate_kernels
+        self.launches = 0
+        self._cc = compute_capability
+        self._handles = itertools.count(0x5000)
+        self.buffers: List[_HostBuffer] = []
+        self.pinned: List[np.ndarray] = []
+        self.streams: List[_HostStream] = []
+        self.copies = 0
+        self.closed = False
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def compute_capability(self) -> Tuple[int, int]:
+        return self._cc
+
+    @property
+    def driver_version(self) -> str:
+        return "none"
+
+    @property
+    def allocations(self) -> int:
+        return len(self.buffers) + len(self.pinned)
+
+    def make_current(self) -> None:
+        pass
+
+    def alloc_pinned(self, shape: Shape, dtype: Any) -> np.ndarray:
+        array = np.zeros(shape_tuple(shape), dtype=dtype)
+        self.pinned.append(array)
+        return array
+
+    def alloc_device(self, nbytes: int) -> DeviceBuffer:
+        buffer = _HostBuffer(int(nbytes))
+        self.buffers.append(buffer)
+        return buffer
+
+    def create_stream(self) -> Stream:
+        stream = _HostStream(next(self._handles))
+        self.streams.append(stream)
+        return stream
+
+    def _owned(self, ptr: int, nbytes: int) -> None:
+        if not any(b.ptr <= ptr and ptr + nbytes <= b.ptr + max(1, b.nbytes) for b in self.buffers):
+            raise CudaError(f"address {ptr:#x} (+{nbytes} bytes) is not inside a buffer of this device")
+
+    def memcpy_htod_async(self, dst_ptr: int, src: np.ndarray, stream: Stream) -> None:
+        check_contiguous(src, "the host source")
+        self._owned(dst_ptr, src.nbytes)
+        ctypes.memmove(dst_ptr, src.ctypes.data, src.nbytes)
+        self.copies += 1
+
+    def memcpy_dtoh_async(self, dst: np.ndarray, src_ptr: int, stream: Stream) -> None:
+        check_contiguous(dst, "the host destination")
+        self._owned(src_ptr, dst.nbytes)
+        ctypes.memmove(dst.ctypes.data, src_ptr, dst.nbytes)
+        self.copies += 1
+
+    def memcpy_dtod_async(self, dst_ptr: int, src_ptr: int, nbytes: int, stream: Stream) -> None:
+        self._owned(dst_ptr, nbytes)
+        self._owned(src_ptr, nbytes)
+        ctypes.memmove(dst_ptr, src_ptr, nbytes)
+        self.copies += 1
+
+    def compile_kernel(self, source: str, name: str, options: Sequence[str] = ()) -> Kernel:
+        if not self.has_nvrtc or name not in (KERNEL_F32, KERNEL_F16):
+            raise CudaError("the host-memory stand-in has no NVRTC")
+        return Kernel(name, np.float32 if name == KERNEL_F32 else np.float16)
+
+    def launch(self, kernel: Kernel, grid, block, args: Sequence[KernelArg], stream: Stream) -> None:
+        """Run the numpy emulation of the letterbox kernel on the host memory behind the pointers."""
+        (src, src_w, src_h, pitch, dst, dst_w, dst_h, new_w, new_h, left, top, pad) = (a.value for a in args)
+        self._owned(src, src_h * pitch)
+        raw = (ctypes.c_uint8 * (src_h * pitch)).from_address(src)
+        image = np.frombuffer(raw, dtype=np.uint8).reshape(src_h, pitch)[:, :src_w * 3].reshape(src_h, src_w, 3)
+        planes = emulate_letterbox(image, (dst_h, dst_w), (new_w, new_h), (left, top), pad).astype(kernel.handle)
+        self._owned(dst, planes.nbytes)
+        ctypes.memmove(dst, planes.ctypes.data, planes.nbytes)
+        self.launches += 1
+
+    def close(self) -> None:
+        self.closed = True
