@@ -16,7 +16,7 @@ from edge_app.capture.state import StreamState
 from edge_app.config.schema import AppConfig, CameraConfig
 from edge_app.config.store import ConfigError, Problem, mask_url, save_config
 from edge_app.detect.base import Detector, DetectorError
-from edge_app.detect.factory import create_detector
+from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
@@ -43,14 +43,20 @@ class Appliance:
             sink=self._results,
             scheduler=BatchScheduler(config.model.max_batch, config.model.batch_timeout_ms / 1000.0),
         )
+        self._build_status = None
+        self._loading = False
         self._stats_stop = threading.Event()
         self._stats_thread: Optional[threading.Thread] = None
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
         """Load the model (raises DetectorError), then start MQTT, cameras and the pipeline."""
-        self._detector = self._load_detector(self._config)
         self._publisher.start()
+        self._loading = True
+        try:
+            self._detector = self._load_detector(self._config)
+        finally:
+            self._loading = False
         for cam in self._config.cameras:
             self._start_camera(cam)
         self._reconfigure_pipeline()
@@ -73,7 +79,14 @@ class Appliance:
             self._detector.close()
 
     def _load_detector(self, config: AppConfig) -> Detector:
-        detector = create_detector(config.model)
+        options = {}
+        if choose_backend(config.model) == "tensorrt":
+            # Building an engine takes minutes on a Jetson: /api/v1/status shows its progress.
+            from edge_app.detect.tensorrt.progress import BuildStatus
+
+            self._build_status = BuildStatus()
+            options["progress"] = self._build_status
+        detector = create_detector(config.model, **options)
         log.info("model %s loaded with %s (input %s, max batch %d)", config.model.path, detector.backend_name,
                  "x".join(map(str, detector.input_hw)), detector.max_batch)
         return detector
@@ -206,6 +219,7 @@ class Appliance:
             "mqtt": self._publisher.stats(),
             "cameras": self.cameras(),
             "pipeline": {**self._results.pipeline_figures(), "errors": self._pipeline.errors},
+            "engine_build": self._build_status.snapshot() if self._build_status is not None else None,
         }
 
     def stats_payload(self) -> Dict[str, Any]:
@@ -223,7 +237,7 @@ class Appliance:
     def readiness(self) -> Tuple[bool, List[str]]:
         reasons = []
         if self._detector is None:
-            reasons.append("the model is not loaded")
+            reasons.append("the model is still loading" if self._loading else "the model is not loaded")
         if not any(w.state == StreamState.STREAMING for w in self._cameras.values()):
             reasons.append("no camera is streaming")
         return (not reasons, reasons)

@@ -31,12 +31,7 @@ def run_appliance(config: AppConfig, config_path: Path, stop: threading.Event) -
     from edge_app.detect.base import DetectorError
 
     appliance = Appliance(config, config_path)
-    try:
-        appliance.start()
-    except DetectorError as err:
-        print(f"edge-app: {err}", file=sys.stderr)
-        appliance.stop(timeout_s=2.0)
-        return 1
+    # The API comes up first so /api/v1/status can show a TensorRT engine build in progress.
     server = None
     if config.api.enabled:
         server = ApiServer(create_app(appliance), config.api.host, config.api.port)
@@ -44,8 +39,15 @@ def run_appliance(config: AppConfig, config_path: Path, stop: threading.Event) -
             server.start()
         except OSError as err:
             print(f"edge-app: cannot serve the API on {config.api.host}:{config.api.port}: {err.strerror or err}", file=sys.stderr)
-            appliance.stop(timeout_s=2.0)
             return 1
+    try:
+        appliance.start()
+    except DetectorError as err:
+        print(f"edge-app: {err}", file=sys.stderr)
+        if server is not None:
+            server.stop(timeout_s=1.0)
+        appliance.stop(timeout_s=2.0)
+        return 1
     log.info("edge-app running with %d camera(s)", len(config.cameras))
     stop.wait()
     if server is not None:
