@@ -66,15 +66,22 @@ def _print_config_error(err: ConfigError) -> None:
         print(f"edge-app: {where}{problem}", file=sys.stderr)
 
 
+def _load(path: Path):
+    """The configuration at ``path``, or None after printing every problem."""
+    try:
+        return load_config(path)
+    except ConfigError as err:
+        _print_config_error(err)
+        return None
+
+
 def _setup_logging(level: str = "INFO") -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
 
 
 def cmd_check_config(args) -> int:
-    try:
-        config = load_config(args.config)
-    except ConfigError as err:
-        _print_config_error(err)
+    config = _load(args.config)
+    if config is None:
         return EXIT_USAGE
     print(f"{args.config}: valid ({len(config.cameras)} camera(s), model {config.model.path})")
     return EXIT_OK
@@ -114,10 +121,8 @@ def cmd_detect(args) -> int:
 
 
 def cmd_build_engine(args) -> int:
-    try:
-        config = load_config(args.config)
-    except ConfigError as err:
-        _print_config_error(err)
+    config = _load(args.config)
+    if config is None:
         return EXIT_USAGE
     try:
         from edge_app.detect.tensorrt.commands import build_engine_command
@@ -135,10 +140,8 @@ def cmd_selftest(args) -> int:
         return EXIT_FAILURE
     config = None
     if args.config is not None:
-        try:
-            config = load_config(args.config)
-        except ConfigError as err:
-            _print_config_error(err)
+        config = _load(args.config)
+        if config is None:
             return EXIT_USAGE
     if config is None and args.model is None:
         print("edge-app: selftest needs -c CONFIG or --model MODEL", file=sys.stderr)
@@ -147,10 +150,8 @@ def cmd_selftest(args) -> int:
 
 
 def cmd_run(args) -> int:
-    try:
-        config = load_config(args.config)
-    except ConfigError as err:
-        _print_config_error(err)
+    config = _load(args.config)
+    if config is None:
         return EXIT_USAGE
     _setup_logging(config.logging.level)
     from edge_app.runtime import run_appliance

@@ -11,7 +11,7 @@ from edge_app.capture.sources import open_source, parse_source
 
 from tests.capture.helpers import FAST, StateLog, camera, timed_stop, wait_for
 from tests.support.media import require_tool
-from tests.support.rtsp import free_port
+from tests.support.net import free_port
 
 S = StreamState
 pytestmark = pytest.mark.slow

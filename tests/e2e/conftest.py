@@ -1,6 +1,7 @@
 import pytest
 
-from tests.e2e.appliance import ApplianceProcess, free_port
+from tests.e2e.appliance import ApplianceProcess
+from tests.support.net import free_port
 
 
 @pytest.fixture

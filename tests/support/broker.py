@@ -26,7 +26,6 @@ import getpass
 import json
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -37,25 +36,12 @@ from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
 
 import paho.mqtt.client as mqtt
 import pytest
+
+from tests.support.net import free_port, port_accepts
 from paho.mqtt.enums import CallbackAPIVersion
 
 MOSQUITTO = os.environ.get("EDGE_APP_MOSQUITTO", "/usr/sbin/mosquitto")
 MOSQUITTO_PASSWD = os.environ.get("EDGE_APP_MOSQUITTO_PASSWD", "mosquitto_passwd")
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
-def port_accepts(host: str, port: int, timeout_s: float = 0.2) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
 
 
 class MosquittoBroker:

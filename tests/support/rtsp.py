@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -25,25 +24,13 @@ from typing import Callable, Dict, List, Mapping, Optional
 
 import pytest
 
+from tests.support.net import free_port, port_accepts
+
 from tests.support.media import require_tool
 
 SYSTEM_PYTHON = os.environ.get("EDGE_APP_SYSTEM_PYTHON", "/usr/bin/python3")
 SERVER_SCRIPT = Path(__file__).with_name("rtsp_server.py")
 HOST = "127.0.0.1"
-
-
-def free_port(host: str = HOST) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
-def port_accepts(host: str, port: int, timeout_s: float = 0.2) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
 
 
 def require_gst_rtsp_server() -> None:
