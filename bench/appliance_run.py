@@ -1,0 +1,49 @@
+"""The real Appliance configured for the benchmark: N cameras of one clip, read as fast as possible."""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+from typing import Dict, Iterator
+
+from bench.detectors import model_config
+from edge_app.appliance import Appliance
+from edge_app.config.schema import APIConfig, AppConfig, CameraConfig, MQTTConfig
+
+log = logging.getLogger(__name__)
+
+
+def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, batch_timeout_ms: float,
+                 mqtt_host: str, mqtt_port: int, topic_prefix: str = "edge_app_bench", realtime: bool = False) -> AppConfig:
+    """Every analysed frame is published (``publish_empty``), so MQTT messages = analysed frames.
+
+    ``realtime`` False reads the clip as fast as the pipeline takes frames (no frame lost);
+    True paces it at its own frame rate and drops what the pipeline cannot take, like a live camera.
+    """
+    return AppConfig(
+        device_id=f"bench-{os.getpid()}",
+        cameras=[CameraConfig(id=f"cam{i}", source=str(clip), loop=True, realtime=realtime) for i in range(cameras)],
+        model=model_config(model_path, max_batch, batch_timeout_ms),
+        mqtt=MQTTConfig(host=mqtt_host, port=mqtt_port, topic_prefix=topic_prefix, publish_empty=True,
+                        stats_interval_s=3600, max_queue=100000),
+        api=APIConfig(enabled=False),
+    )
+
+
+@contextlib.contextmanager
+def running(config: AppConfig) -> Iterator[Appliance]:
+    appliance = Appliance(config)
+    appliance.start()
+    try:
+        yield appliance
+    finally:
+        appliance.stop()
+
+
+def analysed_counts(appliance: Appliance) -> Dict[str, int]:
+    return {cam["id"]: int(cam["frames_analyzed"]) for cam in appliance.cameras()}
+
+
+def published_count(appliance: Appliance) -> int:
+    return int(appliance.status()["mqtt"]["published"])

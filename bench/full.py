@@ -1,0 +1,59 @@
+"""Section c: the full appliance, H.264 decode to MQTT publish on the local broker."""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from bench.appliance_run import analysed_counts, bench_config, published_count, running
+from bench.mqtt_watch import DetectionsWatcher, broker_reachable
+from bench.resources import ResourceMeter
+from bench.windows import count_deltas, wait_for
+from edge_app.mqtt.topics import Topics
+
+log = logging.getLogger(__name__)
+
+
+def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_s: float, warmup_s: float,
+                 batch_timeout_ms: float, mqtt_host: str, mqtt_port: int) -> dict:
+    base = {"cameras": cameras, "model": model_path.name, "batch": batch}
+    if not broker_reachable(mqtt_host, mqtt_port):
+        return {**base, "status": "skipped", "reason": f"no MQTT broker at {mqtt_host}:{mqtt_port}"}
+    config = bench_config(clip, cameras, model_path, batch, batch_timeout_ms, mqtt_host, mqtt_port)
+    topics = Topics(config.mqtt.topic_prefix, config.device_id)
+    watcher = DetectionsWatcher(mqtt_host, mqtt_port, topics.all_detections, f"{config.device_id}-watch")
+    if not watcher.start():
+        watcher.stop()
+        return {**base, "status": "skipped", "reason": "could not subscribe on the broker"}
+    meter = ResourceMeter()
+    meter.reset_peak()
+    try:
+        with running(config) as appliance:
+            warm = wait_for(lambda: min(analysed_counts(appliance).values() or [0]) >= 2, timeout_s=max(60.0, 10 * warmup_s))
+            time.sleep(warmup_s)
+            analysed_before, published_before, received_before = analysed_counts(appliance), published_count(appliance), watcher.counts()
+            watcher.recording = True
+            meter.start()
+            time.sleep(window_s)
+            analysed_after, published_after, received_after = analysed_counts(appliance), published_count(appliance), watcher.counts()
+            usage = meter.stop()
+            watcher.recording = False
+            status = appliance.status()
+    finally:
+        watcher.stop()
+    per_camera = count_deltas(analysed_before, analysed_after)
+    log.info("full %d camera(s), batch %d: %.2f frames/s", cameras, batch, sum(per_camera.values()) / usage.wall_s)
+    return {
+        **base,
+        "status": "ok",
+        "warmed_up": warm,
+        "frames": sum(per_camera.values()),
+        "published": published_after - published_before,
+        "received": sum(count_deltas(received_before, received_after).values()),
+        "per_camera_frames": per_camera,
+        "latencies_ms": watcher.latencies_ms(),
+        "stage_wall_ms": status["pipeline"].get("stage_ms", {}),
+        "errors": status["pipeline"].get("errors", 0),
+        "mqtt": status["mqtt"],
+        "usage": usage,
+    }

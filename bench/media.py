@@ -1,0 +1,52 @@
+"""The benchmark's input: a 1080p H.264 clip made from the sample images, and its frames decoded."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import List, Tuple
+
+import cv2
+import numpy as np
+
+from edge_app.demo_clip import IMAGE_SUFFIXES, make_clip
+
+log = logging.getLogger(__name__)
+
+
+def ensure_clip(images_dir: Path, work_dir: Path, size_wh: Tuple[int, int], seconds_per_image: float, fps: int) -> Path:
+    """The clip for these parameters, made with ffmpeg unless it already exists."""
+    images = sorted(p for p in Path(images_dir).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not images:
+        raise FileNotFoundError(f"no images in {images_dir}")
+    width, height = size_wh
+    out = Path(work_dir) / f"clip_{width}x{height}_{len(images)}img_{seconds_per_image:g}s_{fps}fps.mp4"
+    if not out.exists() or out.stat().st_size == 0:
+        log.info("making %s from %d images", out, len(images))
+        make_clip(images, out, seconds_per_image=seconds_per_image, fps=fps, size=(width, height))
+    return out
+
+
+def clip_frames(clip: Path, max_frames: int = 4) -> List[np.ndarray]:
+    """Up to ``max_frames`` decoded BGR frames spread over the clip (each source image once)."""
+    capture = cv2.VideoCapture(str(clip))
+    try:
+        frames: List[np.ndarray] = []
+        while True:
+            ok, frame = capture.read()
+            if not ok:
+                break
+            frames.append(frame)
+    finally:
+        capture.release()
+    if not frames:
+        raise RuntimeError(f"{clip} has no decodable frames")
+    step = max(1, len(frames) // max_frames)
+    return [frames[i] for i in range(0, len(frames), step)][:max_frames]
+
+
+def clip_frame_count(clip: Path) -> int:
+    capture = cv2.VideoCapture(str(clip))
+    try:
+        return int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
+    finally:
+        capture.release()

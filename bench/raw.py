@@ -1,0 +1,41 @@
+"""Section a: the detector alone, ``infer`` on ready input tensors, per batch size."""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import List, Sequence
+
+import numpy as np
+
+from bench.detectors import load_detector
+from bench.resources import ResourceMeter
+
+log = logging.getLogger(__name__)
+
+
+def measure_raw(model_path: Path, batch: int, frames: Sequence[np.ndarray], window_s: float, warmup_s: float) -> dict:
+    """One window of ``detector.infer`` on a letterboxed batch prepared once beforehand."""
+    meter = ResourceMeter()
+    meter.reset_peak()
+    detector = load_detector(model_path, batch)
+    try:
+        chosen: List[np.ndarray] = [frames[i % len(frames)] for i in range(batch)]
+        tensor = detector.preprocess(chosen).tensor.copy()  # ready once; never touched again
+        warmup_end_s = time.perf_counter() + warmup_s
+        warmup_runs = 0
+        while warmup_runs < 2 or time.perf_counter() < warmup_end_s:
+            detector.infer(tensor)
+            warmup_runs += 1
+        batch_ms: List[float] = []
+        meter.start()
+        end_s = time.perf_counter() + window_s
+        while not batch_ms or time.perf_counter() < end_s:
+            start_s = time.perf_counter()
+            detector.infer(tensor)
+            batch_ms.append((time.perf_counter() - start_s) * 1000.0)
+        usage = meter.stop()
+    finally:
+        detector.close()
+    log.info("raw %s batch %d: %.2f images/s", model_path.name, batch, len(batch_ms) * batch / usage.wall_s)
+    return {"model": model_path.name, "batch": batch, "frames": len(batch_ms) * batch, "batch_ms": batch_ms, "usage": usage}
