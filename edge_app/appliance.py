@@ -57,6 +57,11 @@ class Appliance:
             self._detector = self._load_detector(self._config)
         finally:
             self._loading = False
+        if self._detector.runs_on_host_cpu:
+            # OpenCV's resize threads would compete with the model's for the same cores.
+            import cv2
+
+            cv2.setNumThreads(1)
         for cam in self._config.cameras:
             self._start_camera(cam)
         self._reconfigure_pipeline()

@@ -55,6 +55,9 @@ class Detector(ABC):
     conf_threshold: float = 0.25
     iou_threshold: float = 0.45
     classes: Sequence[str] = ()
+    #: True when inference runs on the host CPU: the pipeline then runs its stages one after
+    #: another, since overlapping them only steals cores from the model.
+    runs_on_host_cpu: bool = True
 
     @classmethod
     def backends(cls) -> Dict[str, Type["Detector"]]:

@@ -80,6 +80,7 @@ class OnnxRuntimeDetector(DecoderSettings, Detector):
         self.intra_op_threads = int(intra_op_threads or usable_cpu_count())
         self._session = self._open_session(ort, model, providers)
         self.providers = list(self._session.get_providers())
+        self.runs_on_host_cpu = self.providers == ["CPUExecutionProvider"]
         metadata = dict(self._session.get_modelmeta().custom_metadata_map or {})
 
         model_input = self._checked_input()

@@ -1,9 +1,13 @@
 """The analysis pipeline: gather frames -> preprocess -> infer -> decode and publish.
 
-Three threads joined by one-slot queues, so that while batch k runs in the model, batch k+1 is
-being gathered and preprocessed and batch k-1 is decoded, published and stored (DeepStream
-keeps its model busy the same way). A one-slot queue is enough: a deeper one would only hold
-frames that grow stale behind a slow model.
+For an accelerator (TensorRT, CUDA) three threads joined by one-slot queues overlap the stages:
+while batch k runs in the model, batch k+1 is gathered and preprocessed and batch k-1 is
+decoded, published and stored (DeepStream keeps its model busy the same way). A one-slot queue
+is enough: a deeper one would only hold frames that grow stale behind a slow model.
+
+When the model itself runs on the host CPU, its threads already use every core, and overlapped
+stages only preempt them (measured: same throughput, three times the latency). The gather
+thread then runs all stages of a batch itself.
 """
 from __future__ import annotations
 
@@ -143,7 +147,11 @@ class Pipeline:
                 log.exception("preprocessing failed for cameras %s", ", ".join(plan.take))
                 continue
             batch = _Batch(frames, prepared, detector, (time.perf_counter() - start_s) * 1000.0)
-            self._put(self._to_infer, batch)
+            if detector.runs_on_host_cpu:
+                if self._infer(batch):
+                    self._post(batch)
+            else:
+                self._put(self._to_infer, batch)
 
     def _put(self, q: "queue.Queue", item) -> bool:
         while not self._stop.is_set():
@@ -168,15 +176,19 @@ class Pipeline:
             batch = self._get(self._to_infer)
             if batch is _STOP:
                 return
-            start_s = time.perf_counter()
-            try:
-                batch.outputs = batch.detector.infer(batch.prepared.tensor)
-            except Exception:
-                self.errors += 1
-                log.exception("inference failed on a batch of %d frames", len(batch.frames))
-                continue
-            batch.infer_ms = (time.perf_counter() - start_s) * 1000.0
-            self._put(self._to_post, batch)
+            if self._infer(batch):
+                self._put(self._to_post, batch)
+
+    def _infer(self, batch: _Batch) -> bool:
+        start_s = time.perf_counter()
+        try:
+            batch.outputs = batch.detector.infer(batch.prepared.tensor)
+        except Exception:
+            self.errors += 1
+            log.exception("inference failed on a batch of %d frames", len(batch.frames))
+            return False
+        batch.infer_ms = (time.perf_counter() - start_s) * 1000.0
+        return True
 
     # -- stage 3: decode, publish, store ---------------------------------------------------------
     def _post_loop(self) -> None:
@@ -184,19 +196,22 @@ class Pipeline:
             batch = self._get(self._to_post)
             if batch is _STOP:
                 return
-            start_s = time.perf_counter()
+            self._post(batch)
+
+    def _post(self, batch: _Batch) -> None:
+        start_s = time.perf_counter()
+        try:
+            results = batch.detector.postprocess(batch.outputs, batch.prepared)
+        except Exception:
+            self.errors += 1
+            log.exception("decoding failed on a batch of %d frames", len(batch.frames))
+            return
+        post_ms = (time.perf_counter() - start_s) * 1000.0
+        n = len(batch.frames)
+        timings_ms = {"preprocess": batch.prep_ms / n, "inference": batch.infer_ms / n, "postprocess": post_ms / n}
+        for frame, detections in zip(batch.frames, results):
             try:
-                results = batch.detector.postprocess(batch.outputs, batch.prepared)
+                self._sink.handle(frame, detections, timings_ms)
             except Exception:
                 self.errors += 1
-                log.exception("decoding failed on a batch of %d frames", len(batch.frames))
-                continue
-            post_ms = (time.perf_counter() - start_s) * 1000.0
-            n = len(batch.frames)
-            timings_ms = {"preprocess": batch.prep_ms / n, "inference": batch.infer_ms / n, "postprocess": post_ms / n}
-            for frame, detections in zip(batch.frames, results):
-                try:
-                    self._sink.handle(frame, detections, timings_ms)
-                except Exception:
-                    self.errors += 1
-                    log.exception("publishing the result of camera %s failed", frame.camera_id)
+                log.exception("publishing the result of camera %s failed", frame.camera_id)

@@ -22,8 +22,9 @@ from edge_app.pipeline.scheduler import BatchScheduler
 class EchoDetector(Detector):
     backend_name = ""  # not registered as a backend
 
-    def __init__(self, max_batch: int):
+    def __init__(self, max_batch: int, on_host_cpu: bool = True):
         self.max_batch = max_batch
+        self.runs_on_host_cpu = on_host_cpu
         self.labels = ["thing"]
         self.batch_sizes: List[int] = []
 
@@ -62,10 +63,10 @@ class ListSource:
             return self.frames.pop(0)
 
 
-def run_pipeline(sources, max_batch, seconds=None, until=None):
+def run_pipeline(sources, max_batch, until, on_host_cpu=True):
     published = []
     store = ResultStore("dev", lambda cid, payload: published.append(payload))
-    detector = EchoDetector(max_batch)
+    detector = EchoDetector(max_batch, on_host_cpu)
     pipeline = Pipeline(lambda: detector, lambda: sources, store, BatchScheduler(max_batch, 0.005))
     pipeline.reconfigure({cid: 0 for cid in sources}, max_batch, 0.005)
     pipeline.start()
@@ -77,9 +78,10 @@ def run_pipeline(sources, max_batch, seconds=None, until=None):
     return published, store, detector
 
 
-def test_frames_of_a_waiting_source_are_all_analysed_in_order():
+@pytest.mark.parametrize("on_host_cpu", [True, False], ids=["stages-in-one-thread", "overlapped-stages"])
+def test_frames_of_a_waiting_source_are_all_analysed_in_order(on_host_cpu):
     src = ListSource("file", 10, 30, waits=True)
-    published, store, _ = run_pipeline({"file": src}, max_batch=1, until=lambda p: len(p) >= 30)
+    published, store, _ = run_pipeline({"file": src}, max_batch=1, until=lambda p: len(p) >= 30, on_host_cpu=on_host_cpu)
     assert [p["frame_id"] for p in published] == list(range(1, 31))
 
 
@@ -123,9 +125,10 @@ def test_live_cameras_behind_a_slow_model_get_fresh_frames_and_fair_turns():
     assert store.latency.percentiles()["p99"] < 500
 
 
-def test_cameras_are_batched_together_and_keep_their_own_results():
+@pytest.mark.parametrize("on_host_cpu", [True, False], ids=["stages-in-one-thread", "overlapped-stages"])
+def test_cameras_are_batched_together_and_keep_their_own_results(on_host_cpu):
     sources = {f"cam{i}": ListSource(f"cam{i}", 40 * (i + 1), 12, waits=True) for i in range(4)}
-    published, store, detector = run_pipeline(sources, max_batch=4, until=lambda p: len(p) >= 48)
+    published, store, detector = run_pipeline(sources, max_batch=4, until=lambda p: len(p) >= 48, on_host_cpu=on_host_cpu)
     assert max(detector.batch_sizes) == 4
     for payload in published:
         cam_index = int(payload["camera_id"][3:])

@@ -39,6 +39,8 @@ class TensorRTDetector(Detector):
     letterbox, default GPU when NVRTC is available.
     """
 
+    runs_on_host_cpu = False
+
     backend_name = "tensorrt"
 
     def __init__(self, model: Any, *, device: Optional[CudaDevice] = None, progress: Optional[ProgressCallback] = None,
