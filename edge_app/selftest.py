@@ -18,6 +18,7 @@ from typing import Any, List, Optional, Sequence, TextIO, Union
 
 import numpy as np
 
+from edge_app.demo_clip import IMAGE_SUFFIXES
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.image_io import ImageReadError, load_image
@@ -29,7 +30,6 @@ PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 STRONG_CONFIDENCE = 0.5
 #: IoU a TensorRT box must reach with its ONNX Runtime twin (INT8 moves boxes more)
 MATCH_IOU = {"fp32": 0.85, "fp16": 0.8, "int8": 0.6}
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
 
 
 @dataclass
