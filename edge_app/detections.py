@@ -54,14 +54,6 @@ class Detections:
             return str(self.labels[class_id])
         return str(class_id)
 
-    def filter_classes(self, keep_labels: Sequence[str]) -> "Detections":
-        """Keep only the detections whose label (or class id as text) is in ``keep_labels``."""
-        if not keep_labels:
-            return self
-        wanted = set(keep_labels)
-        mask = np.array([self.label_of(int(c)) in wanted or str(int(c)) in wanted for c in self.class_id], dtype=bool)
-        return self[mask] if len(self) else self
-
     def to_dicts(self, ndigits: int = 1) -> List[dict]:
         """The SPEC.md ``detections`` list: class_id, label, confidence, bbox."""
         out = []

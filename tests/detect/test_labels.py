@@ -68,7 +68,7 @@ def test_resolve_labels_precedence(tmp_path, use_file, metadata, expected_first,
         ([], None),
         (["bus"], [5]),
         (["bus", "person", "bus"], [0, 5]),
-        (["0"], [0]),  # a class id as text, as Detections.filter_classes accepts
+        (["0"], [0]),  # a class id given as text
         (["tie", "79"], [27, 79]),
     ],
 )
