@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Dict, List, Optional, Sequence, Type
+from typing import ClassVar, Dict, List, Sequence, Type
 
 import numpy as np
 

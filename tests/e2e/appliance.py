@@ -12,8 +12,6 @@ from typing import Any, Callable, Dict, Optional
 import requests
 import yaml
 
-from tests.support.net import free_port
-
 
 def wait_until(condition: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.2) -> Any:
     deadline = time.monotonic() + timeout_s
