@@ -25,8 +25,25 @@ def test_check_config_reports_typo_and_bad_value_with_exit_2(tmp_path):
 
 def test_check_config_accepts_the_shipped_examples(repo_root):
     for path in sorted((repo_root / "configs").glob("*.yaml")):
+        if path.name == "rtsp-camera.yaml":
+            continue  # listens on all interfaces: needs the user's own token (next test)
         result = edge_app("check-config", "-c", path)
         assert result.returncode == 0, (path, result.stderr)
+
+
+def test_shipped_lan_example_needs_a_real_token(repo_root, tmp_path):
+    """The LAN example must not start with a placeholder token anyone could guess."""
+    shipped = repo_root / "configs" / "rtsp-camera.yaml"
+    result = edge_app("check-config", "-c", shipped)
+    assert result.returncode == 2
+    assert "api.token" in result.stderr and "Traceback" not in result.stderr
+    with_token = tmp_path / "c.yaml"
+    with_token.write_text(shipped.read_text().replace("token: null", "token: 3f9c2a7d41be60e8b5d2c9a1"))
+    assert edge_app("check-config", "-c", with_token).returncode == 0
+    short = tmp_path / "short.yaml"
+    short.write_text(shipped.read_text().replace("token: null", "token: change-me-too"))
+    result = edge_app("check-config", "-c", short)
+    assert result.returncode == 2 and "at least 16 characters" in result.stderr
 
 
 @pytest.mark.parametrize("args", [[], ["frobnicate"], ["run"], ["detect"]])

@@ -5,13 +5,37 @@ ignored setting on a box in a cupboard.
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import List, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 SOURCE_PREFIXES = ("rtsp://", "rtsps://", "http://", "https://", "file://", "csi://", "gst:", "test://", "/dev/video")
+MAX_CAMERAS = 64
+MAX_BODY_BYTES = 16 * 1024 * 1024
+MAX_MQTT_QUEUE = 1_000_000
+MIN_TOKEN_CHARS = 16
+# MQTT topic and client id characters that brokers reject or that break topic filters.
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def is_loopback_host(host: str) -> bool:
+    """True when ``host`` listens on loopback only (127.0.0.0/8, ::1, localhost)."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _no_control_chars(value: Optional[str], what: str) -> Optional[str]:
+    if value is not None and _CONTROL_CHARS.search(value):
+        raise ValueError(f"{what} may not contain control characters")
+    return value
 
 
 class _Strict(BaseModel):
@@ -92,7 +116,7 @@ class MQTTConfig(_Strict):
     topic_prefix: str = Field("edge_app", title="Topic prefix", min_length=1)
     qos: Literal[0, 1, 2] = Field(1, title="QoS")
     publish_empty: bool = Field(False, title="Publish empty frames")
-    max_queue: int = Field(10000, title="Offline queue size", ge=1)
+    max_queue: int = Field(10000, title="Offline queue size", ge=1, le=MAX_MQTT_QUEUE)
     stats_interval_s: float = Field(10, title="Stats interval (s)", gt=0)
 
     @field_validator("topic_prefix")
@@ -100,15 +124,64 @@ class MQTTConfig(_Strict):
     def _topic_chars(cls, value: str) -> str:
         if any(ch in value for ch in "#+") or value.startswith("/") or value.endswith("/"):
             raise ValueError("topic_prefix may not contain # or + nor start or end with /")
-        return value
+        return _no_control_chars(value, "topic_prefix")
+
+    @field_validator("client_id")
+    @classmethod
+    def _client_id_chars(cls, value: Optional[str]) -> Optional[str]:
+        return _no_control_chars(value, "client_id")
+
+
+class APITLSConfig(_Strict):
+    enabled: bool = Field(False, title="HTTPS enabled")
+    certfile: Optional[str] = Field(None, title="Certificate (PEM)", description="Certificate chain; may also hold the key")
+    keyfile: Optional[str] = Field(None, title="Private key (PEM)")
+
+    @model_validator(mode="after")
+    def _cert_when_enabled(self) -> "APITLSConfig":
+        if self.enabled and not self.certfile:
+            raise ValueError("api.tls.enabled needs api.tls.certfile")
+        return self
 
 
 class APIConfig(_Strict):
     enabled: bool = Field(True, title="API enabled")
     host: str = Field("127.0.0.1", title="Listen host")
     port: int = Field(8080, title="Listen port", ge=0, le=65535)
-    token: Optional[str] = Field(None, title="Bearer token")
-    max_body_bytes: int = Field(65536, title="Max body (bytes)", ge=1024)
+    token: Optional[str] = Field(None, title="Bearer token", validate_default=True, description=f"Needed (at least {MIN_TOKEN_CHARS} characters) when host is not loopback")
+    max_body_bytes: int = Field(65536, title="Max body (bytes)", ge=1024, le=MAX_BODY_BYTES)
+    tls: APITLSConfig = Field(default_factory=APITLSConfig, title="HTTPS")
+    allow_unsafe_sources: bool = Field(
+        False, title="Allow unsafe sources through the API",
+        description="Let PUT/PATCH add gst:/csi:// sources and paths outside the folders in use; only the file on disk can set it",
+    )
+    allowed_hosts: List[str] = Field(
+        default_factory=list, title="Allowed Host names",
+        description="DNS names the API answers to besides localhost and IP addresses (DNS rebinding protection)",
+    )
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: List[str]) -> List[str]:
+        cleaned = [name.strip().lower().rstrip(".") for name in value]
+        for name in cleaned:
+            if not re.fullmatch(r"[a-z0-9*]([a-z0-9.*-]{0,251}[a-z0-9])?", name):
+                raise ValueError(f"{name!r} is not a host name")
+        return cleaned
+
+    @field_validator("token")
+    @classmethod
+    def _token_off_loopback(cls, value: Optional[str], info: ValidationInfo) -> Optional[str]:
+        # With no token, anyone on the LAN could reconfigure the appliance (and read its camera
+        # passwords through a config change): refuse rather than start exposed.
+        host = info.data.get("host")
+        if info.data.get("enabled", True) and host is not None and not is_loopback_host(host):
+            if not value:
+                raise ValueError(f"required when api.host ({host or 'all interfaces'}) is not loopback; "
+                                 f"set a random token of at least {MIN_TOKEN_CHARS} characters (openssl rand -hex 24)")
+            if len(value) < MIN_TOKEN_CHARS:
+                raise ValueError(f"must have at least {MIN_TOKEN_CHARS} characters when api.host is not loopback")
+        return value
 
 
 class SnapshotConfig(_Strict):
@@ -136,7 +209,7 @@ class CaptureConfig(_Strict):
 
 class AppConfig(_Strict):
     device_id: str = Field("edge-01", title="Device id", pattern=ID_PATTERN)
-    cameras: List[CameraConfig] = Field(default_factory=list, title="Cameras")
+    cameras: List[CameraConfig] = Field(default_factory=list, title="Cameras", max_length=MAX_CAMERAS)
     model: ModelConfig = Field(title="Model")
     mqtt: MQTTConfig = Field(default_factory=MQTTConfig, title="MQTT")
     api: APIConfig = Field(default_factory=APIConfig, title="REST API")

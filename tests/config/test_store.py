@@ -52,6 +52,17 @@ def test_minimal_config_gets_spec_defaults():
         (lambda d: d.update(api={"tokn": "x"}), "api.tokn"),
         (lambda d: d.update(colour="red"), "colour"),
         (lambda d: d.pop("model"), "model"),
+        # Bounds and hardening (a hostile or careless config must not exhaust the box).
+        (lambda d: d.update(cameras=[{"id": f"c{i}", "source": "test://bars"} for i in range(65)]), "cameras"),
+        (lambda d: d.update(api={"max_body_bytes": 10**9}), "api.max_body_bytes"),
+        (lambda d: d.update(mqtt={"max_queue": 10**8}), "mqtt.max_queue"),
+        (lambda d: d.update(mqtt={"topic_prefix": "edge\napp"}), "mqtt.topic_prefix"),
+        (lambda d: d.update(mqtt={"client_id": "a\x00b"}), "mqtt.client_id"),
+        (lambda d: d.update(api={"host": "0.0.0.0"}), "api.token"),
+        (lambda d: d.update(api={"host": "192.0.2.7", "token": "short"}), "api.token"),
+        (lambda d: d.update(api={"host": "", "token": None}), "api.token"),
+        (lambda d: d.update(api={"tls": {"enabled": True}}), "api.tls"),
+        (lambda d: d.update(api={"allowed_hosts": ["bad host/"]}), "api.allowed_hosts"),
     ],
 )
 def test_invalid_values_name_their_field(mutate, loc):
@@ -59,6 +70,21 @@ def test_invalid_values_name_their_field(mutate, loc):
     mutate(data)
     found = problems(data)
     assert loc in found, found
+
+
+@pytest.mark.parametrize(
+    "api",
+    [
+        {"host": "127.0.0.1"},
+        {"host": "localhost"},
+        {"host": "::1"},
+        {"host": "127.0.0.2"},
+        {"host": "0.0.0.0", "token": "0123456789abcdef"},
+        {"host": "0.0.0.0", "enabled": False},
+    ],
+)
+def test_api_token_rule_accepts_loopback_or_a_long_token(api):
+    assert parse_config({**MINIMAL, "api": api}).api.host == api["host"]
 
 
 def test_every_problem_is_reported_at_once():
