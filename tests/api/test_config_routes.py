@@ -110,8 +110,8 @@ def test_patch_accepts_merge_patch_content_type(api):
     "patch, restart",
     [
         ({"api": {"port": 9090}}, ["api.port"]),
-        ({"api": {"host": "0.0.0.0"}}, ["api.host"]),
-        ({"api": {"host": "0.0.0.0", "port": 9090}}, ["api.host", "api.port"]),
+        ({"api": {"host": "0.0.0.0", "token": "a-token-of-24-characters"}}, ["api.host"]),
+        ({"api": {"host": "0.0.0.0", "port": 9090, "token": "a-token-of-24-characters"}}, ["api.host", "api.port"]),
         ({"mqtt": {"port": 8883}}, []),
     ],
 )
