@@ -7,14 +7,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
-from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 from pydantic import ValidationError
 
 from edge_app.config.schema import AppConfig
+from edge_app.redact import MASK as REDACTED, mask_secrets
 
-REDACTED = "***"
 SECRET_PATHS = (("mqtt", "password"), ("api", "token"))
 
 
@@ -117,44 +116,14 @@ def save_config(config: AppConfig, path: Union[str, Path]) -> None:
         os.close(dir_fd)
 
 
-def mask_url(url: str) -> str:
-    """rtsp://user:pass@host/x -> rtsp://user:***@host/x (sources often embed credentials)."""
-    if "://" not in url:
-        return url
-    parts = urlsplit(url)
-    if parts.password is None and "@" not in parts.netloc:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    netloc = f"{user}:{REDACTED}@{host}" if user else f"{REDACTED}@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
 def redacted_dict(config: AppConfig) -> Dict[str, Any]:
+    """The configuration as the API shows it: secrets as "***", credentials in sources masked."""
     data = config_to_dict(config)
     for section, key in SECRET_PATHS:
         if data.get(section, {}).get(key) is not None:
             data[section][key] = REDACTED
     for cam in data.get("cameras", []):
-        cam["source"] = mask_url(cam["source"])
-    return data
-
-
-def restore_secrets(data: Dict[str, Any], current: AppConfig) -> Dict[str, Any]:
-    """A client that GETs the config and PUTs it back sends "***": keep the real secret then."""
-    data = copy.deepcopy(data)
-    cur = config_to_dict(current)
-    for section, key in SECRET_PATHS:
-        if isinstance(data.get(section), dict) and data[section].get(key) == REDACTED:
-            data[section][key] = cur.get(section, {}).get(key)
-    cams_by_id = {c["id"]: c for c in cur.get("cameras", [])}
-    for cam in data.get("cameras", []) if isinstance(data.get("cameras"), list) else []:
-        if isinstance(cam, dict) and isinstance(cam.get("source"), str) and REDACTED in cam["source"]:
-            old = cams_by_id.get(cam.get("id"))
-            if old and mask_url(old["source"]) == cam["source"]:
-                cam["source"] = old["source"]
+        cam["source"] = mask_secrets(cam["source"])
     return data
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import difflib
 import logging
+import re
 from importlib import resources
 from pathlib import Path
 from typing import List, Mapping, Optional, Sequence, Tuple
@@ -21,6 +22,12 @@ log = logging.getLogger(__name__)
 #: Highest class id accepted from metadata; guards against a bogus map allocating a huge list.
 MAX_CLASS_ID = 100_000
 COCO80_RESOURCE = "coco80.txt"
+MAX_LABELS_FILE_BYTES = 1024 * 1024
+MAX_LABEL_CHARS = 128
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# Only names shaped like a class label are offered as "did you mean": labels may come from a file
+# the configuration names, and a hint must never echo a line such as "password: ...".
+_HINTABLE_LABEL = re.compile(r"[^\W_][\w .'()+&-]{0,63}")
 
 
 def parse_names(text: Optional[str]) -> Optional[List[str]]:
@@ -55,17 +62,37 @@ def parse_names(text: Optional[str]) -> Optional[List[str]]:
 
 
 def read_labels_file(path: str) -> List[str]:
-    """One label per line; surrounding whitespace and blank lines are ignored."""
+    """One label per line; surrounding whitespace and blank lines are ignored.
+
+    The file is named by the configuration, so it may be any file: anything that is not a short
+    text list of labels is refused with a message that never quotes what the file contains.
+    """
     file = Path(path)
     if not file.is_file():
         raise DetectorError(f"labels file {path} does not exist")
     try:
-        text = file.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DetectorError(f"labels file {path} cannot be read ({exc})") from exc
+        with file.open("rb") as handle:
+            data = handle.read(MAX_LABELS_FILE_BYTES + 1)
+    except OSError as exc:
+        raise DetectorError(f"labels file {path} cannot be read ({exc.strerror or type(exc).__name__})") from exc
+    if len(data) > MAX_LABELS_FILE_BYTES:
+        raise DetectorError(f"labels file {path} is larger than {MAX_LABELS_FILE_BYTES // 1024} KiB; "
+                            "a labels file holds one short label per line")
+    if b"\0" in data:
+        raise DetectorError(f"labels file {path} is not a text file")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise DetectorError(f"labels file {path} is not UTF-8 text") from None
     labels = [line.strip() for line in text.splitlines() if line.strip()]
     if not labels:
         raise DetectorError(f"labels file {path} contains no labels")
+    for number, label in enumerate(labels, 1):
+        if len(label) > MAX_LABEL_CHARS or _CONTROL_CHARS.search(label):
+            raise DetectorError(f"labels file {path}: label {number} is not a label (longer than {MAX_LABEL_CHARS} "
+                                "characters or with control characters); is this the right file?")
+    if len(labels) > MAX_CLASS_ID + 1:
+        raise DetectorError(f"labels file {path} has more than {MAX_CLASS_ID + 1} labels")
     return labels
 
 
@@ -107,7 +134,7 @@ def class_ids_for(keep_labels: Sequence[str], labels: Sequence[str]) -> Optional
     if unknown:
         hints = []
         for text in unknown:
-            close = difflib.get_close_matches(text, list(index), n=1)
+            close = difflib.get_close_matches(text, [label for label in index if _HINTABLE_LABEL.fullmatch(label)], n=1)
             hints.append(f"{text!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
         raise DetectorError(f"model.classes names {', '.join(hints)}, which the model's labels do not contain")
     return np.unique(np.asarray(ids, dtype=np.int64))

@@ -1,0 +1,149 @@
+"""Everything ``edge-app run`` would refuse, checked before it matters.
+
+Form is the schema's job; this module checks the configuration against the machine: the model
+file is there and readable, its labels can be read, ``model.classes`` names labels the model has,
+the HTTPS certificate loads, camera files exist. The config API runs it before saving anything
+(a change is all or nothing), ``check-config`` reports it, and ``run`` refuses to start with it
+instead of failing later in a restart loop.
+
+With ``previous`` (the running configuration) only what changed is checked, so a camera file that
+went missing does not block an unrelated change of a threshold.
+"""
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import struct
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from edge_app.config.policy import source_file
+from edge_app.config.schema import AppConfig, ModelConfig
+from edge_app.config.store import Problem
+from edge_app.detect.base import DetectorError
+from edge_app.detect.factory import ENGINE_SUFFIXES, choose_backend
+from edge_app.detect.labels import class_ids_for, read_labels_file, resolve_labels
+
+# Ultralytics prefixes engines with a little-endian length and a JSON header of at most this size.
+_MAX_ENGINE_HEADER_BYTES = 1 << 20
+
+
+def _readable_file(path: str, what: str) -> Optional[str]:
+    """None when ``path`` is a readable regular file, else why not."""
+    if not os.path.exists(path):
+        return f"{what} {path} does not exist"
+    if not os.path.isfile(path):
+        return f"{what} {path} is not a file"
+    try:
+        with open(path, "rb") as handle:
+            handle.read(1)
+    except OSError as err:
+        return f"{what} {path} cannot be read ({err.strerror or type(err).__name__})"
+    return None
+
+
+def _engine_metadata(path: str) -> Dict[str, str]:
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+        if len(head) < 4:
+            return {}
+        (length,) = struct.unpack("<i", head)
+        if not 2 <= length <= _MAX_ENGINE_HEADER_BYTES:
+            return {}
+        try:
+            metadata = json.loads(handle.read(length).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            return {}
+    return {str(k): str(v) for k, v in metadata.items()} if isinstance(metadata, dict) else {}
+
+
+def _onnx_metadata(path: str) -> Dict[str, str]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    session = ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
+    return dict(session.get_modelmeta().custom_metadata_map or {})
+
+
+def model_labels(model: ModelConfig) -> List[str]:
+    """The labels the detector will use for ``model`` (DetectorError when they cannot be read)."""
+    if model.labels:
+        return read_labels_file(model.labels)
+    try:
+        if Path(model.path).suffix.lower() in ENGINE_SUFFIXES:
+            metadata = _engine_metadata(model.path)
+        else:
+            metadata = _onnx_metadata(model.path)
+    except Exception as err:  # ONNX Runtime raises its own exception types for a broken file
+        raise DetectorError(f"model file {model.path} is not a readable model ({type(err).__name__})") from None
+    return resolve_labels(None, metadata)[0]
+
+
+def _model_problems(model: ModelConfig) -> List[Problem]:
+    why = _readable_file(model.path, "model file")
+    if why:
+        return [Problem("model.path", why)]
+    try:
+        choose_backend(model)
+    except DetectorError as err:
+        return [Problem("model.backend" if model.backend != "auto" else "model.path", str(err))]
+    if model.labels:
+        try:
+            read_labels_file(model.labels)
+        except DetectorError as err:
+            return [Problem("model.labels", str(err))]
+    if model.classes:
+        try:
+            class_ids_for(model.classes, model_labels(model))
+        except DetectorError as err:
+            return [Problem("model.classes", str(err))]
+    return []
+
+
+def _tls_problems(config: AppConfig) -> List[Problem]:
+    tls = config.api.tls
+    if not (config.api.enabled and tls.enabled and tls.certfile):
+        return []
+    problems = []
+    for loc, path in (("api.tls.certfile", tls.certfile), ("api.tls.keyfile", tls.keyfile)):
+        why = _readable_file(path, "file") if path else None
+        if why:
+            problems.append(Problem(loc, why))
+    if problems:
+        return problems
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(tls.certfile, tls.keyfile)
+    except (ssl.SSLError, OSError, ValueError):
+        return [Problem("api.tls.certfile", "the certificate and key do not load as a PEM certificate chain "
+                                            "and its private key (is the key encrypted, or the wrong file?)")]
+    return []
+
+
+def _camera_problems(config: AppConfig, previous: Optional[AppConfig]) -> List[Problem]:
+    old_sources = {cam.id: cam.source for cam in previous.cameras} if previous is not None else {}
+    problems = []
+    for index, cam in enumerate(config.cameras):
+        if not cam.enabled or old_sources.get(cam.id) == cam.source:
+            continue
+        path = source_file(cam.source)
+        why = _readable_file(path, "file") if path else None
+        if why:
+            problems.append(Problem(f"cameras.{index}.source", why))
+    return problems
+
+
+def check_runtime(config: AppConfig, previous: Optional[AppConfig] = None) -> List[Problem]:
+    """Every problem that would stop ``config`` from running here; empty when it would run."""
+    problems: List[Problem] = []
+    if previous is None or config.model != previous.model:
+        problems += _model_problems(config.model)
+    if previous is None or config.api.tls != previous.api.tls or config.api.enabled != previous.api.enabled:
+        problems += _tls_problems(config)
+    problems += _camera_problems(config, previous)
+    return problems
+
+
+__all__ = ["check_runtime", "model_labels"]

@@ -1,0 +1,139 @@
+"""What a configuration change through the API may introduce (SPEC.md "What the API may change").
+
+The API writes the configuration; the configuration decides which files the appliance opens and
+which pipelines it runs. Without a rule, a client could turn a config write into reading any file
+(``file:`` sources served through snapshots, a labels file echoed in detections) or running any
+GStreamer pipeline (``gst:`` with ``filesrc``/``tcpclientsink``). So through the API:
+
+* no new ``gst:`` or ``csi://`` sources;
+* file sources only inside directories that already hold configured file sources;
+* model, labels, engine and calibration paths (and TLS files) only inside their current directories;
+
+unless the file on disk sets ``api.allow_unsafe_sources: true``, which the API itself can never
+change. Paths are compared after resolving ``..`` and symbolic links.
+"""
+from __future__ import annotations
+
+import os
+import re
+import urllib.parse
+from pathlib import Path
+from typing import Iterable, List, Optional, Set, Tuple, Union
+
+from edge_app.config.schema import AppConfig
+from edge_app.config.store import Problem
+
+_UNSAFE = "set api.allow_unsafe_sources: true in the configuration file to allow it"
+_NETWORK_PREFIXES = ("rtsp://", "rtsps://", "http://", "https://", "test://")
+
+
+def source_file(source: str) -> Optional[str]:
+    """The local path a source reads, or None for network, device, test and pipeline sources.
+
+    Mirrors ``edge_app.capture.sources.parse_source``: anything that is not a known scheme or a
+    ``/dev/videoN`` device is opened as a file there, so it counts as a file here.
+    """
+    text = source.strip()
+    lowered = text.lower()
+    if lowered.startswith(_NETWORK_PREFIXES) or lowered.startswith(("gst:", "csi://")):
+        return None
+    if re.fullmatch(r"/dev/video\d+", text):
+        return None
+    if lowered.startswith("file://"):
+        return urllib.parse.unquote(urllib.parse.urlsplit(text).path)
+    return text
+
+
+def is_pipeline_source(source: str) -> bool:
+    """``gst:`` and ``csi://`` sources: they run a GStreamer pipeline, not just open a stream."""
+    return source.strip().lower().startswith(("gst:", "csi://"))
+
+
+def _resolve(path: Union[str, Path], cwd: Path) -> Path:
+    return Path(os.path.realpath(os.path.join(cwd, str(path))))
+
+
+def _inside(path: Path, roots: Iterable[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def _path_fields(config: AppConfig) -> List[Tuple[str, Optional[str], bool]]:
+    """(loc, value, is_directory) of every path the appliance opens besides camera sources."""
+    model, mqtt_tls, api_tls = config.model, config.mqtt.tls, config.api.tls
+    return [
+        ("model.path", model.path, False),
+        ("model.labels", model.labels, False),
+        ("model.engine_dir", model.engine_dir, True),
+        ("model.calibration_dir", model.calibration_dir, True),
+        ("mqtt.tls.ca_certs", mqtt_tls.ca_certs, False),
+        ("mqtt.tls.certfile", mqtt_tls.certfile, False),
+        ("mqtt.tls.keyfile", mqtt_tls.keyfile, False),
+        ("api.tls.certfile", api_tls.certfile, False),
+        ("api.tls.keyfile", api_tls.keyfile, False),
+    ]
+
+
+def _allowed_root(loc: str, value: Optional[str], is_dir: bool, old: AppConfig, cwd: Path) -> Optional[Path]:
+    """The directory a field may point into: where its current value lives.
+
+    A field that is unset today may point next to the model (labels, calibration images);
+    unset TLS files have no directory yet and can only be set in the file.
+    """
+    if value:
+        resolved = _resolve(value, cwd)
+        return resolved if is_dir else resolved.parent
+    if loc in ("model.labels", "model.calibration_dir"):
+        return _resolve(old.model.path, cwd).parent
+    return None
+
+
+def _path_problems(old: AppConfig, new: AppConfig, cwd: Path) -> List[Problem]:
+    problems = []
+    old_fields = {loc: (value, is_dir) for loc, value, is_dir in _path_fields(old)}
+    for loc, value, is_dir in _path_fields(new):
+        old_value, _ = old_fields[loc]
+        if not value or value == old_value:
+            continue
+        root = _allowed_root(loc, old_value, is_dir, old, cwd)
+        if root is None:
+            problems.append(Problem(loc, f"cannot be set through the API; {_UNSAFE}"))
+        elif not _inside(_resolve(value, cwd), [root]):
+            problems.append(Problem(loc, f"must stay inside {root} when changed through the API; {_UNSAFE}"))
+    return problems
+
+
+def _source_problems(old: AppConfig, new: AppConfig, cwd: Path) -> List[Problem]:
+    problems = []
+    old_sources = {cam.source.strip() for cam in old.cameras}
+    media_dirs: Set[Path] = set()
+    for cam in old.cameras:
+        path = source_file(cam.source)
+        if path:
+            media_dirs.add(_resolve(path, cwd).parent)
+    for index, cam in enumerate(new.cameras):
+        loc = f"cameras.{index}.source"
+        if cam.source.strip() in old_sources:
+            continue
+        if is_pipeline_source(cam.source):
+            problems.append(Problem(loc, f"gst: and csi:// sources cannot be added through the API; {_UNSAFE}"))
+            continue
+        path = source_file(cam.source)
+        if path and not _inside(_resolve(path, cwd), media_dirs):
+            where = ", ".join(sorted(str(d) for d in media_dirs)) or "no folder holds file sources yet"
+            problems.append(Problem(loc, f"file sources added through the API must be inside a folder that "
+                                         f"already holds one ({where}); {_UNSAFE}"))
+    return problems
+
+
+def unsafe_changes(old: AppConfig, new: AppConfig, cwd: Union[str, Path]) -> List[Problem]:
+    """Every change from ``old`` (the file on disk) to ``new`` that the API may not make."""
+    cwd = Path(cwd)
+    problems: List[Problem] = []
+    if new.api.allow_unsafe_sources != old.api.allow_unsafe_sources:
+        problems.append(Problem("api.allow_unsafe_sources", "can only be changed in the configuration file, never through the API"))
+    if old.api.allow_unsafe_sources:
+        return problems
+    return problems + _source_problems(old, new, cwd) + _path_problems(old, new, cwd)
+
+
+__all__ = ["is_pipeline_source", "source_file", "unsafe_changes"]

@@ -1,0 +1,92 @@
+"""Putting stored secrets back where a client sent ``***``, but never towards a new destination.
+
+``GET /api/v1/config`` shows secrets masked, and a client that edits and sends that view back
+means "keep the secret". The server may only fill it in while the secret still goes where it
+went before: otherwise ``PATCH {"mqtt": {"port": <attacker's broker>}}`` would make the appliance
+log in to the attacker with the real password. A change of destination must carry the secret
+again, so only someone who knows it can send it somewhere new.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from edge_app.config.schema import AppConfig
+from edge_app.config.store import Problem
+from edge_app.redact import MASK, unmask
+
+_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?:[^\s?#]*@)?(?P<host>[^/?#\s]*)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class RestoredSecret:
+    """A secret filled in from the running configuration: where, and for which camera."""
+
+    loc: str
+    camera_id: Optional[str] = None
+
+
+def _again(loc: str, why: str) -> Problem:
+    return Problem(loc, f"must carry the secret again ({why}); \"{MASK}\" stands for a secret that is only "
+                        "re-used where it was used before")
+
+
+def source_destination(source: str) -> str:
+    """Where a source connects to: ``scheme://host:port`` for URLs, the masked text otherwise."""
+    match = _URL.match(source.strip())
+    if match is None:
+        return source.strip()
+    return f"{match.group('scheme').lower()}://{match.group('host').lower()}"
+
+
+def restore_secrets(data: Any, current: AppConfig) -> Tuple[Any, List[RestoredSecret], List[Problem]]:
+    """(data with stored secrets in place of ``***``, what was filled in, problems).
+
+    ``data`` is an unvalidated body; anything that is not shaped like a configuration is passed
+    through for the schema to report.
+    """
+    if not isinstance(data, dict):
+        return data, [], []
+    data = copy.deepcopy(data)
+    restored: List[RestoredSecret] = []
+    problems: List[Problem] = []
+    for section, key, stored in (("mqtt", "password", current.mqtt.password), ("api", "token", current.api.token)):
+        block = data.get(section)
+        if isinstance(block, dict) and block.get(key) == MASK:
+            block[key] = stored
+            restored.append(RestoredSecret(f"{section}.{key}"))
+    old_sources = {cam.id: cam.source for cam in current.cameras}
+    cameras = data.get("cameras")
+    for index, cam in enumerate(cameras if isinstance(cameras, list) else []):
+        if not (isinstance(cam, dict) and isinstance(cam.get("source"), str) and MASK in cam["source"]):
+            continue
+        loc = f"cameras.{index}.source"
+        old = old_sources.get(cam.get("id")) if isinstance(cam.get("id"), str) else None
+        filled = unmask(cam["source"], old) if old is not None else None
+        if filled is None:
+            problems.append(_again(loc, "the masked part does not match this camera's stored source"))
+            continue
+        cam["source"] = filled
+        restored.append(RestoredSecret(loc, cam["id"]))
+    return data, restored, problems
+
+
+def misdirected_secrets(new: AppConfig, current: AppConfig, restored: List[RestoredSecret]) -> List[Problem]:
+    """Problems for restored secrets whose destination changed."""
+    problems: List[Problem] = []
+    old_cams = {cam.id: cam for cam in current.cameras}
+    for item in restored:
+        if item.loc == "mqtt.password" and new.mqtt.password is not None:
+            old, now = current.mqtt, new.mqtt
+            if (old.host, old.port, old.tls) != (now.host, now.port, now.tls):
+                problems.append(_again(item.loc, "mqtt.host, mqtt.port or mqtt.tls changed"))
+        elif item.camera_id is not None:
+            cam, old_cam = new.camera(item.camera_id), old_cams.get(item.camera_id)
+            if cam is None or old_cam is None or source_destination(cam.source) != source_destination(old_cam.source):
+                problems.append(_again(item.loc, "the source's scheme, host or port changed"))
+    return problems
+
+
+__all__ = ["RestoredSecret", "misdirected_secrets", "restore_secrets", "source_destination"]
