@@ -14,14 +14,16 @@ from edge_app.api.service import AnalysedFrame, ApplyResult, UnknownCamera
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
 from edge_app.config.schema import AppConfig, CameraConfig
-from edge_app.config.store import ConfigError, Problem, mask_url, save_config
+from edge_app.config.store import ConfigError, Problem, save_config
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
+from edge_app.detect.labels import class_ids_for
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
 from edge_app.reconfigure import plan_changes
+from edge_app.redact import mask_secrets
 from edge_app.version import __version__
 
 log = logging.getLogger(__name__)
@@ -142,6 +144,12 @@ class Appliance:
                     new_detector = self._load_detector(new_config)
                 except DetectorError as err:
                     raise ConfigError([Problem("model.path", str(err))]) from None
+            elif self._detector is not None:
+                # Checked before anything is saved: a typo in model.classes must not reach the file.
+                try:
+                    class_ids_for(new_config.model.classes, self._detector.labels)
+                except DetectorError as err:
+                    raise ConfigError([Problem("model.classes", str(err))]) from None
             if self._config_path is not None:
                 save_config(new_config, self._config_path)
             self._config = new_config
@@ -192,7 +200,7 @@ class Appliance:
         figures = self._results.camera_figures(cam.id)
         return {
             "id": cam.id,
-            "source": mask_url(cam.source),
+            "source": mask_secrets(cam.source),
             "enabled": cam.enabled,
             "state": stats.get("state", StreamState.STOPPED.value if not cam.enabled else StreamState.CONNECTING.value),
             "fps": stats.get("fps", 0.0),

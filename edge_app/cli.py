@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from edge_app.config.store import ConfigError, load_config
+from edge_app.redact import install_log_masking
 from edge_app.version import __version__
 
 log = logging.getLogger("edge_app")
@@ -66,10 +67,21 @@ def _print_config_error(err: ConfigError) -> None:
         print(f"edge-app: {where}{problem}", file=sys.stderr)
 
 
-def _load(path: Path):
-    """The configuration at ``path``, or None after printing every problem."""
+def _load(path: Path, runnable: bool = False):
+    """The configuration at ``path``, or None after printing every problem.
+
+    ``runnable`` also checks it against this machine (model file, labels, classes, certificates,
+    camera files): what ``run`` would refuse is reported now, not as a crash and restart loop.
+    """
     try:
-        return load_config(path)
+        config = load_config(path)
+        if runnable:
+            from edge_app.checks import check_runtime
+
+            problems = check_runtime(config)
+            if problems:
+                raise ConfigError(problems, str(path))
+        return config
     except ConfigError as err:
         _print_config_error(err)
         return None
@@ -77,10 +89,12 @@ def _load(path: Path):
 
 def _setup_logging(level: str = "INFO") -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
+    # Camera URLs and backend messages reach the log; credentials in them must not.
+    install_log_masking(logging.getLogger())
 
 
 def cmd_check_config(args) -> int:
-    config = _load(args.config)
+    config = _load(args.config, runnable=True)
     if config is None:
         return EXIT_USAGE
     print(f"{args.config}: valid ({len(config.cameras)} camera(s), model {config.model.path})")
@@ -150,7 +164,7 @@ def cmd_selftest(args) -> int:
 
 
 def cmd_run(args) -> int:
-    config = _load(args.config)
+    config = _load(args.config, runnable=True)
     if config is None:
         return EXIT_USAGE
     _setup_logging(config.logging.level)

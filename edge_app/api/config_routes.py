@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from pathlib import Path
 from typing import Any, Callable, Dict, List
 
 from flask import Blueprint, Response, jsonify, request
@@ -15,10 +16,17 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from edge_app.api.errors import ApiError
 from edge_app.api.service import ApplianceService
+from edge_app.checks import check_runtime
+from edge_app.config.policy import unsafe_changes
 from edge_app.config.schema import AppConfig
-from edge_app.config.store import ConfigError, Problem, config_to_dict, merge_patch, parse_config, redacted_dict, restore_secrets
+from edge_app.config.secrets import misdirected_secrets, restore_secrets
+from edge_app.config.store import ConfigError, Problem, merge_patch, parse_config, redacted_dict
 
 logger = logging.getLogger(__name__)
+
+#: Deepest JSON nesting accepted; a configuration is four levels deep, and deeper input would only
+#: exhaust the recursion of the parser and the merge (a 500 instead of a 400).
+MAX_JSON_DEPTH = 32
 
 
 def _reject_constant(name: str) -> Any:
@@ -54,6 +62,8 @@ def read_json_body() -> Any:
     raw = read_body_bytes()
     if not raw.strip():
         raise ApiError(400, "the request body is empty; send a JSON object")
+    if _nesting_depth(raw) > MAX_JSON_DEPTH:
+        raise ApiError(400, f"the request body is nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         # NaN and Infinity are Python extensions to JSON; they would slip through range checks.
         return json.loads(raw, parse_constant=_reject_constant)
@@ -61,6 +71,30 @@ def read_json_body() -> Any:
         raise ApiError(400, f"the request body is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
     except (UnicodeDecodeError, ValueError) as err:
         raise ApiError(400, f"the request body is not valid JSON: {err}") from None
+    except RecursionError:
+        raise ApiError(400, f"the request body is nested deeper than {MAX_JSON_DEPTH} levels") from None
+
+
+def _nesting_depth(raw: bytes) -> int:
+    """The deepest ``[``/``{`` nesting of a JSON text, ignoring brackets inside strings; no recursion."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
 
 
 def _problem_details(problems: List[Problem]) -> List[Dict[str, str]]:
@@ -80,15 +114,28 @@ def config_blueprint(service: ApplianceService, config_getter: Callable[[], AppC
     # from the same configuration and the second would silently undo the first.
     write_lock = threading.Lock()
 
-    def validate_and_apply(data: Any) -> Response:
+    def refuse(what: str, problems: List[Problem]) -> ApiError:
+        return ApiError(400, f"{what}: {_summary(problems)}", _problem_details(problems))
+
+    def validate_and_apply(data: Any, current: AppConfig) -> Response:
+        """Everything is checked before the appliance sees the change: all or nothing."""
+        data, restored, problems = restore_secrets(data, current)
+        if problems:
+            raise refuse("the configuration is refused", problems)
         try:
             new_config = parse_config(data)
         except ConfigError as err:
-            raise ApiError(400, f"the configuration is invalid: {_summary(err.problems)}", _problem_details(err.problems)) from None
+            raise refuse("the configuration is invalid", err.problems) from None
+        problems = misdirected_secrets(new_config, current, restored) + unsafe_changes(current, new_config, Path.cwd())
+        if problems:
+            raise refuse("the configuration is refused", problems)
+        problems = check_runtime(new_config, previous=current)
+        if problems:
+            raise refuse("the configuration cannot run here", problems)
         try:
             result = service.apply_config(new_config)
         except ConfigError as err:
-            raise ApiError(400, f"the configuration cannot be applied: {_summary(err.problems)}", _problem_details(err.problems)) from None
+            raise refuse("the configuration cannot be applied", err.problems) from None
         if result.restart_required:
             logger.info("configuration applied; these settings take effect after a restart: %s", ", ".join(result.restart_required))
         else:
@@ -105,20 +152,18 @@ def config_blueprint(service: ApplianceService, config_getter: Callable[[], AppC
     def put_config() -> Response:
         body = read_json_body()
         with write_lock:
-            current = config_getter()
-            # A client that GETs, edits and PUTs back sends "***" for secrets: keep the real ones.
-            data = restore_secrets(body, current) if isinstance(body, dict) else body
-            return validate_and_apply(data)
+            # A client that GETs, edits and PUTs back sends "***" for secrets: they are filled in
+            # from the running configuration where their destination did not change.
+            return validate_and_apply(body, config_getter())
 
     @bp.patch("/api/v1/config")
     def patch_config() -> Response:
         patch = read_json_body()
         with write_lock:
             current = config_getter()
-            # The patch applies to the real configuration, not to the redacted view of it, so a
-            # patch that does not mention a secret leaves it alone.
-            merged = merge_patch(config_to_dict(current), patch)
-            data = restore_secrets(merged, current) if isinstance(merged, dict) else merged
-            return validate_and_apply(data)
+            # The patch applies to the view the client sees, secrets masked, and goes through the
+            # same re-entry rule as PUT: a patch that moves the broker without the password is
+            # refused rather than sending the stored password to the new broker.
+            return validate_and_apply(merge_patch(redacted_dict(current), patch), current)
 
     return bp

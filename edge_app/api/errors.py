@@ -12,6 +12,7 @@ from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from edge_app.api.service import UnknownCamera
+from edge_app.redact import mask_secrets
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,8 @@ class ApiError(Exception):
 
 def error_response(status: int, message: str, headers: Optional[Mapping[str, str]] = None, **extra: Any) -> Response:
     """A JSON error response; ``extra`` keys are added beside ``error``."""
-    body: Dict[str, Any] = {"error": message}
+    # Messages may carry configured values (a camera source in a problem): never a credential.
+    body: Dict[str, Any] = {"error": mask_secrets(message)}
     body.update(extra)
     response = jsonify(body)
     response.status_code = status
@@ -67,7 +69,8 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(ApiError)
     def _api_error(err: ApiError) -> Response:
-        extra = {"details": err.details} if err.details is not None else {}
+        details = None if err.details is None else [{k: mask_secrets(str(v)) for k, v in item.items()} for item in err.details]
+        extra = {"details": details} if details is not None else {}
         return error_response(err.status, err.message, err.headers, **extra)
 
     @app.errorhandler(UnknownCamera)

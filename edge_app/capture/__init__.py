@@ -1,19 +1,19 @@
 """Camera capture: sources, reconnects, stall watchdog and frame hand-over.
 
 The pipeline uses ``CameraWorker`` (one per enabled camera) and ``Frame``; the API may use
-``mask_credentials`` and ``StreamState``.
+``StreamState``.
 """
 from edge_app.capture.backoff import is_stalled, reconnect_delay_s
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, policy_for
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.frame import Frame, RateMeter
 from edge_app.capture.sources import (
-    SourceError, SourceKind, SourceSpec, SourceUnavailable, mask_credentials, open_source, parse_source,
+    SourceError, SourceKind, SourceSpec, SourceUnavailable, open_source, parse_source,
 )
 from edge_app.capture.state import ALLOWED_TRANSITIONS, IllegalTransition, StreamState
 
 __all__ = [
     "ALLOWED_TRANSITIONS", "BufferPolicy", "CameraWorker", "Frame", "FrameSlot", "IllegalTransition",
     "RateMeter", "SourceError", "SourceKind", "SourceSpec", "SourceUnavailable", "StreamState",
-    "is_stalled", "mask_credentials", "open_source", "parse_source", "policy_for", "reconnect_delay_s",
+    "is_stalled", "open_source", "parse_source", "policy_for", "reconnect_delay_s",
 ]

@@ -32,10 +32,11 @@ from edge_app.capture.backoff import is_stalled, reconnect_delay_s, watchdog_lim
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, Pacer, file_fps, policy_for
 from edge_app.capture.frame import Frame, RateMeter
 from edge_app.capture.sources import (
-    FrameSource, SourceError, SourceSpec, check_backend, mask_credentials, open_source, parse_source,
+    FrameSource, SourceError, SourceSpec, check_backend, open_source, parse_source,
 )
 from edge_app.capture.state import StateMachine, StreamState
 from edge_app.config.schema import CameraConfig, CaptureConfig
+from edge_app.redact import mask_secrets
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ class CameraWorker:
 
     @property
     def source_masked(self) -> str:
-        return mask_credentials(self.config.source)
+        return mask_secrets(self.config.source)
 
     def start(self) -> None:
         """Start capturing (``connecting``). A worker runs once; create a new one to restart."""
@@ -192,6 +193,8 @@ class CameraWorker:
             if generation != self._generation:
                 return False
             if error is not None:
+                # Backend messages may quote the source URL: the error goes to MQTT and the API.
+                error = mask_secrets(error)
                 self._last_error = error
             old = self._machine.state
             if not self._machine.transition(new, error):

@@ -27,6 +27,7 @@ from typing import Any, Dict, Optional, Protocol
 import numpy as np
 
 from edge_app.capture.synthetic import PATTERNS, SyntheticSource
+from edge_app.redact import mask_secrets
 
 FFMPEG_OPTIONS_ENV = "OPENCV_FFMPEG_CAPTURE_OPTIONS"
 FFMPEG_DEFAULT_OPTIONS = "rtsp_transport;tcp"
@@ -94,11 +95,6 @@ class FrameSource(Protocol):
 
     def release(self) -> None:
         ...
-
-
-def mask_credentials(source: str) -> str:
-    """``rtsp://user:secret@host/x`` -> ``rtsp://user:***@host/x``: safe for logs and the API."""
-    return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)([^/@:]*):([^/@]*)@", r"\1\2:***@", source)
 
 
 def parse_source(source: str) -> SourceSpec:
@@ -244,5 +240,5 @@ def open_source(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_s: 
         capture = cv2.VideoCapture(spec.target, api)
     if not capture.isOpened():
         capture.release()
-        raise SourceUnavailable(f"cannot open {mask_credentials(spec.target)}")
+        raise SourceUnavailable(f"cannot open {mask_secrets(spec.target)}")
     return OpenCVSource(capture, spec.live)

@@ -11,6 +11,8 @@ import math
 import time
 from typing import Any, Iterable, Mapping, Optional, Union
 
+from edge_app.redact import mask_secrets
+
 DEVICE_STATES = ("online", "offline")
 CAMERA_STATES = ("connecting", "streaming", "reconnecting", "stopped", "error")
 
@@ -30,7 +32,7 @@ def camera_state_payload(state: str, error: Optional[str] = None, ts: Optional[f
     """``R/cameras/<id>/state``: ``{"state", "ts", "error": null | "..."}``."""
     if state not in CAMERA_STATES:
         raise ValueError(f"camera state must be one of {CAMERA_STATES}, got {state!r}")
-    return {"state": state, "ts": _now_s(ts), "error": None if error is None else str(error)}
+    return {"state": state, "ts": _now_s(ts), "error": None if error is None else mask_secrets(str(error))}
 
 
 def detection_entry(class_id: int, label: str, confidence: float, bbox: Iterable[float]) -> dict:

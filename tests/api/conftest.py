@@ -73,12 +73,16 @@ def bus_image(bus_jpg) -> np.ndarray:
 
 
 @pytest.fixture
-def make_api(tmp_path, bus_image) -> Callable[..., RunningApi]:
-    """Start an API; ``config_patch`` is merged into BASE_CONFIG, "front" gets the bus frame."""
+def make_api(tmp_path, bus_image, model_path) -> Callable[..., RunningApi]:
+    """Start an API; ``config_patch`` is merged into BASE_CONFIG, "front" gets the bus frame.
+
+    The model is the real YOLOv8n: a config change is checked against it (class names, files).
+    """
     started: List[RunningApi] = []
 
     def start(config_patch: Optional[Dict[str, Any]] = None, publish: bool = True, **app_kwargs: Any) -> RunningApi:
-        config = parse_config(merge_patch(copy.deepcopy(BASE_CONFIG), config_patch or {}))
+        base = merge_patch(copy.deepcopy(BASE_CONFIG), {"model": {"path": str(model_path)}})
+        config = parse_config(merge_patch(base, config_patch or {}))
         config_path = tmp_path / f"config-{len(started)}.yaml"
         service = InMemoryService(config, config_path)
         if publish:

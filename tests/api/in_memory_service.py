@@ -14,8 +14,9 @@ import numpy as np
 
 from edge_app.api.service import AnalysedFrame, ApplyResult, UnknownCamera
 from edge_app.config.schema import AppConfig
-from edge_app.config.store import ConfigError, mask_url, save_config
+from edge_app.config.store import ConfigError, save_config
 from edge_app.detections import Detections
+from edge_app.redact import mask_secrets
 from edge_app.version import __version__
 
 RESTART_KEYS = (("api", "host"), ("api", "port"))
@@ -117,7 +118,7 @@ class InMemoryService:
             n = frame.frame_id if frame else 0
             out.append({
                 "id": cam.id,
-                "source": mask_url(cam.source),
+                "source": mask_secrets(cam.source),
                 "enabled": cam.enabled,
                 "state": "streaming" if self.streaming.get(cam.id) else "connecting",
                 "fps": 12.5 if n else 0.0,

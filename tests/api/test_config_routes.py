@@ -112,7 +112,7 @@ def test_patch_accepts_merge_patch_content_type(api):
         ({"api": {"port": 9090}}, ["api.port"]),
         ({"api": {"host": "0.0.0.0", "token": "a-token-of-24-characters"}}, ["api.host"]),
         ({"api": {"host": "0.0.0.0", "port": 9090, "token": "a-token-of-24-characters"}}, ["api.host", "api.port"]),
-        ({"mqtt": {"port": 8883}}, []),
+        ({"mqtt": {"port": 8883, "password": MQTT_PASSWORD}}, []),  # a new broker needs the password again
     ],
 )
 def test_settings_that_need_a_restart_are_named(api, patch, restart):
@@ -142,16 +142,16 @@ def test_invalid_patch_is_400_and_changes_nothing(api, patch, loc):
 
 @pytest.mark.parametrize("method", ["PUT", "PATCH"])
 def test_config_error_from_apply_is_400(api, method):
-    api.service.refuse_apply = ConfigError([Problem("model.path", "engines/missing.onnx does not exist")])
+    api.service.refuse_apply = ConfigError([Problem("model.input_size", "the model has a fixed 640x640 input")])
     before_bytes = api.config_path.read_bytes()
     body = api.get("/api/v1/config").json() if method == "PUT" else {}
     if method == "PUT":
-        body["model"]["path"] = "engines/missing.onnx"
+        body["model"]["input_size"] = 320
     else:
-        body = {"model": {"path": "engines/missing.onnx"}}
+        body = {"model": {"input_size": 320}}
     response = api.request(method, "/api/v1/config", json=copy.deepcopy(body))
     assert response.status_code == 400
-    assert response.json()["details"] == [{"loc": "model.path", "msg": "engines/missing.onnx does not exist"}]
+    assert response.json()["details"] == [{"loc": "model.input_size", "msg": "the model has a fixed 640x640 input"}]
     assert api.config_path.read_bytes() == before_bytes
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from edge_app.capture.sources import (
-    NO_GSTREAMER_MESSAGE, SourceError, SourceKind, SourceUnavailable, check_backend, mask_credentials,
+    NO_GSTREAMER_MESSAGE, SourceError, SourceKind, SourceUnavailable, check_backend,
     open_source, opencv_has_gstreamer, parse_source,
 )
 from edge_app.capture.synthetic import PATTERNS, SyntheticSource
@@ -94,20 +94,6 @@ def test_this_pypi_opencv_refuses_csi_with_the_advice():
 
 def test_non_gstreamer_sources_need_no_check():
     check_backend(parse_source("rtsp://x/y"), BUILD_WITHOUT_GST)
-
-
-@pytest.mark.parametrize(
-    "source,masked",
-    [
-        ("rtsp://admin:s3cret@10.0.0.5:554/s1", "rtsp://admin:***@10.0.0.5:554/s1"),
-        ("http://u:p@cam/x.mjpg", "http://u:***@cam/x.mjpg"),
-        ("rtsp://10.0.0.5/s1", "rtsp://10.0.0.5/s1"),
-        ("rtsp://user@10.0.0.5/s1", "rtsp://user@10.0.0.5/s1"),
-        ("/data/a:b@c.mp4", "/data/a:b@c.mp4"),
-    ],
-)
-def test_mask_credentials(source, masked):
-    assert mask_credentials(source) == masked
 
 
 def test_missing_file_and_device_are_not_permanent(tmp_path):

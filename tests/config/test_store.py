@@ -8,11 +8,9 @@ from edge_app.config.store import (
     REDACTED,
     ConfigError,
     load_config,
-    mask_url,
     merge_patch,
     parse_config,
     redacted_dict,
-    restore_secrets,
     save_config,
 )
 
@@ -132,20 +130,6 @@ def test_redaction_hides_secrets_and_url_credentials():
     assert shown["mqtt"]["password"] == REDACTED and shown["api"]["token"] == REDACTED
     assert shown["cameras"][0]["source"] == "rtsp://admin:***@10.0.0.5:554/s"
     assert "hunter2" not in str(shown)
-
-
-def test_restore_secrets_keeps_real_values_for_redacted_placeholders():
-    cfg = parse_config({**MINIMAL, "cameras": [{"id": "c", "source": "rtsp://u:p@h/s"}], "mqtt": {"password": "pw"}})
-    restored = restore_secrets(redacted_dict(cfg), cfg)
-    assert parse_config(restored) == cfg
-
-
-@pytest.mark.parametrize(
-    "url, masked",
-    [("rtsp://h/s", "rtsp://h/s"), ("rtsp://u:p@h:554/s?x=1", "rtsp://u:***@h:554/s?x=1"), ("/dev/video0", "/dev/video0")],
-)
-def test_mask_url(url, masked):
-    assert mask_url(url) == masked
 
 
 @pytest.mark.parametrize(
