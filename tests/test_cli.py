@@ -6,8 +6,20 @@ import sys
 import pytest
 
 
-def edge_app(*args, timeout_s=120):
-    return subprocess.run([sys.executable, "-m", "edge_app", *map(str, args)], capture_output=True, text=True, timeout=timeout_s)
+def edge_app(*args, timeout_s=120, cwd=None):
+    return subprocess.run([sys.executable, "-m", "edge_app", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout_s, cwd=cwd)
+
+
+@pytest.fixture
+def installed(tmp_path, model_path, bus_clip):
+    """A working directory laid out as the shipped configs expect: the model in engines/, the demo clip."""
+    (tmp_path / "engines").mkdir()
+    for name in ("yolov8n.onnx", "yolov8n_coco_dynbatch.onnx"):
+        (tmp_path / "engines" / name).symlink_to(model_path)
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "demo.mp4").symlink_to(bus_clip)
+    return tmp_path
 
 
 def test_check_config_reports_typo_and_bad_value_with_exit_2(tmp_path):
@@ -23,15 +35,15 @@ def test_check_config_reports_typo_and_bad_value_with_exit_2(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_check_config_accepts_the_shipped_examples(repo_root):
+def test_check_config_accepts_the_shipped_examples(repo_root, installed):
     for path in sorted((repo_root / "configs").glob("*.yaml")):
         if path.name == "rtsp-camera.yaml":
             continue  # listens on all interfaces: needs the user's own token (next test)
-        result = edge_app("check-config", "-c", path)
+        result = edge_app("check-config", "-c", path, cwd=installed)
         assert result.returncode == 0, (path, result.stderr)
 
 
-def test_shipped_lan_example_needs_a_real_token(repo_root, tmp_path):
+def test_shipped_lan_example_needs_a_real_token(repo_root, tmp_path, installed):
     """The LAN example must not start with a placeholder token anyone could guess."""
     shipped = repo_root / "configs" / "rtsp-camera.yaml"
     result = edge_app("check-config", "-c", shipped)
@@ -39,7 +51,7 @@ def test_shipped_lan_example_needs_a_real_token(repo_root, tmp_path):
     assert "api.token" in result.stderr and "Traceback" not in result.stderr
     with_token = tmp_path / "c.yaml"
     with_token.write_text(shipped.read_text().replace("token: null", "token: 3f9c2a7d41be60e8b5d2c9a1"))
-    assert edge_app("check-config", "-c", with_token).returncode == 0
+    assert edge_app("check-config", "-c", with_token, cwd=installed).returncode == 0
     short = tmp_path / "short.yaml"
     short.write_text(shipped.read_text().replace("token: null", "token: change-me-too"))
     result = edge_app("check-config", "-c", short)
@@ -51,12 +63,39 @@ def test_bad_usage_exits_2(args):
     assert edge_app(*args).returncode == 2
 
 
-def test_run_with_missing_model_is_one_sentence_and_exit_1(tmp_path):
+@pytest.mark.parametrize("command", ["check-config", "run"])
+def test_a_missing_model_is_a_configuration_error_exit_2(tmp_path, command):
+    """run must not exit 1 (systemd would restart it in a loop); check-config must catch it first."""
     path = tmp_path / "c.yaml"
     path.write_text(f"cameras: []\nmodel:\n  path: {tmp_path}/missing.onnx\nmqtt:\n  enabled: false\napi:\n  enabled: false\n")
-    result = edge_app("run", "-c", path)
-    assert result.returncode == 1
-    assert "missing.onnx" in result.stderr and "Traceback" not in result.stderr
+    result = edge_app(command, "-c", path, timeout_s=60)
+    assert result.returncode == 2, result.stderr
+    assert f"model.path: model file {tmp_path}/missing.onnx does not exist" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "model_extra, loc, words",
+    [
+        ("  classes: [persn]\n", "model.classes", "did you mean 'person'"),
+        ("  labels: {tmp}/nope.txt\n", "model.labels", "does not exist"),
+    ],
+)
+@pytest.mark.parametrize("command", ["check-config", "run"])
+def test_what_run_would_refuse_is_reported_by_check_config(tmp_path, model_path, command, model_extra, loc, words):
+    path = tmp_path / "c.yaml"
+    path.write_text(f"cameras: []\nmodel:\n  path: {model_path}\n{model_extra.format(tmp=tmp_path)}"
+                    "mqtt:\n  enabled: false\napi:\n  enabled: false\n")
+    result = edge_app(command, "-c", path, timeout_s=60)
+    assert result.returncode == 2, result.stderr
+    assert loc in result.stderr and words in result.stderr and "Traceback" not in result.stderr
+
+
+def test_check_config_names_a_missing_camera_file(tmp_path, model_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(f"cameras:\n  - id: a\n    source: {tmp_path}/clip.mp4\nmodel:\n  path: {model_path}\n")
+    result = edge_app("check-config", "-c", path)
+    assert result.returncode == 2 and "cameras.0.source" in result.stderr and "clip.mp4 does not exist" in result.stderr
 
 
 def test_detect_prints_one_json_line_per_image(model_path, bus_jpg, zidane_jpg):
