@@ -62,38 +62,33 @@ def read_json_body() -> Any:
     raw = read_body_bytes()
     if not raw.strip():
         raise ApiError(400, "the request body is empty; send a JSON object")
-    if _nesting_depth(raw) > MAX_JSON_DEPTH:
-        raise ApiError(400, f"the request body is nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         # NaN and Infinity are Python extensions to JSON; they would slip through range checks.
-        return json.loads(raw, parse_constant=_reject_constant)
+        value = json.loads(raw, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
         raise ApiError(400, f"the request body is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
     except (UnicodeDecodeError, ValueError) as err:
         raise ApiError(400, f"the request body is not valid JSON: {err}") from None
     except RecursionError:
         raise ApiError(400, f"the request body is nested deeper than {MAX_JSON_DEPTH} levels") from None
+    if _nesting_depth(value) > MAX_JSON_DEPTH:
+        raise ApiError(400, f"the request body is nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
 
 
-def _nesting_depth(raw: bytes) -> int:
-    """The deepest ``[``/``{`` nesting of a JSON text, ignoring brackets inside strings; no recursion."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in raw:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
+def _nesting_depth(value: Any) -> int:
+    """How deeply objects and arrays nest in a decoded JSON value; iterative, so any depth is safe."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
     return deepest
 
 
