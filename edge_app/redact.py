@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Optional
+from typing import Dict, Optional
 
 MASK = "***"
 
@@ -97,11 +97,15 @@ def unmask(masked: str, original: str) -> Optional[str]:
             return None
         start, end = new_url.span("userinfo")
         candidate = candidate[:start] + old_url.group("userinfo") + candidate[end:]
-    old_pairs = {m.group("name"): m.group("value") for m in _SECRET_PAIR.finditer(original)}
+    old_pairs: Dict[str, Optional[str]] = {}
+    for pair in _SECRET_PAIR.finditer(original):
+        name, value = pair.group("name"), pair.group("value")
+        # The same name with two values (two elements of a pipeline): which one is meant is unknown.
+        old_pairs[name] = value if old_pairs.get(name, value) == value else None
 
     def _fill(match: "re.Match[str]") -> str:
         name = match.group("name")
-        if match.group("value") == MASK and name in old_pairs:
+        if match.group("value") == MASK and old_pairs.get(name) is not None:
             return f"{name}={old_pairs[name]}"
         return match.group(0)
 

@@ -58,6 +58,8 @@ def test_no_piece_of_a_password_with_at_signs_survives():
         ("rtsp://bob:***@cam/s", "rtsp://admin:pw@cam/s", None),  # a new user with the old password
         ("rtsp://cam/s?token=***", "rtsp://cam/s", None),  # nothing stored to put there
         ("rtsp://cam/s", "rtsp://admin:pw@cam/s", "rtsp://cam/s"),  # no mask: taken as sent
+        # two elements with the same property and different secrets: which is which is unknown
+        ("gst:a user-pw=*** ! b user-pw=*** ! appsink sync=0", "gst:a user-pw=p1 ! b user-pw=p2 ! appsink", None),
     ],
 )
 def test_unmask(sent, stored, restored):
