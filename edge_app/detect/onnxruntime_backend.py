@@ -11,10 +11,9 @@ import numpy as np
 
 from edge_app.config.schema import ModelConfig
 from edge_app.detect.base import Detector, DetectorError, PreparedBatch
-from edge_app.detect.decode import DecoderSettings, LayoutError, YoloDecoder, detect_layout
+from edge_app.detect.decode import LayoutError, YoloDecoder, detect_layout
 from edge_app.detect.labels import resolve_labels
 from edge_app.detect.letterbox import Letterboxer
-from edge_app.detections import Detections
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +59,12 @@ def _ort_reason(exc: Exception) -> str:
     return text.strip().rstrip(".")[:300] or type(exc).__name__
 
 
-class OnnxRuntimeDetector(DecoderSettings, Detector):
+class OnnxRuntimeDetector(Detector):
     """A YOLO model run by ONNX Runtime.
 
     The three stages may run on three threads (one each): ``preprocess`` only touches the
-    letterbox buffers, ``infer`` the session, ``postprocess`` the decoder. ``conf_threshold``,
-    ``iou_threshold`` and ``classes`` may be set on the loaded detector (see DecoderSettings).
+    letterbox buffers, ``infer`` the session, ``postprocess`` the decoder. Thresholds and classes change
+    live through ``retune``.
     ``intra_op_threads`` defaults to every usable CPU: left at 0, ONNX Runtime was measured to
     keep its work on one CPU of the two. ``providers`` overrides the provider choice.
     """
@@ -102,7 +101,7 @@ class OnnxRuntimeDetector(DecoderSettings, Detector):
             end2end=_parse_bool(metadata.get("end2end")),
             output_names=[o.name for o in self._session.get_outputs()],
         )
-        self._letterbox = Letterboxer(self.input_hw, self.max_batch)
+        self._letterbox = Letterboxer(self.input_hw, self.max_batch, self.max_batches_in_flight)
         self._padded: Optional[np.ndarray] = None
         layout = self.decoder.layout.layout.value if self.decoder.layout else "detected on first batch"
         log.info("loaded %s with ONNX Runtime (%s, %d threads): input %dx%d, max_batch %d, output %s, %d labels from %s",
@@ -225,9 +224,10 @@ class OnnxRuntimeDetector(DecoderSettings, Detector):
     def preprocess(self, frames: Sequence[np.ndarray]) -> PreparedBatch:
         return self._letterbox(frames)
 
-    def infer(self, tensor: np.ndarray) -> List[np.ndarray]:
+    def infer(self, batch: PreparedBatch) -> List[np.ndarray]:
         if self._session is None:
             raise DetectorError(f"model {self.model_path} was closed")
+        tensor = batch.tensor
         count = tensor.shape[0]
         if count > self.max_batch:
             raise ValueError(f"batch of {count} exceeds max_batch {self.max_batch}")
@@ -243,12 +243,8 @@ class OnnxRuntimeDetector(DecoderSettings, Detector):
         except Exception as exc:
             raise DetectorError(f"inference with {self.model_path} failed ({_ort_reason(exc)})") from exc
 
-    def postprocess(self, outputs: List[np.ndarray], batch: PreparedBatch) -> List[Detections]:
-        return self.decoder.decode(outputs, batch.metas)
-
     def describe(self) -> dict:
         info = super().describe()
-        layout = self.decoder.layout
         # The CPU and CUDA providers run the graph in the precision it was exported in.
         applied = self.precision if "TensorrtExecutionProvider" in self.providers else "as exported"
         info.update(
@@ -256,8 +252,6 @@ class OnnxRuntimeDetector(DecoderSettings, Detector):
             precision=applied,
             providers=list(self.providers),
             intra_op_threads=self.intra_op_threads,
-            num_labels=len(self.labels),
-            output_layout=layout.layout.value if layout else None,
         )
         return info
 
