@@ -14,11 +14,11 @@ from edge_app.detect.base import Detector, DetectorError, PreparedBatch
 from edge_app.detect.decode import LayoutError, YoloDecoder, detect_layout
 from edge_app.detect.labels import resolve_labels
 from edge_app.detect.letterbox import Letterboxer
+from edge_app.detect.model_metadata import metadata_bool, resolve_input_hw
 
 log = logging.getLogger(__name__)
 
 #: Used when neither the model, its metadata nor the configuration fixes the input size.
-FALLBACK_INPUT_SIZE = 640
 _FLOAT_INPUTS = {"tensor(float)": np.float32, "tensor(float16)": np.float16}
 
 
@@ -32,24 +32,6 @@ def usable_cpu_count() -> int:
 
 def _static(dim: Any) -> Optional[int]:
     return int(dim) if isinstance(dim, int) and dim > 0 else None
-
-
-def _parse_bool(text: Optional[str]) -> Optional[bool]:
-    if text is None:
-        return None
-    return {"true": True, "false": False}.get(str(text).strip().lower())
-
-
-def _metadata_hw(metadata: Mapping[str, str]) -> Optional[Tuple[int, int]]:
-    """``imgsz`` as written by the Ultralytics exporter: "[640, 640]" or "640"."""
-    text = metadata.get("imgsz", "").strip("[]() ")
-    try:
-        values = [int(v) for v in text.replace(",", " ").split()]
-    except ValueError:
-        return None
-    if len(values) == 1:
-        return values[0], values[0]
-    return (values[0], values[1]) if len(values) == 2 and min(values) > 0 else None
 
 
 def _ort_reason(exc: Exception) -> str:
@@ -98,7 +80,7 @@ class OnnxRuntimeDetector(Detector):
             layout=self._static_layout(metadata, labels_source),
             num_classes=len(self.labels) if labels_source != "coco80" else None,
             input_hw=self.input_hw,
-            end2end=_parse_bool(metadata.get("end2end")),
+            end2end=metadata_bool(metadata, "end2end"),
             output_names=[o.name for o in self._session.get_outputs()],
         )
         self._letterbox = Letterboxer(self.input_hw, self.max_batch, self.max_batches_in_flight)
@@ -172,26 +154,9 @@ class OnnxRuntimeDetector(Detector):
         return model_input
 
     def _input_size(self, model: ModelConfig, shape: Sequence[Any], metadata: Mapping[str, str]) -> Tuple[int, int]:
-        # input_size left out of the configuration means "read it from the model" (SPEC.md),
-        # so a configured value only counts when the user actually wrote one.
-        configured = model.input_size if "input_size" in model.model_fields_set else None
         fixed = (_static(shape[2]), _static(shape[3]))
-        if fixed[0] and fixed[1]:
-            if configured is not None and (configured, configured) != fixed:
-                raise DetectorError(
-                    f"model {self.model_path} has a fixed {fixed[1]}x{fixed[0]} input but model.input_size is "
-                    f"{configured}; set input_size to {fixed[0] if fixed[0] == fixed[1] else 'null'} or re-export the model"
-                )
-            return fixed  # type: ignore[return-value]
-        if configured is not None:
-            return configured, configured
-        from_metadata = _metadata_hw(metadata)
-        if from_metadata:
-            return from_metadata
-        if model.input_size is not None:
-            return model.input_size, model.input_size
-        log.info("model %s does not state its input size; using %d", self.model_path, FALLBACK_INPUT_SIZE)
-        return FALLBACK_INPUT_SIZE, FALLBACK_INPUT_SIZE
+        static_hw = fixed if fixed[0] and fixed[1] else None
+        return resolve_input_hw(static_hw, model.configured_input_size, model.input_size, metadata, self.model_path)
 
     def _batch_size(self, configured: int) -> int:
         if self._fixed_batch is None:
@@ -211,7 +176,7 @@ class OnnxRuntimeDetector(Detector):
                 shapes,
                 num_classes=len(self.labels) if labels_source != "coco80" else None,
                 input_hw=self.input_hw,
-                end2end=_parse_bool(metadata.get("end2end")),
+                end2end=metadata_bool(metadata, "end2end"),
                 names=[o.name for o in outputs],
             )
         except LayoutError as exc:

@@ -19,15 +19,12 @@ from edge_app.detect.decode import LayoutError, YoloDecoder, detect_layout
 from edge_app.detect.labels import resolve_labels
 from edge_app.detect.letterbox import Letterboxer
 from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
-from edge_app.detect.tensorrt.prepare import EngineCache, PreparedEngine, is_engine_file, load_user_engine
+from edge_app.detect.model_metadata import is_engine_file, metadata_bool
+from edge_app.detect.tensorrt.prepare import EngineCache, PreparedEngine, load_user_engine
 from edge_app.detect.tensorrt.progress import ProgressCallback
 from edge_app.detect.tensorrt.runtime import ROTATION, EngineRuntime
 
 log = logging.getLogger(__name__)
-
-
-def _parse_bool(text: Optional[str]) -> Optional[bool]:
-    return None if text is None else {"true": True, "false": False}.get(str(text).strip().lower())
 
 
 class TensorRTDetector(Detector):
@@ -99,7 +96,7 @@ class TensorRTDetector(Detector):
         return EngineCache(trt, model, self._device, progress).load(deserialize, force=force)
 
     def _check_input_size(self, model: Any) -> None:
-        configured = model.input_size if "input_size" in getattr(model, "model_fields_set", ()) else None
+        configured = model.configured_input_size
         if configured is not None and (configured, configured) != tuple(self.input_hw):
             raise DetectorError(f"engine {self.engine.path} has a {self.input_hw[1]}x{self.input_hw[0]} input but "
                                 f"model.input_size is {configured}")
@@ -107,7 +104,7 @@ class TensorRTDetector(Detector):
     def _make_decoder(self, model: Any, metadata, labels_source: str) -> YoloDecoder:
         outputs = self._runtime.outputs
         num_classes = len(self.labels) if labels_source != "coco80" else None
-        end2end = _parse_bool(metadata.get("end2end"))
+        end2end = metadata_bool(metadata, "end2end")
         try:
             layout = detect_layout([[None, *s.max_shape[1:]] for s in outputs], num_classes=num_classes,
                                    input_hw=self.input_hw, end2end=end2end, names=[s.name for s in outputs],
