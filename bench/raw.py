@@ -10,6 +10,7 @@ import numpy as np
 
 from bench.detectors import load_detector
 from bench.resources import ResourceMeter
+from edge_app.detect.base import PreparedBatch
 
 log = logging.getLogger(__name__)
 
@@ -21,18 +22,20 @@ def measure_raw(model_path: Path, batch: int, frames: Sequence[np.ndarray], wind
     detector = load_detector(model_path, batch)
     try:
         chosen: List[np.ndarray] = [frames[i % len(frames)] for i in range(batch)]
-        tensor = detector.preprocess(chosen).tensor.copy()  # ready once; never touched again
+        prepared = detector.preprocess(chosen)
+        # ready once and never touched again: letterbox buffers rotate, this copy does not
+        prepared = PreparedBatch(tensor=prepared.tensor.copy(), metas=prepared.metas)
         warmup_end_s = time.perf_counter() + warmup_s
         warmup_runs = 0
         while warmup_runs < 2 or time.perf_counter() < warmup_end_s:
-            detector.infer(tensor)
+            detector.infer(prepared)
             warmup_runs += 1
         batch_ms: List[float] = []
         meter.start()
         end_s = time.perf_counter() + window_s
         while not batch_ms or time.perf_counter() < end_s:
             start_s = time.perf_counter()
-            detector.infer(tensor)
+            detector.infer(prepared)
             batch_ms.append((time.perf_counter() - start_s) * 1000.0)
         usage = meter.stop()
     finally:

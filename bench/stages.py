@@ -32,7 +32,7 @@ def measure_stages(model_path: Path, frames: Sequence[np.ndarray], window_s: flo
     detector = load_detector(model_path, 1)
     try:
         prepared = [detector.preprocess([frame]) for frame in frames]
-        outputs = [[o.copy() for o in detector.infer(p.tensor)] for p in prepared]
+        outputs = [[o.copy() for o in detector.infer(p)] for p in prepared]
         for i in range(3):  # warm caches and lazily allocated buffers
             detector.preprocess([frames[i % len(frames)]])
         pre = _per_call_ms(lambda i: detector.preprocess([frames[i % len(frames)]]), window_s)

@@ -175,10 +175,8 @@ class Appliance:
 
     def _retune_detector(self, config: AppConfig) -> None:
         if self._detector is not None:
-            # The decoder reads these on every batch, so the next batch uses the new values.
-            self._detector.conf_threshold = config.model.conf_threshold
-            self._detector.iou_threshold = config.model.iou_threshold
-            self._detector.classes = list(config.model.classes)
+            self._detector.retune(conf_threshold=config.model.conf_threshold,
+                                  iou_threshold=config.model.iou_threshold, classes=config.model.classes)
 
     def _swap_publisher(self, config: AppConfig) -> None:
         old = self._publisher

@@ -15,15 +15,15 @@ import json
 import os
 import ssl
 import struct
-from pathlib import Path
 from typing import Dict, List, Optional
 
 from edge_app.config.policy import source_file
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config.store import Problem
 from edge_app.detect.base import DetectorError
-from edge_app.detect.factory import ENGINE_SUFFIXES, choose_backend
+from edge_app.detect.factory import choose_backend
 from edge_app.detect.labels import class_ids_for, read_labels_file, resolve_labels
+from edge_app.detect.model_metadata import is_engine_file
 
 # Ultralytics prefixes engines with a little-endian length and a JSON header of at most this size.
 _MAX_ENGINE_HEADER_BYTES = 1 << 20
@@ -73,7 +73,7 @@ def model_labels(model: ModelConfig) -> List[str]:
     if model.labels:
         return read_labels_file(model.labels)
     try:
-        if Path(model.path).suffix.lower() in ENGINE_SUFFIXES:
+        if is_engine_file(model.path):
             metadata = _engine_metadata(model.path)
         else:
             metadata = _onnx_metadata(model.path)

@@ -15,11 +15,11 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from edge_app.api.service import ApplianceService
+from edge_app.mqtt.payloads import CAMERA_STATES
 
 logger = logging.getLogger(__name__)
 
 PREFIX = "edge_app"
-CAMERA_STATES = ("connecting", "streaming", "reconnecting", "stopped", "error")
 
 
 def _number(value: Any) -> Optional[float]:

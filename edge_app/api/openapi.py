@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional
 from flask import Blueprint, Response, jsonify
 
 from edge_app.config.schema import AppConfig
+from edge_app.mqtt.payloads import CAMERA_STATES
 from edge_app.version import __version__
 
 Schema = Dict[str, Any]
@@ -101,7 +102,7 @@ def _component_schemas() -> Dict[str, Schema]:
         "properties": {
             "id": {"type": "string"},
             "source": {"type": "string", "description": "Credentials masked"},
-            "state": {"type": "string", "enum": ["connecting", "streaming", "reconnecting", "stopped", "error"]},
+            "state": {"type": "string", "enum": list(CAMERA_STATES)},
             "fps": {"type": "number"},
             "frames_captured": {"type": "integer"},
             "frames_analyzed": {"type": "integer"},

@@ -6,7 +6,7 @@ The pipeline uses ``CameraWorker`` (one per enabled camera) and ``Frame``; the A
 from edge_app.capture.backoff import is_stalled, reconnect_delay_s
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, policy_for
 from edge_app.capture.camera import CameraWorker
-from edge_app.capture.frame import Frame, RateMeter
+from edge_app.capture.frame import Frame
 from edge_app.capture.sources import (
     SourceError, SourceKind, SourceSpec, SourceUnavailable, open_source, parse_source,
 )
@@ -14,6 +14,6 @@ from edge_app.capture.state import ALLOWED_TRANSITIONS, IllegalTransition, Strea
 
 __all__ = [
     "ALLOWED_TRANSITIONS", "BufferPolicy", "CameraWorker", "Frame", "FrameSlot", "IllegalTransition",
-    "RateMeter", "SourceError", "SourceKind", "SourceSpec", "SourceUnavailable", "StreamState",
+    "SourceError", "SourceKind", "SourceSpec", "SourceUnavailable", "StreamState",
     "is_stalled", "open_source", "parse_source", "policy_for", "reconnect_delay_s",
 ]

@@ -88,6 +88,11 @@ class ModelConfig(_Strict):
             raise ValueError("model.path must end in .onnx, .engine or .plan")
         return value
 
+    @property
+    def configured_input_size(self) -> Optional[int]:
+        """The input side the user wrote; None when the key was left out (the model decides)."""
+        return self.input_size if "input_size" in self.model_fields_set else None
+
     @field_validator("input_size")
     @classmethod
     def _stride_multiple(cls, value: Optional[int]) -> Optional[int]:

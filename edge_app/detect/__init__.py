@@ -5,7 +5,7 @@ The rest of the application needs little more than ``create_detector(model_confi
 """
 from edge_app.detect.base import Detector, DetectorError, LetterboxMeta, PreparedBatch
 from edge_app.detect.decode import (
-    DecoderSettings,
+    DecoderTuning,
     LayoutError,
     LayoutInfo,
     OutputLayout,
@@ -25,7 +25,7 @@ __all__ = [
     "DetectorError",
     "LetterboxMeta",
     "PreparedBatch",
-    "DecoderSettings",
+    "DecoderTuning",
     "LayoutError",
     "LayoutInfo",
     "OutputLayout",

@@ -2,18 +2,23 @@
 
 The three stages are separate methods so a pipeline can overlap them (preprocess batch k+1
 while batch k is in the model) and so decoding is tested without running a model.
-Backends register themselves by subclassing with a ``backend_name``.
+Backends register themselves by subclassing with a ``backend_name``. Every backend decodes
+with a ``YoloDecoder`` held here, so labels, output layout and live retuning behave the same
+whatever runs the model.
 """
 from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Dict, List, Sequence, Type
+from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
 from edge_app.detections import Detections
+
+if TYPE_CHECKING:  # decode imports this module
+    from edge_app.detect.decode import DecoderTuning, YoloDecoder
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +38,23 @@ class LetterboxMeta:
 
 @dataclass
 class PreparedBatch:
-    tensor: np.ndarray  # (N, 3, H, W) float32, RGB, 0..1
+    """A batch ready for the model: either a host tensor or images already in device memory."""
+
+    #: (N, 3, H, W) float32, RGB, 0..1; None when the images were placed on the device
+    tensor: Optional[np.ndarray]
     metas: List[LetterboxMeta]
+    #: the backend's device input slot holding the images, when ``tensor`` is None
+    device_slot: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if (self.tensor is None) == (self.device_slot is None):
+            raise ValueError("a prepared batch holds either a host tensor or a device slot")
+        if self.tensor is not None and self.tensor.shape[0] != len(self.metas):
+            raise ValueError(f"tensor of {self.tensor.shape[0]} images for {len(self.metas)} frames")
+
+    @property
+    def size(self) -> int:
+        return len(self.metas)
 
 
 class Detector(ABC):
@@ -52,9 +72,10 @@ class Detector(ABC):
     input_hw: tuple = (640, 640)
     max_batch: int = 1
     labels: List[str]
-    conf_threshold: float = 0.25
-    iou_threshold: float = 0.45
-    classes: Sequence[str] = ()
+    decoder: "YoloDecoder"
+    #: batches that may be between ``preprocess`` and the end of ``postprocess`` at once: the
+    #: backend's buffers are reused after that many further batches. The pipeline obeys it.
+    max_batches_in_flight: int = 3
     #: True when inference runs on the host CPU: the pipeline then runs its stages one after
     #: another, since overlapping them only steals cores from the model.
     runs_on_host_cpu: bool = True
@@ -73,12 +94,32 @@ class Detector(ABC):
         ...
 
     @abstractmethod
-    def infer(self, tensor: np.ndarray) -> List[np.ndarray]:
-        """Run the model on an (N, 3, H, W) tensor, N <= max_batch; raw outputs in model order."""
+    def infer(self, batch: PreparedBatch) -> List[np.ndarray]:
+        """Run the model on a prepared batch of at most max_batch; raw outputs in model order."""
 
-    @abstractmethod
     def postprocess(self, outputs: List[np.ndarray], batch: PreparedBatch) -> List[Detections]:
-        ...
+        return self.decoder.decode(outputs, batch.metas)
+
+    # -- live settings: read and written through the decoder, the one place they live ----------
+    @property
+    def conf_threshold(self) -> float:
+        return self.decoder.conf_threshold
+
+    @property
+    def iou_threshold(self) -> float:
+        return self.decoder.iou_threshold
+
+    @property
+    def classes(self) -> Tuple[str, ...]:
+        return self.decoder.classes
+
+    def retune(self, *, conf_threshold: Optional[float] = None, iou_threshold: Optional[float] = None,
+               classes: Optional[Sequence[str]] = None) -> "DecoderTuning":
+        """New thresholds or class filter from the next batch on, without reloading the model.
+
+        All or nothing: an unknown class name raises DetectorError and changes nothing.
+        """
+        return self.decoder.retune(conf_threshold=conf_threshold, iou_threshold=iou_threshold, classes=classes)
 
     def detect(self, frames: Sequence[np.ndarray]) -> List[Detections]:
         if not frames:
@@ -86,12 +127,14 @@ class Detector(ABC):
         results: List[Detections] = []
         for start in range(0, len(frames), self.max_batch):
             batch = self.preprocess(frames[start:start + self.max_batch])
-            results.extend(self.postprocess(self.infer(batch.tensor), batch))
+            results.extend(self.postprocess(self.infer(batch), batch))
         return results
 
     def describe(self) -> dict:
         """What /api/v1/status shows about the loaded model."""
-        return {"backend": self.backend_name, "input_size": list(self.input_hw), "max_batch": self.max_batch}
+        layout = self.decoder.layout
+        return {"backend": self.backend_name, "input_size": list(self.input_hw), "max_batch": self.max_batch,
+                "num_labels": len(self.labels), "output_layout": layout.layout.value if layout else None}
 
     def close(self) -> None:
         pass

@@ -216,6 +216,17 @@ def candidates_efficient_nms(num_dets, boxes: np.ndarray, scores: np.ndarray, cl
             np.rint(classes[:count][idx]).astype(np.int64))
 
 
+@dataclass(frozen=True)
+class DecoderTuning:
+    """What may change on a loaded model without reloading it."""
+
+    conf_threshold: float
+    iou_threshold: float
+    classes: Tuple[str, ...]
+    #: class ids to keep, resolved from ``classes``; None keeps every class
+    keep_class_ids: Optional[np.ndarray]
+
+
 class YoloDecoder:
     """Raw outputs of a batch -> one Detections per frame, in source pixels.
 
@@ -242,26 +253,51 @@ class YoloDecoder:
         max_candidates: int = DEFAULT_MAX_CANDIDATES,
     ) -> None:
         self.labels = tuple(labels)
-        self.conf_threshold = float(conf_threshold)
-        self.iou_threshold = float(iou_threshold)
         self.max_det = int(max_det)
-        self.keep_class_ids = None if keep_class_ids is None else np.asarray(keep_class_ids, dtype=np.int64)
-        self._classes: Tuple[str, ...] = ()
+        ids = None if keep_class_ids is None else np.asarray(keep_class_ids, dtype=np.int64)
+        self._tuning = DecoderTuning(float(conf_threshold), float(iou_threshold), (), ids)
         if classes:
-            self.classes = classes
+            self.retune(classes=classes)
         self.layout = layout
         self.max_candidates = int(max_candidates)
         self._hints = dict(num_classes=num_classes, input_hw=input_hw, end2end=end2end, names=output_names)
 
     @property
-    def classes(self) -> Tuple[str, ...]:
-        return self._classes
+    def tuning(self) -> "DecoderTuning":
+        return self._tuning
 
-    @classes.setter
-    def classes(self, keep_labels: Sequence[str]) -> None:
-        """Resolve labels to class ids now, so an unknown label fails here (DetectorError)."""
-        ids = class_ids_for(keep_labels, self.labels)
-        self._classes, self.keep_class_ids = tuple(keep_labels), ids
+    @property
+    def conf_threshold(self) -> float:
+        return self._tuning.conf_threshold
+
+    @property
+    def iou_threshold(self) -> float:
+        return self._tuning.iou_threshold
+
+    @property
+    def classes(self) -> Tuple[str, ...]:
+        return self._tuning.classes
+
+    def retune(self, *, conf_threshold: Optional[float] = None, iou_threshold: Optional[float] = None,
+               classes: Optional[Sequence[str]] = None) -> "DecoderTuning":
+        """Change thresholds and the kept classes from the next batch on; all or nothing.
+
+        Class names are resolved first, so an unknown label raises DetectorError and leaves the
+        decoder as it was. The new settings replace the old in one assignment: a batch being
+        decoded on another thread sees either the old or the new settings, never a mix.
+        """
+        old = self._tuning
+        if classes is None:
+            names, ids = old.classes, old.keep_class_ids
+        else:
+            names, ids = tuple(classes), class_ids_for(classes, self.labels)
+        self._tuning = DecoderTuning(
+            conf_threshold=old.conf_threshold if conf_threshold is None else float(conf_threshold),
+            iou_threshold=old.iou_threshold if iou_threshold is None else float(iou_threshold),
+            classes=names,
+            keep_class_ids=ids,
+        )
+        return self._tuning
 
     def layout_for(self, outputs: Sequence[np.ndarray]) -> LayoutInfo:
         if self.layout is None:
@@ -275,10 +311,13 @@ class YoloDecoder:
         used = [np.asarray(outputs[i]) for i in info.outputs]
         if any(o.shape[0] < len(metas) for o in used):
             raise ValueError(f"outputs hold {used[0].shape[0]} images but {len(metas)} frames were sent")
-        return [self._finish(*self._candidates(info, used, image), meta) for image, meta in enumerate(metas)]
+        tuning = self._tuning
+        return [self._finish(tuning, *self._candidates(tuning.conf_threshold, info, used, image), meta)
+                for image, meta in enumerate(metas)]
 
-    def _candidates(self, info: LayoutInfo, used: List[np.ndarray], image: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-        conf = self.conf_threshold
+    @staticmethod
+    def _candidates(conf: float, info: LayoutInfo, used: List[np.ndarray],
+                    image: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
         layout = info.layout
         if layout is OutputLayout.YOLO_CHANNELS_FIRST:
             return (*candidates_channels_first(used[0][image], info.num_classes, conf), True)
@@ -291,57 +330,22 @@ class YoloDecoder:
         num_dets, boxes, scores, classes = (o[image] for o in used)
         return (*candidates_efficient_nms(num_dets, boxes, scores, classes, conf), False)
 
-    def _finish(self, xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray, needs_nms: bool,
-                meta: LetterboxMeta) -> Detections:
-        if self.keep_class_ids is not None and len(class_ids):
-            mask = np.isin(class_ids, self.keep_class_ids)
+    def _finish(self, tuning: "DecoderTuning", xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray,
+                needs_nms: bool, meta: LetterboxMeta) -> Detections:
+        if tuning.keep_class_ids is not None and len(class_ids):
+            mask = np.isin(class_ids, tuning.keep_class_ids)
             xyxy, scores, class_ids = xyxy[mask], scores[mask], class_ids[mask]
         if len(scores) > self.max_candidates:
             top = np.argpartition(-scores, self.max_candidates - 1)[:self.max_candidates]
             xyxy, scores, class_ids = xyxy[top], scores[top], class_ids[top]
         if needs_nms:
-            keep = batched_nms(xyxy, scores, class_ids, self.iou_threshold, self.max_det)
+            keep = batched_nms(xyxy, scores, class_ids, tuning.iou_threshold, self.max_det)
         else:
             keep = np.argsort(-scores, kind="stable")[:self.max_det]
         boxes = boxes_to_source(xyxy[keep], meta)
         # A box lying wholly in the padding clips to zero size; it describes nothing in the frame.
         visible = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
         return Detections(boxes[visible], scores[keep][visible], class_ids[keep][visible], self.labels)
-
-
-class DecoderSettings:
-    """Mixin for Detector backends that decode with a ``YoloDecoder`` in ``self.decoder``.
-
-    Makes ``conf_threshold``, ``iou_threshold`` and ``classes`` read and write the decoder, so
-    setting them on a loaded detector takes effect from the next batch without a reload.
-    List it before ``Detector``: ``class MyDetector(DecoderSettings, Detector)``.
-    """
-
-    decoder: YoloDecoder
-
-    @property
-    def conf_threshold(self) -> float:
-        return self.decoder.conf_threshold
-
-    @conf_threshold.setter
-    def conf_threshold(self, value: float) -> None:
-        self.decoder.conf_threshold = float(value)
-
-    @property
-    def iou_threshold(self) -> float:
-        return self.decoder.iou_threshold
-
-    @iou_threshold.setter
-    def iou_threshold(self, value: float) -> None:
-        self.decoder.iou_threshold = float(value)
-
-    @property
-    def classes(self) -> Tuple[str, ...]:
-        return self.decoder.classes
-
-    @classes.setter
-    def classes(self, keep_labels: Sequence[str]) -> None:
-        self.decoder.classes = keep_labels
 
 
 def decode_outputs(

@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import importlib
 import logging
-from pathlib import Path
 from typing import Any, Dict, Optional, Type
 
 from edge_app.config.schema import ModelConfig
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.image_io import ImageReadError, load_image
+from edge_app.detect.model_metadata import is_engine_file
 from edge_app.detect.onnxruntime_backend import OnnxRuntimeDetector
 
 log = logging.getLogger(__name__)
 
 TENSORRT = "tensorrt"
 ONNXRUNTIME = OnnxRuntimeDetector.backend_name
-ENGINE_SUFFIXES = (".engine", ".plan")
 _TENSORRT_MODULE = "edge_app.detect.tensorrt"
 
 __all__ = ["available_backends", "create_detector", "load_image", "ImageReadError", "backend_class"]
@@ -62,7 +61,7 @@ def available_backends() -> Dict[str, bool]:
 
 def choose_backend(model: ModelConfig) -> str:
     """The backend name ``model.backend`` resolves to here, or DetectorError saying why none can."""
-    is_engine = Path(model.path).suffix.lower() in ENGINE_SUFFIXES
+    is_engine = is_engine_file(model.path)
     tensorrt_ok = _is_available(backend_class(TENSORRT))
     if model.backend == TENSORRT or (model.backend == "auto" and is_engine):
         if not tensorrt_ok:

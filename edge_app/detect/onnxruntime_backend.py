@@ -11,15 +11,14 @@ import numpy as np
 
 from edge_app.config.schema import ModelConfig
 from edge_app.detect.base import Detector, DetectorError, PreparedBatch
-from edge_app.detect.decode import DecoderSettings, LayoutError, YoloDecoder, detect_layout
+from edge_app.detect.decode import LayoutError, YoloDecoder, detect_layout
 from edge_app.detect.labels import resolve_labels
 from edge_app.detect.letterbox import Letterboxer
-from edge_app.detections import Detections
+from edge_app.detect.model_metadata import metadata_bool, resolve_input_hw
 
 log = logging.getLogger(__name__)
 
 #: Used when neither the model, its metadata nor the configuration fixes the input size.
-FALLBACK_INPUT_SIZE = 640
 _FLOAT_INPUTS = {"tensor(float)": np.float32, "tensor(float16)": np.float16}
 
 
@@ -35,24 +34,6 @@ def _static(dim: Any) -> Optional[int]:
     return int(dim) if isinstance(dim, int) and dim > 0 else None
 
 
-def _parse_bool(text: Optional[str]) -> Optional[bool]:
-    if text is None:
-        return None
-    return {"true": True, "false": False}.get(str(text).strip().lower())
-
-
-def _metadata_hw(metadata: Mapping[str, str]) -> Optional[Tuple[int, int]]:
-    """``imgsz`` as written by the Ultralytics exporter: "[640, 640]" or "640"."""
-    text = metadata.get("imgsz", "").strip("[]() ")
-    try:
-        values = [int(v) for v in text.replace(",", " ").split()]
-    except ValueError:
-        return None
-    if len(values) == 1:
-        return values[0], values[0]
-    return (values[0], values[1]) if len(values) == 2 and min(values) > 0 else None
-
-
 def _ort_reason(exc: Exception) -> str:
     """The useful end of an ONNX Runtime error, without its code prefix and the repeated path."""
     text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -60,12 +41,12 @@ def _ort_reason(exc: Exception) -> str:
     return text.strip().rstrip(".")[:300] or type(exc).__name__
 
 
-class OnnxRuntimeDetector(DecoderSettings, Detector):
+class OnnxRuntimeDetector(Detector):
     """A YOLO model run by ONNX Runtime.
 
     The three stages may run on three threads (one each): ``preprocess`` only touches the
-    letterbox buffers, ``infer`` the session, ``postprocess`` the decoder. ``conf_threshold``,
-    ``iou_threshold`` and ``classes`` may be set on the loaded detector (see DecoderSettings).
+    letterbox buffers, ``infer`` the session, ``postprocess`` the decoder. Thresholds and classes change
+    live through ``retune``.
     ``intra_op_threads`` defaults to every usable CPU: left at 0, ONNX Runtime was measured to
     keep its work on one CPU of the two. ``providers`` overrides the provider choice.
     """
@@ -99,10 +80,10 @@ class OnnxRuntimeDetector(DecoderSettings, Detector):
             layout=self._static_layout(metadata, labels_source),
             num_classes=len(self.labels) if labels_source != "coco80" else None,
             input_hw=self.input_hw,
-            end2end=_parse_bool(metadata.get("end2end")),
+            end2end=metadata_bool(metadata, "end2end"),
             output_names=[o.name for o in self._session.get_outputs()],
         )
-        self._letterbox = Letterboxer(self.input_hw, self.max_batch)
+        self._letterbox = Letterboxer(self.input_hw, self.max_batch, self.max_batches_in_flight)
         self._padded: Optional[np.ndarray] = None
         layout = self.decoder.layout.layout.value if self.decoder.layout else "detected on first batch"
         log.info("loaded %s with ONNX Runtime (%s, %d threads): input %dx%d, max_batch %d, output %s, %d labels from %s",
@@ -173,26 +154,9 @@ class OnnxRuntimeDetector(DecoderSettings, Detector):
         return model_input
 
     def _input_size(self, model: ModelConfig, shape: Sequence[Any], metadata: Mapping[str, str]) -> Tuple[int, int]:
-        # input_size left out of the configuration means "read it from the model" (SPEC.md),
-        # so a configured value only counts when the user actually wrote one.
-        configured = model.input_size if "input_size" in model.model_fields_set else None
         fixed = (_static(shape[2]), _static(shape[3]))
-        if fixed[0] and fixed[1]:
-            if configured is not None and (configured, configured) != fixed:
-                raise DetectorError(
-                    f"model {self.model_path} has a fixed {fixed[1]}x{fixed[0]} input but model.input_size is "
-                    f"{configured}; set input_size to {fixed[0] if fixed[0] == fixed[1] else 'null'} or re-export the model"
-                )
-            return fixed  # type: ignore[return-value]
-        if configured is not None:
-            return configured, configured
-        from_metadata = _metadata_hw(metadata)
-        if from_metadata:
-            return from_metadata
-        if model.input_size is not None:
-            return model.input_size, model.input_size
-        log.info("model %s does not state its input size; using %d", self.model_path, FALLBACK_INPUT_SIZE)
-        return FALLBACK_INPUT_SIZE, FALLBACK_INPUT_SIZE
+        static_hw = fixed if fixed[0] and fixed[1] else None
+        return resolve_input_hw(static_hw, model.configured_input_size, model.input_size, metadata, self.model_path)
 
     def _batch_size(self, configured: int) -> int:
         if self._fixed_batch is None:
@@ -212,7 +176,7 @@ class OnnxRuntimeDetector(DecoderSettings, Detector):
                 shapes,
                 num_classes=len(self.labels) if labels_source != "coco80" else None,
                 input_hw=self.input_hw,
-                end2end=_parse_bool(metadata.get("end2end")),
+                end2end=metadata_bool(metadata, "end2end"),
                 names=[o.name for o in outputs],
             )
         except LayoutError as exc:
@@ -225,9 +189,10 @@ class OnnxRuntimeDetector(DecoderSettings, Detector):
     def preprocess(self, frames: Sequence[np.ndarray]) -> PreparedBatch:
         return self._letterbox(frames)
 
-    def infer(self, tensor: np.ndarray) -> List[np.ndarray]:
+    def infer(self, batch: PreparedBatch) -> List[np.ndarray]:
         if self._session is None:
             raise DetectorError(f"model {self.model_path} was closed")
+        tensor = batch.tensor
         count = tensor.shape[0]
         if count > self.max_batch:
             raise ValueError(f"batch of {count} exceeds max_batch {self.max_batch}")
@@ -243,12 +208,8 @@ class OnnxRuntimeDetector(DecoderSettings, Detector):
         except Exception as exc:
             raise DetectorError(f"inference with {self.model_path} failed ({_ort_reason(exc)})") from exc
 
-    def postprocess(self, outputs: List[np.ndarray], batch: PreparedBatch) -> List[Detections]:
-        return self.decoder.decode(outputs, batch.metas)
-
     def describe(self) -> dict:
         info = super().describe()
-        layout = self.decoder.layout
         # The CPU and CUDA providers run the graph in the precision it was exported in.
         applied = self.precision if "TensorrtExecutionProvider" in self.providers else "as exported"
         info.update(
@@ -256,8 +217,6 @@ class OnnxRuntimeDetector(DecoderSettings, Detector):
             precision=applied,
             providers=list(self.providers),
             intra_op_threads=self.intra_op_threads,
-            num_labels=len(self.labels),
-            output_layout=layout.layout.value if layout else None,
         )
         return info
 

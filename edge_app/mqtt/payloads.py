@@ -11,10 +11,12 @@ import math
 import time
 from typing import Any, Iterable, Mapping, Optional, Union
 
+from edge_app.capture.state import StreamState
 from edge_app.redact import mask_secrets
 
 DEVICE_STATES = ("online", "offline")
-CAMERA_STATES = ("connecting", "streaming", "reconnecting", "stopped", "error")
+#: SPEC.md camera states, in the order the state machine defines them
+CAMERA_STATES = tuple(state.value for state in StreamState)
 
 
 def _now_s(ts: Optional[float]) -> float:

@@ -10,7 +10,8 @@ from edge_app.api.service import AnalysedFrame
 from edge_app.capture.frame import Frame
 from edge_app.detections import Detections
 from edge_app.mqtt.payloads import detections_payload
-from edge_app.pipeline.stats import LatencyWindow, RollingRate
+from edge_app.pipeline.stats import LatencyWindow
+from edge_app.rate import RateMeter
 
 
 class ResultStore:
@@ -34,8 +35,8 @@ class ResultStore:
         self._payloads: Dict[str, Dict[str, Any]] = {}
         self._analysed: Dict[str, int] = defaultdict(int)
         self._stale: Dict[str, int] = defaultdict(int)
-        self._camera_rates: Dict[str, RollingRate] = defaultdict(RollingRate)
-        self.rate = RollingRate()
+        self._camera_rates: Dict[str, RateMeter] = defaultdict(RateMeter)
+        self.rate = RateMeter()
         self.latency = LatencyWindow()
         self._stage_ms: Dict[str, float] = {}
 
@@ -68,8 +69,8 @@ class ResultStore:
             self._analysed[frame.camera_id] += 1
             self._stage_ms = {k: round(0.9 * self._stage_ms.get(k, v) + 0.1 * v, 3) for k, v in timings_ms.items()}
             self._cond.notify_all()
-        self._camera_rates[frame.camera_id].add(now_mono_s)
-        self.rate.add(now_mono_s)
+        self._camera_rates[frame.camera_id].tick(now_mono_s)
+        self.rate.tick(now_mono_s)
         self.latency.add(latency_ms)
 
     def forget(self, camera_id: str) -> None:
@@ -101,10 +102,10 @@ class ResultStore:
         return {
             "frames_analyzed": self._analysed.get(camera_id, 0),
             "frames_stale": self._stale.get(camera_id, 0),
-            "analysed_fps": self._camera_rates[camera_id].rate(self._clock()) if camera_id in self._camera_rates else 0.0,
+            "analysed_fps": round(self._camera_rates[camera_id].rate(self._clock()), 2) if camera_id in self._camera_rates else 0.0,
         }
 
     def pipeline_figures(self) -> Dict[str, Any]:
         with self._cond:
             stage_ms = dict(self._stage_ms)
-        return {"fps": self.rate.rate(self._clock()), "latency_ms": self.latency.percentiles(), "stage_ms": stage_ms}
+        return {"fps": round(self.rate.rate(self._clock()), 2), "latency_ms": self.latency.percentiles(), "stage_ms": stage_ms}

@@ -1,9 +1,10 @@
 """The analysis pipeline: gather frames -> preprocess -> infer -> decode and publish.
 
-For an accelerator (TensorRT, CUDA) three threads joined by one-slot queues overlap the stages:
-while batch k runs in the model, batch k+1 is gathered and preprocessed and batch k-1 is
-decoded, published and stored (DeepStream keeps its model busy the same way). A one-slot queue
-is enough: a deeper one would only hold frames that grow stale behind a slow model.
+For an accelerator (TensorRT, CUDA) three threads joined by queues overlap the stages: while
+batch k runs in the model, batch k+1 is gathered and preprocessed and batch k-1 is decoded,
+published and stored (DeepStream keeps its model busy the same way). How many batches may be
+under way at once is the detector's to say (``max_batches_in_flight``, the number of buffers
+it rotates); a deeper pipeline would only hold frames that grow stale behind a slow model.
 
 When the model itself runs on the host CPU, its threads already use every core, and overlapped
 stages only preempt them (measured: same throughput, three times the latency). The gather
@@ -21,6 +22,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Protocol
 from edge_app.capture.frame import Frame
 from edge_app.detect.base import Detector, PreparedBatch
 from edge_app.detections import Detections
+from edge_app.pipeline.inflight import InFlight
 from edge_app.pipeline.scheduler import BatchScheduler
 
 log = logging.getLogger(__name__)
@@ -72,8 +74,10 @@ class Pipeline:
         self._clock = clock
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._to_infer: "queue.Queue" = queue.Queue(maxsize=1)
-        self._to_post: "queue.Queue" = queue.Queue(maxsize=1)
+        # Unbounded: InFlight bounds what is in them.
+        self._to_infer: "queue.Queue" = queue.Queue()
+        self._to_post: "queue.Queue" = queue.Queue()
+        self._in_flight = InFlight()
         self._pending: Dict[str, Frame] = {}
         self._pending_since_s: Dict[str, float] = {}
         self._threads: List[threading.Thread] = []
@@ -139,10 +143,13 @@ class Pipeline:
                 self._pending_since_s.pop(cid, None)
             self._scheduler.mark_analysed(plan.take, self._clock())
             detector = self._detector_getter()
+            if not self._in_flight.acquire(detector.max_batches_in_flight, self._stop):
+                return
             start_s = time.perf_counter()
             try:
                 prepared = detector.preprocess([f.image for f in frames])
             except Exception:  # one bad frame must not stop the appliance
+                self._in_flight.release()
                 self.errors += 1
                 log.exception("preprocessing failed for cameras %s", ", ".join(plan.take))
                 continue
@@ -151,16 +158,7 @@ class Pipeline:
                 if self._infer(batch):
                     self._post(batch)
             else:
-                self._put(self._to_infer, batch)
-
-    def _put(self, q: "queue.Queue", item) -> bool:
-        while not self._stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
+                self._to_infer.put(batch)
 
     def _get(self, q: "queue.Queue"):
         while not self._stop.is_set():
@@ -177,13 +175,14 @@ class Pipeline:
             if batch is _STOP:
                 return
             if self._infer(batch):
-                self._put(self._to_post, batch)
+                self._to_post.put(batch)
 
     def _infer(self, batch: _Batch) -> bool:
         start_s = time.perf_counter()
         try:
-            batch.outputs = batch.detector.infer(batch.prepared.tensor)
+            batch.outputs = batch.detector.infer(batch.prepared)
         except Exception:
+            self._in_flight.release()
             self.errors += 1
             log.exception("inference failed on a batch of %d frames", len(batch.frames))
             return False
@@ -206,6 +205,9 @@ class Pipeline:
             self.errors += 1
             log.exception("decoding failed on a batch of %d frames", len(batch.frames))
             return
+        finally:
+            # The outputs were read: the detector may reuse their buffers.
+            self._in_flight.release()
         post_ms = (time.perf_counter() - start_s) * 1000.0
         n = len(batch.frames)
         timings_ms = {"preprocess": batch.prep_ms / n, "inference": batch.infer_ms / n, "postprocess": post_ms / n}

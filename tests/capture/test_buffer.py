@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from edge_app.capture.buffer import DEFAULT_FILE_FPS, BufferPolicy, FrameSlot, Pacer, file_fps, policy_for
-from edge_app.capture.frame import Frame, RateMeter
+from edge_app.capture.frame import Frame
 
 
 def frame(frame_id: int) -> Frame:
@@ -105,18 +105,3 @@ def test_pacer_stops_when_sleep_is_interrupted():
                                               (-1.0, DEFAULT_FILE_FPS), (float("nan"), DEFAULT_FILE_FPS), (90000.0, DEFAULT_FILE_FPS)])
 def test_file_fps(reported, expected):
     assert file_fps(reported) == expected
-
-
-def test_rate_meter_sliding_window():
-    meter = RateMeter(window_s=2.0)
-    assert meter.rate(0.0) == 0.0
-    for i in range(21):
-        meter.tick(i * 0.1)  # 10/s for 2 s
-    assert meter.rate(2.0) == pytest.approx(10.0, rel=0.01)
-    assert meter.rate(3.0) < 10.0  # no frames for a second: the rate falls
-    assert meter.rate(10.0) == 0.0
-
-
-def test_frame_size_properties():
-    f = Frame("cam", 1, 0.0, 0.0, np.zeros((48, 64, 3), np.uint8))
-    assert (f.width, f.height) == (64, 48)

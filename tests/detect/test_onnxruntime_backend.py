@@ -71,7 +71,7 @@ def test_labels_come_from_the_model_metadata(detector, singles):
 def test_stages_and_describe(detector, bus):
     batch = detector.preprocess([bus])
     assert batch.tensor.shape == (1, 3, 640, 640)
-    outputs = detector.infer(batch.tensor)
+    outputs = detector.infer(batch)
     assert outputs[0].shape == (1, 84, 8400)
     assert len(detector.postprocess(outputs, batch)[0]) == 5
     described = detector.describe()
@@ -104,13 +104,13 @@ def test_int8_model_finds_the_bus(int8_model_path, bus):
 
 def test_thresholds_and_classes_can_change_on_a_loaded_detector(detector, bus):
     try:
-        detector.conf_threshold = 0.5
+        detector.retune(conf_threshold=0.5)
         assert len(detector.detect([bus])[0]) == 4  # the faint, cut-off person drops out
-        detector.classes = ["bus"]
+        detector.retune(classes=["bus"])
         assert detector.detect([bus])[0].class_id.tolist() == [5]
         with pytest.raises(DetectorError, match="did you mean 'bus'"):
-            detector.classes = ["buss"]
+            detector.retune(classes=["buss"])
         assert detector.classes == ("bus",)  # a rejected change leaves the filter as it was
     finally:
-        detector.conf_threshold, detector.classes = 0.25, []
+        detector.retune(conf_threshold=0.25, classes=[])
     assert len(detector.detect([bus])[0]) == 5

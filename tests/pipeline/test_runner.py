@@ -22,22 +22,32 @@ from edge_app.pipeline.scheduler import BatchScheduler
 class EchoDetector(Detector):
     backend_name = ""  # not registered as a backend
 
-    def __init__(self, max_batch: int, on_host_cpu: bool = True):
+    def __init__(self, max_batch: int, on_host_cpu: bool = True, max_batches_in_flight: int = 3):
         self.max_batch = max_batch
         self.runs_on_host_cpu = on_host_cpu
+        self.max_batches_in_flight = max_batches_in_flight
         self.labels = ["thing"]
         self.batch_sizes: List[int] = []
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.most_in_flight = 0
 
     def preprocess(self, frames):
+        with self._lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
         return PreparedBatch(np.stack([f[:1, :1, 0].astype(np.float32) for f in frames]),
                              [LetterboxMeta(f.shape[:2], 1.0, (0, 0)) for f in frames])
 
-    def infer(self, tensor):
-        self.batch_sizes.append(tensor.shape[0])
+    def infer(self, batch):
+        self.batch_sizes.append(batch.size)
         time.sleep(0.02)
-        return [tensor]
+        return [batch.tensor]
 
     def postprocess(self, outputs, batch):
+        time.sleep(0.02)
+        with self._lock:
+            self.in_flight -= 1
         return [Detections(np.array([[0, 0, 1, 1]], np.float32), np.array([v.item() / 255.0], np.float32),
                            np.array([0], np.int32), self.labels) for v in outputs[0]]
 
@@ -63,10 +73,10 @@ class ListSource:
             return self.frames.pop(0)
 
 
-def run_pipeline(sources, max_batch, until, on_host_cpu=True):
+def run_pipeline(sources, max_batch, until, on_host_cpu=True, max_batches_in_flight=3):
     published = []
     store = ResultStore("dev", lambda cid, payload: published.append(payload))
-    detector = EchoDetector(max_batch, on_host_cpu)
+    detector = EchoDetector(max_batch, on_host_cpu, max_batches_in_flight)
     pipeline = Pipeline(lambda: detector, lambda: sources, store, BatchScheduler(max_batch, 0.005))
     pipeline.reconfigure({cid: 0 for cid in sources}, max_batch, 0.005)
     pipeline.start()
@@ -135,3 +145,13 @@ def test_cameras_are_batched_together_and_keep_their_own_results(on_host_cpu):
         assert payload["detections"][0]["confidence"] == pytest.approx(40 * (cam_index + 1) / 255.0, abs=1e-3)
     per_cam = {cid: [p["frame_id"] for p in published if p["camera_id"] == cid] for cid in sources}
     assert all(ids == list(range(1, 13)) for ids in per_cam.values())
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3])
+def test_overlapped_stages_keep_no_more_batches_in_flight_than_the_detector_allows(limit):
+    """The detector's buffers are reused after ``max_batches_in_flight`` batches; never exceed it."""
+    sources = {"a": ListSource("a", 10, 40, waits=True), "b": ListSource("b", 20, 40, waits=True)}
+    published, _, detector = run_pipeline(sources, 1, lambda p: len(p) >= 80, on_host_cpu=False,
+                                          max_batches_in_flight=limit)
+    assert len(published) == 80
+    assert detector.most_in_flight == limit

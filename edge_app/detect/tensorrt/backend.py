@@ -16,19 +16,15 @@ import numpy as np
 from edge_app.cuda import CudaDevice, CudaError, open_device
 from edge_app.detect.base import Detector, DetectorError, PreparedBatch
 from edge_app.detect.decode import LayoutError, YoloDecoder, detect_layout
-from edge_app.detect.labels import class_ids_for, resolve_labels
+from edge_app.detect.labels import resolve_labels
 from edge_app.detect.letterbox import Letterboxer
 from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
-from edge_app.detect.tensorrt.prepare import EngineCache, PreparedEngine, is_engine_file, load_user_engine
+from edge_app.detect.model_metadata import is_engine_file, metadata_bool
+from edge_app.detect.tensorrt.prepare import EngineCache, PreparedEngine, load_user_engine
 from edge_app.detect.tensorrt.progress import ProgressCallback
 from edge_app.detect.tensorrt.runtime import ROTATION, EngineRuntime
-from edge_app.detections import Detections
 
 log = logging.getLogger(__name__)
-
-
-def _parse_bool(text: Optional[str]) -> Optional[bool]:
-    return None if text is None else {"true": True, "false": False}.get(str(text).strip().lower())
 
 
 class TensorRTDetector(Detector):
@@ -52,9 +48,6 @@ class TensorRTDetector(Detector):
         self._device = device if device is not None else self._open_device()
         self.model_path = str(model.path)
         self.precision = model.precision
-        self.conf_threshold = model.conf_threshold
-        self.iou_threshold = model.iou_threshold
-        self.classes = tuple(model.classes)
         self._runtime: Optional[EngineRuntime] = None
         self.engine: Optional[PreparedEngine] = None
         try:
@@ -64,13 +57,13 @@ class TensorRTDetector(Detector):
             self._check_input_size(model)
             metadata = self.engine.metadata
             self.labels, labels_source = resolve_labels(model.labels, metadata)
-            self._decoder = self._make_decoder(metadata, labels_source)
+            self.decoder = self._make_decoder(model, metadata, labels_source)
             self._gpu = self._gpu_letterbox(gpu_preprocess)
         except BaseException:
             self.close()
             raise
-        self._letterbox = None if self._gpu is not None else Letterboxer(self.input_hw, self.max_batch)
-        self._staged: List[Optional[np.ndarray]] = [None] * ROTATION
+        self._letterbox = None if self._gpu is not None else Letterboxer(self.input_hw, self.max_batch, ROTATION)
+        self.max_batches_in_flight = ROTATION
         self._next_slot = 0
         log.info("loaded %s with TensorRT (%s engine %s): input %dx%d, max_batch %d, %s preprocessing on %s",
                  self.model_path, self.engine.source, self.engine.path.name, self.input_hw[1], self.input_hw[0],
@@ -103,23 +96,23 @@ class TensorRTDetector(Detector):
         return EngineCache(trt, model, self._device, progress).load(deserialize, force=force)
 
     def _check_input_size(self, model: Any) -> None:
-        configured = model.input_size if "input_size" in getattr(model, "model_fields_set", ()) else None
+        configured = model.configured_input_size
         if configured is not None and (configured, configured) != tuple(self.input_hw):
             raise DetectorError(f"engine {self.engine.path} has a {self.input_hw[1]}x{self.input_hw[0]} input but "
                                 f"model.input_size is {configured}")
 
-    def _make_decoder(self, metadata, labels_source: str) -> YoloDecoder:
+    def _make_decoder(self, model: Any, metadata, labels_source: str) -> YoloDecoder:
         outputs = self._runtime.outputs
         num_classes = len(self.labels) if labels_source != "coco80" else None
-        end2end = _parse_bool(metadata.get("end2end"))
+        end2end = metadata_bool(metadata, "end2end")
         try:
             layout = detect_layout([[None, *s.max_shape[1:]] for s in outputs], num_classes=num_classes,
                                    input_hw=self.input_hw, end2end=end2end, names=[s.name for s in outputs],
                                    dtypes=[s.dtype for s in outputs])
         except LayoutError as err:
             raise DetectorError(f"engine {self.engine.path} has outputs the YOLO decoder does not understand: {err}") from None
-        return YoloDecoder(self.labels, conf_threshold=self.conf_threshold, iou_threshold=self.iou_threshold,
-                           keep_class_ids=class_ids_for(self.classes, self.labels), layout=layout,
+        return YoloDecoder(self.labels, conf_threshold=model.conf_threshold, iou_threshold=model.iou_threshold,
+                           classes=model.classes, layout=layout,
                            num_classes=num_classes, input_hw=self.input_hw, end2end=end2end,
                            output_names=[s.name for s in outputs])
 
@@ -152,23 +145,14 @@ class TensorRTDetector(Detector):
         slot = self._next_slot
         self._next_slot = (slot + 1) % ROTATION
         metas = self._gpu(frames, self._runtime.input_slot_ptr(slot))
-        # The images live in device slot `slot`; the tensor handed on is a zero-byte, read-only
-        # placeholder of the right shape (NaN if read) that infer() recognises by identity.
-        token = np.broadcast_to(np.float32(np.nan), (count, 3, *self.input_hw))
-        self._staged[slot] = token
-        return PreparedBatch(tensor=token, metas=metas)
+        return PreparedBatch(tensor=None, metas=metas, device_slot=slot)
 
-    def infer(self, tensor: np.ndarray) -> List[np.ndarray]:
+    def infer(self, batch: PreparedBatch) -> List[np.ndarray]:
         if self._runtime is None:
             raise DetectorError(f"model {self.model_path} was closed")
-        count = int(tensor.shape[0])
-        slot = next((i for i, staged in enumerate(self._staged) if staged is tensor), None)
-        if slot is not None:
-            return self._runtime.run(count, None, slot)
-        return self._runtime.run(count, np.asarray(tensor))
-
-    def postprocess(self, outputs: List[np.ndarray], batch: PreparedBatch) -> List[Detections]:
-        return self._decoder.decode(outputs, batch.metas)
+        if batch.device_slot is not None:
+            return self._runtime.run(batch.size, None, batch.device_slot)
+        return self._runtime.run(batch.size, np.asarray(batch.tensor))
 
     # -- reporting and teardown ---------------------------------------------------------------
     @property
@@ -184,8 +168,6 @@ class TensorRTDetector(Detector):
             engine=str(self.engine.path),
             engine_source=self.engine.source,
             preprocessing=self.preprocessing,
-            num_labels=len(self.labels),
-            output_layout=self._decoder.layout.layout.value if self._decoder.layout else None,
             cuda=self._device.describe(),
         )
         return info

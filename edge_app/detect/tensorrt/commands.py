@@ -14,7 +14,8 @@ from typing import Any, Optional
 from edge_app.cuda import CudaError, open_device
 from edge_app.detect.base import DetectorError
 from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
-from edge_app.detect.tensorrt.prepare import EngineCache, is_engine_file, load_user_engine
+from edge_app.detect.model_metadata import is_engine_file
+from edge_app.detect.tensorrt.prepare import EngineCache, load_user_engine
 from edge_app.detect.tensorrt.progress import TerminalProgress
 from edge_app.detect.tensorrt.runtime import EngineRuntime
 

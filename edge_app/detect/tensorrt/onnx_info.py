@@ -5,7 +5,7 @@ import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from edge_app.detect.base import DetectorError
 
@@ -88,24 +88,3 @@ def read_onnx_info(path: Path) -> OnnxInfo:
     if len(info.input_shape) != 4 or info.input_shape[1] not in (None, 3):
         raise DetectorError(f"model {path} has input {info.input_name} {list(info.input_shape)}; expected N x 3 x H x W")
     return info
-
-
-def resolve_input_hw(info: OnnxInfo, configured: Optional[int], configured_explicitly: bool,
-                     model_path: str) -> Tuple[int, int]:
-    """The model input size: the ONNX's own when fixed, else the configured one, else metadata, else 640."""
-    if info.static_hw:
-        if configured_explicitly and configured is not None and (configured, configured) != info.static_hw:
-            height, width = info.static_hw
-            raise DetectorError(f"model {model_path} has a fixed {width}x{height} input but model.input_size is "
-                                f"{configured}; set input_size to {height if height == width else 'null'} or re-export the model")
-        return info.static_hw
-    if configured_explicitly and configured is not None:
-        return configured, configured
-    text = info.metadata.get("imgsz", "").strip("[]() ")
-    values: Sequence[int] = [int(v) for v in text.replace(",", " ").split() if v.isdigit()]
-    if len(values) == 1:
-        return values[0], values[0]
-    if len(values) == 2:
-        return values[0], values[1]
-    size = configured or 640
-    return size, size

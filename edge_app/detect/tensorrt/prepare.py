@@ -20,14 +20,14 @@ from edge_app.detect.base import DetectorError
 from edge_app.detect.tensorrt.build import BuildSettings, build_engine
 from edge_app.detect.tensorrt.cache import (CacheCheck, EngineKey, EnginePaths, check_cached_engine, engine_paths,
                                             split_ultralytics_header, timing_cache_path, write_engine)
-from edge_app.detect.tensorrt.onnx_info import file_sha256, read_onnx_info, resolve_input_hw
+from edge_app.detect.model_metadata import resolve_input_hw
+from edge_app.detect.tensorrt.onnx_info import file_sha256, read_onnx_info
 from edge_app.detect.tensorrt.progress import BuildReporter, ProgressCallback
 from edge_app.detect.tensorrt.runtime import EngineLoadError
 from edge_app.version import __version__
 
 log = logging.getLogger(__name__)
 
-ENGINE_SUFFIXES = (".engine", ".plan")
 #: how long a second process waits for another one's build before giving up
 LOCK_TIMEOUT_S = 3600.0
 
@@ -44,9 +44,6 @@ class PreparedEngine:
     sidecar: Optional[Dict[str, Any]] = None
     reason: str = ""
 
-
-def is_engine_file(path: str) -> bool:
-    return Path(path).suffix.lower() in ENGINE_SUFFIXES
 
 
 def load_user_engine(path: Path, deserialize: Callable[[bytes, str], T]) -> Tuple[T, PreparedEngine]:
@@ -92,8 +89,8 @@ class EngineCache:
         self.onnx_path = Path(model.path)
         self.engine_dir = Path(model.engine_dir)
         self.info = read_onnx_info(self.onnx_path)
-        explicit = "input_size" in getattr(model, "model_fields_set", {"input_size"})
-        self.input_hw = resolve_input_hw(self.info, model.input_size, explicit, str(model.path))
+        self.input_hw = resolve_input_hw(self.info.static_hw, model.configured_input_size, model.input_size,
+                                         self.info.metadata, str(model.path))
         self.max_batch = model.max_batch if self.info.dynamic_batch else int(self.info.input_shape[0])
         if self.max_batch != model.max_batch:
             log.info("model %s has a fixed batch of %d; max_batch %d becomes %d", model.path, self.max_batch,
