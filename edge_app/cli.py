@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from edge_app.config.store import ConfigError, load_config
-from edge_app.redact import install_log_masking
+from edge_app.redact import install_log_masking, mask_secrets
 from edge_app.version import __version__
 
 log = logging.getLogger("edge_app")
@@ -64,7 +64,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def _print_config_error(err: ConfigError) -> None:
     where = f"{err.source}: " if err.source else ""
     for problem in err.problems:
-        print(f"edge-app: {where}{problem}", file=sys.stderr)
+        print(mask_secrets(f"edge-app: {where}{problem}"), file=sys.stderr)
 
 
 def _load(path: Path, runnable: bool = False):
