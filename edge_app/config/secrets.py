@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from edge_app.config.schema import AppConfig
 from edge_app.config.store import Problem
