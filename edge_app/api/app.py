@@ -17,6 +17,7 @@ from edge_app.api.config_routes import config_blueprint
 from edge_app.api.dashboard import dashboard_blueprint
 from edge_app.api.errors import register_error_handlers
 from edge_app.api.health import health_blueprint
+from edge_app.api.hosts import install_host_check
 from edge_app.api.metrics import metrics_blueprint
 from edge_app.api.openapi import openapi_blueprint
 from edge_app.api.service import ApplianceService
@@ -63,6 +64,8 @@ def create_app(
     # The limit at start; requests read the running configuration (see _live_limit_request_class).
     app.config["MAX_CONTENT_LENGTH"] = get_config().api.max_body_bytes
 
+    # The host check comes first: a rebound request must not even learn whether its token works.
+    install_host_check(app, get_config)
     install_auth(app, get_config, QUERY_TOKEN_ENDPOINTS)
     register_error_handlers(app)
 

@@ -79,8 +79,8 @@ def request(url: str, raw: bytes, timeout_s: float = 10.0, tls_context: Optional
 
 def get(url: str, path: str, headers: Optional[Dict[str, str]] = None, timeout_s: float = 10.0) -> RawResponse:
     host, port = address(url)
-    lines = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}", "Connection: close"]
-    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    headers = {"Host": f"{host}:{port}", "Connection": "close", **(headers or {})}
+    lines = [f"GET {path} HTTP/1.1"] + [f"{name}: {value}" for name, value in headers.items()]
     return request(url, ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"), timeout_s)
 
 
