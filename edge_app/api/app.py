@@ -49,13 +49,15 @@ def create_app(
     service: ApplianceService,
     config_getter: Optional[Callable[[], AppConfig]] = None,
     *,
-    max_live_streams: int = 8,
+    max_live_streams: int = 32,
+    max_live_streams_per_camera: int = 8,
 ) -> Flask:
     """Build the REST API for ``service``.
 
     ``config_getter`` returns the running configuration (default ``service.current_config``); it
     is asked on every request, so a new token or body limit applies without a restart.
-    ``max_live_streams`` bounds concurrently open MJPEG live views.
+    ``max_live_streams`` bounds concurrently open MJPEG live views, ``max_live_streams_per_camera``
+    those of one camera (keep both well below the server's worker threads).
     """
     get_config: Callable[[], AppConfig] = config_getter or service.current_config
     app = Flask(__name__, static_folder=None)
@@ -72,7 +74,7 @@ def create_app(
     app.register_blueprint(health_blueprint(service))
     app.register_blueprint(status_blueprint(service))
     app.register_blueprint(config_blueprint(service, get_config))
-    app.register_blueprint(cameras_blueprint(service, get_config, max_live_streams))
+    app.register_blueprint(cameras_blueprint(service, get_config, max_live_streams, max_live_streams_per_camera))
     app.register_blueprint(metrics_blueprint(service))
     app.register_blueprint(openapi_blueprint())
     app.register_blueprint(dashboard_blueprint())
