@@ -2,7 +2,11 @@
 goes; viewers of one camera do not take live view away from the others."""
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import time
+from pathlib import Path
 from typing import List
 
 import cv2
@@ -10,8 +14,10 @@ import numpy as np
 import pytest
 import requests
 
+import edge_app.api
 from edge_app.api.live_view import KEEPALIVE_S, PLACEHOLDER_SIZE
 from tests.api import raw_http
+from tests.api.conftest import bus_detections
 
 CLOSE_WAIT = "08"
 
@@ -74,8 +80,6 @@ def test_a_frameless_camera_gets_headers_and_a_placeholder_at_once_then_keepaliv
 
 
 def test_the_first_frame_replaces_the_placeholder(api, bus_image):
-    from tests.api.conftest import bus_detections
-
     with open_raw_view(api.url, "back") as sock:
         head = raw_http.read_head(sock)
         headers, _, rest = read_part(sock, head.body, timeout_s=2)
@@ -145,3 +149,20 @@ def test_every_live_view_part_is_a_jpeg(api, camera_id):
         head = raw_http.read_head(sock)
         _, jpeg, _ = read_part(sock, head.body, timeout_s=3)
         assert cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR) is not None
+
+
+def test_the_dashboard_opens_a_stream_only_when_asked_for_a_camera_with_frames(api):
+    """The dashboard's own script, run by Node against the real API."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    script = Path(edge_app.api.__file__).parent / "static" / "dashboard.js"
+    harness = Path(__file__).parent / "js" / "dashboard_harness.mjs"
+    result = subprocess.run([node, str(harness), api.url, str(script)], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    steps = json.loads(result.stdout.strip().splitlines()[-1])
+    assert steps["after_load"] is None  # no stream just for opening the page
+    assert steps["after_picking_a_camera_without_frames"] is None
+    assert steps["after_picking_a_camera_with_frames"].endswith("api/v1/cameras/front/stream.mjpg")
+    assert steps["after_hiding_the_page"] is None
+    assert steps["after_showing_the_page_again"].endswith("api/v1/cameras/front/stream.mjpg")
