@@ -151,10 +151,18 @@ class ApiServer:
         """Load the certificate and key now, so a bad file is an error at start, naming it."""
         assert self._certfile is not None
         files = f"certificate {self._certfile}" + (f" / key {self._keyfile}" if self._keyfile else "")
+        for path in (self._certfile, self._keyfile):
+            # OpenSSL reports an unreadable file as "PEM lib"; opening it first names the cause.
+            try:
+                with open(path or self._certfile, "rb"):
+                    pass
+            except OSError as err:
+                raise TLSSetupError(f"cannot read the TLS file {path}: {err.strerror or err}") from err
         try:
             return DeferredHandshakeSSLAdapter(self._certfile, self._keyfile)
         except ssl.SSLError as err:
-            raise TLSSetupError(f"cannot use the TLS {files}: {err.reason or err}") from err
+            raise TLSSetupError(f"cannot use the TLS {files}: they must be a PEM certificate chain and its "
+                                f"private key ({err.reason or err})") from err
         except OSError as err:
             raise TLSSetupError(f"cannot read the TLS {files}: {err.strerror or err}") from err
 
