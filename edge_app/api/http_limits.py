@@ -28,6 +28,9 @@ class HttpLimits:
     # one for as long as it is watched; 64 slow sockets plus every live view must still leave
     # workers for /healthz and the status page. An idle thread costs a stack, not CPU.
     threads: int = 128
+    # Connections accepted but waiting for a worker; beyond it a new one is answered 503 at
+    # once instead of queueing without bound behind clients that hold every worker.
+    max_waiting_connections: int = 128
     # Keep-alive connections parked between requests (they hold a socket, not a thread).
     max_keepalive_connections: int = 256
 

@@ -174,7 +174,7 @@ class GuardedConnection(server.HTTPConnection):
 
     def __init__(self, http_server: "GuardedWsgiServer", sock: socket.socket, makefile: Callable[..., Any] = MakeFile):
         self.read_deadline = ReadDeadline()
-        self._handshake_done = not isinstance(sock, ssl.SSLSocket)
+        self.handshake_done = not isinstance(sock, ssl.SSLSocket)
         timeout_s = http_server.limits.socket_timeout_s
 
         def guarded_makefile(s: socket.socket, mode: str = "r", bufsize: int = _pyio.DEFAULT_BUFFER_SIZE) -> Any:
@@ -185,7 +185,7 @@ class GuardedConnection(server.HTTPConnection):
         super().__init__(http_server, sock, guarded_makefile)
 
     def communicate(self) -> bool:
-        if not self._handshake_done:
+        if not self.handshake_done:
             if not self._handshake():
                 return False
         return super().communicate()
@@ -216,7 +216,7 @@ class GuardedConnection(server.HTTPConnection):
             return False
         finally:
             sock.settimeout(self.server.limits.socket_timeout_s)
-        self._handshake_done = True
+        self.handshake_done = True
         self.ssl_env = self.server.ssl_adapter.get_environ(sock)
         return True
 
@@ -247,6 +247,8 @@ class GuardedWsgiServer(wsgi.Server):
             server_name=server_name,
             request_queue_size=limits.threads,
             timeout=limits.socket_timeout_s,
+            accepted_queue_size=limits.max_waiting_connections,
+            accepted_queue_timeout=0,  # a full queue must not stall the accepting thread
         )
         self.keep_alive_conn_limit = limits.max_keepalive_connections
 
@@ -259,6 +261,21 @@ class GuardedWsgiServer(wsgi.Server):
     @max_request_body_size.setter
     def max_request_body_size(self, value: int) -> None:
         pass  # the running configuration is the one source of the limit
+
+    def _serve_unservicable(self) -> None:
+        """cheroot's 503 for connections beyond the queue, as JSON like every other error."""
+        while self.ready:
+            conn = self._unservicable_conns.get()
+            if conn is server._STOPPING_FOR_INTERRUPT:
+                return
+            # Not over TLS before the handshake: answering would mean doing it in this thread.
+            if getattr(conn, "handshake_done", True):
+                try:
+                    GuardedRequest(self, conn).simple_response("503", "the appliance is busy; retry in a moment")
+                except Exception:  # being polite failed; the connection is closed either way
+                    pass
+            conn.linger = True
+            conn.close()
 
     def error_log(self, msg: str = "", level: int = logging.INFO, traceback: bool = False) -> None:
         """cheroot writes its own errors to stderr; send them through logging like everything else."""

@@ -178,3 +178,23 @@ def test_the_limits_are_the_documented_numbers():
     assert DEFAULT_LIMITS.header_deadline_s == 10.0
     assert DEFAULT_LIMITS.max_request_line_bytes == DEFAULT_LIMITS.max_header_bytes == 32 * 1024
     assert DEFAULT_LIMITS.threads >= SLOW_SOCKETS + 8 + 16
+
+
+def test_connections_beyond_the_workers_and_the_queue_get_503_at_once(api):
+    limits = HttpLimits(header_deadline_s=3.0, threads=2, max_waiting_connections=2)
+    server = ApiServer(create_app(api.service), "127.0.0.1", 0, limits=limits)
+    server.start()
+    hogs = []
+    try:
+        for _ in range(4):  # two hold the workers, two wait in the queue
+            hogs.append(raw_http.connect(server.url))
+            time.sleep(0.1)
+        started = time.monotonic()
+        refused = raw_http.get(server.url, "/healthz", timeout_s=5)
+        assert refused.status == 503
+        assert refused.json()["error"] == "the appliance is busy; retry in a moment"
+        assert time.monotonic() - started < 1.0
+    finally:
+        for sock in hogs:
+            sock.close()
+        server.stop(timeout_s=3)
