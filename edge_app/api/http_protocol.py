@@ -79,6 +79,13 @@ class _DeadlineReader(StreamReader):
         self.bytes_read = 0
 
 
+def _reason(code: int) -> str:
+    try:
+        return HTTPStatus(code).phrase
+    except ValueError:
+        return "Error"
+
+
 def _json_error(message: str) -> bytes:
     return json.dumps({"error": message}).encode("utf-8")
 
@@ -141,7 +148,7 @@ class GuardedRequest(server.HTTPRequest):
         message = self._sentence(code, message)
         body = _json_error(message)
         self.close_connection = True
-        reason = HTTPStatus(code).phrase if code in HTTPStatus._value2member_map_ else "Error"
+        reason = _reason(code)
         head = (
             f"{self.server.protocol} {code} {reason}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
@@ -157,13 +164,14 @@ class GuardedRequest(server.HTTPRequest):
     def _sentence(self, code: int, message: str) -> str:
         limits = self.server.limits
         if code == 408:
-            return f"the request did not arrive within {limits.header_deadline_s:g} s"
+            return (f"the request did not arrive in time (its headers within {limits.header_deadline_s:g} s, "
+                    f"its body within {limits.body_deadline_s:g} s)")
         if code == 413:
             return (f"the request body is larger than the limit of {self.server.max_request_body_size} bytes "
                     "(api.max_body_bytes)")
         if code == 500:
             return "internal error; the appliance log has the details"
-        return message.strip().rstrip(".") or HTTPStatus(code).phrase
+        return message.strip().rstrip(".") or _reason(code)
 
 
 class GuardedConnection(server.HTTPConnection):
