@@ -29,7 +29,7 @@ from cheroot import errors, server, wsgi
 from cheroot.makefile import MakeFile, StreamReader
 from cheroot.ssl.builtin import BuiltinSSLAdapter
 
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import RequestEntityTooLarge, RequestTimeout
 
 from edge_app.api.http_limits import HttpLimits
 
@@ -90,10 +90,39 @@ def _json_error(message: str) -> bytes:
     return json.dumps({"error": message}).encode("utf-8")
 
 
+_BODY_LATE = "the request body did not arrive in time"
+
+
+# The app reads the body itself; a body that misses its deadline must reach it as an HTTP
+# error (answered 408 in JSON), not as a socket exception it would report as a 500.
+class _TimedBody(server.KnownLengthRFile):
+    def __init__(self, rfile: Any, content_length: int, request: server.HTTPRequest):
+        super().__init__(rfile, content_length)
+        self._request = request
+
+    def _late(self, err: Exception) -> RequestTimeout:
+        self._request.close_connection = True  # the rest of the body will not be read
+        return RequestTimeout(_BODY_LATE)
+
+    def read(self, size: Optional[int] = None) -> bytes:
+        try:
+            return super().read(size)
+        except socket.timeout as err:
+            raise self._late(err) from err
+
+    def readline(self, size: Optional[int] = None) -> bytes:
+        try:
+            return super().readline(size)
+        except socket.timeout as err:
+            raise self._late(err) from err
+
+
 class _LimitedChunkedRFile(server.ChunkedRFile):
     def _fetch(self) -> None:
         try:
             super()._fetch()
+        except socket.timeout as err:
+            raise RequestTimeout(_BODY_LATE) from err
         except OSError as err:
             # cheroot's only way of saying the chunks passed the limit.
             if str(err) == "Request Entity Too Large":
@@ -134,12 +163,22 @@ class GuardedRequest(server.HTTPRequest):
         if self.chunked_read:
             self.rfile = _LimitedChunkedRFile(self.conn.rfile, self.server.max_request_body_size)
         else:
-            self.rfile = server.KnownLengthRFile(self.conn.rfile, int(self.inheaders.get(b"Content-Length", 0)))
+            self.rfile = _TimedBody(self.conn.rfile, int(self.inheaders.get(b"Content-Length", 0)), self)
         self.server.gateway(self).respond()
         if self.ready:
             self.ensure_headers_sent()
         if self.chunked_write:
             self.conn.wfile.write(b"0\r\n\r\n")
+
+    def send_headers(self) -> None:
+        # cheroot reads what the app left of the body before answering on a kept-alive
+        # connection; a body that is late then closes the connection instead of raising here.
+        if not self.close_connection and not self.chunked_read and getattr(self.rfile, "remaining", 0) > 0:
+            try:
+                self.rfile.read(self.rfile.remaining)
+            except RequestTimeout:
+                self.close_connection = True
+        super().send_headers()
 
     def simple_response(self, status: Any, msg: Any = "") -> None:
         """Answer an error found by the server layer (before the app saw the request) and close."""

@@ -198,3 +198,40 @@ def test_connections_beyond_the_workers_and_the_queue_get_503_at_once(api):
         for sock in hogs:
             sock.close()
         server.stop(timeout_s=3)
+
+
+def test_a_body_sent_too_slowly_gets_408_not_500(api):
+    server = ApiServer(create_app(api.service), "127.0.0.1", 0, limits=HttpLimits(body_deadline_s=1.0))
+    server.start()
+    try:
+        with raw_http.connect(server.url) as sock:
+            sock.sendall(b"PATCH /api/v1/config HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 200\r\n\r\n{")
+            started = time.monotonic()
+            try:
+                while time.monotonic() - started < 1.6:
+                    time.sleep(0.2)
+                    sock.send(b" ")  # each byte well inside the socket timeout; the whole far too slow
+            except OSError:
+                pass
+            response = raw_http.read_response(sock)
+        assert response.status == 408
+        assert response.json()["error"] == "the request body did not arrive in time"
+        assert time.monotonic() - started < 4.0
+    finally:
+        server.stop(timeout_s=3)
+
+
+def test_a_late_body_on_a_route_that_ignores_it_closes_quietly(api, caplog):
+    server = ApiServer(create_app(api.service), "127.0.0.1", 0, limits=HttpLimits(body_deadline_s=1.0))
+    server.start()
+    try:
+        with raw_http.connect(server.url) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nab")
+            response = raw_http.read_response(sock)
+            assert response.status == 200
+            assert response.headers.get("connection") == "close"
+            assert raw_http.wait_closed(sock, 3.0)
+    finally:
+        server.stop(timeout_s=3)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
