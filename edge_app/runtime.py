@@ -26,7 +26,7 @@ def run_appliance(config: AppConfig, config_path: Path, stop: threading.Event) -
         print(f"edge-app: {problem}", file=sys.stderr)
         return 1
     from edge_app.api import create_app
-    from edge_app.api.server import ApiServer
+    from edge_app.api.server import ApiServer, TLSSetupError
     from edge_app.appliance import Appliance
     from edge_app.detect.base import DetectorError
 
@@ -34,9 +34,13 @@ def run_appliance(config: AppConfig, config_path: Path, stop: threading.Event) -
     # The API comes up first so /api/v1/status can show a TensorRT engine build in progress.
     server = None
     if config.api.enabled:
-        server = ApiServer(create_app(appliance), config.api.host, config.api.port)
+        server = ApiServer.from_config(create_app(appliance), config.api,
+                                       body_limit_bytes=lambda: appliance.current_config().api.max_body_bytes)
         try:
             server.start()
+        except TLSSetupError as err:
+            print(f"edge-app: {err}", file=sys.stderr)
+            return 1
         except OSError as err:
             print(f"edge-app: cannot serve the API on {config.api.host}:{config.api.port}: {err.strerror or err}", file=sys.stderr)
             return 1

@@ -17,6 +17,7 @@ from edge_app.api.config_routes import config_blueprint
 from edge_app.api.dashboard import dashboard_blueprint
 from edge_app.api.errors import register_error_handlers
 from edge_app.api.health import health_blueprint
+from edge_app.api.hosts import install_host_check
 from edge_app.api.metrics import metrics_blueprint
 from edge_app.api.openapi import openapi_blueprint
 from edge_app.api.service import ApplianceService
@@ -48,13 +49,15 @@ def create_app(
     service: ApplianceService,
     config_getter: Optional[Callable[[], AppConfig]] = None,
     *,
-    max_live_streams: int = 8,
+    max_live_streams: int = 32,
+    max_live_streams_per_camera: int = 8,
 ) -> Flask:
     """Build the REST API for ``service``.
 
     ``config_getter`` returns the running configuration (default ``service.current_config``); it
     is asked on every request, so a new token or body limit applies without a restart.
-    ``max_live_streams`` bounds concurrently open MJPEG live views.
+    ``max_live_streams`` bounds concurrently open MJPEG live views, ``max_live_streams_per_camera``
+    those of one camera (keep both well below the server's worker threads).
     """
     get_config: Callable[[], AppConfig] = config_getter or service.current_config
     app = Flask(__name__, static_folder=None)
@@ -63,13 +66,15 @@ def create_app(
     # The limit at start; requests read the running configuration (see _live_limit_request_class).
     app.config["MAX_CONTENT_LENGTH"] = get_config().api.max_body_bytes
 
+    # The host check comes first: a rebound request must not even learn whether its token works.
+    install_host_check(app, get_config)
     install_auth(app, get_config, QUERY_TOKEN_ENDPOINTS)
     register_error_handlers(app)
 
     app.register_blueprint(health_blueprint(service))
     app.register_blueprint(status_blueprint(service))
     app.register_blueprint(config_blueprint(service, get_config))
-    app.register_blueprint(cameras_blueprint(service, get_config, max_live_streams))
+    app.register_blueprint(cameras_blueprint(service, get_config, max_live_streams, max_live_streams_per_camera))
     app.register_blueprint(metrics_blueprint(service))
     app.register_blueprint(openapi_blueprint())
     app.register_blueprint(dashboard_blueprint())

@@ -1,7 +1,9 @@
 """Bearer-token protection of ``/api/v1/*``.
 
 The token is read from the running configuration on every request, so a token changed through
-``PATCH /api/v1/config`` applies to the very next request without a restart.
+``PATCH /api/v1/config`` applies to the very next request without a restart. A client that
+sends wrong tokens too often is refused with 429 for a while, whatever it sends, so the token
+cannot be guessed at network speed; the log says so once a minute per client, not per guess.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Callable, Collection, Optional
 from flask import Flask, Response, request
 
 from edge_app.api.errors import error_response
+from edge_app.api.throttle import FailureThrottle, LogLimiter
 from edge_app.config.schema import AppConfig
 
 logger = logging.getLogger(__name__)
@@ -40,13 +43,27 @@ def install_auth(
     app: Flask,
     config_getter: Callable[[], AppConfig],
     query_token_endpoints: Collection[str] = (),
+    throttle: Optional[FailureThrottle] = None,
 ) -> None:
     """Require the configured token on ``/api/v1/*``.
 
     ``query_token_endpoints`` also accept ``?token=``: an ``<img src>`` showing a snapshot or
     an MJPEG stream in a browser cannot send an Authorization header. Everywhere else the query
     parameter is ignored, so tokens do not spread into URLs that need not carry them.
+    ``throttle`` counts wrong tokens per client address (default: 10 a minute).
     """
+    failures = throttle or FailureThrottle()
+    log_limiter = LogLimiter(failures.policy.window_s)
+
+    def log_wrong_token(client: str, path: str, now_throttled: bool) -> None:
+        if now_throttled:
+            logger.warning("%s sent %d wrong tokens within %g s; refusing it for a while",
+                           client, failures.policy.max_failures, failures.policy.window_s)
+            return
+        allowed, suppressed = log_limiter.allow(client)
+        if allowed:
+            more = f" ({suppressed} more since the last such line)" if suppressed else ""
+            logger.info("rejected a request to %r with a wrong token from %s%s", path, client, more)
 
     @app.before_request
     def _require_token() -> Optional[Response]:
@@ -56,12 +73,17 @@ def install_auth(
         expected = config_getter().api.token
         if not expected:
             return None
+        client = request.remote_addr or "?"
+        retry_after_s = failures.retry_after_s(client)
+        if retry_after_s is not None:
+            return error_response(429, f"too many wrong tokens from {client}; retry in {retry_after_s} s",
+                                  {"Retry-After": str(retry_after_s)})
         presented = bearer_token(request.headers.get("Authorization"))
         if presented is None and request.endpoint in query_token_endpoints:
             presented = request.args.get("token") or None
         if presented is None:
             return error_response(401, "this API needs a token: send 'Authorization: Bearer <token>'", CHALLENGE)
         if not _same_token(presented, expected):
-            logger.info("rejected a request to %s with a wrong token from %s", path, request.remote_addr)
+            log_wrong_token(client, path, failures.record_failure(client))
             return error_response(401, "the token is wrong", CHALLENGE)
         return None

@@ -7,25 +7,22 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import OrderedDict
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from flask import Blueprint, Response, jsonify, request
 
 from edge_app.annotate import draw_detections, encode_jpeg
 from edge_app.api.errors import ApiError
+from edge_app.api.live_view import BOUNDARY, LiveViewSlots, mjpeg_parts, placeholder_jpeg
 from edge_app.api.server import SHUTDOWN_ENVIRON_KEY
 from edge_app.api.service import AnalysedFrame, ApplianceService, UnknownCamera
 from edge_app.config.schema import AppConfig
 
 logger = logging.getLogger(__name__)
 
-BOUNDARY = "frame"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
-STREAM_POLL_S = 0.5  # how quickly a live view notices server shutdown
-STREAM_KEEPALIVE_S = 5.0  # resend the last frame this often when the camera is quiet
 DEFAULT_STREAM_FPS = 10.0
 MAX_STREAM_FPS = 30.0
 RETRY_AFTER = {"Retry-After": "1"}
@@ -82,64 +79,25 @@ class JpegCache:
         return jpeg
 
 
-def _part(jpeg: bytes, frame: AnalysedFrame) -> bytes:
-    head = (
-        f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(jpeg)}\r\n"
-        f"X-Frame-Id: {frame.frame_id}\r\nX-Frame-Timestamp: {frame.ts:.3f}\r\n\r\n"
-    )
-    return head.encode("ascii") + jpeg + b"\r\n"
-
-
 def cameras_blueprint(
     service: ApplianceService,
     config_getter: Callable[[], AppConfig],
-    max_live_streams: int = 8,
+    max_live_streams: int = 32,
+    max_live_streams_per_camera: int = 8,
 ) -> Blueprint:
-    """``max_live_streams`` bounds open MJPEG views: each holds an HTTP worker thread, and the
-    rest of the API must stay reachable however many browser tabs are left open."""
+    """``max_live_streams`` bounds open MJPEG views (``max_live_streams_per_camera`` those of one
+    camera): each holds an HTTP worker thread, and the rest of the API must stay reachable
+    however many browser tabs are left open."""
     bp = Blueprint("cameras", __name__)
     cache = JpegCache()
-    stream_slots = threading.BoundedSemaphore(max_live_streams)
+    slots = LiveViewSlots(max_live_streams, max_live_streams_per_camera)
+    no_frame_jpeg = placeholder_jpeg()
 
     def frame_or_503(camera_id: str) -> AnalysedFrame:
         frame = service.latest_frame(camera_id)
         if frame is None:
             raise ApiError(503, f"camera {camera_id!r} has no analysed frame yet", headers=RETRY_AFTER)
         return frame
-
-    def live_frames(camera_id: str, stopping: threading.Event) -> Iterator[AnalysedFrame]:
-        """Each newer analysed frame; the last one again after a quiet spell, which keeps proxies
-        from timing out and lets a write fail when the viewer is gone."""
-        last_key: Optional[Tuple[int, float]] = None
-        last_id = 0
-        last_sent_at = 0.0
-        while not stopping.is_set():
-            frame = service.wait_frame(camera_id, last_id, STREAM_POLL_S)
-            if frame is None:
-                latest = service.latest_frame(camera_id)
-                if latest is None:
-                    continue
-                restarted = (latest.frame_id, latest.ts) != last_key
-                if not restarted and time.monotonic() - last_sent_at < STREAM_KEEPALIVE_S:
-                    continue
-                frame = latest
-            yield frame
-            last_key, last_id, last_sent_at = (frame.frame_id, frame.ts), frame.frame_id, time.monotonic()
-
-    def mjpeg(camera_id: str, annotate: bool, quality: int, fps: float, stopping: threading.Event) -> Iterator[bytes]:
-        min_interval_s = 1.0 / fps
-        try:
-            for frame in live_frames(camera_id, stopping):
-                started = time.monotonic()
-                yield _part(cache.render(frame, annotate, quality), frame)
-                # Waiting on the event rather than sleeping keeps shutdown prompt.
-                stopping.wait(max(0.0, min_interval_s - (time.monotonic() - started)))
-            yield f"--{BOUNDARY}--\r\n".encode("ascii")
-        except UnknownCamera:
-            logger.info("live view of camera %r ended: the camera was removed", camera_id)
-        except GeneratorExit:
-            logger.debug("live view of camera %r closed by the viewer", camera_id)
-            raise
 
     @bp.get("/api/v1/cameras")
     def list_cameras() -> Response:
@@ -179,18 +137,23 @@ def cameras_blueprint(
         quality = int(number_arg(request.args, "quality", settings.jpeg_quality, 1, 100, integer=True))
         fps = number_arg(request.args, "fps", DEFAULT_STREAM_FPS, 0.1, MAX_STREAM_FPS, integer=False)
         service.latest_frame(camera_id)  # raises UnknownCamera (404) before the stream starts
-        if not stream_slots.acquire(blocking=False):
-            raise ApiError(503, f"too many live views are open (at most {max_live_streams}); close one and retry", headers=RETRY_AFTER)
+        refused = slots.acquire(camera_id)
+        if refused:
+            raise ApiError(503, refused, headers=RETRY_AFTER)
         released = threading.Event()
 
         def release_slot() -> None:
             if not released.is_set():
                 released.set()
-                stream_slots.release()
+                slots.release(camera_id)
 
         stopping = request.environ.get(SHUTDOWN_ENVIRON_KEY) or threading.Event()
+
+        def render(frame: AnalysedFrame) -> bytes:
+            return cache.render(frame, annotate, quality)
+
         response = Response(
-            mjpeg(camera_id, annotate, quality, fps, stopping),
+            mjpeg_parts(service, camera_id, render, fps, stopping, no_frame_jpeg),
             content_type=f"multipart/x-mixed-replace; boundary={BOUNDARY}",
         )
         # call_on_close runs even when the body was never iterated, unlike a generator's finally.

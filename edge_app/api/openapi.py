@@ -28,6 +28,26 @@ def _error(description: str) -> Dict[str, Any]:
     return _json(_ref("Error"), description)
 
 
+def _error_with_headers(description: str, **headers: str) -> Dict[str, Any]:
+    answer = _error(description)
+    answer["headers"] = {name: {"description": text, "schema": {"type": "string"}} for name, text in headers.items()}
+    return answer
+
+
+# What the server answers to any request before a route sees it (edge_app/api/http_limits.py).
+PROTOCOL_ERRORS = {
+    "400": _error("Host names a DNS name other than localhost that api.allowed_hosts does not list"),
+    "408": _error_with_headers("The request line and headers did not arrive within 10 s", Connection="close"),
+    "413": _error("Declared body (Content-Length) larger than api.max_body_bytes; refused before it is read"),
+    "414": _error("Request line longer than 32 KiB"),
+    "431": _error("Request headers larger than 32 KiB in total"),
+}
+THROTTLED = _error_with_headers(
+    "Too many wrong tokens from this address (10 a minute); refused until the minute is over",
+    **{"Retry-After": "Seconds until this address may try again"},
+)
+
+
 
 
 INTEGER: Schema = {"type": "integer"}
@@ -174,8 +194,11 @@ def _op(
         op["parameters"] = params
     if body:
         op["requestBody"] = body
+    for status, answer in PROTOCOL_ERRORS.items():
+        op["responses"].setdefault(status, answer)
     if secured:
         op["responses"].setdefault("401", _error("Missing or wrong token (when api.token is set)"))
+        op["responses"].setdefault("429", THROTTLED)
     else:
         op["security"] = []
     return op
@@ -240,7 +263,7 @@ def _paths() -> Dict[str, Any]:
                     "200": _binary("multipart/x-mixed-replace", "A stream of JPEG parts"),
                     "400": bad_query,
                     "404": unknown_camera,
-                    "503": _error("Too many live views are open"),
+                    "503": _error("Too many live views are open, in total or of this camera"),
                 },
                 "cameras",
                 [CAMERA_ID, ANNOTATE, QUALITY, FPS, TOKEN_QUERY],
@@ -257,7 +280,8 @@ def build_openapi() -> Dict[str, Any]:
             "title": "edge-app REST API",
             "version": __version__,
             "description": "Status, configuration, snapshots, detections and live views of an edge-app appliance. "
-            "Every error is a JSON object {\"error\": \"<sentence>\"}.",
+            "Every error is a JSON object {\"error\": \"<sentence>\"}. A camera with no frame yet streams "
+            "a \"no frame yet\" picture until it has one; every live view sends a part at least every 2 s.",
         },
         "paths": _paths(),
         "components": {

@@ -1,18 +1,22 @@
 """``ApiServer``: the Flask app served by cheroot, a production WSGI server, in its own thread.
 
-TLS: cheroot serves HTTPS through its SSL adapter. ``certfile`` (and ``keyfile`` when the key is
-not in the certificate file) switch it on; the configuration schema has no TLS keys for the API
-yet, so the caller decides where they come from.
+Connection handling (deadlines, size limits, the TLS handshake) lives in
+:mod:`edge_app.api.http_protocol`, its numbers in :mod:`edge_app.api.http_limits`.
+TLS: ``certfile`` (and ``keyfile`` when the key is not in the certificate file) switch HTTPS on;
+:meth:`ApiServer.from_config` takes them from ``api.tls``.
 """
 from __future__ import annotations
 
 import logging
 import re
+import ssl
 import threading
 import time
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Union
 
-from cheroot import wsgi
+from edge_app.api.http_limits import DEFAULT_LIMITS, HttpLimits
+from edge_app.api.http_protocol import DeferredHandshakeSSLAdapter, GuardedWsgiServer
+from edge_app.config.schema import APIConfig
 
 logger = logging.getLogger(__name__)
 
@@ -23,6 +27,11 @@ THREAD_NAME = "api:http"
 SHUTDOWN_ENVIRON_KEY = "edge_app.api.stopping"
 
 WsgiApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
+BodyLimit = Union[int, Callable[[], int]]
+
+
+class TLSSetupError(OSError):
+    """The certificate or key of ``api.tls`` cannot be used; the message names the file."""
 
 
 def _bind_error(err: OSError, host: str, port: int) -> OSError:
@@ -35,22 +44,13 @@ def _bind_error(err: OSError, host: str, port: int) -> OSError:
     return OSError(f"cannot listen on {host}:{port}: {err}")
 
 
-class _LoggingWsgiServer(wsgi.Server):
-    """cheroot writes its own errors to stderr; send them through logging like everything else."""
-
-    # The connection loop notices stop() only when it next wakes; cheroot's 0.5 s would eat half
-    # of the shutdown budget the appliance has after SIGTERM. Ten wakeups a second cost nothing.
-    expiration_interval = 0.1
-
-    def error_log(self, msg: str = "", level: int = logging.INFO, traceback: bool = False) -> None:
-        logger.log(level, "%s", msg, exc_info=traceback)
-
-
 class ApiServer:
     """Serves ``app`` on ``host:port`` from a thread named ``api:http``.
 
     ``port=0`` asks the OS for a free port; :attr:`port` gives the real one after :meth:`start`.
-    ``threads`` bounds concurrent requests (keep it above the app's live-view limit).
+    ``limits`` bound what one client can hold; ``body_limit_bytes`` (a number, or a function
+    asked per request so a changed ``api.max_body_bytes`` applies at once) refuses larger bodies
+    with 413 before they are read.
     """
 
     def __init__(
@@ -61,19 +61,44 @@ class ApiServer:
         *,
         certfile: Optional[str] = None,
         keyfile: Optional[str] = None,
-        threads: int = 16,
-        socket_timeout_s: float = 10.0,
+        limits: HttpLimits = DEFAULT_LIMITS,
+        body_limit_bytes: BodyLimit = APIConfig.model_fields["max_body_bytes"].default,
     ):
         self._app = app
         self._host = host
         self._requested_port = port
         self._certfile = certfile
         self._keyfile = keyfile
-        self._threads = threads
-        self._socket_timeout_s = socket_timeout_s
+        self._limits = limits
+        self._body_limit: Callable[[], int] = body_limit_bytes if callable(body_limit_bytes) else (lambda: int(body_limit_bytes))
         self._stopping = threading.Event()
-        self._server: Optional[_LoggingWsgiServer] = None
+        self._server: Optional[GuardedWsgiServer] = None
         self._thread: Optional[threading.Thread] = None
+
+    @classmethod
+    def from_config(
+        cls,
+        app: WsgiApp,
+        api_config: APIConfig,
+        *,
+        body_limit_bytes: Optional[Callable[[], int]] = None,
+        limits: HttpLimits = DEFAULT_LIMITS,
+    ) -> "ApiServer":
+        """The server ``api_config`` describes: host, port, HTTPS from ``api.tls``.
+
+        ``body_limit_bytes`` should read the running configuration; without it the limit is
+        the one of ``api_config``.
+        """
+        tls = api_config.tls
+        return cls(
+            app,
+            api_config.host,
+            api_config.port,
+            certfile=tls.certfile if tls.enabled else None,
+            keyfile=tls.keyfile if tls.enabled else None,
+            limits=limits,
+            body_limit_bytes=body_limit_bytes or api_config.max_body_bytes,
+        )
 
     def _wsgi(self, environ: dict, start_response: Callable[..., Any]) -> Iterable[bytes]:
         environ[SHUTDOWN_ENVIRON_KEY] = self._stopping
@@ -105,17 +130,14 @@ class ApiServer:
         """Bind and start serving. Binding happens here, so a busy port raises OSError at once."""
         if self._server is not None:
             raise RuntimeError("the API server was already started")
-        server = _LoggingWsgiServer(
+        ssl_adapter = self._ssl_adapter() if self._certfile else None
+        server = GuardedWsgiServer(
             (self._host, self._requested_port),
             self._wsgi,
-            numthreads=self._threads,
-            server_name="edge-app",
-            timeout=self._socket_timeout_s,
+            limits=self._limits,
+            body_limit_bytes=self._body_limit,
         )
-        if self._certfile:
-            from cheroot.ssl.builtin import BuiltinSSLAdapter
-
-            server.ssl_adapter = BuiltinSSLAdapter(self._certfile, self._keyfile)
+        server.ssl_adapter = ssl_adapter
         try:
             server.prepare()
         except OSError as err:
@@ -124,6 +146,25 @@ class ApiServer:
         self._thread = threading.Thread(target=self._serve, name=THREAD_NAME, daemon=True)
         self._thread.start()
         logger.info("REST API listening on %s", self.url)
+
+    def _ssl_adapter(self) -> DeferredHandshakeSSLAdapter:
+        """Load the certificate and key now, so a bad file is an error at start, naming it."""
+        assert self._certfile is not None
+        files = f"certificate {self._certfile}" + (f" / key {self._keyfile}" if self._keyfile else "")
+        for path in (self._certfile, self._keyfile):
+            # OpenSSL reports an unreadable file as "PEM lib"; opening it first names the cause.
+            try:
+                with open(path or self._certfile, "rb"):
+                    pass
+            except OSError as err:
+                raise TLSSetupError(f"cannot read the TLS file {path}: {err.strerror or err}") from err
+        try:
+            return DeferredHandshakeSSLAdapter(self._certfile, self._keyfile)
+        except ssl.SSLError as err:
+            raise TLSSetupError(f"cannot use the TLS {files}: they must be a PEM certificate chain and its "
+                                f"private key ({err.reason or err})") from err
+        except OSError as err:
+            raise TLSSetupError(f"cannot read the TLS {files}: {err.strerror or err}") from err
 
     def _serve(self) -> None:
         assert self._server is not None

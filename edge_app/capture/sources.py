@@ -67,6 +67,18 @@ class SourceError(ValueError):
     """The source can never work as configured; retrying is pointless."""
 
 
+# Frames above 8K on a side are refused: one 16k x 16k picture is 768 MiB as BGR before any
+# copy the pipeline makes, and no detector here gains anything from it.
+MAX_FRAME_SIDE_PX = 8192
+
+
+def frame_too_large(width: int, height: int) -> Optional[str]:
+    """The camera error for a frame of ``width`` x ``height``, or None when it is acceptable."""
+    if max(width, height) <= MAX_FRAME_SIDE_PX:
+        return None
+    return f"frames of {width}x{height} px are larger than the {MAX_FRAME_SIDE_PX} px per side this appliance accepts"
+
+
 class SourceUnavailable(RuntimeError):
     """The source cannot be opened now; it may work on a later attempt."""
 
@@ -195,6 +207,9 @@ class OpenCVSource:
         ok, image = self._capture.read()
         if not ok or image is None:
             return None
+        too_large = frame_too_large(image.shape[1], image.shape[0])
+        if too_large:
+            raise SourceError(too_large)
         return image
 
     def release(self) -> None:
@@ -241,4 +256,9 @@ def open_source(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_s: 
     if not capture.isOpened():
         capture.release()
         raise SourceUnavailable(f"cannot open {mask_secrets(spec.target)}")
+    # Refused before the first decode where the backend knows the size already.
+    too_large = frame_too_large(int(capture.get(cv2.CAP_PROP_FRAME_WIDTH) or 0), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT) or 0))
+    if too_large:
+        capture.release()
+        raise SourceError(too_large)
     return OpenCVSource(capture, spec.live)

@@ -127,3 +127,21 @@ def test_dashboard_page_and_its_assets(secured_api):
         asset_response = secured_api.get("/" + asset)
         assert asset_response.status_code == 200 and kind in asset_response.headers["Content-Type"]
     assert "Authorization" in secured_api.get("/static/dashboard.js").text
+
+
+@pytest.mark.parametrize("status", ["400", "408", "413", "414", "431"])
+def test_openapi_documents_what_the_server_refuses_on_every_route(api, status):
+    document = api.get("/api/openapi.json").json()
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            assert status in operation["responses"], f"{method.upper()} {path} lacks {status}"
+
+
+def test_openapi_documents_throttling_on_token_protected_routes(api):
+    document = api.get("/api/openapi.json").json()
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            secured = operation.get("security") != []
+            assert ("429" in operation["responses"]) is secured, f"{method.upper()} {path}"
+            if secured:
+                assert "Retry-After" in operation["responses"]["429"]["headers"]

@@ -10,6 +10,7 @@
   const state = {
     token: sessionStorage.getItem(TOKEN_KEY) || "",
     liveCamera: null,
+    framesByCamera: {},  // camera id -> whether it has analysed a frame (only those get a stream)
     loadedConfig: null,
     timer: null,
   };
@@ -136,27 +137,43 @@
       row.append(cell);
       body.append(row);
     }
-    if (state.liveCamera === null && cameras.length) setLive(cameras[0].id);
+    state.framesByCamera = {};
+    for (const cam of cameras) state.framesByCamera[cam.id] = (cam.frames_analyzed || 0) > 0;
+    // No camera is picked for the viewer: a live view costs the appliance a worker and JPEG
+    // encodes, so one is opened only when asked for, and only once the camera has a frame.
+    updateStream();
   }
 
   // ---- live view and detections ------------------------------------------------------------
 
   function setLive(cameraId) {
     state.liveCamera = cameraId;
-    const img = $("live");
-    // Clearing src closes the previous MJPEG connection on the appliance.
-    img.removeAttribute("src");
     $("live-name").textContent = cameraId ? cameraId : "(pick a camera)";
     $("detections").replaceChildren();
     $("detections-meta").textContent = "";
-    if (cameraId && !document.hidden) img.src = withToken(cameraPath(cameraId, "stream.mjpg"));
+    updateStream();
   }
 
-  document.addEventListener("visibilitychange", () => {
-    // A hidden tab gets no live view: every open stream costs the appliance JPEG encodes.
-    if (document.hidden) $("live").removeAttribute("src");
-    else if (state.liveCamera && !$("main").hidden) setLive(state.liveCamera);
-  });
+  // Opens the picked camera's stream when it has frames and the page is visible, closes it
+  // otherwise. Removing src is what closes the MJPEG connection on the appliance.
+  function updateStream() {
+    const img = $("live");
+    const id = state.liveCamera;
+    const wanted = id !== null && !document.hidden && !$("main").hidden && state.framesByCamera[id] === true;
+    if (!wanted) {
+      if (img.getAttribute("src")) img.removeAttribute("src");
+      img.dataset.camera = "";
+      if (id !== null && state.framesByCamera[id] === false) $("detections-meta").textContent = "No frame yet.";
+      return;
+    }
+    if (img.dataset.camera !== id || !img.getAttribute("src")) {
+      img.dataset.camera = id;
+      img.src = withToken(cameraPath(id, "stream.mjpg"));
+    }
+  }
+
+  document.addEventListener("visibilitychange", updateStream);
+  window.addEventListener("pagehide", () => $("live").removeAttribute("src"));
 
   function renderDetections(result) {
     const body = $("detections");
@@ -319,7 +336,6 @@
       if (err instanceof Unauthorized) return;
     }
     showMain();
-    if (state.liveCamera) setLive(state.liveCamera);
     poll();
   }
 
