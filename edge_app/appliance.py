@@ -18,7 +18,8 @@ from edge_app.config.store import ConfigError, Problem, mask_url, save_config
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.mqtt.publisher import MqttPublisher
-from edge_app.pipeline.health import STALL_AFTER_S, PipelineHealth, assess
+from edge_app.pipeline import health as pipeline_health
+from edge_app.pipeline.health import PipelineHealth, assess, readiness_reason, status_fields
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
@@ -33,9 +34,9 @@ class StartCancelled(DetectorError):
 
 
 class Appliance:
-    def __init__(self, config: AppConfig, config_path: Optional[Path] = None, stall_after_s: float = STALL_AFTER_S):
+    def __init__(self, config: AppConfig, config_path: Optional[Path] = None, stall_after_s: Optional[float] = None):
         self._config = config
-        self.stall_after_s = stall_after_s
+        self.stall_after_s = pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s
         self._config_path = Path(config_path) if config_path else None
         self._apply_lock = threading.RLock()
         self._started_mono_s = time.monotonic()
@@ -257,14 +258,7 @@ class Appliance:
         return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)
 
     def _pipeline_entry(self) -> Dict[str, Any]:
-        health = self.pipeline_health()
-        return {
-            **self._results.pipeline_figures(),
-            "errors": self._pipeline.errors,
-            "stalled": health.stalled,
-            "stall_reason": health.reason,
-            "last_batch_age_s": health.last_batch_age_s,
-        }
+        return {**self._results.pipeline_figures(), "errors": self._pipeline.errors, **status_fields(self.pipeline_health())}
 
     def engine_build(self) -> Optional[Dict[str, Any]]:
         """The TensorRT engine build's latest progress report, or None."""
@@ -288,9 +282,9 @@ class Appliance:
             reasons.append("the model is still loading" if self._loading else "the model is not loaded")
         if not any(w.state == StreamState.STREAMING for w in self._cameras.values()):
             reasons.append("no camera is streaming")
-        health = self.pipeline_health()
-        if health.stalled:
-            reasons.append(f"the pipeline is stalled: {health.reason}")
+        stalled = readiness_reason(self.pipeline_health())
+        if stalled:
+            reasons.append(stalled)
         return (not reasons, reasons)
 
     def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
