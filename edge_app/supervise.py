@@ -147,6 +147,8 @@ class Supervisor:
             self._loader.join(min(1.5, max(0.0, deadline_s - self._clock() - 2.5)))
             if self._loader.is_alive():
                 log.warning("the model is still loading; stopping without waiting for it")
+            elif self._load_error is not None:
+                log.info("start-up ended early: %s", self._load_error)
         if self._server is not None:
             self._server.stop(timeout_s=min(1.0, max(0.1, deadline_s - self._clock() - 2.0)))
         self._appliance.stop(timeout_s=max(0.5, deadline_s - self._clock() - 0.2))
