@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from pathlib import Path
-from typing import List, Tuple
 
 import pytest
 import requests
@@ -23,39 +19,8 @@ import yaml
 
 from edge_app.systemd import SystemdNotifier, watchdog_interval_s
 from tests.e2e.appliance import wait_until
+from tests.support.notify import NotifySocket
 from tests.support.net import free_port
-
-
-class NotifySocket:
-    """A datagram socket like systemd's; keeps every message with the time it arrived."""
-
-    def __init__(self, address: str):
-        self.address = address
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind("\0" + address[1:] if address.startswith("@") else address)
-        self.sock.settimeout(0.2)
-        self.messages: List[Tuple[float, str]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        while not self._stop.is_set():
-            try:
-                data = self.sock.recv(65536)
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            self.messages.append((time.monotonic(), data.decode()))
-
-    def lines(self, key: str) -> List[Tuple[float, str]]:
-        return [(t, line) for t, message in list(self.messages) for line in message.split("\n") if line.startswith(key + "=")]
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(2)
-        self.sock.close()
 
 
 def test_notifier_speaks_to_path_and_abstract_sockets_and_never_raises(tmp_path):

@@ -5,11 +5,13 @@ minutes would be) so the signal lands in the middle of it.
 """
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+import uuid
 
 import pytest
 import requests
@@ -18,6 +20,7 @@ from edge_app.appliance import Appliance
 from edge_app.config.schema import AppConfig
 from tests.e2e.appliance import ApplianceProcess, wait_until
 from tests.support.net import free_port
+from tests.support.notify import NotifySocket
 from tests.tensorrt.conftest import STANDIN_DIR
 from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
@@ -99,12 +102,17 @@ def test_sigterm_during_an_engine_build_of_edge_app_run_cancels_it(model_path, t
     app = ApplianceProcess(config, tmp_path)
     log = open(app.log_path, "wb")
     app._log = log
+    notify = NotifySocket(f"@edge-app-test-{uuid.uuid4().hex}")
+    env = dict(os.environ, NOTIFY_SOCKET=notify.address, WATCHDOG_USEC="2000000")
     app.proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(app.config_path)], stdout=log,
-                                stderr=subprocess.STDOUT, cwd=repo_root)
+                                stderr=subprocess.STDOUT, cwd=repo_root, env=env)
     try:
         wait_until(app._api_up, 60, "the API to answer")
         wait_until(lambda: (app.get("/api/v1/status").json().get("engine_build") or {}).get("state") == "building",
                    30, "the engine build to begin")
+        # systemd is asked for more start-up time while the build runs.
+        extend = wait_until(lambda: notify.lines("EXTEND_TIMEOUT_USEC"), 5, "EXTEND_TIMEOUT_USEC")
+        assert int(extend[0][1].split("=")[1]) >= 30_000_000
         started_s = time.monotonic()
         app.proc.send_signal(signal.SIGTERM)
         code = app.proc.wait(10)
@@ -112,7 +120,11 @@ def test_sigterm_during_an_engine_build_of_edge_app_run_cancels_it(model_path, t
         assert code == 0 and elapsed_s < 5.0, (code, elapsed_s, app.log_tail())
         assert "was cancelled" in app.log_tail(), app.log_tail()
         assert not list(engines.glob("*.engine")), "a cancelled build leaves no engine behind"
+        # systemd was never told the service was ready.
+        assert any("building the TensorRT engine" in line for _, line in notify.lines("STATUS"))
+        assert notify.lines("STOPPING") and not notify.lines("READY") and not notify.lines("WATCHDOG")
     finally:
         app.close()
+        notify.close()
     with pytest.raises(requests.ConnectionError):
         requests.get(app.base_url + "/healthz", timeout=1)
