@@ -35,13 +35,16 @@ def _cameras(hung_server):
             {"id": "bars", "source": "test://bars?width=320&height=240&fps=10"}]
 
 
-def test_ten_stops_with_a_camera_hanging_in_open_all_exit_0_within_5_s(appliance_factory, model_path, hung_server):
+def test_ten_stops_with_a_camera_hanging_in_open_all_exit_0_within_5_s(appliance_factory, model_path, hung_server,
+                                                                        mosquitto_broker, mqtt_collector):
+    collector = mqtt_collector(mosquitto_broker, "edge_app/e2e/status")
     results = []
     for attempt in range(10):
-        app = appliance_factory(_cameras(hung_server), model_path, capture={"open_timeout_s": 60, "stall_timeout_s": 60})
+        app = appliance_factory(_cameras(hung_server), model_path, mosquitto_broker,
+                                capture={"open_timeout_s": 60, "stall_timeout_s": 60})
         wait_until(lambda: hung_server.accepted > attempt, 30, "the camera to hang in open")
         wait_until(lambda: app.camera_state("bars") == "streaming", 30, "the test camera to stream")
-        started_s = time.monotonic()
+        started_s, signalled_at = time.monotonic(), time.time()
         app.proc.send_signal(signal.SIGTERM)
         # Let the hung open return just as the process finalises, the moment that used to abort it.
         wait_until(lambda: STOPPED_LINE in app.log_path.read_text(errors="replace") or app.proc.poll() is not None,
@@ -50,6 +53,11 @@ def test_ten_stops_with_a_camera_hanging_in_open_all_exit_0_within_5_s(appliance
         app.proc.wait(10)
         results.append((app.proc.returncode, round(time.monotonic() - started_s, 2)))
         assert "terminate called" not in app.log_tail(), app.log_tail()
+        # A clean stop: edge-app's own offline status (not the broker's last will, stamped at
+        # connect time) reached the broker before the process left.
+        collector.wait_for(lambda msgs: [m for m in msgs if m.json()["state"] == "offline"
+                                         and m.json()["ts"] >= signalled_at - 0.1], 5)
+        collector.clear()
         app.close()
     assert all(code == 0 for code, _ in results), results
     assert all(elapsed_s < 5.0 for _, elapsed_s in results), results
@@ -115,3 +123,14 @@ def test_sigint_stops_like_sigterm(appliance_factory, model_path):
     app.proc.send_signal(signal.SIGINT)
     assert app.proc.wait(10) == 0 and time.monotonic() - started_s < 5.0, app.log_tail()
     assert "Traceback" not in app.log_tail()
+
+
+def test_a_native_crash_leaves_every_threads_stack_in_the_log(appliance_factory, model_path):
+    """SIGABRT (what a C++ terminate raises) must leave more in the journal than "Aborted"."""
+    app = appliance_factory([{"id": "bars", "source": "test://bars?width=320&height=240&fps=10"}], model_path)
+    wait_until(lambda: app.camera_state("bars") == "streaming", 30, "the test camera to stream")
+    app.proc.send_signal(signal.SIGABRT)
+    assert app.proc.wait(10) == -signal.SIGABRT
+    log = app.log_path.read_text(errors="replace")
+    assert "Fatal Python error: Aborted" in log
+    assert log.count("hread 0x") >= 3, log[-3000:]  # the main thread, the capture and the pipeline threads
