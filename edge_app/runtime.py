@@ -1,15 +1,12 @@
-"""``edge-app run``: start the appliance and its API, wait for a signal, stop within 5 s."""
+"""``edge-app run``: start the API, then hand the appliance to the Supervisor (start, systemd, stop within 5 s)."""
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 
 from edge_app.config.schema import AppConfig
 from edge_app.shutdown import StopSignals
 from edge_app.systemd import SystemdNotifier
-
-log = logging.getLogger(__name__)
 
 
 def _opencv_problem() -> str:

@@ -11,11 +11,10 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.appliance import ApplianceProcess, wait_until
+from tests.e2e.appliance import wait_until
 from tests.e2e.hung_server import HungServer
 
 pytestmark = pytest.mark.slow
