@@ -96,10 +96,12 @@ class Pipeline:
 
     def _failed(self, kind: str, message: str, *args: object) -> None:
         self._errors.exception(kind, message, *args)
+        # The exception's type only: the stall reason is shown by /readyz, which answers without
+        # a token, and the traceback with the message is in the log.
         exc = sys.exc_info()[1]
         what = self._errors.last_message or kind
         if exc is not None:
-            what = f"{what}: {type(exc).__name__}: {str(exc)[:200]}"
+            what = f"{what} ({type(exc).__name__})"
         self._activity.failed(self._clock(), what)
 
     # -- wiring ---------------------------------------------------------------------------------
