@@ -60,22 +60,18 @@ class StopSignals:
         self._exit_process = exit_process
         self._received: Optional[int] = None
         self._first: Optional[int] = None
-        self.installed = False
 
     def install(self) -> None:
         """Block the signals; call on the main thread before any other thread is started."""
         if threading.current_thread() is not threading.main_thread():
             raise RuntimeError("stop signals must be installed by the main thread")
+        # A signal the parent set to be ignored (SIGINT for `edge-app run &` in a script) stays so.
+        self._signals = {s for s in self._signals if signal.getsignal(s) is not signal.SIG_IGN}
+        if not self._signals:
+            return
         signal.pthread_sigmask(signal.SIG_BLOCK, self._signals)
         for signum in self._signals:
             signal.signal(signum, self._on_signal)
-        self.installed = True
-
-    def uninstall(self) -> None:
-        for signum in self._signals:
-            signal.signal(signum, signal.SIG_DFL if signum != signal.SIGINT else signal.default_int_handler)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, self._signals)
-        self.installed = False
 
     def _on_signal(self, signum: int, _frame) -> None:
         # Only reached when a thread that does not block the signal took it.
