@@ -93,7 +93,8 @@ def test_edge_app_run_sends_ready_watchdog_status_and_stopping_and_stops_pinging
         wait_until(lambda: len([t for t, _ in listener.lines("WATCHDOG") if t > ready[0][0]]) >= 4, 10, "watchdog pings")
         pings = [t for t, _ in listener.lines("WATCHDOG")]
         gaps = [b - a for a, b in zip(pings, pings[1:])]
-        assert max(gaps) < 0.8, f"pings must come at about half of WATCHDOG_USEC: {gaps}"
+        assert 0.4 <= sorted(gaps)[len(gaps) // 2] <= 0.7, f"pings must come at about half of WATCHDOG_USEC: {gaps}"
+        assert max(gaps) < 1.0, f"a gap of WATCHDOG_USEC would make systemd restart the service: {gaps}"
         status = wait_until(lambda: [line for _, line in listener.lines("STATUS") if "bars streaming" in line and " fps" in line],
                             15, "a STATUS line with fps and camera states")
         assert status[-1].startswith("STATUS=") and "STALLED" not in status[-1]
