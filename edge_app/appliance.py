@@ -19,6 +19,8 @@ from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.detect.labels import class_ids_for
 from edge_app.mqtt.publisher import MqttPublisher
+from edge_app.pipeline import health as pipeline_health
+from edge_app.pipeline.health import PipelineHealth, assess, readiness_reason, status_fields
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
@@ -29,9 +31,14 @@ from edge_app.version import __version__
 log = logging.getLogger(__name__)
 
 
+class StartCancelled(DetectorError):
+    """The appliance was asked to stop while it was still starting."""
+
+
 class Appliance:
-    def __init__(self, config: AppConfig, config_path: Optional[Path] = None):
+    def __init__(self, config: AppConfig, config_path: Optional[Path] = None, stall_after_s: Optional[float] = None):
         self._config = config
+        self.stall_after_s = pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s
         self._config_path = Path(config_path) if config_path else None
         self._apply_lock = threading.RLock()
         self._started_mono_s = time.monotonic()
@@ -47,32 +54,51 @@ class Appliance:
         )
         self._build_status = None
         self._loading = False
+        # Set once the appliance is stopping: cancels a model load or engine build in progress.
+        self._cancel = threading.Event()
+        self._lifecycle_lock = threading.Lock()
         self._stats_stop = threading.Event()
         self._stats_thread: Optional[threading.Thread] = None
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
-        """Load the model (raises DetectorError), then start MQTT, cameras and the pipeline."""
+        """Load the model (raises DetectorError), then start MQTT, cameras and the pipeline.
+
+        May run on its own thread: ``stop`` (or ``cancel_start``) from another thread cancels a
+        TensorRT engine build in progress, and ``start`` then raises ``StartCancelled``.
+        """
         self._publisher.start()
         self._loading = True
         try:
-            self._detector = self._load_detector(self._config)
+            detector = self._load_detector(self._config)
         finally:
             self._loading = False
-        if self._detector.runs_on_host_cpu:
-            # OpenCV's resize threads would compete with the model's for the same cores.
-            import cv2
+        with self._lifecycle_lock:
+            if self._cancel.is_set():
+                detector.close()
+                raise StartCancelled("the appliance was stopped while the model was loading")
+            self._detector = detector
+            if detector.runs_on_host_cpu:
+                # OpenCV's resize threads would compete with the model's for the same cores.
+                import cv2
 
-            cv2.setNumThreads(1)
-        for cam in self._config.cameras:
-            self._start_camera(cam)
-        self._reconfigure_pipeline()
-        self._pipeline.start()
-        self._stats_thread = threading.Thread(target=self._stats_loop, name="stats:mqtt", daemon=True)
-        self._stats_thread.start()
+                cv2.setNumThreads(1)
+            for cam in self._config.cameras:
+                self._start_camera(cam)
+            self._reconfigure_pipeline()
+            self._pipeline.start()
+            self._stats_thread = threading.Thread(target=self._stats_loop, name="stats:mqtt", daemon=True)
+            self._stats_thread.start()
+
+    def cancel_start(self) -> None:
+        """Stop a model load or engine build in progress (from any thread); nothing starts after it."""
+        self._cancel.set()
 
     def stop(self, timeout_s: float = 4.0) -> None:
         deadline = time.monotonic() + timeout_s
+        self._cancel.set()
+        with self._lifecycle_lock:  # a start() finishing now either completes first or sees the cancel
+            pass
         self._stats_stop.set()
         workers = list(self._cameras.values())
         stoppers = [threading.Thread(target=w.stop, kwargs={"timeout_s": 2.0}, name=f"stop:{w.config.id}") for w in workers]
@@ -93,6 +119,7 @@ class Appliance:
 
             self._build_status = BuildStatus()
             options["progress"] = self._build_status
+            options["cancel"] = self._cancel
         detector = create_detector(config.model, **options)
         log.info("model %s loaded with %s (input %s, max batch %d)", config.model.path, detector.backend_name,
                  "x".join(map(str, detector.input_hw)), detector.max_batch)
@@ -229,9 +256,19 @@ class Appliance:
             },
             "mqtt": self._publisher.stats(),
             "cameras": self.cameras(),
-            "pipeline": {**self._results.pipeline_figures(), "errors": self._pipeline.errors},
-            "engine_build": self._build_status.snapshot() if self._build_status is not None else None,
+            "pipeline": self._pipeline_entry(),
+            "engine_build": self.engine_build(),
         }
+
+    def pipeline_health(self) -> PipelineHealth:
+        return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)
+
+    def _pipeline_entry(self) -> Dict[str, Any]:
+        return {**self._results.pipeline_figures(), "errors": self._pipeline.errors, **status_fields(self.pipeline_health())}
+
+    def engine_build(self) -> Optional[Dict[str, Any]]:
+        """The TensorRT engine build's latest progress report, or None."""
+        return self._build_status.snapshot() if self._build_status is not None else None
 
     def stats_payload(self) -> Dict[str, Any]:
         status = self.status()
@@ -251,6 +288,9 @@ class Appliance:
             reasons.append("the model is still loading" if self._loading else "the model is not loaded")
         if not any(w.state == StreamState.STREAMING for w in self._cameras.values()):
             reasons.append("no camera is streaming")
+        stalled = readiness_reason(self.pipeline_health())
+        if stalled:
+            reasons.append(stalled)
         return (not reasons, reasons)
 
     def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:

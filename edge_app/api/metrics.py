@@ -129,6 +129,17 @@ class ApplianceCollector:
                 latency.add_metric([quantile], value_ms / 1000.0)
         if latency.samples:
             yield latency
+        stalled = _number(pipeline.get("stalled"))
+        if stalled is not None:
+            yield GaugeMetricFamily(f"{PREFIX}_pipeline_stalled",
+                                    "1 while work has waited too long for a completed batch (see /readyz)", value=stalled)
+        age_s = _number(pipeline.get("last_batch_age_s"))
+        if age_s is not None:
+            yield GaugeMetricFamily(f"{PREFIX}_pipeline_last_batch_age_seconds", "Seconds since the last completed batch",
+                                    value=age_s)
+        errors = _number(pipeline.get("errors"))
+        if errors is not None:
+            yield CounterMetricFamily(f"{PREFIX}_pipeline_errors", "Failures in the pipeline's stages", value=errors)
 
 
 def metrics_blueprint(service: ApplianceService) -> Blueprint:

@@ -144,7 +144,12 @@ def _component_schemas() -> Dict[str, Schema]:
             ),
             "mqtt": _object(connected={"type": "boolean"}, published=INTEGER, queued=INTEGER, dropped=INTEGER),
             "cameras": {"type": "array", "items": _ref("CameraStatus")},
-            "pipeline": _object(fps=NUMBER, latency_ms=_object(p50=NUMBER, p99=NUMBER)),
+            "pipeline": _object(
+                fps=NUMBER, latency_ms=_object(p50=NUMBER, p99=NUMBER), errors=INTEGER,
+                stalled={"type": "boolean", "description": "work waited too long for a completed batch; /readyz answers 503"},
+                stall_reason={"type": ["string", "null"]},
+                last_batch_age_s={"type": ["number", "null"], "description": "seconds since the last completed batch"},
+            ),
         },
     }
     schemas["DetectionsMessage"] = {

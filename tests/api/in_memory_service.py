@@ -17,6 +17,7 @@ from edge_app.config.schema import AppConfig
 from edge_app.config.store import ConfigError, save_config
 from edge_app.detections import Detections
 from edge_app.redact import mask_secrets
+from edge_app.pipeline.health import PipelineActivity, assess, readiness_reason, status_fields
 from edge_app.version import __version__
 
 RESTART_KEYS = (("api", "host"), ("api", "port"))
@@ -37,6 +38,10 @@ class InMemoryService:
         self.apply_calls = 0
         self.refuse_apply: Optional[ConfigError] = None  # set to make apply_config fail
         self.fail_status: Optional[Exception] = None  # set to make status() raise
+        # What the pipeline threads recorded, judged by the real stall check at ``now_s``.
+        self.now_s = 1000.0
+        self.pipeline_activity = PipelineActivity(running=True, gather_alive=True, last_batch_s=999.9, work_since_s=None)
+        self.pipeline_errors = 0
         save_config(config, self._config_path)
 
     # -- test controls -----------------------------------------------------------------------
@@ -79,7 +84,8 @@ class InMemoryService:
             "model": {"path": model.path, "input_size": model.input_size, "precision": model.precision},
             "mqtt": {"connected": True, "published": 42, "queued": 3, "dropped": 1},
             "cameras": self.cameras(),
-            "pipeline": {"fps": 24.5, "latency_ms": {"p50": 31.0, "p99": 80.0}},
+            "pipeline": {"fps": 24.5, "latency_ms": {"p50": 31.0, "p99": 80.0}, "errors": self.pipeline_errors,
+                         **status_fields(assess(self.pipeline_activity, self.now_s))},
         }
 
     def readiness(self) -> Tuple[bool, List[str]]:
@@ -88,6 +94,9 @@ class InMemoryService:
             reasons.append("the model is not loaded")
         if not any(self.streaming.values()):
             reasons.append("no camera is streaming")
+        stalled = readiness_reason(assess(self.pipeline_activity, self.now_s))
+        if stalled:
+            reasons.append(stalled)
         return (not reasons, reasons)
 
     def current_config(self) -> AppConfig:

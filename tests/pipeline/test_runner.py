@@ -155,3 +155,70 @@ def test_overlapped_stages_keep_no_more_batches_in_flight_than_the_detector_allo
                                           max_batches_in_flight=limit)
     assert len(published) == 80
     assert detector.most_in_flight == limit
+
+
+class FlakyScheduler(BatchScheduler):
+    """A scheduler whose ``plan`` raises ``failures`` times, then works (or raises forever)."""
+
+    def __init__(self, max_batch: int, failures: Optional[int]):
+        super().__init__(max_batch, 0.005)
+        self.failures = failures
+        self.calls = 0
+
+    def plan(self, ready, now_s):
+        self.calls += 1
+        if self.failures is None or self.calls <= self.failures:
+            raise RuntimeError("planning bug")
+        return super().plan(ready, now_s)
+
+
+def _pipeline_with(scheduler, sources):
+    published = []
+    store = ResultStore("dev", lambda cid, payload: published.append(payload))
+    detector = EchoDetector(1)
+    pipeline = Pipeline(lambda: detector, lambda: sources, store, scheduler)
+    pipeline.reconfigure({cid: 0 for cid in sources}, 1, 0.005)
+    return pipeline, published
+
+
+def test_an_exception_in_plan_is_logged_and_the_loop_goes_on(caplog):
+    from edge_app.pipeline.health import assess
+
+    src = ListSource("file", 10, 5, waits=True)
+    pipeline, published = _pipeline_with(FlakyScheduler(1, failures=1), {"file": src})
+    pipeline.start()
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(published) < 5:
+            pipeline.notify_frame()
+            time.sleep(0.01)
+        activity = pipeline.activity()
+    finally:
+        pipeline.stop()
+    assert [p["frame_id"] for p in published] == [1, 2, 3, 4, 5]
+    assert pipeline.errors == 1
+    assert "the pipeline's gather step failed" in caplog.text and "planning bug" in caplog.text
+    assert activity.gather_alive and activity.last_batch_s is not None
+    assert not assess(activity, time.monotonic(), stall_after_s=0.5).stalled
+
+
+def test_a_plan_that_always_fails_is_a_stall_logged_once(caplog):
+    from edge_app.pipeline.health import assess
+
+    src = ListSource("file", 10, 5, waits=True)
+    pipeline, published = _pipeline_with(FlakyScheduler(1, failures=None), {"file": src})
+    pipeline.start()
+    try:
+        time.sleep(1.0)
+        activity = pipeline.activity()
+        errors = pipeline.errors
+    finally:
+        pipeline.stop()
+    assert published == []
+    assert errors >= 5, "the loop must go on trying"
+    assert caplog.text.count("the pipeline's gather step failed") == 1, "repeats are rate-limited"
+    assert activity.gather_alive and activity.work_since_s is not None
+    health = assess(activity, time.monotonic(), stall_after_s=0.5)
+    assert health.stalled and health.last_batch_age_s is None
+    assert health.reason.endswith("(last error: the pipeline's gather step failed (RuntimeError))")
+    assert not assess(pipeline.activity(), time.monotonic(), stall_after_s=0.5).stalled, "a stopped pipeline is not stalled"
