@@ -17,7 +17,6 @@ from edge_app.config.store import ConfigError, load_config
 from edge_app.redact import install_log_masking, mask_secrets
 from edge_app.version import __version__
 
-log = logging.getLogger("edge_app")
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 

@@ -66,3 +66,10 @@ def test_the_unit_is_hardened_and_notifies(repo_root):
     assert {"char-video4linux", "char-nvidia*", "char-nvhost*", "char-nvmap", "char-nvgpu*"} <= allowed
     # CUDA's and NVRTC's JIT compilers need writable and executable memory.
     assert not _settings(text, "MemoryDenyWriteExecute")
+
+
+def test_an_invalid_configuration_is_not_restarted_in_a_loop(repo_root):
+    """``run`` and ``check-config`` exit 2 for a configuration that can never start."""
+    text = _unit(repo_root)
+    assert _settings(text, "Restart") == ["on-failure"]
+    assert _settings(text, "RestartPreventExitStatus") == ["2"]
