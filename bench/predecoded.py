@@ -39,14 +39,14 @@ def measure_predecoded(model_path: Path, cameras: int, batch: int, frames: Seque
         warm = wait_for(lambda: publisher.total() >= 2 * batch, timeout_s=max(30.0, 10 * warmup_s))
         time.sleep(warmup_s)
         before = publisher.counts()
-        stale_before = {cid: store.camera_figures(cid)["frames_stale"] for cid in sources}
+        stale_before = {cid: store.camera_figures(cid).frames_stale for cid in sources}
         publisher.recording = True
         meter.start()
         time.sleep(window_s)
         after = publisher.counts()
         usage = meter.stop()
         publisher.recording = False
-        stale_after = {cid: store.camera_figures(cid)["frames_stale"] for cid in sources}
+        stale_after = {cid: store.camera_figures(cid).frames_stale for cid in sources}
         figures = store.pipeline_figures()
     finally:
         pipeline.stop()
@@ -62,7 +62,7 @@ def measure_predecoded(model_path: Path, cameras: int, batch: int, frames: Seque
         "per_camera_frames": per_camera,
         "replaced_frames": sum(count_deltas(stale_before, stale_after).values()),
         "latencies_ms": publisher.latencies_ms(),
-        "stage_wall_ms": figures.get("stage_ms", {}),
+        "stage_wall_ms": figures.stage_ms,
         "errors": pipeline.errors,
         "usage": usage,
     }

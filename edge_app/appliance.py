@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from edge_app.api.service import AnalysedFrame, ApplyResult, UnknownCamera
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
 from edge_app.config.schema import AppConfig, CameraConfig
@@ -18,14 +17,17 @@ from edge_app.config.store import ConfigError, Problem, save_config
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.detect.labels import class_ids_for
+from edge_app.mqtt.payloads import stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline import health as pipeline_health
-from edge_app.pipeline.health import PipelineHealth, assess, readiness_reason, status_fields
+from edge_app.pipeline.health import PipelineHealth, assess, readiness_reason
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
 from edge_app.reconfigure import plan_changes
 from edge_app.redact import mask_secrets
+from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, ModelReport, MqttReport, PipelineReport,
+                              StatusReport, UnknownCamera)
 from edge_app.version import __version__
 
 log = logging.getLogger(__name__)
@@ -219,68 +221,62 @@ class Appliance:
             raise UnknownCamera(camera_id)
         return self._cameras.get(camera_id)
 
-    def _camera_entry(self, cam: CameraConfig) -> Dict[str, Any]:
+    def _camera_report(self, cam: CameraConfig) -> CameraReport:
         worker = self._cameras.get(cam.id)
         stats = worker.stats() if worker else {}
         figures = self._results.camera_figures(cam.id)
-        return {
-            "id": cam.id,
-            "source": mask_secrets(cam.source),
-            "enabled": cam.enabled,
-            "state": stats.get("state", StreamState.STOPPED.value if not cam.enabled else StreamState.CONNECTING.value),
-            "fps": stats.get("fps", 0.0),
-            "analysed_fps": figures["analysed_fps"],
-            "frames_captured": stats.get("frames_captured", 0),
-            "frames_analyzed": figures["frames_analyzed"],
-            "frames_dropped": stats.get("frames_dropped", 0) + figures["frames_stale"],
-            "reconnects": stats.get("reconnects", 0),
-            "last_error": stats.get("last_error"),
-        }
+        return CameraReport(
+            id=cam.id,
+            source=mask_secrets(cam.source),
+            enabled=cam.enabled,
+            state=stats.get("state", StreamState.STOPPED.value if not cam.enabled else StreamState.CONNECTING.value),
+            fps=stats.get("fps", 0.0),
+            analyzed_fps=figures.analyzed_fps,
+            frames_captured=stats.get("frames_captured", 0),
+            frames_analyzed=figures.frames_analyzed,
+            frames_dropped=stats.get("frames_dropped", 0) + figures.frames_stale,
+            reconnects=stats.get("reconnects", 0),
+            last_error=stats.get("last_error"),
+        )
 
-    def cameras(self) -> List[Dict[str, Any]]:
-        return [self._camera_entry(cam) for cam in self._config.cameras]
+    def cameras(self) -> List[CameraReport]:
+        return [self._camera_report(cam) for cam in self._config.cameras]
 
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> StatusReport:
         detector = self._detector
         model = self._config.model
-        return {
-            "device_id": self._config.device_id,
-            "version": __version__,
-            "uptime_s": round(time.monotonic() - self._started_mono_s, 1),
-            "backend": detector.backend_name if detector else None,
-            "model": {
-                "path": model.path,
-                "input_size": list(detector.input_hw) if detector else model.input_size,
-                "precision": detector.describe().get("precision", model.precision) if detector else model.precision,
-                "max_batch": detector.max_batch if detector else model.max_batch,
-            },
-            "mqtt": self._publisher.stats(),
-            "cameras": self.cameras(),
-            "pipeline": self._pipeline_entry(),
-            "engine_build": self.engine_build(),
-        }
+        return StatusReport(
+            device_id=self._config.device_id,
+            version=__version__,
+            uptime_s=round(time.monotonic() - self._started_mono_s, 1),
+            backend=detector.backend_name if detector else None,
+            model=ModelReport(
+                path=model.path,
+                input_size=list(detector.input_hw) if detector else model.input_size,
+                precision=detector.describe().get("precision", model.precision) if detector else model.precision,
+                max_batch=detector.max_batch if detector else model.max_batch,
+            ),
+            mqtt=MqttReport(**self._publisher.stats()),
+            cameras=self.cameras(),
+            pipeline=self._pipeline_report(),
+            engine_build=self.engine_build(),
+        )
 
     def pipeline_health(self) -> PipelineHealth:
         return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)
 
-    def _pipeline_entry(self) -> Dict[str, Any]:
-        return {**self._results.pipeline_figures(), "errors": self._pipeline.errors, **status_fields(self.pipeline_health())}
+    def _pipeline_report(self) -> PipelineReport:
+        figures, health = self._results.pipeline_figures(), self.pipeline_health()
+        return PipelineReport(fps=figures.fps, latency_ms=figures.latency_ms, stage_ms=figures.stage_ms,
+                              errors=self._pipeline.errors, stalled=health.stalled, stall_reason=health.reason,
+                              last_batch_age_s=health.last_batch_age_s)
 
     def engine_build(self) -> Optional[Dict[str, Any]]:
         """The TensorRT engine build's latest progress report, or None."""
         return self._build_status.snapshot() if self._build_status is not None else None
 
     def stats_payload(self) -> Dict[str, Any]:
-        status = self.status()
-        return {
-            "device_id": status["device_id"],
-            "ts": time.time(),
-            "fps": status["pipeline"]["fps"],
-            "latency_ms": status["pipeline"]["latency_ms"],
-            "queue": status["mqtt"]["queued"],
-            "dropped": sum(c["frames_dropped"] for c in status["cameras"]) + status["mqtt"]["dropped"],
-            "cameras": {c["id"]: {"fps": c["fps"], "state": c["state"], "frames_dropped": c["frames_dropped"]} for c in status["cameras"]},
-        }
+        return stats_payload_for(self.status())
 
     def readiness(self) -> Tuple[bool, List[str]]:
         reasons = []

@@ -14,8 +14,9 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Optional
 
+from edge_app.service import StatusReport
 from edge_app.shutdown import EXIT_FAILURE, EXIT_OK, STOP_BUDGET_S, StopSignals
 from edge_app.systemd import SystemdNotifier, watchdog_interval_s
 
@@ -28,13 +29,13 @@ BUILD_EXTENSION_S = 60.0
 EXTEND_EVERY_S = 20.0
 
 
-def status_line(status: Dict[str, Any]) -> str:
+def status_line(status: StatusReport) -> str:
     """One line for ``systemctl status``: fps, camera states, and a stall if there is one."""
-    pipeline = status.get("pipeline") or {}
-    cameras = ", ".join(f"{c.get('id')} {c.get('state')}" for c in status.get("cameras") or []) or "none"
-    line = f"{pipeline.get('fps', 0.0):.1f} fps; cameras: {cameras}"
-    if pipeline.get("stalled"):
-        line = f"STALLED ({pipeline.get('stall_reason')}); {line}"
+    pipeline = status.pipeline
+    cameras = ", ".join(f"{c.id} {c.state}" for c in status.cameras) or "none"
+    line = f"{pipeline.fps:.1f} fps; cameras: {cameras}"
+    if pipeline.stalled:
+        line = f"STALLED ({pipeline.stall_reason}); {line}"
     return line
 
 

@@ -13,6 +13,7 @@ from edge_app.detect.base import DetectorError
 from edge_app.pipeline.health import PipelineHealth
 from edge_app.shutdown import StopSignals
 from edge_app.supervise import Supervisor, status_line
+from tests.support.reports import camera_report, pipeline_report, status_report
 
 
 class RecordingNotifier:
@@ -64,8 +65,7 @@ class ScriptedAppliance:
         return PipelineHealth(self.stalled, "hung" if self.stalled else None, 1.0)
 
     def status(self):
-        return {"pipeline": {"fps": 12.5, "stalled": self.stalled, "stall_reason": "hung" if self.stalled else None},
-                "cameras": [{"id": "cam", "state": "streaming"}]}
+        return status_report(pipeline=pipeline_report(12.5, self.stalled, "hung" if self.stalled else None))
 
     def cancel_start(self):
         self.cancelled = True
@@ -125,8 +125,8 @@ def test_a_stop_that_overruns_its_budget_ends_the_process_with_1():
 
 
 def test_status_line_names_fps_cameras_and_a_stall():
-    status = {"pipeline": {"fps": 24.51, "stalled": False}, "cameras": [{"id": "a", "state": "streaming"},
-                                                                      {"id": "b", "state": "reconnecting"}]}
+    cameras = [camera_report("a", "streaming"), camera_report("b", "reconnecting")]
+    status = status_report(cameras, pipeline_report(24.51))
     assert status_line(status) == "24.5 fps; cameras: a streaming, b reconnecting"
-    status["pipeline"].update(stalled=True, stall_reason="no batch completed for 21 s")
+    status = status_report(cameras, pipeline_report(24.51, True, "no batch completed for 21 s"))
     assert status_line(status).startswith("STALLED (no batch completed for 21 s); 24.5 fps")

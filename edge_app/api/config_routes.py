@@ -15,7 +15,7 @@ from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from edge_app.api.errors import ApiError
-from edge_app.api.service import ApplianceService
+from edge_app.service import ApplianceService
 from edge_app.checks import check_runtime
 from edge_app.config.policy import unsafe_changes
 from edge_app.config.schema import AppConfig

@@ -4,14 +4,31 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional
 
-from edge_app.api.service import AnalysedFrame
 from edge_app.capture.frame import Frame
 from edge_app.detections import Detections
 from edge_app.mqtt.payloads import detections_payload
 from edge_app.pipeline.stats import LatencyWindow
 from edge_app.rate import RateMeter
+from edge_app.service import AnalysedFrame, LatencyReport
+
+
+@dataclass(frozen=True)
+class CameraFigures:
+    """What the pipeline knows of one camera."""
+
+    frames_analyzed: int
+    frames_stale: int  # replaced by a newer frame before the detector took them
+    analyzed_fps: float
+
+
+@dataclass(frozen=True)
+class PipelineFigures:
+    fps: float
+    latency_ms: LatencyReport
+    stage_ms: Dict[str, float]
 
 
 class ResultStore:
@@ -98,14 +115,16 @@ class ResultStore:
                     return None
                 self._cond.wait(remaining)
 
-    def camera_figures(self, camera_id: str) -> Dict[str, Any]:
-        return {
-            "frames_analyzed": self._analysed.get(camera_id, 0),
-            "frames_stale": self._stale.get(camera_id, 0),
-            "analysed_fps": round(self._camera_rates[camera_id].rate(self._clock()), 2) if camera_id in self._camera_rates else 0.0,
-        }
+    def camera_figures(self, camera_id: str) -> CameraFigures:
+        meter = self._camera_rates.get(camera_id)
+        return CameraFigures(
+            frames_analyzed=self._analysed.get(camera_id, 0),
+            frames_stale=self._stale.get(camera_id, 0),
+            analyzed_fps=round(meter.rate(self._clock()), 2) if meter is not None else 0.0,
+        )
 
-    def pipeline_figures(self) -> Dict[str, Any]:
+    def pipeline_figures(self) -> PipelineFigures:
         with self._cond:
             stage_ms = dict(self._stage_ms)
-        return {"fps": round(self.rate.rate(self._clock()), 2), "latency_ms": self.latency.percentiles(), "stage_ms": stage_ms}
+        latency = self.latency.percentiles()
+        return PipelineFigures(round(self.rate.rate(self._clock()), 2), LatencyReport(latency["p50"], latency["p99"]), stage_ms)

@@ -68,7 +68,7 @@ def test_stopping_the_appliance_cancels_its_engine_build(slow_standin_build, mod
     assert time.monotonic() - stopped_s < STEP_S + 2.5
     assert "cancelled" in str(outcome.get("error")), outcome
     assert not list((tmp_path / "engines").glob("*.engine"))
-    assert appliance.status()["cameras"][0]["state"] == "connecting" and not appliance.cameras()[0]["frames_captured"]
+    assert appliance.status().cameras[0].state == "connecting" and not appliance.cameras()[0].frames_captured
 
 
 LAUNCHER = f"""
