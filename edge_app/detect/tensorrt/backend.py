@@ -129,7 +129,7 @@ class TensorRTDetector(Detector):
             reason = f"the engine input is {self._runtime.input.dtype}"
         if reason is None:
             try:
-                from edge_app.cuda.letterbox_gpu import GpuLetterbox
+                from edge_app.detect.letterbox_gpu import GpuLetterbox
                 return GpuLetterbox(self._device, self.input_hw, self.max_batch, self._runtime.input.dtype)
             except CudaError as err:
                 reason = str(err)
