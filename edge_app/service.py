@@ -24,6 +24,9 @@ class UnknownCamera(KeyError):
 class ApplyResult:
     config: AppConfig
     restart_required: List[str] = field(default_factory=list)  # e.g. ["api.port"]
+    #: parts still being applied in the background when the answer is sent, e.g. ["model"];
+    #: their progress is ``StatusReport.model_change`` (and ``engine_build`` for TensorRT)
+    applying: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -91,6 +94,17 @@ class PipelineReport:
 
 
 @dataclass(frozen=True)
+class ModelChangeReport:
+    """The latest model change made through the configuration, loaded in the background."""
+
+    state: str  # "loading", then "applied", "failed" or "cancelled" (a newer change replaced it)
+    path: str  # the model being loaded
+    started_ts: float  # Unix seconds
+    finished_ts: Optional[float] = None
+    error: Optional[str] = None  # why it failed; the previous model keeps running
+
+
+@dataclass(frozen=True)
 class StatusReport:
     """The body of ``GET /api/v1/status``."""
 
@@ -103,6 +117,7 @@ class StatusReport:
     cameras: List[CameraReport]
     pipeline: PipelineReport
     engine_build: Optional[Dict[str, Any]] = None  # the latest TensorRT build progress report
+    model_change: Optional[ModelChangeReport] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

@@ -130,10 +130,17 @@ def _component_schemas() -> Dict[str, Schema]:
             _ref("AppConfig"),
             {
                 "type": "object",
-                "properties": {"restart_required": {"type": "array", "items": {"type": "string"}, "examples": [["api.port"]]}},
+                "properties": {
+                    "restart_required": {"type": "array", "items": {"type": "string"}, "examples": [["api.port"]]},
+                    "applying": {"type": "array", "items": {"type": "string"}, "examples": [["model"]],
+                                 "description": "Saved, still being applied in the background: a new model loads "
+                                                "(on a Jetson its engine builds) while the old one keeps running; "
+                                                "status.model_change and status.engine_build show the progress"},
+                },
             },
         ],
-        "description": "The configuration now running (secrets shown as \"***\") and the settings that need a restart",
+        "description": "The configuration now saved (secrets shown as \"***\"), the settings that need a restart "
+                       "and the parts still being applied",
     }
     schemas.update(_report_schemas())
     schemas["DetectionsMessage"] = {

@@ -119,6 +119,10 @@ class Pipeline:
         self._scheduler.set_cameras(fps_limits)
         self._wake.set()
 
+    def wait_drained(self, detector: Detector, timeout_s: float) -> bool:
+        """Wait until no batch prepared by ``detector`` is still in flight (before closing it)."""
+        return self._in_flight.wait_drained(detector, timeout_s)
+
     def start(self) -> None:
         self._running = True
         for name, target in (("gather", self._gather_loop), ("infer", self._infer_loop), ("publish", self._post_loop)):
@@ -180,13 +184,13 @@ class Pipeline:
         self._scheduler.mark_analysed(plan.take, self._clock())
         self._activity.work_taken(self._clock())
         detector = self._detector_getter()
-        if not self._in_flight.acquire(detector.max_batches_in_flight, self._stop):
+        if not self._in_flight.acquire(detector.max_batches_in_flight, self._stop, owner=detector):
             return
         start_s = time.perf_counter()
         try:
             prepared = detector.preprocess([f.image for f in frames])
         except Exception:  # one bad frame must not stop the appliance
-            self._in_flight.release()
+            self._in_flight.release(detector)
             self._failed("preprocess", "preprocessing failed for cameras %s", ", ".join(plan.take))
             return
         batch = _Batch(frames, prepared, detector, (time.perf_counter() - start_s) * 1000.0)
@@ -218,7 +222,7 @@ class Pipeline:
         try:
             batch.outputs = batch.detector.infer(batch.prepared)
         except Exception:
-            self._in_flight.release()
+            self._in_flight.release(batch.detector)
             self._failed("infer", "inference failed on a batch of %d frames", len(batch.frames))
             return False
         batch.infer_ms = (time.perf_counter() - start_s) * 1000.0
@@ -241,7 +245,7 @@ class Pipeline:
             return
         finally:
             # The outputs were read: the detector may reuse their buffers.
-            self._in_flight.release()
+            self._in_flight.release(batch.detector)
         post_ms = (time.perf_counter() - start_s) * 1000.0
         n = len(batch.frames)
         timings_ms = {"preprocess": batch.prep_ms / n, "inference": batch.infer_ms / n, "postprocess": post_ms / n}
