@@ -19,7 +19,7 @@ from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.detect.labels import class_ids_for
 from edge_app.model_change import ModelChange
-from edge_app.mqtt.payloads import stats_payload_for
+from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline import health as pipeline_health
 from edge_app.pipeline.health import PipelineHealth, assess, readiness_reason
@@ -61,7 +61,7 @@ class Appliance:
         self._model_change: Optional[ModelChange] = None
         self._cameras: Dict[str, CameraWorker] = {}
         self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
-        self._results = ResultStore(config.device_id, self._publisher.publish_detections)
+        self._results = ResultStore(self._publish_frame)
         self._pipeline = Pipeline(
             detector_getter=lambda: self._detector,
             sources_getter=lambda: self._cameras,
@@ -161,6 +161,10 @@ class Appliance:
             worker.stop(timeout_s=3.0)
         self._results.forget(camera_id)
 
+    def _publish_frame(self, frame: AnalysedFrame) -> None:
+        # Read at call time: a configuration change may have replaced the publisher or device id.
+        self._publisher.publish_detections(frame.camera_id, detections_payload_for(self._config.device_id, frame))
+
     def _on_camera_state(self, camera_id: str, state: StreamState, error: Optional[str]) -> None:
         self._publisher.publish_camera_state(camera_id, state.value, error)
 
@@ -201,7 +205,6 @@ class Appliance:
                 self._retune_detector(new_config)
             if plan.reconnect_mqtt:
                 self._swap_publisher(new_config)
-            self._results.configure(new_config.device_id, self._publisher.publish_detections)
             for cid in plan.cameras_removed + plan.cameras_changed:
                 self._stop_camera(cid)
                 if cid in plan.cameras_removed:
@@ -362,7 +365,8 @@ class Appliance:
 
     def latest_detections(self, camera_id: str) -> Optional[Dict[str, Any]]:
         self._worker(camera_id)
-        return self._results.latest_payload(camera_id)
+        frame = self._results.latest_frame(camera_id)
+        return None if frame is None else detections_payload_for(self._config.device_id, frame)
 
     def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
         self._worker(camera_id)

@@ -38,6 +38,7 @@ class AnalysedFrame:
     ts: float  # capture time, Unix seconds
     image: np.ndarray  # BGR, source size
     detections: Detections
+    latency_ms: float = 0.0  # capture to the end of decoding
 
 
 @dataclass(frozen=True)

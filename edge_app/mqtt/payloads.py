@@ -12,7 +12,7 @@ import time
 from typing import Any, Iterable, Mapping, Optional, Union
 
 from edge_app.capture.state import StreamState
-from edge_app.service import StatusReport
+from edge_app.service import AnalysedFrame, StatusReport
 from edge_app.redact import mask_secrets
 
 DEVICE_STATES = ("online", "offline")
@@ -79,6 +79,13 @@ def detections_payload(
         "latency_ms": round(float(latency_ms), 2),
         "detections": _detection_list(detections),
     }
+
+
+def detections_payload_for(device_id: str, frame: AnalysedFrame) -> dict:
+    """``R/cameras/<id>/detections`` for one analysed frame (also what the API's detections route answers)."""
+    height, width = frame.image.shape[:2]
+    return detections_payload(device_id=device_id, camera_id=frame.camera_id, frame_id=frame.frame_id, ts=frame.ts,
+                              width=width, height=height, latency_ms=frame.latency_ms, detections=frame.detections)
 
 
 def stats_payload(

@@ -20,6 +20,7 @@ from edge_app.config.schema import AppConfig
 from edge_app.config.store import ConfigError, save_config
 from edge_app.detections import Detections
 from edge_app.pipeline.health import PipelineActivity, assess, readiness_reason
+from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.pipeline.results import ResultStore
 from edge_app.redact import mask_secrets
 from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, LatencyReport, ModelReport, MqttReport,
@@ -36,8 +37,8 @@ class InMemoryService:
         self._config = config
         self._config_path = Path(config_path)
         self._cond = threading.Condition()
-        self.published: List[Dict[str, Any]] = []
-        self._results = ResultStore(config.device_id, lambda camera_id, payload: self.published.append(payload))
+        self.published: List[AnalysedFrame] = []
+        self._results = ResultStore(self.published.append)
         self._next_frame_id: Dict[str, int] = {}
         self.model_loaded = True
         self.streaming: Dict[str, bool] = {cam.id: False for cam in config.cameras}
@@ -113,7 +114,6 @@ class InMemoryService:
             ]
             save_config(new_config, self._config_path)
             self._config = new_config
-            self._results.configure(new_config.device_id, lambda camera_id, payload: self.published.append(payload))
             for cam in new_config.cameras:
                 self.streaming.setdefault(cam.id, False)
             return ApplyResult(new_config, restart)
@@ -144,7 +144,8 @@ class InMemoryService:
 
     def latest_detections(self, camera_id: str) -> Optional[Dict[str, Any]]:
         self._known(camera_id)
-        return self._results.latest_payload(camera_id)
+        frame = self._results.latest_frame(camera_id)
+        return None if frame is None else detections_payload_for(self._config.device_id, frame)
 
     def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
         self._known(camera_id)
