@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 _STOP = object()
 
 
-class FrameSource(Protocol):
+class CameraFeed(Protocol):
     """What the pipeline needs of a camera (edge_app.capture.camera.CameraWorker)."""
 
     def take(self): ...
@@ -65,7 +65,7 @@ class Pipeline:
     def __init__(
         self,
         detector_getter: Callable[[], Detector],
-        sources_getter: Callable[[], Mapping[str, FrameSource]],
+        sources_getter: Callable[[], Mapping[str, CameraFeed]],
         sink: ResultSink,
         scheduler: BatchScheduler,
         clock: Callable[[], float] = time.monotonic,
@@ -140,7 +140,7 @@ class Pipeline:
         self._threads = []
 
     # -- stage 1: gather and preprocess ----------------------------------------------------------
-    def _collect(self, sources: Mapping[str, FrameSource]) -> None:
+    def _collect(self, sources: Mapping[str, CameraFeed]) -> None:
         now_s = self._clock()
         for cid in list(self._pending):
             if cid not in sources:
