@@ -128,7 +128,11 @@ class ChaosRun:
             "device_id": DEVICE_ID,
             "cameras": [{"id": f"cam{cam}", "source": server.url(f"cam{cam}"), "fps_limit": s.fps_limit}
                         for cam, server in enumerate(self.servers)],
-            "model": {"path": str(s.model_path), "max_batch": s.cameras, "batch_timeout_ms": 20,
+            # Waiting up to one frame interval for the other cameras makes nearly every batch a full
+            # one from the start, so the model's working memory reaches its peak during the warm-up
+            # instead of at the first rare full batch an hour later (which would read as growth).
+            "model": {"path": str(Path(s.model_path).resolve()), "max_batch": s.cameras,
+                      "batch_timeout_ms": min(1000.0, 800.0 / s.fps_limit) if s.fps_limit else 20,
                       "conf_threshold": 0.25, "iou_threshold": 0.45},
             # Every analysed frame is published, so the appliance's count of analysed frames is the
             # count of detections messages it queued.
@@ -146,6 +150,7 @@ class ChaosRun:
             self.start()
             self._wait(lambda: len(self.watch.unique_per_camera()) == s.cameras, 120, "detections from every camera")
             self._sleep_watching(s.warmup_s)
+            self._wait(self._rss_flat, s.warmup_s + 180.0, "RSS to settle")
             report.baseline = self.sampler.steady_sample()
             baseline_fds = self.sampler.descriptors()
             log.info("baseline: %s", report.baseline)
@@ -285,6 +290,14 @@ class ChaosRun:
             if remaining <= 0:
                 return
             time.sleep(min(0.2, remaining))
+
+    def _rss_flat(self, window_s: float = 30.0, tolerance_mb: float = 3.0) -> bool:
+        """Whether RSS moved less than ``tolerance_mb`` over the last ``window_s`` of samples."""
+        samples = self.report.samples
+        if not samples or samples[-1].t_s - samples[0].t_s < window_s:
+            return False
+        recent = [x.rss_mb for x in samples if x.t_s >= samples[-1].t_s - window_s]
+        return max(recent) - min(recent) < tolerance_mb
 
     def _wait(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s

@@ -33,7 +33,7 @@ class ChaosSettings:
     settle_s: float = 60.0
     fps_limit: float = 2.0  # per camera: keeps the soak's CPU use modest on a small machine
     clip_size: tuple = (640, 480)
-    sample_every_s: float = 10.0
+    sample_every_s: float = 5.0
     recovery_goal_s: float = 10.0
     rss_growth_goal_mb: float = 30.0
 
