@@ -4,20 +4,10 @@ it must come out with no crash, no lost detection, no leaked thread or descripto
 camera streaming again within 10 s of its server's return."""
 import pytest
 
-from bench.chaos import plan_events, run_chaos
-from bench.chaos_report import ChaosSettings
+from bench.chaos import run_chaos
+from bench.chaos_report import ChaosSettings, write_json
 
 pytestmark = pytest.mark.slow
-
-
-def test_the_short_schedule_holds_every_kind_of_disturbance():
-    settings = ChaosSettings.for_minutes(2)
-    kinds = [event.kind for event in plan_events(settings)]
-    for kind in ("camera_down", "camera_up", "broker_down", "broker_up", "storm", "slowloris"):
-        assert kind in kinds
-    for cam in range(settings.cameras):  # every server goes down at least twice
-        assert sum(1 for e in plan_events(settings) if e.kind == "camera_down" and e.target == cam) >= 2
-    assert all(event.at_s < settings.chaos_s for event in plan_events(settings))
 
 
 @pytest.mark.timeout(600)
@@ -27,6 +17,7 @@ def test_two_minutes_of_chaos_leave_the_appliance_whole(model_path, tmp_path, rt
     mosquitto_factory.default()
     settings = ChaosSettings.for_minutes(2, model_path=str(model_path))
     report = run_chaos(settings, tmp_path / "chaos")
+    write_json(report, tmp_path / "chaos" / "chaos.json")  # kept with the logs for a failed run
     failed = [goal for goal in report.goals() if not goal.met]
     assert not failed, report.markdown()
     assert len(report.outages) >= settings.cameras * 2
