@@ -101,6 +101,7 @@ class ChaosRun:
         self._bursts: List[threading.Thread] = []
         self._burst_lock = threading.Lock()
         self._started_mono_s = time.monotonic()
+        self._phase_start_wall_s = 0.0
 
     # ------------------------------------------------------------------ setup
     def _clips(self) -> List[Path]:
@@ -273,7 +274,7 @@ class ChaosRun:
 
     def _join_bursts(self) -> None:
         for thread in self._bursts:
-            thread.join(max(0.0, 120.0))
+            thread.join(120.0)
 
     def _sleep_watching(self, seconds: float) -> None:
         """Sleep, checking the appliance is alive and sampling it every ``sample_every_s``."""

@@ -1,6 +1,7 @@
 """Settings and result of the chaos soak (``bench/chaos.py``), with its goals and its table."""
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -205,7 +206,5 @@ class ChaosReport:
 
 
 def write_json(report: ChaosReport, path: Path) -> None:
-    import json
-
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report.as_dict(), indent=2, default=str) + "\n")
