@@ -112,7 +112,7 @@ class ChaosRun:
         for cam in range(self.settings.cameras):
             image = images[cam % len(images)]
             clip = self.work_dir / f"cam{cam}.mp4"
-            clips.append(make_clip([image], clip, 2.0, 10, tuple(self.settings.clip_size)))
+            clips.append(make_clip([image], clip, 2.0, 10, self.settings.clip_size))
         return clips
 
     def start(self) -> None:

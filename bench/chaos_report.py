@@ -5,7 +5,7 @@ import json
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from bench.chaos_probes import BurstResult, ProcessSample
 
@@ -33,7 +33,7 @@ class ChaosSettings:
     warmup_s: float = 60.0
     settle_s: float = 60.0
     fps_limit: float = 2.0  # per camera: keeps the soak's CPU use modest on a small machine
-    clip_size: tuple = (640, 480)
+    clip_size: Tuple[int, int] = (640, 480)  # width, height of the cameras' clips
     sample_every_s: float = 5.0
     recovery_goal_s: float = 10.0
     rss_growth_goal_mb: float = 30.0
