@@ -32,6 +32,7 @@ setup(
         "prometheus-client>=0.17",
         "onnxruntime>=1.15",
         "filelock>=3.12",
+        "lap>=0.5.12",
     ],
     extras_require={
         "opencv": ["opencv-python-headless>=4.8"],
