@@ -58,20 +58,19 @@ class BoxKalman:
 
     def __init__(self, noise: KalmanNoise = KalmanNoise()) -> None:
         self.noise = noise
-        self._observe = np.eye(MEASURE_DIM, STATE_DIM)
+        nz = noise
+        # Each standard deviation is (relative * height + absolute); aspect terms are absolute.
+        self._init_std = _coefficients(nz.init_pos, nz.init_aspect, nz.init_vel_per_s, nz.init_aspect_vel_per_s)
+        self._process_std = _coefficients(nz.process_pos_per_s, nz.process_aspect_per_s, nz.process_vel_per_s, nz.process_aspect_vel_per_s)
+        rel, absolute = _coefficients(nz.measure_pos, nz.measure_aspect, 0.0, 0.0)
+        self._measure_std = (rel[:MEASURE_DIM], absolute[:MEASURE_DIM])
 
     def initiate(self, xyah: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """New states at rest for measurements ``(N, 4)``: means ``(N, 8)``, covariances ``(N, 8, 8)``."""
         n = xyah.shape[0]
         mean = np.zeros((n, STATE_DIM))
         mean[:, :MEASURE_DIM] = xyah
-        h = xyah[:, 3]
-        nz = self.noise
-        std = np.stack([
-            nz.init_pos * h, nz.init_pos * h, np.full(n, nz.init_aspect), nz.init_pos * h,
-            nz.init_vel_per_s * h, nz.init_vel_per_s * h, np.full(n, nz.init_aspect_vel_per_s), nz.init_vel_per_s * h,
-        ], axis=1)
-        return mean, _diag(std ** 2)
+        return mean, _diag(_std(self._init_std, xyah[:, 3]) ** 2)
 
     def predict(self, mean: np.ndarray, cov: np.ndarray, dt_s: float) -> Tuple[np.ndarray, np.ndarray]:
         """Advance every state by ``dt_s`` seconds of constant velocity."""
@@ -79,13 +78,7 @@ class BoxKalman:
             return mean, cov
         transition = np.eye(STATE_DIM)
         transition[np.arange(MEASURE_DIM), np.arange(MEASURE_DIM) + MEASURE_DIM] = dt_s
-        h = mean[:, 3]
-        n = mean.shape[0]
-        nz = self.noise
-        std = np.stack([
-            nz.process_pos_per_s * h, nz.process_pos_per_s * h, np.full(n, nz.process_aspect_per_s), nz.process_pos_per_s * h,
-            nz.process_vel_per_s * h, nz.process_vel_per_s * h, np.full(n, nz.process_aspect_vel_per_s), nz.process_vel_per_s * h,
-        ], axis=1)
+        std = _std(self._process_std, mean[:, 3])
         mean = mean @ transition.T
         cov = transition @ cov @ transition.T + _diag(std ** 2 * dt_s)
         return mean, cov
@@ -94,9 +87,7 @@ class BoxKalman:
         """Correct states ``(K, 8)`` with their measurements ``(K, 4)``."""
         if mean.shape[0] == 0:
             return mean, cov
-        h = mean[:, 3]
-        nz = self.noise
-        std = np.stack([nz.measure_pos * h, nz.measure_pos * h, np.full(h.shape, nz.measure_aspect), nz.measure_pos * h], axis=1)
+        std = _std(self._measure_std, mean[:, 3])
         innovation_cov = cov[:, :MEASURE_DIM, :MEASURE_DIM] + _diag(std ** 2)
         cross = cov[:, :, :MEASURE_DIM]
         # K = P H^T S^-1, solved rather than inverted; S is symmetric so solve(S, (P H^T)^T)^T.
@@ -105,6 +96,18 @@ class BoxKalman:
         mean = mean + np.einsum("kij,kj->ki", gain, innovation)
         cov = cov - gain @ cov[:, :MEASURE_DIM, :]
         return mean, cov
+
+
+def _coefficients(pos: float, aspect: float, vel: float, aspect_vel: float) -> Tuple[np.ndarray, np.ndarray]:
+    """(relative to height, absolute) standard deviations of the 8 state components."""
+    relative = np.array([pos, pos, 0.0, pos, vel, vel, 0.0, vel])
+    absolute = np.array([0.0, 0.0, aspect, 0.0, 0.0, 0.0, aspect_vel, 0.0])
+    return relative, absolute
+
+
+def _std(coefficients: Tuple[np.ndarray, np.ndarray], height: np.ndarray) -> np.ndarray:
+    relative, absolute = coefficients
+    return height[:, None] * relative + absolute
 
 
 def _diag(values: np.ndarray) -> np.ndarray:

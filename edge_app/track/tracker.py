@@ -2,8 +2,10 @@
 
 Association runs in stages (Zhang et al., "ByteTrack", ECCV 2022):
 1. confirmed tracks (seen last frame or lost for a while) against high-score detections;
-2. confirmed tracks still unmatched and seen last frame against low-score detections, so a
-   partly occluded object whose score dropped keeps its track instead of breaking it;
+2. confirmed tracks still unmatched against low-score detections, so a partly occluded object
+   whose score dropped keeps its track instead of breaking it. Unlike the paper, tracks lost for
+   a few frames take part too: an object that vanished behind something usually comes back
+   half hidden, with a low score, and the strict IoU of this stage keeps clutter out;
 3. tentative tracks (one sighting so far) against the high-score detections left over.
 Each stage is an optimal assignment on IoU cost between Kalman-predicted boxes and detections.
 A high-score detection left over starts a tentative track; it gets an id once it has been seen
@@ -116,6 +118,8 @@ class Tracker:
         matched_tracks, matched_dets = [], []
 
         def stage(tracks: np.ndarray, dets: np.ndarray, min_iou: float) -> Tuple[np.ndarray, np.ndarray]:
+            if len(tracks) == 0 or len(dets) == 0:
+                return tracks, dets
             cost = iou_cost(track_boxes[tracks], self._classes[tracks], det_boxes[dets], det_classes[dets])
             pairs, free_tracks, free_dets = assign(cost, 1.0 - min_iou)
             matched_tracks.append(tracks[pairs[:, 0]])
@@ -123,11 +127,11 @@ class Tracker:
             return tracks[free_tracks], dets[free_dets]
 
         confirmed_left, high_left = stage(confirmed, high, s.match_iou)
-        stage(confirmed_left[self._seen_last[confirmed_left]], low, s.low_match_iou)
+        stage(confirmed_left, low, s.low_match_iou)
         _, high_left = stage(tentative, high_left, s.tentative_match_iou)
 
-        tracks_hit = np.concatenate(matched_tracks)
-        dets_hit = np.concatenate(matched_dets)
+        tracks_hit = np.concatenate(matched_tracks) if matched_tracks else np.zeros(0, np.int64)
+        dets_hit = np.concatenate(matched_dets) if matched_dets else np.zeros(0, np.int64)
         self._correct(tracks_hit, det_boxes[dets_hit], now_s)
         out[dets_hit] = self._ids[tracks_hit]
 
@@ -135,11 +139,12 @@ class Tracker:
         keep[tracks_hit] = True  # tentative tracks live on only while seen every frame
         keep &= (now_s - self._seen_s) <= s.lost_timeout_s
         self.removed_ids = tuple(int(i) for i in self._ids[~keep & (self._ids != UNTRACKED)])
-        self._select(keep)
+        if not keep.all():
+            self._select(keep)
 
         starters = high_left[scores[high_left] >= s.new_track_score]
-        new_ids = self._start(starters, det_boxes[starters], det_classes[starters], now_s)
-        out[starters] = new_ids
+        if len(starters):
+            out[starters] = self._start(starters, det_boxes[starters], det_classes[starters], now_s)
         return out
 
     def _correct(self, tracks: np.ndarray, boxes: np.ndarray, now_s: float) -> None:
