@@ -62,11 +62,13 @@ def ours(spec: SceneSpec) -> StepFn:
     return step
 
 
-def reference(spec: SceneSpec) -> StepFn:
+def reference(spec: SceneSpec, lost_s: Optional[float] = None) -> StepFn:
     import supervision as sv
     from trackers import ByteTrackTracker
 
-    tracker = ByteTrackTracker(frame_rate=spec.fps)
+    # lost_track_buffer counts frames at 30 fps whatever the frame rate (the package scales it).
+    options = {} if lost_s is None else {"lost_track_buffer": int(round(lost_s * 30))}
+    tracker = ByteTrackTracker(frame_rate=spec.fps, **options)
 
     def step(frame: Frame, t: float) -> Tuple[np.ndarray, np.ndarray]:
         dets = sv.Detections(xyxy=frame.det_boxes.astype(np.float32), confidence=frame.det_scores, class_id=frame.det_classes)
@@ -114,11 +116,11 @@ def run_tracker(name: str, make: Callable[[SceneSpec], StepFn], spec: SceneSpec,
     return Score(name, idf1, mota, switches, float(np.mean(times_ms)), float(np.percentile(times_ms, 99)))
 
 
-def run_scene(spec: SceneSpec, with_reference: bool = True, score: bool = True) -> SceneResult:
+def run_scene(spec: SceneSpec, with_reference: bool = True, score: bool = True, reference_lost_s: Optional[float] = None) -> SceneResult:
     frames = generate(spec)
     scores = [run_tracker("edge-app", ours, spec, frames, score)]
     if with_reference:
-        scores.append(run_tracker("reference", reference, spec, frames, score))
+        scores.append(run_tracker("reference", lambda s: reference(s, reference_lost_s), spec, frames, score))
     return SceneResult(spec.name, spec.objects, spec.frames, spec.fps, scores)
 
 
@@ -150,21 +152,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--scenes", nargs="*", default=None, help="scene names (default: all)")
     parser.add_argument("--frames", type=int, default=None, help="override every scene's length")
     parser.add_argument("--no-reference", action="store_true", help="skip the trackers package's ByteTrack")
+    parser.add_argument("--reference-lost-s", type=float, default=None,
+                        help="the reference's lost-track buffer in seconds (default: its own, 1 s)")
+    parser.add_argument("--seed", type=int, default=0, help="added to every scene's seed: other draws of the same scenes")
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     specs = [s for s in SCENES if args.scenes is None or s.name in args.scenes]
     if args.scenes and len(specs) != len(args.scenes):
         parser.error(f"unknown scene; known: {', '.join(s.name for s in SCENES)}")
-    if args.frames:
-        specs = [SceneSpec(**{**asdict(s), "frames": args.frames}) for s in specs]
+    specs = [SceneSpec(**{**asdict(s), "frames": args.frames or s.frames, "seed": s.seed + args.seed}) for s in specs]
     try:
         import motmetrics  # noqa: F401
         score = True
     except ImportError:
         print("motmetrics is not installed: timing only", file=sys.stderr)
         score = False
-    results = [run_scene(spec, with_reference=not args.no_reference, score=score) for spec in specs]
+    results = [run_scene(spec, not args.no_reference, score, args.reference_lost_s) for spec in specs]
     print(table(results))
     if args.json:
         with open(args.json, "w") as fh:

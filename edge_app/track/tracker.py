@@ -40,7 +40,9 @@ class TrackerSettings:
     low_match_iou: float = 0.5         # second stage is stricter: low scores are less certain
     tentative_match_iou: float = 0.3
     confirm_hits: int = 2              # sightings in a row before a track gets an id
-    lost_timeout_s: float = 1.0        # a confirmed track unseen this long is removed
+    # A confirmed track unseen this long is removed. Long enough for someone walking behind a
+    # pillar or a parked car; an event ends after events.end_after_s (2 s) alike.
+    lost_timeout_s: float = 2.0
     max_tracks: int = 2048             # a bound on per-frame work whatever the detector sends
     noise: KalmanNoise = KalmanNoise()
 
@@ -85,9 +87,10 @@ class Tracker:
 
     def reset(self) -> None:
         """Forget every track (a camera that restarted); ids keep counting up, never reused."""
-        next_id = self._next_id
-        self.__init__(self.settings)
-        self._next_id = next_id
+        self._last_time_s = None
+        self._select(np.zeros(len(self), bool))
+        self._seen_last = np.zeros(0, bool)
+        self.removed_ids = ()
 
     def update(self, detections: Detections, timestamp_s: float) -> np.ndarray:
         """Track ids ``(N,)`` int64 aligned with ``detections``; ``UNTRACKED`` (-1) for boxes of no track."""

@@ -66,7 +66,7 @@ def test_two_objects_crossing_keep_their_ids(speed, dy, cls_b):
     assert len(a) == 1 and len(b) == 1 and a != b
 
 
-@pytest.mark.parametrize("hidden_frames", [1, 3, 8, 20])
+@pytest.mark.parametrize("hidden_frames", [1, 3, 8, 20, 50])
 def test_occlusion_for_a_few_frames_keeps_the_id(hidden_frames):
     frames = []
     for f in range(40 + hidden_frames):
@@ -90,14 +90,14 @@ def test_low_score_detections_keep_a_track_alive(low_frames, low_score):
     for f in range(20 + low_frames + 10):
         score = low_score if 20 <= f < 20 + low_frames else 0.9
         frames.append([(1, 0, score, box_at(100 + 4 * f, 300))])
-    seen, _ = run(frames)
+    seen, _ = run(frames, tracker=Tracker(TrackerSettings(lost_timeout_s=1.0)))
     assert set(tracked(seen[1])) == {1}
 
 
 def test_without_the_second_stage_a_long_low_score_stretch_breaks_the_track():
     # The control for the test above: low scores under low_score are ignored, the track dies.
     frames = [[(1, 0, 0.05 if 20 <= f < 65 else 0.9, box_at(100 + 4 * f, 300))] for f in range(75)]
-    seen, tracker = run(frames)
+    seen, tracker = run(frames, tracker=Tracker(TrackerSettings(lost_timeout_s=1.0)))
     assert len(set(tracked(seen[1])) - {UNTRACKED}) == 2
 
 
@@ -223,3 +223,12 @@ def test_assign(cost, max_cost, pairs):
     assert sorted(map(tuple, got.tolist())) == pairs
     rows = np.array(cost).shape[0] if len(cost) else 0
     assert len(free_rows) == rows - len(pairs)
+
+
+def test_reset_forgets_tracks_but_never_reuses_ids():
+    tracker = Tracker()
+    seen, _ = run([[(1, 0, 0.9, box_at(300, 300))] for _ in range(3)], tracker=tracker)
+    tracker.reset()
+    assert len(tracker) == 0 and tracker.active_ids() == ()
+    again, _ = run([[(1, 0, 0.9, box_at(300, 300))] for _ in range(3)], tracker=tracker)
+    assert set(tracked(seen[1])) == {1} and set(tracked(again[1])) == {2}
