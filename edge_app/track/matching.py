@@ -15,13 +15,12 @@ def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Intersection over union of every box in ``a`` ``(M, 4)`` with every box in ``b`` ``(N, 4)``."""
     if a.shape[0] == 0 or b.shape[0] == 0:
         return np.zeros((a.shape[0], b.shape[0]))
-    ix1 = np.maximum(a[:, None, 0], b[None, :, 0])
-    iy1 = np.maximum(a[:, None, 1], b[None, :, 1])
-    ix2 = np.minimum(a[:, None, 2], b[None, :, 2])
-    iy2 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = np.clip(ix2 - ix1, 0, None) * np.clip(iy2 - iy1, 0, None)
-    area_a = np.clip(a[:, 2] - a[:, 0], 0, None) * np.clip(a[:, 3] - a[:, 1], 0, None)
-    area_b = np.clip(b[:, 2] - b[:, 0], 0, None) * np.clip(b[:, 3] - b[:, 1], 0, None)
+    # np.maximum(x, 0) rather than np.clip: this runs every frame and clip's overhead shows.
+    iw = np.maximum(np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0]), 0.0)
+    ih = np.maximum(np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1]), 0.0)
+    inter = iw * ih
+    area_a = np.maximum(a[:, 2] - a[:, 0], 0.0) * np.maximum(a[:, 3] - a[:, 1], 0.0)
+    area_b = np.maximum(b[:, 2] - b[:, 0], 0.0) * np.maximum(b[:, 3] - b[:, 1], 0.0)
     union = area_a[:, None] + area_b[None, :] - inter
     return np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
 
@@ -43,6 +42,16 @@ def assign(cost: np.ndarray, max_cost: float) -> Tuple[np.ndarray, np.ndarray, n
     rows, cols = cost.shape
     if rows == 0 or cols == 0:
         return np.zeros((0, 2), dtype=np.int64), np.arange(rows), np.arange(cols)
+    allowed = cost <= max_cost
+    if (allowed.sum(axis=0) <= 1).all() and (allowed.sum(axis=1) <= 1).all():
+        # No row competes with another for a column (objects apart from each other, the usual
+        # case): every allowed pair is in the optimum, and the solver's setup cost is saved.
+        matched_rows, matched_cols = np.nonzero(allowed)
+        free_rows = np.ones(rows, bool)
+        free_rows[matched_rows] = False
+        free_cols = np.ones(cols, bool)
+        free_cols[matched_cols] = False
+        return np.stack([matched_rows, matched_cols], axis=1).astype(np.int64), np.flatnonzero(free_rows), np.flatnonzero(free_cols)
     _, row_to_col, col_to_row = lap.lapjv(np.ascontiguousarray(cost, dtype=np.float64), extend_cost=True, cost_limit=max_cost)
     matched_rows = np.flatnonzero(row_to_col >= 0)
     pairs = np.stack([matched_rows, row_to_col[matched_rows]], axis=1).astype(np.int64)

@@ -114,17 +114,17 @@ class Tracker:
         det_classes = detections.class_id
         high = np.flatnonzero(scores >= s.high_score)
         low = np.flatnonzero((scores >= s.low_score) & (scores < s.high_score))
-        track_boxes = self.predicted_boxes()
         confirmed = np.flatnonzero(self._ids != UNTRACKED)
         tentative = np.flatnonzero(self._ids == UNTRACKED)
+        # One cost matrix for the frame; each stage takes its rows and columns from it.
+        cost = iou_cost(self.predicted_boxes(), self._classes, det_boxes, det_classes)
 
         matched_tracks, matched_dets = [], []
 
         def stage(tracks: np.ndarray, dets: np.ndarray, min_iou: float) -> Tuple[np.ndarray, np.ndarray]:
             if len(tracks) == 0 or len(dets) == 0:
                 return tracks, dets
-            cost = iou_cost(track_boxes[tracks], self._classes[tracks], det_boxes[dets], det_classes[dets])
-            pairs, free_tracks, free_dets = assign(cost, 1.0 - min_iou)
+            pairs, free_tracks, free_dets = assign(cost[np.ix_(tracks, dets)], 1.0 - min_iou)
             matched_tracks.append(tracks[pairs[:, 0]])
             matched_dets.append(dets[pairs[:, 1]])
             return tracks[free_tracks], dets[free_dets]

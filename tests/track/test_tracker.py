@@ -232,3 +232,20 @@ def test_reset_forgets_tracks_but_never_reuses_ids():
     assert len(tracker) == 0 and tracker.active_ids() == ()
     again, _ = run([[(1, 0, 0.9, box_at(300, 300))] for _ in range(3)], tracker=tracker)
     assert set(tracked(seen[1])) == {1} and set(tracked(again[1])) == {2}
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("density", [0.05, 0.3, 0.8])
+def test_assign_equals_the_solver_with_a_cost_limit(seed, density):
+    # The shortcut for conflict-free matrices must give what the solver gives.
+    import lap
+
+    rng = np.random.default_rng(seed)
+    rows, cols = rng.integers(1, 12, size=2)
+    cost = np.where(rng.random((rows, cols)) < density, rng.uniform(0, 0.7, (rows, cols)), 1.0)
+    got, free_rows, free_cols = assign(cost, 0.8)
+    _, row_to_col, _ = lap.lapjv(cost, extend_cost=True, cost_limit=0.8)
+    want = sorted((r, int(c)) for r, c in enumerate(row_to_col) if c >= 0)
+    assert sorted(map(tuple, got.tolist())) == want
+    assert sorted(free_rows.tolist() + got[:, 0].tolist()) == list(range(rows))
+    assert sorted(free_cols.tolist() + got[:, 1].tolist()) == list(range(cols))
