@@ -38,6 +38,12 @@ class Line:
     def counts(self, label: str) -> bool:
         return not self.labels or label in self.labels
 
+    @classmethod
+    def from_config(cls, line) -> "Line":
+        """From a ``cameras[].lines`` entry of the configuration (``LineConfig``)."""
+        (x1, y1), (x2, y2) = line.points
+        return cls(line.name, (float(x1), float(y1)), (float(x2), float(y2)), frozenset(line.labels))
+
     def signed(self, points: np.ndarray) -> np.ndarray:
         """The SPEC's s for ``(N, 2)`` points."""
         (x1, y1), (x2, y2) = self.p1, self.p2

@@ -29,6 +29,11 @@ class Zone:
     def counts(self, label: str) -> bool:
         return not self.labels or label in self.labels
 
+    @classmethod
+    def from_config(cls, zone) -> "Zone":
+        """From a ``cameras[].zones`` entry of the configuration (``ZoneConfig``)."""
+        return cls(zone.name, tuple((float(x), float(y)) for x, y in zone.polygon), frozenset(zone.labels))
+
 
 @dataclass(frozen=True)
 class ZoneChange:

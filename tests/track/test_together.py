@@ -37,3 +37,22 @@ def test_one_crossing_each_and_zone_entries(noise_px):
     assert sorted((c.label, c.direction) for c in crossings) == [("car", "out"), ("person", "in")]
     assert [(c.zone, c.label, c.change) for c in changes] == [("left", "person", "enter")]
     assert zones.occupants() == {"left": {"person": 1}}
+
+
+def test_zones_and_lines_from_the_configuration():
+    from edge_app.config.store import parse_config
+
+    cfg = parse_config({"model": {"path": "m.onnx"}, "cameras": [{
+        "id": "cam1", "source": "rtsp://h/s",
+        "zones": [{"name": "driveway", "polygon": [[0.1, 0.5], [0.6, 0.5], [0.6, 1.0], [0.1, 1.0]], "labels": ["car"]}],
+        "lines": [{"name": "gate", "points": [[0.5, 0.0], [0.5, 1.0]]}],
+    }]})
+    cam = cfg.cameras[0]
+    zone, line = Zone.from_config(cam.zones[0]), Line.from_config(cam.lines[0])
+    assert zone == Zone("driveway", ((0.1, 0.5), (0.6, 0.5), (0.6, 1.0), (0.1, 1.0)), frozenset({"car"}))
+    assert line == Line("gate", (0.5, 0.0), (0.5, 1.0))
+    crossings = []
+    counter = LineCounter([line])
+    for x in np.linspace(0.8, 0.2, 10):
+        crossings += counter.update([1], ["person"], np.array([[x, 0.5]]))
+    assert [c.direction for c in crossings] == ["in"]
