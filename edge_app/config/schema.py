@@ -22,6 +22,7 @@ MAX_ZONES_PER_CAMERA = 32
 MAX_LINES_PER_CAMERA = 32
 MAX_POLYGON_POINTS = 64
 MAX_AREA_LABELS = 128
+MAX_LABEL_CHARS = 128
 # A point of a zone or line: fractions of the frame, x to the right, y down.
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 NormPoint = Tuple[Fraction, Fraction]
@@ -54,6 +55,8 @@ def _clean_labels(labels: List[str]) -> List[str]:
     for label in labels:
         if not label.strip():
             raise ValueError("labels may not be empty")
+        if len(label) > MAX_LABEL_CHARS:
+            raise ValueError(f"labels may have at most {MAX_LABEL_CHARS} characters")
         # Labels become MQTT topic levels (zone and line counts).
         if any(ch in label for ch in "#+/") or _CONTROL_CHARS.search(label):
             raise ValueError(f"label {label!r} may not contain #, +, / or control characters")

@@ -48,6 +48,8 @@ def test_the_spec_example_parses():
     ({**ZONE, "polygon": [[i / 100, (i % 2) / 2] for i in range(65)]}, "cameras.0.zones.0.polygon", "at most 64"),
     ({**ZONE, "labels": ["person/#"]}, "cameras.0.zones.0.labels", "may not contain"),
     ({**ZONE, "labels": [" "]}, "cameras.0.zones.0.labels", "empty"),
+    ({**ZONE, "labels": ["x" * 129]}, "cameras.0.zones.0.labels", "at most 128 characters"),
+    ({**ZONE, "labels": ["person"] * 129}, "cameras.0.zones.0.labels", "at most 128 items"),
     ({**ZONE, "colour": "red"}, "cameras.0.zones.0.colour", "unknown key"),
 ])
 def test_bad_zones_name_the_field(zone, loc, msg):
