@@ -78,7 +78,11 @@ class _Passage:
 
 @dataclass
 class LineCounter:
-    """Crossings of the tracks of one camera; ``update`` once per analysed frame."""
+    """Crossings of the tracks of one camera; ``update`` once per analysed frame.
+
+    State is kept per track and line until :meth:`forget`: pass it ``Tracker.removed_ids``
+    after every update, or it grows with every track ever seen.
+    """
 
     lines: Sequence[Line]
     band: float = DEFAULT_BAND

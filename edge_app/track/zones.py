@@ -52,7 +52,11 @@ class _Presence:
 
 @dataclass
 class ZoneTracker:
-    """Zone membership of the tracks of one camera; ``update`` once per analysed frame."""
+    """Zone membership of the tracks of one camera; ``update`` once per analysed frame.
+
+    Pass ``Tracker.removed_ids`` to :meth:`forget` after every update: ended tracks leave their
+    zones then, and their state goes.
+    """
 
     zones: Sequence[Zone]
     min_frames: int = DEFAULT_MIN_FRAMES
