@@ -28,7 +28,8 @@ def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def iou_cost(track_boxes: np.ndarray, track_classes: np.ndarray, det_boxes: np.ndarray, det_classes: np.ndarray) -> np.ndarray:
     """``1 - IoU``, with pairs of different classes forbidden."""
     cost = 1.0 - iou_matrix(track_boxes, det_boxes)
-    cost[track_classes[:, None] != det_classes[None, :]] = FORBIDDEN_COST
+    # A NaN box from a broken model must never be matched (nor reach the solver).
+    cost[(track_classes[:, None] != det_classes[None, :]) | ~np.isfinite(cost)] = FORBIDDEN_COST
     return cost
 
 

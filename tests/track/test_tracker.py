@@ -249,3 +249,14 @@ def test_assign_equals_the_solver_with_a_cost_limit(seed, density):
     assert sorted(map(tuple, got.tolist())) == want
     assert sorted(free_rows.tolist() + got[:, 0].tolist()) == list(range(rows))
     assert sorted(free_cols.tolist() + got[:, 1].tolist()) == list(range(cols))
+
+
+def test_a_nan_box_never_takes_or_breaks_a_track():
+    # Two overlapping objects, so the solver (not the conflict-free shortcut) sees the NaN box.
+    tracker = Tracker()
+    for i in range(5):
+        tracker.update(Detections([box_at(300 + 2 * i, 300), box_at(320 + 2 * i, 300)], [0.9, 0.9], [0, 0]), i / 30)
+    nan_box = [float("nan")] * 4
+    for i in range(5, 10):
+        dets = Detections([nan_box, box_at(300 + 2 * i, 300), box_at(320 + 2 * i, 300)], [0.9, 0.9, 0.9], [0, 0, 0])
+        assert tracker.update(dets, i / 30).tolist() == [UNTRACKED, 1, 2]
