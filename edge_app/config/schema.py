@@ -93,7 +93,7 @@ class LineConfig(_Strict):
     name: str = Field(title="Line name", pattern=ID_PATTERN, description="Unique across the whole device")
     points: List[NormPoint] = Field(
         title="Points", min_length=2, max_length=2,
-        description="[P1, P2], fractions of the frame; crossing from right to left of P1->P2 is 'in'",
+        description="[P1, P2], fractions of the frame; with P1 above P2, moving from right to left is 'in'",
     )
     labels: List[str] = Field(default_factory=list, title="Labels", max_length=MAX_AREA_LABELS, description="Labels that count here; empty = every label")
 
