@@ -35,6 +35,7 @@ def test_spec_example_right_half_to_left_half_is_in():
     (Line("h", (0.0, 0.5), (1.0, 0.5)), straight(0.5, 0.2, 0.5, 0.8), ["in"]),    # s = cy - 0.5: top to bottom is in
     (Line("h", (0.0, 0.5), (1.0, 0.5)), straight(0.5, 0.8, 0.5, 0.2), ["out"]),
     (Line("diag", (0.0, 0.0), (1.0, 1.0)), straight(0.8, 0.2, 0.2, 0.8), ["in"]),
+    (Line("tilt", (0.3, 0.1), (0.6, 0.9)), straight(0.9, 0.5, 0.1, 0.5), ["in"]),   # P1 above P2, right to left
     (GATE, straight(0.8, 0.5, 0.2, 0.5) + straight(0.2, 0.5, 0.8, 0.5), ["in", "out"]),
     (GATE, straight(0.8, 0.5, 0.6, 0.5), []),                                # never reaches the line
     (GATE, straight(0.8, 0.5, 0.51, 0.5), []),                               # stops inside the band
