@@ -32,6 +32,7 @@ setup(
         "prometheus-client>=0.17",
         "onnxruntime>=1.15",
         "filelock>=3.12",
+        "lap>=0.5.12",
     ],
     extras_require={
         "opencv": ["opencv-python-headless>=4.8"],
@@ -39,7 +40,7 @@ setup(
         "tensorrt": ["cuda-python>=12"],
         "pycuda": ["pycuda>=2022.1"],
         "bench": ["ultralytics", "psutil>=5.9"],
-        "dev": ["pytest>=7.4", "pytest-timeout>=2.2", "requests>=2.31", "psutil>=5.9", "onnx>=1.14"],
+        "dev": ["pytest>=7.4", "pytest-timeout>=2.2", "requests>=2.31", "psutil>=5.9", "onnx>=1.14", "motmetrics>=1.4"],
     },
     entry_points={"console_scripts": ["edge-app=edge_app.cli:main"]},
     classifiers=[

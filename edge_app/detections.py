@@ -14,12 +14,16 @@ class Detections:
     ``xyxy`` is ``(N, 4)`` float32 ``[x1, y1, x2, y2]``; ``confidence`` is ``(N,)`` float32;
     ``class_id`` is ``(N,)`` int32. Shapes are checked so a decoding bug fails loudly here rather
     than as a malformed MQTT payload later.
+
+    ``track_id`` is ``None`` until a tracker has seen the frame, then ``(N,)`` int64 aligned with
+    the boxes; ``-1`` marks a box that belongs to no track (yet).
     """
 
     xyxy: np.ndarray
     confidence: np.ndarray
     class_id: np.ndarray
     labels: Sequence[str] = field(default=(), compare=False, repr=False)
+    track_id: Optional[np.ndarray] = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         xyxy = np.asarray(self.xyxy, dtype=np.float32).reshape(-1, 4) if np.size(self.xyxy) == 0 else np.asarray(self.xyxy, dtype=np.float32)
@@ -35,6 +39,11 @@ class Detections:
         object.__setattr__(self, "xyxy", xyxy)
         object.__setattr__(self, "confidence", conf)
         object.__setattr__(self, "class_id", cls)
+        if self.track_id is not None:
+            tracks = np.asarray(self.track_id, dtype=np.int64).reshape(-1)
+            if tracks.shape != (n,):
+                raise ValueError(f"track_id {tracks.shape} must have shape ({n},)")
+            object.__setattr__(self, "track_id", tracks)
 
     @classmethod
     def empty(cls, labels: Sequence[str] = ()) -> "Detections":
@@ -47,7 +56,12 @@ class Detections:
         """Select rows with a boolean mask, an index array or a slice."""
         if isinstance(index, (int, np.integer)):
             index = [int(index)]
-        return Detections(self.xyxy[index], self.confidence[index], self.class_id[index], self.labels)
+        tracks = None if self.track_id is None else self.track_id[index]
+        return Detections(self.xyxy[index], self.confidence[index], self.class_id[index], self.labels, tracks)
+
+    def with_track_ids(self, track_id: np.ndarray) -> "Detections":
+        """The same boxes with the ids a tracker gave them."""
+        return Detections(self.xyxy, self.confidence, self.class_id, self.labels, track_id)
 
     def label_of(self, class_id: int) -> str:
         if 0 <= class_id < len(self.labels):
@@ -55,17 +69,19 @@ class Detections:
         return str(class_id)
 
     def to_dicts(self, ndigits: int = 1) -> List[dict]:
-        """The SPEC.md ``detections`` list: class_id, label, confidence, bbox."""
+        """The SPEC.md ``detections`` list: class_id, label, confidence, bbox (and track_id once tracked)."""
         out = []
-        for box, conf, cls in zip(self.xyxy.tolist(), self.confidence.tolist(), self.class_id.tolist()):
-            out.append(
-                {
-                    "class_id": int(cls),
-                    "label": self.label_of(int(cls)),
-                    "confidence": round(float(conf), 4),
-                    "bbox": [round(float(v), ndigits) for v in box],
-                }
-            )
+        tracks = self.track_id.tolist() if self.track_id is not None else None
+        for i, (box, conf, cls) in enumerate(zip(self.xyxy.tolist(), self.confidence.tolist(), self.class_id.tolist())):
+            item = {
+                "class_id": int(cls),
+                "label": self.label_of(int(cls)),
+                "confidence": round(float(conf), 4),
+                "bbox": [round(float(v), ndigits) for v in box],
+            }
+            if tracks is not None:
+                item["track_id"] = int(tracks[i])
+            out.append(item)
         return out
 
     def __iter__(self) -> Iterator[dict]:

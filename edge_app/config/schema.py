@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import List, Literal, Optional
+from typing import List, Literal, Optional, Tuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from typing_extensions import Annotated
 
 from edge_app.config.sources import parse_source
 
@@ -18,6 +19,14 @@ MAX_CAMERAS = 64
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_MQTT_QUEUE = 1_000_000
 MIN_TOKEN_CHARS = 16
+MAX_ZONES_PER_CAMERA = 32
+MAX_LINES_PER_CAMERA = 32
+MAX_POLYGON_POINTS = 64
+MAX_AREA_LABELS = 128
+MAX_LABEL_CHARS = 128
+# A point of a zone or line: fractions of the frame, x to the right, y down.
+Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+NormPoint = Tuple[Fraction, Fraction]
 # MQTT topic and client id characters that brokers reject or that break topic filters.
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -43,6 +52,71 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+def _clean_labels(labels: List[str]) -> List[str]:
+    for label in labels:
+        if not label.strip():
+            raise ValueError("labels may not be empty")
+        if len(label) > MAX_LABEL_CHARS:
+            raise ValueError(f"labels may have at most {MAX_LABEL_CHARS} characters")
+        # Labels become MQTT topic levels (zone and line counts).
+        if any(ch in label for ch in "#+/") or _CONTROL_CHARS.search(label):
+            raise ValueError(f"label {label!r} may not contain #, +, / or control characters")
+    return labels
+
+
+class ZoneConfig(_Strict):
+    """Extension of SPEC.md: a polygon in which objects are counted and events note their presence."""
+
+    name: str = Field(title="Zone name", pattern=ID_PATTERN, description="Unique across the whole device")
+    polygon: List[NormPoint] = Field(
+        title="Polygon", min_length=3, max_length=MAX_POLYGON_POINTS,
+        description="At least 3 [x, y] points, fractions of the frame (x right, y down)",
+    )
+    labels: List[str] = Field(default_factory=list, title="Labels", max_length=MAX_AREA_LABELS, description="Labels that count here; empty = every label")
+
+    @field_validator("polygon")
+    @classmethod
+    def _has_area(cls, value: List[NormPoint]) -> List[NormPoint]:
+        twice_area = sum(x1 * y2 - x2 * y1 for (x1, y1), (x2, y2) in zip(value, value[1:] + value[:1]))
+        if abs(twice_area) < 1e-9:
+            raise ValueError("the polygon encloses no area")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: List[str]) -> List[str]:
+        return _clean_labels(value)
+
+
+class LineConfig(_Strict):
+    """Extension of SPEC.md: a tripwire from P1 to P2 counting crossings in both directions."""
+
+    name: str = Field(title="Line name", pattern=ID_PATTERN, description="Unique across the whole device")
+    points: List[NormPoint] = Field(
+        title="Points", min_length=2, max_length=2,
+        description="[P1, P2], fractions of the frame; with P1 above P2, moving from right to left is 'in'",
+    )
+    labels: List[str] = Field(default_factory=list, title="Labels", max_length=MAX_AREA_LABELS, description="Labels that count here; empty = every label")
+
+    @field_validator("points")
+    @classmethod
+    def _two_different_points(cls, value: List[NormPoint]) -> List[NormPoint]:
+        if tuple(value[0]) == tuple(value[1]):
+            raise ValueError("the two points of a line must differ")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: List[str]) -> List[str]:
+        return _clean_labels(value)
+
+
+class TrackingConfig(_Strict):
+    """Extension of SPEC.md: a track_id on every detection; needed by events, zones and lines."""
+
+    enabled: bool = Field(True, title="Tracking enabled")
+
+
 class CameraConfig(_Strict):
     id: str = Field(title="Camera id", pattern=ID_PATTERN, description="Unique id used in MQTT topics and API paths")
     source: str = Field(title="Source", min_length=1, description="rtsp://, http(s)://, file, /dev/videoN, csi://N, gst:..., test://")
@@ -50,6 +124,9 @@ class CameraConfig(_Strict):
     fps_limit: float = Field(0, title="FPS limit", ge=0, description="Max analysed frames/s; 0 = as many as arrive")
     loop: bool = Field(False, title="Loop file")
     realtime: bool = Field(True, title="Real-time file pacing")
+    detect: bool = Field(True, title="Detect", description="Analyse this camera; off keeps it streaming without detections")
+    zones: List[ZoneConfig] = Field(default_factory=list, title="Zones", max_length=MAX_ZONES_PER_CAMERA)
+    lines: List[LineConfig] = Field(default_factory=list, title="Lines", max_length=MAX_LINES_PER_CAMERA)
 
     @field_validator("source")
     @classmethod
@@ -216,6 +293,21 @@ class AppConfig(_Strict):
     snapshots: SnapshotConfig = Field(default_factory=SnapshotConfig, title="Snapshots")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, title="Logging")
     capture: CaptureConfig = Field(default_factory=CaptureConfig, title="Capture")
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig, title="Tracking")
+
+    @field_validator("cameras")
+    @classmethod
+    def _unique_area_names(cls, cameras: List[CameraConfig]) -> List[CameraConfig]:
+        # Zone counts are published per zone for the whole device, so a name may appear once.
+        for kind in ("zones", "lines"):
+            first_use = {}
+            for ci, cam in enumerate(cameras):
+                for ai, area in enumerate(getattr(cam, kind)):
+                    where = f"cameras.{ci}.{kind}.{ai}.name"
+                    if area.name in first_use:
+                        raise ValueError(f"{where}: {kind[:-1]} name {area.name!r} is already used by {first_use[area.name]}")
+                    first_use[area.name] = where
+        return cameras
 
     @model_validator(mode="after")
     def _unique_camera_ids(self) -> "AppConfig":

@@ -1,0 +1,34 @@
+"""Where an object stands, in the normalised coordinates zones and lines are drawn in."""
+from __future__ import annotations
+
+from typing import Sequence, Tuple
+
+import numpy as np
+
+Point = Tuple[float, float]
+
+
+def reference_points(xyxy: np.ndarray, frame_width: int, frame_height: int) -> np.ndarray:
+    """``(N, 2)`` bottom centres of the boxes, as fractions of the frame (x right, y down).
+
+    The bottom centre is where an object touches the ground, so a zone drawn on the floor
+    holds the people standing on it whatever their height.
+    """
+    if frame_width <= 0 or frame_height <= 0:
+        raise ValueError(f"frame size must be positive, got {frame_width}x{frame_height}")
+    xyxy = np.asarray(xyxy, dtype=np.float64).reshape(-1, 4)
+    return np.stack([(xyxy[:, 0] + xyxy[:, 2]) / 2 / frame_width, xyxy[:, 3] / frame_height], axis=1)
+
+
+def points_in_polygon(points: np.ndarray, polygon: Sequence[Point]) -> np.ndarray:
+    """``(N,)`` bool: which points lie inside ``polygon`` (even-odd rule, any simple or not)."""
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    poly = np.asarray(polygon, dtype=np.float64).reshape(-1, 2)
+    x, y = points[:, 0:1], points[:, 1:2]
+    x1, y1 = poly[:, 0], poly[:, 1]
+    x2, y2 = np.roll(x1, -1), np.roll(y1, -1)
+    spans = (y1 > y) != (y2 > y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x_cross = x1 + (y - y1) * (x2 - x1) / (y2 - y1)
+    crossings = spans & (x < x_cross)
+    return (crossings.sum(axis=1) % 2) == 1
