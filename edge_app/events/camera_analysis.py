@@ -93,7 +93,8 @@ class CameraAnalysis:
         self.tracker = Tracker(dataclasses.replace(base, lost_timeout_s=settings.end_after_s))
         self.zones = ZoneTracker(list(zones))
         self.lines = LineCounter(list(lines))
-        self.book = EventBook(camera_id, settings.event_labels, settings.min_frames, settings.update_interval_s)
+        self.book = EventBook(camera_id, settings.event_labels, settings.min_frames, settings.update_interval_s,
+                              frames_before_track=self.tracker.settings.confirm_hits - 1)
         self.snapshots = SnapshotKeeper(settings.snapshots)
         self.line_counts = LineCounts([line.name for line in lines], line_seed)
         self._object_counts: LabelCounts[str] = LabelCounts()

@@ -44,7 +44,7 @@ class EventBook:
     for each track the tracker removed; :meth:`end_all` at shutdown."""
 
     def __init__(self, camera_id: str, labels: AbstractSet[str] = frozenset(), min_frames: int = 3,
-                 update_interval_s: float = DEFAULT_UPDATE_INTERVAL_S) -> None:
+                 update_interval_s: float = DEFAULT_UPDATE_INTERVAL_S, frames_before_track: int = 0) -> None:
         if min_frames < 1:
             raise ValueError("min_frames must be >= 1")
         if update_interval_s < 0:
@@ -53,6 +53,8 @@ class EventBook:
         self.labels = frozenset(labels)
         self.min_frames = int(min_frames)
         self.update_interval_s = float(update_interval_s)
+        # A tracker gives an id only after a few sightings; those frames had the object too.
+        self.frames_before_track = max(0, int(frames_before_track))
         self._tracks: Dict[int, _TrackRecord] = {}
         self._new: List[int] = []              # promoted this frame, ``new`` not yet sent
 
@@ -79,7 +81,7 @@ class EventBook:
         """One tracked object in the frame taken at ``frame_time_s``."""
         record = self._tracks.get(track_id)
         if record is None:
-            record = self._tracks[track_id] = _TrackRecord(label, frame_time_s, frame_time_s)
+            record = self._tracks[track_id] = _TrackRecord(label, frame_time_s, frame_time_s, self.frames_before_track)
         record.frames += 1
         record.last_seen_s = frame_time_s
         record.score = float(score)
