@@ -76,6 +76,12 @@ class ExtensionPublishing:
             client.subscribe(commands.subscription, qos=1)
 
     @property
+    def commands_subscribed(self) -> bool:
+        """True while the broker has acknowledged the ``detect/set`` subscription of this connection."""
+        with self._cond:
+            return self._subscribed
+
+    @property
     def ignored_commands(self) -> int:
         """``detect/set`` messages ignored so far (unknown camera, bad payload)."""
         commands = self._commands

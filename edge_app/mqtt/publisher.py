@@ -89,6 +89,7 @@ class MqttPublisher(ExtensionPublishing):
         self._camera_states: Dict[str, _Message] = {}
         self._detect_states: Dict[str, _Message] = {}
         self._commands: Optional[DetectSetCommands] = None
+        self._subscribed = False  # the broker acknowledged the detect/set subscription
         self._client: Optional[mqtt.Client] = None
         self._sender: Optional[threading.Thread] = None
         self._running = False
@@ -145,6 +146,7 @@ class MqttPublisher(ExtensionPublishing):
         client.on_disconnect = self._on_disconnect
         client.on_publish = self._on_publish
         client.on_message = self._on_message
+        client.on_subscribe = self._on_subscribe
         tls = self._config.tls
         try:
             if tls.enabled:
@@ -376,6 +378,7 @@ class MqttPublisher(ExtensionPublishing):
     def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
         with self._cond:
             was_connected, self._connected = self._connected, False
+            self._subscribed = False
             stopping = self._stopping
             self._cond.notify_all()
         if was_connected and not stopping:
@@ -397,3 +400,11 @@ class MqttPublisher(ExtensionPublishing):
         commands = self._commands
         if commands is not None:
             commands.handle(message.topic, message.payload)
+
+    def _on_subscribe(self, client: mqtt.Client, userdata: Any, mid: int, reason_codes: Any, properties: Any) -> None:
+        refused = [code for code in reason_codes if getattr(code, "is_failure", False)]
+        with self._cond:
+            self._subscribed = not refused
+            self._cond.notify_all()
+        if refused:
+            self._note_error(f"MQTT broker refused the subscription to {self.topics.all_detect_set}: {refused[0]}")
