@@ -2,7 +2,15 @@
 
 A mixin of :class:`edge_app.mqtt.publisher.MqttPublisher`, kept apart so each module stays
 readable; it relies on the publisher's queue (``_enqueue``), lock (``_cond``) and state.
-Everything here is QoS 1; counts, line totals, snapshots and ``detect/state`` are retained.
+Events, crossings, counts and snapshots go through the publisher's bounded offline queue like
+detections, all with QoS 1; counts, line totals and snapshots are retained so a late subscriber
+sees them. ``detect/state`` is remembered per camera and re-published after every reconnect,
+like camera states.
+
+Subscription: ``on_detect_set(handler)`` makes the publisher subscribe to
+``R/cameras/+/detect/set`` (again after every reconnect, as the session is clean) and call
+``handler(camera_id, enabled)`` on paho's network thread for every valid ``ON``/``OFF``;
+anything else on that topic is ignored (``edge_app.mqtt.commands``).
 """
 from __future__ import annotations
 

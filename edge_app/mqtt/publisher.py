@@ -21,12 +21,8 @@ Delivery design
   the latest state per camera is remembered (not queued) and it is re-published on every
   (re)connect, right after the retained ``online`` birth message. The ``detect/state`` of each
   camera is treated the same way.
-* Events, crossings, counts and snapshots go through the same bounded queue as detections,
-  with QoS 1; counts, line totals and snapshots are retained so a late subscriber sees them.
-* Subscription: ``on_detect_set(callback)`` makes the publisher subscribe to
-  ``R/cameras/+/detect/set`` (again after every reconnect, as the session is clean) and call
-  ``callback(camera_id, enabled)`` on paho's network thread for every valid ``ON``/``OFF``.
-  Anything else on that topic is ignored (``edge_app.mqtt.commands``).
+* Events, counts, crossings, snapshots and the ``detect/set`` subscription: see
+  ``edge_app.mqtt.extension_publishing``.
 
 Lock order (to stay deadlock-free next to paho's own locks, which are held while paho calls
 ``on_publish``): ``_send_lock`` -> paho's locks -> ``_cond``. ``_cond`` is never held while

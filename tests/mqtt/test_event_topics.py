@@ -126,3 +126,16 @@ def test_disabled_publisher_publishes_nothing_and_checks_nothing():
     assert pub.publish_snapshot("cam1", "person", b"\xff\xd8") is False
     assert pub.publish_detect_state("cam1", True) is False
     assert pub.stats()["queued"] == 0
+
+
+def test_detections_carry_track_ids_once_tracked():
+    import numpy as np
+
+    from edge_app.detections import Detections
+    from edge_app.mqtt import detections_payload
+    dets = Detections(np.array([[1, 2, 3, 4], [5, 6, 7, 8]], np.float32), np.array([0.9, 0.8], np.float32),
+                      np.array([0, 0], np.int32), ("person",))
+    untracked = detections_payload("d", "cam1", 1, 1.0, 640, 480, 1.0, dets)["detections"]
+    tracked = detections_payload("d", "cam1", 1, 1.0, 640, 480, 1.0, dets.with_track_ids(np.array([7, -1])))["detections"]
+    assert all("track_id" not in d for d in untracked)
+    assert [d["track_id"] for d in tracked] == [7, -1]
