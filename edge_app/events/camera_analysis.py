@@ -157,9 +157,9 @@ class CameraAnalysis:
             result.events.extend(self.book.flush(now))
 
         for crossing in line_crossings:
-            event = self.book.event_of(crossing.track_id)
+            event_id = self.book.event_id_of(crossing.track_id)
             result.crossings.append(Crossing(crossing.line, crossing.track_id, crossing.label, crossing.direction,
-                                             None if event is None else event.id, float(ts)))
+                                             event_id, float(ts)))
             result.line_counts[crossing.line] = self.line_counts.add(crossing)
         result.object_counts.update(self._object_counts.update(self.book.labels_in_view()))
         result.zone_counts.update(self._zone_counts.update(_flatten(self.zones.occupants())))
@@ -189,15 +189,19 @@ class CameraAnalysis:
 
     # ---------------------------------------------------------------- internals
     def _snapshots(self, image: np.ndarray, tracked: Detections, ids: np.ndarray, now: float) -> List[Snapshot]:
+        if not self.snapshots.settings.enabled:
+            return []
         in_frame = []
+        scores = tracked.confidence.tolist()
         for i, track_id in enumerate(ids.tolist()):
-            event = self.book.event_of(track_id) if track_id >= 0 else None
-            if event is not None:
-                in_frame.append((i, event))
+            event_id = self.book.event_id_of(track_id) if track_id >= 0 else None
+            if event_id is not None:
+                in_frame.append((i, event_id, scores[i]))
         taken = []
-        for index, event in self.snapshots.candidates(in_frame, now):
-            taken.append(self.snapshots.take(image, tracked, index, event))
-            self.book.snapshot_taken(event.track_id)
+        for index in self.snapshots.candidates(in_frame, now):
+            track_id = int(ids[index])
+            taken.append(self.snapshots.take(image, tracked, index, self.book.event_of(track_id)))
+            self.book.snapshot_taken(track_id)
         return taken
 
 

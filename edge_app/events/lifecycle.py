@@ -32,7 +32,10 @@ class _TrackRecord:
     box: Tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
     current_zones: List[str] = field(default_factory=list)
     entered_zones: List[str] = field(default_factory=list)
-    event: Optional[Event] = None          # the event as it stands now
+    # The event as it was created; the current one is built from it and the fields above only
+    # when asked for, so a frame costs no new objects per event.
+    base: Optional[Event] = None
+    has_snapshot: bool = False
     published: Optional[Event] = None      # the event as subscribers last saw it
     published_at_s: float = 0.0
     dirty: bool = False                    # something worth an update changed since
@@ -63,11 +66,16 @@ class EventBook:
         return not self.labels or label in self.labels
 
     def event_of(self, track_id: int) -> Optional[Event]:
+        """The event of a track as it stands now; None when the track is no event."""
         record = self._tracks.get(track_id)
-        return None if record is None else record.event
+        return None if record is None or record.base is None else self._current(record)
+
+    def event_id_of(self, track_id: int) -> Optional[str]:
+        record = self._tracks.get(track_id)
+        return None if record is None or record.base is None else record.base.id
 
     def open_events(self) -> List[Event]:
-        return [r.event for r in self._tracks.values() if r.event is not None]
+        return [self._current(r) for r in self._tracks.values() if r.base is not None]
 
     def labels_in_view(self) -> Dict[str, int]:
         """Live tracks per label: an object counts until its track ends."""
@@ -86,12 +94,9 @@ class EventBook:
         record.last_seen_s = frame_time_s
         record.score = float(score)
         record.box = tuple(float(v) for v in box)  # type: ignore[assignment]
-        new_top = record.score > record.top_score
-        record.top_score = max(record.top_score, record.score)
-        if record.event is not None:
-            if new_top:
-                record.dirty = True
-            self._refresh(record)
+        if record.score > record.top_score:
+            record.top_score = record.score
+            record.dirty = record.dirty or record.base is not None
 
     def zone_change(self, track_id: int, zone: str, entered: bool) -> None:
         record = self._tracks.get(track_id)
@@ -105,32 +110,28 @@ class EventBook:
             record.current_zones.remove(zone)
         else:
             return
-        if record.event is not None:
-            record.dirty = True
-            self._refresh(record)
+        record.dirty = record.dirty or record.base is not None
 
     def promote(self) -> List[Event]:
         """Tracks that have now been seen in ``min_frames`` frames become events (``new`` goes out with :meth:`flush`)."""
         promoted = []
         for track_id, record in self._tracks.items():
-            if record.event is None and record.frames >= self.min_frames and self.makes_events(record.label):
-                record.event = Event(
+            if record.base is None and record.frames >= self.min_frames and self.makes_events(record.label):
+                record.base = Event(
                     id=f"{record.first_seen_s:.6f}-{self.camera_id}-{track_id}", camera_id=self.camera_id,
                     label=record.label, track_id=track_id, score=record.score, top_score=record.top_score,
                     box=record.box, frame_time=record.last_seen_s, start_time=record.first_seen_s,
                 )
-                self._refresh(record)
                 self._new.append(track_id)
-                promoted.append(record.event)
+                promoted.append(self._current(record))
         return promoted
 
     def snapshot_taken(self, track_id: int) -> None:
         """The event of ``track_id`` has a (better) snapshot now."""
         record = self._tracks.get(track_id)
-        if record is None or record.event is None:
+        if record is None or record.base is None:
             return
-        record.event = dataclasses.replace(record.event, has_snapshot=True)
-        record.dirty = True
+        record.has_snapshot = record.dirty = True
 
     def flush(self, now_s: float) -> List[EventMessage]:
         """``new`` for events promoted since the last flush, ``update`` for changed ones that may send again."""
@@ -138,13 +139,12 @@ class EventBook:
         new_ids, self._new = self._new, []
         for track_id in new_ids:
             record = self._tracks.get(track_id)
-            if record is not None and record.event is not None:
-                messages.append(EventMessage(NEW, record.event))
-                self._mark_published(record, now_s)
+            if record is not None and record.base is not None:
+                messages.append(EventMessage(NEW, self._mark_published(record, now_s)))
         for record in self._tracks.values():
             if record.dirty and record.published is not None and now_s - record.published_at_s >= self.update_interval_s:
-                messages.append(EventMessage(UPDATE, record.event, record.published))
-                self._mark_published(record, now_s)
+                before = record.published
+                messages.append(EventMessage(UPDATE, self._mark_published(record, now_s), before))
         return messages
 
     def end(self, track_id: int) -> Optional[EventMessage]:
@@ -152,32 +152,31 @@ class EventBook:
         record = self._tracks.pop(track_id, None)
         if track_id in self._new:
             self._new.remove(track_id)
-        if record is None or record.event is None:
+        if record is None or record.base is None:
             return None
         return self._end_message(record, record.last_seen_s)
 
     def end_all(self, now_s: float) -> List[EventMessage]:
         """Shutdown: every open event ends now; every track is forgotten."""
-        messages = [self._end_message(r, now_s) for r in self._tracks.values() if r.event is not None]
+        messages = [self._end_message(r, now_s) for r in self._tracks.values() if r.base is not None]
         self._tracks.clear()
         self._new = []
         return messages
 
     # ---------------------------------------------------------------- internals
     @staticmethod
-    def _refresh(record: _TrackRecord) -> None:
-        record.event = dataclasses.replace(
-            record.event, score=record.score, top_score=record.top_score, box=record.box,
+    def _current(record: _TrackRecord, end_time_s: Optional[float] = None) -> Event:
+        return dataclasses.replace(
+            record.base, score=record.score, top_score=record.top_score, box=record.box,
             frame_time=record.last_seen_s, current_zones=tuple(record.current_zones),
-            entered_zones=tuple(record.entered_zones),
+            entered_zones=tuple(record.entered_zones), has_snapshot=record.has_snapshot, end_time=end_time_s,
         )
 
-    @staticmethod
-    def _mark_published(record: _TrackRecord, now_s: float) -> None:
-        record.published, record.published_at_s, record.dirty = record.event, now_s, False
+    def _mark_published(self, record: _TrackRecord, now_s: float) -> Event:
+        record.published, record.published_at_s, record.dirty = self._current(record), now_s, False
+        return record.published
 
-    @staticmethod
-    def _end_message(record: _TrackRecord, end_time_s: float) -> EventMessage:
-        ended = dataclasses.replace(record.event, end_time=max(end_time_s, record.event.start_time))
+    def _end_message(self, record: _TrackRecord, end_time_s: float) -> EventMessage:
+        ended = self._current(record, max(end_time_s, record.base.start_time))
         # An event that ends before its ``new`` went out still says ``end`` against what exists.
-        return EventMessage(END, ended, record.published or record.event)
+        return EventMessage(END, ended, record.published or self._current(record))

@@ -45,19 +45,20 @@ class SnapshotKeeper:
         self.settings = settings
         self._best: Dict[str, _Best] = {}
 
-    def candidates(self, events: Sequence[Tuple[int, Event]], now_s: float) -> List[Tuple[int, Event]]:
-        """Of ``(detection index, event)`` pairs in this frame, those worth encoding now, best first."""
+    def candidates(self, objects: Sequence[Tuple[int, str, float]], now_s: float) -> List[int]:
+        """Of ``(detection index, event id, score)`` of the events in this frame, the detection
+        indices worth encoding now, best first."""
         if not self.settings.enabled:
             return []
         ranked = []
-        for index, event in events:
-            best = self._best.get(event.id)
+        for index, event_id, score in objects:
+            best = self._best.get(event_id)
             if best is None:
-                ranked.append((0, -event.score, index, event))
-            elif event.score >= best.score + self.settings.min_gain and now_s - best.frame_time_s >= self.settings.min_interval_s:
-                ranked.append((1, best.score - event.score, index, event))
-        ranked.sort(key=lambda item: item[:2])
-        return [(index, event) for _, _, index, event in ranked[: self.settings.max_per_frame]]
+                ranked.append((0, -score, index))
+            elif score >= best.score + self.settings.min_gain and now_s - best.frame_time_s >= self.settings.min_interval_s:
+                ranked.append((1, best.score - score, index))
+        ranked.sort()
+        return [index for _, _, index in ranked[: self.settings.max_per_frame]]
 
     def take(self, image: np.ndarray, detections: Detections, index: int, event: Event) -> Snapshot:
         """Encode the frame with detection ``index`` (the event's object) boxed, and remember its score."""
