@@ -7,7 +7,7 @@ from one thread::
     result = analysis.process(frame_id, ts, image, detections)   # -> FrameAnalysis
     ...publish result.detections, result.events, result.snapshots, the counts...
     analysis.tick(now)          # when no frame came for a while: ages tracks, ends events
-    final = analysis.end_all(now)                                # shutdown: ``end`` messages
+    final = analysis.end_all(now)  # shutdown or detect OFF: ``end`` messages, counts to 0
 
 ``process`` is pure apart from the JPEG encoding of snapshots (bounded, see
 ``edge_app.events.snapshots``): no clock (``ts`` is the frame's capture time in Unix seconds),
@@ -170,12 +170,21 @@ class CameraAnalysis:
         objects still end and counts fall to 0."""
         return self.process(-1, now, None, Detections.empty())
 
-    def end_all(self, now: float) -> List[EventMessage]:
-        """Shutdown: ``end`` messages for every open event (``end_time`` = ``now``)."""
-        messages = self.book.end_all(now)
-        for message in messages:
+    def end_all(self, now: float) -> FrameAnalysis:
+        """Shutdown, or analysis switched off: every open event ends (``end_time`` = ``now``),
+        every track is forgotten and the object and zone counts fall to 0 (in the result).
+        Line totals stay. The analysis can go on afterwards; new objects get new ids."""
+        result = FrameAnalysis(self.camera_id, -1, float(now), Detections.empty())
+        live = self.tracker.active_ids()
+        self.zones.forget(live)
+        self.lines.forget(live)
+        self.tracker.reset()
+        for message in self.book.end_all(now):
             self.snapshots.forget(message.after.id)
-        return messages
+            result.events.append(message)
+        result.object_counts.update(self._object_counts.update({}))
+        result.zone_counts.update(self._zone_counts.update({}))
+        return result
 
     # ------------------------------------------------------------------ queries
     def counts(self) -> CountsSnapshot:

@@ -129,10 +129,22 @@ def test_end_all_ends_open_events_at_shutdown():
     a = analysis()
     run(a, [Obj(0, still(100, 100)), Obj(2, still(400, 100)), Obj(0, still(300, 300), first=8)], 10)
     assert len(a.open_events()) == 2  # the late person is not an event yet
-    ended = a.end_all(frame_time(10))
+    final = a.end_all(frame_time(10))
+    ended = final.events
     assert sorted(m.after.label for m in ended) == ["car", "person"]
     assert all(m.type == "end" and m.after.end_time == frame_time(10) and m.before.end_time is None for m in ended)
-    assert a.open_events() == [] and a.end_all(frame_time(11)) == []
+    assert final.object_counts == {"person": 0, "car": 0}
+    assert a.open_events() == [] and a.end_all(frame_time(11)).events == []
+
+
+def test_after_end_all_the_same_object_is_a_new_event():
+    a = analysis()
+    obj = Obj(0, still(100, 100))
+    first = messages(run(a, [obj], 10), "new")[0][1].after
+    a.end_all(frame_time(10))
+    second = messages(run(a, [obj], 10, start=11), "new")[0][1].after
+    assert second.track_id != first.track_id and second.id != first.id
+    assert a.counts().objects == {"person": 1}
 
 
 def test_tick_ends_events_of_a_camera_without_frames():

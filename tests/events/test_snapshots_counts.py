@@ -170,3 +170,30 @@ def test_line_counts_reset():
     assert counts.totals() == {"a": LineTotals(0, 0), "b": LineTotals(4, 4)}
     counts.reset()
     assert counts.totals()["b"] == LineTotals(0, 0)
+
+
+def test_end_all_drops_zone_counts_and_keeps_line_totals():
+    yard = Zone("yard", ((0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0)))
+    a = analysis(zones=[yard], lines=[GATE])
+    run(a, [Obj(0, moving(500, 100, -20))], 25)
+    assert a.counts().zones == {"yard": {"person": 1}} and a.counts().lines == {"gate": LineTotals(1, 0)}
+    final = a.end_all(frame_time(25))
+    assert final.zone_counts == {("yard", "person"): 0} and final.object_counts == {"person": 0}
+    assert a.counts().lines == {"gate": LineTotals(1, 0)}
+
+
+def test_from_config():
+    from edge_app.config.store import parse_config
+    cfg = parse_config({
+        "model": {"path": "m.onnx"},
+        "cameras": [{"id": "cam1", "source": "rtsp://h/s",
+                     "zones": [{"name": "yard", "polygon": [[0, 0], [1, 0], [1, 1], [0, 1]], "labels": ["person"]}],
+                     "lines": [{"name": "gate", "points": [[0.5, 0], [0.5, 1]]}]}],
+        "events": {"labels": ["person"], "min_frames": 4, "end_after_s": 1.5, "snapshots": False},
+    })
+    a = CameraAnalysis.from_config(cfg.cameras[0], cfg.events, jpeg_quality=70, line_seed={"gate": (2, 1)})
+    assert a.settings.min_frames == 4 and a.settings.event_labels == {"person"} and not a.settings.snapshots.enabled
+    assert a.tracker.settings.lost_timeout_s == 1.5 and a.settings.snapshots.jpeg_quality == 70
+    assert [z.name for z in a.zones.zones] == ["yard"] and a.counts().lines == {"gate": LineTotals(2, 1)}
+    results = run(a, [Obj(0, moving(500, 100, -20)), Obj(2, still(100, 300))], 25)
+    assert {m.after.label for _, m in messages(results, "new")} == {"person"}
