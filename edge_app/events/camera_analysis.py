@@ -20,6 +20,7 @@ the tracker drops a track unseen for ``events.end_after_s``, so all of them happ
 from __future__ import annotations
 
 import dataclasses
+import threading
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -54,7 +55,10 @@ class FrameAnalysis:
     ts: float
     detections: Detections                                    # with ``track_id`` (-1: no track yet)
     events: List[EventMessage] = field(default_factory=list)  # R/events, in order
-    snapshots: List[Snapshot] = field(default_factory=list)   # store; publish on <cam>/<label>/snapshot
+    snapshots: List[Snapshot] = field(default_factory=list)   # to store with their events
+    # label -> snapshot for the retained R/cameras/<id>/<label>/snapshot: only those of the
+    # latest event of each label, so an older event's better picture never replaces a newer one
+    label_snapshots: Dict[str, Snapshot] = field(default_factory=dict)
     object_counts: Dict[str, int] = field(default_factory=dict)            # label -> in view now
     zone_counts: Dict[Tuple[str, str], int] = field(default_factory=dict)  # (zone, label) -> in zone now
     crossings: List[Crossing] = field(default_factory=list)
@@ -100,6 +104,9 @@ class CameraAnalysis:
         self._object_counts: LabelCounts[str] = LabelCounts()
         self._zone_counts: LabelCounts[Tuple[str, str]] = LabelCounts()
         self._last_ts: Optional[float] = None
+        self._latest_event: Dict[str, str] = {}   # label -> id of its most recent event
+        # counts() may be read by the API while a frame is processed
+        self._counts_lock = threading.Lock()
 
     @classmethod
     def from_config(cls, camera, events, jpeg_quality: int = 85,
@@ -151,18 +158,24 @@ class CameraAnalysis:
                 self.snapshots.forget(ended.after.id)
                 result.events.append(ended)
         if self.settings.events_enabled:
-            self.book.promote()
+            for event in self.book.promote():
+                self._latest_event[event.label] = event.id
             if image is not None:
                 result.snapshots.extend(self._snapshots(image, tracked, ids, now))
+                for snapshot in result.snapshots:
+                    if self._latest_event.get(snapshot.label) == snapshot.event_id:
+                        result.label_snapshots[snapshot.label] = snapshot
             result.events.extend(self.book.flush(now))
 
-        for crossing in line_crossings:
-            event_id = self.book.event_id_of(crossing.track_id)
-            result.crossings.append(Crossing(crossing.line, crossing.track_id, crossing.label, crossing.direction,
-                                             event_id, float(ts)))
-            result.line_counts[crossing.line] = self.line_counts.add(crossing)
-        result.object_counts.update(self._object_counts.update(self.book.labels_in_view()))
-        result.zone_counts.update(self._zone_counts.update(_flatten(self.zones.occupants())))
+        objects_now, zones_now = self.book.labels_in_view(), _flatten(self.zones.occupants())
+        with self._counts_lock:
+            for crossing in line_crossings:
+                event_id = self.book.event_id_of(crossing.track_id)
+                result.crossings.append(Crossing(crossing.line, crossing.track_id, crossing.label, crossing.direction,
+                                                 event_id, float(ts)))
+                result.line_counts[crossing.line] = self.line_counts.add(crossing)
+            result.object_counts.update(self._object_counts.update(objects_now))
+            result.zone_counts.update(self._zone_counts.update(zones_now))
         return result
 
     def tick(self, now: float) -> FrameAnalysis:
@@ -182,16 +195,26 @@ class CameraAnalysis:
         for message in self.book.end_all(now):
             self.snapshots.forget(message.after.id)
             result.events.append(message)
-        result.object_counts.update(self._object_counts.update({}))
-        result.zone_counts.update(self._zone_counts.update({}))
+        with self._counts_lock:
+            result.object_counts.update(self._object_counts.update({}))
+            result.zone_counts.update(self._zone_counts.update({}))
         return result
 
     # ------------------------------------------------------------------ queries
     def counts(self) -> CountsSnapshot:
+        """Every count now (``GET /api/v1/counts``); safe to call from another thread."""
+        with self._counts_lock:
+            objects, zone_pairs, lines = self._object_counts.snapshot(), self._zone_counts.snapshot(), self.line_counts.totals()
         zones: Dict[str, Dict[str, int]] = {}
-        for (zone, label), count in self._zone_counts.snapshot().items():
+        for (zone, label), count in zone_pairs.items():
             zones.setdefault(zone, {})[label] = count
-        return CountsSnapshot(self._object_counts.snapshot(), zones, self.line_counts.totals())
+        return CountsSnapshot(objects, zones, lines)
+
+    def reset_line_counts(self, line: Optional[str] = None) -> Dict[str, LineTotals]:
+        """Set one line's totals (or all) back to 0; returns the totals to publish and persist."""
+        with self._counts_lock:
+            self.line_counts.reset(line)
+            return self.line_counts.totals()
 
     def open_events(self) -> List[Event]:
         return self.book.open_events()

@@ -34,7 +34,7 @@ import collections
 import logging
 import threading
 import time
-from typing import Any, Callable, Deque, Dict, List, Optional, Set
+from typing import Any, Deque, Dict, List, Optional, Set
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion

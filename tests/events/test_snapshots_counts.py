@@ -197,3 +197,26 @@ def test_from_config():
     assert [z.name for z in a.zones.zones] == ["yard"] and a.counts().lines == {"gate": LineTotals(2, 1)}
     results = run(a, [Obj(0, moving(500, 100, -20)), Obj(2, still(100, 300))], 25)
     assert {m.after.label for _, m in messages(results, "new")} == {"person"}
+
+
+def test_the_label_snapshot_is_that_of_the_latest_event_of_the_label():
+    # An older person gets a better picture later; the retained per-label snapshot stays the newer one's.
+    old = Obj(0, still(100, 100), score=lambda f: 0.95 if f >= 25 else 0.6)
+    new = Obj(0, still(400, 100), first=10, score=lambda f: 0.7)
+    car = Obj(2, still(300, 300), first=5)
+    results = run(analysis(), [old, new, car], 40)
+    new_event = {m.after.track_id: m.after for _, m in messages(results, "new")}
+    person_events = sorted((e for e in new_event.values() if e.label == "person"), key=lambda e: e.start_time)
+    old_id, new_id = person_events[0].id, person_events[1].id
+    stored = [s for r in results for s in r.snapshots]
+    assert any(s.event_id == old_id and s.score == pytest.approx(0.95) for s in stored)  # stored with its event
+    published = [(r.frame_id, r.label_snapshots.get("person")) for r in results if "person" in r.label_snapshots]
+    ids = [s.event_id for _, s in published]
+    assert ids[0] == old_id and set(ids[1:]) == {new_id}
+    assert [s.label for r in results for s in r.label_snapshots.values() if s.label == "car"] == ["car"]
+
+
+def test_reset_line_counts():
+    a = analysis(lines=[GATE, Line("side", (0.0, 0.5), (1.0, 0.5))], line_seed={"gate": (3, 4), "side": (1, 1)})
+    assert a.reset_line_counts("gate") == {"gate": LineTotals(0, 0), "side": LineTotals(1, 1)}
+    assert a.reset_line_counts() == {"gate": LineTotals(0, 0), "side": LineTotals(0, 0)}
