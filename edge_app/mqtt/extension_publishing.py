@@ -2,9 +2,10 @@
 
 A mixin of :class:`edge_app.mqtt.publisher.MqttPublisher`, kept apart so each module stays
 readable; it relies on the publisher's queue (``_enqueue``), lock (``_cond``) and state.
-Events, crossings, counts and snapshots go through the publisher's bounded offline queue like
-detections, all with QoS 1; counts, line totals and snapshots are retained so a late subscriber
-sees them. ``detect/state`` is remembered per camera and re-published after every reconnect,
+Events and crossings go through the publisher's bounded offline queue like detections, all with
+QoS 1. Counts, line totals and snapshots are retained, so only the latest value of a topic
+matters: while the broker is away, only that is kept per topic (a JPEG per label rather than
+thousands), and sent after reconnecting. ``detect/state`` is remembered per camera and re-published after every reconnect,
 like camera states.
 
 Subscription: ``on_detect_set(handler)`` makes the publisher subscribe to
@@ -54,7 +55,7 @@ class ExtensionPublishing:
         """Retained raw JPEG on ``R/cameras/<id>/<label>/snapshot`` (QoS 1)."""
         if not self.enabled:
             return False
-        self._enqueue(Message(self.topics.camera_label_snapshot(camera_id, label), bytes(jpeg), 1, True, EVENTS))
+        self._enqueue_latest(Message(self.topics.camera_label_snapshot(camera_id, label), bytes(jpeg), 1, True, EVENTS))
         return True
 
     def publish_detect_state(self, camera_id: str, enabled: bool) -> bool:
@@ -99,5 +100,16 @@ class ExtensionPublishing:
         # Built lazily: with MQTT off, a bad label must not cost (or raise) anything.
         if not self.enabled:
             return False
-        self._enqueue(Message(topic(), payloads.encode(body()), 1, retain, EVENTS))
+        message = Message(topic(), payloads.encode(body()), 1, retain, EVENTS)
+        if retain:
+            self._enqueue_latest(message)
+        else:
+            self._enqueue(message)
         return True
+
+    def _enqueue_latest(self, message: Message) -> None:
+        with self._cond:
+            if not self._connected:
+                self._offline_retained[message.topic] = message
+                return
+        self._enqueue(message)

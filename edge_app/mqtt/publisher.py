@@ -84,6 +84,7 @@ class MqttPublisher(ExtensionPublishing):
         self._early_acks: Set[int] = set()  # on_publish that beat the sender's bookkeeping
         self._camera_states: Dict[str, _Message] = {}
         self._detect_states: Dict[str, _Message] = {}
+        self._offline_retained: Dict[str, _Message] = {}  # latest count/snapshot per topic while offline
         self._commands: Optional[DetectSetCommands] = None
         self._subscribed = False  # the broker acknowledged the detect/set subscription
         self._client: Optional[mqtt.Client] = None
@@ -119,7 +120,7 @@ class MqttPublisher(ExtensionPublishing):
         queue plus handed to the network but not acknowledged.
         """
         with self._cond:
-            queued = len(self._queue) + len(self._priority) + len(self._unacked)
+            queued = len(self._queue) + len(self._priority) + len(self._unacked) + len(self._offline_retained)
             return {"connected": self._connected, "published": self._published, "queued": queued, "dropped": self._dropped}
 
     def start(self) -> None:
@@ -335,6 +336,8 @@ class MqttPublisher(ExtensionPublishing):
         self._unacked.clear()
         self._early_acks.clear()
         self._queue.extendleft(reversed(requeue))
+        self._queue.extend(self._offline_retained.values())  # after older values of the same topics
+        self._offline_retained.clear()
         while len(self._queue) > self._config.max_queue:
             self._queue.popleft()
             self._count_drop()

@@ -141,3 +141,27 @@ def test_detect_state_is_published_again_after_an_outage(mosquitto_factory, publ
     late = mqtt_collector(broker, f"{ROOT}/cameras/+/detect/state")
     msg = late.wait_for_message(f"{ROOT}/cameras/cam1/detect/state")
     assert msg.retain and msg.payload == b"OFF"
+
+
+def test_while_offline_only_the_latest_retained_value_per_topic_is_kept(mosquitto_factory, publisher_factory, mqtt_collector):
+    broker = mosquitto_factory(persistence=False)
+    pub = publisher_factory(broker)
+    pub.start()
+    wait_until(lambda: pub.connected, 5, "connected")
+    pub.publish_object_count("cam1", "person", 1, ts=1.0)
+    wait_until(lambda: flushed(pub), 5, "acknowledged")
+    broker.kill()
+    wait_until(lambda: not pub.connected, 5, "disconnect noticed")
+    for i in range(200):
+        pub.publish_snapshot("cam1", "person", JPEG + bytes([i]))
+        pub.publish_object_count("cam1", "person", i % 5, ts=2.0 + i)
+    pub.publish_line_crossing("cam1", "gate", None, 1, "person", "in", ts=3.0)  # not retained: queued
+    assert pub.stats()["queued"] == 3  # the crossing, one count and one snapshot
+    broker.start()
+    wait_until(lambda: flushed(pub), 8, "reconnected and flushed")
+    late = mqtt_collector(broker, f"{ROOT}/cameras/#")
+    count = late.wait_for_message(f"{ROOT}/cameras/cam1/objects/person")
+    snapshot = late.wait_for_message(f"{ROOT}/cameras/cam1/person/snapshot")
+    assert count.json() == {"count": 199 % 5, "ts": 201.0}
+    assert snapshot.payload == JPEG + bytes([199])
+    assert pub.stats()["dropped"] == 0
