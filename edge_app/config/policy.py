@@ -7,7 +7,7 @@ GStreamer pipeline (``gst:`` with ``filesrc``/``tcpclientsink``). So through the
 
 * no new ``gst:`` or ``csi://`` sources;
 * file sources only inside directories that already hold configured file sources;
-* model, labels, engine and calibration paths (and TLS files) only inside their current directories;
+* model, labels, engine, calibration and events paths (and TLS files) only inside their current directories;
 
 unless the file on disk sets ``api.allow_unsafe_sources: true``, which the API itself can never
 change. Paths are compared after resolving ``..`` and symbolic links.
@@ -46,6 +46,7 @@ def _path_fields(config: AppConfig) -> List[Tuple[str, Optional[str], bool]]:
         ("mqtt.tls.keyfile", mqtt_tls.keyfile, False),
         ("api.tls.certfile", api_tls.certfile, False),
         ("api.tls.keyfile", api_tls.keyfile, False),
+        ("events.dir", config.events.dir, True),
     ]
 
 

@@ -84,6 +84,8 @@ def test_sources_already_configured_stay_allowed(tree):
         ({"model": {"engine_dir": "/tmp"}}, "model.engine_dir"),
         ({"model": {"calibration_dir": "/etc"}}, "model.calibration_dir"),
         ({"mqtt": {"tls": {"ca_certs": "/etc/shadow"}}}, "mqtt.tls.ca_certs"),
+        ({"events": {"dir": "/etc"}}, "events.dir"),
+        ({"events": {"dir": "{tree}/events/../models"}}, "events.dir"),
         ({"api": {"allow_unsafe_sources": True}}, "api.allow_unsafe_sources"),
     ],
 )
@@ -97,6 +99,12 @@ def test_paths_inside_their_folders_are_allowed(tree):
     new = config(tree, model={"path": str(tree / "models" / "other.onnx"), "labels": str(tree / "models" / "labels.txt"),
                               "engine_dir": str(tree / "models" / "engines" / "v2"), "calibration_dir": str(tree / "models" / "calib")})
     assert unsafe_changes(config(tree), new, tree) == []
+
+
+def test_events_dir_may_move_below_its_folder_only(tree):
+    old = config(tree, events={"dir": str(tree / "events")})
+    assert unsafe_changes(old, config(tree, events={"dir": str(tree / "events" / "2026")}), tree) == []
+    assert locs(unsafe_changes(old, config(tree, events={"dir": str(tree)}), tree)) == ["events.dir"]
 
 
 def test_the_file_on_disk_can_allow_everything_but_not_be_switched_off_through_the_api(tree):

@@ -1,0 +1,77 @@
+"""The event object of SPEC.md ("Extensions"), Frigate-compatible in shape.
+
+``Event`` is immutable: each change (a zone entered, a better score, the end) makes a new value,
+so the ``before`` and ``after`` of an ``R/events`` message are simply the old and the new one.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+#: R/events message types
+NEW, UPDATE, END = "new", "update", "end"
+
+
+@dataclass(frozen=True)
+class Event:
+    id: str  # unique across restarts: "<start time>-<camera>-<track>"
+    camera_id: str
+    label: str
+    track_id: int
+    score: float  # confidence in the latest frame
+    top_score: float  # best confidence so far
+    box: Tuple[float, float, float, float]  # [x1, y1, x2, y2] in source pixels, latest frame
+    frame_time: float  # capture time of the latest frame, Unix seconds
+    start_time: float
+    end_time: Optional[float] = None
+    current_zones: Tuple[str, ...] = ()
+    entered_zones: Tuple[str, ...] = ()  # in the order they were first entered
+    has_snapshot: bool = False
+
+    @property
+    def ended(self) -> bool:
+        return self.end_time is not None
+
+    def to_dict(self) -> Dict[str, Any]:
+        data = asdict(self)
+        data["box"] = [round(float(v), 1) for v in self.box]
+        data["current_zones"] = list(self.current_zones)
+        data["entered_zones"] = list(self.entered_zones)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "Event":
+        return cls(
+            id=str(data["id"]), camera_id=str(data["camera_id"]), label=str(data["label"]),
+            track_id=int(data["track_id"]), score=float(data["score"]), top_score=float(data["top_score"]),
+            box=tuple(float(v) for v in data["box"]), frame_time=float(data["frame_time"]),
+            start_time=float(data["start_time"]),
+            end_time=None if data.get("end_time") is None else float(data["end_time"]),
+            current_zones=tuple(data.get("current_zones") or ()), entered_zones=tuple(data.get("entered_zones") or ()),
+            has_snapshot=bool(data.get("has_snapshot", False)),
+        )
+
+
+@dataclass(frozen=True)
+class EventMessage:
+    """One ``R/events`` message: ``{"type", "before", "after"}``."""
+
+    type: str  # NEW, UPDATE or END
+    after: Event
+    before: Optional[Event] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"type": self.type, "before": None if self.before is None else self.before.to_dict(),
+                "after": self.after.to_dict()}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The best picture of an event so far: JPEG bytes, annotated with the event's box."""
+
+    event_id: str
+    camera_id: str
+    label: str
+    score: float
+    frame_time: float
+    jpeg: bytes = field(repr=False)
