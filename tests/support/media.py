@@ -8,6 +8,8 @@ Fixtures (pytest scope "session", i.e. made once per run):
     ``bus_clip``     bus.jpg for 2 s at 10 fps, 810x1080, 20 frames
     ``zidane_clip``  zidane.jpg for 2 s at 10 fps, 1280x720, 20 frames
     ``mixed_clip``   bus.jpg then zidane.jpg, 2 s each at 10 fps, 1280x720 (bus letterboxed), 40 frames
+    ``walking_clip`` the people of bus.jpg sliding left to right across a grey 1280x720 canvas
+                     (a :class:`WalkingClip`: the path and the timeline of the scene)
     ``clips_dir``    the folder the clips are written to
 """
 from __future__ import annotations
@@ -17,8 +19,10 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 import pytest
 
 from edge_app import demo_clip
@@ -91,3 +95,106 @@ def zidane_clip(clips_dir, zidane_jpg) -> Path:
 @pytest.fixture(scope="session")
 def mixed_clip(clips_dir, bus_jpg, zidane_jpg) -> Path:
     return make_clip([bus_jpg, zidane_jpg], clips_dir / "mixed.mp4", size=image_size(zidane_jpg))
+
+
+@dataclass(frozen=True)
+class WalkingClip:
+    """A scene in which people cross the frame from left to right, then leave.
+
+    Timeline of one loop, in frames at ``fps``: ``lead_frames`` of empty canvas, ``walk_frames``
+    in which the picture slides at constant speed from the left edge (every person in the left
+    half) to the right edge (every person in the right half), ``tail_frames`` of empty canvas.
+    The RTSP test server loops it, so the people come back every ``loop_s`` seconds.
+    """
+
+    path: Path
+    width: int
+    height: int
+    fps: int
+    lead_frames: int
+    walk_frames: int
+    tail_frames: int
+    picture_width: int
+    stills: Tuple[Path, ...]   # PNGs of the first, middle and last walking frame
+
+    @property
+    def loop_s(self) -> float:
+        return (self.lead_frames + self.walk_frames + self.tail_frames) / self.fps
+
+    @property
+    def walk_s(self) -> float:
+        return self.walk_frames / self.fps
+
+
+# The people of bus.jpg without the bus's left edge, where a half-visible passer-by sits that the
+# model finds with a low score: the clip must hold only people a detector is sure of.
+BUS_PEOPLE_CROP = (58, 300, 810, 950)   # x1, y1, x2, y2 in bus.jpg pixels
+
+
+def make_walking_clip(
+    picture: Path,
+    out: Path,
+    crop: Tuple[int, int, int, int] = BUS_PEOPLE_CROP,
+    size: Tuple[int, int] = (1280, 720),
+    fps: int = CLIP_FPS,
+    scale: float = 0.8,
+    lead_s: float = 2.0,
+    walk_s: float = 7.0,
+    tail_s: float = 5.0,
+    grey: int = 128,
+) -> WalkingClip:
+    """Slide ``crop`` of ``picture`` (scaled by ``scale``) from the left edge of a grey canvas to
+    the right edge; frames drawn with OpenCV, encoded by ffmpeg like ``make_clip`` (baseline
+    H.264, no B-frames, a keyframe every half second)."""
+    import cv2  # the test extra has it; the package itself must not need OpenCV here
+
+    ffmpeg = require_tool("ffmpeg")
+    source = cv2.imread(str(picture), cv2.IMREAD_COLOR)
+    if source is None:
+        raise RuntimeError(f"cannot read {picture}")
+    x1, y1, x2, y2 = crop
+    people = source[y1:y2, x1:x2]
+    people = cv2.resize(people, (int(round(people.shape[1] * scale)), int(round(people.shape[0] * scale))),
+                        interpolation=cv2.INTER_AREA)
+    width, height = size
+    pic_h, pic_w = people.shape[:2]
+    if pic_w * 2 > width or pic_h > height:
+        raise ValueError("the picture must fit into half the canvas width, so everyone starts left of the middle")
+    top = height - pic_h - (height - pic_h) // 4
+    lead, walk, tail = (int(round(seconds * fps)) for seconds in (lead_s, walk_s, tail_s))
+    canvas = np.full((height, width, 3), grey, np.uint8)
+
+    def walking_frame(i: int) -> np.ndarray:
+        left = int(round((width - pic_w) * i / (walk - 1)))
+        frame = canvas.copy()
+        frame[top:top + pic_h, left:left + pic_w] = people
+        return frame
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    keyint = max(1, fps // 2)
+    encoder = subprocess.Popen(
+        [ffmpeg, "-hide_banner", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "bgr24",
+         "-s", f"{width}x{height}", "-framerate", str(fps), "-i", "-",
+         "-c:v", "libx264", "-preset", "veryfast", "-profile:v", "baseline", "-bf", "0",
+         "-g", str(keyint), "-keyint_min", str(keyint), "-pix_fmt", "yuv420p", "-r", str(fps),
+         "-movflags", "+faststart", "-an", str(out)],
+        stdin=subprocess.PIPE,
+    )
+    assert encoder.stdin is not None
+    frames: List[np.ndarray] = [canvas] * lead + [walking_frame(i) for i in range(walk)] + [canvas] * tail
+    for frame in frames:
+        encoder.stdin.write(frame.tobytes())
+    encoder.stdin.close()
+    if encoder.wait() != 0:
+        raise RuntimeError(f"ffmpeg failed to encode {out}")
+    stills = []
+    for name, i in (("first", 0), ("middle", walk // 2), ("last", walk - 1)):
+        still = out.with_name(f"{out.stem}-{name}.png")
+        cv2.imwrite(str(still), walking_frame(i))
+        stills.append(still)
+    return WalkingClip(out, width, height, fps, lead, walk, tail, pic_w, tuple(stills))
+
+
+@pytest.fixture(scope="session")
+def walking_clip(clips_dir, bus_jpg) -> WalkingClip:
+    return make_walking_clip(bus_jpg, clips_dir / "walking.mp4")
