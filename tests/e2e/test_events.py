@@ -282,12 +282,11 @@ def full_events_dir(tmp_path):
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tiny tmpfs as root here: {mounted.stderr.strip()}")
     try:
-        with open(folder / "filler", "wb") as filler:
+        with open(folder / "filler", "wb", buffering=0) as filler:
             try:
                 while True:
                     filler.write(b"\0" * 4096)
-                    filler.flush()
-            except OSError:
+            except OSError:  # ENOSPC: the folder is full
                 pass
         yield folder
     finally:
