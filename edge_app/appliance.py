@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from edge_app.analysis import AnalysisHub
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
 from edge_app.config.schema import AppConfig, CameraConfig, ModelConfig
@@ -28,8 +29,9 @@ from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
 from edge_app.reconfigure import plan_changes
 from edge_app.redact import mask_secrets
-from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, ModelReport, MqttReport, PipelineReport,
-                              StatusReport, UnknownCamera)
+from edge_app.detections import Detections
+from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, ModelReport, MqttReport,
+                              PipelineReport, StatusReport, UnknownCamera)
 from edge_app.version import __version__
 
 log = logging.getLogger(__name__)
@@ -61,10 +63,13 @@ class Appliance:
         self._model_change: Optional[ModelChange] = None
         self._cameras: Dict[str, CameraWorker] = {}
         self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
-        self._results = ResultStore(self._publish_frame)
+        self._analysis = AnalysisHub(lambda: self._publisher)
+        self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse)
+        # The cameras whose frames go through the model: enabled with their detect switch on.
+        self._detecting: Dict[str, CameraWorker] = {}
         self._pipeline = Pipeline(
             detector_getter=lambda: self._detector,
-            sources_getter=lambda: self._cameras,
+            sources_getter=lambda: self._detecting,
             sink=self._results,
             scheduler=BatchScheduler(config.model.max_batch, config.model.batch_timeout_ms / 1000.0),
         )
@@ -101,6 +106,9 @@ class Appliance:
                 cv2.setNumThreads(1)
             for cam in self._config.cameras:
                 self._start_camera(cam)
+            self._analysis.configure(self._config)
+            self._publish_detect_states(self._config)
+            self._publisher.on_detect_set(self._on_detect_set, camera_known=lambda cid: self._config.camera(cid) is not None)
             self._reconfigure_pipeline()
             self._pipeline.start()
             self._stats_thread = threading.Thread(target=self._stats_loop, name="stats:mqtt", daemon=True)
@@ -127,6 +135,10 @@ class Appliance:
         self._pipeline.stop(timeout_s=max(0.5, deadline - time.monotonic() - 1.0))
         for t in stoppers:
             t.join(max(0.0, deadline - time.monotonic() - 1.0))
+        try:
+            self._analysis.end_all()  # open events end now, counts fall to 0, before MQTT goes
+        except Exception:
+            log.exception("ending the open events failed")
         self._publisher.stop(timeout_s=max(0.5, deadline - time.monotonic()))
         if self._detector is not None:
             self._detector.close()
@@ -171,15 +183,48 @@ class Appliance:
     def _reconfigure_pipeline(self) -> None:
         model = self._config.model
         max_batch = min(model.max_batch, self._detector.max_batch if self._detector else model.max_batch)
-        fps_limits = {c.id: c.fps_limit for c in self._config.cameras if c.enabled}
+        detecting = {c.id for c in self._config.cameras if c.enabled and c.detect}
+        self._detecting = {cid: worker for cid, worker in self._cameras.items() if cid in detecting}
+        fps_limits = {c.id: c.fps_limit for c in self._config.cameras if c.id in detecting}
         self._pipeline.reconfigure(fps_limits, max_batch, model.batch_timeout_ms / 1000.0)
 
     def _stats_loop(self) -> None:
-        while not self._stats_stop.wait(self._config.mqtt.stats_interval_s):
+        next_stats_s = time.monotonic() + self._config.mqtt.stats_interval_s
+        while not self._stats_stop.wait(1.0):
             try:
-                self._publisher.publish_stats(self.stats_payload())
+                self._analysis.tick()  # objects of a camera that went quiet still leave
+                if time.monotonic() >= next_stats_s:
+                    next_stats_s = time.monotonic() + self._config.mqtt.stats_interval_s
+                    self._publisher.publish_stats(self.stats_payload())
             except Exception:
                 log.exception("publishing stats failed")
+
+    # -- the detect switch (MQTT R/cameras/<id>/detect/set) ------------------------------------------
+    def _on_detect_set(self, camera_id: str, enabled: bool) -> None:
+        # Called on paho's network thread, which must not wait for a configuration change.
+        threading.Thread(target=self.set_detect, args=(camera_id, enabled), name=f"detect:{camera_id}",
+                         daemon=True).start()
+
+    def set_detect(self, camera_id: str, enabled: bool) -> None:
+        """Turn analysis of one camera on or off; saved like any configuration change."""
+        with self._apply_lock:
+            config = self._config
+            if config.camera(camera_id) is None:
+                return
+            cameras = [c.model_copy(update={"detect": enabled}) if c.id == camera_id else c for c in config.cameras]
+            if cameras == list(config.cameras):
+                self._publisher.publish_detect_state(camera_id, enabled)
+                return
+            try:
+                self.apply_config(config.model_copy(update={"cameras": cameras}))
+            except Exception:
+                log.exception("switching detection of camera %s %s failed", camera_id, "on" if enabled else "off")
+                return
+        log.info("camera %s: detection switched %s over MQTT", camera_id, "on" if enabled else "off")
+
+    def _publish_detect_states(self, config: AppConfig) -> None:
+        for cam in config.cameras:
+            self._publisher.publish_detect_state(cam.id, cam.detect)
 
     # -- live configuration -----------------------------------------------------------------------
     def current_config(self) -> AppConfig:
@@ -212,6 +257,8 @@ class Appliance:
                     self._publisher.forget_camera(cid)
             for cid in plan.cameras_added + plan.cameras_changed:
                 self._start_camera(new_config.camera(cid))
+            self._analysis.configure(new_config)
+            self._publish_detect_states(new_config)
             self._reconfigure_pipeline()
             logging.getLogger().setLevel(new_config.logging.level)
             log.info("configuration applied: %s", plan)
@@ -359,8 +406,22 @@ class Appliance:
             reasons.append(stalled)
         return (not reasons, reasons)
 
+    def _captured_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
+        """For a camera whose detection is off: its newest captured frame, without detections."""
+        worker = self._cameras.get(camera_id)
+        frame = worker.peek() if worker is not None else None
+        if frame is None:
+            return None
+        labels = self._detector.labels if self._detector is not None else ()
+        return AnalysedFrame(camera_id, frame.frame_id, frame.ts, frame.image, Detections.empty(labels))
+
+    def _detection_off(self, camera_id: str) -> bool:
+        return camera_id in self._cameras and camera_id not in self._detecting
+
     def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
         self._worker(camera_id)
+        if self._detection_off(camera_id):
+            return self._captured_frame(camera_id)
         return self._results.latest_frame(camera_id)
 
     def latest_detections(self, camera_id: str) -> Optional[Dict[str, Any]]:
@@ -370,4 +431,17 @@ class Appliance:
 
     def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
         self._worker(camera_id)
-        return self._results.wait_frame(camera_id, after_frame_id, timeout_s)
+        if not self._detection_off(camera_id):
+            return self._results.wait_frame(camera_id, after_frame_id, timeout_s)
+        # Live view of a camera that streams without analysis: poll its newest captured frame.
+        deadline_s = time.monotonic() + timeout_s
+        while True:
+            frame = self._captured_frame(camera_id)
+            if frame is not None and frame.frame_id != after_frame_id:
+                return frame
+            if time.monotonic() >= deadline_s or self._cancel.is_set():
+                return None
+            time.sleep(min(0.05, max(0.0, deadline_s - time.monotonic())))
+
+    def counts(self) -> CountsReport:
+        return self._analysis.counts()

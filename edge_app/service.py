@@ -106,6 +106,18 @@ class ModelChangeReport:
 
 
 @dataclass(frozen=True)
+class CountsReport:
+    """The body of ``GET /api/v1/counts`` (SPEC.md "Extensions")."""
+
+    cameras: Dict[str, Dict[str, int]]  # camera -> label -> objects in view
+    zones: Dict[str, Dict[str, int]]  # zone -> label -> objects in the zone
+    lines: Dict[str, Dict[str, int]]  # line -> {"in": n, "out": n} since the counts were last reset
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class StatusReport:
     """The body of ``GET /api/v1/status``."""
 
