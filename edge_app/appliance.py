@@ -28,10 +28,10 @@ from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
 from edge_app.reconfigure import plan_changes
-from edge_app.redact import mask_secrets
 from edge_app.detections import Detections
-from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, ModelReport, MqttReport,
-                              PipelineReport, StatusReport, UnknownCamera)
+from edge_app.reports import camera_report, model_report, pipeline_report
+from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, MqttReport, StatusReport,
+                              UnknownCamera)
 from edge_app.version import __version__
 
 log = logging.getLogger(__name__)
@@ -337,56 +337,30 @@ class Appliance:
             raise UnknownCamera(camera_id)
         return self._cameras.get(camera_id)
 
-    def _camera_report(self, cam: CameraConfig) -> CameraReport:
-        worker = self._cameras.get(cam.id)
-        stats = worker.stats() if worker else {}
-        figures = self._results.camera_figures(cam.id)
-        return CameraReport(
-            id=cam.id,
-            source=mask_secrets(cam.source),
-            enabled=cam.enabled,
-            state=stats.get("state", StreamState.STOPPED.value if not cam.enabled else StreamState.CONNECTING.value),
-            fps=stats.get("fps", 0.0),
-            analyzed_fps=figures.analyzed_fps,
-            frames_captured=stats.get("frames_captured", 0),
-            frames_analyzed=figures.frames_analyzed,
-            frames_dropped=stats.get("frames_dropped", 0) + figures.frames_stale,
-            reconnects=stats.get("reconnects", 0),
-            last_error=stats.get("last_error"),
-        )
-
     def cameras(self) -> List[CameraReport]:
-        return [self._camera_report(cam) for cam in self._config.cameras]
+        reports = []
+        for cam in self._config.cameras:
+            worker = self._cameras.get(cam.id)
+            reports.append(camera_report(cam, worker.stats() if worker else {}, self._results.camera_figures(cam.id)))
+        return reports
 
     def status(self) -> StatusReport:
         detector = self._detector
-        model = self._config.model
         return StatusReport(
             device_id=self._config.device_id,
             version=__version__,
             uptime_s=round(time.monotonic() - self._started_mono_s, 1),
             backend=detector.backend_name if detector else None,
-            model=ModelReport(
-                path=model.path,
-                input_size=list(detector.input_hw) if detector else model.input_size,
-                precision=detector.describe().get("precision", model.precision) if detector else model.precision,
-                max_batch=detector.max_batch if detector else model.max_batch,
-            ),
+            model=model_report(self._config.model, detector),
             mqtt=MqttReport(**self._publisher.stats()),
             cameras=self.cameras(),
-            pipeline=self._pipeline_report(),
+            pipeline=pipeline_report(self._results.pipeline_figures(), self._pipeline.errors, self.pipeline_health()),
             engine_build=self.engine_build(),
             model_change=self._model_change.report if self._model_change is not None else None,
         )
 
     def pipeline_health(self) -> PipelineHealth:
         return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)
-
-    def _pipeline_report(self) -> PipelineReport:
-        figures, health = self._results.pipeline_figures(), self.pipeline_health()
-        return PipelineReport(fps=figures.fps, latency_ms=figures.latency_ms, stage_ms=figures.stage_ms,
-                              errors=self._pipeline.errors, stalled=health.stalled, stall_reason=health.reason,
-                              last_batch_age_s=health.last_batch_age_s)
 
     def engine_build(self) -> Optional[Dict[str, Any]]:
         """The TensorRT engine build's latest progress report, or None."""
@@ -406,10 +380,8 @@ class Appliance:
             reasons.append(stalled)
         return (not reasons, reasons)
 
-    def _captured_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
-        """For a camera whose detection is off: its newest captured frame, without detections."""
-        worker = self._cameras.get(camera_id)
-        frame = worker.peek() if worker is not None else None
+    def _unanalysed(self, camera_id: str, frame) -> Optional[AnalysedFrame]:
+        """A captured frame of a camera whose detection is off, as a frame without detections."""
         if frame is None:
             return None
         labels = self._detector.labels if self._detector is not None else ()
@@ -420,8 +392,9 @@ class Appliance:
 
     def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
         self._worker(camera_id)
-        if self._detection_off(camera_id):
-            return self._captured_frame(camera_id)
+        worker = self._cameras.get(camera_id)
+        if worker is not None and self._detection_off(camera_id):
+            return self._unanalysed(camera_id, worker.peek())
         return self._results.latest_frame(camera_id)
 
     def latest_detections(self, camera_id: str) -> Optional[Dict[str, Any]]:
@@ -431,17 +404,11 @@ class Appliance:
 
     def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
         self._worker(camera_id)
-        if not self._detection_off(camera_id):
+        worker = self._cameras.get(camera_id)
+        if worker is None or not self._detection_off(camera_id):
             return self._results.wait_frame(camera_id, after_frame_id, timeout_s)
-        # Live view of a camera that streams without analysis: poll its newest captured frame.
-        deadline_s = time.monotonic() + timeout_s
-        while True:
-            frame = self._captured_frame(camera_id)
-            if frame is not None and frame.frame_id != after_frame_id:
-                return frame
-            if time.monotonic() >= deadline_s or self._cancel.is_set():
-                return None
-            time.sleep(min(0.05, max(0.0, deadline_s - time.monotonic())))
+        # Live view of a camera that streams without analysis: its newest captured frame.
+        return self._unanalysed(camera_id, worker.wait_newer(after_frame_id, timeout_s))
 
     def counts(self) -> CountsReport:
         return self._analysis.counts()
