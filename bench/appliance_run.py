@@ -42,8 +42,8 @@ def running(config: AppConfig) -> Iterator[Appliance]:
 
 
 def analysed_counts(appliance: Appliance) -> Dict[str, int]:
-    return {cam["id"]: int(cam["frames_analyzed"]) for cam in appliance.cameras()}
+    return {cam.id: cam.frames_analyzed for cam in appliance.cameras()}
 
 
 def published_count(appliance: Appliance) -> int:
-    return int(appliance.status()["mqtt"]["published"])
+    return appliance.status().mqtt.published

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from bench.appliance_run import analysed_counts, bench_config, published_count, running
@@ -52,8 +53,8 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
         "received": sum(count_deltas(received_before, received_after).values()),
         "per_camera_frames": per_camera,
         "latencies_ms": watcher.latencies_ms(),
-        "stage_wall_ms": status["pipeline"].get("stage_ms", {}),
-        "errors": status["pipeline"].get("errors", 0),
-        "mqtt": status["mqtt"],
+        "stage_wall_ms": status.pipeline.stage_ms,
+        "errors": status.pipeline.errors,
+        "mqtt": asdict(status.mqtt),
         "usage": usage,
     }

@@ -35,7 +35,7 @@ def _per_call_ms(fn: Callable[[], None], iterations: int, warmup: int = 5) -> fl
 def measure(device, frame: np.ndarray, input_hw: Tuple[int, int] = (640, 640), iterations: int = 100) -> Dict[str, float]:
     """Milliseconds per frame for the GPU and CPU letterbox of ``frame``."""
     from edge_app.cuda import KernelArg, launch_grid_2d
-    from edge_app.cuda.letterbox_gpu import PAD_VALUE_F32, GpuLetterbox
+    from edge_app.detect.letterbox_gpu import PAD_VALUE_F32, GpuLetterbox
     from edge_app.detect.letterbox import Letterboxer, letterbox_meta, resized_wh
 
     gpu = GpuLetterbox(device, input_hw, 1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import List
 
@@ -70,17 +71,17 @@ def run_soak(clip: Path, cameras: int, model_path: Path, batch: int, minutes: fl
         "frames": analysed,
         "frames_per_s": round(analysed / usage.wall_s, 2),
         "published": final_published - baseline_published,
-        "camera_fps": {c["id"]: c["fps"] for c in cameras_status},
-        "frames_dropped": {c["id"]: c["frames_dropped"] for c in cameras_status},
+        "camera_fps": {c.id: c.fps for c in cameras_status},
+        "frames_dropped": {c.id: c.frames_dropped for c in cameras_status},
         "per_camera_frames": per_camera,
         "per_camera_share": shares,
         "min_share": min(shares.values()) if shares else None,
         "rss_mb": {"start": round(rss_at_start_mb or 0.0, 1), "after_warmup": round(baseline_rss_mb or 0.0, 1),
                    "end": final_rss_mb, "max": float(rss.max()) if len(rss) else None,
                    "growth_after_warmup": growth_mb, "slope_mb_per_min": slope_mb_per_min},
-        "latency_ms": status["pipeline"].get("latency_ms"),
-        "errors": status["pipeline"].get("errors", 0),
-        "mqtt": status["mqtt"],
+        "latency_ms": asdict(status.pipeline.latency_ms),
+        "errors": status.pipeline.errors,
+        "mqtt": asdict(status.mqtt),
         "resources": usage.as_dict(),
         "targets": {
             "rss_growth_below_20_mb": growth_mb < 20.0,

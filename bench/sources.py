@@ -1,6 +1,6 @@
 """In-memory cameras for the pipeline on pre-decoded frames, and a publish callback that counts.
 
-``PreDecodedSource`` implements the pipeline's FrameSource protocol like a live camera whose
+``PreDecodedSource`` implements the pipeline's CameraFeed protocol like a live camera whose
 newest frame is always fresh: every ``take()`` returns a new Frame stamped now, so the pipeline
 pays no decoding and the capture-to-publish latency starts at the moment it took the frame.
 """

@@ -1,6 +1,7 @@
-"""The running appliance: cameras, detector, pipeline, MQTT and the REST API, wired together.
+"""The running appliance: cameras, detector, pipeline and MQTT, wired together.
 
-It implements ``edge_app.api.service.ApplianceService``; the API gets it passed in explicitly.
+It implements ``edge_app.service.ApplianceService``; the API gets it passed in explicitly. What
+it builds (detector, MQTT publisher, camera workers) comes from factories that tests replace.
 """
 from __future__ import annotations
 
@@ -8,37 +9,59 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from edge_app.api.service import AnalysedFrame, ApplyResult, UnknownCamera
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
-from edge_app.config.schema import AppConfig, CameraConfig
+from edge_app.config.schema import AppConfig, CameraConfig, ModelConfig
 from edge_app.config.store import ConfigError, Problem, save_config
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.detect.labels import class_ids_for
+from edge_app.model_change import ModelChange
+from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
+from edge_app.pipeline import health as pipeline_health
+from edge_app.pipeline.health import PipelineHealth, assess, readiness_reason
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
 from edge_app.reconfigure import plan_changes
 from edge_app.redact import mask_secrets
+from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, ModelReport, MqttReport, PipelineReport,
+                              StatusReport, UnknownCamera)
 from edge_app.version import __version__
 
 log = logging.getLogger(__name__)
 
 
+class StartCancelled(DetectorError):
+    """The appliance was asked to stop while it was still starting."""
+
+
+#: how long a replaced detector may take to finish its batches before it is closed anyway
+RETIRE_TIMEOUT_S = 10.0
+
+
 class Appliance:
-    def __init__(self, config: AppConfig, config_path: Optional[Path] = None):
+    def __init__(self, config: AppConfig, config_path: Optional[Path] = None, stall_after_s: Optional[float] = None,
+                 *, detector_factory: Callable[..., Detector] = create_detector,
+                 publisher_factory: Callable[..., MqttPublisher] = MqttPublisher,
+                 camera_factory: Callable[..., CameraWorker] = CameraWorker):
         self._config = config
+        self._detector_factory = detector_factory
+        self._publisher_factory = publisher_factory
+        self._camera_factory = camera_factory
+        self.stall_after_s = pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s
         self._config_path = Path(config_path) if config_path else None
         self._apply_lock = threading.RLock()
         self._started_mono_s = time.monotonic()
         self._detector: Optional[Detector] = None
+        self._detector_model: Optional[ModelConfig] = None  # what the running detector was loaded from
+        self._model_change: Optional[ModelChange] = None
         self._cameras: Dict[str, CameraWorker] = {}
-        self._publisher = MqttPublisher(config.mqtt, config.device_id, __version__)
-        self._results = ResultStore(config.device_id, self._publisher.publish_detections)
+        self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
+        self._results = ResultStore(self._publish_frame)
         self._pipeline = Pipeline(
             detector_getter=lambda: self._detector,
             sources_getter=lambda: self._cameras,
@@ -47,32 +70,55 @@ class Appliance:
         )
         self._build_status = None
         self._loading = False
+        # Set once the appliance is stopping: cancels a model load or engine build in progress.
+        self._cancel = threading.Event()
+        self._lifecycle_lock = threading.Lock()
         self._stats_stop = threading.Event()
         self._stats_thread: Optional[threading.Thread] = None
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
-        """Load the model (raises DetectorError), then start MQTT, cameras and the pipeline."""
+        """Load the model (raises DetectorError), then start MQTT, cameras and the pipeline.
+
+        May run on its own thread: ``stop`` (or ``cancel_start``) from another thread cancels a
+        TensorRT engine build in progress, and ``start`` then raises ``StartCancelled``.
+        """
         self._publisher.start()
         self._loading = True
         try:
-            self._detector = self._load_detector(self._config)
+            detector = self._load_detector(self._config, self._cancel)
         finally:
             self._loading = False
-        if self._detector.runs_on_host_cpu:
-            # OpenCV's resize threads would compete with the model's for the same cores.
-            import cv2
+        with self._lifecycle_lock:
+            if self._cancel.is_set():
+                detector.close()
+                raise StartCancelled("the appliance was stopped while the model was loading")
+            self._detector, self._detector_model = detector, self._config.model
+            if detector.runs_on_host_cpu:
+                # OpenCV's resize threads would compete with the model's for the same cores.
+                import cv2
 
-            cv2.setNumThreads(1)
-        for cam in self._config.cameras:
-            self._start_camera(cam)
-        self._reconfigure_pipeline()
-        self._pipeline.start()
-        self._stats_thread = threading.Thread(target=self._stats_loop, name="stats:mqtt", daemon=True)
-        self._stats_thread.start()
+                cv2.setNumThreads(1)
+            for cam in self._config.cameras:
+                self._start_camera(cam)
+            self._reconfigure_pipeline()
+            self._pipeline.start()
+            self._stats_thread = threading.Thread(target=self._stats_loop, name="stats:mqtt", daemon=True)
+            self._stats_thread.start()
+
+    def cancel_start(self) -> None:
+        """Stop a model load or engine build in progress (from any thread); nothing starts after it."""
+        self._cancel.set()
 
     def stop(self, timeout_s: float = 4.0) -> None:
         deadline = time.monotonic() + timeout_s
+        self._cancel.set()
+        with self._lifecycle_lock:  # a start() finishing now either completes first or sees the cancel
+            pass
+        with self._apply_lock:
+            change = self._model_change
+        if change is not None:
+            change.cancel()
         self._stats_stop.set()
         workers = list(self._cameras.values())
         stoppers = [threading.Thread(target=w.stop, kwargs={"timeout_s": 2.0}, name=f"stop:{w.config.id}") for w in workers]
@@ -85,7 +131,7 @@ class Appliance:
         if self._detector is not None:
             self._detector.close()
 
-    def _load_detector(self, config: AppConfig) -> Detector:
+    def _load_detector(self, config: AppConfig, cancel: threading.Event) -> Detector:
         options = {}
         if choose_backend(config.model) == "tensorrt":
             # Building an engine takes minutes on a Jetson: /api/v1/status shows its progress.
@@ -93,7 +139,8 @@ class Appliance:
 
             self._build_status = BuildStatus()
             options["progress"] = self._build_status
-        detector = create_detector(config.model, **options)
+            options["cancel"] = cancel
+        detector = self._detector_factory(config.model, **options)
         log.info("model %s loaded with %s (input %s, max batch %d)", config.model.path, detector.backend_name,
                  "x".join(map(str, detector.input_hw)), detector.max_batch)
         return detector
@@ -102,7 +149,7 @@ class Appliance:
         if not cam.enabled:
             self._publisher.publish_camera_state(cam.id, StreamState.STOPPED.value, None)
             return
-        worker = CameraWorker(cam, self._config.capture, on_state=self._on_camera_state, on_frame=self._pipeline.notify_frame)
+        worker = self._camera_factory(cam, self._config.capture, on_state=self._on_camera_state, on_frame=self._pipeline.notify_frame)
         self._cameras = {**self._cameras, cam.id: worker}
         worker.start()
 
@@ -113,6 +160,10 @@ class Appliance:
         if worker is not None:
             worker.stop(timeout_s=3.0)
         self._results.forget(camera_id)
+
+    def _publish_frame(self, frame: AnalysedFrame) -> None:
+        # Read at call time: a configuration change may have replaced the publisher or device id.
+        self._publisher.publish_detections(frame.camera_id, detections_payload_for(self._config.device_id, frame))
 
     def _on_camera_state(self, camera_id: str, state: StreamState, error: Optional[str]) -> None:
         self._publisher.publish_camera_state(camera_id, state.value, error)
@@ -135,16 +186,11 @@ class Appliance:
         return self._config
 
     def apply_config(self, new_config: AppConfig) -> ApplyResult:
+        """Save and apply ``new_config``; a new model is loaded in the background (``applying``)."""
         with self._apply_lock:
             old = self._config
             plan = plan_changes(old, new_config)
-            new_detector = None
-            if plan.reload_model:
-                try:
-                    new_detector = self._load_detector(new_config)
-                except DetectorError as err:
-                    raise ConfigError([Problem("model.path", str(err))]) from None
-            elif self._detector is not None:
+            if not plan.reload_model and self._model_change_pending() is None and self._detector is not None:
                 # Checked before anything is saved: a typo in model.classes must not reach the file.
                 try:
                     class_ids_for(new_config.model.classes, self._detector.labels)
@@ -153,14 +199,12 @@ class Appliance:
             if self._config_path is not None:
                 save_config(new_config, self._config_path)
             self._config = new_config
-            if new_detector is not None:
-                old_detector, self._detector = self._detector, new_detector
-                # Batches in flight still hold the old model; close it once they have drained.
-                threading.Timer(5.0, old_detector.close).start()
-            self._retune_detector(new_config)
+            if plan.reload_model:
+                self._begin_model_change(new_config)
+            elif self._model_change_pending() is None:
+                self._retune_detector(new_config)
             if plan.reconnect_mqtt:
                 self._swap_publisher(new_config)
-            self._results.configure(new_config.device_id, self._publisher.publish_detections)
             for cid in plan.cameras_removed + plan.cameras_changed:
                 self._stop_camera(cid)
                 if cid in plan.cameras_removed:
@@ -171,17 +215,71 @@ class Appliance:
             self._reconfigure_pipeline()
             logging.getLogger().setLevel(new_config.logging.level)
             log.info("configuration applied: %s", plan)
-            return ApplyResult(new_config, plan.restart_required)
+            return ApplyResult(new_config, plan.restart_required, ["model"] if plan.reload_model else [])
+
+    # -- model changes: loaded beside the running model, swapped in when ready ----------------------
+    def _model_change_pending(self) -> Optional[ModelChange]:
+        change = self._model_change
+        return change if change is not None and change.report.state == "loading" else None
+
+    def _begin_model_change(self, config: AppConfig) -> None:
+        previous = self._model_change_pending()
+        if previous is not None:
+            previous.cancel()  # superseded: only the newest model is worth loading
+        self._model_change = ModelChange(config, self._load_detector, self._install_detector,
+                                         self._model_change_failed).start()
+
+    def _install_detector(self, change: ModelChange, detector: Detector) -> bool:
+        with self._apply_lock:
+            if change is not self._model_change or change.cancelled or self._cancel.is_set():
+                return False
+            self._retune(detector, self._config)
+            old, self._detector, self._detector_model = self._detector, detector, change.config.model
+            self._reconfigure_pipeline()
+        log.info("model %s is running", change.config.model.path)
+        if old is not None:
+            threading.Thread(target=self._retire_detector, args=(old,), name="model:retire", daemon=True).start()
+        return True
+
+    def _retire_detector(self, detector: Detector) -> None:
+        # Batches prepared by the old model read its buffers until they are decoded.
+        if not self._pipeline.wait_drained(detector, RETIRE_TIMEOUT_S):
+            log.warning("the replaced model still had batches in flight after %.0f s; closing it", RETIRE_TIMEOUT_S)
+        detector.close()
+
+    def _model_change_failed(self, change: ModelChange, message: str) -> None:
+        """Keep file and running state in agreement: the model section goes back to the running one."""
+        with self._apply_lock:
+            if change is not self._model_change or self._detector_model is None:
+                return
+            if self._config.model != change.config.model:
+                return  # a later change replaced the model section already
+            reverted = self._config.model_copy(update={"model": self._detector_model})
+            if self._config_path is not None:
+                save_config(reverted, self._config_path)
+            self._config = reverted
+            self._retune(self._detector, reverted)
+        log.error("model %s could not be loaded (%s); the configuration keeps %s", change.config.model.path,
+                  message, self._detector_model.path)
 
     def _retune_detector(self, config: AppConfig) -> None:
         if self._detector is not None:
-            self._detector.retune(conf_threshold=config.model.conf_threshold,
-                                  iou_threshold=config.model.iou_threshold, classes=config.model.classes)
+            self._retune(self._detector, config)
+
+    @staticmethod
+    def _retune(detector: Optional[Detector], config: AppConfig) -> None:
+        if detector is None:
+            return
+        try:
+            detector.retune(conf_threshold=config.model.conf_threshold,
+                            iou_threshold=config.model.iou_threshold, classes=config.model.classes)
+        except DetectorError as err:  # validated against the model file before saving; keep going
+            log.error("model settings not applied: %s", err)
 
     def _swap_publisher(self, config: AppConfig) -> None:
         old = self._publisher
         old.stop(timeout_s=2.0)
-        self._publisher = MqttPublisher(config.mqtt, config.device_id, __version__)
+        self._publisher = self._publisher_factory(config.mqtt, config.device_id, __version__)
         self._publisher.start()
         for cid, worker in self._cameras.items():
             self._publisher.publish_camera_state(cid, worker.state.value, worker.stats().get("last_error"))
@@ -192,58 +290,63 @@ class Appliance:
             raise UnknownCamera(camera_id)
         return self._cameras.get(camera_id)
 
-    def _camera_entry(self, cam: CameraConfig) -> Dict[str, Any]:
+    def _camera_report(self, cam: CameraConfig) -> CameraReport:
         worker = self._cameras.get(cam.id)
         stats = worker.stats() if worker else {}
         figures = self._results.camera_figures(cam.id)
-        return {
-            "id": cam.id,
-            "source": mask_secrets(cam.source),
-            "enabled": cam.enabled,
-            "state": stats.get("state", StreamState.STOPPED.value if not cam.enabled else StreamState.CONNECTING.value),
-            "fps": stats.get("fps", 0.0),
-            "analysed_fps": figures["analysed_fps"],
-            "frames_captured": stats.get("frames_captured", 0),
-            "frames_analyzed": figures["frames_analyzed"],
-            "frames_dropped": stats.get("frames_dropped", 0) + figures["frames_stale"],
-            "reconnects": stats.get("reconnects", 0),
-            "last_error": stats.get("last_error"),
-        }
+        return CameraReport(
+            id=cam.id,
+            source=mask_secrets(cam.source),
+            enabled=cam.enabled,
+            state=stats.get("state", StreamState.STOPPED.value if not cam.enabled else StreamState.CONNECTING.value),
+            fps=stats.get("fps", 0.0),
+            analyzed_fps=figures.analyzed_fps,
+            frames_captured=stats.get("frames_captured", 0),
+            frames_analyzed=figures.frames_analyzed,
+            frames_dropped=stats.get("frames_dropped", 0) + figures.frames_stale,
+            reconnects=stats.get("reconnects", 0),
+            last_error=stats.get("last_error"),
+        )
 
-    def cameras(self) -> List[Dict[str, Any]]:
-        return [self._camera_entry(cam) for cam in self._config.cameras]
+    def cameras(self) -> List[CameraReport]:
+        return [self._camera_report(cam) for cam in self._config.cameras]
 
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> StatusReport:
         detector = self._detector
         model = self._config.model
-        return {
-            "device_id": self._config.device_id,
-            "version": __version__,
-            "uptime_s": round(time.monotonic() - self._started_mono_s, 1),
-            "backend": detector.backend_name if detector else None,
-            "model": {
-                "path": model.path,
-                "input_size": list(detector.input_hw) if detector else model.input_size,
-                "precision": detector.describe().get("precision", model.precision) if detector else model.precision,
-                "max_batch": detector.max_batch if detector else model.max_batch,
-            },
-            "mqtt": self._publisher.stats(),
-            "cameras": self.cameras(),
-            "pipeline": {**self._results.pipeline_figures(), "errors": self._pipeline.errors},
-            "engine_build": self._build_status.snapshot() if self._build_status is not None else None,
-        }
+        return StatusReport(
+            device_id=self._config.device_id,
+            version=__version__,
+            uptime_s=round(time.monotonic() - self._started_mono_s, 1),
+            backend=detector.backend_name if detector else None,
+            model=ModelReport(
+                path=model.path,
+                input_size=list(detector.input_hw) if detector else model.input_size,
+                precision=detector.describe().get("precision", model.precision) if detector else model.precision,
+                max_batch=detector.max_batch if detector else model.max_batch,
+            ),
+            mqtt=MqttReport(**self._publisher.stats()),
+            cameras=self.cameras(),
+            pipeline=self._pipeline_report(),
+            engine_build=self.engine_build(),
+            model_change=self._model_change.report if self._model_change is not None else None,
+        )
+
+    def pipeline_health(self) -> PipelineHealth:
+        return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)
+
+    def _pipeline_report(self) -> PipelineReport:
+        figures, health = self._results.pipeline_figures(), self.pipeline_health()
+        return PipelineReport(fps=figures.fps, latency_ms=figures.latency_ms, stage_ms=figures.stage_ms,
+                              errors=self._pipeline.errors, stalled=health.stalled, stall_reason=health.reason,
+                              last_batch_age_s=health.last_batch_age_s)
+
+    def engine_build(self) -> Optional[Dict[str, Any]]:
+        """The TensorRT engine build's latest progress report, or None."""
+        return self._build_status.snapshot() if self._build_status is not None else None
 
     def stats_payload(self) -> Dict[str, Any]:
-        status = self.status()
-        return {
-            "device_id": status["device_id"],
-            "ts": time.time(),
-            "fps": status["pipeline"]["fps"],
-            "latency_ms": status["pipeline"]["latency_ms"],
-            "queue": status["mqtt"]["queued"],
-            "dropped": sum(c["frames_dropped"] for c in status["cameras"]) + status["mqtt"]["dropped"],
-            "cameras": {c["id"]: {"fps": c["fps"], "state": c["state"], "frames_dropped": c["frames_dropped"]} for c in status["cameras"]},
-        }
+        return stats_payload_for(self.status())
 
     def readiness(self) -> Tuple[bool, List[str]]:
         reasons = []
@@ -251,6 +354,9 @@ class Appliance:
             reasons.append("the model is still loading" if self._loading else "the model is not loaded")
         if not any(w.state == StreamState.STREAMING for w in self._cameras.values()):
             reasons.append("no camera is streaming")
+        stalled = readiness_reason(self.pipeline_health())
+        if stalled:
+            reasons.append(stalled)
         return (not reasons, reasons)
 
     def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
@@ -259,7 +365,8 @@ class Appliance:
 
     def latest_detections(self, camera_id: str) -> Optional[Dict[str, Any]]:
         self._worker(camera_id)
-        return self._results.latest_payload(camera_id)
+        frame = self._results.latest_frame(camera_id)
+        return None if frame is None else detections_payload_for(self._config.device_id, frame)
 
     def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
         self._worker(camera_id)

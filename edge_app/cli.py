@@ -6,11 +6,10 @@ sentence each on stderr, never a bare traceback.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import List, Optional
 
@@ -18,7 +17,6 @@ from edge_app.config.store import ConfigError, load_config
 from edge_app.redact import install_log_masking, mask_secrets
 from edge_app.version import __version__
 
-log = logging.getLogger("edge_app")
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -164,21 +162,22 @@ def cmd_selftest(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from edge_app.shutdown import StopSignals, finish_process
+    from edge_app.systemd import SystemdNotifier
+
+    # Before anything can start a thread: every thread inherits the blocked stop signals, and
+    # only the main thread takes them (edge_app.shutdown says why).
+    signals = StopSignals()
+    signals.install()
     config = _load(args.config, runnable=True)
     if config is None:
         return EXIT_USAGE
     _setup_logging(config.logging.level)
+    # A native crash (SIGSEGV in a driver, SIGABRT from C++) leaves every thread's stack in the journal.
+    faulthandler.enable(all_threads=True)
     from edge_app.runtime import run_appliance
 
-    stop = threading.Event()
-
-    def _on_signal(signum, _frame):
-        log.info("received %s, shutting down", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
-    return run_appliance(config, args.config, stop)
+    return finish_process(run_appliance(config, args.config, signals, SystemdNotifier.from_environment()))
 
 
 COMMANDS = {"run": cmd_run, "check-config": cmd_check_config, "detect": cmd_detect, "build-engine": cmd_build_engine, "selftest": cmd_selftest}

@@ -1,14 +1,12 @@
-"""``edge-app run``: start the appliance and its API, wait for a signal, stop within 5 s."""
+"""``edge-app run``: start the API, then hand the appliance to the Supervisor (start, systemd, stop within 5 s)."""
 from __future__ import annotations
 
-import logging
 import sys
-import threading
 from pathlib import Path
 
 from edge_app.config.schema import AppConfig
-
-log = logging.getLogger(__name__)
+from edge_app.shutdown import StopSignals
+from edge_app.systemd import SystemdNotifier
 
 
 def _opencv_problem() -> str:
@@ -20,7 +18,7 @@ def _opencv_problem() -> str:
     return ""
 
 
-def run_appliance(config: AppConfig, config_path: Path, stop: threading.Event) -> int:
+def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, notifier: SystemdNotifier) -> int:
     problem = _opencv_problem()
     if problem:
         print(f"edge-app: {problem}", file=sys.stderr)
@@ -28,7 +26,7 @@ def run_appliance(config: AppConfig, config_path: Path, stop: threading.Event) -
     from edge_app.api import create_app
     from edge_app.api.server import ApiServer, TLSSetupError
     from edge_app.appliance import Appliance
-    from edge_app.detect.base import DetectorError
+    from edge_app.supervise import Supervisor
 
     appliance = Appliance(config, config_path)
     # The API comes up first so /api/v1/status can show a TensorRT engine build in progress.
@@ -44,18 +42,4 @@ def run_appliance(config: AppConfig, config_path: Path, stop: threading.Event) -
         except OSError as err:
             print(f"edge-app: cannot serve the API on {config.api.host}:{config.api.port}: {err.strerror or err}", file=sys.stderr)
             return 1
-    try:
-        appliance.start()
-    except DetectorError as err:
-        print(f"edge-app: {err}", file=sys.stderr)
-        if server is not None:
-            server.stop(timeout_s=1.0)
-        appliance.stop(timeout_s=2.0)
-        return 1
-    log.info("edge-app running with %d camera(s)", len(config.cameras))
-    stop.wait()
-    if server is not None:
-        server.stop(timeout_s=1.0)
-    appliance.stop(timeout_s=3.5)
-    log.info("edge-app stopped")
-    return 0
+    return Supervisor(appliance, server, signals, notifier).run()

@@ -190,7 +190,7 @@ def _check_gpu_letterbox(report: Report, device: Any, images: List[Path]) -> Non
         report.add(SKIP, "GPU letterbox", "needs a GPU with NVRTC")
         return
     from edge_app.cuda import CudaError
-    from edge_app.cuda.letterbox_gpu import GpuLetterbox
+    from edge_app.detect.letterbox_gpu import GpuLetterbox
     from edge_app.detect.letterbox import letterbox
     frames = [np.random.default_rng(0).integers(0, 256, (1080, 1920, 3), np.uint8)]
     for path in images[:4]:

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests and the demo use: ffmpeg (to make the demo clip and feed
-# RTSP), GStreamer's RTSP server with Python bindings (the real RTSP server of the tests) and
-# Mosquitto (the tests' own brokers). Does nothing when everything is already there.
+# RTSP), GStreamer's RTSP server with Python bindings (the real RTSP server of the tests),
+# Mosquitto (the tests' own brokers) and systemd (systemd-analyze checks the shipped unit).
+# Does nothing when everything is already there.
 set -euo pipefail
 need=()
 command -v ffmpeg >/dev/null || need+=(ffmpeg)
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
+command -v systemd-analyze >/dev/null || need+=(systemd)
 /usr/bin/python3 -c 'import gi; gi.require_version("GstRtspServer", "1.0"); from gi.repository import GstRtspServer' 2>/dev/null \
   || need+=(python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -20,7 +20,7 @@ from edge_app.api.health import health_blueprint
 from edge_app.api.hosts import install_host_check
 from edge_app.api.metrics import metrics_blueprint
 from edge_app.api.openapi import openapi_blueprint
-from edge_app.api.service import ApplianceService
+from edge_app.service import ApplianceService
 from edge_app.api.status import status_blueprint
 from edge_app.config.schema import AppConfig
 

@@ -16,7 +16,7 @@ from edge_app.annotate import draw_detections, encode_jpeg
 from edge_app.api.errors import ApiError
 from edge_app.api.live_view import BOUNDARY, LiveViewSlots, mjpeg_parts, placeholder_jpeg
 from edge_app.api.server import SHUTDOWN_ENVIRON_KEY
-from edge_app.api.service import AnalysedFrame, ApplianceService, UnknownCamera
+from edge_app.service import AnalysedFrame, ApplianceService, UnknownCamera
 from edge_app.config.schema import AppConfig
 
 logger = logging.getLogger(__name__)
@@ -101,13 +101,13 @@ def cameras_blueprint(
 
     @bp.get("/api/v1/cameras")
     def list_cameras() -> Response:
-        return jsonify(service.cameras())
+        return jsonify([camera.to_dict() for camera in service.cameras()])
 
     @bp.get("/api/v1/cameras/<camera_id>")
     def get_camera(camera_id: str) -> Response:
         for camera in service.cameras():
-            if camera.get("id") == camera_id:
-                return jsonify(camera)
+            if camera.id == camera_id:
+                return jsonify(camera.to_dict())
         raise UnknownCamera(camera_id)
 
     @bp.get("/api/v1/cameras/<camera_id>/snapshot.jpg")

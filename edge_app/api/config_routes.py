@@ -15,7 +15,7 @@ from flask import Blueprint, Response, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from edge_app.api.errors import ApiError
-from edge_app.api.service import ApplianceService
+from edge_app.service import ApplianceService
 from edge_app.checks import check_runtime
 from edge_app.config.policy import unsafe_changes
 from edge_app.config.schema import AppConfig
@@ -137,6 +137,8 @@ def config_blueprint(service: ApplianceService, config_getter: Callable[[], AppC
             logger.info("configuration applied")
         body = redacted_dict(result.config)
         body["restart_required"] = list(result.restart_required)
+        # A new model loads after the answer; GET /api/v1/status shows model_change until it runs.
+        body["applying"] = list(result.applying)
         return jsonify(body)
 
     @bp.get("/api/v1/config")

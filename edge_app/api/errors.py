@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Mapping, Optional
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from edge_app.api.service import UnknownCamera
+from edge_app.service import UnknownCamera
 from edge_app.redact import mask_secrets
 
 logger = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 
 from edge_app.annotate import encode_jpeg
-from edge_app.api.service import AnalysedFrame, ApplianceService, UnknownCamera
+from edge_app.service import AnalysedFrame, ApplianceService, UnknownCamera
 
 logger = logging.getLogger(__name__)
 

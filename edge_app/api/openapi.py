@@ -9,8 +9,11 @@ from typing import Any, Dict, List, Optional
 
 from flask import Blueprint, Response, jsonify
 
+from pydantic import TypeAdapter
+
 from edge_app.config.schema import AppConfig
 from edge_app.mqtt.payloads import CAMERA_STATES
+from edge_app.service import StatusReport
 from edge_app.version import __version__
 
 Schema = Dict[str, Any]
@@ -83,6 +86,21 @@ CONFIG_BODY_ERRORS = {
 }
 
 
+def _report_schemas() -> Dict[str, Schema]:
+    """Status and camera answers, generated from the typed reports the appliance returns."""
+    schema = TypeAdapter(StatusReport).json_schema(ref_template="#/components/schemas/{model}", mode="serialization")
+    schemas: Dict[str, Schema] = dict(schema.pop("$defs", {}))
+    schemas["StatusReport"] = schema
+    camera = schemas["CameraReport"]["properties"]
+    camera["state"]["enum"] = list(CAMERA_STATES)
+    camera["source"]["description"] = "Credentials masked"
+    schemas["ModelReport"]["properties"]["input_size"] = {
+        "type": ["integer", "array", "null"], "description": "[height, width] once loaded, else the configured side"}
+    schemas["PipelineReport"]["properties"]["stalled"]["description"] = (
+        "work waited too long for a completed batch; /readyz answers 503")
+    return schemas
+
+
 def _component_schemas() -> Dict[str, Schema]:
     config_schema = AppConfig.model_json_schema(ref_template="#/components/schemas/{model}")
     schemas: Dict[str, Schema] = dict(config_schema.pop("$defs", {}))
@@ -112,41 +130,19 @@ def _component_schemas() -> Dict[str, Schema]:
             _ref("AppConfig"),
             {
                 "type": "object",
-                "properties": {"restart_required": {"type": "array", "items": {"type": "string"}, "examples": [["api.port"]]}},
+                "properties": {
+                    "restart_required": {"type": "array", "items": {"type": "string"}, "examples": [["api.port"]]},
+                    "applying": {"type": "array", "items": {"type": "string"}, "examples": [["model"]],
+                                 "description": "Saved, still being applied in the background: a new model loads "
+                                                "(on a Jetson its engine builds) while the old one keeps running; "
+                                                "status.model_change and status.engine_build show the progress"},
+                },
             },
         ],
-        "description": "The configuration now running (secrets shown as \"***\") and the settings that need a restart",
+        "description": "The configuration now saved (secrets shown as \"***\"), the settings that need a restart "
+                       "and the parts still being applied",
     }
-    schemas["CameraStatus"] = {
-        "type": "object",
-        "properties": {
-            "id": {"type": "string"},
-            "source": {"type": "string", "description": "Credentials masked"},
-            "state": {"type": "string", "enum": list(CAMERA_STATES)},
-            "fps": {"type": "number"},
-            "frames_captured": {"type": "integer"},
-            "frames_analyzed": {"type": "integer"},
-            "reconnects": {"type": "integer"},
-            "last_error": {"type": ["string", "null"]},
-        },
-    }
-    schemas["Status"] = {
-        "type": "object",
-        "properties": {
-            "device_id": {"type": "string"},
-            "version": {"type": "string"},
-            "uptime_s": {"type": "number"},
-            "backend": {"type": ["string", "null"]},
-            "model": _object(
-                path={"type": "string"},
-                input_size={"type": ["integer", "array", "null"], "description": "Side, or [height, width] as the model reports it"},
-                precision={"type": "string"},
-            ),
-            "mqtt": _object(connected={"type": "boolean"}, published=INTEGER, queued=INTEGER, dropped=INTEGER),
-            "cameras": {"type": "array", "items": _ref("CameraStatus")},
-            "pipeline": _object(fps=NUMBER, latency_ms=_object(p50=NUMBER, p99=NUMBER)),
-        },
-    }
+    schemas.update(_report_schemas())
     schemas["DetectionsMessage"] = {
         "type": "object",
         "description": "The latest detections message of a camera, as published on MQTT",
@@ -228,17 +224,17 @@ def _paths() -> Dict[str, Any]:
         "/metrics": {"get": _op("Prometheus metrics", {"200": text}, "monitoring", secured=False)},
         "/api/openapi.json": {"get": _op("This document", {"200": _json({"type": "object"}, "OpenAPI document")}, "meta", secured=False)},
         "/": {"get": _op("Built-in dashboard", {"200": html}, "meta", secured=False)},
-        "/api/v1/status": {"get": _op("Device, model, MQTT, cameras and pipeline figures", {"200": _json(_ref("Status"), "Status")}, "status")},
+        "/api/v1/status": {"get": _op("Device, model, MQTT, cameras and pipeline figures", {"200": _json(_ref("StatusReport"), "Status")}, "status")},
         "/api/v1/config": {
             "get": _op("The running configuration (secrets shown as \"***\")", {"200": _json(_ref("AppConfig"), "Configuration")}, "config"),
             "put": _op("Replace the configuration; applied live and saved", config_answer, "config", body=config_body),
             "patch": _op("Merge-patch the configuration; applied live and saved", config_answer, "config", body=patch_body),
         },
         "/api/v1/cameras": {
-            "get": _op("All cameras", {"200": _json({"type": "array", "items": _ref("CameraStatus")}, "Cameras")}, "cameras"),
+            "get": _op("All cameras", {"200": _json({"type": "array", "items": _ref("CameraReport")}, "Cameras")}, "cameras"),
         },
         "/api/v1/cameras/{camera_id}": {
-            "get": _op("One camera", {"200": _json(_ref("CameraStatus"), "Camera"), "404": unknown_camera}, "cameras", [CAMERA_ID]),
+            "get": _op("One camera", {"200": _json(_ref("CameraReport"), "Camera"), "404": unknown_camera}, "cameras", [CAMERA_ID]),
         },
         "/api/v1/cameras/{camera_id}/snapshot.jpg": {
             "get": _op(

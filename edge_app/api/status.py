@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from edge_app.api.service import ApplianceService
+from edge_app.service import ApplianceService
 
 
 def status_blueprint(service: ApplianceService) -> Blueprint:
@@ -11,6 +11,6 @@ def status_blueprint(service: ApplianceService) -> Blueprint:
 
     @bp.get("/api/v1/status")
     def status() -> Response:
-        return jsonify(service.status())
+        return jsonify(service.status().to_dict())
 
     return bp

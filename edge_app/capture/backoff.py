@@ -5,18 +5,31 @@ microseconds, without cameras.
 """
 from __future__ import annotations
 
+from typing import Optional
 
-def reconnect_delay_s(failures: int, initial_s: float = 1.0, max_s: float = 30.0) -> float:
+# A camera away for T seconds is retried at least every T * OUTAGE_RETRY_FRACTION seconds (up to
+# the configured maximum), so once it is back it waits at most that fraction of its absence.
+OUTAGE_RETRY_FRACTION = 0.2
+
+
+def reconnect_delay_s(failures: int, initial_s: float = 1.0, max_s: float = 30.0,
+                      outage_s: Optional[float] = None) -> float:
     """Delay before reopening after ``failures`` consecutive failures (1, 2, 3, ...).
 
-    Doubles from ``initial_s`` up to ``max_s``: a camera that is briefly away comes back within a
-    second, one that is gone for a day costs one attempt every ``max_s``.
+    Doubles from ``initial_s`` up to ``max_s``, but never beyond ``OUTAGE_RETRY_FRACTION`` of
+    ``outage_s``, the time since the failures began (None: pure doubling). Pure
+    doubling let a server away for 20 s wait for a 16 s step before the next attempt, while a
+    refused attempt costs next to nothing. A camera gone for a day still costs one attempt every
+    ``max_s``; one briefly away comes back within a second or two.
     """
     if failures <= 0:
         return 0.0
     # Cap the exponent before computing the power: 2.0 ** 5000 would overflow to an exception.
     exponent = min(failures - 1, 62)
-    return min(max_s, initial_s * (2.0 ** exponent))
+    delay_s = min(max_s, initial_s * (2.0 ** exponent))
+    if outage_s is not None:
+        delay_s = min(delay_s, max(initial_s, outage_s * OUTAGE_RETRY_FRACTION))
+    return delay_s
 
 
 def is_stalled(last_frame_mono_s: float, now_mono_s: float, stall_timeout_s: float) -> bool:

@@ -108,6 +108,7 @@ class CameraWorker:
         self._frames_captured = 0
         self._reconnects = 0
         self._failures = 0  # consecutive, drives the backoff
+        self._outage_since_mono_s = 0.0  # when the current run of failures began
         self._last_error: Optional[str] = None
         self._frame_hook_failed = False
 
@@ -225,11 +226,24 @@ class CameraWorker:
         with self._lock:
             if not self._active(generation):
                 return
-            self._failures += 1
-            self._reconnects += 1
+            self._count_failure()
             if self._machine.state is StreamState.RECONNECTING:
                 logger.debug("camera %s: still failing: %s", self.camera_id, message)
             self._set_state(generation, StreamState.RECONNECTING, message)
+
+    def _count_failure(self) -> None:
+        with self._lock:
+            if self._failures == 0:
+                self._outage_since_mono_s = self._clock.monotonic()
+            self._failures += 1
+            self._reconnects += 1
+
+    def _reconnect_delay_s(self) -> float:
+        with self._lock:
+            failures = self._failures
+            outage_s = self._clock.monotonic() - self._outage_since_mono_s if failures else 0.0
+        return reconnect_delay_s(failures, self.capture_config.backoff_initial_s,
+                                 self.capture_config.backoff_max_s, outage_s)
 
     def _enter_call(self, generation: int, kind: str) -> None:
         with self._lock:
@@ -262,8 +276,7 @@ class CameraWorker:
             self._set_state(generation, StreamState.ERROR, str(exc))
             return
         while self._active(generation):
-            delay_s = reconnect_delay_s(self._failures, self.capture_config.backoff_initial_s,
-                                        self.capture_config.backoff_max_s)
+            delay_s = self._reconnect_delay_s()
             if delay_s > 0 and self._stop_event.wait(delay_s):
                 return
             if not self._active(generation):
@@ -396,7 +409,6 @@ class CameraWorker:
             self._abandoned.append(stuck)
         self._thread = None
         self._call = None
-        self._failures += 1
-        self._reconnects += 1
+        self._count_failure()
         self._generation += 1
         self._set_state(self._generation, StreamState.RECONNECTING, message)

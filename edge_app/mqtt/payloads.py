@@ -12,6 +12,7 @@ import time
 from typing import Any, Iterable, Mapping, Optional, Union
 
 from edge_app.capture.state import StreamState
+from edge_app.service import AnalysedFrame, StatusReport
 from edge_app.redact import mask_secrets
 
 DEVICE_STATES = ("online", "offline")
@@ -80,6 +81,13 @@ def detections_payload(
     }
 
 
+def detections_payload_for(device_id: str, frame: AnalysedFrame) -> dict:
+    """``R/cameras/<id>/detections`` for one analysed frame (also what the API's detections route answers)."""
+    height, width = frame.image.shape[:2]
+    return detections_payload(device_id=device_id, camera_id=frame.camera_id, frame_id=frame.frame_id, ts=frame.ts,
+                              width=width, height=height, latency_ms=frame.latency_ms, detections=frame.detections)
+
+
 def stats_payload(
     device_id: str,
     fps: float,
@@ -104,6 +112,20 @@ def stats_payload(
     }
     payload.update(extra)
     return payload
+
+
+def stats_payload_for(status: StatusReport, ts: Optional[float] = None) -> dict:
+    """``R/stats`` built from the same report as ``GET /api/v1/status``."""
+    latency = status.pipeline.latency_ms
+    return stats_payload(
+        status.device_id,
+        fps=status.pipeline.fps,
+        latency_ms={"p50": latency.p50, "p99": latency.p99},
+        queue=status.mqtt.queued,
+        dropped=status.frames_dropped,
+        ts=ts,
+        cameras={c.id: {"fps": c.fps, "state": c.state, "frames_dropped": c.frames_dropped} for c in status.cameras},
+    )
 
 
 def _jsonable(value: Any) -> Any:

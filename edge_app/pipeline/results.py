@@ -4,35 +4,44 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from typing import Any, Callable, Dict, Optional
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional
 
-from edge_app.api.service import AnalysedFrame
 from edge_app.capture.frame import Frame
 from edge_app.detections import Detections
-from edge_app.mqtt.payloads import detections_payload
 from edge_app.pipeline.stats import LatencyWindow
 from edge_app.rate import RateMeter
+from edge_app.service import AnalysedFrame, LatencyReport
+
+
+@dataclass(frozen=True)
+class CameraFigures:
+    """What the pipeline knows of one camera."""
+
+    frames_analyzed: int
+    frames_stale: int  # replaced by a newer frame before the detector took them
+    analyzed_fps: float
+
+
+@dataclass(frozen=True)
+class PipelineFigures:
+    fps: float
+    latency_ms: LatencyReport
+    stage_ms: Dict[str, float]
 
 
 class ResultStore:
     """Receives each analysed frame from the pipeline (one thread) and serves readers (API threads).
 
-    ``publish`` is the MQTT publisher's ``publish_detections``; encoding a JPEG never happens
-    here, only when a snapshot or live view is asked for.
+    ``sink`` gets every ``AnalysedFrame`` as it is done (the appliance publishes it on MQTT);
+    encoding a JPEG never happens here, only when a snapshot or live view is asked for.
     """
 
-    def __init__(
-        self,
-        device_id: str,
-        publish: Callable[[str, Dict[str, Any]], None],
-        clock: Callable[[], float] = time.monotonic,
-    ):
-        self.device_id = device_id
-        self._publish = publish
+    def __init__(self, sink: Callable[[AnalysedFrame], None], clock: Callable[[], float] = time.monotonic):
+        self._sink = sink
         self._clock = clock
         self._cond = threading.Condition()
         self._frames: Dict[str, AnalysedFrame] = {}
-        self._payloads: Dict[str, Dict[str, Any]] = {}
         self._analysed: Dict[str, int] = defaultdict(int)
         self._stale: Dict[str, int] = defaultdict(int)
         self._camera_rates: Dict[str, RateMeter] = defaultdict(RateMeter)
@@ -40,32 +49,16 @@ class ResultStore:
         self.latency = LatencyWindow()
         self._stage_ms: Dict[str, float] = {}
 
-    def configure(self, device_id: str, publish: Callable[[str, Dict[str, Any]], None]) -> None:
-        with self._cond:
-            self.device_id, self._publish = device_id, publish
-
     def count_stale(self, camera_id: str) -> None:
         self._stale[camera_id] += 1
 
     def handle(self, frame: Frame, detections: Detections, timings_ms: Dict[str, float]) -> None:
         now_mono_s = self._clock()
         latency_ms = max(0.0, (now_mono_s - frame.mono_ts) * 1000.0)
-        height, width = frame.image.shape[:2]
-        payload = detections_payload(
-            device_id=self.device_id,
-            camera_id=frame.camera_id,
-            frame_id=frame.frame_id,
-            ts=frame.ts,
-            width=width,
-            height=height,
-            latency_ms=latency_ms,
-            detections=detections,
-        )
-        # The publisher drops frames without detections unless mqtt.publish_empty is set.
-        self._publish(frame.camera_id, payload)
+        analysed = AnalysedFrame(frame.camera_id, frame.frame_id, frame.ts, frame.image, detections, latency_ms)
+        self._sink(analysed)
         with self._cond:
-            self._frames[frame.camera_id] = AnalysedFrame(frame.camera_id, frame.frame_id, frame.ts, frame.image, detections)
-            self._payloads[frame.camera_id] = payload
+            self._frames[frame.camera_id] = analysed
             self._analysed[frame.camera_id] += 1
             self._stage_ms = {k: round(0.9 * self._stage_ms.get(k, v) + 0.1 * v, 3) for k, v in timings_ms.items()}
             self._cond.notify_all()
@@ -75,16 +68,11 @@ class ResultStore:
 
     def forget(self, camera_id: str) -> None:
         with self._cond:
-            for table in (self._frames, self._payloads):
-                table.pop(camera_id, None)
+            self._frames.pop(camera_id, None)
 
     def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
         with self._cond:
             return self._frames.get(camera_id)
-
-    def latest_payload(self, camera_id: str) -> Optional[Dict[str, Any]]:
-        with self._cond:
-            return self._payloads.get(camera_id)
 
     def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
         deadline = time.monotonic() + timeout_s
@@ -98,14 +86,16 @@ class ResultStore:
                     return None
                 self._cond.wait(remaining)
 
-    def camera_figures(self, camera_id: str) -> Dict[str, Any]:
-        return {
-            "frames_analyzed": self._analysed.get(camera_id, 0),
-            "frames_stale": self._stale.get(camera_id, 0),
-            "analysed_fps": round(self._camera_rates[camera_id].rate(self._clock()), 2) if camera_id in self._camera_rates else 0.0,
-        }
+    def camera_figures(self, camera_id: str) -> CameraFigures:
+        meter = self._camera_rates.get(camera_id)
+        return CameraFigures(
+            frames_analyzed=self._analysed.get(camera_id, 0),
+            frames_stale=self._stale.get(camera_id, 0),
+            analyzed_fps=round(meter.rate(self._clock()), 2) if meter is not None else 0.0,
+        )
 
-    def pipeline_figures(self) -> Dict[str, Any]:
+    def pipeline_figures(self) -> PipelineFigures:
         with self._cond:
             stage_ms = dict(self._stage_ms)
-        return {"fps": round(self.rate.rate(self._clock()), 2), "latency_ms": self.latency.percentiles(), "stage_ms": stage_ms}
+        latency = self.latency.percentiles()
+        return PipelineFigures(round(self.rate.rate(self._clock()), 2), LatencyReport(latency["p50"], latency["p99"]), stage_ms)

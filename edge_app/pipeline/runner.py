@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -23,13 +24,15 @@ from edge_app.capture.frame import Frame
 from edge_app.detect.base import Detector, PreparedBatch
 from edge_app.detections import Detections
 from edge_app.pipeline.inflight import InFlight
+from edge_app.pipeline.errorlog import RateLimitedErrorLog
+from edge_app.pipeline.health import ActivityTracker, PipelineActivity
 from edge_app.pipeline.scheduler import BatchScheduler
 
 log = logging.getLogger(__name__)
 _STOP = object()
 
 
-class FrameSource(Protocol):
+class CameraFeed(Protocol):
     """What the pipeline needs of a camera (edge_app.capture.camera.CameraWorker)."""
 
     def take(self): ...
@@ -62,7 +65,7 @@ class Pipeline:
     def __init__(
         self,
         detector_getter: Callable[[], Detector],
-        sources_getter: Callable[[], Mapping[str, FrameSource]],
+        sources_getter: Callable[[], Mapping[str, CameraFeed]],
         sink: ResultSink,
         scheduler: BatchScheduler,
         clock: Callable[[], float] = time.monotonic,
@@ -81,7 +84,29 @@ class Pipeline:
         self._pending: Dict[str, Frame] = {}
         self._pending_since_s: Dict[str, float] = {}
         self._threads: List[threading.Thread] = []
-        self.errors = 0
+        self._running = False
+        self._errors = RateLimitedErrorLog(log)
+        self._activity = ActivityTracker()
+
+    @property
+    def errors(self) -> int:
+        """Failures in any stage since the start (each one also counts as work not done)."""
+        return self._errors.total
+
+    def activity(self) -> PipelineActivity:
+        """For ``edge_app.pipeline.health.assess``."""
+        gather = next((t for t in self._threads if t.name == "pipeline:gather"), None)
+        return self._activity.snapshot(self._running, gather is not None and gather.is_alive())
+
+    def _failed(self, kind: str, message: str, *args: object) -> None:
+        self._errors.exception(kind, message, *args)
+        # The exception's type only: the stall reason is shown by /readyz, which answers without
+        # a token, and the traceback with the message is in the log.
+        exc = sys.exc_info()[1]
+        what = self._errors.last_message or kind
+        if exc is not None:
+            what = f"{what} ({type(exc).__name__})"
+        self._activity.failed(self._clock(), what)
 
     # -- wiring ---------------------------------------------------------------------------------
     def notify_frame(self) -> None:
@@ -94,13 +119,19 @@ class Pipeline:
         self._scheduler.set_cameras(fps_limits)
         self._wake.set()
 
+    def wait_drained(self, detector: Detector, timeout_s: float) -> bool:
+        """Wait until no batch prepared by ``detector`` is still in flight (before closing it)."""
+        return self._in_flight.wait_drained(detector, timeout_s)
+
     def start(self) -> None:
+        self._running = True
         for name, target in (("gather", self._gather_loop), ("infer", self._infer_loop), ("publish", self._post_loop)):
             thread = threading.Thread(target=target, name=f"pipeline:{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
 
     def stop(self, timeout_s: float = 3.0) -> None:
+        self._running = False
         self._stop.set()
         self._wake.set()
         deadline = time.monotonic() + timeout_s
@@ -109,7 +140,7 @@ class Pipeline:
         self._threads = []
 
     # -- stage 1: gather and preprocess ----------------------------------------------------------
-    def _collect(self, sources: Mapping[str, FrameSource]) -> None:
+    def _collect(self, sources: Mapping[str, CameraFeed]) -> None:
         now_s = self._clock()
         for cid in list(self._pending):
             if cid not in sources:
@@ -131,34 +162,43 @@ class Pipeline:
 
     def _gather_loop(self) -> None:
         while not self._stop.is_set():
-            self._wake.clear()
-            sources = self._sources_getter()
-            self._collect(sources)
-            plan = self._scheduler.plan(self._pending_since_s, self._clock())
-            if not plan.take:
-                self._wake.wait(0.5 if plan.wait_s is None else max(plan.wait_s, 0.0005))
-                continue
-            frames = [self._pending.pop(cid) for cid in plan.take]
-            for cid in plan.take:
-                self._pending_since_s.pop(cid, None)
-            self._scheduler.mark_analysed(plan.take, self._clock())
-            detector = self._detector_getter()
-            if not self._in_flight.acquire(detector.max_batches_in_flight, self._stop):
-                return
-            start_s = time.perf_counter()
             try:
-                prepared = detector.preprocess([f.image for f in frames])
-            except Exception:  # one bad frame must not stop the appliance
-                self._in_flight.release()
-                self.errors += 1
-                log.exception("preprocessing failed for cameras %s", ", ".join(plan.take))
-                continue
-            batch = _Batch(frames, prepared, detector, (time.perf_counter() - start_s) * 1000.0)
-            if detector.runs_on_host_cpu:
-                if self._infer(batch):
-                    self._post(batch)
-            else:
-                self._to_infer.put(batch)
+                self._gather_once()
+            except Exception:
+                # A bug in collecting or planning must not end the thread silently: log it
+                # (rate-limited), count it as a failure the health check sees, and go on.
+                self._failed("gather", "the pipeline's gather step failed")
+                self._stop.wait(0.1)
+
+    def _gather_once(self) -> None:
+        self._wake.clear()
+        sources = self._sources_getter()
+        self._collect(sources)
+        plan = self._scheduler.plan(self._pending_since_s, self._clock())
+        if not plan.take:
+            self._wake.wait(0.5 if plan.wait_s is None else max(plan.wait_s, 0.0005))
+            return
+        frames = [self._pending.pop(cid) for cid in plan.take]
+        for cid in plan.take:
+            self._pending_since_s.pop(cid, None)
+        self._scheduler.mark_analysed(plan.take, self._clock())
+        self._activity.work_taken(self._clock())
+        detector = self._detector_getter()
+        if not self._in_flight.acquire(detector.max_batches_in_flight, self._stop, owner=detector):
+            return
+        start_s = time.perf_counter()
+        try:
+            prepared = detector.preprocess([f.image for f in frames])
+        except Exception:  # one bad frame must not stop the appliance
+            self._in_flight.release(detector)
+            self._failed("preprocess", "preprocessing failed for cameras %s", ", ".join(plan.take))
+            return
+        batch = _Batch(frames, prepared, detector, (time.perf_counter() - start_s) * 1000.0)
+        if detector.runs_on_host_cpu:
+            if self._infer(batch):
+                self._post(batch)
+        else:
+            self._to_infer.put(batch)
 
     def _get(self, q: "queue.Queue"):
         while not self._stop.is_set():
@@ -182,9 +222,8 @@ class Pipeline:
         try:
             batch.outputs = batch.detector.infer(batch.prepared)
         except Exception:
-            self._in_flight.release()
-            self.errors += 1
-            log.exception("inference failed on a batch of %d frames", len(batch.frames))
+            self._in_flight.release(batch.detector)
+            self._failed("infer", "inference failed on a batch of %d frames", len(batch.frames))
             return False
         batch.infer_ms = (time.perf_counter() - start_s) * 1000.0
         return True
@@ -202,18 +241,20 @@ class Pipeline:
         try:
             results = batch.detector.postprocess(batch.outputs, batch.prepared)
         except Exception:
-            self.errors += 1
-            log.exception("decoding failed on a batch of %d frames", len(batch.frames))
+            self._failed("postprocess", "decoding failed on a batch of %d frames", len(batch.frames))
             return
         finally:
             # The outputs were read: the detector may reuse their buffers.
-            self._in_flight.release()
+            self._in_flight.release(batch.detector)
         post_ms = (time.perf_counter() - start_s) * 1000.0
         n = len(batch.frames)
         timings_ms = {"preprocess": batch.prep_ms / n, "inference": batch.infer_ms / n, "postprocess": post_ms / n}
+        delivered = False
         for frame, detections in zip(batch.frames, results):
             try:
                 self._sink.handle(frame, detections, timings_ms)
+                delivered = True
             except Exception:
-                self.errors += 1
-                log.exception("publishing the result of camera %s failed", frame.camera_id)
+                self._failed("publish", "publishing the result of camera %s failed", frame.camera_id)
+        if delivered:
+            self._activity.batch_done(self._clock())

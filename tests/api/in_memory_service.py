@@ -1,7 +1,10 @@
 """An in-memory ApplianceService for testing the HTTP layer; the real appliance is exercised in tests/e2e.
 
 It keeps a configuration, persists applies with ``save_config`` like the appliance does, and
-serves frames and detections that a test publishes with :meth:`InMemoryService.publish`.
+serves frames and detections that a test publishes with :meth:`InMemoryService.publish`
+through the appliance's own ``ResultStore``, so frames and payloads behave as in the real
+thing. Its answers are the same typed reports; tests/api/test_service_double.py checks it
+against the ``ApplianceService`` protocol so the two cannot drift apart.
 """
 from __future__ import annotations
 
@@ -12,11 +15,16 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from edge_app.api.service import AnalysedFrame, ApplyResult, UnknownCamera
+from edge_app.capture.frame import Frame
 from edge_app.config.schema import AppConfig
 from edge_app.config.store import ConfigError, save_config
 from edge_app.detections import Detections
+from edge_app.pipeline.health import PipelineActivity, assess, readiness_reason
+from edge_app.mqtt.payloads import detections_payload_for
+from edge_app.pipeline.results import ResultStore
 from edge_app.redact import mask_secrets
+from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, LatencyReport, ModelReport, MqttReport,
+                              PipelineReport, StatusReport, UnknownCamera)
 from edge_app.version import __version__
 
 RESTART_KEYS = (("api", "host"), ("api", "port"))
@@ -29,14 +37,18 @@ class InMemoryService:
         self._config = config
         self._config_path = Path(config_path)
         self._cond = threading.Condition()
-        self._frames: Dict[str, AnalysedFrame] = {}
-        self._payloads: Dict[str, Dict[str, Any]] = {}
+        self.published: List[AnalysedFrame] = []
+        self._results = ResultStore(self.published.append)
         self._next_frame_id: Dict[str, int] = {}
         self.model_loaded = True
         self.streaming: Dict[str, bool] = {cam.id: False for cam in config.cameras}
         self.apply_calls = 0
         self.refuse_apply: Optional[ConfigError] = None  # set to make apply_config fail
         self.fail_status: Optional[Exception] = None  # set to make status() raise
+        # What the pipeline threads recorded, judged by the real stall check at ``now_s``.
+        self.now_s = 1000.0
+        self.pipeline_activity = PipelineActivity(running=True, gather_alive=True, last_batch_s=999.9, work_since_s=None)
+        self.pipeline_errors = 0
         save_config(config, self._config_path)
 
     # -- test controls -----------------------------------------------------------------------
@@ -45,42 +57,34 @@ class InMemoryService:
         with self._cond:
             frame_id = self._next_frame_id.get(camera_id, 1)
             self._next_frame_id[camera_id] = frame_id + 1
-            height, width = image.shape[:2]
-            frame = AnalysedFrame(camera_id, frame_id, time.time(), image, detections)
-            self._frames[camera_id] = frame
-            self._payloads[camera_id] = {
-                "device_id": self._config.device_id,
-                "camera_id": camera_id,
-                "frame_id": frame_id,
-                "ts": frame.ts,
-                "width": width,
-                "height": height,
-                "latency_ms": 12.5,
-                "detections": detections.to_dicts(),
-            }
             self.streaming[camera_id] = True
-            self._cond.notify_all()
-            return frame
+        frame = Frame(camera_id, frame_id, time.time(), time.monotonic(), image)
+        self._results.handle(frame, detections, {"inference": 10.0})
+        return self._results.latest_frame(camera_id)
 
     # -- ApplianceService ----------------------------------------------------------------------
     def _known(self, camera_id: str) -> None:
         if self._config.camera(camera_id) is None:
             raise UnknownCamera(camera_id)
 
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> StatusReport:
         if self.fail_status is not None:
             raise self.fail_status
         model = self._config.model
-        return {
-            "device_id": self._config.device_id,
-            "version": __version__,
-            "uptime_s": 12.0,
-            "backend": "onnxruntime",
-            "model": {"path": model.path, "input_size": model.input_size, "precision": model.precision},
-            "mqtt": {"connected": True, "published": 42, "queued": 3, "dropped": 1},
-            "cameras": self.cameras(),
-            "pipeline": {"fps": 24.5, "latency_ms": {"p50": 31.0, "p99": 80.0}},
-        }
+        health = assess(self.pipeline_activity, self.now_s)
+        return StatusReport(
+            device_id=self._config.device_id,
+            version=__version__,
+            uptime_s=12.0,
+            backend="onnxruntime",
+            model=ModelReport(path=model.path, input_size=model.input_size, precision=model.precision,
+                              max_batch=model.max_batch),
+            mqtt=MqttReport(connected=True, published=42, queued=3, dropped=1),
+            cameras=self.cameras(),
+            pipeline=PipelineReport(fps=24.5, latency_ms=LatencyReport(31.0, 80.0), stage_ms={"inference": 10.0},
+                                    errors=self.pipeline_errors, stalled=health.stalled, stall_reason=health.reason,
+                                    last_batch_age_s=health.last_batch_age_s),
+        )
 
     def readiness(self) -> Tuple[bool, List[str]]:
         reasons = []
@@ -88,6 +92,9 @@ class InMemoryService:
             reasons.append("the model is not loaded")
         if not any(self.streaming.values()):
             reasons.append("no camera is streaming")
+        stalled = readiness_reason(assess(self.pipeline_activity, self.now_s))
+        if stalled:
+            reasons.append(stalled)
         return (not reasons, reasons)
 
     def current_config(self) -> AppConfig:
@@ -111,44 +118,35 @@ class InMemoryService:
                 self.streaming.setdefault(cam.id, False)
             return ApplyResult(new_config, restart)
 
-    def cameras(self) -> List[Dict[str, Any]]:
+    def cameras(self) -> List[CameraReport]:
         out = []
         for cam in self._config.cameras:
-            frame = self._frames.get(cam.id)
-            n = frame.frame_id if frame else 0
-            out.append({
-                "id": cam.id,
-                "source": mask_secrets(cam.source),
-                "enabled": cam.enabled,
-                "state": "streaming" if self.streaming.get(cam.id) else "connecting",
-                "fps": 12.5 if n else 0.0,
-                "frames_captured": 2 * n,
-                "frames_analyzed": n,
-                "frames_dropped": n,
-                "reconnects": 0,
-                "last_error": None,
-            })
+            figures = self._results.camera_figures(cam.id)
+            n = figures.frames_analyzed
+            out.append(CameraReport(
+                id=cam.id,
+                source=mask_secrets(cam.source),
+                enabled=cam.enabled,
+                state="streaming" if self.streaming.get(cam.id) else "connecting",
+                fps=12.5 if n else 0.0,
+                analyzed_fps=figures.analyzed_fps,
+                frames_captured=2 * n,
+                frames_analyzed=n,
+                frames_dropped=n,
+                reconnects=0,
+                last_error=None,
+            ))
         return out
 
     def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
         self._known(camera_id)
-        with self._cond:
-            return self._frames.get(camera_id)
+        return self._results.latest_frame(camera_id)
 
     def latest_detections(self, camera_id: str) -> Optional[Dict[str, Any]]:
         self._known(camera_id)
-        with self._cond:
-            return self._payloads.get(camera_id)
+        frame = self._results.latest_frame(camera_id)
+        return None if frame is None else detections_payload_for(self._config.device_id, frame)
 
     def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
         self._known(camera_id)
-        deadline = time.monotonic() + timeout_s
-        with self._cond:
-            while True:
-                frame = self._frames.get(camera_id)
-                if frame is not None and frame.frame_id > after_frame_id:
-                    return frame
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return None
-                self._cond.wait(remaining)
+        return self._results.wait_frame(camera_id, after_frame_id, timeout_s)

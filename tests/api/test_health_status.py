@@ -58,3 +58,35 @@ def test_status_has_the_spec_fields(api):
     for camera in cameras.values():
         assert set(camera) >= {"id", "state", "fps", "frames_captured", "frames_analyzed", "reconnects", "last_error"}
     assert cameras["front"]["state"] == "streaming"
+
+
+def test_a_stalled_pipeline_makes_readyz_503_and_shows_in_status_and_metrics(api):
+    from edge_app.pipeline.health import PipelineActivity
+
+    body = api.get("/api/v1/status").json()["pipeline"]
+    assert body["stalled"] is False and body["stall_reason"] is None and body["last_batch_age_s"] == pytest.approx(0.1)
+    assert "edge_app_pipeline_stalled 0.0" in api.get("/metrics").text
+
+    # Frames were taken 30 s ago and no batch completed since (a hung inference, say).
+    api.service.pipeline_activity = PipelineActivity(running=True, gather_alive=True, last_batch_s=960.0,
+                                                     work_since_s=970.0, last_error=None)
+    api.service.pipeline_errors = 3
+    response = api.get("/readyz")
+    assert response.status_code == 503
+    reasons = response.json()["reasons"]
+    assert reasons == ["the pipeline is stalled: no batch completed for 30 s while there was work"]
+    body = api.get("/api/v1/status").json()["pipeline"]
+    assert body["stalled"] is True and body["stall_reason"].startswith("no batch completed for 30 s")
+    assert body["last_batch_age_s"] == 40.0 and body["errors"] == 3
+    metrics = api.get("/metrics").text
+    assert "edge_app_pipeline_stalled 1.0" in metrics
+    assert "edge_app_pipeline_last_batch_age_seconds 40.0" in metrics and "edge_app_pipeline_errors_total 3.0" in metrics
+
+
+def test_a_dead_pipeline_thread_is_not_ready(api):
+    from edge_app.pipeline.health import PipelineActivity
+
+    api.service.pipeline_activity = PipelineActivity(running=True, gather_alive=False, last_batch_s=None, work_since_s=None)
+    response = api.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["reasons"] == ["the pipeline is stalled: the pipeline thread has stopped"]

@@ -62,10 +62,11 @@ def test_run_serves_https_from_api_tls(tmp_path, model_path):
             log.close()
 
 
-def test_run_with_an_unreadable_certificate_names_it_and_exits_1(tmp_path, model_path):
+def test_run_with_an_unreadable_certificate_names_it_and_exits_2(tmp_path, model_path):
+    """A missing certificate is a configuration problem: exit 2 (systemd does not restart it)."""
     missing = tmp_path / "missing-cert.pem"
     path, _ = _config(tmp_path, model_path, {"enabled": True, "certfile": str(missing)})
     result = subprocess.run([sys.executable, "-m", "edge_app", "run", "-c", str(path)],
                             capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert str(missing) in result.stderr and "Traceback" not in result.stderr

@@ -8,6 +8,7 @@ import pytest
 
 from edge_app.capture import CameraWorker, StreamState
 from edge_app.capture.sources import open_source, parse_source
+from edge_app.config.schema import CaptureConfig
 
 from tests.capture.helpers import FAST, StateLog, camera, timed_stop, wait_for
 from tests.support.media import require_tool
@@ -45,6 +46,29 @@ def test_worker_streams_the_clip_reconnects_after_a_server_restart(rtsp_server_f
     finally:
         assert timed_stop(worker) < 5
     assert worker.state is S.STOPPED
+
+
+def test_camera_streams_again_within_10_s_of_its_server_coming_back(rtsp_server_factory, bus_clip):
+    """Shipped reconnect timing: a server away for 20 s (a camera rebooting, a switch restarting)
+    must not leave the camera dark for long after it is back. Doubling the delay to 16 s and
+    more meant a returning server waited up to a whole backoff step before the next attempt."""
+    server = rtsp_server_factory({"bus": bus_clip})
+    worker = CameraWorker(camera(server.url("bus")), CaptureConfig())  # the defaults that ship
+    worker.start()
+    try:
+        assert wait_for(lambda: worker.state is S.STREAMING, 20), worker.stats()
+        server.stop()
+        assert wait_for(lambda: worker.state is S.RECONNECTING, 15), worker.stats()
+        time.sleep(20.0)
+        server.start()
+        back_mono_s = time.monotonic()
+        captured = worker.stats()["frames_captured"]
+        assert wait_for(lambda: worker.stats()["frames_captured"] > captured, 30), worker.stats()
+        recovery_s = time.monotonic() - back_mono_s
+        assert recovery_s <= 10.0, (recovery_s, worker.stats())
+        assert worker.state is S.STREAMING
+    finally:
+        assert timed_stop(worker) < 5
 
 
 def test_dead_url_reconnects_with_last_error_and_stops_promptly():

@@ -38,7 +38,7 @@ class _FakeTensorRT(Detector):
     def preprocess(self, frames):
         raise NotImplementedError
 
-    def infer(self, tensor):
+    def infer(self, batch):
         raise NotImplementedError
 
     def postprocess(self, outputs, batch):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_app.cuda.letterbox_gpu import GpuLetterbox
+from edge_app.detect.letterbox_gpu import GpuLetterbox
 from edge_app.detect.letterbox import letterbox
 
 pytestmark = pytest.mark.gpu

@@ -75,7 +75,7 @@ class ListSource:
 
 def run_pipeline(sources, max_batch, until, on_host_cpu=True, max_batches_in_flight=3):
     published = []
-    store = ResultStore("dev", lambda cid, payload: published.append(payload))
+    store = ResultStore(published.append)
     detector = EchoDetector(max_batch, on_host_cpu, max_batches_in_flight)
     pipeline = Pipeline(lambda: detector, lambda: sources, store, BatchScheduler(max_batch, 0.005))
     pipeline.reconfigure({cid: 0 for cid in sources}, max_batch, 0.005)
@@ -92,7 +92,7 @@ def run_pipeline(sources, max_batch, until, on_host_cpu=True, max_batches_in_fli
 def test_frames_of_a_waiting_source_are_all_analysed_in_order(on_host_cpu):
     src = ListSource("file", 10, 30, waits=True)
     published, store, _ = run_pipeline({"file": src}, max_batch=1, until=lambda p: len(p) >= 30, on_host_cpu=on_host_cpu)
-    assert [p["frame_id"] for p in published] == list(range(1, 31))
+    assert [p.frame_id for p in published] == list(range(1, 31))
 
 
 class LiveSource:
@@ -125,12 +125,12 @@ def test_live_cameras_behind_a_slow_model_get_fresh_frames_and_fair_turns():
     published, store, _ = run_pipeline(sources, max_batch=1, until=lambda p: len(p) >= 40)
     for src in sources.values():
         src.stop.set()
-    per_cam = {cid: [p["frame_id"] for p in published if p["camera_id"] == cid] for cid in sources}
+    per_cam = {cid: [p.frame_id for p in published if p.camera_id == cid] for cid in sources}
     for cid, ids in per_cam.items():
         assert ids == sorted(set(ids)), "a camera's frames must never go backwards"
         assert len(ids) >= 0.8 * len(published) / 2, f"camera {cid} starved: {len(ids)} of {len(published)}"
     # While one camera is in the model the other's pending frame is replaced by a newer one.
-    assert store.camera_figures("a")["frames_stale"] + store.camera_figures("b")["frames_stale"] > 0
+    assert store.camera_figures("a").frames_stale + store.camera_figures("b").frames_stale > 0
     # Frames are not queued behind the model: each analysed frame is at most a few model runs old.
     assert store.latency.percentiles()["p99"] < 500
 
@@ -140,10 +140,10 @@ def test_cameras_are_batched_together_and_keep_their_own_results(on_host_cpu):
     sources = {f"cam{i}": ListSource(f"cam{i}", 40 * (i + 1), 12, waits=True) for i in range(4)}
     published, store, detector = run_pipeline(sources, max_batch=4, until=lambda p: len(p) >= 48, on_host_cpu=on_host_cpu)
     assert max(detector.batch_sizes) == 4
-    for payload in published:
-        cam_index = int(payload["camera_id"][3:])
-        assert payload["detections"][0]["confidence"] == pytest.approx(40 * (cam_index + 1) / 255.0, abs=1e-3)
-    per_cam = {cid: [p["frame_id"] for p in published if p["camera_id"] == cid] for cid in sources}
+    for frame in published:
+        cam_index = int(frame.camera_id[3:])
+        assert float(frame.detections.confidence[0]) == pytest.approx(40 * (cam_index + 1) / 255.0, abs=1e-3)
+    per_cam = {cid: [p.frame_id for p in published if p.camera_id == cid] for cid in sources}
     assert all(ids == list(range(1, 13)) for ids in per_cam.values())
 
 
@@ -155,3 +155,70 @@ def test_overlapped_stages_keep_no_more_batches_in_flight_than_the_detector_allo
                                           max_batches_in_flight=limit)
     assert len(published) == 80
     assert detector.most_in_flight == limit
+
+
+class FlakyScheduler(BatchScheduler):
+    """A scheduler whose ``plan`` raises ``failures`` times, then works (or raises forever)."""
+
+    def __init__(self, max_batch: int, failures: Optional[int]):
+        super().__init__(max_batch, 0.005)
+        self.failures = failures
+        self.calls = 0
+
+    def plan(self, ready, now_s):
+        self.calls += 1
+        if self.failures is None or self.calls <= self.failures:
+            raise RuntimeError("planning bug")
+        return super().plan(ready, now_s)
+
+
+def _pipeline_with(scheduler, sources):
+    published = []
+    store = ResultStore(published.append)
+    detector = EchoDetector(1)
+    pipeline = Pipeline(lambda: detector, lambda: sources, store, scheduler)
+    pipeline.reconfigure({cid: 0 for cid in sources}, 1, 0.005)
+    return pipeline, published
+
+
+def test_an_exception_in_plan_is_logged_and_the_loop_goes_on(caplog):
+    from edge_app.pipeline.health import assess
+
+    src = ListSource("file", 10, 5, waits=True)
+    pipeline, published = _pipeline_with(FlakyScheduler(1, failures=1), {"file": src})
+    pipeline.start()
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(published) < 5:
+            pipeline.notify_frame()
+            time.sleep(0.01)
+        activity = pipeline.activity()
+    finally:
+        pipeline.stop()
+    assert [p.frame_id for p in published] == [1, 2, 3, 4, 5]
+    assert pipeline.errors == 1
+    assert "the pipeline's gather step failed" in caplog.text and "planning bug" in caplog.text
+    assert activity.gather_alive and activity.last_batch_s is not None
+    assert not assess(activity, time.monotonic(), stall_after_s=0.5).stalled
+
+
+def test_a_plan_that_always_fails_is_a_stall_logged_once(caplog):
+    from edge_app.pipeline.health import assess
+
+    src = ListSource("file", 10, 5, waits=True)
+    pipeline, published = _pipeline_with(FlakyScheduler(1, failures=None), {"file": src})
+    pipeline.start()
+    try:
+        time.sleep(1.0)
+        activity = pipeline.activity()
+        errors = pipeline.errors
+    finally:
+        pipeline.stop()
+    assert published == []
+    assert errors >= 5, "the loop must go on trying"
+    assert caplog.text.count("the pipeline's gather step failed") == 1, "repeats are rate-limited"
+    assert activity.gather_alive and activity.work_since_s is not None
+    health = assess(activity, time.monotonic(), stall_after_s=0.5)
+    assert health.stalled and health.last_batch_age_s is None
+    assert health.reason.endswith("(last error: the pipeline's gather step failed (RuntimeError))")
+    assert not assess(pipeline.activity(), time.monotonic(), stall_after_s=0.5).stalled, "a stopped pipeline is not stalled"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_app.cuda.letterbox_gpu import PAD_VALUE_F32
+from edge_app.detect.letterbox_gpu import PAD_VALUE_F32
 from edge_app.detect.letterbox import letterbox, resized_wh
 from tests.tensorrt_standin.kernel_emulation import emulate_letterbox
 

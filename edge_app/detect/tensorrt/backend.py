@@ -8,6 +8,7 @@ ONNX Runtime, EfficientNMS engines included.
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any, List, Optional, Sequence
 
@@ -32,7 +33,7 @@ class TensorRTDetector(Detector):
 
     ``device`` injects a CUDA layer (default: ``edge_app.cuda.open_device()``); ``progress``
     receives engine build reports; ``gpu_preprocess`` forces the GPU (True) or CPU (False)
-    letterbox, default GPU when NVRTC is available.
+    letterbox, default GPU when NVRTC is available; setting ``cancel`` stops an engine build.
     """
 
     runs_on_host_cpu = False
@@ -40,7 +41,8 @@ class TensorRTDetector(Detector):
     backend_name = "tensorrt"
 
     def __init__(self, model: Any, *, device: Optional[CudaDevice] = None, progress: Optional[ProgressCallback] = None,
-                 gpu_preprocess: Optional[bool] = None, force_build: bool = False) -> None:
+                 gpu_preprocess: Optional[bool] = None, force_build: bool = False,
+                 cancel: Optional[threading.Event] = None) -> None:
         trt = import_tensorrt()
         if is_standin(trt):
             log.warning("the tensorrt module in use is the test stand-in, not TensorRT")
@@ -51,7 +53,7 @@ class TensorRTDetector(Detector):
         self._runtime: Optional[EngineRuntime] = None
         self.engine: Optional[PreparedEngine] = None
         try:
-            self._runtime, self.engine = self._load(trt, model, progress, force_build)
+            self._runtime, self.engine = self._load(trt, model, progress, force_build, cancel)
             self.input_hw = self._runtime.input_hw
             self.max_batch = self._runtime.max_batch
             self._check_input_size(model)
@@ -87,13 +89,14 @@ class TensorRTDetector(Detector):
         from edge_app.cuda import available_adapters
         return bool(available_adapters())
 
-    def _load(self, trt: Any, model: Any, progress: Optional[ProgressCallback], force: bool):
+    def _load(self, trt: Any, model: Any, progress: Optional[ProgressCallback], force: bool,
+              cancel: Optional[threading.Event]):
         def deserialize(data: bytes, label: str) -> EngineRuntime:
             return EngineRuntime(trt, data, self._device, model.max_batch, label)
 
         if is_engine_file(self.model_path):
             return load_user_engine(Path(self.model_path), deserialize)
-        return EngineCache(trt, model, self._device, progress).load(deserialize, force=force)
+        return EngineCache(trt, model, self._device, progress, cancel).load(deserialize, force=force)
 
     def _check_input_size(self, model: Any) -> None:
         configured = model.configured_input_size
@@ -126,7 +129,7 @@ class TensorRTDetector(Detector):
             reason = f"the engine input is {self._runtime.input.dtype}"
         if reason is None:
             try:
-                from edge_app.cuda.letterbox_gpu import GpuLetterbox
+                from edge_app.detect.letterbox_gpu import GpuLetterbox
                 return GpuLetterbox(self._device, self.input_hw, self.max_batch, self._runtime.input.dtype)
             except CudaError as err:
                 reason = str(err)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -17,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 from filelock import FileLock, Timeout
 
 from edge_app.detect.base import DetectorError
-from edge_app.detect.tensorrt.build import BuildSettings, build_engine
+from edge_app.detect.tensorrt.build import BuildSettings, EngineBuildError, build_engine
 from edge_app.detect.tensorrt.cache import (CacheCheck, EngineKey, EnginePaths, check_cached_engine, engine_paths,
                                             split_ultralytics_header, timing_cache_path, write_engine)
 from edge_app.detect.model_metadata import resolve_input_hw
@@ -81,7 +82,8 @@ def engine_key(model: Any, onnx_sha256: str, input_hw: Tuple[int, int], trt_vers
 class EngineCache:
     """Loads or builds the engine for one ModelConfig on one device."""
 
-    def __init__(self, trt: Any, model: Any, device: Any, progress: Optional[ProgressCallback] = None) -> None:
+    def __init__(self, trt: Any, model: Any, device: Any, progress: Optional[ProgressCallback] = None,
+                 cancel: Optional[threading.Event] = None) -> None:
         self.trt = trt
         self.model = model
         self.device = device
@@ -101,9 +103,13 @@ class EngineCache:
         self.paths: EnginePaths = engine_paths(self.engine_dir, self.onnx_path.stem, self.key)
         self._last_sidecar: Optional[Dict[str, Any]] = None
         self._reporter: Optional[BuildReporter] = None
+        # Shared with the caller (the appliance sets it on shutdown); also set by cancel().
+        self._cancel = cancel if cancel is not None else threading.Event()
 
     def cancel(self) -> None:
-        """Ask a running build to stop (TensorRT 10 stops at its next progress step)."""
+        """Ask a running build to stop (TensorRT 10 stops at its next progress step); a build not
+        yet begun does not begin."""
+        self._cancel.set()
         if self._reporter is not None:
             self._reporter.cancel()
 
@@ -173,8 +179,10 @@ class EngineCache:
             calibration_dir=Path(model.calibration_dir) if model.calibration_dir else None,
             engine_dir=self.engine_dir,
         )
+        if self._cancel.is_set():
+            raise EngineBuildError(f"the engine build for {self.onnx_path} was cancelled")
         sinks: List[ProgressCallback] = [self.progress] if self.progress is not None else []
-        reporter = self._reporter = BuildReporter(str(self.onnx_path), sinks)
+        reporter = self._reporter = BuildReporter(str(self.onnx_path), sinks, cancel=self._cancel)
         timing = timing_cache_path(self.engine_dir, self.key.tensorrt_version, self.key.gpu_name,
                                    self.key.compute_capability)
         engine, notes = build_engine(self.trt, self.onnx_path, self.info, settings, onnx_sha256=self.onnx_sha256,

@@ -162,13 +162,13 @@ class BuildReporter:
     ``cancel()`` makes the next ``step_complete`` ask TensorRT to stop the build.
     """
 
-    def __init__(self, model: str, sinks: List[ProgressCallback]) -> None:
+    def __init__(self, model: str, sinks: List[ProgressCallback], cancel: Optional[threading.Event] = None) -> None:
         self.model = model
         self._sinks = [s for s in sinks if s is not None]
         self._tracker = PhaseTracker()
         self._lock = threading.Lock()
         self._start_s = time.monotonic()
-        self._cancel = threading.Event()
+        self._cancel = cancel if cancel is not None else threading.Event()
         self._stop_heartbeat = threading.Event()
         self._heartbeat: Optional[threading.Thread] = None
 

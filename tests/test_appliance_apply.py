@@ -1,0 +1,154 @@
+"""Live reconfiguration of the appliance, in-process: a new model is a background job.
+
+The appliance runs for real here (test:// cameras, the real YOLOv8n models with ONNX Runtime,
+MQTT switched off); the one thing injected is *when* a model finishes loading: the detector
+factory is the real ``create_detector`` behind a gate the test opens, so "the request has been
+answered while the model is still loading" can be observed without racing the clock.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from edge_app.appliance import Appliance
+from edge_app.config.store import load_config, parse_config
+from edge_app.detect.factory import create_detector
+
+
+class GatedFactory:
+    """``create_detector`` that waits for ``open`` (per model path) and records what it made."""
+
+    def __init__(self):
+        self.gates = {}
+        self.made = []
+        self.closed = []
+
+    def gate(self, path: Path) -> threading.Event:
+        return self.gates.setdefault(str(path), threading.Event())
+
+    def __call__(self, model, **options):
+        gate = self.gates.get(str(model.path))
+        if gate is not None and not gate.wait(30):
+            raise AssertionError("the test never opened the gate")
+        detector = create_detector(model, **options)
+        real_close = detector.close
+
+        def close():
+            self.closed.append(detector)
+            real_close()
+
+        detector.close = close
+        self.made.append((str(model.path), detector))
+        return detector
+
+
+def _config(model: Path, tmp_path: Path, **model_overrides):
+    return parse_config({
+        "device_id": "dev",
+        "cameras": [{"id": "cam", "source": "test://box?fps=10&width=320&height=240"}],
+        "model": {"path": str(model), "engine_dir": str(tmp_path / "engines"), **model_overrides},
+        "mqtt": {"enabled": False},
+        "api": {"enabled": False},
+    })
+
+
+def _wait(predicate, timeout_s=30.0, what="the condition"):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def running(tmp_path, model_path):
+    factory = GatedFactory()
+    config_path = tmp_path / "config.yaml"
+    appliance = Appliance(_config(model_path, tmp_path), config_path, detector_factory=factory)
+    appliance.start()
+    yield appliance, factory, config_path
+    for gate in factory.gates.values():
+        gate.set()
+    appliance.stop()
+
+
+def _with_model(appliance, model: Path, **changes):
+    config = appliance.current_config()
+    return config.model_copy(update={"model": config.model.model_copy(update={"path": str(model), **changes})})
+
+
+def test_a_new_model_is_answered_at_once_and_swapped_in_when_loaded(running, int8_model_path, model_path):
+    appliance, factory, config_path = running
+    gate = factory.gate(int8_model_path)
+    first = factory.made[0][1]
+
+    result = appliance.apply_config(_with_model(appliance, int8_model_path))
+
+    assert result.applying == ["model"]
+    assert load_config(config_path).model.path == str(int8_model_path), "saved before the load"
+    status = appliance.status()
+    assert status.model_change.state == "loading" and status.model_change.path == str(int8_model_path)
+    assert status.model.path == str(int8_model_path)
+    assert appliance._detector is first, "the old model keeps running while the new one loads"
+    analysed = status.cameras[0].frames_analyzed
+    _wait(lambda: appliance.status().cameras[0].frames_analyzed > analysed + 3, what="frames analysed meanwhile")
+
+    gate.set()
+    _wait(lambda: appliance.status().model_change.state == "applied", what="the new model")
+    assert appliance._detector is factory.made[-1][1] and factory.made[-1][0] == str(int8_model_path)
+    _wait(lambda: first in factory.closed, what="the old model to be closed after its last batch")
+    analysed = appliance.status().cameras[0].frames_analyzed
+    _wait(lambda: appliance.status().cameras[0].frames_analyzed > analysed + 3, what="frames on the new model")
+
+
+def test_a_model_that_fails_to_load_leaves_the_old_one_running_and_in_the_file(running, tmp_path, model_path):
+    appliance, factory, config_path = running
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not an onnx model at all")
+    first = appliance._detector
+
+    result = appliance.apply_config(_with_model(appliance, broken))
+
+    assert result.applying == ["model"]
+    _wait(lambda: appliance.status().model_change.state == "failed", what="the failure")
+    report = appliance.status().model_change
+    assert str(broken) in report.path and report.error
+    assert appliance._detector is first and first not in factory.closed
+    assert appliance.current_config().model.path == str(model_path)
+    assert load_config(config_path).model.path == str(model_path), "the file agrees with what runs"
+
+
+def test_a_newer_model_change_replaces_one_still_loading(running, int8_model_path, model_path, tmp_path):
+    appliance, factory, _ = running
+    slow = factory.gate(int8_model_path)
+    appliance.apply_config(_with_model(appliance, int8_model_path))
+    superseded = appliance.status().model_change
+
+    copy = tmp_path / "second.onnx"
+    copy.write_bytes(Path(model_path).read_bytes())
+    appliance.apply_config(_with_model(appliance, copy))
+    _wait(lambda: appliance.status().model_change.state == "applied", what="the newer model")
+    assert appliance.status().model.path == str(copy)
+
+    slow.set()
+    _wait(lambda: len(factory.closed) >= 2, what="the superseded load to be closed")
+    assert superseded.path == str(int8_model_path)
+    assert factory.made[-1][0] == str(int8_model_path) and factory.made[-1][1] in factory.closed
+    assert factory.made[-1][1] is not appliance._detector
+
+
+def test_settings_changed_while_a_model_loads_apply_to_the_new_model(running, int8_model_path):
+    appliance, factory, _ = running
+    gate = factory.gate(int8_model_path)
+    appliance.apply_config(_with_model(appliance, int8_model_path))
+    config = appliance.current_config()
+    appliance.apply_config(config.model_copy(update={"model": config.model.model_copy(
+        update={"conf_threshold": 0.6, "classes": ["person"]})}))
+
+    gate.set()
+    _wait(lambda: appliance.status().model_change.state == "applied", what="the new model")
+    assert appliance._detector.conf_threshold == 0.6 and appliance._detector.classes == ("person",)

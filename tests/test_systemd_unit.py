@@ -1,0 +1,75 @@
+"""systemd/edge-app.service passes ``systemd-analyze verify`` without a single warning.
+
+The shipped unit runs /opt/edge-app/venv/bin/edge-app, which does not exist on a CI machine,
+and verify rightly refuses a command it cannot execute. So the unit is verified as a copy whose
+commands point at the edge-app of this environment; every other line is checked as shipped.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import pytest
+
+INSTALLED_EDGE_APP = "/opt/edge-app/venv/bin/edge-app"
+
+
+def _unit(repo_root: Path) -> str:
+    return (repo_root / "systemd" / "edge-app.service").read_text()
+
+
+def _settings(text: str, key: str) -> List[str]:
+    return [line.split("=", 1)[1] for line in text.splitlines() if line.startswith(key + "=")]
+
+
+def _verify(unit_text: str, directory: Path) -> str:
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.fail("systemd-analyze is missing: run scripts/system-deps.sh (Debian package systemd)")
+    edge_app = Path(sys.executable).with_name("edge-app")
+    assert edge_app.is_file(), f"{edge_app} missing: install edge-app into this environment"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "edge-app.service"
+    path.write_text(unit_text.replace(INSTALLED_EDGE_APP, str(edge_app)))
+    result = subprocess.run([analyze, "verify", "--man=no", str(path)], capture_output=True, text=True, timeout=60)
+    return (f"exit {result.returncode}\n" if result.returncode else "") + result.stdout + result.stderr
+
+
+def test_the_unit_verifies_without_any_warning(repo_root, tmp_path):
+    text = _unit(repo_root)
+    assert _settings(text, "ExecStart") == [f"{INSTALLED_EDGE_APP} run -c /etc/edge-app/config.yaml"]
+    output = _verify(text, tmp_path / "shipped")
+    assert output == "", output
+
+
+def test_the_check_catches_a_warning(repo_root, tmp_path):
+    """An unknown key only makes verify print a line (exit 0): the check must still fail on it."""
+    broken = _unit(repo_root).replace("[Service]\n", "[Service]\nWatchdogSecs=30\n", 1)
+    assert "Unknown key" in _verify(broken, tmp_path / "broken")
+
+
+def test_the_unit_is_hardened_and_notifies(repo_root):
+    text = _unit(repo_root)
+    single = {key: _settings(text, key) for key in (
+        "Type", "NotifyAccess", "WatchdogSec", "ProtectSystem", "StateDirectory", "ReadWritePaths", "DevicePolicy",
+        "NoNewPrivileges", "ProtectHome", "PrivateTmp", "User", "SupplementaryGroups")}
+    assert single["Type"] == ["notify"] and single["NotifyAccess"] == ["main"] and single["WatchdogSec"]
+    assert single["ProtectSystem"] == ["strict"] and single["StateDirectory"] == ["edge-app"]
+    assert single["ReadWritePaths"] == ["/etc/edge-app"], "configuration changes through the API are saved there"
+    assert single["DevicePolicy"] == ["closed"] and single["NoNewPrivileges"] == ["true"]
+    assert single["ProtectHome"] == ["true"] and single["PrivateTmp"] == ["true"] and single["User"] == ["edge-app"]
+    assert set(single["SupplementaryGroups"][0].split()) == {"video", "render"}
+    allowed = {entry.split()[0] for entry in _settings(text, "DeviceAllow")}
+    assert {"char-video4linux", "char-nvidia*", "char-nvhost*", "char-nvmap", "char-nvgpu*"} <= allowed
+    # CUDA's and NVRTC's JIT compilers need writable and executable memory.
+    assert not _settings(text, "MemoryDenyWriteExecute")
+
+
+def test_an_invalid_configuration_is_not_restarted_in_a_loop(repo_root):
+    """``run`` and ``check-config`` exit 2 for a configuration that can never start."""
+    text = _unit(repo_root)
+    assert _settings(text, "Restart") == ["on-failure"]
+    assert _settings(text, "RestartPreventExitStatus") == ["2"]
