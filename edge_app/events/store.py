@@ -1,0 +1,385 @@
+"""The event store: events, their best snapshots and line counts in SQLite, written by one thread.
+
+Callers on the capture, inference and publish threads hand over work with ``put_nowait`` on a
+bounded queue and never wait for the disk; when the queue is full the write is dropped, counted
+and logged (at most every few seconds). The writer thread batches what it finds in the queue
+into one transaction, and runs retention (by age and by total size) between batches.
+
+A disk that is full or a folder that cannot be written never raises into a caller: the writes
+are kept in memory (bounded, see ``pending``), served to readers from there, the problem shows
+in :meth:`EventStore.health` and the log, and the writer tries the disk again every
+``maintenance_interval_s``. Events keep flowing over MQTT meanwhile; that is not this module.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, List, Optional, Tuple
+
+from edge_app.events.database import EventDatabase
+from edge_app.events.model import Event, Snapshot
+from edge_app.events.pending import PendingBatch, PendingWrites
+from edge_app.events.query import EventQuery, LineCounts, StoreHealth
+from edge_app.events.reader import DISK_ERRORS, EventReader
+
+log = logging.getLogger(__name__)
+
+QUEUE_SIZE = 512
+MAINTENANCE_INTERVAL_S = 30.0
+DROP_LOG_INTERVAL_S = 10.0
+BATCH_MAX = 256
+RETENTION_CHUNK = 200
+DELETE_WAIT_S = 5.0
+RECENTLY_DELETED = 1000
+SECONDS_PER_DAY = 86400.0
+
+
+@dataclass
+class _Reply:
+    """Filled in by the writer thread for a caller that waits (delete, flush, close)."""
+
+    done: threading.Event
+    result: Any = None
+
+
+class EventStore:
+    """Events on disk in ``directory`` (``events.db`` and ``snapshots/``). Thread-safe."""
+
+    def __init__(self, directory: Path, retain_days: float = 7.0, max_mb: float = 1024.0, *,
+                 queue_size: int = QUEUE_SIZE, maintenance_interval_s: float = MAINTENANCE_INTERVAL_S,
+                 clock: Callable[[], float] = time.time):
+        self.directory = Path(directory)
+        self.retain_days = float(retain_days)
+        self.max_bytes = int(float(max_mb) * 1024 * 1024)
+        self._maintenance_interval_s = maintenance_interval_s
+        self._clock = clock
+        self._queue: "queue.Queue[Tuple[str, Any, Optional[_Reply]]]" = queue.Queue(maxsize=queue_size)
+        self._pending = PendingWrites()
+        self._reader = EventReader(self.directory, self._pending)
+        self._lock = threading.Lock()
+        self._problem: Optional[str] = None
+        self._dropped = 0
+        self._last_drop_log = float("-inf")
+        self._closing = False
+        self._recently_deleted: "OrderedDict[str, None]" = OrderedDict()  # writer thread only
+        self._db: Optional[EventDatabase] = self._open_database()
+        self._thread = threading.Thread(target=self._run, name="events:writer", daemon=True)
+        self._thread.start()
+
+    # -- writes: never block, never raise ----------------------------------------------------------
+    def save(self, event: Event) -> bool:
+        """Insert or update ``event`` (its latest state). False if it was dropped (queue full)."""
+        return self._offer("event", event)
+
+    def save_snapshot(self, snapshot: Snapshot) -> bool:
+        """Keep ``snapshot.jpeg`` as the best picture of its event, replacing an older one."""
+        return self._offer("snapshot", snapshot)
+
+    def save_line_counts(self, counts: LineCounts) -> bool:
+        """``{camera: {line: {"in": n, "out": n}}}``; lines not named keep their counts."""
+        copy = {cam: {line: {"in": int(c.get("in", 0)), "out": int(c.get("out", 0))} for line, c in lines.items()}
+                for cam, lines in counts.items()}
+        return self._offer("lines", copy)
+
+    def _offer(self, kind: str, payload: Any) -> bool:
+        if not self._closing:
+            try:
+                self._queue.put_nowait((kind, payload, None))
+                return True
+            except queue.Full:
+                pass
+        with self._lock:
+            self._dropped += 1
+            dropped = self._dropped
+            now = time.monotonic()
+            due = now - self._last_drop_log >= DROP_LOG_INTERVAL_S
+            if due:
+                self._last_drop_log = now
+        if due:
+            log.warning("event store %s: %d writes dropped so far (%s)", self.directory, dropped,
+                        "closed" if self._closing else "the writer is behind; the queue is full")
+        return False
+
+    def delete(self, event_id: str) -> bool:
+        """Delete an event and its snapshot (waits for the writer); False when it was unknown."""
+        reply = self._ask("delete", event_id, DELETE_WAIT_S)
+        if reply is None:  # the writer is stuck; the delete stays queued and happens later
+            return self.get(event_id) is not None
+        return bool(reply)
+
+    def flush(self, timeout_s: float = 5.0) -> bool:
+        """Wait until everything queued before this call is written (or held); False on timeout."""
+        return self._ask("flush", None, timeout_s) is not None
+
+    def _ask(self, kind: str, payload: Any, timeout_s: float) -> Any:
+        if self._closing or not self._thread.is_alive():
+            return None
+        reply = _Reply(threading.Event())
+        try:
+            self._queue.put((kind, payload, reply), timeout=timeout_s)
+        except queue.Full:
+            return None
+        return reply.result if reply.done.wait(timeout_s) else None
+
+    def close(self, end_time: Optional[float] = None, timeout_s: float = 5.0) -> None:
+        """End every open event at ``end_time`` (default now), write everything queued, close."""
+        if self._closing:
+            return
+        end = self._clock() if end_time is None else float(end_time)
+        reply = _Reply(threading.Event())
+        try:
+            self._queue.put(("close", end, reply), timeout=timeout_s)
+        except queue.Full:
+            log.error("event store %s: the writer did not take the shutdown in %.0f s", self.directory, timeout_s)
+        self._closing = True
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            log.error("event store %s: the writer did not finish within %.0f s", self.directory, timeout_s)
+
+    # -- reads: their own connections, beside the writer ---------------------------------------------
+    def events(self, query: EventQuery = EventQuery()) -> List[Event]:
+        """Events matching ``query``, newest (by start time) first, at most ``query.limit``."""
+        return self._reader.events(query)
+
+    def get(self, event_id: str) -> Optional[Event]:
+        return self._reader.get(event_id)
+
+    def snapshot(self, event_id: str) -> Optional[bytes]:
+        """The JPEG of the event's best snapshot, or None."""
+        return self._reader.snapshot(event_id)
+
+    def load_line_counts(self) -> LineCounts:
+        """``{camera: {line: {"in": n, "out": n}}}`` as last saved (kept across restarts)."""
+        return self._reader.line_counts()
+
+    def health(self) -> StoreHealth:
+        with self._lock:
+            problem, dropped = self._problem, self._dropped
+        return StoreHealth(directory=str(self.directory), on_disk=problem is None, problem=problem,
+                           queued=self._queue.qsize(), dropped=dropped, held_in_memory=len(self._pending))
+
+    @property
+    def problem(self) -> Optional[str]:
+        return self.health().problem
+
+    # -- the writer thread ---------------------------------------------------------------------------
+    def _open_database(self) -> Optional[EventDatabase]:
+        try:
+            database = EventDatabase(self.directory)
+            try:
+                database.begin()
+                # Left open by a crash: they ended when their object was last seen.
+                ended = database.end_open(None)
+                database.commit()
+            except DISK_ERRORS:
+                database.rollback()
+                raise
+            if ended:
+                log.info("event store %s: %d events left open by an unclean stop ended at their last frame",
+                         self.directory, ended)
+            return database
+        except DISK_ERRORS as err:
+            self._report(f"cannot open the event database in {self.directory}: {err}")
+            return None
+
+    def _report(self, problem: Optional[str]) -> None:
+        with self._lock:
+            before, self._problem = self._problem, problem
+        if problem is not None and problem != before:
+            log.error("event store: %s; events are kept in memory (and still published) until it can write again",
+                      problem)
+        elif problem is None and before is not None:
+            log.info("event store %s: writing to disk again", self.directory)
+
+    def _run(self) -> None:
+        next_maintenance = time.monotonic() + self._maintenance_interval_s
+        while True:
+            try:
+                item = self._queue.get(timeout=max(0.0, next_maintenance - time.monotonic()))
+            except queue.Empty:
+                item = None
+            batch = [] if item is None else [item]
+            while item is not None and len(batch) < BATCH_MAX and batch[-1][0] not in ("close", "delete", "flush"):
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                if self._handle(batch):
+                    return
+                if time.monotonic() >= next_maintenance:
+                    self._maintain()
+                    next_maintenance = time.monotonic() + self._maintenance_interval_s
+            except Exception:  # a bug here must not end the writer: events would stop being kept
+                log.exception("event store writer: unexpected error")
+
+    def _handle(self, batch: List[Tuple[str, Any, Optional[_Reply]]]) -> bool:
+        """Write ``batch``; True once it held the close request."""
+        writes = [(kind, payload) for kind, payload, _ in batch if kind in ("event", "snapshot", "lines", "delete")]
+        results = self._write(writes) if writes else []
+        closing = False
+        for kind, payload, reply in batch:
+            result: Any = True
+            if kind == "delete":
+                result = results.pop(0) if results else False
+            elif kind == "close":
+                self._finish(payload)
+                closing = True
+            if reply is not None:
+                reply.result = result
+                reply.done.set()
+        return closing
+
+    def _write(self, writes: List[Tuple[str, Any]]) -> List[bool]:
+        """Apply ``writes`` in one transaction, or hold them in memory; the delete results in order."""
+        writes = [(k, p) for k, p in writes if not self._was_deleted(k, p)]
+        if self._db is not None and self._pending.empty():
+            try:
+                self._db.begin()
+                results = [self._apply(kind, payload) for kind, payload in writes]
+                self._db.commit()
+                self._db.unlink_deleted_files()
+                return [r for (kind, _), r in zip(writes, results) if kind == "delete"]
+            except DISK_ERRORS as err:
+                self._rollback()
+                self._report(f"cannot write the event database in {self.directory}: {err}")
+        results = [self._hold(kind, payload) for kind, payload in writes]
+        return [r for (kind, _), r in zip(writes, results) if kind == "delete"]
+
+    def _was_deleted(self, kind: str, payload: Any) -> bool:
+        # An open event deleted through the API must not come back with its next update.
+        if kind == "event":
+            return payload.id in self._recently_deleted
+        if kind == "snapshot":
+            return payload.event_id in self._recently_deleted
+        return False
+
+    def _forget(self, event_id: str) -> None:
+        self._recently_deleted[event_id] = None
+        while len(self._recently_deleted) > RECENTLY_DELETED:
+            self._recently_deleted.popitem(last=False)
+
+    def _apply(self, kind: str, payload: Any) -> bool:
+        assert self._db is not None
+        if kind == "event":
+            self._db.upsert(payload)
+        elif kind == "snapshot":
+            self._db.put_snapshot(payload.event_id, payload.jpeg, self._clock())
+        elif kind == "lines":
+            self._db.save_line_counts(payload)
+        elif kind == "delete":
+            self._forget(payload)
+            return self._db.delete([payload]) > 0
+        return True
+
+    def _hold(self, kind: str, payload: Any) -> bool:
+        if kind == "event":
+            self._pending.put_event(payload)
+        elif kind == "snapshot":
+            self._pending.put_snapshot(payload.event_id, payload.jpeg, self._clock())
+        elif kind == "lines":
+            self._pending.put_line_counts(payload)
+        elif kind == "delete":
+            on_disk = self._reader.get_on_disk(payload) is not None
+            self._forget(payload)
+            return self._pending.delete(payload) or on_disk
+        return True
+
+    def _rollback(self) -> None:
+        try:
+            if self._db is not None:
+                self._db.rollback()
+        except DISK_ERRORS as err:
+            log.warning("event store %s: rollback failed: %s", self.directory, err)
+
+    def _flush_pending(self) -> None:
+        """Try the disk again with everything held in memory, in one transaction."""
+        if self._db is None:
+            self._db = self._open_database()
+            if self._db is None:
+                return
+        batch: PendingBatch = self._pending.batch()
+        try:
+            self._db.begin()
+            self._db.delete(batch.deleted)
+            for event in batch.events:
+                self._db.upsert(event)
+            for event_id, jpeg, saved_at in batch.snapshots:
+                self._db.put_snapshot(event_id, jpeg, saved_at)
+            self._db.save_line_counts(batch.line_counts)
+            self._db.commit()
+            self._db.unlink_deleted_files()
+        except DISK_ERRORS as err:
+            self._rollback()
+            self._report(f"cannot write the event database in {self.directory}: {err}")
+            return
+        self._pending.clear()
+        self._report(None)
+
+    def _maintain(self) -> None:
+        if self._db is None or not self._pending.empty():
+            self._flush_pending()
+        self._retain()
+
+    def _retain(self) -> None:
+        """Delete events older than retain_days, then the oldest while the total exceeds max_mb."""
+        cutoff = self._clock() - self.retain_days * SECONDS_PER_DAY
+        self._pending.drop_older_than(cutoff)
+        if self._db is None:
+            return
+        deleted = 0
+        try:
+            stale = self._db.ended_before(cutoff) + self._db.orphan_snapshots_before(cutoff)
+            for start in range(0, len(stale), RETENTION_CHUNK):
+                deleted += self._delete_now(stale[start:start + RETENTION_CHUNK])
+            while self._db.size_bytes() > self.max_bytes:
+                oldest = self._db.oldest(RETENTION_CHUNK // 4)
+                if not oldest:
+                    break
+                deleted += self._delete_now(oldest)
+                self._db.give_back_space()
+            if deleted:
+                self._db.give_back_space()
+                log.info("event store %s: retention deleted %d events (older than %g days or beyond %g MB)",
+                         self.directory, deleted, self.retain_days, self.max_bytes / 1024 / 1024)
+        except DISK_ERRORS as err:
+            self._rollback()
+            log.warning("event store %s: retention failed: %s", self.directory, err)
+
+    def _delete_now(self, event_ids: List[str]) -> int:
+        assert self._db is not None
+        self._db.begin()
+        count = self._db.delete(event_ids)
+        self._db.commit()
+        self._db.unlink_deleted_files()
+        return count
+
+    def _finish(self, end_time: float) -> None:
+        """At shutdown: end what is still open, write what is held if the disk takes it, close."""
+        self._pending.end_open(end_time)
+        if self._db is not None and self._pending.empty():
+            try:
+                self._db.begin()
+                ended = self._db.end_open(end_time)
+                self._db.commit()
+                if ended:
+                    log.info("event store %s: %d open events ended at shutdown", self.directory, ended)
+            except DISK_ERRORS as err:
+                self._rollback()
+                self._report(f"cannot end the open events in {self.directory}: {err}")
+        elif not self._pending.empty():
+            self._flush_pending()
+            if self._db is not None and self._pending.empty():
+                self._finish(end_time)
+                return
+        if self._db is not None:
+            try:
+                self._db.close()
+            except DISK_ERRORS as err:
+                log.warning("event store %s: closing the database: %s", self.directory, err)
+            self._db = None
