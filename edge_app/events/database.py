@@ -244,10 +244,12 @@ class EventDatabase:
         snapshots = self.conn.execute("SELECT COALESCE(SUM(size_bytes), 0) FROM snapshots").fetchone()[0]
         return int(page_size * pages + snapshots)
 
-    def oldest(self, count: int) -> List[str]:
-        """The oldest events, ended ones first (an open one would be written again at its next update)."""
-        return [row[0] for row in self.conn.execute(
-            "SELECT id FROM events ORDER BY end_time IS NULL, start_time, id LIMIT ?", (count,))]
+    def oldest(self, count: int) -> List[Tuple[str, int]]:
+        """(id, snapshot bytes) of the oldest events, ended ones first (an open one is written again
+        at its next update)."""
+        return [(row[0], int(row[1])) for row in self.conn.execute(
+            "SELECT e.id, COALESCE(s.size_bytes, 0) FROM events e LEFT JOIN snapshots s ON s.event_id = e.id "
+            "ORDER BY e.end_time IS NULL, e.start_time, e.id LIMIT ?", (count,))]
 
     def give_back_space(self) -> None:
         self.conn.execute("PRAGMA incremental_vacuum")

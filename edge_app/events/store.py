@@ -34,6 +34,7 @@ MAINTENANCE_INTERVAL_S = 30.0
 DROP_LOG_INTERVAL_S = 10.0
 BATCH_MAX = 256
 RETENTION_CHUNK = 200
+ROW_BYTES_ESTIMATE = 512  # an event row with its zones and indexes, roughly
 DELETE_WAIT_S = 5.0
 RECENTLY_DELETED = 1000
 SECONDS_PER_DAY = 86400.0
@@ -337,12 +338,19 @@ class EventStore:
             stale = self._db.ended_before(cutoff) + self._db.orphan_snapshots_before(cutoff)
             for start in range(0, len(stale), RETENTION_CHUNK):
                 deleted += self._delete_now(stale[start:start + RETENTION_CHUNK])
-            while self._db.size_bytes() > self.max_bytes:
-                oldest = self._db.oldest(RETENTION_CHUNK // 4)
-                if not oldest:
+            excess = self._db.size_bytes() - self.max_bytes
+            while excess > 0:
+                chosen, freed = [], 0
+                for event_id, snapshot_bytes in self._db.oldest(RETENTION_CHUNK):
+                    if freed >= excess:
+                        break
+                    chosen.append(event_id)
+                    freed += snapshot_bytes + ROW_BYTES_ESTIMATE
+                if not chosen:
                     break
-                deleted += self._delete_now(oldest)
+                deleted += self._delete_now(chosen)
                 self._db.give_back_space()
+                excess = self._db.size_bytes() - self.max_bytes
             if deleted:
                 self._db.give_back_space()
                 log.info("event store %s: retention deleted %d events (older than %g days or beyond %g MB)",
