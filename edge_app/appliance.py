@@ -18,6 +18,9 @@ from edge_app.config.store import ConfigError, Problem, save_config
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.detect.labels import class_ids_for
+from edge_app.events.model import Event
+from edge_app.events.query import EventQuery
+from edge_app.events.store import EventStore
 from edge_app.model_change import ModelChange
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
@@ -28,8 +31,8 @@ from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
 from edge_app.reconfigure import plan_changes
 from edge_app.redact import mask_secrets
-from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, ModelReport, MqttReport, PipelineReport,
-                              StatusReport, UnknownCamera)
+from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, ModelReport, MqttReport,
+                              PipelineReport, StatusReport, UnknownCamera)
 from edge_app.version import __version__
 
 log = logging.getLogger(__name__)
@@ -47,8 +50,13 @@ class Appliance:
     def __init__(self, config: AppConfig, config_path: Optional[Path] = None, stall_after_s: Optional[float] = None,
                  *, detector_factory: Callable[..., Detector] = create_detector,
                  publisher_factory: Callable[..., MqttPublisher] = MqttPublisher,
-                 camera_factory: Callable[..., CameraWorker] = CameraWorker):
+                 camera_factory: Callable[..., CameraWorker] = CameraWorker,
+                 event_store: Optional[EventStore] = None,
+                 counts_provider: Optional[Callable[[], CountsReport]] = None):
         self._config = config
+        # Both optional: without them the event routes answer empty lists and 404.
+        self._event_store = event_store
+        self._counts_provider = counts_provider
         self._detector_factory = detector_factory
         self._publisher_factory = publisher_factory
         self._camera_factory = camera_factory
@@ -371,3 +379,19 @@ class Appliance:
     def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
         self._worker(camera_id)
         return self._results.wait_frame(camera_id, after_frame_id, timeout_s)
+
+    # -- events -------------------------------------------------------------------------------------
+    def events(self, query: EventQuery) -> List[Event]:
+        return [] if self._event_store is None else self._event_store.events(query)
+
+    def event(self, event_id: str) -> Optional[Event]:
+        return None if self._event_store is None else self._event_store.get(event_id)
+
+    def event_snapshot(self, event_id: str) -> Optional[bytes]:
+        return None if self._event_store is None else self._event_store.snapshot(event_id)
+
+    def delete_event(self, event_id: str) -> bool:
+        return False if self._event_store is None else self._event_store.delete(event_id)
+
+    def counts(self) -> CountsReport:
+        return CountsReport() if self._counts_provider is None else self._counts_provider()
