@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 DB_NAME = "events.db"
 SNAPSHOT_DIR = "snapshots"
 BUSY_TIMEOUT_S = 5.0
+WAL_LIMIT_BYTES = 4 * 1024 * 1024
 
 #: (version, statements): each migration runs once, in order, in one transaction
 MIGRATIONS: Sequence[Tuple[int, Sequence[str]]] = (
@@ -141,7 +142,9 @@ class EventDatabase:
             mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise sqlite3.OperationalError(f"the event database cannot use WAL (journal mode {mode})")
-            self.conn.execute("PRAGMA synchronous = NORMAL")  # WAL: a power cut loses the last writes, never the file
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            # Without a limit the WAL file keeps its largest size; retention by size must see it shrink.
+            self.conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")  # WAL: a power cut loses the last writes, never the file
             _migrate(self.conn)
         except Exception:
             self.conn.close()

@@ -41,9 +41,7 @@ SECONDS_PER_DAY = 86400.0
 
 
 @dataclass
-class _Reply:
-    """Filled in by the writer thread for a caller that waits (delete, flush, close)."""
-
+class _Reply:  # filled in by the writer thread for a caller that waits (delete, flush, close)
     done: threading.Event
     result: Any = None
 
@@ -109,15 +107,21 @@ class EventStore:
     def delete(self, event_id: str) -> bool:
         """Delete an event and its snapshot (waits for the writer); False when it was unknown."""
         reply = self._ask("delete", event_id, DELETE_WAIT_S)
-        if reply is None:  # the writer is stuck; the delete stays queued and happens later
+        if reply is None:
+            log.warning("event store %s: event %s not deleted: the writer is closed or its queue stays full",
+                        self.directory, event_id)
+            return False
+        if not reply.done.is_set():  # queued behind a slow disk: it is deleted when the writer gets there
             return self.get(event_id) is not None
-        return bool(reply)
+        return bool(reply.result)
 
     def flush(self, timeout_s: float = 5.0) -> bool:
         """Wait until everything queued before this call is written (or held); False on timeout."""
-        return self._ask("flush", None, timeout_s) is not None
+        reply = self._ask("flush", None, timeout_s)
+        return reply is not None and reply.done.is_set()
 
-    def _ask(self, kind: str, payload: Any, timeout_s: float) -> Any:
+    def _ask(self, kind: str, payload: Any, timeout_s: float) -> Optional[_Reply]:
+        """Queue a request that the writer answers; None when it could not even be queued."""
         if self._closing or not self._thread.is_alive():
             return None
         reply = _Reply(threading.Event())
@@ -125,7 +129,8 @@ class EventStore:
             self._queue.put((kind, payload, reply), timeout=timeout_s)
         except queue.Full:
             return None
-        return reply.result if reply.done.wait(timeout_s) else None
+        reply.done.wait(timeout_s)
+        return reply
 
     def close(self, end_time: Optional[float] = None, timeout_s: float = 5.0) -> None:
         """End every open event at ``end_time`` (default now), write everything queued, close."""
@@ -170,23 +175,21 @@ class EventStore:
 
     # -- the writer thread ---------------------------------------------------------------------------
     def _open_database(self) -> Optional[EventDatabase]:
+        database = None
         try:
             database = EventDatabase(self.directory)
-            try:
-                database.begin()
-                # Left open by a crash: they ended when their object was last seen.
-                ended = database.end_open(None)
-                database.commit()
-            except DISK_ERRORS:
-                database.rollback()
-                raise
-            if ended:
-                log.info("event store %s: %d events left open by an unclean stop ended at their last frame",
-                         self.directory, ended)
-            return database
+            database.begin()
+            ended = database.end_open(None)  # left open by a crash: they ended when last seen
+            database.commit()
         except DISK_ERRORS as err:
+            if database is not None:
+                database.conn.close()
             self._report(f"cannot open the event database in {self.directory}: {err}")
             return None
+        if ended:
+            log.info("event store %s: %d events left open by an unclean stop ended at their last frame",
+                     self.directory, ended)
+        return database
 
     def _report(self, problem: Optional[str]) -> None:
         with self._lock:
@@ -260,10 +263,13 @@ class EventStore:
             return payload.event_id in self._recently_deleted
         return False
 
-    def _forget(self, event_id: str) -> None:
-        self._recently_deleted[event_id] = None
-        while len(self._recently_deleted) > RECENTLY_DELETED:
-            self._recently_deleted.popitem(last=False)
+    def _forget(self, event_id: str, found: bool) -> bool:
+        # Only ids that existed: a client must not be able to block events that have not started yet.
+        if found:
+            self._recently_deleted[event_id] = None
+            while len(self._recently_deleted) > RECENTLY_DELETED:
+                self._recently_deleted.popitem(last=False)
+        return found
 
     def _apply(self, kind: str, payload: Any) -> bool:
         assert self._db is not None
@@ -274,8 +280,7 @@ class EventStore:
         elif kind == "lines":
             self._db.save_line_counts(payload)
         elif kind == "delete":
-            self._forget(payload)
-            return self._db.delete([payload]) > 0
+            return self._forget(payload, self._db.delete([payload]) > 0)
         return True
 
     def _hold(self, kind: str, payload: Any) -> bool:
@@ -287,8 +292,7 @@ class EventStore:
             self._pending.put_line_counts(payload)
         elif kind == "delete":
             on_disk = self._reader.get_on_disk(payload) is not None
-            self._forget(payload)
-            return self._pending.delete(payload) or on_disk
+            return self._forget(payload, self._pending.delete(payload) or on_disk)
         return True
 
     def _rollback(self) -> None:
@@ -385,6 +389,9 @@ class EventStore:
             if self._db is not None and self._pending.empty():
                 self._finish(end_time)
                 return
+        if not self._pending.empty():
+            log.error("event store %s: %d events held in memory could not be written before shutdown (%s)",
+                      self.directory, len(self._pending), self.problem)
         if self._db is not None:
             try:
                 self._db.close()

@@ -116,6 +116,11 @@ def test_delete_removes_the_row_and_the_snapshot_file(open_store, tmp_path):
     store.save_snapshot(snapshot(gone))
     assert store.flush()
     assert store.get(gone.id) is None and [e.id for e in store.events()] == [kept.id]
+    # Deleting an id that does not exist yet does not keep that event out later.
+    future = event(77)
+    assert store.delete(future.id) is False
+    store.save(future)
+    assert store.flush() and store.get(future.id) == future
 
 
 def test_odd_event_ids_never_become_paths(open_store, tmp_path):
