@@ -23,6 +23,8 @@ DB_NAME = "events.db"
 SNAPSHOT_DIR = "snapshots"
 BUSY_TIMEOUT_S = 5.0
 WAL_LIMIT_BYTES = 4 * 1024 * 1024
+RETENTION_CHUNK = 200
+ROW_BYTES_ESTIMATE = 512  # an event row with its zones and indexes, roughly
 
 #: (version, statements): each migration runs once, in order, in one transaction
 MIGRATIONS: Sequence[Tuple[int, Sequence[str]]] = (
@@ -232,6 +234,39 @@ class EventDatabase:
              for camera, lines in counts.items() for line, c in lines.items()])
 
     # -- retention ------------------------------------------------------------------------------
+    def retain(self, cutoff: float, max_bytes: int) -> int:
+        """Delete events ended before ``cutoff``, then the oldest while the total exceeds ``max_bytes``.
+
+        Commits in chunks, so a large clean-up never holds the write lock for long; returns the count.
+        """
+        deleted = 0
+        stale = self.ended_before(cutoff) + self.orphan_snapshots_before(cutoff)
+        for start in range(0, len(stale), RETENTION_CHUNK):
+            deleted += self._delete_committed(stale[start:start + RETENTION_CHUNK])
+        excess = self.size_bytes() - max_bytes
+        while excess > 0:
+            chosen, freed = [], 0
+            for event_id, snapshot_bytes in self.oldest(RETENTION_CHUNK):
+                if freed >= excess:
+                    break
+                chosen.append(event_id)
+                freed += snapshot_bytes + ROW_BYTES_ESTIMATE
+            if not chosen:
+                break
+            deleted += self._delete_committed(chosen)
+            self.give_back_space()
+            excess = self.size_bytes() - max_bytes
+        if deleted:
+            self.give_back_space()
+        return deleted
+
+    def _delete_committed(self, event_ids: List[str]) -> int:
+        self.begin()
+        count = self.delete(event_ids)
+        self.commit()
+        self.unlink_deleted_files()
+        return count
+
     def ended_before(self, cutoff: float) -> List[str]:
         return [row[0] for row in self.conn.execute("SELECT id FROM events WHERE end_time IS NOT NULL AND end_time < ?",
                                                      (cutoff,))]

@@ -30,11 +30,11 @@ from edge_app.events.reader import DISK_ERRORS, EventReader
 log = logging.getLogger(__name__)
 
 QUEUE_SIZE = 512
+#: snapshots waiting in the queue, in bytes: 1080p JPEGs are large and the queue must stay small in memory
+MAX_QUEUED_SNAPSHOT_BYTES = 32 * 1024 * 1024
 MAINTENANCE_INTERVAL_S = 30.0
 DROP_LOG_INTERVAL_S = 10.0
 BATCH_MAX = 256
-RETENTION_CHUNK = 200
-ROW_BYTES_ESTIMATE = 512  # an event row with its zones and indexes, roughly
 DELETE_WAIT_S = 5.0
 RECENTLY_DELETED = 1000
 SECONDS_PER_DAY = 86400.0
@@ -63,6 +63,7 @@ class EventStore:
         self._lock = threading.Lock()
         self._problem: Optional[str] = None
         self._dropped = 0
+        self._queued_snapshot_bytes = 0
         self._last_drop_log = float("-inf")
         self._closing = False
         self._recently_deleted: "OrderedDict[str, None]" = OrderedDict()  # writer thread only
@@ -85,13 +86,18 @@ class EventStore:
                 for cam, lines in counts.items()}
         return self._offer("lines", copy)
 
+    def set_retention(self, retain_days: float, max_mb: float) -> None:
+        """New limits (a configuration change); the writer applies them at its next retention run."""
+        self.retain_days, self.max_bytes = float(retain_days), int(float(max_mb) * 1024 * 1024)
+
     def _offer(self, kind: str, payload: Any) -> bool:
-        if not self._closing:
+        size = len(payload.jpeg) if kind == "snapshot" else 0
+        if not self._closing and self._reserve(size):
             try:
                 self._queue.put_nowait((kind, payload, None))
                 return True
             except queue.Full:
-                pass
+                self._reserve(-size)
         with self._lock:
             self._dropped += 1
             dropped = self._dropped
@@ -103,6 +109,13 @@ class EventStore:
             log.warning("event store %s: %d writes dropped so far (%s)", self.directory, dropped,
                         "closed" if self._closing else "the writer is behind; the queue is full")
         return False
+
+    def _reserve(self, size: int) -> bool:
+        with self._lock:
+            if size > 0 and self._queued_snapshot_bytes + size > MAX_QUEUED_SNAPSHOT_BYTES:
+                return False
+            self._queued_snapshot_bytes += size
+            return True
 
     def delete(self, event_id: str) -> bool:
         """Delete an event and its snapshot (waits for the writer); False when it was unknown."""
@@ -225,6 +238,7 @@ class EventStore:
     def _handle(self, batch: List[Tuple[str, Any, Optional[_Reply]]]) -> bool:
         """Write ``batch``; True once it held the close request."""
         writes = [(kind, payload) for kind, payload, _ in batch if kind in ("event", "snapshot", "lines", "delete")]
+        self._reserve(-sum(len(payload.jpeg) for kind, payload in writes if kind == "snapshot"))
         results = self._write(writes) if writes else []
         closing = False
         for kind, payload, reply in batch:
@@ -333,43 +347,20 @@ class EventStore:
 
     def _retain(self) -> None:
         """Delete events older than retain_days, then the oldest while the total exceeds max_mb."""
-        cutoff = self._clock() - self.retain_days * SECONDS_PER_DAY
+        retain_days, max_bytes = self.retain_days, self.max_bytes
+        cutoff = self._clock() - retain_days * SECONDS_PER_DAY
         self._pending.drop_older_than(cutoff)
         if self._db is None:
             return
-        deleted = 0
         try:
-            stale = self._db.ended_before(cutoff) + self._db.orphan_snapshots_before(cutoff)
-            for start in range(0, len(stale), RETENTION_CHUNK):
-                deleted += self._delete_now(stale[start:start + RETENTION_CHUNK])
-            excess = self._db.size_bytes() - self.max_bytes
-            while excess > 0:
-                chosen, freed = [], 0
-                for event_id, snapshot_bytes in self._db.oldest(RETENTION_CHUNK):
-                    if freed >= excess:
-                        break
-                    chosen.append(event_id)
-                    freed += snapshot_bytes + ROW_BYTES_ESTIMATE
-                if not chosen:
-                    break
-                deleted += self._delete_now(chosen)
-                self._db.give_back_space()
-                excess = self._db.size_bytes() - self.max_bytes
-            if deleted:
-                self._db.give_back_space()
-                log.info("event store %s: retention deleted %d events (older than %g days or beyond %g MB)",
-                         self.directory, deleted, self.retain_days, self.max_bytes / 1024 / 1024)
+            deleted = self._db.retain(cutoff, max_bytes)
         except DISK_ERRORS as err:
             self._rollback()
             log.warning("event store %s: retention failed: %s", self.directory, err)
-
-    def _delete_now(self, event_ids: List[str]) -> int:
-        assert self._db is not None
-        self._db.begin()
-        count = self._db.delete(event_ids)
-        self._db.commit()
-        self._db.unlink_deleted_files()
-        return count
+            return
+        if deleted:
+            log.info("event store %s: retention deleted %d events (older than %g days or beyond %g MB)",
+                     self.directory, deleted, retain_days, max_bytes / 1024 / 1024)
 
     def _finish(self, end_time: float) -> None:
         """At shutdown: end what is still open, write what is held if the disk takes it, close."""

@@ -153,7 +153,7 @@ def test_retention_by_age_deletes_old_events_and_their_snapshots(open_store, tmp
     assert {e.id for e in store.events()} == {recent.id, still_open.id}
     assert snapshot_file_name(old.id) not in {p.name for p in (tmp_path / "events" / SNAPSHOT_DIR).iterdir()}
 
-    clock["now"] = NOW + 6 * DAY_S  # recent is now 8 days old
+    store.set_retention(retain_days=1, max_mb=1024)  # a configuration change: recent is 2 days old
     deadline = time.monotonic() + 5
     while store.get(recent.id) is not None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -249,6 +249,23 @@ def test_callers_never_wait_for_a_busy_disk(open_store, tmp_path):
         blocker.close()
     assert store.flush(timeout_s=15)
     assert len(store.events(EventQuery(limit=500))) == accepted
+
+
+def test_queued_snapshots_are_bounded_in_bytes(open_store, tmp_path):
+    store = open_store(queue_size=500)
+    assert store.flush()
+    big = b"\xff\xd8" + bytes(1024 * 1024)
+    blocker = sqlite3.connect(str(tmp_path / "events" / DB_NAME), timeout=0)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        accepted = sum(store.save_snapshot(snapshot(event(n), big)) for n in range(100))
+        assert 30 <= accepted <= 40  # 32 MiB waiting at most (plus the batch the writer holds)
+        assert store.save(event(1000))  # events still fit: only snapshots are refused
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert store.flush(timeout_s=15)
+    assert store.save_snapshot(snapshot(event(1), big))  # the budget is given back once written
 
 
 def test_a_read_only_folder_is_reported_and_events_stay_readable(tmp_path):
