@@ -128,7 +128,7 @@ def _event_schemas() -> Dict[str, Schema]:
                                      "additionalProperties": _object(**{"in": INTEGER, "out": INTEGER})}
     counts["required"] = list(counts["properties"])
     counts["description"] = "Objects in view now, and line crossings kept across restarts"
-    return {"Event": event, "EventList": _object(events={"type": "array", "items": _ref("Event")}), "Counts": counts}
+    return {"Event": event, "EventList": dict(_object(events={"type": "array", "items": _ref("Event")}), required=["events"]), "Counts": counts}
 
 
 def _component_schemas() -> Dict[str, Schema]:
