@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 from edge_app.events.model import Event
-from edge_app.events.query import EventQuery, LineCounts, snapshot_file_name
+from edge_app.events.query import EventQuery, LineCountsByCamera, snapshot_file_name
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +120,8 @@ def snapshot_path(conn: sqlite3.Connection, directory: Path, event_id: str) -> O
     return None if row is None else Path(directory) / SNAPSHOT_DIR / row[0]
 
 
-def line_counts(conn: sqlite3.Connection) -> LineCounts:
-    counts: LineCounts = {}
+def line_counts(conn: sqlite3.Connection) -> LineCountsByCamera:
+    counts: LineCountsByCamera = {}
     for camera_id, line, in_count, out_count in conn.execute("SELECT camera_id, line, in_count, out_count FROM line_counts"):
         counts.setdefault(camera_id, {})[line] = {"in": int(in_count), "out": int(out_count)}
     return counts
@@ -227,7 +227,7 @@ class EventDatabase:
         return self.conn.execute("UPDATE events SET end_time = MAX(?, start_time) WHERE end_time IS NULL",
                                  (end_time,)).rowcount
 
-    def save_line_counts(self, counts: LineCounts) -> None:
+    def save_line_counts(self, counts: LineCountsByCamera) -> None:
         self.conn.executemany(
             "INSERT OR REPLACE INTO line_counts (camera_id, line, in_count, out_count) VALUES (?, ?, ?, ?)",
             [(camera, line, int(c.get("in", 0)), int(c.get("out", 0)))

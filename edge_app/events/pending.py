@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import List, Optional, Set, Tuple
 
 from edge_app.events.model import Event
-from edge_app.events.query import EventQuery, LineCounts
+from edge_app.events.query import EventQuery, LineCountsByCamera
 
 MAX_EVENTS = 2000
 MAX_SNAPSHOT_BYTES = 32 * 1024 * 1024
@@ -24,7 +24,7 @@ class PendingBatch:
 
     events: List[Event] = field(default_factory=list)
     snapshots: List[Tuple[str, bytes, float]] = field(default_factory=list)
-    line_counts: LineCounts = field(default_factory=dict)
+    line_counts: LineCountsByCamera = field(default_factory=dict)
     deleted: List[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
@@ -39,7 +39,7 @@ class PendingWrites:
         self._events: "OrderedDict[str, Event]" = OrderedDict()
         self._snapshots: "OrderedDict[str, Tuple[bytes, float]]" = OrderedDict()
         self._snapshot_bytes = 0
-        self._line_counts: LineCounts = {}
+        self._line_counts: LineCountsByCamera = {}
         self._deleted: "OrderedDict[str, None]" = OrderedDict()
         self.evicted = 0  # events forgotten because memory was full too
 
@@ -72,7 +72,7 @@ class PendingWrites:
                 _, (dropped, _) = self._snapshots.popitem(last=False)
                 self._snapshot_bytes -= len(dropped)
 
-    def put_line_counts(self, counts: LineCounts) -> None:
+    def put_line_counts(self, counts: LineCountsByCamera) -> None:
         with self._lock:
             for camera, lines in counts.items():
                 self._line_counts.setdefault(camera, {}).update({line: dict(c) for line, c in lines.items()})
@@ -147,7 +147,7 @@ class PendingWrites:
         with self._lock:
             return event_id in self._deleted
 
-    def line_counts(self) -> LineCounts:
+    def line_counts(self) -> LineCountsByCamera:
         with self._lock:
             return {cam: {line: dict(c) for line, c in lines.items()} for cam, lines in self._line_counts.items()}
 

@@ -14,7 +14,7 @@ MAX_LIMIT = 500
 EVENT_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 _EVENT_ID = re.compile(EVENT_ID_PATTERN)
 #: {camera: {line: {"in": n, "out": n}}}
-LineCounts = Dict[str, Dict[str, Dict[str, int]]]
+LineCountsByCamera = Dict[str, Dict[str, Dict[str, int]]]
 
 
 def valid_event_id(event_id: str) -> bool:

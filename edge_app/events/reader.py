@@ -11,7 +11,7 @@ from typing import Any, Callable, List, Optional
 from edge_app.events import database as db_sql
 from edge_app.events.model import Event
 from edge_app.events.pending import PendingWrites
-from edge_app.events.query import EventQuery, LineCounts, newest_first_key
+from edge_app.events.query import EventQuery, LineCountsByCamera, newest_first_key
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +55,8 @@ class EventReader:
             log.warning("cannot read the snapshot of event %s: %s", event_id, err)
             return None
 
-    def line_counts(self) -> LineCounts:
-        counts: LineCounts = self._read(db_sql.line_counts, {})
+    def line_counts(self) -> LineCountsByCamera:
+        counts: LineCountsByCamera = self._read(db_sql.line_counts, {})
         for camera, lines in self._pending.line_counts().items():
             counts.setdefault(camera, {}).update(lines)
         return counts

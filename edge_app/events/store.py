@@ -24,7 +24,7 @@ from typing import Any, Callable, List, Optional, Tuple
 from edge_app.events.database import EventDatabase
 from edge_app.events.model import Event, Snapshot
 from edge_app.events.pending import PendingBatch, PendingWrites
-from edge_app.events.query import EventQuery, LineCounts, StoreHealth
+from edge_app.events.query import EventQuery, LineCountsByCamera, StoreHealth
 from edge_app.events.reader import DISK_ERRORS, EventReader
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class EventStore:
         """Keep ``snapshot.jpeg`` as the best picture of its event, replacing an older one."""
         return self._offer("snapshot", snapshot)
 
-    def save_line_counts(self, counts: LineCounts) -> bool:
+    def save_line_counts(self, counts: LineCountsByCamera) -> bool:
         """``{camera: {line: {"in": n, "out": n}}}``; lines not named keep their counts."""
         copy = {cam: {line: {"in": int(c.get("in", 0)), "out": int(c.get("out", 0))} for line, c in lines.items()}
                 for cam, lines in counts.items()}
@@ -172,7 +172,7 @@ class EventStore:
         """The JPEG of the event's best snapshot, or None."""
         return self._reader.snapshot(event_id)
 
-    def load_line_counts(self) -> LineCounts:
+    def load_line_counts(self) -> LineCountsByCamera:
         """``{camera: {line: {"in": n, "out": n}}}`` as last saved (kept across restarts)."""
         return self._reader.line_counts()
 
