@@ -238,8 +238,11 @@ class EventStore:
     def _handle(self, batch: List[Tuple[str, Any, Optional[_Reply]]]) -> bool:
         """Write ``batch``; True once it held the close request."""
         writes = [(kind, payload) for kind, payload, _ in batch if kind in ("event", "snapshot", "lines", "delete")]
-        self._reserve(-sum(len(payload.jpeg) for kind, payload in writes if kind == "snapshot"))
-        results = self._write(writes) if writes else []
+        snapshot_bytes = sum(len(payload.jpeg) for kind, payload in writes if kind == "snapshot")
+        try:
+            results = self._write(writes) if writes else []
+        finally:  # only now: the batch in the writer's hands counts against the budget too
+            self._reserve(-snapshot_bytes)
         closing = False
         for kind, payload, reply in batch:
             result: Any = True

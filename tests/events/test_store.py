@@ -259,7 +259,7 @@ def test_queued_snapshots_are_bounded_in_bytes(open_store, tmp_path):
     blocker.execute("BEGIN IMMEDIATE")
     try:
         accepted = sum(store.save_snapshot(snapshot(event(n), big)) for n in range(100))
-        assert 30 <= accepted <= 40  # 32 MiB waiting at most (plus the batch the writer holds)
+        assert 28 <= accepted <= 32  # 32 MiB waiting at most, the batch in the writer's hands included
         assert store.save(event(1000))  # events still fit: only snapshots are refused
     finally:
         blocker.rollback()
