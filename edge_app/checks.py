@@ -17,7 +17,7 @@ import ssl
 import struct
 from typing import Dict, List, Optional
 
-from edge_app.config.policy import source_file
+from edge_app.config.sources import source_file
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config.store import Problem
 from edge_app.detect.base import DetectorError

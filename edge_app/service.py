@@ -108,6 +108,19 @@ class ModelChangeReport:
 
 
 @dataclass(frozen=True)
+class CountsReport:
+    """The body of ``GET /api/v1/counts`` (SPEC.md "Extensions")."""
+
+    cameras: Dict[str, Dict[str, int]] = field(default_factory=dict)  # camera -> label -> objects in view
+    zones: Dict[str, Dict[str, int]] = field(default_factory=dict)  # zone -> label -> objects in the zone
+    # line -> {"in": n, "out": n} since the counts were last reset
+    lines: Dict[str, Dict[str, int]] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class StatusReport:
     """The body of ``GET /api/v1/status``."""
 
@@ -129,18 +142,6 @@ class StatusReport:
     def frames_dropped(self) -> int:
         """Everything lost on the way: frames never analysed plus MQTT messages dropped."""
         return sum(camera.frames_dropped for camera in self.cameras) + self.mqtt.dropped
-
-
-@dataclass(frozen=True)
-class CountsReport:
-    """The body of ``GET /api/v1/counts``: objects in view now, and line crossings kept across restarts."""
-
-    cameras: Dict[str, Dict[str, int]] = field(default_factory=dict)  # {camera: {label: objects in view}}
-    zones: Dict[str, Dict[str, int]] = field(default_factory=dict)  # {zone: {label: objects in the zone}}
-    lines: Dict[str, Dict[str, int]] = field(default_factory=dict)  # {line: {"in": n, "out": n}}
-
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
 
 
 class ApplianceService(Protocol):

@@ -17,16 +17,14 @@ environment variable, process-wide; it is set with ``setdefault`` so an operator
 """
 from __future__ import annotations
 
-import enum
 import os
-import re
-import urllib.parse
-from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Protocol
+from typing import Any, Optional, Protocol
 
 import numpy as np
 
-from edge_app.capture.synthetic import PATTERNS, SyntheticSource
+from edge_app.capture.synthetic import SyntheticSource
+# The grammar lives with the configuration; it is re-exported here for the capture code.
+from edge_app.config.sources import SourceError, SourceKind, SourceSpec, parse_source  # noqa: F401
 from edge_app.redact import mask_secrets
 
 FFMPEG_OPTIONS_ENV = "OPENCV_FFMPEG_CAPTURE_OPTIONS"
@@ -38,37 +36,6 @@ NO_GSTREAMER_MESSAGE = (
     "opencv-python"
 )
 
-# nvarguscamerasrc delivers NVMM buffers; nvvidconv copies them to system memory as BGRx and
-# videoconvert drops the padding byte. appsink keeps only the newest buffer: a slow consumer
-# must never make the Argus camera pipeline back up.
-CSI_PIPELINE = (
-    "nvarguscamerasrc sensor-id={sensor_id} ! "
-    "video/x-raw(memory:NVMM),width={width},height={height},framerate={fps}/1 ! "
-    "nvvidconv ! video/x-raw,format=BGRx ! videoconvert ! video/x-raw,format=BGR ! "
-    "appsink drop=true max-buffers=1 sync=false"
-)
-CSI_DEFAULT_SIZE = (1920, 1080)
-CSI_DEFAULT_FPS = 30
-
-TEST_DEFAULTS = {"width": 640, "height": 480, "fps": 10.0}
-
-
-class SourceKind(str, enum.Enum):
-    RTSP = "rtsp"
-    HTTP = "http"
-    FILE = "file"
-    V4L2 = "v4l2"
-    CSI = "csi"
-    GSTREAMER = "gstreamer"
-    TEST = "test"
-
-
-class SourceError(ValueError):
-    """The source can never work as configured; retrying is pointless."""
-
-
-# Frames above 8K on a side are refused: one 16k x 16k picture is 768 MiB as BGR before any
-# copy the pipeline makes, and no detector here gains anything from it.
 MAX_FRAME_SIDE_PX = 8192
 
 
@@ -83,20 +50,6 @@ class SourceUnavailable(RuntimeError):
     """The source cannot be opened now; it may work on a later attempt."""
 
 
-@dataclass(frozen=True)
-class SourceSpec:
-    """How to open one configured source."""
-
-    kind: SourceKind
-    target: str  # what the backend opens: URL, file path, device path, pipeline, or pattern name
-    live: bool  # files are the only non-live kind
-    options: Dict[str, Any] = field(default_factory=dict)  # test:// size and rate
-
-    @property
-    def needs_gstreamer(self) -> bool:
-        return self.kind in (SourceKind.CSI, SourceKind.GSTREAMER)
-
-
 class FrameSource(Protocol):
     """An open source. ``read`` returns a BGR uint8 image, or None at end of file / on failure."""
 
@@ -107,70 +60,6 @@ class FrameSource(Protocol):
 
     def release(self) -> None:
         ...
-
-
-def parse_source(source: str) -> SourceSpec:
-    """Classify a source string; raises SourceError for one that can never be opened."""
-    source = source.strip()
-    lowered = source.lower()
-    if not source:
-        raise SourceError("the camera source is empty")
-    if lowered.startswith(("rtsp://", "rtsps://")):
-        return SourceSpec(SourceKind.RTSP, source, live=True)
-    if lowered.startswith(("http://", "https://")):
-        return SourceSpec(SourceKind.HTTP, source, live=True)
-    if lowered.startswith("file://"):
-        path = urllib.parse.unquote(urllib.parse.urlsplit(source).path)
-        if not path:
-            raise SourceError(f"file source {source!r} names no file")
-        return SourceSpec(SourceKind.FILE, path, live=False)
-    if lowered.startswith("csi://"):
-        return _parse_csi(source)
-    if lowered.startswith("gst:"):
-        pipeline = source[4:].strip()
-        if "appsink" not in pipeline:
-            raise SourceError("a gst: pipeline must end in appsink")
-        return SourceSpec(SourceKind.GSTREAMER, pipeline, live=True)
-    if lowered.startswith("test://"):
-        return _parse_test(source)
-    if re.fullmatch(r"/dev/video\d+", source):
-        return SourceSpec(SourceKind.V4L2, source, live=True)
-    if "://" in source:
-        scheme = source.split("://", 1)[0]
-        raise SourceError(f"unsupported source scheme {scheme!r}; use rtsp, rtsps, http, https, file, csi, gst: or test")
-    return SourceSpec(SourceKind.FILE, source, live=False)
-
-
-def _parse_csi(source: str) -> SourceSpec:
-    match = re.fullmatch(r"csi://(\d+)", source.strip())
-    if not match:
-        raise SourceError(f"csi sources look like csi://0, got {source!r}")
-    width, height = CSI_DEFAULT_SIZE
-    pipeline = CSI_PIPELINE.format(sensor_id=int(match.group(1)), width=width, height=height, fps=CSI_DEFAULT_FPS)
-    return SourceSpec(SourceKind.CSI, pipeline, live=True)
-
-
-def _parse_test(source: str) -> SourceSpec:
-    parts = urllib.parse.urlsplit(source)
-    pattern = (parts.netloc + parts.path).strip("/") or "bars"
-    if pattern not in PATTERNS:
-        raise SourceError(f"unknown test pattern {pattern!r}; use one of {', '.join(PATTERNS)}")
-    options: Dict[str, Any] = dict(TEST_DEFAULTS)
-    for key, values in urllib.parse.parse_qs(parts.query, keep_blank_values=True).items():
-        if key not in TEST_DEFAULTS:
-            raise SourceError(f"unknown test source option {key!r}; use width, height or fps")
-        try:
-            value = float(values[-1])
-        except ValueError:
-            raise SourceError(f"test source option {key} must be a number, got {values[-1]!r}") from None
-        if key in ("width", "height"):
-            if not value.is_integer() or not 8 <= value <= 8192:
-                raise SourceError(f"test source {key} must be a whole number from 8 to 8192")
-            value = int(value)
-        elif not 0 < value <= 1000:
-            raise SourceError("test source fps must be above 0 and at most 1000")
-        options[key] = value
-    return SourceSpec(SourceKind.TEST, pattern, live=True, options=options)
 
 
 def opencv_has_gstreamer(build_info: str) -> bool:

@@ -7,7 +7,7 @@ GStreamer pipeline (``gst:`` with ``filesrc``/``tcpclientsink``). So through the
 
 * no new ``gst:`` or ``csi://`` sources;
 * file sources only inside directories that already hold configured file sources;
-* model, labels, engine and calibration paths (and TLS files) only inside their current directories;
+* model, labels, engine, calibration and events paths (and TLS files) only inside their current directories;
 
 unless the file on disk sets ``api.allow_unsafe_sources: true``, which the API itself can never
 change. Paths are compared after resolving ``..`` and symbolic links.
@@ -15,38 +15,14 @@ change. Paths are compared after resolving ``..`` and symbolic links.
 from __future__ import annotations
 
 import os
-import re
-import urllib.parse
 from pathlib import Path
 from typing import Iterable, List, Optional, Set, Tuple, Union
 
 from edge_app.config.schema import AppConfig
+from edge_app.config.sources import is_pipeline_source, source_file
 from edge_app.config.store import Problem
 
 _UNSAFE = "set api.allow_unsafe_sources: true in the configuration file to allow it"
-_NETWORK_PREFIXES = ("rtsp://", "rtsps://", "http://", "https://", "test://")
-
-
-def source_file(source: str) -> Optional[str]:
-    """The local path a source reads, or None for network, device, test and pipeline sources.
-
-    Mirrors ``edge_app.capture.sources.parse_source``: anything that is not a known scheme or a
-    ``/dev/videoN`` device is opened as a file there, so it counts as a file here.
-    """
-    text = source.strip()
-    lowered = text.lower()
-    if lowered.startswith(_NETWORK_PREFIXES) or lowered.startswith(("gst:", "csi://")):
-        return None
-    if re.fullmatch(r"/dev/video\d+", text):
-        return None
-    if lowered.startswith("file://"):
-        return urllib.parse.unquote(urllib.parse.urlsplit(text).path)
-    return text
-
-
-def is_pipeline_source(source: str) -> bool:
-    """``gst:`` and ``csi://`` sources: they run a GStreamer pipeline, not just open a stream."""
-    return source.strip().lower().startswith(("gst:", "csi://"))
 
 
 def _resolve(path: Union[str, Path], cwd: Path) -> Path:
@@ -70,6 +46,7 @@ def _path_fields(config: AppConfig) -> List[Tuple[str, Optional[str], bool]]:
         ("mqtt.tls.keyfile", mqtt_tls.keyfile, False),
         ("api.tls.certfile", api_tls.certfile, False),
         ("api.tls.keyfile", api_tls.keyfile, False),
+        ("events.dir", config.events.dir, True),
     ]
 
 

@@ -88,6 +88,52 @@ def detections_payload_for(device_id: str, frame: AnalysedFrame) -> dict:
                               width=width, height=height, latency_ms=frame.latency_ms, detections=frame.detections)
 
 
+def count_payload(count: int, ts: Optional[float] = None) -> dict:
+    """``R/cameras/<id>/objects/<label>`` and ``R/zones/<zone>/<label>``: ``{"count", "ts"}``."""
+    if int(count) < 0:
+        raise ValueError(f"a count cannot be negative, got {count}")
+    return {"count": int(count), "ts": _now_s(ts)}
+
+
+def line_count_payload(count_in: int, count_out: int, ts: Optional[float] = None) -> dict:
+    """``R/cameras/<id>/lines/<line>``: ``{"in", "out", "ts"}`` totals."""
+    return {"in": int(count_in), "out": int(count_out), "ts": _now_s(ts)}
+
+
+LINE_DIRECTIONS = ("in", "out")
+
+
+def line_crossing_payload(event_id: Optional[str], track_id: int, label: str, direction: str, ts: Optional[float] = None) -> dict:
+    """``R/cameras/<id>/lines/<line>/crossing``; ``event_id`` is null when the object is no event (yet)."""
+    if direction not in LINE_DIRECTIONS:
+        raise ValueError(f"direction must be one of {LINE_DIRECTIONS}, got {direction!r}")
+    return {"event_id": event_id, "track_id": int(track_id), "label": str(label), "direction": direction, "ts": _now_s(ts)}
+
+
+DETECT_ON, DETECT_OFF = "ON", "OFF"
+_MAX_COMMAND_BYTES = 16
+
+
+def detect_state_payload(enabled: bool) -> bytes:
+    """``R/cameras/<id>/detect/state``: plain ``ON`` or ``OFF`` (what Home Assistant switches expect)."""
+    return (DETECT_ON if enabled else DETECT_OFF).encode("ascii")
+
+
+def parse_detect_command(payload: bytes) -> Optional[bool]:
+    """``detect/set`` payload to on (True) / off (False); None for anything that is not ON or OFF.
+
+    Case and surrounding whitespace are forgiven; everything else (JSON, long blobs, bytes that
+    are no text) is refused rather than guessed at.
+    """
+    if len(payload) > _MAX_COMMAND_BYTES:
+        return None
+    try:
+        text = bytes(payload).decode("ascii").strip().upper()
+    except UnicodeDecodeError:
+        return None
+    return {DETECT_ON: True, DETECT_OFF: False}.get(text)
+
+
 def stats_payload(
     device_id: str,
     fps: float,

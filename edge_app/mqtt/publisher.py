@@ -19,7 +19,10 @@ Delivery design
   at-least-once, duplicates are possible, loss and reordering are not.
 * Camera states are retained and superseded by the next one, so while the broker is away only
   the latest state per camera is remembered (not queued) and it is re-published on every
-  (re)connect, right after the retained ``online`` birth message.
+  (re)connect, right after the retained ``online`` birth message. The ``detect/state`` of each
+  camera is treated the same way.
+* Events, counts, crossings, snapshots and the ``detect/set`` subscription: see
+  ``edge_app.mqtt.extension_publishing``.
 
 Lock order (to stay deadlock-free next to paho's own locks, which are held while paho calls
 ``on_publish``): ``_send_lock`` -> paho's locks -> ``_cond``. ``_cond`` is never held while
@@ -31,7 +34,6 @@ import collections
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Deque, Dict, List, Optional, Set
 
 import paho.mqtt.client as mqtt
@@ -39,23 +41,16 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from edge_app.config.schema import MQTTConfig
 from edge_app.mqtt import payloads
+from edge_app.mqtt.commands import DetectSetCommands
+from edge_app.mqtt.extension_publishing import ExtensionPublishing
+from edge_app.mqtt.message import DETECTIONS as _DETECTIONS, STATE as _STATE, STATS as _STATS, STATUS as _STATUS, Message as _Message
 from edge_app.mqtt.topics import Topics
 
 log = logging.getLogger(__name__)
 
-_DETECTIONS, _STATE, _STATS, _STATUS = "detections", "state", "stats", "status"
 
 
-@dataclass(frozen=True)
-class _Message:
-    topic: str
-    payload: bytes
-    qos: int
-    retain: bool
-    kind: str
-
-
-class MqttPublisher:
+class MqttPublisher(ExtensionPublishing):
     """The appliance's MQTT client. Thread-safe; ``start()`` never waits for the broker.
 
     With ``config.enabled`` false every method is a no-op and ``stats()`` reports zeros.
@@ -88,6 +83,10 @@ class MqttPublisher:
         self._unacked: Dict[int, _Message] = {}
         self._early_acks: Set[int] = set()  # on_publish that beat the sender's bookkeeping
         self._camera_states: Dict[str, _Message] = {}
+        self._detect_states: Dict[str, _Message] = {}
+        self._offline_retained: Dict[str, _Message] = {}  # latest count/snapshot per topic while offline
+        self._commands: Optional[DetectSetCommands] = None
+        self._subscribed = False  # the broker acknowledged the detect/set subscription
         self._client: Optional[mqtt.Client] = None
         self._sender: Optional[threading.Thread] = None
         self._running = False
@@ -121,7 +120,7 @@ class MqttPublisher:
         queue plus handed to the network but not acknowledged.
         """
         with self._cond:
-            queued = len(self._queue) + len(self._priority) + len(self._unacked)
+            queued = len(self._queue) + len(self._priority) + len(self._unacked) + len(self._offline_retained)
             return {"connected": self._connected, "published": self._published, "queued": queued, "dropped": self._dropped}
 
     def start(self) -> None:
@@ -143,6 +142,8 @@ class MqttPublisher:
         client.on_connect_fail = self._on_connect_fail
         client.on_disconnect = self._on_disconnect
         client.on_publish = self._on_publish
+        client.on_message = self._on_message
+        client.on_subscribe = self._on_subscribe
         tls = self._config.tls
         try:
             if tls.enabled:
@@ -239,6 +240,7 @@ class MqttPublisher:
         """Stop re-publishing the state of a camera that was removed from the configuration."""
         with self._cond:
             self._camera_states.pop(camera_id, None)
+            self._detect_states.pop(camera_id, None)
 
     # ---------------------------------------------------------------- internals
     @staticmethod
@@ -322,7 +324,8 @@ class MqttPublisher:
         for m in returned:
             ours = self._unacked.pop(m.mid, None)
             if ours is None:
-                kind = _STATE if self.topics.is_camera_state(m.topic) else _STATUS if m.topic == self.topics.status else _DETECTIONS
+                is_state = self.topics.is_camera_state(m.topic) or self.topics.is_detect_state(m.topic)
+                kind = _STATE if is_state else _STATUS if m.topic == self.topics.status else _DETECTIONS
                 ours = _Message(m.topic, bytes(m.payload), m.qos, bool(m.retain), kind)
             # States and the birth are superseded by what on_connect publishes anyway.
             if ours.kind not in (_STATE, _STATUS):
@@ -333,10 +336,12 @@ class MqttPublisher:
         self._unacked.clear()
         self._early_acks.clear()
         self._queue.extendleft(reversed(requeue))
+        self._queue.extend(self._offline_retained.values())  # after older values of the same topics
+        self._offline_retained.clear()
         while len(self._queue) > self._config.max_queue:
             self._queue.popleft()
             self._count_drop()
-        self._priority = collections.deque(self._camera_states.values())
+        self._priority = collections.deque(list(self._camera_states.values()) + list(self._detect_states.values()))
         if requeue:
             log.info("MQTT re-sending %d messages left unacknowledged by the last connection", len(requeue))
 
@@ -355,6 +360,11 @@ class MqttPublisher:
                 self._drop_warned = False
             info = client.publish(birth.topic, birth.payload, qos=birth.qos, retain=birth.retain)
             self._record(birth, info)
+            with self._cond:
+                commands = self._commands
+        if commands is not None:
+            # A clean session forgets subscriptions: make it again on every connect.
+            client.subscribe(commands.subscription, qos=1)
         log.info("MQTT connected to %s:%d as %r", self._config.host, self._config.port, self.client_id)
 
     def _on_connect_fail(self, client: mqtt.Client, userdata: Any) -> None:
@@ -367,6 +377,7 @@ class MqttPublisher:
     def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
         with self._cond:
             was_connected, self._connected = self._connected, False
+            self._subscribed = False
             stopping = self._stopping
             self._cond.notify_all()
         if was_connected and not stopping:
@@ -383,3 +394,16 @@ class MqttPublisher:
             else:
                 self._published += 1
             self._cond.notify_all()
+
+    def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+        commands = self._commands
+        if commands is not None:
+            commands.handle(message.topic, message.payload)
+
+    def _on_subscribe(self, client: mqtt.Client, userdata: Any, mid: int, reason_codes: Any, properties: Any) -> None:
+        refused = [code for code in reason_codes if getattr(code, "is_failure", False)]
+        with self._cond:
+            self._subscribed = not refused
+            self._cond.notify_all()
+        if refused:
+            self._note_error(f"MQTT broker refused the subscription to {self.topics.all_detect_set}: {refused[0]}")

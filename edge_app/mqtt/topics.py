@@ -12,6 +12,17 @@ from typing import Optional
 _CAMERA_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
+# Labels come from a model's labels file ("traffic light"): spaces are fine in a topic level,
+# the level separator, wildcards and control characters are not.
+_LEVEL = re.compile(r"^[^/#+\x00-\x1f\x7f]{1,128}$")
+
+
+def _check_level(value: str, what: str) -> str:
+    if not isinstance(value, str) or not _LEVEL.match(value):
+        raise ValueError(f"{what} {value!r} is not usable as an MQTT topic level")
+    return value
+
+
 def _check_camera_id(camera_id: str) -> str:
     # A '+', '#' or '/' in a camera id would silently change which subscribers match.
     if not _CAMERA_ID.match(camera_id):
@@ -47,6 +58,42 @@ class Topics:
         return f"{self.root}/cameras/{_check_camera_id(camera_id)}/state"
 
     @property
+    def events(self) -> str:
+        """``R/events``: event ``new``/``update``/``end`` messages."""
+        return f"{self.root}/events"
+
+    def camera_objects(self, camera_id: str, label: str) -> str:
+        """Retained count of the objects of ``label`` in view of a camera."""
+        return f"{self.root}/cameras/{_check_camera_id(camera_id)}/objects/{_check_level(label, 'label')}"
+
+    def zone_objects(self, zone: str, label: str) -> str:
+        """Retained count of the objects of ``label`` in a zone (zone names are unique per device)."""
+        return f"{self.root}/zones/{_check_level(zone, 'zone name')}/{_check_level(label, 'label')}"
+
+    def camera_line(self, camera_id: str, line: str) -> str:
+        """Retained ``{"in", "out", "ts"}`` totals of a tripwire."""
+        return f"{self.root}/cameras/{_check_camera_id(camera_id)}/lines/{_check_level(line, 'line name')}"
+
+    def camera_line_crossing(self, camera_id: str, line: str) -> str:
+        return f"{self.camera_line(camera_id, line)}/crossing"
+
+    def camera_detect_state(self, camera_id: str) -> str:
+        """Retained ``ON``/``OFF``: whether a camera is analysed."""
+        return f"{self.root}/cameras/{_check_camera_id(camera_id)}/detect/state"
+
+    def camera_detect_set(self, camera_id: str) -> str:
+        return f"{self.root}/cameras/{_check_camera_id(camera_id)}/detect/set"
+
+    @property
+    def all_detect_set(self) -> str:
+        """The appliance's subscription: ``ON``/``OFF`` commands for any camera."""
+        return f"{self.root}/cameras/+/detect/set"
+
+    def camera_label_snapshot(self, camera_id: str, label: str) -> str:
+        """Retained raw JPEG: the best snapshot of the latest event of ``label``."""
+        return f"{self.root}/cameras/{_check_camera_id(camera_id)}/{_check_level(label, 'label')}/snapshot"
+
+    @property
     def all_detections(self) -> str:
         """Subscription filter for the detections of every camera of this device."""
         return f"{self.root}/cameras/+/detections"
@@ -70,3 +117,17 @@ class Topics:
 
     def is_camera_state(self, topic: str) -> bool:
         return self.camera_of(topic) is not None and topic.endswith("/state")
+
+    def _camera_topic_with(self, topic: str, tail: str) -> Optional[str]:
+        head = f"{self.root}/cameras/"
+        if not (topic.startswith(head) and topic.endswith(tail)):
+            return None
+        camera_id = topic[len(head):len(topic) - len(tail)]
+        return camera_id if _CAMERA_ID.match(camera_id) else None
+
+    def detect_set_camera(self, topic: str) -> Optional[str]:
+        """The camera id of a ``detect/set`` topic of this device; None for anything else."""
+        return self._camera_topic_with(topic, "/detect/set")
+
+    def is_detect_state(self, topic: str) -> bool:
+        return self._camera_topic_with(topic, "/detect/state") is not None

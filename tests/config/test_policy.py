@@ -3,9 +3,9 @@ import os
 
 import pytest
 
-from edge_app.capture.sources import SourceKind, parse_source
+from edge_app.config.sources import SourceKind, parse_source
 from edge_app.config.policy import source_file, unsafe_changes
-from edge_app.config.store import merge_patch, parse_config
+from edge_app.config.store import ConfigError, merge_patch, parse_config
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_new_pipeline_and_outside_file_sources_are_refused(tree, source):
 
 @pytest.mark.parametrize(
     "source",
-    ["rtsp://10.0.0.9/x", "http://cam/x.mjpg", "test://ball", "/dev/video1", "{tree}/media/sub/other.mp4", "file://{tree}/media/clip.mp4"],
+    ["rtsp://10.0.0.9/x", "http://cam/x.mjpg", "test://box", "/dev/video1", "{tree}/media/sub/other.mp4", "file://{tree}/media/clip.mp4"],
 )
 def test_network_test_device_and_media_folder_sources_are_allowed(tree, source):
     assert unsafe_changes(config(tree), with_source(tree, source.format(tree=tree)), tree) == []
@@ -84,6 +84,8 @@ def test_sources_already_configured_stay_allowed(tree):
         ({"model": {"engine_dir": "/tmp"}}, "model.engine_dir"),
         ({"model": {"calibration_dir": "/etc"}}, "model.calibration_dir"),
         ({"mqtt": {"tls": {"ca_certs": "/etc/shadow"}}}, "mqtt.tls.ca_certs"),
+        ({"events": {"dir": "/etc"}}, "events.dir"),
+        ({"events": {"dir": "{tree}/events/../models"}}, "events.dir"),
         ({"api": {"allow_unsafe_sources": True}}, "api.allow_unsafe_sources"),
     ],
 )
@@ -99,6 +101,12 @@ def test_paths_inside_their_folders_are_allowed(tree):
     assert unsafe_changes(config(tree), new, tree) == []
 
 
+def test_events_dir_may_move_below_its_folder_only(tree):
+    old = config(tree, events={"dir": str(tree / "events")})
+    assert unsafe_changes(old, config(tree, events={"dir": str(tree / "events" / "2026")}), tree) == []
+    assert locs(unsafe_changes(old, config(tree, events={"dir": str(tree)}), tree)) == ["events.dir"]
+
+
 def test_the_file_on_disk_can_allow_everything_but_not_be_switched_off_through_the_api(tree):
     old = config(tree, api={"allow_unsafe_sources": True})
     new = config(tree, api={"allow_unsafe_sources": True}, model={"labels": "/etc/hostname"},
@@ -107,13 +115,19 @@ def test_the_file_on_disk_can_allow_everything_but_not_be_switched_off_through_t
     assert locs(unsafe_changes(old, config(tree), tree)) == ["api.allow_unsafe_sources"]
 
 
-@pytest.mark.parametrize(
-    "source", ["/data/x.mp4", "file:///data/x.mp4", "file://host/data/x.mp4", "clip.mp4", "/dev/video0/../../etc/passwd",
-               "rtsp://h/s", "http://h/x", "test://bars", "/dev/video2", "csi://0", "gst:videotestsrc ! appsink", "GST:x ! appsink"],
-)
-def test_source_file_agrees_with_the_capture_parser(source):
-    """The policy must see a file wherever capture would open one."""
+@pytest.mark.parametrize("source, expected", [
+    ("/data/x.mp4", "/data/x.mp4"), ("file:///data/x.mp4", "/data/x.mp4"), ("file://host/data/x.mp4", "/data/x.mp4"),
+    ("clip.mp4", "clip.mp4"), ("rtsp://h/s", None), ("http://h/x", None), ("test://bars", None),
+    ("/dev/video2", None), ("csi://0", None), ("gst:videotestsrc ! appsink", None), ("GST:x ! appsink", None),
+])
+def test_source_file_names_what_capture_would_open_as_a_file(source, expected):
+    """The policy sees a file wherever capture would open one: both use config.sources.parse_source."""
+    assert source_file(source) == expected
     spec = parse_source(source)
-    assert (source_file(source) is not None) == (spec.kind is SourceKind.FILE)
-    if spec.kind is SourceKind.FILE:
-        assert source_file(source) == spec.target
+    assert (spec.kind is SourceKind.FILE) == (expected is not None)
+
+
+@pytest.mark.parametrize("source", ["/dev/video0/../../etc/passwd", "ftp://h/x", "test://ball", "csi://front", "gst:videotestsrc"])
+def test_sources_capture_would_refuse_are_refused_by_the_configuration(source):
+    with pytest.raises(ConfigError, match="cameras.0.source"):
+        parse_config({"cameras": [{"id": "c", "source": source}], "model": {"path": "m.onnx"}})

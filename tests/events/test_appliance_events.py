@@ -1,4 +1,4 @@
-"""The appliance answers the event routes from the store and counts provider it is given."""
+"""The appliance answers the event routes from the event store it is given."""
 from __future__ import annotations
 
 from edge_app.appliance import Appliance
@@ -20,10 +20,9 @@ def test_without_a_store_there_are_no_events():
     assert appliance.counts() == CountsReport()
 
 
-def test_with_a_store_and_counts(tmp_path):
+def test_with_a_store(tmp_path):
     store = EventStore(tmp_path / "events")
-    counts = CountsReport(cameras={"cam1": {"person": 1}}, lines={"gate": {"in": 2, "out": 0}})
-    appliance = Appliance(parse_config(CONFIG), event_store=store, counts_provider=lambda: counts)
+    appliance = Appliance(parse_config(CONFIG), event_store=store)
     try:
         ev = event(1)
         store.save(ev)
@@ -31,7 +30,6 @@ def test_with_a_store_and_counts(tmp_path):
         assert store.flush()
         assert [e.id for e in appliance.events(EventQuery(camera="cam1"))] == [ev.id]
         assert appliance.event(ev.id).has_snapshot and appliance.event_snapshot(ev.id) == JPEG
-        assert appliance.counts() == counts
         assert appliance.delete_event(ev.id) and appliance.event(ev.id) is None
     finally:
         store.close()

@@ -1,0 +1,245 @@
+"""Everything the appliance derives from one camera's detections: tracks, zones, lines, events, counts.
+
+Use one :class:`CameraAnalysis` per camera and feed it every analysed frame, in time order,
+from one thread::
+
+    analysis = CameraAnalysis.from_config(camera_config, app_config.events, line_seed=persisted)
+    result = analysis.process(frame_id, ts, image, detections)   # -> FrameAnalysis
+    ...publish result.detections, result.events, result.snapshots, the counts...
+    analysis.tick(now)          # when no frame came for a while: ages tracks, ends events
+    final = analysis.end_all(now)  # shutdown or detect OFF: ``end`` messages, counts to 0
+
+``process`` is pure apart from the JPEG encoding of snapshots (bounded, see
+``edge_app.events.snapshots``): no clock (``ts`` is the frame's capture time in Unix seconds),
+no I/O, no locks. Counts in a :class:`FrameAnalysis` are changes only; :meth:`counts` gives
+them all (``GET /api/v1/counts``).
+
+An object ends (its event ends, it leaves its zones and the counts) when its track ends, and
+the tracker drops a track unseen for ``events.end_after_s``, so all of them happen at once.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from edge_app.detections import Detections
+from edge_app.events.counts import LabelCounts, LineCounts, LineTotals
+from edge_app.events.lifecycle import DEFAULT_UPDATE_INTERVAL_S, EventBook
+from edge_app.events.model import Event, EventMessage, Snapshot
+from edge_app.events.snapshots import SnapshotKeeper, SnapshotSettings
+from edge_app.track import Line, LineCounter, Tracker, TrackerSettings, Zone, ZoneTracker, reference_points
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """One tripwire crossing: ``R/cameras/<id>/lines/<line>/crossing``."""
+
+    line: str
+    track_id: int
+    label: str
+    direction: str            # "in" or "out"
+    event_id: Optional[str]   # None when the object is not an event (yet, or not of an event label)
+    ts: float
+
+
+@dataclass(frozen=True)
+class FrameAnalysis:
+    """What one frame changed. Counts are only those that changed in this frame."""
+
+    camera_id: str
+    frame_id: int
+    ts: float
+    detections: Detections                                    # with ``track_id`` (-1: no track yet)
+    events: List[EventMessage] = field(default_factory=list)  # R/events, in order
+    snapshots: List[Snapshot] = field(default_factory=list)   # to store with their events
+    # label -> snapshot for the retained R/cameras/<id>/<label>/snapshot: only those of the
+    # latest event of each label, so an older event's better picture never replaces a newer one
+    label_snapshots: Dict[str, Snapshot] = field(default_factory=dict)
+    object_counts: Dict[str, int] = field(default_factory=dict)            # label -> in view now
+    zone_counts: Dict[Tuple[str, str], int] = field(default_factory=dict)  # (zone, label) -> in zone now
+    crossings: List[Crossing] = field(default_factory=list)
+    line_counts: Dict[str, LineTotals] = field(default_factory=dict)       # line -> totals, lines crossed now
+
+
+@dataclass(frozen=True)
+class CountsSnapshot:
+    """Every count of one camera now; labels seen since start included at 0."""
+
+    objects: Dict[str, int]
+    zones: Dict[str, Dict[str, int]]
+    lines: Dict[str, LineTotals]
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    events_enabled: bool = True
+    event_labels: frozenset = frozenset()
+    min_frames: int = 3
+    end_after_s: float = 2.0
+    update_interval_s: float = DEFAULT_UPDATE_INTERVAL_S
+    snapshots: SnapshotSettings = SnapshotSettings()
+
+
+class CameraAnalysis:
+    """Tracking, zones, lines, events and counts of one camera."""
+
+    def __init__(self, camera_id: str, settings: AnalysisSettings = AnalysisSettings(), zones: Sequence[Zone] = (),
+                 lines: Sequence[Line] = (), line_seed: Optional[Mapping[str, object]] = None,
+                 tracker_settings: Optional[TrackerSettings] = None) -> None:
+        self.camera_id = camera_id
+        self.settings = settings
+        base = tracker_settings or TrackerSettings()
+        # The track outlives a gap exactly as long as the event does: one notion of "gone".
+        self.tracker = Tracker(dataclasses.replace(base, lost_timeout_s=settings.end_after_s))
+        self.zones = ZoneTracker(list(zones))
+        self.lines = LineCounter(list(lines))
+        self.book = EventBook(camera_id, settings.event_labels, settings.min_frames, settings.update_interval_s,
+                              frames_before_track=self.tracker.settings.confirm_hits - 1)
+        self.snapshots = SnapshotKeeper(settings.snapshots)
+        self.line_counts = LineCounts([line.name for line in lines], line_seed)
+        self._object_counts: LabelCounts[str] = LabelCounts()
+        self._zone_counts: LabelCounts[Tuple[str, str]] = LabelCounts()
+        self._last_ts: Optional[float] = None
+        self._latest_event: Dict[str, str] = {}   # label -> id of its most recent event
+        # counts() may be read by the API while a frame is processed
+        self._counts_lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, camera, events, jpeg_quality: int = 85,
+                    line_seed: Optional[Mapping[str, object]] = None) -> "CameraAnalysis":
+        """From a ``CameraConfig`` and the ``EventsConfig`` (``jpeg_quality``: ``snapshots.jpeg_quality``)."""
+        settings = AnalysisSettings(
+            events_enabled=events.enabled, event_labels=frozenset(events.labels), min_frames=events.min_frames,
+            end_after_s=events.end_after_s,
+            snapshots=SnapshotSettings(enabled=events.enabled and events.snapshots, jpeg_quality=jpeg_quality),
+        )
+        return cls(camera.id, settings, [Zone.from_config(z) for z in camera.zones],
+                   [Line.from_config(line) for line in camera.lines], line_seed)
+
+    # ----------------------------------------------------------------- per frame
+    def process(self, frame_id: int, ts: float, image: Optional[np.ndarray], detections: Detections,
+                frame_size: Optional[Tuple[int, int]] = None) -> FrameAnalysis:
+        """Analyse one frame. ``image`` is the BGR frame the detections are from (only read, and
+        only to encode a snapshot); ``frame_size`` ``(width, height)`` is needed when it is None."""
+        if image is not None:
+            height, width = image.shape[:2]
+        elif frame_size is not None:
+            width, height = frame_size
+        elif len(detections):
+            raise ValueError("process needs the image or frame_size to place detections in zones and lines")
+        else:
+            width = height = 1
+        ids = self.tracker.update(detections, ts)
+        removed = self.tracker.removed_ids
+        tracked = detections.with_track_ids(ids)
+        labels = [tracked.label_of(int(c)) for c in tracked.class_id.tolist()]
+        points = reference_points(tracked.xyxy, width, height)
+        self._last_ts = ts if self._last_ts is None else max(self._last_ts, ts)
+        now = self._last_ts
+
+        result = FrameAnalysis(self.camera_id, int(frame_id), float(ts), tracked)
+        scores, boxes = tracked.confidence.tolist(), tracked.xyxy.tolist()
+        for i, track_id in enumerate(ids.tolist()):
+            if track_id >= 0:
+                self.book.observe(track_id, labels[i], scores[i], boxes[i], ts)
+        for change in self.zones.update(ids, labels, points) + self.zones.forget(removed):
+            self.book.zone_change(change.track_id, change.zone, change.change == "enter")
+        line_crossings = self.lines.update(ids, labels, points)
+        self.lines.forget(removed)
+
+        # Ended tracks first: their last zone exits are part of the ``end``, not an ``update`` before it.
+        for track_id in removed:
+            ended = self.book.end(track_id)
+            if ended is not None:
+                self.snapshots.forget(ended.after.id)
+                result.events.append(ended)
+        if self.settings.events_enabled:
+            for event in self.book.promote():
+                self._latest_event[event.label] = event.id
+            if image is not None:
+                result.snapshots.extend(self._snapshots(image, tracked, ids, now))
+                for snapshot in result.snapshots:
+                    if self._latest_event.get(snapshot.label) == snapshot.event_id:
+                        result.label_snapshots[snapshot.label] = snapshot
+            result.events.extend(self.book.flush(now))
+
+        objects_now, zones_now = self.book.labels_in_view(), _flatten(self.zones.occupants())
+        with self._counts_lock:
+            for crossing in line_crossings:
+                event_id = self.book.event_id_of(crossing.track_id)
+                result.crossings.append(Crossing(crossing.line, crossing.track_id, crossing.label, crossing.direction,
+                                                 event_id, float(ts)))
+                result.line_counts[crossing.line] = self.line_counts.add(crossing)
+            result.object_counts.update(self._object_counts.update(objects_now))
+            result.zone_counts.update(self._zone_counts.update(zones_now))
+        return result
+
+    def tick(self, now: float) -> FrameAnalysis:
+        """No frame for a while (a stalled camera, detection switched off): age the tracks so
+        objects still end and counts fall to 0."""
+        return self.process(-1, now, None, Detections.empty())
+
+    def end_all(self, now: float) -> FrameAnalysis:
+        """Shutdown, or analysis switched off: every open event ends (``end_time`` = ``now``),
+        every track is forgotten and the object and zone counts fall to 0 (in the result).
+        Line totals stay. The analysis can go on afterwards; new objects get new ids."""
+        result = FrameAnalysis(self.camera_id, -1, float(now), Detections.empty())
+        live = self.tracker.active_ids()
+        self.zones.forget(live)
+        self.lines.forget(live)
+        self.tracker.reset()
+        for message in self.book.end_all(now):
+            self.snapshots.forget(message.after.id)
+            result.events.append(message)
+        with self._counts_lock:
+            result.object_counts.update(self._object_counts.update({}))
+            result.zone_counts.update(self._zone_counts.update({}))
+        return result
+
+    # ------------------------------------------------------------------ queries
+    def counts(self) -> CountsSnapshot:
+        """Every count now (``GET /api/v1/counts``); safe to call from another thread."""
+        with self._counts_lock:
+            objects, zone_pairs, lines = self._object_counts.snapshot(), self._zone_counts.snapshot(), self.line_counts.totals()
+        zones: Dict[str, Dict[str, int]] = {}
+        for (zone, label), count in zone_pairs.items():
+            zones.setdefault(zone, {})[label] = count
+        return CountsSnapshot(objects, zones, lines)
+
+    def reset_line_counts(self, line: Optional[str] = None) -> Dict[str, LineTotals]:
+        """Set one line's totals (or all) back to 0; returns the totals to publish and persist."""
+        with self._counts_lock:
+            self.line_counts.reset(line)
+            return self.line_counts.totals()
+
+    def open_events(self) -> List[Event]:
+        return self.book.open_events()
+
+    def idle_s(self, now: float) -> float:
+        """Seconds since the last frame processed (infinite before the first)."""
+        return float("inf") if self._last_ts is None else max(0.0, now - self._last_ts)
+
+    # ---------------------------------------------------------------- internals
+    def _snapshots(self, image: np.ndarray, tracked: Detections, ids: np.ndarray, now: float) -> List[Snapshot]:
+        if not self.snapshots.settings.enabled:
+            return []
+        in_frame = []
+        scores = tracked.confidence.tolist()
+        for i, track_id in enumerate(ids.tolist()):
+            event_id = self.book.event_id_of(track_id) if track_id >= 0 else None
+            if event_id is not None:
+                in_frame.append((i, event_id, scores[i]))
+        taken = []
+        for index in self.snapshots.candidates(in_frame, now):
+            track_id = int(ids[index])
+            taken.append(self.snapshots.take(image, tracked, index, self.book.event_of(track_id)))
+            self.book.snapshot_taken(track_id)
+        return taken
+
+
+def _flatten(occupants: Dict[str, Dict[str, int]]) -> Dict[Tuple[str, str], int]:
+    return {(zone, label): n for zone, per_label in occupants.items() for label, n in per_label.items()}
