@@ -55,7 +55,9 @@ class Appliance:
                  camera_factory: Callable[..., CameraWorker] = CameraWorker,
                  event_store: Optional[EventStore] = None):
         self._config = config
-        self._event_store = event_store  # optional: without one the event routes answer [] and 404
+        # Optional: without one events are only published, and the event routes answer [] and 404.
+        # Whoever makes the store closes it, after stop() has ended the open events.
+        self._event_store = event_store
         self._detector_factory = detector_factory
         self._publisher_factory = publisher_factory
         self._camera_factory = camera_factory
@@ -68,7 +70,7 @@ class Appliance:
         self._model_change: Optional[ModelChange] = None
         self._cameras: Dict[str, CameraWorker] = {}
         self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
-        self._analysis = AnalysisHub(lambda: self._publisher)
+        self._analysis = AnalysisHub(lambda: self._publisher, store=event_store)
         self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse)
         # The cameras whose frames go through the model: enabled with their detect switch on.
         self._detecting: Dict[str, CameraWorker] = {}

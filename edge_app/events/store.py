@@ -19,12 +19,13 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from edge_app.events.counts import LineTotals
 from edge_app.events.database import EventDatabase
 from edge_app.events.model import Event, Snapshot
 from edge_app.events.pending import PendingBatch, PendingWrites
-from edge_app.events.query import EventQuery, LineCountsByCamera, StoreHealth
+from edge_app.events.query import EventQuery, StoreHealth
 from edge_app.events.reader import DISK_ERRORS, EventReader
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ class EventStore:
         self._thread.start()
 
     # -- writes: never block, never raise ----------------------------------------------------------
-    def save(self, event: Event) -> bool:
+    def save_event(self, event: Event) -> bool:
         """Insert or update ``event`` (its latest state). False if it was dropped (queue full)."""
         return self._offer("event", event)
 
@@ -80,11 +81,10 @@ class EventStore:
         """Keep ``snapshot.jpeg`` as the best picture of its event, replacing an older one."""
         return self._offer("snapshot", snapshot)
 
-    def save_line_counts(self, counts: LineCountsByCamera) -> bool:
-        """``{camera: {line: {"in": n, "out": n}}}``; lines not named keep their counts."""
-        copy = {cam: {line: {"in": int(c.get("in", 0)), "out": int(c.get("out", 0))} for line, c in lines.items()}
-                for cam, lines in counts.items()}
-        return self._offer("lines", copy)
+    def save_line_counts(self, camera_id: str, totals: Mapping[str, LineTotals]) -> bool:
+        """The crossing totals of ``camera_id``'s lines; lines not named keep their counts."""
+        return self._offer("lines", {camera_id: {line: {"in": int(t.count_in), "out": int(t.count_out)}
+                                                 for line, t in totals.items()}})
 
     def set_retention(self, retain_days: float, max_mb: float) -> None:
         """New limits (a configuration change); the writer applies them at its next retention run."""
@@ -172,9 +172,10 @@ class EventStore:
         """The JPEG of the event's best snapshot, or None."""
         return self._reader.snapshot(event_id)
 
-    def load_line_counts(self) -> LineCountsByCamera:
-        """``{camera: {line: {"in": n, "out": n}}}`` as last saved (kept across restarts)."""
-        return self._reader.line_counts()
+    def load_line_counts(self) -> Dict[str, Dict[str, LineTotals]]:
+        """``{camera: {line: LineTotals}}`` as last saved (kept across restarts)."""
+        return {camera: {line: LineTotals(c["in"], c["out"]) for line, c in lines.items()}
+                for camera, lines in self._reader.line_counts().items()}
 
     def health(self) -> StoreHealth:
         with self._lock:

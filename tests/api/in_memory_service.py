@@ -70,7 +70,7 @@ class InMemoryService:
 
     def add_event(self, event: Event, jpeg: Optional[bytes] = None) -> Event:
         """Store ``event`` (and ``jpeg`` as its snapshot) as the event engine would, and wait for the write."""
-        self.event_store.save(event)
+        self.event_store.save_event(event)
         if jpeg is not None:
             self.event_store.save_snapshot(Snapshot(event.id, event.camera_id, event.label, event.top_score,
                                                     event.frame_time, jpeg))
@@ -182,5 +182,6 @@ class InMemoryService:
         return self.event_store.delete(event_id)
 
     def counts(self) -> CountsReport:
-        lines = {line: dict(count) for cams in self.event_store.load_line_counts().values() for line, count in cams.items()}
+        lines = {line: totals.to_dict() for cams in self.event_store.load_line_counts().values()
+                 for line, totals in cams.items()}
         return CountsReport(cameras=self.live_counts.cameras, zones=self.live_counts.zones, lines=lines)

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event
 from edge_app.events.query import snapshot_file_name
 from edge_app.service import CountsReport
@@ -141,7 +142,8 @@ def test_delete_removes_the_event_and_its_snapshot_file(api, stored):
 def test_counts(api):
     assert api.get("/api/v1/counts").json() == {"cameras": {}, "zones": {}, "lines": {}}
     api.service.live_counts = CountsReport(cameras={"front": {"person": 2, "car": 0}}, zones={"driveway": {"person": 1}})
-    api.service.event_store.save_line_counts({"front": {"gate": {"in": 3, "out": 1}}, "back": {"door": {"in": 0, "out": 2}}})
+    api.service.event_store.save_line_counts("front", {"gate": LineTotals(3, 1)})
+    api.service.event_store.save_line_counts("back", {"door": LineTotals(0, 2)})
     assert api.service.event_store.flush()
     assert api.get("/api/v1/counts").json() == {
         "cameras": {"front": {"person": 2, "car": 0}},

@@ -25,7 +25,7 @@ def test_with_a_store(tmp_path):
     appliance = Appliance(parse_config(CONFIG), event_store=store)
     try:
         ev = event(1)
-        store.save(ev)
+        store.save_event(ev)
         store.save_snapshot(snapshot(ev))
         assert store.flush()
         assert [e.id for e in appliance.events(EventQuery(camera="cam1"))] == [ev.id]

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from edge_app.analysis import EventSink
+from edge_app.events.counts import LineTotals
 from edge_app.events.database import DB_NAME, SNAPSHOT_DIR
 from edge_app.events.model import Event, Snapshot
 from edge_app.events.query import MAX_LIMIT, EventQuery, snapshot_file_name
@@ -51,8 +53,8 @@ def open_store(tmp_path):
 def test_an_event_is_saved_and_updated_in_place(open_store):
     store = open_store()
     first = event(1)
-    store.save(first)
-    store.save(replace(first, score=0.9, top_score=0.9, current_zones=("drive",), entered_zones=("drive",)))
+    store.save_event(first)
+    store.save_event(replace(first, score=0.9, top_score=0.9, current_zones=("drive",), entered_zones=("drive",)))
     assert store.flush()
     assert store.events() == [replace(first, score=0.9, top_score=0.9, current_zones=("drive",), entered_zones=("drive",))]
     assert store.get(first.id).entered_zones == ("drive",)
@@ -69,7 +71,7 @@ def test_filters_order_and_limits(open_store):
         event(4, "cam2", "dog", NOW - 50, entered_zones=("porch",)),
     ]
     for ev in saved:
-        store.save(ev)
+        store.save_event(ev)
     assert store.flush()
     ids = lambda query: [e.id for e in store.events(query)]  # noqa: E731
     assert ids(EventQuery()) == [saved[3].id, saved[2].id, saved[1].id, saved[0].id]  # newest first
@@ -87,7 +89,7 @@ def test_filters_order_and_limits(open_store):
 def test_limit_defaults_to_50_and_never_exceeds_500(open_store):
     store = open_store(queue_size=2000)
     for n in range(MAX_LIMIT + 20):
-        assert store.save(event(n, start=NOW - n))
+        assert store.save_event(event(n, start=NOW - n))
     assert store.flush()
     assert len(store.events()) == 50
     newest = store.events(EventQuery(limit=10_000))
@@ -100,7 +102,7 @@ def test_delete_removes_the_row_and_the_snapshot_file(open_store, tmp_path):
     store = open_store()
     kept, gone = event(1), event(2)
     for ev in (kept, gone):
-        store.save(ev)
+        store.save_event(ev)
         store.save_snapshot(snapshot(ev))
     assert store.flush()
     files = tmp_path / "events" / SNAPSHOT_DIR
@@ -112,21 +114,21 @@ def test_delete_removes_the_row_and_the_snapshot_file(open_store, tmp_path):
     assert [p.name for p in files.iterdir()] == [snapshot_file_name(kept.id)]
     assert store.delete(gone.id) is False
     # The engine's next update of a deleted open event does not bring it back.
-    store.save(replace(gone, score=0.95))
+    store.save_event(replace(gone, score=0.95))
     store.save_snapshot(snapshot(gone))
     assert store.flush()
     assert store.get(gone.id) is None and [e.id for e in store.events()] == [kept.id]
     # Deleting an id that does not exist yet does not keep that event out later.
     future = event(77)
     assert store.delete(future.id) is False
-    store.save(future)
+    store.save_event(future)
     assert store.flush() and store.get(future.id) == future
 
 
 def test_odd_event_ids_never_become_paths(open_store, tmp_path):
     store = open_store()
     odd = event(1, id="../../escape/..")
-    store.save(odd)
+    store.save_event(odd)
     store.save_snapshot(snapshot(odd))
     assert store.flush()
     names = [p.name for p in (tmp_path / "events" / SNAPSHOT_DIR).iterdir()]
@@ -143,7 +145,7 @@ def test_retention_by_age_deletes_old_events_and_their_snapshots(open_store, tmp
     recent = event(2, start=NOW - 2 * DAY_S, end_time=NOW - 2 * DAY_S + 60)
     still_open = event(3, start=NOW - 10 * DAY_S)  # a car parked for ten days is not deleted under it
     for ev in (old, recent, still_open):
-        store.save(ev)
+        store.save_event(ev)
         store.save_snapshot(snapshot(ev))
     assert store.flush()
     deadline = time.monotonic() + 5
@@ -165,7 +167,7 @@ def test_retention_by_size_deletes_the_oldest_first(open_store, tmp_path):
     store = open_store(max_mb=0.5, maintenance_interval_s=0.05)
     saved = [event(n, start=NOW - 1000 + n, end_time=NOW - 900 + n) for n in range(20)]  # 20 x 50 KiB = 1 MB
     for ev in saved:
-        store.save(ev)
+        store.save_event(ev)
         store.save_snapshot(snapshot(ev, jpeg))
     assert store.flush()
     deadline = time.monotonic() + 5
@@ -184,14 +186,16 @@ def test_retention_by_size_deletes_the_oldest_first(open_store, tmp_path):
 def test_a_restart_keeps_events_snapshots_and_line_counts(open_store, tmp_path):
     store = open_store()
     ev = event(1, entered_zones=("drive",))
-    store.save(ev)
+    store.save_event(ev)
     store.save_snapshot(snapshot(ev))
-    store.save_line_counts({"cam1": {"gate": {"in": 3, "out": 1}}, "cam2": {"door": {"in": 0, "out": 2}}})
-    store.save_line_counts({"cam1": {"gate": {"in": 4, "out": 1}}})
+    store.save_line_counts("cam1", {"gate": LineTotals(3, 1), "exit": LineTotals(0, 0)})
+    store.save_line_counts("cam2", {"door": LineTotals(0, 2)})
+    store.save_line_counts("cam1", {"gate": LineTotals(4, 1)})
     store.close(end_time=NOW + 30)
 
     again = open_store()
-    assert again.load_line_counts() == {"cam1": {"gate": {"in": 4, "out": 1}}, "cam2": {"door": {"in": 0, "out": 2}}}
+    assert again.load_line_counts() == {"cam1": {"gate": LineTotals(4, 1), "exit": LineTotals(0, 0)},
+                                        "cam2": {"door": LineTotals(0, 2)}}
     assert again.get(ev.id) == replace(ev, end_time=NOW + 30, has_snapshot=True)
     assert again.snapshot(ev.id) == JPEG
 
@@ -199,11 +203,11 @@ def test_a_restart_keeps_events_snapshots_and_line_counts(open_store, tmp_path):
 def test_close_ends_open_events_and_keeps_ended_ones(open_store):
     store = open_store()
     still_open, ended = event(1), event(2, end_time=NOW + 5)
-    store.save(still_open)
-    store.save(ended)
+    store.save_event(still_open)
+    store.save_event(ended)
     store.close(end_time=NOW + 60)
     store.close(end_time=NOW + 999)  # a second close changes nothing
-    assert store.save(event(3)) is False  # after close: dropped, not raised
+    assert store.save_event(event(3)) is False  # after close: dropped, not raised
 
     again = open_store()
     assert again.get(still_open.id).end_time == NOW + 60
@@ -218,7 +222,7 @@ def test_events_left_open_by_a_crash_end_at_their_last_frame(tmp_path):
         from edge_app.events.store import EventStore
         from tests.events.test_store import event
         store = EventStore({str(folder)!r})
-        store.save(event(1))
+        store.save_event(event(1))
         assert store.flush()
         os._exit(0)  # no close: as if the process was killed
     """)
@@ -239,7 +243,7 @@ def test_callers_never_wait_for_a_busy_disk(open_store, tmp_path):
         accepted, slowest_s = 0, 0.0
         for n in range(200):
             started = time.perf_counter()
-            accepted += store.save(event(n))
+            accepted += store.save_event(event(n))
             slowest_s = max(slowest_s, time.perf_counter() - started)
         health = store.health()
         assert slowest_s < 0.2  # the writer is stuck for up to 5 s meanwhile
@@ -260,7 +264,7 @@ def test_queued_snapshots_are_bounded_in_bytes(open_store, tmp_path):
     try:
         accepted = sum(store.save_snapshot(snapshot(event(n), big)) for n in range(100))
         assert 28 <= accepted <= 32  # 32 MiB waiting at most, the batch in the writer's hands included
-        assert store.save(event(1000))  # events still fit: only snapshots are refused
+        assert store.save_event(event(1000))  # events still fit: only snapshots are refused
     finally:
         blocker.rollback()
         blocker.close()
@@ -275,8 +279,8 @@ def test_a_read_only_folder_is_reported_and_events_stay_readable(tmp_path):
         store = EventStore(folder / "events")
         try:
             ev = event(1)
-            assert store.save(ev) and store.save_snapshot(snapshot(ev))
-            store.save_line_counts({"cam1": {"gate": {"in": 1, "out": 0}}})
+            assert store.save_event(ev) and store.save_snapshot(snapshot(ev))
+            store.save_line_counts("cam1", {"gate": LineTotals(1, 0)})
             assert store.flush()
             health = store.health()
             assert not health.on_disk and health.problem, how
@@ -284,7 +288,7 @@ def test_a_read_only_folder_is_reported_and_events_stay_readable(tmp_path):
             assert health.held_in_memory == 1
             assert store.get(ev.id) == replace(ev, has_snapshot=True)
             assert store.snapshot(ev.id) == JPEG
-            assert store.load_line_counts() == {"cam1": {"gate": {"in": 1, "out": 0}}}
+            assert store.load_line_counts() == {"cam1": {"gate": LineTotals(1, 0)}}
             assert store.delete(ev.id) and store.get(ev.id) is None
         finally:
             store.close()
@@ -296,13 +300,13 @@ def test_a_full_disk_is_reported_and_the_store_recovers_when_space_returns(tmp_p
         store = EventStore(disk / "events", maintenance_interval_s=0.1)
         try:
             first = event(1)
-            store.save(first)
+            store.save_event(first)
             assert store.flush() and store.health().on_disk
             filler = fill(disk)
 
             held = [event(n, start=NOW + n) for n in range(2, 6)]
             for ev in held:
-                assert store.save(ev)
+                assert store.save_event(ev)
                 assert store.save_snapshot(snapshot(ev, b"\xff\xd8" + os.urandom(64 * 1024)))
             assert store.flush()
             health = store.health()
@@ -325,3 +329,12 @@ def test_a_full_disk_is_reported_and_the_store_recovers_when_space_returns(tmp_p
             assert again.get(held[-1].id).has_snapshot
         finally:
             again.close()
+
+
+def test_the_store_is_what_the_analysis_hub_writes_to():
+    """``AnalysisHub`` takes any ``EventSink``; the store must offer every method of it."""
+    import inspect
+
+    for name in ("save_event", "save_snapshot", "save_line_counts", "load_line_counts"):
+        wanted = [p.name for p in inspect.signature(getattr(EventSink, name)).parameters.values()]
+        assert [p.name for p in inspect.signature(getattr(EventStore, name)).parameters.values()] == wanted, name
