@@ -19,6 +19,9 @@ from edge_app.config.store import ConfigError, Problem, save_config
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.detect.labels import class_ids_for
+from edge_app.events.model import Event
+from edge_app.events.query import EventQuery
+from edge_app.events.store import EventStore
 from edge_app.model_change import ModelChange
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
@@ -49,8 +52,12 @@ class Appliance:
     def __init__(self, config: AppConfig, config_path: Optional[Path] = None, stall_after_s: Optional[float] = None,
                  *, detector_factory: Callable[..., Detector] = create_detector,
                  publisher_factory: Callable[..., MqttPublisher] = MqttPublisher,
-                 camera_factory: Callable[..., CameraWorker] = CameraWorker):
+                 camera_factory: Callable[..., CameraWorker] = CameraWorker,
+                 event_store: Optional[EventStore] = None):
         self._config = config
+        # Optional: without one events are only published, and the event routes answer [] and 404.
+        # Whoever makes the store closes it, after stop() has ended the open events.
+        self._event_store = event_store
         self._detector_factory = detector_factory
         self._publisher_factory = publisher_factory
         self._camera_factory = camera_factory
@@ -63,7 +70,7 @@ class Appliance:
         self._model_change: Optional[ModelChange] = None
         self._cameras: Dict[str, CameraWorker] = {}
         self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
-        self._analysis = AnalysisHub(lambda: self._publisher)
+        self._analysis = AnalysisHub(lambda: self._publisher, store=event_store)
         self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse)
         # The cameras whose frames go through the model: enabled with their detect switch on.
         self._detecting: Dict[str, CameraWorker] = {}
@@ -412,3 +419,16 @@ class Appliance:
 
     def counts(self) -> CountsReport:
         return self._analysis.counts()
+
+    # -- stored events: none without a store --------------------------------------------------------
+    def events(self, query: EventQuery) -> List[Event]:
+        return [] if self._event_store is None else self._event_store.events(query)
+
+    def event(self, event_id: str) -> Optional[Event]:
+        return None if self._event_store is None else self._event_store.get(event_id)
+
+    def event_snapshot(self, event_id: str) -> Optional[bytes]:
+        return None if self._event_store is None else self._event_store.snapshot(event_id)
+
+    def delete_event(self, event_id: str) -> bool:
+        return False if self._event_store is None else self._event_store.delete(event_id)
