@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from edge_app.analysis import AnalysisHub
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
 from edge_app.config.schema import AppConfig, CameraConfig, ModelConfig
@@ -18,6 +19,9 @@ from edge_app.config.store import ConfigError, Problem, save_config
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.detect.labels import class_ids_for
+from edge_app.events.model import Event
+from edge_app.events.query import EventQuery
+from edge_app.events.store import EventStore
 from edge_app.model_change import ModelChange
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
@@ -27,9 +31,10 @@ from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
 from edge_app.reconfigure import plan_changes
-from edge_app.redact import mask_secrets
-from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, ModelReport, MqttReport, PipelineReport,
-                              StatusReport, UnknownCamera)
+from edge_app.detections import Detections
+from edge_app.reports import camera_report, model_report, pipeline_report
+from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, MqttReport, StatusReport,
+                              UnknownCamera)
 from edge_app.version import __version__
 
 log = logging.getLogger(__name__)
@@ -47,8 +52,12 @@ class Appliance:
     def __init__(self, config: AppConfig, config_path: Optional[Path] = None, stall_after_s: Optional[float] = None,
                  *, detector_factory: Callable[..., Detector] = create_detector,
                  publisher_factory: Callable[..., MqttPublisher] = MqttPublisher,
-                 camera_factory: Callable[..., CameraWorker] = CameraWorker):
+                 camera_factory: Callable[..., CameraWorker] = CameraWorker,
+                 event_store: Optional[EventStore] = None):
         self._config = config
+        # Optional: without one events are only published, and the event routes answer [] and 404.
+        # Whoever makes the store closes it, after stop() has ended the open events.
+        self._event_store = event_store
         self._detector_factory = detector_factory
         self._publisher_factory = publisher_factory
         self._camera_factory = camera_factory
@@ -61,10 +70,13 @@ class Appliance:
         self._model_change: Optional[ModelChange] = None
         self._cameras: Dict[str, CameraWorker] = {}
         self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
-        self._results = ResultStore(self._publish_frame)
+        self._analysis = AnalysisHub(lambda: self._publisher, store=event_store)
+        self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse)
+        # The cameras whose frames go through the model: enabled with their detect switch on.
+        self._detecting: Dict[str, CameraWorker] = {}
         self._pipeline = Pipeline(
             detector_getter=lambda: self._detector,
-            sources_getter=lambda: self._cameras,
+            sources_getter=lambda: self._detecting,
             sink=self._results,
             scheduler=BatchScheduler(config.model.max_batch, config.model.batch_timeout_ms / 1000.0),
         )
@@ -101,6 +113,9 @@ class Appliance:
                 cv2.setNumThreads(1)
             for cam in self._config.cameras:
                 self._start_camera(cam)
+            self._analysis.configure(self._config)
+            self._publish_detect_states(self._config)
+            self._publisher.on_detect_set(self._on_detect_set, camera_known=lambda cid: self._config.camera(cid) is not None)
             self._reconfigure_pipeline()
             self._pipeline.start()
             self._stats_thread = threading.Thread(target=self._stats_loop, name="stats:mqtt", daemon=True)
@@ -127,6 +142,10 @@ class Appliance:
         self._pipeline.stop(timeout_s=max(0.5, deadline - time.monotonic() - 1.0))
         for t in stoppers:
             t.join(max(0.0, deadline - time.monotonic() - 1.0))
+        try:
+            self._analysis.end_all()  # open events end now, counts fall to 0, before MQTT goes
+        except Exception:
+            log.exception("ending the open events failed")
         self._publisher.stop(timeout_s=max(0.5, deadline - time.monotonic()))
         if self._detector is not None:
             self._detector.close()
@@ -171,15 +190,48 @@ class Appliance:
     def _reconfigure_pipeline(self) -> None:
         model = self._config.model
         max_batch = min(model.max_batch, self._detector.max_batch if self._detector else model.max_batch)
-        fps_limits = {c.id: c.fps_limit for c in self._config.cameras if c.enabled}
+        detecting = {c.id for c in self._config.cameras if c.enabled and c.detect}
+        self._detecting = {cid: worker for cid, worker in self._cameras.items() if cid in detecting}
+        fps_limits = {c.id: c.fps_limit for c in self._config.cameras if c.id in detecting}
         self._pipeline.reconfigure(fps_limits, max_batch, model.batch_timeout_ms / 1000.0)
 
     def _stats_loop(self) -> None:
-        while not self._stats_stop.wait(self._config.mqtt.stats_interval_s):
+        next_stats_s = time.monotonic() + self._config.mqtt.stats_interval_s
+        while not self._stats_stop.wait(1.0):
             try:
-                self._publisher.publish_stats(self.stats_payload())
+                self._analysis.tick()  # objects of a camera that went quiet still leave
+                if time.monotonic() >= next_stats_s:
+                    next_stats_s = time.monotonic() + self._config.mqtt.stats_interval_s
+                    self._publisher.publish_stats(self.stats_payload())
             except Exception:
                 log.exception("publishing stats failed")
+
+    # -- the detect switch (MQTT R/cameras/<id>/detect/set) ------------------------------------------
+    def _on_detect_set(self, camera_id: str, enabled: bool) -> None:
+        # Called on paho's network thread, which must not wait for a configuration change.
+        threading.Thread(target=self.set_detect, args=(camera_id, enabled), name=f"detect:{camera_id}",
+                         daemon=True).start()
+
+    def set_detect(self, camera_id: str, enabled: bool) -> None:
+        """Turn analysis of one camera on or off; saved like any configuration change."""
+        with self._apply_lock:
+            config = self._config
+            if config.camera(camera_id) is None:
+                return
+            cameras = [c.model_copy(update={"detect": enabled}) if c.id == camera_id else c for c in config.cameras]
+            if cameras == list(config.cameras):
+                self._publisher.publish_detect_state(camera_id, enabled)
+                return
+            try:
+                self.apply_config(config.model_copy(update={"cameras": cameras}))
+            except Exception:
+                log.exception("switching detection of camera %s %s failed", camera_id, "on" if enabled else "off")
+                return
+        log.info("camera %s: detection switched %s over MQTT", camera_id, "on" if enabled else "off")
+
+    def _publish_detect_states(self, config: AppConfig) -> None:
+        for cam in config.cameras:
+            self._publisher.publish_detect_state(cam.id, cam.detect)
 
     # -- live configuration -----------------------------------------------------------------------
     def current_config(self) -> AppConfig:
@@ -212,6 +264,8 @@ class Appliance:
                     self._publisher.forget_camera(cid)
             for cid in plan.cameras_added + plan.cameras_changed:
                 self._start_camera(new_config.camera(cid))
+            self._analysis.configure(new_config)
+            self._publish_detect_states(new_config)
             self._reconfigure_pipeline()
             logging.getLogger().setLevel(new_config.logging.level)
             log.info("configuration applied: %s", plan)
@@ -290,56 +344,30 @@ class Appliance:
             raise UnknownCamera(camera_id)
         return self._cameras.get(camera_id)
 
-    def _camera_report(self, cam: CameraConfig) -> CameraReport:
-        worker = self._cameras.get(cam.id)
-        stats = worker.stats() if worker else {}
-        figures = self._results.camera_figures(cam.id)
-        return CameraReport(
-            id=cam.id,
-            source=mask_secrets(cam.source),
-            enabled=cam.enabled,
-            state=stats.get("state", StreamState.STOPPED.value if not cam.enabled else StreamState.CONNECTING.value),
-            fps=stats.get("fps", 0.0),
-            analyzed_fps=figures.analyzed_fps,
-            frames_captured=stats.get("frames_captured", 0),
-            frames_analyzed=figures.frames_analyzed,
-            frames_dropped=stats.get("frames_dropped", 0) + figures.frames_stale,
-            reconnects=stats.get("reconnects", 0),
-            last_error=stats.get("last_error"),
-        )
-
     def cameras(self) -> List[CameraReport]:
-        return [self._camera_report(cam) for cam in self._config.cameras]
+        reports = []
+        for cam in self._config.cameras:
+            worker = self._cameras.get(cam.id)
+            reports.append(camera_report(cam, worker.stats() if worker else {}, self._results.camera_figures(cam.id)))
+        return reports
 
     def status(self) -> StatusReport:
         detector = self._detector
-        model = self._config.model
         return StatusReport(
             device_id=self._config.device_id,
             version=__version__,
             uptime_s=round(time.monotonic() - self._started_mono_s, 1),
             backend=detector.backend_name if detector else None,
-            model=ModelReport(
-                path=model.path,
-                input_size=list(detector.input_hw) if detector else model.input_size,
-                precision=detector.describe().get("precision", model.precision) if detector else model.precision,
-                max_batch=detector.max_batch if detector else model.max_batch,
-            ),
+            model=model_report(self._config.model, detector),
             mqtt=MqttReport(**self._publisher.stats()),
             cameras=self.cameras(),
-            pipeline=self._pipeline_report(),
+            pipeline=pipeline_report(self._results.pipeline_figures(), self._pipeline.errors, self.pipeline_health()),
             engine_build=self.engine_build(),
             model_change=self._model_change.report if self._model_change is not None else None,
         )
 
     def pipeline_health(self) -> PipelineHealth:
         return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)
-
-    def _pipeline_report(self) -> PipelineReport:
-        figures, health = self._results.pipeline_figures(), self.pipeline_health()
-        return PipelineReport(fps=figures.fps, latency_ms=figures.latency_ms, stage_ms=figures.stage_ms,
-                              errors=self._pipeline.errors, stalled=health.stalled, stall_reason=health.reason,
-                              last_batch_age_s=health.last_batch_age_s)
 
     def engine_build(self) -> Optional[Dict[str, Any]]:
         """The TensorRT engine build's latest progress report, or None."""
@@ -359,8 +387,21 @@ class Appliance:
             reasons.append(stalled)
         return (not reasons, reasons)
 
+    def _unanalysed(self, camera_id: str, frame) -> Optional[AnalysedFrame]:
+        """A captured frame of a camera whose detection is off, as a frame without detections."""
+        if frame is None:
+            return None
+        labels = self._detector.labels if self._detector is not None else ()
+        return AnalysedFrame(camera_id, frame.frame_id, frame.ts, frame.image, Detections.empty(labels))
+
+    def _detection_off(self, camera_id: str) -> bool:
+        return camera_id in self._cameras and camera_id not in self._detecting
+
     def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
         self._worker(camera_id)
+        worker = self._cameras.get(camera_id)
+        if worker is not None and self._detection_off(camera_id):
+            return self._unanalysed(camera_id, worker.peek())
         return self._results.latest_frame(camera_id)
 
     def latest_detections(self, camera_id: str) -> Optional[Dict[str, Any]]:
@@ -370,4 +411,24 @@ class Appliance:
 
     def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
         self._worker(camera_id)
-        return self._results.wait_frame(camera_id, after_frame_id, timeout_s)
+        worker = self._cameras.get(camera_id)
+        if worker is None or not self._detection_off(camera_id):
+            return self._results.wait_frame(camera_id, after_frame_id, timeout_s)
+        # Live view of a camera that streams without analysis: its newest captured frame.
+        return self._unanalysed(camera_id, worker.wait_newer(after_frame_id, timeout_s))
+
+    def counts(self) -> CountsReport:
+        return self._analysis.counts()
+
+    # -- stored events: none without a store --------------------------------------------------------
+    def events(self, query: EventQuery) -> List[Event]:
+        return [] if self._event_store is None else self._event_store.events(query)
+
+    def event(self, event_id: str) -> Optional[Event]:
+        return None if self._event_store is None else self._event_store.get(event_id)
+
+    def event_snapshot(self, event_id: str) -> Optional[bytes]:
+        return None if self._event_store is None else self._event_store.snapshot(event_id)
+
+    def delete_event(self, event_id: str) -> bool:
+        return False if self._event_store is None else self._event_store.delete(event_id)

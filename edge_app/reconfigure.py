@@ -12,6 +12,12 @@ from edge_app.config.schema import AppConfig
 
 # Model settings the decoder reads on every batch: changing these needs no model reload.
 _DECODE_ONLY_KEYS = {"conf_threshold", "iou_threshold", "classes", "batch_timeout_ms"}
+# Camera settings read by the analysis (edge_app.analysis), not by capture: no camera restart.
+_ANALYSIS_KEYS = {"detect", "zones", "lines"}
+
+
+def _capture_settings(camera) -> dict:
+    return camera.model_dump(exclude=_ANALYSIS_KEYS)
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,8 @@ def plan_changes(old: AppConfig, new: AppConfig) -> ChangePlan:
     new_cams = {c.id: c for c in new.cameras}
     added = tuple(cid for cid in new_cams if cid not in old_cams)
     removed = tuple(cid for cid in old_cams if cid not in new_cams)
-    changed = tuple(cid for cid in new_cams if cid in old_cams and new_cams[cid] != old_cams[cid])
+    changed = tuple(cid for cid in new_cams
+                    if cid in old_cams and _capture_settings(new_cams[cid]) != _capture_settings(old_cams[cid]))
     if old.capture != new.capture:
         # Reconnect timing is read when a camera starts: restart the ones that stay.
         changed = tuple(dict.fromkeys(changed + tuple(cid for cid in new_cams if cid in old_cams)))

@@ -14,6 +14,8 @@ import numpy as np
 
 from edge_app.config.schema import AppConfig
 from edge_app.detections import Detections
+from edge_app.events.model import Event
+from edge_app.events.query import EventQuery
 
 
 class UnknownCamera(KeyError):
@@ -106,6 +108,19 @@ class ModelChangeReport:
 
 
 @dataclass(frozen=True)
+class CountsReport:
+    """The body of ``GET /api/v1/counts`` (SPEC.md "Extensions")."""
+
+    cameras: Dict[str, Dict[str, int]] = field(default_factory=dict)  # camera -> label -> objects in view
+    zones: Dict[str, Dict[str, int]] = field(default_factory=dict)  # zone -> label -> objects in the zone
+    # line -> {"in": n, "out": n} since the counts were last reset
+    lines: Dict[str, Dict[str, int]] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class StatusReport:
     """The body of ``GET /api/v1/status``."""
 
@@ -159,3 +174,18 @@ class ApplianceService(Protocol):
 
     def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
         """Block until an analysed frame newer than ``after_frame_id`` exists (for MJPEG), or timeout."""
+
+    def events(self, query: EventQuery) -> List[Event]:
+        """Stored events matching ``query``, newest first, at most ``query.bounded_limit``."""
+
+    def event(self, event_id: str) -> Optional[Event]:
+        """One stored event, or None when unknown."""
+
+    def event_snapshot(self, event_id: str) -> Optional[bytes]:
+        """The JPEG of the event's best snapshot, or None when it has none (or is unknown)."""
+
+    def delete_event(self, event_id: str) -> bool:
+        """Delete an event and its snapshot; False when it was unknown."""
+
+    def counts(self) -> CountsReport:
+        ...

@@ -152,3 +152,24 @@ def test_settings_changed_while_a_model_loads_apply_to_the_new_model(running, in
     gate.set()
     _wait(lambda: appliance.status().model_change.state == "applied", what="the new model")
     assert appliance._detector.conf_threshold == 0.6 and appliance._detector.classes == ("person",)
+
+
+def test_detection_switched_off_keeps_the_camera_streaming_for_live_view(running):
+    appliance, _, config_path = running
+    _wait(lambda: appliance.status().cameras[0].frames_analyzed > 2, what="analysed frames")
+    frames_before = appliance.status().cameras[0].frames_captured
+
+    appliance.set_detect("cam", False)
+
+    assert load_config(config_path).cameras[0].detect is False, "saved like a configuration change"
+    analysed = appliance.status().cameras[0].frames_analyzed
+    live = appliance.wait_frame("cam", -1, 5.0)
+    newer = appliance.wait_frame("cam", live.frame_id, 5.0)
+    assert newer is not None and newer.frame_id != live.frame_id and len(newer.detections) == 0
+    status = appliance.status().cameras[0]
+    assert status.state == "streaming" and status.frames_captured > frames_before
+    time.sleep(0.5)
+    assert appliance.status().cameras[0].frames_analyzed <= analysed + 1, "no analysis while off"
+
+    appliance.set_detect("cam", True)
+    _wait(lambda: appliance.status().cameras[0].frames_analyzed > analysed + 3, what="analysis back on")

@@ -16,6 +16,7 @@ from edge_app.api.cameras import cameras_blueprint
 from edge_app.api.config_routes import config_blueprint
 from edge_app.api.dashboard import dashboard_blueprint
 from edge_app.api.errors import register_error_handlers
+from edge_app.api.events import events_blueprint
 from edge_app.api.health import health_blueprint
 from edge_app.api.hosts import install_host_check
 from edge_app.api.metrics import metrics_blueprint
@@ -27,7 +28,7 @@ from edge_app.config.schema import AppConfig
 logger = logging.getLogger(__name__)
 
 # Only these accept ``?token=``: they are what a browser loads through <img src>.
-QUERY_TOKEN_ENDPOINTS = frozenset({"cameras.snapshot", "cameras.stream"})
+QUERY_TOKEN_ENDPOINTS = frozenset({"cameras.snapshot", "cameras.stream", "events.snapshot"})
 
 
 def _live_limit_request_class(get_config: Callable[[], AppConfig]) -> Type[Request]:
@@ -75,6 +76,7 @@ def create_app(
     app.register_blueprint(status_blueprint(service))
     app.register_blueprint(config_blueprint(service, get_config))
     app.register_blueprint(cameras_blueprint(service, get_config, max_live_streams, max_live_streams_per_camera))
+    app.register_blueprint(events_blueprint(service))
     app.register_blueprint(metrics_blueprint(service))
     app.register_blueprint(openapi_blueprint())
     app.register_blueprint(dashboard_blueprint())

@@ -12,8 +12,10 @@ from flask import Blueprint, Response, jsonify
 from pydantic import TypeAdapter
 
 from edge_app.config.schema import AppConfig
+from edge_app.events.model import Event
+from edge_app.events.query import EVENT_ID_PATTERN, MAX_LIMIT
 from edge_app.mqtt.payloads import CAMERA_STATES
-from edge_app.service import StatusReport
+from edge_app.service import CountsReport, StatusReport
 from edge_app.version import __version__
 
 Schema = Dict[str, Any]
@@ -78,6 +80,16 @@ CAMERA_ID = _param("camera_id", "path", {"type": "string", "pattern": "^[A-Za-z0
 ANNOTATE = _param("annotate", "query", {"type": "integer", "enum": [0, 1]}, "Draw boxes and labels")
 QUALITY = _param("quality", "query", {"type": "integer", "minimum": 1, "maximum": 100}, "JPEG quality")
 FPS = _param("fps", "query", {"type": "number", "minimum": 0.1, "maximum": 30}, "Most frames per second sent (default 10)")
+EVENT_ID = _param("event_id", "path", {"type": "string", "pattern": f"^{EVENT_ID_PATTERN}$"}, required=True)
+NAME_SCHEMA = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}
+EVENT_FILTERS = [
+    _param("camera", "query", NAME_SCHEMA, "Only this camera's events"),
+    _param("label", "query", {"type": "string", "maxLength": 64}, "Only events of this label"),
+    _param("zone", "query", NAME_SCHEMA, "Only events that entered this zone"),
+    _param("after", "query", {"type": "number", "minimum": 0}, "Started after this time (Unix seconds)"),
+    _param("before", "query", {"type": "number", "minimum": 0}, "Started before this time (Unix seconds)"),
+    _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 50}, "Most events answered"),
+]
 TOKEN_QUERY = _param("token", "query", {"type": "string"}, "The API token, for <img> tags that cannot send headers")
 CONFIG_BODY_ERRORS = {
     "400": _json(_ref("ValidationError"), "Invalid configuration; nothing changed"),
@@ -99,6 +111,24 @@ def _report_schemas() -> Dict[str, Schema]:
     schemas["PipelineReport"]["properties"]["stalled"]["description"] = (
         "work waited too long for a completed batch; /readyz answers 503")
     return schemas
+
+
+def _event_schemas() -> Dict[str, Schema]:
+    """The event object of SPEC.md and the counts, generated from the dataclasses the store and appliance answer."""
+    event = TypeAdapter(Event).json_schema(mode="serialization")
+    event["properties"]["box"] = {"type": "array", "items": NUMBER, "minItems": 4, "maxItems": 4,
+                                  "description": "[x1, y1, x2, y2] in source pixels, latest frame"}
+    event["description"] = "An event: one tracked object of interest (times in Unix seconds)"
+    event["required"] = list(event["properties"])
+    counts = TypeAdapter(CountsReport).json_schema(mode="serialization")
+    per_label = {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": INTEGER}}
+    counts["properties"]["cameras"] = dict(per_label, description="{camera: {label: objects in view now}}")
+    counts["properties"]["zones"] = dict(per_label, description="{zone: {label: objects in the zone now}}")
+    counts["properties"]["lines"] = {"type": "object", "description": "Crossings since the counts were reset, kept across restarts",
+                                     "additionalProperties": _object(**{"in": INTEGER, "out": INTEGER})}
+    counts["required"] = list(counts["properties"])
+    counts["description"] = "Objects in view now, and line crossings kept across restarts"
+    return {"Event": event, "EventList": dict(_object(events={"type": "array", "items": _ref("Event")}), required=["events"]), "Counts": counts}
 
 
 def _component_schemas() -> Dict[str, Schema]:
@@ -143,6 +173,7 @@ def _component_schemas() -> Dict[str, Schema]:
                        "and the parts still being applied",
     }
     schemas.update(_report_schemas())
+    schemas.update(_event_schemas())
     schemas["DetectionsMessage"] = {
         "type": "object",
         "description": "The latest detections message of a camera, as published on MQTT",
@@ -211,6 +242,8 @@ def _paths() -> Dict[str, Any]:
         "description": "RFC 7396 JSON merge patch; null deletes a key (back to its default)",
     }
     config_answer = {"200": _json(_ref("ConfigAnswer"), "Applied and saved"), **CONFIG_BODY_ERRORS}
+    unknown_event = _error("Unknown event")
+    bad_id = _error("Not an event id")
     ready = _json({"type": "object", "properties": {"ready": {"const": True}}}, "Ready")
     not_ready = _json(
         {"type": "object", "properties": {"ready": {"const": False}, "reasons": string_list, "error": {"type": "string"}}},
@@ -264,6 +297,25 @@ def _paths() -> Dict[str, Any]:
                 "cameras",
                 [CAMERA_ID, ANNOTATE, QUALITY, FPS, TOKEN_QUERY],
             ),
+        },
+        "/api/v1/events": {
+            "get": _op("Stored events, newest first", {"200": _json(_ref("EventList"), "Events"), "400": bad_query},
+                       "events", EVENT_FILTERS),
+        },
+        "/api/v1/events/{event_id}": {
+            "get": _op("One event", {"200": _json(_ref("Event"), "Event"), "400": bad_id, "404": unknown_event},
+                       "events", [EVENT_ID]),
+            "delete": _op("Delete an event and its snapshot", {"204": {"description": "Deleted"}, "400": bad_id,
+                                                               "404": unknown_event}, "events", [EVENT_ID]),
+        },
+        "/api/v1/events/{event_id}/snapshot.jpg": {
+            "get": _op("The event's best snapshot, annotated with its box",
+                       {"200": _binary("image/jpeg", "JPEG image"), "400": bad_id,
+                        "404": _error("Unknown event, or it has no snapshot")}, "events", [EVENT_ID, TOKEN_QUERY]),
+        },
+        "/api/v1/counts": {
+            "get": _op("Objects in view per camera and zone, and line crossings", {"200": _json(_ref("Counts"), "Counts")},
+                       "events"),
         },
     }
 

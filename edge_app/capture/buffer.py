@@ -72,6 +72,14 @@ class FrameSlot:
         """The newest frame put so far, consumed or not, without consuming it."""
         return self._latest
 
+    def wait_newer(self, after_frame_id: int, timeout_s: float) -> Optional[Frame]:
+        """The newest frame once it is not ``after_frame_id`` (live view without analysis); None on timeout."""
+        with self._cond:
+            self._cond.wait_for(lambda: (self._latest is not None and self._latest.frame_id != after_frame_id)
+                                or self._closed, timeout_s)
+            latest = self._latest
+            return latest if latest is not None and latest.frame_id != after_frame_id else None
+
     def wait_drained(self, timeout_s: Optional[float] = None) -> bool:
         """Wait until the pending frame was taken (or the slot closed); True when drained."""
         with self._cond:

@@ -175,6 +175,10 @@ class CameraWorker:
         """The newest frame, consumed or not, without consuming it (snapshots)."""
         return self._slot.peek()
 
+    def wait_newer(self, after_frame_id: int, timeout_s: float) -> Optional[Frame]:
+        """Block until a frame other than ``after_frame_id`` has arrived (live view), or timeout."""
+        return self._slot.wait_newer(after_frame_id, timeout_s)
+
     def stats(self) -> Dict[str, Any]:
         """state, fps (sliding window), frames_captured, frames_dropped, reconnects, last_error."""
         with self._lock:

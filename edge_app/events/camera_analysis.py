@@ -219,6 +219,10 @@ class CameraAnalysis:
     def open_events(self) -> List[Event]:
         return self.book.open_events()
 
+    def idle_s(self, now: float) -> float:
+        """Seconds since the last frame processed (infinite before the first)."""
+        return float("inf") if self._last_ts is None else max(0.0, now - self._last_ts)
+
     # ---------------------------------------------------------------- internals
     def _snapshots(self, image: np.ndarray, tracked: Detections, ids: np.ndarray, now: float) -> List[Snapshot]:
         if not self.snapshots.settings.enabled:

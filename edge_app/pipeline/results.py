@@ -37,8 +37,11 @@ class ResultStore:
     encoding a JPEG never happens here, only when a snapshot or live view is asked for.
     """
 
-    def __init__(self, sink: Callable[[AnalysedFrame], None], clock: Callable[[], float] = time.monotonic):
+    def __init__(self, sink: Callable[[AnalysedFrame], None], clock: Callable[[], float] = time.monotonic,
+                 analyse: Optional[Callable[[AnalysedFrame], AnalysedFrame]] = None):
         self._sink = sink
+        # Tracking, zones and events (edge_app.analysis): adds track ids before anything is published.
+        self._analyse = analyse
         self._clock = clock
         self._cond = threading.Condition()
         self._frames: Dict[str, AnalysedFrame] = {}
@@ -56,6 +59,8 @@ class ResultStore:
         now_mono_s = self._clock()
         latency_ms = max(0.0, (now_mono_s - frame.mono_ts) * 1000.0)
         analysed = AnalysedFrame(frame.camera_id, frame.frame_id, frame.ts, frame.image, detections, latency_ms)
+        if self._analyse is not None:
+            analysed = self._analyse(analysed)
         self._sink(analysed)
         with self._cond:
             self._frames[frame.camera_id] = analysed

@@ -97,6 +97,7 @@ def make_api(tmp_path, bus_image, model_path) -> Callable[..., RunningApi]:
     for running in started:
         running.http.close()
         running.server.stop(timeout_s=5)
+        running.service.close()
 
 
 @pytest.fixture

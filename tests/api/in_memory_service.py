@@ -19,12 +19,15 @@ from edge_app.capture.frame import Frame
 from edge_app.config.schema import AppConfig
 from edge_app.config.store import ConfigError, save_config
 from edge_app.detections import Detections
+from edge_app.events.model import Event, Snapshot
+from edge_app.events.query import EventQuery
+from edge_app.events.store import EventStore
 from edge_app.pipeline.health import PipelineActivity, assess, readiness_reason
 from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.pipeline.results import ResultStore
 from edge_app.redact import mask_secrets
-from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, LatencyReport, ModelReport, MqttReport,
-                              PipelineReport, StatusReport, UnknownCamera)
+from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, LatencyReport, ModelReport,
+                              MqttReport, PipelineReport, StatusReport, UnknownCamera)
 from edge_app.version import __version__
 
 RESTART_KEYS = (("api", "host"), ("api", "port"))
@@ -49,6 +52,9 @@ class InMemoryService:
         self.now_s = 1000.0
         self.pipeline_activity = PipelineActivity(running=True, gather_alive=True, last_batch_s=999.9, work_since_s=None)
         self.pipeline_errors = 0
+        # A real store in a folder beside the configuration file; ``live_counts`` stands in for the engine's.
+        self.event_store = EventStore(self._config_path.parent / f"{self._config_path.stem}-events")
+        self.live_counts = CountsReport()
         save_config(config, self._config_path)
 
     # -- test controls -----------------------------------------------------------------------
@@ -61,6 +67,18 @@ class InMemoryService:
         frame = Frame(camera_id, frame_id, time.time(), time.monotonic(), image)
         self._results.handle(frame, detections, {"inference": 10.0})
         return self._results.latest_frame(camera_id)
+
+    def add_event(self, event: Event, jpeg: Optional[bytes] = None) -> Event:
+        """Store ``event`` (and ``jpeg`` as its snapshot) as the event engine would, and wait for the write."""
+        self.event_store.save_event(event)
+        if jpeg is not None:
+            self.event_store.save_snapshot(Snapshot(event.id, event.camera_id, event.label, event.top_score,
+                                                    event.frame_time, jpeg))
+        assert self.event_store.flush(), "the event store did not write in time"
+        return event
+
+    def close(self) -> None:
+        self.event_store.close()
 
     # -- ApplianceService ----------------------------------------------------------------------
     def _known(self, camera_id: str) -> None:
@@ -150,3 +168,20 @@ class InMemoryService:
     def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
         self._known(camera_id)
         return self._results.wait_frame(camera_id, after_frame_id, timeout_s)
+
+    def events(self, query: EventQuery) -> List[Event]:
+        return self.event_store.events(query)
+
+    def event(self, event_id: str) -> Optional[Event]:
+        return self.event_store.get(event_id)
+
+    def event_snapshot(self, event_id: str) -> Optional[bytes]:
+        return self.event_store.snapshot(event_id)
+
+    def delete_event(self, event_id: str) -> bool:
+        return self.event_store.delete(event_id)
+
+    def counts(self) -> CountsReport:
+        lines = {line: totals.to_dict() for cams in self.event_store.load_line_counts().values()
+                 for line, totals in cams.items()}
+        return CountsReport(cameras=self.live_counts.cameras, zones=self.live_counts.zones, lines=lines)

@@ -19,6 +19,11 @@ SPEC_ROUTES = [
     ("get", "/api/v1/cameras/{camera_id}/stream.mjpg"),
     ("get", "/metrics"),
     ("get", "/api/openapi.json"),
+    ("get", "/api/v1/events"),
+    ("get", "/api/v1/events/{event_id}"),
+    ("get", "/api/v1/events/{event_id}/snapshot.jpg"),
+    ("delete", "/api/v1/events/{event_id}"),
+    ("get", "/api/v1/counts"),
 ]
 
 

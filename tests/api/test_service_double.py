@@ -26,8 +26,9 @@ def _signature(cls, name):
 
 
 def test_the_protocol_lists_what_the_api_uses():
-    assert PROTOCOL_METHODS == ["apply_config", "cameras", "current_config", "latest_detections", "latest_frame",
-                                "readiness", "status", "wait_frame"]
+    assert PROTOCOL_METHODS == ["apply_config", "cameras", "counts", "current_config", "delete_event", "event",
+                                "event_snapshot", "events", "latest_detections", "latest_frame", "readiness",
+                                "status", "wait_frame"]
 
 
 @pytest.mark.parametrize("implementation", [Appliance, InMemoryService], ids=["appliance", "in-memory-double"])

@@ -105,3 +105,14 @@ def test_pacer_stops_when_sleep_is_interrupted():
                                               (-1.0, DEFAULT_FILE_FPS), (float("nan"), DEFAULT_FILE_FPS), (90000.0, DEFAULT_FILE_FPS)])
 def test_file_fps(reported, expected):
     assert file_fps(reported) == expected
+
+
+def test_wait_newer_returns_the_next_frame_or_none_on_timeout():
+    slot = FrameSlot(BufferPolicy.DROP_OLDEST)
+    assert slot.wait_newer(-1, 0.05) is None
+    first = Frame("c", 1, 0.0, 0.0, np.zeros((2, 2, 3), np.uint8))
+    slot.put(first)
+    assert slot.wait_newer(-1, 0.05) is first
+    assert slot.wait_newer(1, 0.05) is None
+    threading.Timer(0.05, slot.put, args=(Frame("c", 2, 0.0, 0.0, np.zeros((2, 2, 3), np.uint8)),)).start()
+    assert slot.wait_newer(1, 2.0).frame_id == 2

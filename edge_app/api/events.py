@@ -1,0 +1,111 @@
+"""``/api/v1/events`` and ``/api/v1/counts``: stored events, their snapshots, and live counts.
+
+Every query parameter is checked before the store sees it: a wrong number or limit is a 400
+with a sentence saying which parameter, never a server error, and an event id must look like
+one (it never becomes a path: the store keeps its own file names).
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Mapping, Optional
+
+from flask import Blueprint, Response, jsonify, request
+
+from edge_app.api.errors import ApiError
+from edge_app.events.query import DEFAULT_LIMIT, EVENT_ID_PATTERN, MAX_LIMIT, EventQuery, valid_event_id
+from edge_app.service import ApplianceService
+
+NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # camera ids and zone names (SPEC.md)
+LABEL = re.compile(r"[^\x00-\x1f\x7f]{1,64}")  # class names may hold spaces ("traffic light")
+LARGEST_TIME_S = 1e11  # Unix seconds, the year 5138: beyond it a number is a mistake
+
+
+def _text(args: Mapping[str, str], name: str, pattern: "re.Pattern[str]") -> Optional[str]:
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return None
+    if not pattern.fullmatch(raw):
+        raise ApiError(400, f"{name} must match {pattern.pattern}, got {raw[:80]!r}")
+    return raw
+
+
+def _time(args: Mapping[str, str], name: str) -> Optional[float]:
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value <= LARGEST_TIME_S):
+        raise ApiError(400, f"{name} must be a time in Unix seconds (a number from 0 to {LARGEST_TIME_S:.0e}), "
+                            f"got {raw[:80]!r}")
+    return value
+
+
+def _limit(args: Mapping[str, str]) -> int:
+    raw = args.get("limit")
+    if raw is None or raw == "":
+        return DEFAULT_LIMIT
+    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise ApiError(400, f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw[:80]!r}")
+    return int(raw)
+
+
+def event_query(args: Mapping[str, str]) -> EventQuery:
+    """The filters of ``GET /api/v1/events``; raises ApiError (400) for a bad parameter."""
+    query = EventQuery(camera=_text(args, "camera", NAME), label=_text(args, "label", LABEL),
+                       zone=_text(args, "zone", NAME), after=_time(args, "after"), before=_time(args, "before"),
+                       limit=_limit(args))
+    if query.after is not None and query.before is not None and query.after > query.before:
+        raise ApiError(400, f"after ({query.after:g}) must be earlier than before ({query.before:g})")
+    return query
+
+
+def _checked_id(event_id: str) -> str:
+    if not valid_event_id(event_id):
+        raise ApiError(400, f"an event id must match {EVENT_ID_PATTERN}, got {event_id[:80]!r}")
+    return event_id
+
+
+def events_blueprint(service: ApplianceService) -> Blueprint:
+    bp = Blueprint("events", __name__)
+
+    def unknown(event_id: str) -> ApiError:
+        return ApiError(404, f"unknown event {event_id!r}")
+
+    @bp.get("/api/v1/events")
+    def list_events() -> Response:
+        query = event_query(request.args)
+        return jsonify({"events": [event.to_dict() for event in service.events(query)]})
+
+    @bp.get("/api/v1/events/<event_id>")
+    def get_event(event_id: str) -> Response:
+        event = service.event(_checked_id(event_id))
+        if event is None:
+            raise unknown(event_id)
+        return jsonify(event.to_dict())
+
+    @bp.get("/api/v1/events/<event_id>/snapshot.jpg")
+    def snapshot(event_id: str) -> Response:
+        jpeg = service.event_snapshot(_checked_id(event_id))
+        if jpeg is None:
+            if service.event(event_id) is None:
+                raise unknown(event_id)
+            raise ApiError(404, f"event {event_id!r} has no snapshot")
+        response = Response(jpeg, mimetype="image/jpeg")
+        response.headers["Content-Disposition"] = f'inline; filename="{event_id}.jpg"'
+        return response
+
+    @bp.delete("/api/v1/events/<event_id>")
+    def delete_event(event_id: str) -> Response:
+        if not service.delete_event(_checked_id(event_id)):
+            raise unknown(event_id)
+        return Response(status=204)
+
+    @bp.get("/api/v1/counts")
+    def counts() -> Response:
+        return jsonify(service.counts().to_dict())
+
+    return bp

@@ -1,0 +1,294 @@
+"""The event database on disk: schema, migrations and the SQL of every operation.
+
+One ``EventDatabase`` belongs to the store's writer thread; readers (HTTP threads) open their
+own short-lived connections with :func:`read_connection`, which WAL lets run beside the writer.
+Snapshot JPEGs live as files next to the database (``snapshots/<name>.jpg``); the database
+holds their names, so a file path is never built from what a client sent.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+from pathlib import Path
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+from edge_app.events.model import Event
+from edge_app.events.query import EventQuery, LineCountsByCamera, snapshot_file_name
+
+log = logging.getLogger(__name__)
+
+DB_NAME = "events.db"
+SNAPSHOT_DIR = "snapshots"
+BUSY_TIMEOUT_S = 5.0
+WAL_LIMIT_BYTES = 4 * 1024 * 1024
+RETENTION_CHUNK = 200
+ROW_BYTES_ESTIMATE = 512  # an event row with its zones and indexes, roughly
+
+#: (version, statements): each migration runs once, in order, in one transaction
+MIGRATIONS: Sequence[Tuple[int, Sequence[str]]] = (
+    (1, (
+        """CREATE TABLE events (
+            id TEXT PRIMARY KEY, camera_id TEXT NOT NULL, label TEXT NOT NULL, track_id INTEGER NOT NULL,
+            score REAL NOT NULL, top_score REAL NOT NULL, box TEXT NOT NULL, frame_time REAL NOT NULL,
+            start_time REAL NOT NULL, end_time REAL, current_zones TEXT NOT NULL, entered_zones TEXT NOT NULL)""",
+        "CREATE INDEX events_start ON events (start_time)",
+        "CREATE INDEX events_camera_start ON events (camera_id, start_time)",
+        "CREATE INDEX events_label_start ON events (label, start_time)",
+        "CREATE INDEX events_open ON events (end_time) WHERE end_time IS NULL",
+        "CREATE TABLE event_zones (event_id TEXT NOT NULL, zone TEXT NOT NULL, PRIMARY KEY (zone, event_id))",
+        "CREATE INDEX event_zones_event ON event_zones (event_id)",
+        """CREATE TABLE snapshots (event_id TEXT PRIMARY KEY, file TEXT NOT NULL, size_bytes INTEGER NOT NULL,
+            saved_at REAL NOT NULL)""",
+        """CREATE TABLE line_counts (camera_id TEXT NOT NULL, line TEXT NOT NULL, in_count INTEGER NOT NULL,
+            out_count INTEGER NOT NULL, PRIMARY KEY (camera_id, line))""",
+    )),
+)
+LATEST_VERSION = MIGRATIONS[-1][0]
+
+_EVENT_COLUMNS = ("e.id, e.camera_id, e.label, e.track_id, e.score, e.top_score, e.box, e.frame_time, e.start_time, "
+                  "e.end_time, e.current_zones, e.entered_zones, s.event_id IS NOT NULL")
+_SELECT = f"SELECT {_EVENT_COLUMNS} FROM events e LEFT JOIN snapshots s ON s.event_id = e.id"
+
+
+class NewerDatabase(RuntimeError):
+    """The database was written by a newer edge-app: it is left as it is."""
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    current = row[0] or 0
+    if current > LATEST_VERSION:
+        raise NewerDatabase(f"the event database has schema version {current}; this edge-app knows up to {LATEST_VERSION}")
+    for version, statements in MIGRATIONS:
+        if version <= current:
+            continue
+        with conn:
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+        log.info("event database migrated to schema version %d", version)
+
+
+def read_connection(directory: Path) -> Optional[sqlite3.Connection]:
+    """A connection for one read, or None when there is no database yet."""
+    path = Path(directory) / DB_NAME
+    if not path.exists():
+        return None
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def _event_from_row(row: Sequence) -> Event:
+    return Event(id=row[0], camera_id=row[1], label=row[2], track_id=int(row[3]), score=float(row[4]),
+                 top_score=float(row[5]), box=tuple(json.loads(row[6])), frame_time=float(row[7]),
+                 start_time=float(row[8]), end_time=None if row[9] is None else float(row[9]),
+                 current_zones=tuple(json.loads(row[10])), entered_zones=tuple(json.loads(row[11])),
+                 has_snapshot=bool(row[12]))
+
+
+def query_events(conn: sqlite3.Connection, query: EventQuery) -> List[Event]:
+    where, args = [], []
+    for column, value in (("e.camera_id", query.camera), ("e.label", query.label)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
+    if query.zone is not None:
+        where.append("e.id IN (SELECT event_id FROM event_zones WHERE zone = ?)")
+        args.append(query.zone)
+    if query.after is not None:
+        where.append("e.start_time > ?")
+        args.append(query.after)
+    if query.before is not None:
+        where.append("e.start_time < ?")
+        args.append(query.before)
+    sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY e.start_time DESC, e.id DESC LIMIT ?"
+    args.append(query.bounded_limit)
+    return [_event_from_row(row) for row in conn.execute(sql, args)]
+
+
+def get_event(conn: sqlite3.Connection, event_id: str) -> Optional[Event]:
+    row = conn.execute(_SELECT + " WHERE e.id = ?", (event_id,)).fetchone()
+    return None if row is None else _event_from_row(row)
+
+
+def snapshot_path(conn: sqlite3.Connection, directory: Path, event_id: str) -> Optional[Path]:
+    row = conn.execute("SELECT file FROM snapshots WHERE event_id = ?", (event_id,)).fetchone()
+    return None if row is None else Path(directory) / SNAPSHOT_DIR / row[0]
+
+
+def line_counts(conn: sqlite3.Connection) -> LineCountsByCamera:
+    counts: LineCountsByCamera = {}
+    for camera_id, line, in_count, out_count in conn.execute("SELECT camera_id, line, in_count, out_count FROM line_counts"):
+        counts.setdefault(camera_id, {})[line] = {"in": int(in_count), "out": int(out_count)}
+    return counts
+
+
+class EventDatabase:
+    """The writer's connection. Every method may raise sqlite3.Error or OSError (a full disk)."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.snapshot_dir = self.directory / SNAPSHOT_DIR
+        self.snapshot_dir.mkdir(parents=True, exist_ok=True)
+        self._pending_unlink: List[str] = []  # snapshot files of deleted rows, removed after the commit
+        # Opened by the thread that builds the store, then used by its writer thread alone.
+        self.conn = sqlite3.connect(str(self.directory / DB_NAME), timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                    check_same_thread=False)
+        try:
+            # Set before the first table exists; lets retention give deleted pages back to the disk.
+            self.conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+            mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise sqlite3.OperationalError(f"the event database cannot use WAL (journal mode {mode})")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            # Without a limit the WAL file keeps its largest size; retention by size must see it shrink.
+            self.conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")  # WAL: a power cut loses the last writes, never the file
+            _migrate(self.conn)
+        except Exception:
+            self.conn.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            self.conn.close()
+
+    def begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        self._pending_unlink = []
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+    # -- writes (inside begin/commit) -----------------------------------------------------------
+    def upsert(self, event: Event) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO events (id, camera_id, label, track_id, score, top_score, box, frame_time, "
+            "start_time, end_time, current_zones, entered_zones) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (event.id, event.camera_id, event.label, int(event.track_id), float(event.score), float(event.top_score),
+             json.dumps([float(v) for v in event.box]), float(event.frame_time), float(event.start_time),
+             event.end_time, json.dumps(list(event.current_zones)), json.dumps(list(event.entered_zones))))
+        self.conn.execute("DELETE FROM event_zones WHERE event_id = ?", (event.id,))
+        self.conn.executemany("INSERT OR IGNORE INTO event_zones (event_id, zone) VALUES (?, ?)",
+                              [(event.id, zone) for zone in event.entered_zones])
+
+    def put_snapshot(self, event_id: str, jpeg: bytes, saved_at: float) -> None:
+        name = snapshot_file_name(event_id)
+        target = self.snapshot_dir / name
+        partial = self.snapshot_dir / (name + ".part")
+        try:
+            with open(partial, "wb") as fh:
+                fh.write(jpeg)
+            os.replace(partial, target)
+        except OSError:
+            partial.unlink(missing_ok=True)
+            raise
+        self.conn.execute("INSERT OR REPLACE INTO snapshots (event_id, file, size_bytes, saved_at) VALUES (?, ?, ?, ?)",
+                          (event_id, name, len(jpeg), saved_at))
+
+    def delete(self, event_ids: Iterable[str]) -> int:
+        """Delete events and their snapshots; the files go after the rows (a crash leaves a file, never a dangling row)."""
+        ids = list(event_ids)
+        files = []
+        for event_id in ids:
+            row = self.conn.execute("SELECT file FROM snapshots WHERE event_id = ?", (event_id,)).fetchone()
+            if row is not None:
+                files.append(row[0])
+        deleted = 0
+        for event_id in ids:
+            deleted += self.conn.execute("DELETE FROM events WHERE id = ?", (event_id,)).rowcount
+            self.conn.execute("DELETE FROM event_zones WHERE event_id = ?", (event_id,))
+            self.conn.execute("DELETE FROM snapshots WHERE event_id = ?", (event_id,))
+        self._pending_unlink.extend(files)
+        return deleted
+
+    def unlink_deleted_files(self) -> None:
+        """Remove the snapshot files of deleted events; called after the deleting transaction committed."""
+        files, self._pending_unlink = self._pending_unlink, []
+        for name in files:
+            try:
+                (self.snapshot_dir / name).unlink(missing_ok=True)
+            except OSError as err:
+                log.warning("cannot remove snapshot %s: %s", name, err)
+
+    def end_open(self, end_time: Optional[float]) -> int:
+        """End every open event (at ``end_time``, or at its last frame when ``end_time`` is None)."""
+        if end_time is None:
+            return self.conn.execute("UPDATE events SET end_time = frame_time WHERE end_time IS NULL").rowcount
+        return self.conn.execute("UPDATE events SET end_time = MAX(?, start_time) WHERE end_time IS NULL",
+                                 (end_time,)).rowcount
+
+    def save_line_counts(self, counts: LineCountsByCamera) -> None:
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO line_counts (camera_id, line, in_count, out_count) VALUES (?, ?, ?, ?)",
+            [(camera, line, int(c.get("in", 0)), int(c.get("out", 0)))
+             for camera, lines in counts.items() for line, c in lines.items()])
+
+    # -- retention ------------------------------------------------------------------------------
+    def retain(self, cutoff: float, max_bytes: int) -> int:
+        """Delete events ended before ``cutoff``, then the oldest while the total exceeds ``max_bytes``.
+
+        Commits in chunks, so a large clean-up never holds the write lock for long; returns the count.
+        """
+        deleted = 0
+        stale = self.ended_before(cutoff) + self.orphan_snapshots_before(cutoff)
+        for start in range(0, len(stale), RETENTION_CHUNK):
+            deleted += self._delete_committed(stale[start:start + RETENTION_CHUNK])
+        excess = self.size_bytes() - max_bytes
+        while excess > 0:
+            chosen, freed = [], 0
+            for event_id, snapshot_bytes in self.oldest(RETENTION_CHUNK):
+                if freed >= excess:
+                    break
+                chosen.append(event_id)
+                freed += snapshot_bytes + ROW_BYTES_ESTIMATE
+            if not chosen:
+                break
+            deleted += self._delete_committed(chosen)
+            self.give_back_space()
+            excess = self.size_bytes() - max_bytes
+        if deleted:
+            self.give_back_space()
+        return deleted
+
+    def _delete_committed(self, event_ids: List[str]) -> int:
+        self.begin()
+        count = self.delete(event_ids)
+        self.commit()
+        self.unlink_deleted_files()
+        return count
+
+    def ended_before(self, cutoff: float) -> List[str]:
+        return [row[0] for row in self.conn.execute("SELECT id FROM events WHERE end_time IS NOT NULL AND end_time < ?",
+                                                     (cutoff,))]
+
+    def orphan_snapshots_before(self, cutoff: float) -> List[str]:
+        return [row[0] for row in self.conn.execute(
+            "SELECT event_id FROM snapshots WHERE saved_at < ? AND event_id NOT IN (SELECT id FROM events)", (cutoff,))]
+
+    def size_bytes(self) -> int:
+        """Live pages of the database plus every snapshot: what retention by size counts."""
+        page_size = self.conn.execute("PRAGMA page_size").fetchone()[0]
+        pages = self.conn.execute("PRAGMA page_count").fetchone()[0] - self.conn.execute("PRAGMA freelist_count").fetchone()[0]
+        snapshots = self.conn.execute("SELECT COALESCE(SUM(size_bytes), 0) FROM snapshots").fetchone()[0]
+        return int(page_size * pages + snapshots)
+
+    def oldest(self, count: int) -> List[Tuple[str, int]]:
+        """(id, snapshot bytes) of the oldest events, ended ones first (an open one is written again
+        at its next update)."""
+        return [(row[0], int(row[1])) for row in self.conn.execute(
+            "SELECT e.id, COALESCE(s.size_bytes, 0) FROM events e LEFT JOIN snapshots s ON s.event_id = e.id "
+            "ORDER BY e.end_time IS NULL, e.start_time, e.id LIMIT ?", (count,))]
+
+    def give_back_space(self) -> None:
+        self.conn.execute("PRAGMA incremental_vacuum")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

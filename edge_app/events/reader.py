@@ -1,0 +1,86 @@
+"""Reads of the event store, for HTTP threads: a short-lived connection of their own per read
+(WAL lets it run beside the writer), merged with what is held in memory while the disk fails."""
+from __future__ import annotations
+
+import logging
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, List, Optional
+
+from edge_app.events import database as db_sql
+from edge_app.events.model import Event
+from edge_app.events.pending import PendingWrites
+from edge_app.events.query import EventQuery, LineCountsByCamera, newest_first_key
+
+log = logging.getLogger(__name__)
+
+#: what a disk that is full, gone or read-only raises; the store never lets these reach a caller
+DISK_ERRORS = (sqlite3.Error, OSError, db_sql.NewerDatabase)
+
+
+class EventReader:
+    def __init__(self, directory: Path, pending: PendingWrites):
+        self.directory = Path(directory)
+        self._pending = pending
+
+    def events(self, query: EventQuery) -> List[Event]:
+        on_disk = self._read(lambda conn: db_sql.query_events(conn, query), [])
+        return self._merge(on_disk, self._pending.matching(query))[:query.bounded_limit]
+
+    def get_on_disk(self, event_id: str) -> Optional[Event]:
+        return self._read(lambda conn: db_sql.get_event(conn, event_id), None)
+
+    def get(self, event_id: str) -> Optional[Event]:
+        if self._pending.is_deleted(event_id):
+            return None
+        on_disk = self.get_on_disk(event_id)
+        held = self._pending.get(event_id)
+        if held is None:
+            return on_disk
+        return replace(held, has_snapshot=held.has_snapshot or bool(on_disk and on_disk.has_snapshot))
+
+    def snapshot(self, event_id: str) -> Optional[bytes]:
+        if self._pending.is_deleted(event_id):
+            return None
+        held = self._pending.snapshot(event_id)
+        if held is not None:
+            return held
+        path = self._read(lambda conn: db_sql.snapshot_path(conn, self.directory, event_id), None)
+        if path is None:
+            return None
+        try:
+            return path.read_bytes()
+        except OSError as err:
+            log.warning("cannot read the snapshot of event %s: %s", event_id, err)
+            return None
+
+    def line_counts(self) -> LineCountsByCamera:
+        counts: LineCountsByCamera = self._read(db_sql.line_counts, {})
+        for camera, lines in self._pending.line_counts().items():
+            counts.setdefault(camera, {}).update(lines)
+        return counts
+
+    def _read(self, fn: Callable[[sqlite3.Connection], Any], default: Any) -> Any:
+        try:
+            conn = db_sql.read_connection(self.directory)
+        except DISK_ERRORS as err:
+            log.warning("cannot read the event database in %s: %s", self.directory, err)
+            return default
+        if conn is None:
+            return default
+        try:
+            return fn(conn)
+        except DISK_ERRORS as err:
+            log.warning("cannot read the event database in %s: %s", self.directory, err)
+            return default
+        finally:
+            conn.close()
+
+    def _merge(self, on_disk: List[Event], held: List[Event]) -> List[Event]:
+        deleted = self._pending.deleted_ids()
+        merged = {e.id: e for e in on_disk if e.id not in deleted}
+        for event in held:
+            disk = merged.get(event.id)
+            merged[event.id] = replace(event, has_snapshot=event.has_snapshot or bool(disk and disk.has_snapshot))
+        return sorted(merged.values(), key=newest_first_key)

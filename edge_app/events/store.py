@@ -1,0 +1,395 @@
+"""The event store: events, their best snapshots and line counts in SQLite, written by one thread.
+
+Callers on the capture, inference and publish threads hand over work with ``put_nowait`` on a
+bounded queue and never wait for the disk; when the queue is full the write is dropped, counted
+and logged (at most every few seconds). The writer thread batches what it finds in the queue
+into one transaction, and runs retention (by age and by total size) between batches.
+
+A disk that is full or a folder that cannot be written never raises into a caller: the writes
+are kept in memory (bounded, see ``pending``), served to readers from there, the problem shows
+in :meth:`EventStore.health` and the log, and the writer tries the disk again every
+``maintenance_interval_s``. Events keep flowing over MQTT meanwhile; that is not this module.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from edge_app.events.counts import LineTotals
+from edge_app.events.database import EventDatabase
+from edge_app.events.model import Event, Snapshot
+from edge_app.events.pending import PendingBatch, PendingWrites
+from edge_app.events.query import EventQuery, StoreHealth
+from edge_app.events.reader import DISK_ERRORS, EventReader
+
+log = logging.getLogger(__name__)
+
+QUEUE_SIZE = 512
+#: snapshots waiting in the queue, in bytes: 1080p JPEGs are large and the queue must stay small in memory
+MAX_QUEUED_SNAPSHOT_BYTES = 32 * 1024 * 1024
+MAINTENANCE_INTERVAL_S = 30.0
+DROP_LOG_INTERVAL_S = 10.0
+BATCH_MAX = 256
+DELETE_WAIT_S = 5.0
+RECENTLY_DELETED = 1000
+SECONDS_PER_DAY = 86400.0
+
+
+@dataclass
+class _Reply:  # filled in by the writer thread for a caller that waits (delete, flush, close)
+    done: threading.Event
+    result: Any = None
+
+
+class EventStore:
+    """Events on disk in ``directory`` (``events.db`` and ``snapshots/``). Thread-safe."""
+
+    def __init__(self, directory: Path, retain_days: float = 7.0, max_mb: float = 1024.0, *,
+                 queue_size: int = QUEUE_SIZE, maintenance_interval_s: float = MAINTENANCE_INTERVAL_S,
+                 clock: Callable[[], float] = time.time):
+        self.directory = Path(directory)
+        self.retain_days = float(retain_days)
+        self.max_bytes = int(float(max_mb) * 1024 * 1024)
+        self._maintenance_interval_s = maintenance_interval_s
+        self._clock = clock
+        self._queue: "queue.Queue[Tuple[str, Any, Optional[_Reply]]]" = queue.Queue(maxsize=queue_size)
+        self._pending = PendingWrites()
+        self._reader = EventReader(self.directory, self._pending)
+        self._lock = threading.Lock()
+        self._problem: Optional[str] = None
+        self._dropped = 0
+        self._queued_snapshot_bytes = 0
+        self._last_drop_log = float("-inf")
+        self._closing = False
+        self._recently_deleted: "OrderedDict[str, None]" = OrderedDict()  # writer thread only
+        self._db: Optional[EventDatabase] = self._open_database()
+        self._thread = threading.Thread(target=self._run, name="events:writer", daemon=True)
+        self._thread.start()
+
+    # -- writes: never block, never raise ----------------------------------------------------------
+    def save_event(self, event: Event) -> bool:
+        """Insert or update ``event`` (its latest state). False if it was dropped (queue full)."""
+        return self._offer("event", event)
+
+    def save_snapshot(self, snapshot: Snapshot) -> bool:
+        """Keep ``snapshot.jpeg`` as the best picture of its event, replacing an older one."""
+        return self._offer("snapshot", snapshot)
+
+    def save_line_counts(self, camera_id: str, totals: Mapping[str, LineTotals]) -> bool:
+        """The crossing totals of ``camera_id``'s lines; lines not named keep their counts."""
+        return self._offer("lines", {camera_id: {line: {"in": int(t.count_in), "out": int(t.count_out)}
+                                                 for line, t in totals.items()}})
+
+    def set_retention(self, retain_days: float, max_mb: float) -> None:
+        """New limits (a configuration change); the writer applies them at its next retention run."""
+        self.retain_days, self.max_bytes = float(retain_days), int(float(max_mb) * 1024 * 1024)
+
+    def _offer(self, kind: str, payload: Any) -> bool:
+        size = len(payload.jpeg) if kind == "snapshot" else 0
+        if not self._closing and self._reserve(size):
+            try:
+                self._queue.put_nowait((kind, payload, None))
+                return True
+            except queue.Full:
+                self._reserve(-size)
+        with self._lock:
+            self._dropped += 1
+            dropped = self._dropped
+            now = time.monotonic()
+            due = now - self._last_drop_log >= DROP_LOG_INTERVAL_S
+            if due:
+                self._last_drop_log = now
+        if due:
+            log.warning("event store %s: %d writes dropped so far (%s)", self.directory, dropped,
+                        "closed" if self._closing else "the writer is behind; the queue is full")
+        return False
+
+    def _reserve(self, size: int) -> bool:
+        with self._lock:
+            if size > 0 and self._queued_snapshot_bytes + size > MAX_QUEUED_SNAPSHOT_BYTES:
+                return False
+            self._queued_snapshot_bytes += size
+            return True
+
+    def delete(self, event_id: str) -> bool:
+        """Delete an event and its snapshot (waits for the writer); False when it was unknown."""
+        reply = self._ask("delete", event_id, DELETE_WAIT_S)
+        if reply is None:
+            log.warning("event store %s: event %s not deleted: the writer is closed or its queue stays full",
+                        self.directory, event_id)
+            return False
+        if not reply.done.is_set():  # queued behind a slow disk: it is deleted when the writer gets there
+            return self.get(event_id) is not None
+        return bool(reply.result)
+
+    def flush(self, timeout_s: float = 5.0) -> bool:
+        """Wait until everything queued before this call is written (or held); False on timeout."""
+        reply = self._ask("flush", None, timeout_s)
+        return reply is not None and reply.done.is_set()
+
+    def _ask(self, kind: str, payload: Any, timeout_s: float) -> Optional[_Reply]:
+        """Queue a request that the writer answers; None when it could not even be queued."""
+        if self._closing or not self._thread.is_alive():
+            return None
+        reply = _Reply(threading.Event())
+        try:
+            self._queue.put((kind, payload, reply), timeout=timeout_s)
+        except queue.Full:
+            return None
+        reply.done.wait(timeout_s)
+        return reply
+
+    def close(self, end_time: Optional[float] = None, timeout_s: float = 5.0) -> None:
+        """End every open event at ``end_time`` (default now), write everything queued, close."""
+        if self._closing:
+            return
+        end = self._clock() if end_time is None else float(end_time)
+        reply = _Reply(threading.Event())
+        try:
+            self._queue.put(("close", end, reply), timeout=timeout_s)
+        except queue.Full:
+            log.error("event store %s: the writer did not take the shutdown in %.0f s", self.directory, timeout_s)
+        self._closing = True
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            log.error("event store %s: the writer did not finish within %.0f s", self.directory, timeout_s)
+
+    # -- reads: their own connections, beside the writer ---------------------------------------------
+    def events(self, query: EventQuery = EventQuery()) -> List[Event]:
+        """Events matching ``query``, newest (by start time) first, at most ``query.limit``."""
+        return self._reader.events(query)
+
+    def get(self, event_id: str) -> Optional[Event]:
+        return self._reader.get(event_id)
+
+    def snapshot(self, event_id: str) -> Optional[bytes]:
+        """The JPEG of the event's best snapshot, or None."""
+        return self._reader.snapshot(event_id)
+
+    def load_line_counts(self) -> Dict[str, Dict[str, LineTotals]]:
+        """``{camera: {line: LineTotals}}`` as last saved (kept across restarts)."""
+        return {camera: {line: LineTotals(c["in"], c["out"]) for line, c in lines.items()}
+                for camera, lines in self._reader.line_counts().items()}
+
+    def health(self) -> StoreHealth:
+        with self._lock:
+            problem, dropped = self._problem, self._dropped
+        return StoreHealth(directory=str(self.directory), on_disk=problem is None, problem=problem,
+                           queued=self._queue.qsize(), dropped=dropped, held_in_memory=len(self._pending))
+
+    @property
+    def problem(self) -> Optional[str]:
+        return self.health().problem
+
+    # -- the writer thread ---------------------------------------------------------------------------
+    def _open_database(self) -> Optional[EventDatabase]:
+        database = None
+        try:
+            database = EventDatabase(self.directory)
+            database.begin()
+            ended = database.end_open(None)  # left open by a crash: they ended when last seen
+            database.commit()
+        except DISK_ERRORS as err:
+            if database is not None:
+                database.conn.close()
+            self._report(f"cannot open the event database in {self.directory}: {err}")
+            return None
+        if ended:
+            log.info("event store %s: %d events left open by an unclean stop ended at their last frame",
+                     self.directory, ended)
+        return database
+
+    def _report(self, problem: Optional[str]) -> None:
+        with self._lock:
+            before, self._problem = self._problem, problem
+        if problem is not None and problem != before:
+            log.error("event store: %s; events are kept in memory (and still published) until it can write again",
+                      problem)
+        elif problem is None and before is not None:
+            log.info("event store %s: writing to disk again", self.directory)
+
+    def _run(self) -> None:
+        next_maintenance = time.monotonic() + self._maintenance_interval_s
+        while True:
+            try:
+                item = self._queue.get(timeout=max(0.0, next_maintenance - time.monotonic()))
+            except queue.Empty:
+                item = None
+            batch = [] if item is None else [item]
+            while item is not None and len(batch) < BATCH_MAX and batch[-1][0] not in ("close", "delete", "flush"):
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                if self._handle(batch):
+                    return
+                if time.monotonic() >= next_maintenance:
+                    self._maintain()
+                    next_maintenance = time.monotonic() + self._maintenance_interval_s
+            except Exception:  # a bug here must not end the writer: events would stop being kept
+                log.exception("event store writer: unexpected error")
+
+    def _handle(self, batch: List[Tuple[str, Any, Optional[_Reply]]]) -> bool:
+        """Write ``batch``; True once it held the close request."""
+        writes = [(kind, payload) for kind, payload, _ in batch if kind in ("event", "snapshot", "lines", "delete")]
+        snapshot_bytes = sum(len(payload.jpeg) for kind, payload in writes if kind == "snapshot")
+        try:
+            results = self._write(writes) if writes else []
+        finally:  # only now: the batch in the writer's hands counts against the budget too
+            self._reserve(-snapshot_bytes)
+        closing = False
+        for kind, payload, reply in batch:
+            result: Any = True
+            if kind == "delete":
+                result = results.pop(0) if results else False
+            elif kind == "close":
+                self._finish(payload)
+                closing = True
+            if reply is not None:
+                reply.result = result
+                reply.done.set()
+        return closing
+
+    def _write(self, writes: List[Tuple[str, Any]]) -> List[bool]:
+        """Apply ``writes`` in one transaction, or hold them in memory; the delete results in order."""
+        writes = [(k, p) for k, p in writes if not self._was_deleted(k, p)]
+        if self._db is not None and self._pending.empty():
+            try:
+                self._db.begin()
+                results = [self._apply(kind, payload) for kind, payload in writes]
+                self._db.commit()
+                self._db.unlink_deleted_files()
+                return [r for (kind, _), r in zip(writes, results) if kind == "delete"]
+            except DISK_ERRORS as err:
+                self._rollback()
+                self._report(f"cannot write the event database in {self.directory}: {err}")
+        results = [self._hold(kind, payload) for kind, payload in writes]
+        return [r for (kind, _), r in zip(writes, results) if kind == "delete"]
+
+    def _was_deleted(self, kind: str, payload: Any) -> bool:
+        # An open event deleted through the API must not come back with its next update.
+        if kind == "event":
+            return payload.id in self._recently_deleted
+        if kind == "snapshot":
+            return payload.event_id in self._recently_deleted
+        return False
+
+    def _forget(self, event_id: str, found: bool) -> bool:
+        # Only ids that existed: a client must not be able to block events that have not started yet.
+        if found:
+            self._recently_deleted[event_id] = None
+            while len(self._recently_deleted) > RECENTLY_DELETED:
+                self._recently_deleted.popitem(last=False)
+        return found
+
+    def _apply(self, kind: str, payload: Any) -> bool:
+        assert self._db is not None
+        if kind == "event":
+            self._db.upsert(payload)
+        elif kind == "snapshot":
+            self._db.put_snapshot(payload.event_id, payload.jpeg, self._clock())
+        elif kind == "lines":
+            self._db.save_line_counts(payload)
+        elif kind == "delete":
+            return self._forget(payload, self._db.delete([payload]) > 0)
+        return True
+
+    def _hold(self, kind: str, payload: Any) -> bool:
+        if kind == "event":
+            self._pending.put_event(payload)
+        elif kind == "snapshot":
+            self._pending.put_snapshot(payload.event_id, payload.jpeg, self._clock())
+        elif kind == "lines":
+            self._pending.put_line_counts(payload)
+        elif kind == "delete":
+            on_disk = self._reader.get_on_disk(payload) is not None
+            return self._forget(payload, self._pending.delete(payload) or on_disk)
+        return True
+
+    def _rollback(self) -> None:
+        try:
+            if self._db is not None:
+                self._db.rollback()
+        except DISK_ERRORS as err:
+            log.warning("event store %s: rollback failed: %s", self.directory, err)
+
+    def _flush_pending(self) -> None:
+        """Try the disk again with everything held in memory, in one transaction."""
+        if self._db is None:
+            self._db = self._open_database()
+            if self._db is None:
+                return
+        batch: PendingBatch = self._pending.batch()
+        try:
+            self._db.begin()
+            self._db.delete(batch.deleted)
+            for event in batch.events:
+                self._db.upsert(event)
+            for event_id, jpeg, saved_at in batch.snapshots:
+                self._db.put_snapshot(event_id, jpeg, saved_at)
+            self._db.save_line_counts(batch.line_counts)
+            self._db.commit()
+            self._db.unlink_deleted_files()
+        except DISK_ERRORS as err:
+            self._rollback()
+            self._report(f"cannot write the event database in {self.directory}: {err}")
+            return
+        self._pending.clear()
+        self._report(None)
+
+    def _maintain(self) -> None:
+        if self._db is None or not self._pending.empty():
+            self._flush_pending()
+        self._retain()
+
+    def _retain(self) -> None:
+        """Delete events older than retain_days, then the oldest while the total exceeds max_mb."""
+        retain_days, max_bytes = self.retain_days, self.max_bytes
+        cutoff = self._clock() - retain_days * SECONDS_PER_DAY
+        self._pending.drop_older_than(cutoff)
+        if self._db is None:
+            return
+        try:
+            deleted = self._db.retain(cutoff, max_bytes)
+        except DISK_ERRORS as err:
+            self._rollback()
+            log.warning("event store %s: retention failed: %s", self.directory, err)
+            return
+        if deleted:
+            log.info("event store %s: retention deleted %d events (older than %g days or beyond %g MB)",
+                     self.directory, deleted, retain_days, max_bytes / 1024 / 1024)
+
+    def _finish(self, end_time: float) -> None:
+        """At shutdown: end what is still open, write what is held if the disk takes it, close."""
+        self._pending.end_open(end_time)
+        if self._db is not None and self._pending.empty():
+            try:
+                self._db.begin()
+                ended = self._db.end_open(end_time)
+                self._db.commit()
+                if ended:
+                    log.info("event store %s: %d open events ended at shutdown", self.directory, ended)
+            except DISK_ERRORS as err:
+                self._rollback()
+                self._report(f"cannot end the open events in {self.directory}: {err}")
+        elif not self._pending.empty():
+            self._flush_pending()
+            if self._db is not None and self._pending.empty():
+                self._finish(end_time)
+                return
+        if not self._pending.empty():
+            log.error("event store %s: %d events held in memory could not be written before shutdown (%s)",
+                      self.directory, len(self._pending), self.problem)
+        if self._db is not None:
+            try:
+                self._db.close()
+            except DISK_ERRORS as err:
+                log.warning("event store %s: closing the database: %s", self.directory, err)
+            self._db = None

@@ -1,0 +1,35 @@
+"""The appliance answers the event routes from the event store it is given."""
+from __future__ import annotations
+
+from edge_app.appliance import Appliance
+from edge_app.config.store import parse_config
+from edge_app.events.query import EventQuery
+from edge_app.events.store import EventStore
+from edge_app.service import CountsReport
+from tests.events.test_store import JPEG, event, snapshot
+
+CONFIG = {"device_id": "dev", "cameras": [{"id": "cam1", "source": "test://box"}], "model": {"path": "m.onnx"},
+          "mqtt": {"enabled": False}, "api": {"enabled": False}}
+
+
+def test_without_a_store_there_are_no_events():
+    appliance = Appliance(parse_config(CONFIG))
+    assert appliance.events(EventQuery()) == []
+    assert appliance.event("1.000-cam1-1") is None and appliance.event_snapshot("1.000-cam1-1") is None
+    assert appliance.delete_event("1.000-cam1-1") is False
+    assert appliance.counts() == CountsReport()
+
+
+def test_with_a_store(tmp_path):
+    store = EventStore(tmp_path / "events")
+    appliance = Appliance(parse_config(CONFIG), event_store=store)
+    try:
+        ev = event(1)
+        store.save_event(ev)
+        store.save_snapshot(snapshot(ev))
+        assert store.flush()
+        assert [e.id for e in appliance.events(EventQuery(camera="cam1"))] == [ev.id]
+        assert appliance.event(ev.id).has_snapshot and appliance.event_snapshot(ev.id) == JPEG
+        assert appliance.delete_event(ev.id) and appliance.event(ev.id) is None
+    finally:
+        store.close()

@@ -1,0 +1,117 @@
+"""AnalysisHub: per-camera analysis built from the configuration, and where its results go.
+
+The publisher here records calls; every method it offers exists on MqttPublisher with the same
+parameters (checked below), so the hub is tested against the real publisher's interface. The
+real MQTT side is tested with a real broker in tests/mqtt and tests/e2e.
+"""
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from edge_app.analysis import AnalysisHub
+from edge_app.config.store import parse_config
+from edge_app.mqtt.publisher import MqttPublisher
+from edge_app.service import AnalysedFrame
+from tests.events.scene import FPS, T0, Obj, detections_at, image, moving
+
+
+class RecordingPublisher:
+    def __init__(self):
+        self.calls = []
+
+    def _record(self, name, *args):
+        self.calls.append((name, args))
+        return True
+
+    def publish_event(self, message):
+        return self._record("event", message)
+
+    def publish_snapshot(self, camera_id, label, jpeg):
+        return self._record("snapshot", camera_id, label)
+
+    def publish_object_count(self, camera_id, label, count, ts=None):
+        return self._record("objects", camera_id, label, count)
+
+    def publish_zone_count(self, zone, label, count, ts=None):
+        return self._record("zone", zone, label, count)
+
+    def publish_line_crossing(self, camera_id, line, event_id, track_id, label, direction, ts=None):
+        return self._record("crossing", camera_id, line, label, direction)
+
+    def publish_line_count(self, camera_id, line, count_in, count_out, ts=None):
+        return self._record("line", camera_id, line, count_in, count_out)
+
+    def of(self, name):
+        return [args for kind, args in self.calls if kind == name]
+
+
+@pytest.mark.parametrize("name", [n for n in vars(RecordingPublisher) if n.startswith("publish_")])
+def test_the_recording_publisher_keeps_to_the_real_one(name):
+    real = [p.name for p in inspect.signature(getattr(MqttPublisher, name)).parameters.values()]
+    fake = [p.name for p in inspect.signature(getattr(RecordingPublisher, name)).parameters.values()]
+    assert fake == real
+
+
+def _config(**camera):
+    return parse_config({
+        "cameras": [{"id": "cam", "source": "test://box", **camera}],
+        "model": {"path": "m.onnx"},
+        "events": {"min_frames": 3, "end_after_s": 1.0},
+    })
+
+
+def _frame(i, objects):
+    return AnalysedFrame("cam", i, T0 + i / FPS, image(), detections_at(objects, i))
+
+
+def _walk(hub, objects, frames):
+    return [hub.analyse(_frame(i, objects)) for i in range(frames)]
+
+
+def test_a_person_walking_across_makes_one_event_a_zone_entry_and_a_line_crossing():
+    publisher = RecordingPublisher()
+    hub = AnalysisHub(lambda: publisher, clock=lambda: T0 + 100.0)
+    hub.configure(_config(zones=[{"name": "right", "polygon": [[0.5, 0], [1, 0], [1, 1], [0.5, 1]]}],
+                          lines=[{"name": "middle", "points": [[0.5, 0], [0.5, 1]]}]))
+    person = Obj(0, moving(20, 200, 20), first=0, last=25)
+    frames = _walk(hub, [person], 40)
+
+    tracked = [f.detections.track_id[0] for f in frames[2:26]]
+    assert len(set(tracked)) == 1 and tracked[0] >= 0, "one stable track id while in view"
+    kinds = [m.type for (m,) in publisher.of("event")]
+    assert kinds[0] == "new" and kinds[-1] == "end" and kinds.count("new") == 1 and kinds.count("end") == 1
+    assert publisher.of("crossing") == [("cam", "middle", "person", "out")]  # left to right is "out"
+    assert publisher.of("line")[-1] == ("cam", "middle", 0, 1)
+    assert ("right", "person", 1) in publisher.of("zone") and publisher.of("zone")[-1] == ("right", "person", 0)
+    assert publisher.of("objects")[-1] == ("cam", "person", 0)
+    counts = hub.counts()
+    assert counts.cameras == {"cam": {"person": 0}} and counts.lines == {"middle": {"in": 0, "out": 1}}
+
+
+def test_switching_detection_off_ends_open_events_and_keeps_line_totals():
+    publisher = RecordingPublisher()
+    hub = AnalysisHub(lambda: publisher, clock=lambda: T0 + 100.0)
+    hub.configure(_config(lines=[{"name": "middle", "points": [[0.5, 0], [0.5, 1]]}]))
+    _walk(hub, [Obj(0, moving(20, 200, 20))], 25)
+    assert [m.type for (m,) in publisher.of("event")] == ["new"] + [m.type for (m,) in publisher.of("event")][1:]
+
+    hub.configure(_config(detect=False, lines=[{"name": "middle", "points": [[0.5, 0], [0.5, 1]]}]))
+    assert publisher.of("event")[-1][0].type == "end"
+    assert publisher.of("objects")[-1] == ("cam", "person", 0)
+    untouched = _frame(30, [Obj(0, moving(20, 200, 20))])
+    assert hub.analyse(untouched) is untouched, "no analysis while detection is off"
+    assert hub.counts().lines == {"middle": {"in": 0, "out": 1}}
+
+    hub.configure(_config(lines=[{"name": "middle", "points": [[0.5, 0], [0.5, 1]]}]))
+    assert hub.counts().lines == {"middle": {"in": 0, "out": 1}}, "totals come back with the analysis"
+
+
+def test_tracking_off_means_no_analysis():
+    publisher = RecordingPublisher()
+    hub = AnalysisHub(lambda: publisher)
+    config = _config()
+    hub.configure(config.model_copy(update={"tracking": config.tracking.model_copy(update={"enabled": False})}))
+    frame = _frame(0, [Obj(0, moving(20, 200, 20))])
+    assert hub.analyse(frame) is frame and publisher.calls == []
