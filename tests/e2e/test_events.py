@@ -34,7 +34,10 @@ EVENT_KEYS = {"id", "camera_id", "label", "track_id", "score", "top_score", "box
               "end_time", "current_zones", "entered_zones", "has_snapshot"}
 CROSSING_KEYS = {"event_id", "track_id", "label", "direction", "ts"}
 CLEAR_SCORE = 0.6          # objects this sure in every still are the ones that must be tracked
-GAP_S = 2.5                # silence that separates two walks (the empty canvas lasts 7 s)
+GAP_S = 2.5                # silence that separates two walks (the empty canvas lasts 9 s)
+# A walk counts as seen from its start when everyone is this far left of the line in its first
+# frame: at least two hysteresis bands (0.02 each), so the track is clearly on the left once it has an id.
+START_LEFT_OF = 0.46
 QUIET_S = 3.5              # silence after a walk before its events must have ended (end_after_s is 2)
 UPDATE_INTERVAL_S = 1.0    # SPEC: at most one update a second per event
 
@@ -65,12 +68,12 @@ def expected_objects(walking_clip, model_path):
 
 
 def wait_for_complete_walk(collector, clip, timeout_s):
-    """The first walk seen from its start (everyone left of the line) and followed by QUIET_S of silence."""
+    """The first walk seen from its start (everyone clearly left of the line) and followed by QUIET_S of silence."""
     def complete():
         passes = split_passes(collector.payloads(detections_topic()), GAP_S)
         for index, walk in enumerate(passes):
             over = index + 1 < len(passes) or time.time() - walk.end_ts > QUIET_S
-            if over and walk.starts_left_of(clip.width / 2):
+            if over and walk.starts_left_of(START_LEFT_OF * clip.width):
                 return walk
         return None
     return collector.wait_until(complete, timeout_s, "a complete walk across the frame followed by silence")
@@ -115,7 +118,7 @@ def check_walk(walk, collector, expected, clip):
     crossings = [m.json() for m in collector.messages(f"{ROOT}/cameras/{CAM}/lines/{LINE}/crossing")]
     mine = [c for c in crossings if c.get("track_id") in tracks]
     assert Counter(c["track_id"] for c in mine) == Counter(tracks.keys()), (
-        f"want one crossing of {LINE} per track {sorted(tracks)}, got {mine}")
+        f"want one crossing of {LINE} per track {sorted(tracks)}, got {mine}; box centre x per track: {paths}")
     for c in mine:
         assert set(c) == CROSSING_KEYS, c
         assert c["direction"] == "out", f"left to right across [[0.5, 0], [0.5, 1]] is 'out' (SPEC), got {c}"
@@ -147,6 +150,7 @@ def test_people_walking_across_become_one_event_each_with_zone_line_counts_and_s
                             **events_sections(tmp_path / "events"))
     walk = wait_for_complete_walk(collector, walking_clip, 75)
     rtsp.stop()  # nobody walks again until the restart
+    Path("/tmp/evt/dump.json").write_text(json.dumps([[m.topic, m.payload.decode("utf-8", "replace")] for m in collector.messages() if not m.topic.endswith("snapshot")]))  # DEBUG
     histories = check_walk(walk, collector, expected_objects, walking_clip)
 
     # Counts: everyone was counted in view and in the zone, and nobody is once they left.
