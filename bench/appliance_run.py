@@ -9,17 +9,19 @@ from typing import Dict, Iterator
 
 from bench.detectors import model_config
 from edge_app.appliance import Appliance
-from edge_app.config.schema import APIConfig, AppConfig, CameraConfig, MQTTConfig
+from edge_app.config.schema import APIConfig, AppConfig, CameraConfig, MQTTConfig, TrackingConfig
 
 log = logging.getLogger(__name__)
 
 
 def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, batch_timeout_ms: float,
-                 mqtt_host: str, mqtt_port: int, topic_prefix: str = "edge_app_bench", realtime: bool = False) -> AppConfig:
+                 mqtt_host: str, mqtt_port: int, topic_prefix: str = "edge_app_bench", realtime: bool = False,
+                 analysis: bool = True) -> AppConfig:
     """Every analysed frame is published (``publish_empty``), so MQTT messages = analysed frames.
 
     ``realtime`` False reads the clip as fast as the pipeline takes frames (no frame lost);
     True paces it at its own frame rate and drops what the pipeline cannot take, like a live camera.
+    ``analysis`` switches tracking (and with it zones, lines and events, published on MQTT) on or off.
     """
     return AppConfig(
         device_id=f"bench-{os.getpid()}",
@@ -28,6 +30,7 @@ def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, bat
         mqtt=MQTTConfig(host=mqtt_host, port=mqtt_port, topic_prefix=topic_prefix, publish_empty=True,
                         stats_interval_s=3600, max_queue=100000),
         api=APIConfig(enabled=False),
+        tracking=TrackingConfig(enabled=analysis),
     )
 
 

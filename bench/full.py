@@ -16,11 +16,11 @@ log = logging.getLogger(__name__)
 
 
 def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_s: float, warmup_s: float,
-                 batch_timeout_ms: float, mqtt_host: str, mqtt_port: int) -> dict:
-    base = {"cameras": cameras, "model": model_path.name, "batch": batch}
+                 batch_timeout_ms: float, mqtt_host: str, mqtt_port: int, analysis: bool = True) -> dict:
+    base = {"cameras": cameras, "model": model_path.name, "batch": batch, "analysis": analysis}
     if not broker_reachable(mqtt_host, mqtt_port):
         return {**base, "status": "skipped", "reason": f"no MQTT broker at {mqtt_host}:{mqtt_port}"}
-    config = bench_config(clip, cameras, model_path, batch, batch_timeout_ms, mqtt_host, mqtt_port)
+    config = bench_config(clip, cameras, model_path, batch, batch_timeout_ms, mqtt_host, mqtt_port, analysis=analysis)
     topics = Topics(config.mqtt.topic_prefix, config.device_id)
     watcher = DetectionsWatcher(mqtt_host, mqtt_port, topics.all_detections, f"{config.device_id}-watch")
     if not watcher.start():

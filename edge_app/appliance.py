@@ -146,6 +146,9 @@ class Appliance:
             self._analysis.end_all()  # open events end now, counts fall to 0, before MQTT goes
         except Exception:
             log.exception("ending the open events failed")
+        if self._event_store is not None:
+            # What the end of the open events wrote must reach the disk; MQTT keeps its share of the budget.
+            self._event_store.close(timeout_s=max(0.3, min(1.5, deadline - time.monotonic() - 1.0)))
         self._publisher.stop(timeout_s=max(0.5, deadline - time.monotonic()))
         if self._detector is not None:
             self._detector.close()
@@ -265,6 +268,8 @@ class Appliance:
             for cid in plan.cameras_added + plan.cameras_changed:
                 self._start_camera(new_config.camera(cid))
             self._analysis.configure(new_config)
+            if self._event_store is not None:
+                self._event_store.set_retention(new_config.events.retain_days, new_config.events.max_mb)
             self._publish_detect_states(new_config)
             self._reconfigure_pipeline()
             logging.getLogger().setLevel(new_config.logging.level)
@@ -364,6 +369,7 @@ class Appliance:
             pipeline=pipeline_report(self._results.pipeline_figures(), self._pipeline.errors, self.pipeline_health()),
             engine_build=self.engine_build(),
             model_change=self._model_change.report if self._model_change is not None else None,
+            events=self._event_store.health() if self._event_store is not None else None,
         )
 
     def pipeline_health(self) -> PipelineHealth:

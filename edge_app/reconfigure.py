@@ -58,4 +58,6 @@ def plan_changes(old: AppConfig, new: AppConfig) -> ChangePlan:
     restart_required = [f"api.{key}" for key in ("host", "port") if getattr(old.api, key) != getattr(new.api, key)]
     if old.api.enabled != new.api.enabled:
         restart_required.append("api.enabled")
+    # The event store is opened at start, in its folder.
+    restart_required += [f"events.{key}" for key in ("enabled", "dir") if getattr(old.events, key) != getattr(new.events, key)]
     return ChangePlan(added, removed, changed, reload_model, retune_model, reconnect_mqtt, restart_required)

@@ -28,7 +28,12 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     from edge_app.appliance import Appliance
     from edge_app.supervise import Supervisor
 
-    appliance = Appliance(config, config_path)
+    from edge_app.events.store import EventStore
+
+    # Relative to the working directory, like every path of the configuration.
+    store = (EventStore(Path(config.events.dir), config.events.retain_days, config.events.max_mb)
+             if config.events.enabled else None)
+    appliance = Appliance(config, config_path, event_store=store)
     # The API comes up first so /api/v1/status can show a TensorRT engine build in progress.
     server = None
     if config.api.enabled:

@@ -15,7 +15,7 @@ import numpy as np
 from edge_app.config.schema import AppConfig
 from edge_app.detections import Detections
 from edge_app.events.model import Event
-from edge_app.events.query import EventQuery
+from edge_app.events.query import EventQuery, StoreHealth
 
 
 class UnknownCamera(KeyError):
@@ -134,6 +134,7 @@ class StatusReport:
     pipeline: PipelineReport
     engine_build: Optional[Dict[str, Any]] = None  # the latest TensorRT build progress report
     model_change: Optional[ModelChangeReport] = None
+    events: Optional[StoreHealth] = None  # the event store: on disk, or why not (a full disk, say)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

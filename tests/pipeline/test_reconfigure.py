@@ -25,6 +25,12 @@ BASE = {
         ({"api": {"port": 9090}}, {"restart_required": ["api.port"]}),
         ({"api": {"token": "t0ken"}}, {}),  # the API reads the token on every request
         ({"capture": {"stall_timeout_s": 3}}, {"cameras_changed": ("a", "b")}),
+        # read by the analysis, not by capture: the camera keeps streaming
+        ({"cameras": [{"id": "a", "source": "test://bars", "detect": False}, {"id": "b", "source": "test://noise"}]}, {}),
+        ({"cameras": [{"id": "a", "source": "test://bars", "lines": [{"name": "g", "points": [[0.5, 0], [0.5, 1]]}]},
+                      {"id": "b", "source": "test://noise"}]}, {}),
+        ({"events": {"dir": "elsewhere"}}, {"restart_required": ["events.dir"]}),
+        ({"events": {"retain_days": 1}}, {}),
     ],
 )
 def test_plan_changes(patch, expected):
