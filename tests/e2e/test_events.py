@@ -150,7 +150,6 @@ def test_people_walking_across_become_one_event_each_with_zone_line_counts_and_s
                             **events_sections(tmp_path / "events"))
     walk = wait_for_complete_walk(collector, walking_clip, 75)
     rtsp.stop()  # nobody walks again until the restart
-    Path("/tmp/evt/dump.json").write_text(json.dumps([[m.topic, m.payload.decode("utf-8", "replace")] for m in collector.messages() if not m.topic.endswith("snapshot")]))  # DEBUG
     histories = check_walk(walk, collector, expected_objects, walking_clip)
 
     # Counts: everyone was counted in view and in the zone, and nobody is once they left.
