@@ -201,9 +201,15 @@ def test_people_walking_across_become_one_event_each_with_zone_line_counts_and_s
 
     # Restart: events, snapshots and line totals are still there, and the totals go on from there.
     assert app.terminate() < 10.0 and app.proc.returncode == 0, app.log_tail()
+    stopped_mono_s = time.monotonic()
     app.start()
+    collector.wait_for_message(f"{ROOT}/status", lambda m: m.json()["state"] == "online"
+                               and m.received_monotonic_s > stopped_mono_s, timeout_s=30)
     counts = check_rest("after the restart")
     assert counts["lines"] == {LINE: {"in": 0, "out": crossings_seen}}, f"line totals lost in the restart: {counts}"
+    time.sleep(1.0)  # whatever the new process publishes at start has arrived
+    line_retained = retained(mqtt_collector, mosquitto_broker, f"{ROOT}/cameras/{CAM}/lines/{LINE}").json()
+    assert (line_retained["in"], line_retained["out"]) == (0, crossings_seen), f"retained line totals after the restart: {line_retained}"
     collector.clear()
     rtsp.start()
     walk = wait_for_complete_walk(collector, walking_clip, 75)
@@ -270,6 +276,14 @@ def test_detect_switch_over_mqtt_stops_analysis_but_not_the_stream(
     assert yaml.safe_load(app.config_path.read_text())["cameras"][0]["detect"] is True
     assert retained(mqtt_collector, mosquitto_broker, state_topic).payload == b"ON"
 
+    # Events open when the appliance stops are ended then, and kept (SPEC: events survive a restart).
+    opened = collector.wait_for_message(f"{ROOT}/events", lambda m: m.json()["type"] == "new", timeout_s=20).json()["after"]
+    assert app.terminate() < 10.0 and app.proc.returncode == 0, app.log_tail()
+    app.start()
+    stored = app.get(f"/api/v1/events/{opened['id']}")
+    assert stored.status_code == 200, f"event {opened['id']}, open at shutdown, is gone after the restart: {stored.text[:300]}"
+    assert stored.json()["end_time"] is not None and stored.json()["end_time"] >= opened["start_time"], stored.json()
+
 
 @pytest.fixture
 def full_events_dir(tmp_path):
@@ -317,7 +331,10 @@ def test_a_full_events_folder_does_not_stop_detections_or_events(
         return in_status or in_log
     wait_until(problem_shown, 15, f"the unwritable {full_events_dir} to show in /api/v1/status or the log "
                                   f"(status: {json.dumps(app.get('/api/v1/status').json())[:600]}; log: {app.log_tail(15)})")
-    assert app.get("/api/v1/events").status_code == 200
+    listed = app.get("/api/v1/events")
+    assert listed.status_code == 200, listed.text
+    assert new["after"]["id"] in {e["id"] for e in listed.json()["events"]}, (
+        f"the event {new['after']['id']} published over MQTT is not served while the disk is full: {listed.text[:500]}")
     collector.clear()
     collector.wait_for_count(5, detections_topic(), timeout_s=15)
     assert app.proc.poll() is None and app.camera_state(CAM) == "streaming"
