@@ -15,7 +15,6 @@ import re
 import subprocess
 import time
 from collections import Counter
-from pathlib import Path
 
 import paho.mqtt.publish as mqtt_publish
 import pytest
