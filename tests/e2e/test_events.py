@@ -12,6 +12,7 @@ one crossing per walk.
 import json
 import os
 import re
+import statistics
 import subprocess
 import time
 from collections import Counter
@@ -99,7 +100,7 @@ def check_walk(walk, collector, expected, clip):
     # The rate limit runs on capture times; an object missed in the frame that sends an update
     # shows the time of an earlier frame, so allow for one frame interval (and a half).
     frame_times = [f["ts"] for f in walk.frames]
-    frame_interval_s = sorted(b - a for a, b in zip(frame_times, frame_times[1:]))[len(frame_times) // 2]
+    frame_interval_s = statistics.median([b - a for a, b in zip(frame_times, frame_times[1:])] or [0.0])
     least_spacing_s = UPDATE_INTERVAL_S - 1.5 * frame_interval_s
     labels = Counter(h.last["label"] for h in histories.values())
     assert labels == expected, f"events of one walk per label {dict(labels)}, expected {dict(expected)}: {describe(histories)}"
