@@ -31,7 +31,7 @@ def _config(tmp_path, model_path, tls):
 def _run(path, log_path):
     log = open(log_path, "wb")
     return subprocess.Popen([sys.executable, "-m", "edge_app", "run", "-c", str(path)],
-                            stdout=log, stderr=subprocess.STDOUT), log
+                            stdout=log, stderr=subprocess.STDOUT, cwd=path.parent), log
 
 
 def test_run_serves_https_from_api_tls(tmp_path, model_path):
@@ -67,6 +67,6 @@ def test_run_with_an_unreadable_certificate_names_it_and_exits_2(tmp_path, model
     missing = tmp_path / "missing-cert.pem"
     path, _ = _config(tmp_path, model_path, {"enabled": True, "certfile": str(missing)})
     result = subprocess.run([sys.executable, "-m", "edge_app", "run", "-c", str(path)],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert result.returncode == 2
     assert str(missing) in result.stderr and "Traceback" not in result.stderr

@@ -98,7 +98,9 @@ def test_sigterm_during_an_engine_build_of_edge_app_run_cancels_it(model_path, t
     engines = tmp_path / "engines"
     config = {"device_id": "build", "cameras": [{"id": "bars", "source": "test://bars"}],
               "model": {"path": str(model_path), "backend": "tensorrt", "engine_dir": str(engines)},
-              "mqtt": {"enabled": False}, "api": {"port": free_port()}}
+              "mqtt": {"enabled": False}, "api": {"port": free_port()},
+              # it runs in the checkout (for the stand-in's import path): keep its files in tmp_path
+              "events": {"dir": str(tmp_path / "events")}}
     app = ApplianceProcess(config, tmp_path)
     log = open(app.log_path, "wb")
     app._log = log
