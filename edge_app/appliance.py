@@ -345,6 +345,7 @@ class Appliance:
 
     def _swap_publisher(self, config: AppConfig) -> None:
         old = self._publisher
+        old.withdraw_ha_discovery_unless(config.device_id)  # a renamed device must not leave its old self in HA
         old.stop(timeout_s=2.0)
         self._publisher = self._publisher_factory(config.mqtt, config.device_id, __version__)
         self._publisher.start()

@@ -70,6 +70,14 @@ class HaPublishing:
         log.info("Home Assistant discovery on %s: %d entities", topic, len(message["cmps"]))
         return True
 
+    def withdraw_ha_discovery_unless(self, device_id: str) -> None:
+        """Before this publisher stops for one of a new device id: clear its device from Home Assistant."""
+        with self._cond:
+            topic = self._ha_topic
+            self._ha_topic = self._ha_birth = self._ha_message = None
+        if topic is not None and device_id != self._device_id:
+            self._enqueue(Message(topic, b"", 1, True, EVENTS))
+
     def _ha_subscriptions(self) -> List[str]:
         with self._cond:
             return [] if self._ha_topic is None else [self._ha_birth, self._ha_topic]

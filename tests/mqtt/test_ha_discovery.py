@@ -272,3 +272,20 @@ def test_switch_round_trip_through_a_real_appliance(mosquitto_broker, mqtt_colle
         assert ha.messages(DISCOVERY) == []  # the switch changes no entity: discovery is not re-sent
     finally:
         appliance.stop()
+
+
+def test_a_renamed_device_leaves_no_old_device_behind(mosquitto_broker, publisher_factory, mqtt_collector):
+    old = _started(publisher_factory, mosquitto_broker)
+    old.withdraw_ha_discovery_unless("dev2")
+    old.stop(timeout_s=2)
+    late = mqtt_collector(mosquitto_broker, ["homeassistant/#", f"{ROOT}/status"])
+    late.wait_for_message(f"{ROOT}/status")
+    assert late.messages(DISCOVERY) == []
+
+
+def test_a_new_publisher_of_the_same_device_keeps_the_discovery(mosquitto_broker, publisher_factory, mqtt_collector):
+    old = _started(publisher_factory, mosquitto_broker)
+    old.withdraw_ha_discovery_unless("dev1")
+    old.stop(timeout_s=2)
+    late = mqtt_collector(mosquitto_broker, DISCOVERY)
+    assert late.wait_for_message(DISCOVERY).json() == _build()
