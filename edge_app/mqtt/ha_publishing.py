@@ -15,6 +15,7 @@ relies on the publisher's queue (``_enqueue``), lock (``_cond``) and connection 
 from __future__ import annotations
 
 import logging
+import time
 from typing import List, Optional, Sequence, Tuple
 
 from edge_app.config.schema import AppConfig
@@ -22,6 +23,9 @@ from edge_app.mqtt import ha_discovery, payloads
 from edge_app.mqtt.message import EVENTS, Message
 
 log = logging.getLogger(__name__)
+
+#: Anyone on the broker can publish "online" or junk on the topics we read: answer at most this often.
+RESEND_MIN_INTERVAL_S = 5.0
 
 
 class HaPublishing:
@@ -32,6 +36,7 @@ class HaPublishing:
         self._ha_birth: Optional[str] = None
         self._ha_message: Optional[dict] = None
         self._ha_pending: List[Message] = []  # removals to send before the next full message
+        self._ha_answered_mono_s: Optional[float] = None  # when a message from outside last made us send
 
     def set_ha_discovery(self, config: AppConfig, labels: Sequence[str]) -> bool:
         """Publish the discovery of ``config`` (or clear it when disabled); False when nothing changed."""
@@ -106,14 +111,24 @@ class HaPublishing:
         if ha_topic is None or message is None or topic not in (ha_topic, birth):
             return False
         if topic == birth:
-            if ha_discovery.is_birth(payload):
+            if ha_discovery.is_birth(payload) and self._ha_may_answer():
                 log.info("Home Assistant is online: sending discovery again")
                 self._ha_send()
             return True
         # Our own topic: a retained message of an earlier run, or the echo of what we sent.
         stale = {key: p for key, p in ha_discovery.live_platforms(ha_discovery.parse(payload)).items()
                  if key not in message["cmps"]}
-        if stale:
+        if stale and self._ha_may_answer():
             log.info("Home Assistant discovery: withdrawing %d entities of an earlier configuration", len(stale))
             self._ha_send(ha_discovery.removal_message(message, stale))
         return True
+
+    def _ha_may_answer(self) -> bool:
+        now_mono_s = time.monotonic()
+        with self._cond:
+            last = self._ha_answered_mono_s
+            if last is not None and now_mono_s - last < RESEND_MIN_INTERVAL_S:
+                log.debug("Home Assistant discovery answered %.1f s ago; not again yet", now_mono_s - last)
+                return False
+            self._ha_answered_mono_s = now_mono_s
+            return True

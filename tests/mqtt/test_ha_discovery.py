@@ -8,6 +8,7 @@ after the appliance published, and they announce ``online`` on ``homeassistant/s
 from __future__ import annotations
 
 import json
+import time
 
 import paho.mqtt.publish as mqtt_publish
 import pytest
@@ -289,3 +290,16 @@ def test_a_new_publisher_of_the_same_device_keeps_the_discovery(mosquitto_broker
     old.stop(timeout_s=2)
     late = mqtt_collector(mosquitto_broker, DISCOVERY)
     assert late.wait_for_message(DISCOVERY).json() == _build()
+
+
+def test_a_flood_of_online_messages_does_not_make_a_flood_of_discovery(mosquitto_broker, publisher_factory, mqtt_collector):
+    pub = _started(publisher_factory, mosquitto_broker)
+    ha = mqtt_collector(mosquitto_broker, DISCOVERY)
+    ha.wait_for_message(DISCOVERY)
+    for _ in range(50):
+        send(mosquitto_broker, "homeassistant/status", b"online")
+    ha.wait_for_count(2, DISCOVERY)
+    time.sleep(1.0)  # every "online" has reached the publisher by now (each send waited for its PUBACK)
+    wait_until(lambda: pub.stats()["queued"] == 0, 5, "sent")
+    time.sleep(0.3)
+    assert len(ha.messages(DISCOVERY)) == 2
