@@ -23,6 +23,7 @@ from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
 from edge_app.model_change import ModelChange
+from edge_app.mqtt.ha_discovery import event_labels
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline import health as pipeline_health
@@ -115,6 +116,7 @@ class Appliance:
                 self._start_camera(cam)
             self._analysis.configure(self._config)
             self._publish_detect_states(self._config)
+            self._publish_ha_discovery()
             self._publisher.on_detect_set(self._on_detect_set, camera_known=lambda cid: self._config.camera(cid) is not None)
             self._reconfigure_pipeline()
             self._pipeline.start()
@@ -232,6 +234,10 @@ class Appliance:
                 return
         log.info("camera %s: detection switched %s over MQTT", camera_id, "on" if enabled else "off")
 
+    def _publish_ha_discovery(self) -> None:
+        labels = self._detector.labels if self._detector is not None else ()
+        self._publisher.set_ha_discovery(self._config, event_labels(self._config, labels))
+
     def _publish_detect_states(self, config: AppConfig) -> None:
         for cam in config.cameras:
             self._publisher.publish_detect_state(cam.id, cam.detect)
@@ -271,6 +277,7 @@ class Appliance:
             if self._event_store is not None:
                 self._event_store.set_retention(new_config.events.retain_days, new_config.events.max_mb)
             self._publish_detect_states(new_config)
+            self._publish_ha_discovery()
             self._reconfigure_pipeline()
             logging.getLogger().setLevel(new_config.logging.level)
             log.info("configuration applied: %s", plan)
@@ -295,6 +302,7 @@ class Appliance:
             self._retune(detector, self._config)
             old, self._detector, self._detector_model = self._detector, detector, change.config.model
             self._reconfigure_pipeline()
+            self._publish_ha_discovery()  # a new model may know other labels
         log.info("model %s is running", change.config.model.path)
         if old is not None:
             threading.Thread(target=self._retire_detector, args=(old,), name="model:retire", daemon=True).start()
@@ -337,6 +345,7 @@ class Appliance:
 
     def _swap_publisher(self, config: AppConfig) -> None:
         old = self._publisher
+        old.withdraw_ha_discovery_unless(config.device_id)  # a renamed device must not leave its old self in HA
         old.stop(timeout_s=2.0)
         self._publisher = self._publisher_factory(config.mqtt, config.device_id, __version__)
         self._publisher.start()

@@ -142,6 +142,26 @@ class EventsConfig(_Strict):
         return _no_control_chars(value, "events.dir")
 
 
+class HomeAssistantConfig(_Strict):
+    """Extension of SPEC.md: Home Assistant MQTT discovery of the device and its entities."""
+
+    enabled: bool = Field(False, title="Home Assistant discovery")
+    discovery_prefix: str = Field(
+        "homeassistant", title="Discovery prefix", min_length=1, max_length=256,
+        description="Home Assistant's MQTT discovery prefix; its birth message is read from <prefix>/status",
+    )
+
+    @field_validator("discovery_prefix")
+    @classmethod
+    def _topic_levels(cls, value: str) -> str:
+        # Part of a topic we publish and one we subscribe to: a wildcard would subscribe to far more.
+        if any(ch in value for ch in "#+") or _CONTROL_CHARS.search(value):
+            raise ValueError("discovery_prefix may not contain #, + or control characters")
+        if any(not level.strip() for level in value.split("/")):
+            raise ValueError("discovery_prefix may not start or end with / nor contain an empty level")
+        return value
+
+
 class CameraConfig(_Strict):
     id: str = Field(title="Camera id", pattern=ID_PATTERN, description="Unique id used in MQTT topics and API paths")
     source: str = Field(title="Source", min_length=1, description="rtsp://, http(s)://, file, /dev/videoN, csi://N, gst:..., test://")
@@ -320,6 +340,7 @@ class AppConfig(_Strict):
     capture: CaptureConfig = Field(default_factory=CaptureConfig, title="Capture")
     tracking: TrackingConfig = Field(default_factory=TrackingConfig, title="Tracking")
     events: EventsConfig = Field(default_factory=EventsConfig, title="Events")
+    homeassistant: HomeAssistantConfig = Field(default_factory=HomeAssistantConfig, title="Home Assistant")
 
     @field_validator("cameras")
     @classmethod

@@ -43,6 +43,7 @@ from edge_app.config.schema import MQTTConfig
 from edge_app.mqtt import payloads
 from edge_app.mqtt.commands import DetectSetCommands
 from edge_app.mqtt.extension_publishing import ExtensionPublishing
+from edge_app.mqtt.ha_publishing import HaPublishing
 from edge_app.mqtt.message import DETECTIONS as _DETECTIONS, STATE as _STATE, STATS as _STATS, STATUS as _STATUS, Message as _Message
 from edge_app.mqtt.topics import Topics
 
@@ -50,7 +51,7 @@ log = logging.getLogger(__name__)
 
 
 
-class MqttPublisher(ExtensionPublishing):
+class MqttPublisher(ExtensionPublishing, HaPublishing):
     """The appliance's MQTT client. Thread-safe; ``start()`` never waits for the broker.
 
     With ``config.enabled`` false every method is a no-op and ``stats()`` reports zeros.
@@ -96,6 +97,7 @@ class MqttPublisher(ExtensionPublishing):
         self._dropped = 0
         self._drop_warned = False
         self._last_error: Optional[str] = None
+        self._ha_init()
 
     # ----------------------------------------------------------------- public API
     @property
@@ -362,9 +364,11 @@ class MqttPublisher(ExtensionPublishing):
             self._record(birth, info)
             with self._cond:
                 commands = self._commands
-        if commands is not None:
-            # A clean session forgets subscriptions: make it again on every connect.
-            client.subscribe(commands.subscription, qos=1)
+        # A clean session forgets subscriptions: make them again on every connect.
+        subscriptions = ([(commands.subscription, 1)] if commands is not None else []) + self._ha_connect_subscriptions()
+        if subscriptions:
+            client.subscribe(subscriptions)
+        self._ha_send()
         log.info("MQTT connected to %s:%d as %r", self._config.host, self._config.port, self.client_id)
 
     def _on_connect_fail(self, client: mqtt.Client, userdata: Any) -> None:
@@ -396,6 +400,8 @@ class MqttPublisher(ExtensionPublishing):
             self._cond.notify_all()
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+        if self._ha_handle(message.topic, message.payload):
+            return
         commands = self._commands
         if commands is not None:
             commands.handle(message.topic, message.payload)
