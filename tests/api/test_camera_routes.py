@@ -2,7 +2,7 @@
 rule of the config routes (secrets, schema, API change policy, runtime checks), all or nothing."""
 import pytest
 
-from edge_app.config.store import load_config
+from edge_app.config.store import ConfigError, Problem, load_config
 from tests.api.conftest import CAMERA_PASSWORD, MQTT_PASSWORD, TOKEN
 
 FRONT_SOURCE = f"rtsp://admin:{CAMERA_PASSWORD}@10.0.0.5:554/stream1"
@@ -265,3 +265,31 @@ def test_openapi_describes_the_camera_edits(api):
     assert patch["responses"]["200"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/CameraConfig"}
     assert patch["responses"]["400"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ValidationError"}
     assert {"204", "404"} <= set(paths["/api/v1/cameras/{camera_id}"]["delete"]["responses"])
+
+
+def test_camera_edits_are_checked_against_the_machine_like_config_writes(make_api, tmp_path):
+    media = tmp_path / "media"
+    media.mkdir()
+    for name in ("a.mp4", "b.mp4"):
+        (media / name).write_bytes(b"not opened by these tests")
+    api = make_api({"cameras": [{"id": "clip", "source": str(media / "a.mp4")}]}, publish=False)
+    unchanged = Unchanged(api)
+    missing = api.request("POST", "/api/v1/cameras", json={"id": "clip2", "source": str(media / "missing.mp4")})
+    assert missing.status_code == 400
+    assert missing.json()["error"].startswith("the configuration cannot run here")
+    assert locs(missing) == ["cameras.1.source"]
+    elsewhere = api.request("POST", "/api/v1/cameras", json={"id": "clip2", "source": str(tmp_path / "config-0.yaml")})
+    assert elsewhere.status_code == 400 and "allow_unsafe_sources" in elsewhere.json()["details"][0]["msg"]
+    unchanged.check()
+    beside = api.request("POST", "/api/v1/cameras", json={"id": "clip2", "source": str(media / "b.mp4")})
+    assert beside.status_code == 201, beside.text
+
+
+def test_a_camera_edit_the_appliance_cannot_apply_is_400_and_saves_nothing(api):
+    file_bytes = api.config_path.read_bytes()
+    api.service.refuse_apply = ConfigError([Problem("cameras.1.source", "the capture backend refused it")])
+    response = api.request("PATCH", "/api/v1/cameras/back", json={"fps_limit": 2})
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("the configuration cannot be applied")
+    assert locs(response) == ["cameras.1.source"]
+    assert api.config_path.read_bytes() == file_bytes
