@@ -19,7 +19,7 @@ import edge_app.api
 from edge_app.api.live_view import KEEPALIVE_S, PLACEHOLDER_SIZE
 from edge_app.detections import Detections
 from tests.api import raw_http
-from tests.api.conftest import bus_detections
+from tests.api.conftest import TOKEN, bus_detections
 
 CLOSE_WAIT = "08"
 
@@ -153,14 +153,14 @@ def test_every_live_view_part_is_a_jpeg(api, camera_id):
         assert cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR) is not None
 
 
-def run_dashboard(api, scenario: str) -> dict:
+def run_dashboard(api, scenario: str, token: str = "") -> dict:
     """The dashboard's own script, run by Node against the real API; what the page showed."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
     script = Path(edge_app.api.__file__).parent / "static" / "dashboard.js"
     harness = Path(__file__).parent / "js" / "dashboard_harness.mjs"
-    result = subprocess.run([node, str(harness), api.url, str(script), scenario], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([node, str(harness), api.url, str(script), scenario] + ([token] if token else []), capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -180,6 +180,14 @@ def test_the_dashboard_fetches_frames_only_when_asked_for_a_camera_with_frames(a
     assert steps["fetches_while_hidden"] == 0
     assert steps["fetches_after_showing_again"] > 0
     assert steps["after_showing_the_page_again"]["picture_frame"] == "1"
+    assert "api/v1/cameras/front/snapshot.jpg?annotate=1" in steps["requested"]
+
+
+def test_the_dashboard_viewer_sends_the_token_in_a_header_never_in_a_url(secured_api):
+    steps = run_dashboard(secured_api, "live_view", TOKEN)
+    live = steps["after_picking_a_camera_with_frames"]
+    assert live["src"].startswith("blob:") and live["picture_frame"] == live["table_frame"] == "1"
+    assert not [path for path in steps["requested"] if "token" in path]
 
 
 def test_the_dashboard_badge_is_online_only_while_mqtt_is_connected(make_api):

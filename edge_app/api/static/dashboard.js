@@ -257,7 +257,7 @@
 
   async function fetchPicture(id) {
     const headers = state.token ? { Authorization: "Bearer " + state.token } : {};
-    const response = await fetch(cameraPath(id, "snapshot.jpg"), { headers, cache: "no-store" });
+    const response = await fetch(cameraPath(id, "snapshot.jpg") + "?annotate=1", { headers, cache: "no-store" });
     if (response.status === 401) throw new Unauthorized();
     if (!response.ok) {
       let body = null;

@@ -1,11 +1,11 @@
 // Runs the dashboard's script in Node against a live API, with just enough of a DOM to see
 // what the page shows. Prints one JSON object: what the page showed after each step of the
 // scenario.
-//   node dashboard_harness.mjs <api base url> <path to dashboard.js> [live_view|badge|same_frame]
+//   node dashboard_harness.mjs <api base url> <path to dashboard.js> [live_view|badge|same_frame] [token]
 import { readFileSync } from "node:fs";
 import vm from "node:vm";
 
-const [, , base, scriptPath, scenario = "live_view"] = process.argv;
+const [, , base, scriptPath, scenario = "live_view", token] = process.argv;
 const realFetch = globalThis.fetch;
 
 class Element {
@@ -47,6 +47,7 @@ const document = {
 };
 const $ = (id) => document.getElementById(id);
 const storage = new Map();
+if (token) storage.set("edge-app.api-token", token);  // as if entered on the login form earlier
 const requested = [];  // every path the page fetched, in order
 const context = {
   document,
@@ -116,6 +117,7 @@ const scenarios = {
     await sleep(1200);
     steps.fetches_after_showing_again = snapshotFetches() - hiddenAt;
     steps.after_showing_the_page_again = liveView();
+    steps.requested = [...new Set(requested)];
   },
   async badge(steps) {
     await sleep(1500);
