@@ -12,8 +12,10 @@ from typing import Callable, Optional, Type
 from flask import Flask, Request, Response, request
 
 from edge_app.api.auth import install_auth
+from edge_app.api.camera_edits import camera_edits_blueprint
 from edge_app.api.cameras import cameras_blueprint
 from edge_app.api.config_routes import config_blueprint
+from edge_app.api.config_writer import ConfigWriter
 from edge_app.api.dashboard import dashboard_blueprint
 from edge_app.api.errors import register_error_handlers
 from edge_app.api.events import events_blueprint
@@ -74,7 +76,10 @@ def create_app(
 
     app.register_blueprint(health_blueprint(service))
     app.register_blueprint(status_blueprint(service))
-    app.register_blueprint(config_blueprint(service, get_config))
+    # One writer for every route that changes the configuration: one set of rules, one lock.
+    writer = ConfigWriter(service, get_config)
+    app.register_blueprint(config_blueprint(writer))
+    app.register_blueprint(camera_edits_blueprint(writer))
     app.register_blueprint(cameras_blueprint(service, get_config, max_live_streams, max_live_streams_per_camera))
     app.register_blueprint(events_blueprint(service))
     app.register_blueprint(metrics_blueprint(service))

@@ -242,6 +242,21 @@ def _paths() -> Dict[str, Any]:
         "description": "RFC 7396 JSON merge patch; null deletes a key (back to its default)",
     }
     config_answer = {"200": _json(_ref("ConfigAnswer"), "Applied and saved"), **CONFIG_BODY_ERRORS}
+    camera_body = {"required": True, "description": "One camera, as in the configuration's camera list",
+                   "content": {"application/json": {"schema": _ref("CameraConfig")}}}
+    camera_patch_body = {
+        "required": True,
+        "content": {"application/merge-patch+json": {"schema": {"type": "object"}}, "application/json": {"schema": {"type": "object"}}},
+        "description": "RFC 7396 JSON merge patch of this one camera; null deletes a key (back to its default). "
+                       "A source whose host changes must carry its credentials again (\"***\" is refused there)",
+    }
+    camera_edit_errors = {
+        **CONFIG_BODY_ERRORS,
+        "400": _json(_ref("ValidationError"), "Refused; details locate each problem in the whole configuration "
+                                              "(cameras.2.fps_limit); nothing changed"),
+    }
+    conflict = _error("A camera with this id already exists; nothing changed")
+    camera_answer = _json(_ref("CameraConfig"), "The camera as now saved (credentials in its source masked)")
     unknown_event = _error("Unknown event")
     bad_id = _error("Not an event id")
     ready = _json({"type": "object", "properties": {"ready": {"const": True}}}, "Ready")
@@ -265,9 +280,19 @@ def _paths() -> Dict[str, Any]:
         },
         "/api/v1/cameras": {
             "get": _op("All cameras", {"200": _json({"type": "array", "items": _ref("CameraReport")}, "Cameras")}, "cameras"),
+            "post": _op("Add a camera; applied live and saved, with the rules of PUT /api/v1/config",
+                        {"201": dict(camera_answer, headers={"Location": {"description": "The new camera's path",
+                                                                          "schema": {"type": "string"}}}),
+                         "409": conflict, **camera_edit_errors}, "cameras", body=camera_body),
         },
         "/api/v1/cameras/{camera_id}": {
             "get": _op("One camera", {"200": _json(_ref("CameraReport"), "Camera"), "404": unknown_camera}, "cameras", [CAMERA_ID]),
+            "patch": _op("Merge-patch one camera; applied live and saved, with the rules of PUT /api/v1/config",
+                         {"200": camera_answer, "404": unknown_camera, "409": _error("Renamed to the id of another camera"),
+                          **camera_edit_errors}, "cameras", [CAMERA_ID], body=camera_patch_body),
+            "delete": _op("Remove one camera; applied live and saved", {"204": {"description": "Removed"},
+                                                                        "400": _json(_ref("ValidationError"), "Refused; nothing changed"),
+                                                                        "404": unknown_camera}, "cameras", [CAMERA_ID]),
         },
         "/api/v1/cameras/{camera_id}/snapshot.jpg": {
             "get": _op(

@@ -48,6 +48,8 @@ class InMemoryService:
         self.apply_calls = 0
         self.refuse_apply: Optional[ConfigError] = None  # set to make apply_config fail
         self.fail_status: Optional[Exception] = None  # set to make status() raise
+        self.mqtt_connected = True
+        self.camera_errors: Dict[str, str] = {}  # camera id -> last_error to report
         # What the pipeline threads recorded, judged by the real stall check at ``now_s``.
         self.now_s = 1000.0
         self.pipeline_activity = PipelineActivity(running=True, gather_alive=True, last_batch_s=999.9, work_since_s=None)
@@ -97,7 +99,7 @@ class InMemoryService:
             backend="onnxruntime",
             model=ModelReport(path=model.path, input_size=model.input_size, precision=model.precision,
                               max_batch=model.max_batch),
-            mqtt=MqttReport(connected=True, published=42, queued=3, dropped=1),
+            mqtt=MqttReport(connected=self.mqtt_connected, published=42, queued=3, dropped=1),
             cameras=self.cameras(),
             pipeline=PipelineReport(fps=24.5, latency_ms=LatencyReport(31.0, 80.0), stage_ms={"inference": 10.0},
                                     errors=self.pipeline_errors, stalled=health.stalled, stall_reason=health.reason,
@@ -152,7 +154,7 @@ class InMemoryService:
                 frames_analyzed=n,
                 frames_dropped=n,
                 reconnects=0,
-                last_error=None,
+                last_error=self.camera_errors.get(cam.id),
             ))
         return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import List
@@ -16,8 +17,9 @@ import requests
 
 import edge_app.api
 from edge_app.api.live_view import KEEPALIVE_S, PLACEHOLDER_SIZE
+from edge_app.detections import Detections
 from tests.api import raw_http
-from tests.api.conftest import bus_detections
+from tests.api.conftest import TOKEN, bus_detections
 
 CLOSE_WAIT = "08"
 
@@ -151,18 +153,78 @@ def test_every_live_view_part_is_a_jpeg(api, camera_id):
         assert cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR) is not None
 
 
-def test_the_dashboard_opens_a_stream_only_when_asked_for_a_camera_with_frames(api):
-    """The dashboard's own script, run by Node against the real API."""
+def run_dashboard(api, scenario: str, token: str = "") -> dict:
+    """The dashboard's own script, run by Node against the real API; what the page showed."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
     script = Path(edge_app.api.__file__).parent / "static" / "dashboard.js"
     harness = Path(__file__).parent / "js" / "dashboard_harness.mjs"
-    result = subprocess.run([node, str(harness), api.url, str(script)], capture_output=True, text=True, timeout=30)
+    result = subprocess.run([node, str(harness), api.url, str(script), scenario] + ([token] if token else []), capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    steps = json.loads(result.stdout.strip().splitlines()[-1])
-    assert steps["after_load"] is None  # no stream just for opening the page
-    assert steps["after_picking_a_camera_without_frames"] is None
-    assert steps["after_picking_a_camera_with_frames"].endswith("api/v1/cameras/front/stream.mjpg")
-    assert steps["after_hiding_the_page"] is None
-    assert steps["after_showing_the_page_again"].endswith("api/v1/cameras/front/stream.mjpg")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_the_dashboard_fetches_frames_only_when_asked_for_a_camera_with_frames(api):
+    api.service.camera_errors["back"] = "cannot connect to rtsp://10.0.0.9:554/main: connection refused"
+    steps = run_dashboard(api, "live_view")
+    assert steps["after_load"] == {"src": None, "snapshot_fetches": 0}  # no frames just for opening the page
+    frameless = steps["after_picking_a_camera_without_frames"]
+    assert frameless["src"] is None and frameless["snapshot_fetches"] == 0
+    # Not a black box: the camera's state and its last error say why there is no picture.
+    assert "back has not produced a frame yet" in frameless["note"]
+    assert "State: connecting" in frameless["note"] and "connection refused" in frameless["note"]
+    live = steps["after_picking_a_camera_with_frames"]
+    assert live["src"].startswith("blob:") and live["note"] is None
+    assert live["picture_frame"] == live["table_frame"] == "1" and live["table_rows"] == 5
+    assert steps["fetches_while_hidden"] == 0
+    assert steps["fetches_after_showing_again"] > 0
+    assert steps["after_showing_the_page_again"]["picture_frame"] == "1"
+    assert "api/v1/cameras/front/snapshot.jpg?annotate=1" in steps["requested"]
+
+
+def test_the_dashboard_viewer_sends_the_token_in_a_header_never_in_a_url(secured_api):
+    steps = run_dashboard(secured_api, "live_view", TOKEN)
+    live = steps["after_picking_a_camera_with_frames"]
+    assert live["src"].startswith("blob:") and live["picture_frame"] == live["table_frame"] == "1"
+    assert not [path for path in steps["requested"] if "token" in path]
+
+
+def test_the_dashboard_badge_is_online_only_while_mqtt_is_connected(make_api):
+    connected = make_api()
+    assert run_dashboard(connected, "badge")["link"] == {"text": "online", "className": "pill ok"}
+    disconnected = make_api()
+    disconnected.service.mqtt_connected = False
+    assert run_dashboard(disconnected, "badge")["link"] == {"text": "MQTT disconnected", "className": "pill warn"}
+
+
+def test_the_dashboard_table_and_picture_show_the_same_frame_while_frames_keep_coming(api, bus_image):
+    # Frames arrive faster than the page polls, so a new one often lands between the snapshot
+    # and the detections request; the table must still be that of the picture, or say it is not.
+    stop = threading.Event()
+
+    def publish() -> None:
+        count = 0
+        while not stop.wait(0.02):
+            count += 1
+            bus = bus_detections()
+            keep = 1 + count % 5  # a different number of rows per frame, so a mixed pair would show
+            api.service.publish("front", bus_image, Detections(xyxy=bus.xyxy[:keep], confidence=bus.confidence[:keep],
+                                                               class_id=bus.class_id[:keep], labels=bus.labels))
+
+    publisher = threading.Thread(target=publish, daemon=True)
+    publisher.start()
+    try:
+        views = run_dashboard(api, "same_frame")["views"]
+    finally:
+        stop.set()
+        publisher.join(timeout=5)
+    shown = [view for view in views if view["picture_frame"]]
+    assert len({view["picture_frame"] for view in shown}) >= 3, "the live picture did not follow the frames"
+    assert any(view["picture_frame"] == view["table_frame"] for view in shown)
+    for view in shown:
+        if view["picture_frame"] != view["table_frame"]:
+            assert f"the picture shows frame {view['picture_frame']}" in view["meta"], view
+        else:
+            frame_id = int(view["picture_frame"])
+            assert view["table_rows"] == (5 if frame_id == 1 else 1 + (frame_id - 1) % 5), view

@@ -5,12 +5,18 @@
 (function () {
   const TOKEN_KEY = "edge-app.api-token";
   const POLL_MS = 2000;
+  const LIVE_MS = 500;  // the live picture: a snapshot and its detections twice a second
+  const SAME_FRAME_TRIES = 3;
   const $ = (id) => document.getElementById(id);
 
   const state = {
     token: sessionStorage.getItem(TOKEN_KEY) || "",
     liveCamera: null,
-    framesByCamera: {},  // camera id -> whether it has analysed a frame (only those get a stream)
+    framesByCamera: {},  // camera id -> whether it has analysed a frame (only those are fetched)
+    cameraById: {},  // camera id -> its latest entry of /api/v1/cameras (state, last_error)
+    liveTimer: null,
+    liveActive: false,  // a live loop runs (a tick in flight or scheduled)
+    liveGeneration: 0,  // bumped on every camera change, so an answer for the old camera is dropped
     loadedConfig: null,
     timer: null,
   };
@@ -42,11 +48,6 @@
     if (typeof seconds !== "number") return "–";
     const d = Math.floor(seconds / 86400), h = Math.floor(seconds % 86400 / 3600), m = Math.floor(seconds % 3600 / 60);
     return (d ? d + "d " : "") + (d || h ? h + "h " : "") + m + "m " + Math.floor(seconds % 60) + "s";
-  }
-
-  function withToken(url) {
-    // <img> cannot send an Authorization header, so the live view carries the token in its URL.
-    return state.token ? url + (url.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(state.token) : url;
   }
 
   function cameraPath(id, leaf) {
@@ -111,6 +112,15 @@
     }
   }
 
+  // The header badge: "online" only while the API answers and the appliance reaches its broker;
+  // detections that go nowhere are not a healthy appliance.
+  function linkFromStatus(status) {
+    if (!status.ok || !status.body) return ["status unavailable", "warn"];
+    const mqtt = status.body.mqtt || {};
+    if (mqtt.connected === false) return ["MQTT disconnected", "warn"];
+    return ["online", "ok"];
+  }
+
   function renderCameras(cameras) {
     const body = $("cameras");
     body.replaceChildren();
@@ -138,46 +148,167 @@
       body.append(row);
     }
     state.framesByCamera = {};
-    for (const cam of cameras) state.framesByCamera[cam.id] = (cam.frames_analyzed || 0) > 0;
-    // No camera is picked for the viewer: a live view costs the appliance a worker and JPEG
-    // encodes, so one is opened only when asked for, and only once the camera has a frame.
+    state.cameraById = {};
+    for (const cam of cameras) {
+      state.framesByCamera[cam.id] = (cam.frames_analyzed || 0) > 0;
+      state.cameraById[cam.id] = cam;
+    }
+    // No camera is picked for the viewer: a live view costs the appliance JPEG encodes, so
+    // frames are fetched only when asked for, and only once the camera has one.
     updateStream();
   }
 
   // ---- live view and detections ------------------------------------------------------------
+  // The picture and the detections table show the same frame. Each tick fetches the latest
+  // detections and the annotated snapshot and keeps them as a pair when their frames agree
+  // (the snapshot's X-Frame-Id and X-Frame-Timestamp, the detections' frame_id and ts). A new
+  // frame can land between the two requests; the pair is then fetched again, and if the camera
+  // keeps outrunning the requests the table says which frame it is from. Fetching with the
+  // Authorization header also keeps the token out of image URLs.
 
   function setLive(cameraId) {
+    state.liveGeneration += 1;
     state.liveCamera = cameraId;
     $("live-name").textContent = cameraId ? cameraId : "(pick a camera)";
     $("detections").replaceChildren();
+    $("detections").dataset.frame = "";
     $("detections-meta").textContent = "";
+    showPicture(null);
+    showNote("");
     updateStream();
   }
 
-  // Opens the picked camera's stream when it has frames and the page is visible, closes it
-  // otherwise. Removing src is what closes the MJPEG connection on the appliance.
-  function updateStream() {
+  function showPicture(blob, frameId) {
     const img = $("live");
-    const id = state.liveCamera;
-    const wanted = id !== null && !document.hidden && !$("main").hidden && state.framesByCamera[id] === true;
-    if (!wanted) {
-      if (img.getAttribute("src")) img.removeAttribute("src");
-      img.dataset.camera = "";
-      if (id !== null && state.framesByCamera[id] === false) $("detections-meta").textContent = "No frame yet.";
-      return;
+    const old = img.getAttribute("src");
+    if (blob) {
+      img.src = URL.createObjectURL(blob);
+      img.dataset.frame = String(frameId);
+    } else {
+      if (old) img.removeAttribute("src");
+      img.dataset.frame = "";
     }
-    if (img.dataset.camera !== id || !img.getAttribute("src")) {
-      img.dataset.camera = id;
-      img.src = withToken(cameraPath(id, "stream.mjpg"));
+    if (old && old.startsWith("blob:")) URL.revokeObjectURL(old);
+  }
+
+  // What the viewer shows instead of an empty black box.
+  function showNote(text) {
+    const note = $("live-note");
+    note.textContent = text || "";
+    note.hidden = !text;
+  }
+
+  function noFrameText(id) {
+    const cam = state.cameraById[id] || {};
+    let text = "Camera " + id + " has not produced a frame yet. State: " + (cam.state || "unknown") + ".";
+    if (cam.enabled === false) text += " The camera is disabled in the configuration.";
+    text += cam.last_error ? " Last error: " + cam.last_error : " No error reported so far.";
+    return text;
+  }
+
+  function liveWanted() {
+    const id = state.liveCamera;
+    return id !== null && !document.hidden && !$("main").hidden && state.framesByCamera[id] === true;
+  }
+
+  function stopLive() {
+    // A tick in flight stops by itself when it finds the view no longer wanted.
+    if (state.liveTimer) {
+      clearTimeout(state.liveTimer);
+      state.liveTimer = null;
+      state.liveActive = false;
     }
   }
 
-  document.addEventListener("visibilitychange", updateStream);
-  window.addEventListener("pagehide", () => $("live").removeAttribute("src"));
+  // Starts fetching the picked camera's frames when it has some and the page is visible, and
+  // stops otherwise; a camera without a frame gets its state and last error instead.
+  function updateStream() {
+    const id = state.liveCamera;
+    if (!liveWanted()) {
+      stopLive();
+      if (id !== null && state.framesByCamera[id] === false) {
+        showPicture(null);
+        showNote(noFrameText(id));
+        $("detections-meta").textContent = "No frame yet.";
+      }
+      return;
+    }
+    if (!state.liveActive) {
+      state.liveActive = true;
+      liveTick();
+    }
+  }
 
-  function renderDetections(result) {
+  async function liveTick() {
+    state.liveTimer = null;
+    const id = state.liveCamera, generation = state.liveGeneration;
+    try {
+      if (liveWanted()) {
+        const pair = await fetchSameFrame(id);
+        if (generation === state.liveGeneration) renderLive(id, pair);
+      }
+    } catch (err) {
+      handleError(err);
+    } finally {
+      if (liveWanted()) state.liveTimer = setTimeout(liveTick, LIVE_MS);
+      else state.liveActive = false;
+    }
+  }
+
+  async function fetchPicture(id) {
+    const headers = state.token ? { Authorization: "Bearer " + state.token } : {};
+    const response = await fetch(cameraPath(id, "snapshot.jpg") + "?annotate=1", { headers, cache: "no-store" });
+    if (response.status === 401) throw new Unauthorized();
+    if (!response.ok) {
+      let body = null;
+      try { body = await response.json(); } catch (_) { body = null; }
+      return { status: response.status, error: body && body.error };
+    }
+    return {
+      status: response.status,
+      blob: await response.blob(),
+      frameId: Number(response.headers.get("X-Frame-Id")),
+      ts: Number(response.headers.get("X-Frame-Timestamp")),
+    };
+  }
+
+  function sameFrame(picture, msg) {
+    // Frame ids start again at 1 when a camera restarts; the capture time tells those apart.
+    return !!(picture && picture.blob && msg) && picture.frameId === msg.frame_id && Math.abs(picture.ts - msg.ts) < 0.01;
+  }
+
+  async function fetchSameFrame(id) {
+    let detections = await api(cameraPath(id, "detections"));
+    let picture = null;
+    for (let attempt = 0; attempt < SAME_FRAME_TRIES; attempt++) {
+      picture = await fetchPicture(id);
+      if (picture.status !== 200 || !detections.ok || sameFrame(picture, detections.body)) break;
+      // A newer frame landed between the two requests: the latest detections are its own now.
+      detections = await api(cameraPath(id, "detections"));
+      if (sameFrame(picture, detections.body)) break;
+    }
+    return { picture, detections };
+  }
+
+  function renderLive(id, pair) {
+    const picture = pair.picture;
+    if (picture.status === 503) {
+      showPicture(null);
+      showNote(noFrameText(id));
+    } else if (picture.status !== 200) {
+      showPicture(null);
+      showNote(picture.error || "Could not load the picture (HTTP " + picture.status + ").");
+    } else {
+      showNote("");
+      showPicture(picture.blob, picture.frameId);
+    }
+    renderDetections(pair.detections, picture.status === 200 ? picture : null);
+  }
+
+  function renderDetections(result, picture) {
     const body = $("detections");
     body.replaceChildren();
+    body.dataset.frame = "";
     if (result.status === 503) {
       $("detections-meta").textContent = "No detections yet.";
       return;
@@ -187,9 +318,12 @@
       return;
     }
     const msg = result.body;
+    body.dataset.frame = String(msg.frame_id);
     const when = typeof msg.ts === "number" ? new Date(msg.ts * 1000).toLocaleTimeString() : "?";
-    $("detections-meta").textContent = "Frame " + msg.frame_id + " at " + when + " · " + msg.width + "×" + msg.height +
+    let meta = "Frame " + msg.frame_id + " at " + when + " · " + msg.width + "×" + msg.height +
       " · latency " + fmtNumber(msg.latency_ms) + " ms";
+    if (picture && !sameFrame(picture, msg)) meta += " · the picture shows frame " + picture.frameId;
+    $("detections-meta").textContent = meta;
     for (const det of msg.detections || []) {
       const row = el("tr");
       row.append(el("td", det.label), el("td", fmtNumber(det.confidence, 2), "num"),
@@ -198,12 +332,15 @@
     }
     if (!(msg.detections || []).length) {
       const row = el("tr");
-      const cell = el("td", "Nothing detected in the latest frame.", "muted");
+      const cell = el("td", "Nothing detected in this frame.", "muted");
       cell.colSpan = 3;
       row.append(cell);
       body.append(row);
     }
   }
+
+  document.addEventListener("visibilitychange", updateStream);
+  window.addEventListener("pagehide", stopLive);
 
   // ---- configuration editor ----------------------------------------------------------------
 
@@ -310,8 +447,8 @@
     const [status, cameras] = await Promise.all([api("api/v1/status"), api("api/v1/cameras")]);
     if (status.ok) renderStatus(status.body);
     if (cameras.ok) renderCameras(cameras.body);
-    if (state.liveCamera) renderDetections(await api(cameraPath(state.liveCamera, "detections")));
-    setLink("online", "ok");
+    const [text, cls] = linkFromStatus(status);
+    setLink(text, cls);
   }
 
   function stopPolling() {
