@@ -32,6 +32,7 @@ from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
 from edge_app.reconfigure import plan_changes
+from edge_app.detect_switch import DetectSwitch
 from edge_app.detections import Detections
 from edge_app.reports import camera_report, model_report, pipeline_report
 from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, MqttReport, StatusReport,
@@ -71,6 +72,8 @@ class Appliance:
         self._model_change: Optional[ModelChange] = None
         self._cameras: Dict[str, CameraWorker] = {}
         self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
+        self._detect_switch = DetectSwitch(lambda: self._config, self.apply_config, lambda: self._publisher,
+                                           self._apply_lock)
         self._analysis = AnalysisHub(lambda: self._publisher, store=event_store)
         self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse)
         # The cameras whose frames go through the model: enabled with their detect switch on.
@@ -115,9 +118,9 @@ class Appliance:
             for cam in self._config.cameras:
                 self._start_camera(cam)
             self._analysis.configure(self._config)
-            self._publish_detect_states(self._config)
+            self._detect_switch.publish_states(self._config)
             self._publish_ha_discovery()
-            self._publisher.on_detect_set(self._on_detect_set, camera_known=lambda cid: self._config.camera(cid) is not None)
+            self._publisher.on_detect_set(self._detect_switch.on_command, camera_known=lambda cid: self._config.camera(cid) is not None)
             self._reconfigure_pipeline()
             self._pipeline.start()
             self._stats_thread = threading.Thread(target=self._stats_loop, name="stats:mqtt", daemon=True)
@@ -211,36 +214,13 @@ class Appliance:
             except Exception:
                 log.exception("publishing stats failed")
 
-    # -- the detect switch (MQTT R/cameras/<id>/detect/set) ------------------------------------------
-    def _on_detect_set(self, camera_id: str, enabled: bool) -> None:
-        # Called on paho's network thread, which must not wait for a configuration change.
-        threading.Thread(target=self.set_detect, args=(camera_id, enabled), name=f"detect:{camera_id}",
-                         daemon=True).start()
-
     def set_detect(self, camera_id: str, enabled: bool) -> None:
-        """Turn analysis of one camera on or off; saved like any configuration change."""
-        with self._apply_lock:
-            config = self._config
-            if config.camera(camera_id) is None:
-                return
-            cameras = [c.model_copy(update={"detect": enabled}) if c.id == camera_id else c for c in config.cameras]
-            if cameras == list(config.cameras):
-                self._publisher.publish_detect_state(camera_id, enabled)
-                return
-            try:
-                self.apply_config(config.model_copy(update={"cameras": cameras}))
-            except Exception:
-                log.exception("switching detection of camera %s %s failed", camera_id, "on" if enabled else "off")
-                return
-        log.info("camera %s: detection switched %s over MQTT", camera_id, "on" if enabled else "off")
+        """Turn analysis of one camera on or off (the MQTT detect switch); saved like a config change."""
+        self._detect_switch.set(camera_id, enabled)
 
     def _publish_ha_discovery(self) -> None:
         labels = self._detector.labels if self._detector is not None else ()
         self._publisher.set_ha_discovery(self._config, event_labels(self._config, labels))
-
-    def _publish_detect_states(self, config: AppConfig) -> None:
-        for cam in config.cameras:
-            self._publisher.publish_detect_state(cam.id, cam.detect)
 
     # -- live configuration -----------------------------------------------------------------------
     def current_config(self) -> AppConfig:
@@ -276,7 +256,7 @@ class Appliance:
             self._analysis.configure(new_config)
             if self._event_store is not None:
                 self._event_store.set_retention(new_config.events.retain_days, new_config.events.max_mb)
-            self._publish_detect_states(new_config)
+            self._detect_switch.publish_states(new_config)
             self._publish_ha_discovery()
             self._reconfigure_pipeline()
             logging.getLogger().setLevel(new_config.logging.level)
