@@ -11,11 +11,10 @@ went missing does not block an unrelated change of a threshold.
 """
 from __future__ import annotations
 
-import json
 import os
 import ssl
-import struct
-from typing import Dict, List, Optional
+from pathlib import Path
+from typing import List, Optional
 
 from edge_app.config.sources import source_file
 from edge_app.config.schema import AppConfig, ModelConfig
@@ -24,9 +23,6 @@ from edge_app.detect.base import DetectorError
 from edge_app.detect.factory import choose_backend
 from edge_app.detect.labels import class_ids_for, read_labels_file, resolve_labels
 from edge_app.detect.model_metadata import is_engine_file
-
-# Ultralytics prefixes engines with a little-endian length and a JSON header of at most this size.
-_MAX_ENGINE_HEADER_BYTES = 1 << 20
 
 
 def _readable_file(path: str, what: str) -> Optional[str]:
@@ -43,40 +39,22 @@ def _readable_file(path: str, what: str) -> Optional[str]:
     return None
 
 
-def _engine_metadata(path: str) -> Dict[str, str]:
-    with open(path, "rb") as handle:
-        head = handle.read(4)
-        if len(head) < 4:
-            return {}
-        (length,) = struct.unpack("<i", head)
-        if not 2 <= length <= _MAX_ENGINE_HEADER_BYTES:
-            return {}
-        try:
-            metadata = json.loads(handle.read(length).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            return {}
-    return {str(k): str(v) for k, v in metadata.items()} if isinstance(metadata, dict) else {}
-
-
-def _onnx_metadata(path: str) -> Dict[str, str]:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
-    session = ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
-    return dict(session.get_modelmeta().custom_metadata_map or {})
-
-
 def model_labels(model: ModelConfig) -> List[str]:
     """The labels the detector will use for ``model`` (DetectorError when they cannot be read)."""
     if model.labels:
         return read_labels_file(model.labels)
+    # The readers the backends use (imported here: only a classes check needs them), so check and
+    # run see the same labels; an engine without a header falls back to its sidecar, as at run time.
+    from edge_app.detect.tensorrt.onnx_info import read_onnx_info
+    from edge_app.detect.tensorrt.prepare import user_engine_metadata
+
     try:
         if is_engine_file(model.path):
-            metadata = _engine_metadata(model.path)
+            metadata = user_engine_metadata(Path(model.path))
         else:
-            metadata = _onnx_metadata(model.path)
+            metadata = read_onnx_info(Path(model.path)).metadata
+    except DetectorError:
+        raise
     except Exception as err:  # ONNX Runtime raises its own exception types for a broken file
         raise DetectorError(f"model file {model.path} is not a readable model ({type(err).__name__})") from None
     return resolve_labels(None, metadata)[0]

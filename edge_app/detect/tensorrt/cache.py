@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 SIDECAR_SCHEMA = 1
 #: longest metadata header accepted at the front of an Ultralytics-exported engine
-_MAX_HEADER_BYTES = 1 << 20
+MAX_HEADER_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ def split_ultralytics_header(data: bytes) -> Tuple[Optional[Dict[str, Any]], byt
     if len(data) < 8:
         return None, data
     (length,) = struct.unpack("<i", data[:4])
-    if not 2 <= length <= min(_MAX_HEADER_BYTES, len(data) - 4):
+    if not 2 <= length <= min(MAX_HEADER_BYTES, len(data) - 4):
         return None, data
     try:
         metadata = json.loads(data[4:4 + length].decode("utf-8"))

@@ -19,8 +19,8 @@ from filelock import FileLock, Timeout
 
 from edge_app.detect.base import DetectorError
 from edge_app.detect.tensorrt.build import BuildSettings, EngineBuildError, build_engine
-from edge_app.detect.tensorrt.cache import (CacheCheck, EngineKey, EnginePaths, check_cached_engine, engine_paths,
-                                            split_ultralytics_header, timing_cache_path, write_engine)
+from edge_app.detect.tensorrt.cache import (MAX_HEADER_BYTES, CacheCheck, EngineKey, EnginePaths, check_cached_engine,
+                                            engine_paths, split_ultralytics_header, timing_cache_path, write_engine)
 from edge_app.detect.model_metadata import resolve_input_hw
 from edge_app.detect.tensorrt.onnx_info import file_sha256, read_onnx_info
 from edge_app.detect.tensorrt.progress import BuildReporter, ProgressCallback
@@ -47,20 +47,31 @@ class PreparedEngine:
 
 
 
+def user_engine_metadata(path: Path, header: Optional[Dict[str, Any]] = None) -> Dict[str, str]:
+    """The metadata (names, imgsz, ...) of a user engine: its Ultralytics header, else its sidecar.
+
+    ``header`` is the already split header; without it, only the head of the file is read.
+    """
+    if header is None:
+        with open(path, "rb") as handle:
+            header, _ = split_ultralytics_header(handle.read(4 + MAX_HEADER_BYTES))
+    if header:
+        return {str(k): str(v) for k, v in header.items()}
+    sidecar_path = path.with_name(path.name + ".json")
+    if sidecar_path.is_file():
+        try:
+            return dict(json.loads(sidecar_path.read_text(encoding="utf-8")).get("model", {}).get("metadata", {}))
+        except (OSError, ValueError, AttributeError):
+            log.warning("ignoring unreadable sidecar %s", sidecar_path)
+    return {}
+
+
 def load_user_engine(path: Path, deserialize: Callable[[bytes, str], T]) -> Tuple[T, PreparedEngine]:
     """A user-supplied engine, used as it is; a clear DetectorError if it does not load here."""
     if not path.is_file():
         raise DetectorError(f"engine file {path} does not exist")
     header, engine = split_ultralytics_header(path.read_bytes())
-    metadata: Dict[str, str] = {}
-    sidecar_path = path.with_name(path.name + ".json")
-    if header:
-        metadata = {str(k): str(v) for k, v in header.items()}
-    elif sidecar_path.is_file():
-        try:
-            metadata = dict(json.loads(sidecar_path.read_text(encoding="utf-8")).get("model", {}).get("metadata", {}))
-        except (OSError, ValueError, AttributeError):
-            log.warning("ignoring unreadable sidecar %s", sidecar_path)
+    metadata = user_engine_metadata(path, header)
     try:
         loaded = deserialize(engine, f"engine {path}")
     except EngineLoadError as err:
