@@ -8,9 +8,10 @@ from edge_app.capture.buffer import BufferPolicy, FrameSlot, policy_for
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.frame import Frame
 from edge_app.capture.sources import (
-    SourceError, SourceKind, SourceSpec, SourceUnavailable, open_source, parse_source,
+    SourceError, SourceKind, SourceSpec, SourceUnavailable, open_source,
 )
 from edge_app.capture.state import ALLOWED_TRANSITIONS, IllegalTransition, StreamState
+from edge_app.config.sources import parse_source
 
 __all__ = [
     "ALLOWED_TRANSITIONS", "BufferPolicy", "CameraWorker", "Frame", "FrameSlot", "IllegalTransition",

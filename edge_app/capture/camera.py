@@ -31,12 +31,13 @@ from typing import Any, Callable, Dict, List, Optional
 from edge_app.capture.backoff import is_stalled, reconnect_delay_s, watchdog_limit_s
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, Pacer, file_fps, policy_for
 from edge_app.capture.frame import Frame
-from edge_app.rate import RateMeter
 from edge_app.capture.sources import (
-    FrameSource, SourceError, SourceSpec, check_backend, open_source, parse_source,
+    FrameSource, SourceError, SourceSpec, check_backend, open_source,
 )
 from edge_app.capture.state import StateMachine, StreamState
 from edge_app.config.schema import CameraConfig, CaptureConfig
+from edge_app.config.sources import parse_source
+from edge_app.rate import RateMeter
 from edge_app.redact import mask_secrets
 
 logger = logging.getLogger(__name__)

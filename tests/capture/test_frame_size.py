@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from edge_app.capture import CameraWorker, StreamState
-from edge_app.capture.sources import MAX_FRAME_SIDE_PX, OpenCVSource, SourceError, open_source, parse_source
+from edge_app.capture.sources import MAX_FRAME_SIDE_PX, OpenCVSource, open_source
+from edge_app.config.sources import SourceError, parse_source
 
 from tests.capture.helpers import FAST, camera, timed_stop, wait_for
 
