@@ -169,6 +169,11 @@ class CameraConfig(_Strict):
     fps_limit: float = Field(0, title="FPS limit", ge=0, description="Max analysed frames/s; 0 = as many as arrive")
     loop: bool = Field(False, title="Loop file")
     realtime: bool = Field(True, title="Real-time file pacing")
+    decoder: Literal["auto", "ffmpeg", "gstreamer", "nvdec"] = Field(
+        "auto",
+        title="Decoder",
+        description="auto: hardware decode where the device has it (GStreamer on Jetson, NVDEC on dGPU hosts), else ffmpeg",
+    )
     detect: bool = Field(True, title="Detect", description="Analyse this camera; off keeps it streaming without detections")
     zones: List[ZoneConfig] = Field(default_factory=list, title="Zones", max_length=MAX_ZONES_PER_CAMERA)
     lines: List[LineConfig] = Field(default_factory=list, title="Lines", max_length=MAX_LINES_PER_CAMERA)

@@ -104,3 +104,13 @@ def test_new_fields_have_titles():
     for model in ("ZoneConfig", "LineConfig", "TrackingConfig", "CameraConfig"):
         for name, field in schema["$defs"][model]["properties"].items():
             assert field.get("title"), f"{model}.{name} has no title"
+
+
+@pytest.mark.parametrize("decoder", ["auto", "ffmpeg", "gstreamer", "nvdec"])
+def test_decoder_choices_parse(decoder):
+    assert parse_config(base(decoder=decoder)).cameras[0].decoder == decoder
+
+
+def test_decoder_defaults_to_auto_and_rejects_unknown_names():
+    assert parse_config(base()).cameras[0].decoder == "auto"
+    assert "cameras.0.decoder" in [l for l, _ in problems(base(decoder="vaapi"))]
