@@ -1,0 +1,158 @@
+"""The dashboard in a real browser, against a running appliance that sees people walk by.
+
+Headless Chromium loads the page from ``edge-app run`` (real RTSP camera, real YOLOv8n, real
+Mosquitto; see conftest.py), logs in with the API token and is used the way a person would:
+clicking, typing, drawing with the mouse. What the page claims is checked against the REST API
+over HTTP. After every test the browser console must hold no error the test did not provoke.
+
+With ``EDGE_APP_SCREENSHOTS=<folder>`` the tests also save pictures of the views they reach
+(``scripts/screenshots.py`` refreshes ``docs/screenshots/`` that way).
+"""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.browser.conftest import EDIT_CAMERA, LINE, WALK_CAMERA, ZONE
+
+pytestmark = pytest.mark.slow
+
+# The walking clip is 1280x720; the live view and event snapshots are full frames.
+FRAME_SIZE = (1280, 720)
+# People cross the picture 6 s of every 10 s of the looping clip.
+PICTURE_CHANGE_TIMEOUT_S = 20.0
+# The model is loaded and the RTSP camera connected within seconds; a walk takes 6 s; an event's
+# snapshot is written while it is open.
+EVENT_TIMEOUT_S = 60.0
+# Drawn in the area editor: a square in the left half of the picture, as fractions of its size.
+DRAWN_ZONE = "door"
+DRAWN_POINTS = [(0.10, 0.20), (0.40, 0.20), (0.40, 0.80), (0.10, 0.80)]
+POINT_TOLERANCE = 0.02
+
+
+def camera_config(appliance, camera_id):
+    response = appliance.get("/api/v1/config")
+    assert response.status_code == 200, response.text
+    return next(c for c in response.json()["cameras"] if c["id"] == camera_id)
+
+
+def test_the_page_loads_and_keeps_refreshing_without_console_errors(dashboard):
+    rows = {cam: dashboard.camera_row(cam) for cam in (WALK_CAMERA, EDIT_CAMERA)}
+    first = rows[WALK_CAMERA].text
+    # A later poll has rendered the rows again (frame counters move): the polling itself ran
+    # at least once more without an error on the console.
+    dashboard.wait(lambda _d: dashboard.camera_row(WALK_CAMERA).text != first, "the camera table to refresh", 20)
+    dashboard.screenshot("dashboard.png")
+
+
+def test_the_live_view_shows_frames_that_change(dashboard):
+    live = dashboard.view_live(WALK_CAMERA)
+    width, height = dashboard.natural_size(live)
+    assert width * FRAME_SIZE[1] == height * FRAME_SIZE[0], f"live picture {width}x{height}, camera is {FRAME_SIZE}"
+    first = dashboard.fingerprint(live)
+    assert first, "the live picture cannot be read back"
+    dashboard.wait(lambda _d: (dashboard.fingerprint(dashboard.find("img#live")) or first) != first,
+                   "the live picture to change while people walk", PICTURE_CHANGE_TIMEOUT_S)
+
+
+def test_the_live_view_overlays_the_cameras_zones_and_lines(dashboard):
+    dashboard.view_live(WALK_CAMERA)
+    dashboard.shown(f'svg#live-overlay polygon[data-zone="{ZONE}"]')
+    dashboard.shown(f'svg#live-overlay line[data-line="{LINE}"]')
+    dashboard.screenshot("live.png", "#live")
+
+
+def test_an_event_appears_with_its_thumbnail_and_opens_its_snapshot(dashboard, appliance):
+    def event_with_thumbnail(_driver):
+        for item in dashboard.find_all("#events-list .event[data-event-id]"):
+            thumbs = item.find_elements("css selector", "img.thumb")
+            if thumbs and dashboard.natural_size(thumbs[0])[0] > 0:
+                return item
+        return None
+    item = dashboard.wait(event_with_thumbnail, "an event with a thumbnail in the events view", EVENT_TIMEOUT_S)
+    event_id = item.get_attribute("data-event-id")
+    stored = appliance.get(f"/api/v1/events/{event_id}")
+    assert stored.status_code == 200, f"the page lists event {event_id}, the API says {stored.status_code}"
+    assert stored.json()["camera_id"] == WALK_CAMERA and stored.json()["has_snapshot"] is True, stored.json()
+    dashboard.screenshot("events.png", "#events")
+
+    item.find_element("css selector", "img.thumb").click()
+    dashboard.shown("#event-viewer")
+    full = dashboard.loaded_picture("#event-viewer img#event-full")
+    assert dashboard.natural_size(full) == FRAME_SIZE, "the full snapshot is not the camera's whole frame"
+    dashboard.find("#event-viewer button.close").click()
+    dashboard.wait(lambda _d: not dashboard.find("#event-viewer").is_displayed(), "the snapshot viewer to close")
+
+
+def test_a_camera_edit_in_the_form_is_applied_and_saved(dashboard, appliance):
+    before = camera_config(appliance, EDIT_CAMERA)
+    wanted = 3 if before["fps_limit"] != 3 else 4
+    dashboard.select("select#edit-camera", EDIT_CAMERA)
+    dashboard.wait(lambda _d: dashboard.find("input#edit-fps_limit").get_attribute("value") not in ("", None),
+                   "the form to show the camera's settings")
+    dashboard.type_into("input#edit-fps_limit", str(wanted))
+    dashboard.find("button#edit-save").click()
+    dashboard.wait(lambda _d: "saved" in dashboard.text("#edit-result").lower(), "the form to say saved")
+    assert not dashboard.text("#edit-errors").strip(), dashboard.text("#edit-errors")
+    after = camera_config(appliance, EDIT_CAMERA)
+    assert after["fps_limit"] == wanted, f"the form said saved, the API shows {after}"
+    assert {k: v for k, v in after.items() if k != "fps_limit"} == {k: v for k, v in before.items() if k != "fps_limit"}
+    on_disk = yaml.safe_load(appliance.config_path.read_text())
+    assert next(c for c in on_disk["cameras"] if c["id"] == EDIT_CAMERA)["fps_limit"] == wanted
+    dashboard.screenshot("camera-edit.png", "#camera-edit")
+
+
+@pytest.mark.parametrize("field, value, named", [
+    ("fps_limit", "-1", "fps_limit"),
+    ("source", "ftp://camera.invalid/stream", "source"),
+])
+def test_an_invalid_camera_edit_shows_the_error_and_changes_nothing(dashboard, appliance, console, field, value, named):
+    before_config = appliance.get("/api/v1/config").json()
+    before_file = appliance.config_path.read_text()
+    # The refusal is a 400 answer, which Chromium logs as a failed request.
+    console.allow(rf"/api/v1/(cameras|config)\S* - Failed to load resource: the server responded with a status of 400")
+    dashboard.select("select#edit-camera", EDIT_CAMERA)
+    dashboard.wait(lambda _d: dashboard.find(f"input#edit-{field}").get_attribute("value") not in ("", None),
+                   "the form to show the camera's settings")
+    dashboard.type_into(f"input#edit-{field}", value)
+    dashboard.find("button#edit-save").click()
+    errors = dashboard.wait(lambda _d: dashboard.text("#edit-errors").strip(), "the form to show an error")
+    assert named in errors, f"the error does not name {named}: {errors!r}"
+    assert "saved" not in dashboard.text("#edit-result").lower()
+    assert appliance.get("/api/v1/config").json() == before_config, "a refused edit changed the configuration"
+    assert appliance.config_path.read_text() == before_file, "a refused edit changed the configuration file"
+
+
+def test_a_zone_drawn_with_the_mouse_is_saved_and_shown_on_the_live_view(dashboard, appliance):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    dashboard.select("select#editor-camera", WALK_CAMERA)
+    dashboard.loaded_picture("img#editor-snapshot", 30)
+    dashboard.select("select#editor-kind", "zone")
+    dashboard.type_into("input#editor-name", DRAWN_ZONE)
+    canvas = dashboard.shown("svg#editor-canvas")
+    width, height = canvas.size["width"], canvas.size["height"]
+    assert width > 100 and height > 50, f"the editor canvas is {width}x{height}"
+    actions = ActionChains(dashboard.driver)
+    for x, y in DRAWN_POINTS:
+        # Selenium 4 offsets are from the element's centre.
+        actions.move_to_element_with_offset(canvas, round((x - 0.5) * width), round((y - 0.5) * height)).click()
+    actions.perform()
+    dashboard.find("button#editor-finish").click()
+    dashboard.shown(f'#editor-areas li[data-area="{DRAWN_ZONE}"]')
+    dashboard.screenshot("editor.png", "#area-editor")
+    dashboard.find("button#editor-save").click()
+
+    def saved_zone(_driver):
+        zones = camera_config(appliance, WALK_CAMERA).get("zones") or []
+        return next((z for z in zones if z["name"] == DRAWN_ZONE), None)
+    zone = dashboard.wait(saved_zone, f"zone {DRAWN_ZONE} in the configuration")
+    assert not dashboard.text("#editor-errors").strip(), dashboard.text("#editor-errors")
+    assert len(zone["polygon"]) == len(DRAWN_POINTS), zone
+    for got, want in zip(zone["polygon"], DRAWN_POINTS):
+        assert got == pytest.approx(list(want), abs=POINT_TOLERANCE), f"drawn {DRAWN_POINTS}, saved {zone['polygon']}"
+    zones = {z["name"] for z in camera_config(appliance, WALK_CAMERA)["zones"]}
+    assert ZONE in zones, f"saving a new zone dropped the existing {ZONE}: {zones}"
+
+    dashboard.view_live(WALK_CAMERA)
+    dashboard.shown(f'svg#live-overlay polygon[data-zone="{DRAWN_ZONE}"]')
