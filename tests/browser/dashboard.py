@@ -33,6 +33,22 @@ return cols.map((v) => Math.round(v / 54)).join(",");
 """
 
 
+# The points of an SVG polygon or line as fractions of its drawing's width and height: the
+# overlay's viewBox when it has one (picture pixels), else the size it is shown at.
+SHAPE_POINTS_JS = """
+const shape = arguments[0], svg = shape.ownerSVGElement;
+const box = svg.viewBox && svg.viewBox.baseVal && svg.viewBox.baseVal.width ? svg.viewBox.baseVal
+  : { width: svg.getBoundingClientRect().width, height: svg.getBoundingClientRect().height };
+let points;
+if (shape.tagName === "line") {
+  points = [[shape.x1.baseVal.value, shape.y1.baseVal.value], [shape.x2.baseVal.value, shape.y2.baseVal.value]];
+} else {
+  points = Array.from(shape.points, (p) => [p.x, p.y]);
+}
+return points.map(([x, y]) => [x / box.width, y / box.height]);
+"""
+
+
 class Dashboard:
     def __init__(self, driver, base_url: str, console: ConsoleLog, screenshots_dir: Optional[Path] = None) -> None:
         self.driver = driver
@@ -84,6 +100,15 @@ class Dashboard:
 
     def fingerprint(self, img) -> Optional[str]:
         return self.driver.execute_script(FINGERPRINT_JS, img)
+
+    def present(self, css: str, timeout_s: float = DEFAULT_TIMEOUT_S):
+        """The first element matching ``css`` once it is in the page (an SVG line across the
+        picture has no width, so "displayed" means nothing for it)."""
+        return self.wait(lambda _d: next(iter(self.find_all(css)), None), f"{css} in the page", timeout_s)
+
+    def shape_points(self, shape) -> List[Tuple[float, float]]:
+        """An SVG polygon's or line's points, normalised like the configuration's."""
+        return [tuple(p) for p in self.driver.execute_script(SHAPE_POINTS_JS, shape)]
 
     def text(self, css: str) -> str:
         found = self.find_all(css)

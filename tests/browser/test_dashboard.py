@@ -55,10 +55,19 @@ def test_the_live_view_shows_frames_that_change(dashboard):
                    "the live picture to change while people walk", PICTURE_CHANGE_TIMEOUT_S)
 
 
-def test_the_live_view_overlays_the_cameras_zones_and_lines(dashboard):
+def assert_drawn_at(dashboard, css, points):
+    """The overlay shape ``css`` is in the page, where the configuration puts it."""
+    drawn = dashboard.shape_points(dashboard.present(css))
+    assert len(drawn) == len(points), f"{css} has points {drawn}, the configuration {points}"
+    for got, want in zip(drawn, points):
+        assert list(got) == pytest.approx(list(want), abs=POINT_TOLERANCE), f"{css} is drawn at {drawn}, configured {points}"
+
+
+def test_the_live_view_overlays_the_cameras_zones_and_lines(dashboard, appliance):
+    camera = camera_config(appliance, WALK_CAMERA)
     dashboard.view_live(WALK_CAMERA)
-    dashboard.shown(f'svg#live-overlay polygon[data-zone="{ZONE}"]')
-    dashboard.shown(f'svg#live-overlay line[data-line="{LINE}"]')
+    assert_drawn_at(dashboard, f'svg#live-overlay polygon[data-zone="{ZONE}"]', camera["zones"][0]["polygon"])
+    assert_drawn_at(dashboard, f'svg#live-overlay line[data-line="{LINE}"]', camera["lines"][0]["points"])
     dashboard.screenshot("live.png", "#live")
 
 
@@ -131,6 +140,8 @@ def test_a_zone_drawn_with_the_mouse_is_saved_and_shown_on_the_live_view(dashboa
     dashboard.select("select#editor-kind", "zone")
     dashboard.type_into("input#editor-name", DRAWN_ZONE)
     canvas = dashboard.shown("svg#editor-canvas")
+    # Offsets are taken from the centre of the part in view: have all of it in view.
+    dashboard.driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", canvas)
     width, height = canvas.size["width"], canvas.size["height"]
     assert width > 100 and height > 50, f"the editor canvas is {width}x{height}"
     actions = ActionChains(dashboard.driver)
@@ -139,9 +150,10 @@ def test_a_zone_drawn_with_the_mouse_is_saved_and_shown_on_the_live_view(dashboa
         actions.move_to_element_with_offset(canvas, round((x - 0.5) * width), round((y - 0.5) * height)).click()
     actions.perform()
     dashboard.find("button#editor-finish").click()
-    dashboard.shown(f'#editor-areas li[data-area="{DRAWN_ZONE}"]')
+    assert not dashboard.text("#editor-errors").strip(), dashboard.text("#editor-errors")
     dashboard.screenshot("editor.png", "#area-editor")
     dashboard.find("button#editor-save").click()
+    dashboard.shown(f'#editor-areas li[data-area="{DRAWN_ZONE}"]')
 
     def saved_zone(_driver):
         zones = camera_config(appliance, WALK_CAMERA).get("zones") or []
@@ -155,4 +167,4 @@ def test_a_zone_drawn_with_the_mouse_is_saved_and_shown_on_the_live_view(dashboa
     assert ZONE in zones, f"saving a new zone dropped the existing {ZONE}: {zones}"
 
     dashboard.view_live(WALK_CAMERA)
-    dashboard.shown(f'svg#live-overlay polygon[data-zone="{DRAWN_ZONE}"]')
+    assert_drawn_at(dashboard, f'svg#live-overlay polygon[data-zone="{DRAWN_ZONE}"]', DRAWN_POINTS)
