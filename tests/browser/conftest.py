@@ -76,8 +76,12 @@ def appliance_config(rtsp_url: str, model_path: Path, broker, events_dir: Path) 
 @pytest.fixture(scope="module")
 def appliance(tmp_path_factory, browser_rtsp, browser_broker, model_path):
     workdir = tmp_path_factory.mktemp("appliance")
-    app = ApplianceProcess(appliance_config(browser_rtsp.url(WALK_CAMERA), model_path, browser_broker,
-                                            workdir / "events"), workdir)
+    # Where an installed appliance keeps its model, relative to its working directory: the page
+    # (and its screenshots) show this path, not where the test data happens to live.
+    (workdir / "engines").mkdir()
+    (workdir / "engines" / "yolov8n.onnx").symlink_to(model_path)
+    app = ApplianceProcess(appliance_config(browser_rtsp.url(WALK_CAMERA), Path("engines/yolov8n.onnx"),
+                                            browser_broker, workdir / "events"), workdir)
     try:
         app.start()
         yield app

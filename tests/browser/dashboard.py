@@ -5,6 +5,7 @@ Selectors are the dashboard's DOM contract (ids and data attributes), never its 
 """
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple
@@ -110,6 +111,12 @@ class Dashboard:
         """An SVG polygon's or line's points, normalised like the configuration's."""
         return [tuple(p) for p in self.driver.execute_script(SHAPE_POINTS_JS, shape)]
 
+    def people_in_picture(self, img) -> bool:
+        """Whether the walking clip's picture shows its people: its empty canvas is one flat grey,
+        so only then do the columns of the fingerprint differ."""
+        columns = [int(v) for v in (self.fingerprint(img) or "0").split(",")]
+        return max(columns) - min(columns) > 10
+
     def text(self, css: str) -> str:
         found = self.find_all(css)
         return found[0].text if found else ""
@@ -168,16 +175,25 @@ class Dashboard:
 
     # ---- pictures of the views --------------------------------------------------------------
 
-    def screenshot(self, name: str, css: Optional[str] = None) -> Optional[Path]:
-        """With a screenshots folder set: a PNG of the element ``css`` (the window without one)."""
+    def screenshot(self, name: str, css: Optional[str] = None, down_to: Optional[str] = None) -> Optional[Path]:
+        """With a screenshots folder set: a PNG of the element ``css``, or of the page from its
+        top down to the bottom of the element ``down_to`` (taller than the window if need be)."""
         if self.screenshots_dir is None:
             return None
         self.screenshots_dir.mkdir(parents=True, exist_ok=True)
         path = self.screenshots_dir / name
-        if css is None:
-            self.driver.save_screenshot(str(path))
-        else:
+        if css is not None:
             element = self.shown(css)
             self.driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", element)
             path.write_bytes(element.screenshot_as_png)
+            return path
+        self.driver.execute_script("window.scrollTo(0, 0);")
+        width, height = self.driver.execute_script(
+            "const r = arguments[0] ? arguments[0].getBoundingClientRect() : null;"
+            "return [document.documentElement.clientWidth, r ? Math.ceil(r.bottom) + 16 : window.innerHeight];",
+            self.shown(down_to) if down_to else None)
+        shot = self.driver.execute_cdp_cmd("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}})
+        path.write_bytes(base64.b64decode(shot["data"]))
         return path

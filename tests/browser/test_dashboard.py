@@ -10,6 +10,8 @@ With ``EDGE_APP_SCREENSHOTS=<folder>`` the tests also save pictures of the views
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
@@ -42,7 +44,33 @@ def test_the_page_loads_and_keeps_refreshing_without_console_errors(dashboard):
     # A later poll has rendered the rows again (frame counters move): the polling itself ran
     # at least once more without an error on the console.
     dashboard.wait(lambda _d: dashboard.camera_row(WALK_CAMERA).text != first, "the camera table to refresh", 20)
-    dashboard.screenshot("dashboard.png")
+
+
+def relative_luminance(css_color):
+    """WCAG relative luminance of a computed CSS colour, ``rgb(r, g, b)`` or ``rgba(...)``."""
+    channels = [float(v) / 255 for v in re.findall(r"[\d.]+", css_color)[:3]]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast_ratio(color_a, color_b):
+    lighter, darker = sorted((relative_luminance(color_a), relative_luminance(color_b)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def test_the_status_badges_are_readable(dashboard):
+    """The badges (the header's link state, each camera's state) are coloured boxes with text in
+    them: the text must stand out from the box, whatever other rules of the style sheet match."""
+    dashboard.camera_row(WALK_CAMERA)
+    dashboard.wait(lambda _d: dashboard.text("header #link") not in ("", "connecting"), "the header badge to show the link")
+    badges = [dashboard.find("header #link")] + dashboard.find_all("#cameras .pill")
+    assert len(badges) >= 3, "the header badge and one badge per camera"
+    for badge in badges:
+        color, background = badge.value_of_css_property("color"), badge.value_of_css_property("background-color")
+        ratio = contrast_ratio(color, background)
+        # 3:1 is WCAG's least contrast for bold or large text and for user interface components.
+        assert ratio >= 3.0, (f"badge {badge.text!r} (class {badge.get_attribute('class')!r}) has text {color} "
+                              f"on {background}: contrast {ratio:.2f}:1")
 
 
 def test_the_live_view_shows_frames_that_change(dashboard):
@@ -53,6 +81,10 @@ def test_the_live_view_shows_frames_that_change(dashboard):
     assert first, "the live picture cannot be read back"
     dashboard.wait(lambda _d: (dashboard.fingerprint(dashboard.find("img#live")) or first) != first,
                    "the live picture to change while people walk", PICTURE_CHANGE_TIMEOUT_S)
+    if dashboard.screenshots_dir:
+        dashboard.wait(lambda _d: dashboard.people_in_picture(dashboard.find("img#live")),
+                       "people in the live picture", PICTURE_CHANGE_TIMEOUT_S)
+        dashboard.screenshot("dashboard.png", down_to="#live")
 
 
 def assert_drawn_at(dashboard, css, points):
@@ -68,7 +100,6 @@ def test_the_live_view_overlays_the_cameras_zones_and_lines(dashboard, appliance
     dashboard.view_live(WALK_CAMERA)
     assert_drawn_at(dashboard, f'svg#live-overlay polygon[data-zone="{ZONE}"]', camera["zones"][0]["polygon"])
     assert_drawn_at(dashboard, f'svg#live-overlay line[data-line="{LINE}"]', camera["lines"][0]["points"])
-    dashboard.screenshot("live.png", "#live")
 
 
 def test_an_event_appears_with_its_thumbnail_and_opens_its_snapshot(dashboard, appliance):
@@ -91,6 +122,30 @@ def test_an_event_appears_with_its_thumbnail_and_opens_its_snapshot(dashboard, a
     assert dashboard.natural_size(full) == FRAME_SIZE, "the full snapshot is not the camera's whole frame"
     dashboard.find("#event-viewer button.close").click()
     dashboard.wait(lambda _d: not dashboard.find("#event-viewer").is_displayed(), "the snapshot viewer to close")
+
+    # The camera filter: the camera without analysis has no events, the walking one has.
+    dashboard.select("select#event-camera", EDIT_CAMERA)
+    dashboard.wait(lambda _d: not dashboard.find_all("#events-list .event"), f"no events listed for {EDIT_CAMERA}")
+    dashboard.select("select#event-camera", WALK_CAMERA)
+    dashboard.wait(lambda _d: dashboard.find_all(f'#events-list .event[data-event-id="{event_id}"]'),
+                   f"event {event_id} listed again for {WALK_CAMERA}")
+
+
+def test_the_counts_show_what_the_api_counts(dashboard, appliance):
+    def line_out():
+        return appliance.get("/api/v1/counts").json()["lines"].get(LINE, {}).get("out", 0)
+    dashboard.wait(lambda _d: line_out() > 0, f"someone to cross line {LINE}", EVENT_TIMEOUT_S)
+    row = f'#counts tr[data-count-line="{LINE}"]'
+
+    def page_agrees(_driver):
+        shown = [dashboard.text(f"{row} td.in"), dashboard.text(f"{row} td.out")]
+        totals = appliance.get("/api/v1/counts").json()["lines"][LINE]
+        return shown == [str(totals["in"]), str(totals["out"])]
+    dashboard.wait(page_agrees, f"the page's totals of line {LINE} to match /api/v1/counts")
+    # Labels seen on a camera and in a zone keep their rows (at 0 once everyone has left).
+    dashboard.present(f'#counts tr[data-count-camera="{WALK_CAMERA}"][data-label="person"] td.count')
+    dashboard.present(f'#counts tr[data-count-zone="{ZONE}"][data-label="person"] td.count')
+    dashboard.screenshot("counts.png", "#counts")
 
 
 def test_a_camera_edit_in_the_form_is_applied_and_saved(dashboard, appliance):
