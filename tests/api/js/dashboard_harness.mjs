@@ -372,6 +372,31 @@ const scenarios = {
     steps.deleted = cameraForm();
     steps.confirmations = confirmations;
   },
+  async config_editor(steps) {
+    await sleep(1500);
+    const config = JSON.parse($("config").value);
+    steps.loaded_cameras = config.cameras.map((cam) => cam.id);
+    config.cameras[1].fps_limit = 3;
+    $("config").value = JSON.stringify(config, null, 2);
+    click($("config-apply"));
+    await sleep(1000);
+    steps.applied = text($("config-result"));
+    // Edits in progress survive a save made by another view.
+    const edited = JSON.parse($("config").value);
+    edited.device_id = "renamed-but-not-applied";
+    $("config").value = JSON.stringify(edited, null, 2);
+    choose("edit-camera", "front");
+    type("edit-fps_limit", "2");
+    click($("edit-save"));
+    await sleep(1000);
+    steps.camera_form = $("edit-result").textContent;
+    steps.device_id_in_editor = JSON.parse($("config").value).device_id;
+    click($("config-reload"));
+    await sleep(800);
+    const reloaded = JSON.parse($("config").value);
+    steps.after_reload = { device_id: reloaded.device_id, fps_limits: reloaded.cameras.map((cam) => cam.fps_limit) };
+    steps.sent = sent;
+  },
   async same_frame(steps) {
     await sleep(1500);
     clickView("front");
