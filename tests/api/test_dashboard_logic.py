@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.dashboard_page import call_logic
+from tests.api.dashboard_page import LogicCalls
 
 RECT = {"left": 10, "top": 20, "width": 800, "height": 450}
 GATE = [[0.5, 0.0], [0.5, 1.0]]  # SPEC.md's example: drawn top to bottom
 DRIVEWAY = {"name": "driveway", "polygon": [[0.1, 0.5], [0.6, 0.5], [0.6, 1.0]], "labels": []}
+
+
+@pytest.fixture(scope="module")
+def call_logic():
+    calls = LogicCalls()
+    yield calls
+    calls.close()
 
 
 @pytest.mark.parametrize("function, args, expected", [
@@ -22,7 +29,7 @@ DRIVEWAY = {"name": "driveway", "polygon": [[0.1, 0.5], [0.6, 0.5], [0.6, 1.0]],
     ("clickToNormalised", [810, 470, RECT], [1, 1]),
     ("clickToNormalised", [410, 245, RECT], [0.5, 0.5]),
 ])
-def test_coordinates(function, args, expected):
+def test_coordinates(call_logic, function, args, expected):
     assert call_logic(function, *args) == expected
 
 
@@ -31,7 +38,7 @@ def test_coordinates(function, args, expected):
     ([0.0, 1.0], [640, 480]),
     ([0.5, 0.3333], [810, 1080]),
 ])
-def test_normalised_to_pixels_and_back_is_the_same_point(point, size):
+def test_normalised_to_pixels_and_back_is_the_same_point(call_logic, point, size):
     pixel = call_logic("toPixel", point, *size)
     assert call_logic("toNormalised", *pixel, *size) == point
 
@@ -42,7 +49,7 @@ def test_normalised_to_pixels_and_back_is_the_same_point(point, size):
     (" car, person ,,car", ["car", "person"]),
     ("traffic light, stop sign", ["traffic light", "stop sign"]),
 ])
-def test_labels_from_the_text_field(text, expected):
+def test_labels_from_the_text_field(call_logic, text, expected):
     assert call_logic("parseLabels", text) == expected
 
 
@@ -51,7 +58,7 @@ def test_labels_from_the_text_field(text, expected):
      {"name": "yard", "polygon": [[0.1, 0.1], [0.5, 0.1], [0.5, 0.5]], "labels": ["person"]}),
     ("line", "gate", GATE, "", {"name": "gate", "points": GATE, "labels": []}),
 ])
-def test_the_area_being_drawn(kind, name, points, labels, expected):
+def test_the_area_being_drawn(call_logic, kind, name, points, labels, expected):
     assert call_logic("buildArea", kind, name, points, labels) == expected
 
 
@@ -66,7 +73,7 @@ NEW_LINE = {"name": "gate", "points": GATE, "labels": ["car"]}
     ({"id": "front", "zones": [DRIVEWAY], "lines": [NEW_LINE]}, "line", {**NEW_LINE, "name": "exit"},
      {"lines": [NEW_LINE, {**NEW_LINE, "name": "exit"}]}),
 ])
-def test_the_patch_that_adds_an_area(camera, kind, area, expected):
+def test_the_patch_that_adds_an_area(call_logic, camera, kind, area, expected):
     assert call_logic("areaPatch", camera, kind, area) == expected
 
 
@@ -75,7 +82,7 @@ def test_the_patch_that_adds_an_area(camera, kind, area, expected):
     ({"zones": [DRIVEWAY], "lines": [NEW_LINE]}, "line", "gate", {"lines": []}),
     ({"zones": [DRIVEWAY]}, "zone", "unknown", {"zones": [DRIVEWAY]}),
 ])
-def test_the_patch_that_removes_an_area(camera, kind, name, expected):
+def test_the_patch_that_removes_an_area(call_logic, camera, kind, name, expected):
     assert call_logic("areaRemovalPatch", camera, kind, name) == expected
 
 
@@ -86,7 +93,7 @@ def test_the_patch_that_removes_an_area(camera, kind, name, expected):
     ("zone", DRIVEWAY["polygon"], False, "Finish the zone first."),
     ("zone", DRIVEWAY["polygon"], True, ""),
 ])
-def test_what_a_drawing_still_lacks(kind, points, finished, expected):
+def test_what_a_drawing_still_lacks(call_logic, kind, points, finished, expected):
     problem = call_logic("drawingProblem", kind, points, finished)
     assert problem.startswith(expected) and (problem == "") == (expected == "")
 
@@ -101,7 +108,7 @@ def test_what_a_drawing_still_lacks(kind, points, finished, expected):
     (409, {"error": "a camera with id 'side' already exists"}, ["a camera with id 'side' already exists"]),
     (502, None, ["The request failed (HTTP 502)."]),
 ])
-def test_the_messages_of_a_refused_request(status, body, expected):
+def test_the_messages_of_a_refused_request(call_logic, status, body, expected):
     assert call_logic("problemMessages", status, body) == expected
 
 
@@ -111,11 +118,11 @@ def test_the_messages_of_a_refused_request(status, body, expected):
     ({"label": "traffic light"}, "api/v1/events?label=traffic%20light&limit=50"),
     ({"label": "a&b=c"}, "api/v1/events?label=a%26b%3Dc&limit=50"),
 ])
-def test_the_events_query_of_the_filters(filters, expected):
+def test_the_events_query_of_the_filters(call_logic, filters, expected):
     assert call_logic("eventsQuery", filters, 50) == expected
 
 
-def test_count_rows_are_sorted_and_keyed():
+def test_count_rows_are_sorted_and_keyed(call_logic):
     rows = call_logic("countRows", {"cameras": {"front": {"person": 2, "car": 0}, "back": {"dog": 1}},
                                     "zones": {"driveway": {"person": 1}}, "lines": {"gate": {"in": 3, "out": 1}}})
     assert [(r["owner"], r["label"], r["count"]) for r in rows["cameras"]] == [("back", "dog", 1), ("front", "car", 0),
@@ -131,7 +138,7 @@ def test_count_rows_are_sorted_and_keyed():
     ([0.75, 0.5], "out"),
     ([0.5, 0.2], "on"),
 ])
-def test_the_side_of_a_line(point, side):
+def test_the_side_of_a_line(call_logic, point, side):
     assert call_logic("lineSide", GATE, point) == side
 
 
@@ -141,7 +148,7 @@ def test_the_side_of_a_line(point, side):
     ([[0.1, 0.2], [0.9, 0.3]], [640, 480]),
     ([[0.9, 0.9], [0.2, 0.1]], [810, 1080]),
 ])
-def test_the_in_arrow_points_to_the_in_side(points, size):
+def test_the_in_arrow_points_to_the_in_side(call_logic, points, size):
     geometry = call_logic("lineGeometry", points, *size)
     start = call_logic("toNormalised", *geometry["inFrom"], *size)
     end = call_logic("toNormalised", *geometry["inTo"], *size)
@@ -166,11 +173,11 @@ UNCHANGED = {"source": FRONT["source"], "enabled": True, "detect": True, "fps_li
     (FRONT, {**UNCHANGED, "source": "test://bars"}, {"source": "test://bars"}),
     ({"id": "old", "source": "test://bars"}, {**UNCHANGED, "source": "test://bars"}, {}),  # defaults of missing keys
 ])
-def test_the_camera_form_patch_holds_only_what_changed(camera, form, expected):
+def test_the_camera_form_patch_holds_only_what_changed(call_logic, camera, form, expected):
     assert call_logic("cameraPatch", camera, form) == expected
 
 
-def test_the_camera_form_is_filled_with_the_defaults_of_missing_keys():
+def test_the_camera_form_is_filled_with_the_defaults_of_missing_keys(call_logic):
     assert call_logic("cameraForm", {"id": "old", "source": "test://bars"}) == {
         "source": "test://bars", "enabled": True, "detect": True, "fps_limit": "0", "decoder": "auto"}
 
@@ -181,10 +188,10 @@ def test_the_camera_form_is_filled_with_the_defaults_of_missing_keys():
     ({"cameras": [{"id": "x"}]}, {"cameras": [{"id": "x", "fps_limit": 2}]}, {"cameras": [{"id": "x", "fps_limit": 2}]}),
     ({"a": [1]}, {"a": [1]}, {}),
 ])
-def test_the_merge_patch_of_the_configuration_editor(before, after, expected):
+def test_the_merge_patch_of_the_configuration_editor(call_logic, before, after, expected):
     assert call_logic("mergeDiff", before, after) == expected
 
 
-def test_filter_options_start_with_every_value():
+def test_filter_options_start_with_every_value(call_logic):
     assert call_logic("filterOptions", ["person", "car", "person", ""], "every label") == [
         {"value": "", "text": "every label"}, {"value": "car", "text": "car"}, {"value": "person", "text": "person"}]
