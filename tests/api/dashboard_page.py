@@ -30,9 +30,23 @@ def run_dashboard(api, scenario: str, token: str = "") -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def call_logic(function: str, *args: Any) -> Any:
-    """One pure function of static/logic.js called with JSON arguments; its JSON result."""
-    command: List[str] = [_node(), str(HARNESS), "--call", str(STATIC_DIR / "logic.js"), function, json.dumps(args)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=30)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+class LogicCalls:
+    """One Node process answering calls to the pure functions of static/logic.js."""
+
+    def __init__(self) -> None:
+        command: List[str] = [_node(), str(HARNESS), "--calls", str(STATIC_DIR / "logic.js")]
+        self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def __call__(self, function: str, *args: Any) -> Any:
+        """``function(*args)`` in logic.js, with JSON arguments; its JSON result."""
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(json.dumps({"function": function, "args": args}) + "\n")
+        self._process.stdin.flush()
+        answer = json.loads(self._process.stdout.readline())
+        assert "error" not in answer, answer["error"]
+        return answer["result"]
+
+    def close(self) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait(timeout=10)

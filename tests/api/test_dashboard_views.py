@@ -143,3 +143,18 @@ def test_the_camera_form_edits_adds_and_deletes_cameras(api):
     assert config.camera("side") is None
     # The untouched front camera keeps its real password: the masked source was never sent back.
     assert "cam-s3cret" in config.camera("front").source
+
+
+def test_the_configuration_editor_applies_a_merge_patch_and_keeps_edits_in_progress(api):
+    steps = run_dashboard(api, "config_editor")
+    assert steps["loaded_cameras"] == ["front", "back"]
+    assert steps["applied"] == "Applied and saved."
+    # Lists are replaced whole by a merge patch: the cameras list goes as the editor holds it.
+    request, body = steps["sent"][0]["request"], steps["sent"][0]["body"]
+    assert request == "PATCH api/v1/config" and list(body) == ["cameras"] and body["cameras"][1]["fps_limit"] == 3
+    assert steps["camera_form"] == "saved"
+    assert steps["device_id_in_editor"] == "renamed-but-not-applied"
+    assert steps["after_reload"] == {"device_id": "edge-test", "fps_limits": [2, 3]}
+    config = api.service.current_config()
+    assert (config.device_id, config.camera("front").fps_limit, config.camera("back").fps_limit) == ("edge-test", 2, 3)
+    assert "cam-s3cret" in config.camera("front").source

@@ -130,7 +130,8 @@ def test_dashboard_page_and_its_assets(secured_api):
     html = response.text
     assert "<title>edge-app</title>" in html
     assets = re.findall(r'(?:src|href)="(static/[^"]+)"', html)
-    scripts = ["static/logic.js", "static/events.js", "static/areas.js", "static/cameras.js", "static/dashboard.js"]
+    scripts = ["static/logic.js", "static/events.js", "static/areas.js", "static/cameras.js", "static/config.js",
+               "static/dashboard.js"]
     # dashboard.js comes last: the views in the other files register themselves before it starts.
     assert [asset for asset in assets if asset.endswith(".js")] == scripts
     assert "static/dashboard.css" in assets

@@ -1,6 +1,6 @@
 // The built-in dashboard: polls the REST API and renders it. No libraries, no build step.
 // Text from the appliance is always set with textContent, never parsed as HTML.
-// The views in events.js, areas.js and cameras.js are loaded before this file and register a
+// The views in events.js, areas.js, cameras.js and config.js are loaded before this file and register a
 // factory in globalThis.EdgeDashboardParts; this file hands each the shared `app` (requests with
 // the token, the configuration, the live view's camera) and calls their hooks.
 "use strict";
@@ -20,7 +20,6 @@
     liveTimer: null,
     liveActive: false,  // a live loop runs (a tick in flight or scheduled)
     liveGeneration: 0,  // bumped on every camera change, so an answer for the old camera is dropped
-    loadedConfig: null,  // the configuration shown in the editor when it was loaded
     config: null,  // the latest configuration from the appliance (the views' zones, lines, cameras)
     cameraRows: new Map(),  // camera id -> its row in the cameras table
     timer: null,
@@ -410,117 +409,22 @@
   document.addEventListener("visibilitychange", updateStream);
   window.addEventListener("pagehide", stopLive);
 
-  // ---- configuration editor ----------------------------------------------------------------
+  // ---- configuration ----------------------------------------------------------------------
+  // The views (config.js's editor included) get every configuration the appliance answers.
 
-  function isObject(value) {
-    return value !== null && typeof value === "object" && !Array.isArray(value);
-  }
-
-  // The RFC 7396 merge patch that turns `before` into `after`: removed keys become null,
-  // objects are diffed key by key, anything else (arrays included) is sent whole when changed.
-  function mergeDiff(before, after) {
-    const patch = {};
-    for (const key of Object.keys(before)) {
-      if (!(key in after)) patch[key] = null;
-    }
-    for (const key of Object.keys(after)) {
-      if (!(key in before)) {
-        patch[key] = after[key];
-      } else if (isObject(before[key]) && isObject(after[key])) {
-        const sub = mergeDiff(before[key], after[key]);
-        if (Object.keys(sub).length) patch[key] = sub;
-      } else if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) {
-        patch[key] = after[key];
-      }
-    }
-    return patch;
-  }
-
-  function showConfig(config) {
-    const copy = Object.assign({}, config);
-    delete copy.restart_required;
-    state.loadedConfig = copy;
-    $("config").value = JSON.stringify(copy, null, 2);
-    useConfig(copy);
-  }
-
-  function useConfig(config) {
+  function setConfig(body) {
+    const config = Object.assign({}, body);
+    delete config.restart_required;
     state.config = config;
     notify("config", config);
-  }
-
-  // After a view changed the configuration: the views get the new one, and so does the editor
-  // unless it holds unsaved edits.
-  async function reloadConfig() {
-    const result = await api("api/v1/config");
-    if (!result.ok) return;
-    const edited = state.loadedConfig && $("config").value !== JSON.stringify(state.loadedConfig, null, 2);
-    if (edited) {
-      const copy = Object.assign({}, result.body);
-      delete copy.restart_required;
-      useConfig(copy);
-    } else {
-      showConfig(result.body);
-    }
-  }
-
-  function showResult(text, cls, details) {
-    const box = $("config-result");
-    box.replaceChildren(el("p", text, cls));
-    if (details && details.length) {
-      const list = el("ul");
-      for (const d of details) list.append(el("li", (d.loc ? d.loc + ": " : "") + d.msg, "error"));
-      box.append(list);
-    }
+    return config;
   }
 
   async function loadConfig() {
     const result = await api("api/v1/config");
-    if (result.ok) showConfig(result.body);
-    else showResult((result.body && result.body.error) || "Could not load the configuration.", "error");
+    if (result.ok) setConfig(result.body);
+    else notify("configError", (result.body && result.body.error) || "Could not load the configuration.");
   }
-
-  async function applyConfig() {
-    let edited;
-    try {
-      edited = JSON.parse($("config").value);
-    } catch (err) {
-      showResult("Not valid JSON: " + err.message, "error");
-      return;
-    }
-    if (!isObject(edited) || !state.loadedConfig) {
-      showResult("The configuration must be a JSON object.", "error");
-      return;
-    }
-    const patch = mergeDiff(state.loadedConfig, edited);
-    if (!Object.keys(patch).length) {
-      showResult("Nothing changed.", "muted");
-      return;
-    }
-    $("config-apply").disabled = true;
-    try {
-      const result = await api("api/v1/config", {
-        method: "PATCH",
-        headers: { "Content-Type": "application/merge-patch+json" },
-        body: JSON.stringify(patch),
-      });
-      if (result.ok) {
-        const restart = result.body.restart_required || [];
-        showConfig(result.body);
-        showResult(restart.length ? "Applied and saved. Restart the appliance for: " + restart.join(", ") : "Applied and saved.", "ok");
-      } else {
-        showResult((result.body && result.body.error) || "HTTP " + result.status, "error", result.body && result.body.details);
-      }
-    } finally {
-      $("config-apply").disabled = false;
-    }
-  }
-
-  $("config-apply").addEventListener("click", () => applyConfig().catch(handleError));
-  $("config-reload").addEventListener("click", () => {
-    $("config-result").replaceChildren();
-    loadConfig().catch(handleError);
-  });
 
   // ---- polling -----------------------------------------------------------------------------
 
@@ -574,7 +478,8 @@
   // ---- the views of the other files -------------------------------------------------------
 
   const app = {
-    $, el, api, fetchImage, cameraPath, fmtNumber, handleError, reloadConfig, setOptions, syncChildren, Unauthorized,
+    $, el, api, fetchImage, cameraPath, fmtNumber, handleError, setConfig, setOptions, syncChildren, Unauthorized,
+    reloadConfig: loadConfig,
     config: () => state.config,
     cameraConfig: (id) => ((state.config && state.config.cameras) || []).find((cam) => cam.id === id) || null,
     liveCamera: () => state.liveCamera,

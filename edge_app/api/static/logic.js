@@ -189,6 +189,30 @@
     return [{ value: "", text: allText }].concat(unique.map((v) => ({ value: v, text: v })));
   }
 
+  function isObject(value) {
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+  }
+
+  // The RFC 7396 merge patch that turns `before` into `after`: removed keys become null,
+  // objects are diffed key by key, anything else (arrays included) is sent whole when changed.
+  function mergeDiff(before, after) {
+    const patch = {};
+    for (const key of Object.keys(before)) {
+      if (!(key in after)) patch[key] = null;
+    }
+    for (const key of Object.keys(after)) {
+      if (!(key in before)) {
+        patch[key] = after[key];
+      } else if (isObject(before[key]) && isObject(after[key])) {
+        const sub = mergeDiff(before[key], after[key]);
+        if (Object.keys(sub).length) patch[key] = sub;
+      } else if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) {
+        patch[key] = after[key];
+      }
+    }
+    return patch;
+  }
+
   function fmtTime(seconds) {
     if (typeof seconds !== "number") return "–";
     return new Date(seconds * 1000).toLocaleString();
@@ -197,6 +221,6 @@
   globalThis.EdgeLogic = {
     toPixel, toNormalised, clickToNormalised, parseLabels, buildArea, drawingProblem, areaPatch,
     areaRemovalPatch, cameraAreas, problemMessages, eventsQuery, snapshotKey, countRows, lineGeometry,
-    lineSide, numberField, cameraPatch, cameraForm, filterOptions, fmtTime,
+    lineSide, numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
   };
 })();

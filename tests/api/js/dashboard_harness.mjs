@@ -2,20 +2,30 @@
 // what the page shows. Prints one JSON object: what the page showed after each step of the
 // scenario.
 //   node dashboard_harness.mjs <api base url> <path to index.html> [scenario] [token]
-// The scripts are those index.html loads, in its order. With --call, one pure function of
-// logic.js is called with the given JSON arguments and its JSON result printed:
-//   node dashboard_harness.mjs --call <path to logic.js> <function> '<JSON array of arguments>'
+// The scripts are those index.html loads, in its order. With --calls, the pure functions of
+// logic.js answer calls, one a line: {"function": name, "args": [...]} on stdin, the JSON
+// result (or {"error": message}) on stdout:
+//   node dashboard_harness.mjs --calls <path to logic.js>
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import readline from "node:readline";
 import vm from "node:vm";
 
-if (process.argv[2] === "--call") {
-  const [, , , logicPath, name, args] = process.argv;
+if (process.argv[2] === "--calls") {
   const sandbox = { encodeURIComponent, Date };
   sandbox.globalThis = sandbox;
-  vm.runInNewContext(readFileSync(logicPath, "utf8"), sandbox, { filename: "logic.js" });
-  const result = sandbox.EdgeLogic[name](...JSON.parse(args));
-  console.log(JSON.stringify(result === undefined ? null : result));
+  vm.runInNewContext(readFileSync(process.argv[3], "utf8"), sandbox, { filename: "logic.js" });
+  for await (const line of readline.createInterface({ input: process.stdin })) {
+    let answer;
+    try {
+      const call = JSON.parse(line);
+      const result = sandbox.EdgeLogic[call.function](...call.args);
+      answer = { result: result === undefined ? null : result };
+    } catch (err) {
+      answer = { error: String(err) };
+    }
+    process.stdout.write(JSON.stringify(answer) + "\n");
+  }
   process.exit(0);
 }
 
@@ -371,6 +381,31 @@ const scenarios = {
     await sleep(1000);
     steps.deleted = cameraForm();
     steps.confirmations = confirmations;
+  },
+  async config_editor(steps) {
+    await sleep(1500);
+    const config = JSON.parse($("config").value);
+    steps.loaded_cameras = config.cameras.map((cam) => cam.id);
+    config.cameras[1].fps_limit = 3;
+    $("config").value = JSON.stringify(config, null, 2);
+    click($("config-apply"));
+    await sleep(1000);
+    steps.applied = text($("config-result"));
+    // Edits in progress survive a save made by another view.
+    const edited = JSON.parse($("config").value);
+    edited.device_id = "renamed-but-not-applied";
+    $("config").value = JSON.stringify(edited, null, 2);
+    choose("edit-camera", "front");
+    type("edit-fps_limit", "2");
+    click($("edit-save"));
+    await sleep(1000);
+    steps.camera_form = $("edit-result").textContent;
+    steps.device_id_in_editor = JSON.parse($("config").value).device_id;
+    click($("config-reload"));
+    await sleep(800);
+    const reloaded = JSON.parse($("config").value);
+    steps.after_reload = { device_id: reloaded.device_id, fps_limits: reloaded.cameras.map((cam) => cam.fps_limit) };
+    steps.sent = sent;
   },
   async same_frame(steps) {
     await sleep(1500);
