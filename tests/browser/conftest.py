@@ -60,7 +60,7 @@ def appliance_config(rtsp_url: str, model_path: Path, broker, events_dir: Path) 
         "device_id": "browser",
         "cameras": [
             {"id": WALK_CAMERA, "source": rtsp_url,
-             "zones": [{"name": ZONE, "polygon": [[0.5, 0.0], [1.0, 0.0], [1.0, 1.0], [0.5, 1.0]]}],
+             "zones": [{"name": ZONE, "polygon": [[0.5, 0.1], [1.0, 0.1], [1.0, 1.0], [0.5, 1.0]]}],
              "lines": [{"name": LINE, "points": [[0.5, 0.0], [0.5, 1.0]]}]},
             {"id": EDIT_CAMERA, "source": "test://bars", "fps_limit": 2, "detect": False},
         ],
