@@ -173,6 +173,16 @@ class Dashboard:
         if box.is_selected() != checked:
             box.click()
 
+    def answer_confirm(self, accept: bool) -> str:
+        """Answer the ``window.confirm`` the last click opened; returns its question."""
+        alert = self.wait(lambda d: _open_alert(d), "a confirmation dialog", 5)
+        question = alert.text
+        if accept:
+            alert.accept()
+        else:
+            alert.dismiss()
+        return question
+
     # ---- pictures of the views --------------------------------------------------------------
 
     def screenshot(self, name: str, css: Optional[str] = None, down_to: Optional[str] = None) -> Optional[Path]:
@@ -197,3 +207,14 @@ class Dashboard:
             "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}})
         path.write_bytes(base64.b64decode(shot["data"]))
         return path
+
+
+def _open_alert(driver):
+    from selenium.common.exceptions import NoAlertPresentException
+
+    try:
+        alert = driver.switch_to.alert
+        alert.text  # noqa: B018 - raises when there is none
+        return alert
+    except NoAlertPresentException:
+        return None

@@ -26,9 +26,11 @@ PICTURE_CHANGE_TIMEOUT_S = 20.0
 # The model is loaded and the RTSP camera connected within seconds; a walk takes 6 s; an event's
 # snapshot is written while it is open.
 EVENT_TIMEOUT_S = 60.0
-# Drawn in the area editor: a square in the left half of the picture, as fractions of its size.
-DRAWN_ZONE = "door"
-DRAWN_POINTS = [(0.10, 0.20), (0.40, 0.20), (0.40, 0.80), (0.10, 0.80)]
+# Drawn in the area editor with the mouse, as fractions of the picture's size: kind, name, points.
+DRAWN_AREAS = [
+    ("zone", "door", [(0.10, 0.20), (0.40, 0.20), (0.40, 0.80), (0.10, 0.80)]),
+    ("line", "gate", [(0.25, 0.10), (0.25, 0.90)]),
+]
 POINT_TOLERANCE = 0.02
 
 
@@ -148,6 +150,28 @@ def test_the_counts_show_what_the_api_counts(dashboard, appliance):
     dashboard.screenshot("counts.png", "#counts")
 
 
+def test_an_event_is_deleted_only_after_confirmation(dashboard, appliance):
+    def ended_event_listed(_driver):
+        events = appliance.get("/api/v1/events", params={"camera": WALK_CAMERA, "limit": 500}).json()["events"]
+        for event in events:
+            if event["end_time"] is not None and dashboard.find_all(f'#events-list .event[data-event-id="{event["id"]}"]'):
+                return event["id"]
+        return None
+    event_id = dashboard.wait(ended_event_listed, "an ended event in the events view", EVENT_TIMEOUT_S)
+    card = f'#events-list .event[data-event-id="{event_id}"]'
+
+    dashboard.find(f"{card} button.delete").click()
+    assert "delete" in dashboard.answer_confirm(accept=False).lower()
+    assert dashboard.find_all(card), "the event went from the page although the deletion was cancelled"
+    assert appliance.get(f"/api/v1/events/{event_id}").status_code == 200, "a cancelled deletion deleted the event"
+
+    dashboard.find(f"{card} button.delete").click()
+    dashboard.answer_confirm(accept=True)
+    dashboard.wait(lambda _d: not dashboard.find_all(card), f"event {event_id} to leave the events view")
+    assert appliance.get(f"/api/v1/events/{event_id}").status_code == 404, f"event {event_id} is still stored"
+    assert appliance.get(f"/api/v1/events/{event_id}/snapshot.jpg").status_code == 404, "its snapshot is still served"
+
+
 def test_a_camera_edit_in_the_form_is_applied_and_saved(dashboard, appliance):
     before = camera_config(appliance, EDIT_CAMERA)
     wanted = 3 if before["fps_limit"] != 3 else 4
@@ -187,39 +211,78 @@ def test_an_invalid_camera_edit_shows_the_error_and_changes_nothing(dashboard, a
     assert appliance.config_path.read_text() == before_file, "a refused edit changed the configuration file"
 
 
-def test_a_zone_drawn_with_the_mouse_is_saved_and_shown_on_the_live_view(dashboard, appliance):
+def test_a_camera_is_added_and_deleted_only_after_confirmation(dashboard, appliance):
+    added = "garage"
+    dashboard.type_into("input#add-id", added)
+    dashboard.type_into("input#add-source", "test://box")
+    dashboard.find("button#add-camera").click()
+    dashboard.camera_row(added)
+    assert camera_config(appliance, added)["source"] == "test://box"
+
+    dashboard.select("select#edit-camera", added)
+    dashboard.find("button#delete-camera").click()
+    assert added in dashboard.answer_confirm(accept=False)
+    assert added in {c["id"] for c in appliance.get("/api/v1/config").json()["cameras"]}, "a cancelled deletion deleted"
+
+    dashboard.find("button#delete-camera").click()
+    dashboard.answer_confirm(accept=True)
+    dashboard.wait(lambda _d: not dashboard.find_all(f'#cameras tr[data-camera="{added}"]'), f"{added} to leave the camera table")
+    cameras = {c["id"] for c in appliance.get("/api/v1/config").json()["cameras"]}
+    assert cameras == {WALK_CAMERA, EDIT_CAMERA}, f"after deleting {added}: {cameras}"
+
+
+def draw(dashboard, kind, name, points):
+    """Pick the walking camera in the area editor and click ``points`` (fractions of the picture)."""
     from selenium.webdriver.common.action_chains import ActionChains
 
     dashboard.select("select#editor-camera", WALK_CAMERA)
     dashboard.loaded_picture("img#editor-snapshot", 30)
-    dashboard.select("select#editor-kind", "zone")
-    dashboard.type_into("input#editor-name", DRAWN_ZONE)
+    dashboard.select("select#editor-kind", kind)
+    dashboard.type_into("input#editor-name", name)
     canvas = dashboard.shown("svg#editor-canvas")
-    # Offsets are taken from the centre of the part in view: have all of it in view.
+    # Selenium 4 offsets are from the centre of the part in view: have all of it in view.
     dashboard.driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", canvas)
     width, height = canvas.size["width"], canvas.size["height"]
     assert width > 100 and height > 50, f"the editor canvas is {width}x{height}"
     actions = ActionChains(dashboard.driver)
-    for x, y in DRAWN_POINTS:
-        # Selenium 4 offsets are from the element's centre.
+    for x, y in points:
         actions.move_to_element_with_offset(canvas, round((x - 0.5) * width), round((y - 0.5) * height)).click()
     actions.perform()
-    dashboard.find("button#editor-finish").click()
-    assert not dashboard.text("#editor-errors").strip(), dashboard.text("#editor-errors")
-    dashboard.screenshot("editor.png", "#area-editor")
-    dashboard.find("button#editor-save").click()
-    dashboard.shown(f'#editor-areas li[data-area="{DRAWN_ZONE}"]')
 
-    def saved_zone(_driver):
-        zones = camera_config(appliance, WALK_CAMERA).get("zones") or []
-        return next((z for z in zones if z["name"] == DRAWN_ZONE), None)
-    zone = dashboard.wait(saved_zone, f"zone {DRAWN_ZONE} in the configuration")
+
+def test_a_second_zone_of_the_same_name_is_refused_in_the_editor(dashboard, appliance, console):
+    """Zone names are unique across the device: the editor shows the API's refusal."""
+    before = appliance.get("/api/v1/config").json()
+    console.allow(r"/api/v1/cameras/\S* - Failed to load resource: the server responded with a status of 400")
+    draw(dashboard, "zone", ZONE, DRAWN_AREAS[0][2])
+    dashboard.find("button#editor-save").click()
+    errors = dashboard.wait(lambda _d: dashboard.text("#editor-errors").strip(), "the editor to show the refusal")
+    assert ZONE in errors, f"the refusal does not name {ZONE!r}: {errors!r}"
+    assert appliance.get("/api/v1/config").json() == before, "a refused drawing changed the configuration"
+
+
+@pytest.mark.parametrize("kind, name, points", DRAWN_AREAS, ids=[a[0] for a in DRAWN_AREAS])
+def test_an_area_drawn_with_the_mouse_is_saved_and_shown_on_the_live_view(dashboard, appliance, kind, name, points):
+    key, shape = {"zone": ("zones", "polygon"), "line": ("lines", "points")}[kind]
+    before = {a["name"] for a in camera_config(appliance, WALK_CAMERA)[key]}
+    draw(dashboard, kind, name, points)
+    if kind == "zone":
+        dashboard.find("button#editor-finish").click()
+        assert not dashboard.text("#editor-errors").strip(), dashboard.text("#editor-errors")
+        dashboard.screenshot("editor.png", "#area-editor")
+    dashboard.find("button#editor-save").click()
+    dashboard.shown(f'#editor-areas li[data-area="{name}"]')
+
+    def saved(_driver):
+        return next((a for a in camera_config(appliance, WALK_CAMERA)[key] if a["name"] == name), None)
+    area = dashboard.wait(saved, f"{kind} {name} in the configuration")
     assert not dashboard.text("#editor-errors").strip(), dashboard.text("#editor-errors")
-    assert len(zone["polygon"]) == len(DRAWN_POINTS), zone
-    for got, want in zip(zone["polygon"], DRAWN_POINTS):
-        assert got == pytest.approx(list(want), abs=POINT_TOLERANCE), f"drawn {DRAWN_POINTS}, saved {zone['polygon']}"
-    zones = {z["name"] for z in camera_config(appliance, WALK_CAMERA)["zones"]}
-    assert ZONE in zones, f"saving a new zone dropped the existing {ZONE}: {zones}"
+    assert len(area[shape]) == len(points), area
+    for got, want in zip(area[shape], points):
+        assert got == pytest.approx(list(want), abs=POINT_TOLERANCE), f"drawn {points}, saved {area[shape]}"
+    after = {a["name"] for a in camera_config(appliance, WALK_CAMERA)[key]}
+    assert after == before | {name}, f"saving {kind} {name} changed the other {key}: {before} -> {after}"
 
     dashboard.view_live(WALK_CAMERA)
-    assert_drawn_at(dashboard, f'svg#live-overlay polygon[data-zone="{DRAWN_ZONE}"]', DRAWN_POINTS)
+    element = "polygon[data-zone" if kind == "zone" else "line[data-line"
+    assert_drawn_at(dashboard, f'svg#live-overlay {element}="{name}"]', points)
