@@ -438,8 +438,9 @@
 
   async function refresh() {
     state.tick += 1;
-    const [status, cameras] = await Promise.all([api("api/v1/status"), api("api/v1/cameras"),
-      ...parts.filter((part) => part.poll).map((part) => part.poll(state.tick))]);
+    // The views' own requests (events, counts) wait while the tab is hidden.
+    const views = document.hidden ? [] : parts.filter((part) => part.poll).map((part) => part.poll(state.tick));
+    const [status, cameras] = await Promise.all([api("api/v1/status"), api("api/v1/cameras"), ...views]);
     if (status.ok) renderStatus(status.body);
     if (cameras.ok) {
       renderCameras(cameras.body);
