@@ -156,6 +156,9 @@ def test_the_in_arrow_points_to_the_in_side(call_logic, points, size):
     assert call_logic("lineSide", points, start) == "out"
     assert call_logic("lineSide", points, end) == "in" and call_logic("lineSide", points, label) == "in"
     assert geometry["head"][0] == call_logic("toPixel", points[1], *size)  # the arrow head is at P2
+    assert geometry["inHead"][0] == geometry["inTo"]
+    for corner in geometry["inHead"][1:]:  # the base of its head, behind the tip, is still on the "in" side
+        assert call_logic("lineSide", points, call_logic("toNormalised", *corner, *size)) == "in"
 
 
 FRONT = {"id": "front", "source": "rtsp://admin:***@10.0.0.5:554/stream1", "enabled": True, "fps_limit": 0,

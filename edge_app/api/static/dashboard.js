@@ -1,8 +1,8 @@
 // The built-in dashboard: polls the REST API and renders it. No libraries, no build step.
 // Text from the appliance is always set with textContent, never parsed as HTML.
-// The views in events.js, areas.js, cameras.js and config.js are loaded before this file and register a
-// factory in globalThis.EdgeDashboardParts; this file hands each the shared `app` (requests with
-// the token, the configuration, the live view's camera) and calls their hooks.
+// The views in events.js, areas.js, cameras.js and config.js are loaded before this file and
+// register a factory in globalThis.EdgeDashboardParts; this file hands each the shared `app`
+// (requests with the token, the configuration, the live view's camera) and calls their hooks.
 "use strict";
 
 (function () {
