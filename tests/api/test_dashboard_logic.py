@@ -105,6 +105,9 @@ def test_what_a_drawing_still_lacks(call_logic, kind, points, finished, expected
      ["cameras.0.zones.1.name: String should match pattern '^[A-Za-z0-9_-]{1,64}$'",
       "cameras.0.fps_limit: Input should be greater than or equal to 0"]),
     (400, {"error": "x", "details": [{"loc": "", "msg": "camera id 'a' is used twice"}]}, ["camera id 'a' is used twice"]),
+    (400, {"error": "x", "details": [
+        {"loc": "cameras", "msg": "cameras.0.zones.2.name: zone name 'porch' is already used by cameras.0.zones.1.name"}]},
+     ["cameras.0.zones.2.name: zone name 'porch' is already used by cameras.0.zones.1.name"]),
     (409, {"error": "a camera with id 'side' already exists"}, ["a camera with id 'side' already exists"]),
     (502, None, ["The request failed (HTTP 502)."]),
 ])

@@ -80,10 +80,13 @@
   }
 
   // The messages of a refused request: one per problem ("loc: msg") when the API lists them,
-  // else its error sentence, else the HTTP status.
+  // else its error sentence, else the HTTP status. A message that names a field inside `loc`
+  // itself ("cameras" / "cameras.0.zones.2.name: ...") is not prefixed twice.
   function problemMessages(status, body) {
     const details = body && Array.isArray(body.details) ? body.details : [];
-    if (details.length) return details.map((d) => (d.loc ? d.loc + ": " : "") + d.msg);
+    if (details.length) {
+      return details.map((d) => (d.loc && !String(d.msg).startsWith(d.loc + ".") ? d.loc + ": " : "") + d.msg);
+    }
     if (body && body.error) return [String(body.error)];
     return ["The request failed (HTTP " + status + ")."];
   }
