@@ -1,8 +1,8 @@
 // The built-in dashboard: polls the REST API and renders it. No libraries, no build step.
 // Text from the appliance is always set with textContent, never parsed as HTML.
-// The views in events.js, areas.js, cameras.js and config.js are loaded before this file and register a
-// factory in globalThis.EdgeDashboardParts; this file hands each the shared `app` (requests with
-// the token, the configuration, the live view's camera) and calls their hooks.
+// The views in events.js, areas.js, cameras.js and config.js are loaded before this file and
+// register a factory in globalThis.EdgeDashboardParts; this file hands each the shared `app`
+// (requests with the token, the configuration, the live view's camera) and calls their hooks.
 "use strict";
 
 (function () {
@@ -438,8 +438,9 @@
 
   async function refresh() {
     state.tick += 1;
-    const [status, cameras] = await Promise.all([api("api/v1/status"), api("api/v1/cameras"),
-      ...parts.filter((part) => part.poll).map((part) => part.poll(state.tick))]);
+    // The views' own requests (events, counts) wait while the tab is hidden.
+    const views = document.hidden ? [] : parts.filter((part) => part.poll).map((part) => part.poll(state.tick));
+    const [status, cameras] = await Promise.all([api("api/v1/status"), api("api/v1/cameras"), ...views]);
     if (status.ok) renderStatus(status.body);
     if (cameras.ok) {
       renderCameras(cameras.body);

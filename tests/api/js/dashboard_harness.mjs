@@ -259,11 +259,15 @@ const scenarios = {
     clickView("front");
     await sleep(1200);
     steps.after_picking_a_camera_with_frames = liveView();
+    const countFetches = () => requested.filter((path) => path === "api/v1/counts").length;
     setHidden(true);
+    const countsAt = countFetches();
     await sleep(800);  // a tick in flight may still land
     const hiddenAt = snapshotFetches();
     await sleep(1500);
     steps.fetches_while_hidden = snapshotFetches() - hiddenAt;
+    steps.counts_fetches_while_hidden = countFetches() - countsAt;
+    steps.status_fetches = requested.filter((path) => path === "api/v1/status").length;
     setHidden(false);
     await sleep(1200);
     steps.fetches_after_showing_again = snapshotFetches() - hiddenAt;
