@@ -217,7 +217,7 @@ def test_an_invalid_camera_edit_shows_the_error_and_changes_nothing(dashboard, a
     before_config = appliance.get("/api/v1/config").json()
     before_file = appliance.config_path.read_text()
     # The refusal is a 400 answer, which Chromium logs as a failed request.
-    console.allow(rf"/api/v1/(cameras|config)\S* - Failed to load resource: the server responded with a status of 400")
+    console.allow(r"/api/v1/(cameras|config)\S* - Failed to load resource: the server responded with a status of 400")
     dashboard.select("select#edit-camera", EDIT_CAMERA)
     dashboard.wait(lambda _d: dashboard.find(f"input#edit-{field}").get_attribute("value") not in ("", None),
                    "the form to show the camera's settings")
