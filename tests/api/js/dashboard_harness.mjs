@@ -411,6 +411,30 @@ const scenarios = {
     steps.after_reload = { device_id: reloaded.device_id, fps_limits: reloaded.cameras.map((cam) => cam.fps_limit) };
     steps.sent = sent;
   },
+  async camera_restart(steps) {
+    await sleep(1500);
+    clickView("front");
+    await sleep(1200);
+    steps.before_edit = liveView();
+    choose("edit-camera", "front");
+    type("edit-fps_limit", "-1");  // refused: the view goes on at once
+    click($("edit-save"));
+    await sleep(300);
+    let mark = snapshotFetches();
+    await sleep(1000);
+    steps.fetches_after_a_refused_edit = snapshotFetches() - mark;
+    type("edit-fps_limit", "4");  // applied: the camera restarts, no frame until a new one
+    click($("edit-save"));
+    await sleep(300);
+    steps.saved = $("edit-result").textContent;
+    mark = snapshotFetches();
+    await sleep(1500);
+    steps.fetches_before_a_new_frame = snapshotFetches() - mark;
+    steps.while_waiting = liveView();
+    await sleep(3500);  // the test publishes a frame 2.5 s after the edit
+    steps.fetches_after_a_new_frame = snapshotFetches() - mark;
+    steps.after_a_new_frame = liveView();
+  },
   async same_frame(steps) {
     await sleep(1500);
     clickView("front");
