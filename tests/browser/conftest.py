@@ -111,7 +111,10 @@ def no_console_errors(request, console):
     yield
     errors = console.errors(console.read())
     console.reset()
-    assert not errors, f"{request.node.name} left errors on the browser console:\n{describe(errors)}"
+    # A failed request is often explained by the appliance's log (a 500 has its traceback there).
+    log = request.getfixturevalue("appliance").log_tail(30) if errors and "appliance" in request.fixturenames else ""
+    assert not errors, (f"{request.node.name} left errors on the browser console:\n{describe(errors)}"
+                        + (f"\nlog of edge-app:\n{log}" if log else ""))
 
 
 @pytest.fixture
