@@ -81,7 +81,7 @@ def detect_ffmpeg() -> DecoderInfo:
         return DecoderInfo("ffmpeg", False, False, f"OpenCV is not importable ({err}); pip install 'edge-app[opencv]' "
                                                    "(on a Jetson: JetPack's python3-opencv)")
     ffmpeg = "YES" in "".join(line for line in cv2.getBuildInformation().splitlines() if "FFMPEG:" in line)
-    return DecoderInfo("ffmpeg", True, False, f"OpenCV {cv2.__version__}, FFmpeg {'yes' if ffmpeg else 'no'}")
+    return DecoderInfo("ffmpeg", True, False, f"OpenCV {cv2.__version__} (FFmpeg: {'yes' if ffmpeg else 'no'}), software decode")
 
 
 def detect_gstreamer() -> DecoderInfo:

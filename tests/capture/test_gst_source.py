@@ -14,7 +14,7 @@ from edge_app.capture.decoders import CameraOpener
 from edge_app.capture.gst_pipeline import Codec, FrameFormat
 from edge_app.capture.gst_source import GstSource
 from edge_app.capture.sources import SourceUnavailable
-from edge_app.config.sources import SourceError, parse_source
+from edge_app.config.sources import parse_source
 
 from tests.capture.helpers import FAST, StateLog, camera, drain, timed_stop, wait_for
 from tests.support.gst import require_gi
