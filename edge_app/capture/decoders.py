@@ -6,8 +6,8 @@
   its GStreamer backend for ``csi://`` and ``gst:``): the path that works everywhere.
 * ``gstreamer``: ``gst_source.GstSource``, our own pipeline through PyGObject: hardware decode
   with ``nvv4l2decoder`` on a Jetson, Debian's software decoders elsewhere.
-* ``nvdec``: NVIDIA's decoder on dGPU hosts through PyNvVideoCodec; detected here, opened by an
-  opener registered in ``default_openers`` once there is one.
+* ``nvdec``: NVIDIA's decoder on dGPU hosts through PyNvVideoCodec (``nvdec_source``): frames
+  stay in device memory as NV12 up to the engine input.
 
 ``auto``: a Jetson whose GStreamer has ``nvv4l2decoder`` decodes RTSP, files and CSI cameras with
 gstreamer; a dGPU host with PyNvVideoCodec uses nvdec where it has an opener; everything else,
@@ -40,7 +40,7 @@ DECODERS = ("ffmpeg", "gstreamer", "nvdec")
 #: sources ``auto`` hands to hardware GStreamer / NVDEC; the rest stay with ffmpeg
 GSTREAMER_AUTO_KINDS = (SourceKind.RTSP, SourceKind.FILE, SourceKind.CSI)
 NVDEC_AUTO_KINDS = (SourceKind.RTSP, SourceKind.FILE)
-NO_NVDEC_MESSAGE = "decoder nvdec needs PyNvVideoCodec (pip install PyNvVideoCodec) and an NVIDIA GPU"
+NO_NVDEC_MESSAGE = "decoder nvdec needs PyNvVideoCodec (pip install 'edge-app[nvdec]') and an NVIDIA GPU"
 
 
 @dataclass(frozen=True)
@@ -169,14 +169,27 @@ def check_gstreamer(spec: SourceSpec) -> None:
     plan_pipeline(spec, probe_platform())
 
 
+def open_nvdec(spec: SourceSpec, capture: CaptureConfig) -> FrameSource:
+    from edge_app.capture.nvdec_source import open_nvdec as open_with_nvdec  # PyNvVideoCodec: imported on use
+
+    return open_with_nvdec(spec, capture)
+
+
+def check_nvdec(spec: SourceSpec) -> None:
+    """Raise SourceError now when decoder nvdec can never open ``spec`` here."""
+    from edge_app.capture.nvdec_source import check_nvdec as check_with_nvdec
+
+    check_with_nvdec(spec)
+
+
 def default_openers() -> Dict[str, Opener]:
     """Decoder name -> opener. A new decoder adds its line here (and its check to ``default_checks``)."""
-    return {"ffmpeg": open_ffmpeg, "gstreamer": open_gstreamer}
+    return {"ffmpeg": open_ffmpeg, "gstreamer": open_gstreamer, "nvdec": open_nvdec}
 
 
 def default_checks() -> Dict[str, Callable[[SourceSpec], None]]:
     """Decoder name -> a quick check that raises SourceError for a source it can never open."""
-    return {"ffmpeg": check_backend, "gstreamer": check_gstreamer}
+    return {"ffmpeg": check_backend, "gstreamer": check_gstreamer, "nvdec": check_nvdec}
 
 
 @dataclass

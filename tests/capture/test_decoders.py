@@ -83,6 +83,14 @@ def test_decoder_nvdec_without_an_opener_is_a_clear_error():
         CameraOpener("nvdec")(parse_source("rtsp://cam/1"), CaptureConfig())
 
 
+def test_nvdec_is_in_the_default_tables():
+    opener = CameraOpener("nvdec")
+    assert "nvdec" in opener.openers and "nvdec" in opener.checks
+    if not detect_nvdec().available:  # no PyNvVideoCodec or no GPU: refused before any open
+        with pytest.raises(SourceError, match=r"edge-app\[nvdec\]"):
+            opener.check(parse_source("rtsp://cam/1"))
+
+
 def test_csi_checks_follow_the_decoder():
     """csi:// needs OpenCV's GStreamer with ffmpeg, JetPack's Argus element with gstreamer."""
     import cv2

@@ -185,12 +185,14 @@ def test_pool_buffers_come_back_and_a_stuck_consumer_is_reported(device, pynvvid
         source.release()
 
 
-def test_camera_streams_device_frames(device, pynvvideocodec, h264_clips):
+@pytest.mark.parametrize("decoder", ["nvdec", "auto"])
+def test_camera_streams_device_frames(device, pynvvideocodec, h264_clips, decoder):
+    """The configured path: cameras[].decoder picks NVDEC (auto does on a dGPU host without a
+    hardware GStreamer), and the camera hands on NV12 frames in device memory."""
     from edge_app.capture import CameraWorker, StreamState
     from edge_app.config.schema import CameraConfig, CaptureConfig
 
-    worker = CameraWorker(CameraConfig(id="gpu", source=str(h264_clips[0])), CaptureConfig(),
-                          opener=lambda spec, capture: _open(device, spec, capture=capture))
+    worker = CameraWorker(CameraConfig(id="gpu", source=str(h264_clips[0]), decoder=decoder), CaptureConfig())
     worker.start()
     try:
         deadline_s = time.monotonic() + 20
