@@ -17,6 +17,7 @@ from typing import Optional, Tuple
 from edge_app.capture.decoders import CameraOpener
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.sources import parse_source
+from edge_app.gpu_image import bgr_image
 
 CLIP_SIZE = (640, 480)
 CLIP_FPS = 10
@@ -62,9 +63,10 @@ def check_decoder(decoder: str, clip: Path, expected_size: Tuple[int, int], fram
     decoded, size, flat = 0, None, 0
     try:
         while decoded < frames:
-            image = source.read()
-            if image is None:
+            frame = source.read()
+            if frame is None:
                 break
+            image = bgr_image(frame)  # NV12 from hardware decoders: the pattern check needs pixels
             decoded += 1
             size = (int(image.shape[1]), int(image.shape[0]))
             flat += int(float(image.std()) < MIN_PATTERN_STD)

@@ -235,3 +235,11 @@ def test_throughput_one_decoder(device, pynvvideocodec, h264_clips, gpu_results,
     with capsys.disabled():
         print(f"\n[nvdec on {device.name}] 1080p H.264, one decoder: {figures}")
     assert figures["decode_copy_fps"] > 30
+
+
+def test_selftest_decode_check_passes_with_nvdec(pynvvideocodec, h264_clips, gpu_results):
+    from edge_app.capture.decoder_check import check_decoder
+
+    result = check_decoder("nvdec", h264_clips[0], (1920, 1080), frames=30)
+    gpu_results.setdefault("nvdec", {})["selftest_decode_check"] = result.detail
+    assert result.ok, result.detail
