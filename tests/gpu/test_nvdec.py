@@ -243,3 +243,35 @@ def test_selftest_decode_check_passes_with_nvdec(pynvvideocodec, h264_clips, gpu
     result = check_decoder("nvdec", h264_clips[0], (1920, 1080), frames=30)
     gpu_results.setdefault("nvdec", {})["selftest_decode_check"] = result.detail
     assert result.ok, result.detail
+
+
+@pytest.mark.parametrize("decoders", [2, 4, 8])
+def test_throughput_parallel_decoders(device, pynvvideocodec, h264_clips, gpu_results, decoders, capsys):
+    """One capture thread per decoder, as with that many cameras; frames dropped once copied out."""
+    counts = [0] * decoders
+    errors = []
+
+    def camera(index):
+        try:
+            for _ in range(4):
+                source = _open(device, _file(h264_clips[0]))
+                try:
+                    while source.read() is not None:
+                        counts[index] += 1
+                finally:
+                    source.release()
+        except Exception as err:  # reported by the assertion below
+            errors.append(err)
+
+    threads = [threading.Thread(target=camera, args=(i,), name=f"capture:nvdec{i}") for i in range(decoders)]
+    start_s = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    elapsed_s = time.perf_counter() - start_s
+    assert not errors and counts == [4 * FRAMES] * decoders, (errors, counts)
+    fps = round(sum(counts) / elapsed_s, 1)
+    gpu_results.setdefault("nvdec", {}).setdefault("parallel_decoders_total_fps_opening_included", {})[decoders] = fps
+    with capsys.disabled():
+        print(f"\n[nvdec on {device.name}] {decoders} decoders in parallel, 1080p H.264: {fps} fps in total")
