@@ -1,8 +1,11 @@
 """decoder gstreamer for real: GStreamer's software decoders (Debian's avdec_h264/avdec_h265)
 behind GstSource, against the gst-rtsp-server test server and clips made with ffmpeg; and
 CameraWorker with ``decoder: gstreamer`` reconnecting as it does with OpenCV."""
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import cv2
@@ -229,3 +232,24 @@ def test_without_pygobject_decoder_gstreamer_names_what_to_install():
             "except SourceError as err:\n    print(err)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "PyGObject" in out and "edge-app[gstreamer]" in out and "--system-site-packages" in out
+
+
+def test_a_stalled_stream_reconnects_without_the_watchdog_abandoning_a_thread(rtsp_server_factory, bus_clip):
+    """The server freezes (SIGSTOP: the connection stays open, nothing arrives): reads end after
+    stall_timeout_s on their own, the camera reconnects, and streams again once the server thaws."""
+    server = rtsp_server_factory({"bus": bus_clip})
+    worker = CameraWorker(camera(server.url("bus"), decoder="gstreamer"), FAST)
+    worker.start()
+    try:
+        assert wait_for(lambda: worker.state is S.STREAMING, 20), worker.stats()
+        os.kill(server._process.pid, signal.SIGSTOP)
+        try:
+            assert wait_for(lambda: worker.state is S.RECONNECTING, 10), worker.stats()
+            assert "sent nothing for 2 s" in worker.last_error
+            time.sleep(FAST.open_timeout_s + 1)  # a reopen against the frozen server times out by itself
+        finally:
+            os.kill(server._process.pid, signal.SIGCONT)
+        assert wait_for(lambda: worker.state is S.STREAMING, 30), worker.stats()
+        assert not [t.name for t in threading.enumerate() if t.name.endswith(":abandoned")]
+    finally:
+        assert timed_stop(worker) < 5
