@@ -218,9 +218,10 @@ def test_what_decoder_gstreamer_cannot_read_puts_the_camera_in_error(tmp_path, s
         worker.stop()
 
 
-def test_a_missing_file_is_unavailable_not_an_error(tmp_path):
+@pytest.mark.parametrize("source", ["{tmp}/later.mp4", "/dev/video97"])
+def test_a_missing_file_or_device_is_unavailable_not_an_error(tmp_path, source):
     with pytest.raises(SourceUnavailable, match="does not exist"):
-        GstSource(parse_source(str(tmp_path / "later.mp4")))
+        GstSource(parse_source(source.format(tmp=tmp_path)))
 
 
 def test_without_pygobject_decoder_gstreamer_names_what_to_install():
