@@ -64,6 +64,23 @@ def test_rtsp_frames_arrive_with_the_stream_size(rtsp_server, mount, shape):
     assert all(image is not None and image.shape == shape and image.dtype == np.uint8 for image in images)
 
 
+def test_rtsp_h265_stream_gets_the_h265_branch(rtsp_server_factory, bus_jpg, tmp_path):
+    """The codec comes from the SDP: rtph265depay ! h265parse ! avdec_h265 here."""
+    clip = encode(tmp_path / "bus265.mp4",
+                  ("-vf", "scale=810:1080", "-r", "10", "-c:v", "libx265",
+                   "-x265-params", "bframes=0:keyint=5:log-level=error"),  # the server loops only B-frame-free clips
+                  ("-loop", "1", "-framerate", "10", "-t", "2", "-i", str(bus_jpg)))
+    server = rtsp_server_factory({"bus265": clip})
+    source = GstSource(parse_source(server.url("bus265")), open_timeout_s=10, read_timeout_s=5)
+    try:
+        images = [source.read() for _ in range(5)]
+        assert source.codec is Codec.H265
+        assert "rtph265depay ! h265parse ! avdec_h265" in source.plan.launch_line(source.codec)
+    finally:
+        source.release()
+    assert all(image is not None and image.shape == (1080, 810, 3) for image in images)
+
+
 def test_rtsp_frames_match_what_ffmpeg_decodes(bus_clip, rtsp_server_factory):
     """Same picture as OpenCV's FFmpeg path, up to YUV->BGR rounding (a still image: every frame equal)."""
     server = rtsp_server_factory({"bus": bus_clip})
