@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from edge_app.capture.backoff import is_stalled, reconnect_delay_s, watchdog_limit_s
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, Pacer, file_fps, policy_for
-from edge_app.capture.decoders import CameraOpener, Opener, open_ffmpeg as default_opener  # noqa: F401 (API)
+from edge_app.capture.decoders import CameraOpener, Opener
 from edge_app.capture.frame import Frame
 from edge_app.capture.sources import FrameSource, SourceError, SourceSpec, check_backend
 from edge_app.capture.state import StateMachine, StreamState

@@ -122,9 +122,10 @@ class GstSource:
     def __init__(self, spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_s: float = 10.0,
                  frame_format: FrameFormat = FrameFormat.BGR, platform: Optional[GstPlatform] = None) -> None:
         self._Gst, self._GstVideo = import_gst()
-        if spec.kind is SourceKind.FILE:
-            if not os.path.isfile(spec.target):
-                raise SourceUnavailable(f"file {spec.target} does not exist")
+        if spec.kind is SourceKind.FILE and not os.path.isfile(spec.target):
+            raise SourceUnavailable(f"file {spec.target} does not exist")
+        if spec.kind is SourceKind.V4L2 and not os.path.exists(spec.target):
+            raise SourceUnavailable(f"device {spec.target} does not exist (not plugged in?)")
         self.plan: PipelinePlan = plan_pipeline(spec, platform or probe_platform(),
                                                 PipelineOptions(open_timeout_s=open_timeout_s, frame_format=frame_format))
         self.live = spec.live
@@ -251,7 +252,7 @@ class GstSource:
     def _pull(self, timeout_s: float, opening: bool = False) -> Optional[np.ndarray]:
         """The next frame within ``timeout_s``; None at end of stream or when none came."""
         deadline_s = time.monotonic() + timeout_s
-        while True:
+        while self._pipeline is not None:
             self._check_bus(opening)
             with self._lock:
                 fatal, sink = self._fatal, self._sink
@@ -270,6 +271,7 @@ class GstSource:
             if sink.get_property("eos"):
                 self._check_bus(opening)
                 return None
+        return None
 
     def _check_bus(self, opening: bool) -> None:
         bus = self._pipeline.get_bus()
@@ -284,8 +286,9 @@ class GstSource:
                 continue
             error, debug = message.parse_error()
             logger.debug("%s: GStreamer error from %s: %s (%s)", self._masked, message.src.get_name(), error.message, debug)
-            prefix = "cannot open" if opening else "reading failed:"
-            raise SourceUnavailable(f"{prefix} {self._masked}: {error.message}")
+            if opening:
+                raise SourceUnavailable(f"cannot open {self._masked}: {error.message}")
+            raise SourceUnavailable(f"GStreamer {message.src.get_name()}: {error.message}")
 
     def _raise_bus_error(self, fallback: str) -> None:
         self._check_bus(True)

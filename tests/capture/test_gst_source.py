@@ -1,8 +1,11 @@
 """decoder gstreamer for real: GStreamer's software decoders (Debian's avdec_h264/avdec_h265)
 behind GstSource, against the gst-rtsp-server test server and clips made with ffmpeg; and
 CameraWorker with ``decoder: gstreamer`` reconnecting as it does with OpenCV."""
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import cv2
@@ -59,6 +62,23 @@ def test_rtsp_frames_arrive_with_the_stream_size(rtsp_server, mount, shape):
     finally:
         source.release()
     assert all(image is not None and image.shape == shape and image.dtype == np.uint8 for image in images)
+
+
+def test_rtsp_h265_stream_gets_the_h265_branch(rtsp_server_factory, bus_jpg, tmp_path):
+    """The codec comes from the SDP: rtph265depay ! h265parse ! avdec_h265 here."""
+    clip = encode(tmp_path / "bus265.mp4",
+                  ("-vf", "scale=810:1080", "-r", "10", "-c:v", "libx265",
+                   "-x265-params", "bframes=0:keyint=5:log-level=error"),  # the server loops only B-frame-free clips
+                  ("-loop", "1", "-framerate", "10", "-t", "2", "-i", str(bus_jpg)))
+    server = rtsp_server_factory({"bus265": clip})
+    source = GstSource(parse_source(server.url("bus265")), open_timeout_s=10, read_timeout_s=5)
+    try:
+        images = [source.read() for _ in range(5)]
+        assert source.codec is Codec.H265
+        assert "rtph265depay ! h265parse ! avdec_h265" in source.plan.launch_line(source.codec)
+    finally:
+        source.release()
+    assert all(image is not None and image.shape == (1080, 810, 3) for image in images)
 
 
 def test_rtsp_frames_match_what_ffmpeg_decodes(bus_clip, rtsp_server_factory):
@@ -215,9 +235,10 @@ def test_what_decoder_gstreamer_cannot_read_puts_the_camera_in_error(tmp_path, s
         worker.stop()
 
 
-def test_a_missing_file_is_unavailable_not_an_error(tmp_path):
+@pytest.mark.parametrize("source", ["{tmp}/later.mp4", "/dev/video97"])
+def test_a_missing_file_or_device_is_unavailable_not_an_error(tmp_path, source):
     with pytest.raises(SourceUnavailable, match="does not exist"):
-        GstSource(parse_source(str(tmp_path / "later.mp4")))
+        GstSource(parse_source(source.format(tmp=tmp_path)))
 
 
 def test_without_pygobject_decoder_gstreamer_names_what_to_install():
@@ -229,3 +250,24 @@ def test_without_pygobject_decoder_gstreamer_names_what_to_install():
             "except SourceError as err:\n    print(err)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "PyGObject" in out and "edge-app[gstreamer]" in out and "--system-site-packages" in out
+
+
+def test_a_stalled_stream_reconnects_without_the_watchdog_abandoning_a_thread(rtsp_server_factory, bus_clip):
+    """The server freezes (SIGSTOP: the connection stays open, nothing arrives): reads end after
+    stall_timeout_s on their own, the camera reconnects, and streams again once the server thaws."""
+    server = rtsp_server_factory({"bus": bus_clip})
+    worker = CameraWorker(camera(server.url("bus"), decoder="gstreamer"), FAST)
+    worker.start()
+    try:
+        assert wait_for(lambda: worker.state is S.STREAMING, 20), worker.stats()
+        os.kill(server._process.pid, signal.SIGSTOP)
+        try:
+            assert wait_for(lambda: worker.state is S.RECONNECTING, 10), worker.stats()
+            assert "sent nothing for 2 s" in worker.last_error
+            time.sleep(FAST.open_timeout_s + 1)  # a reopen against the frozen server times out by itself
+        finally:
+            os.kill(server._process.pid, signal.SIGCONT)
+        assert wait_for(lambda: worker.state is S.STREAMING, 30), worker.stats()
+        assert not [t.name for t in threading.enumerate() if t.name.endswith(":abandoned")]
+    finally:
+        assert timed_stop(worker) < 5
