@@ -82,6 +82,17 @@ def test_file_frames_equal_the_software_decoder_after_every_surface_was_reused(
     assert not np.array_equal(frames[0].nv12_host(), frames[-1].nv12_host())  # a moving clip
 
 
+def test_hevc_file_frames_equal_the_software_decoder(device, pynvvideocodec, hevc_clip):
+    source = _open(device, _file(hevc_clip), max_frames=FRAMES + 4)
+    try:
+        frames = _read_all(source)
+    finally:
+        source.release()
+    reference = _software_nv12(hevc_clip)
+    assert len(frames) == FRAMES == len(reference)
+    assert all(np.array_equal(f.nv12_host(), reference[i]) for i, f in enumerate(frames))
+
+
 def test_bgr_on_demand_matches_opencvs_decode(device, pynvvideocodec, h264_clips, gpu_results):
     import cv2
 
