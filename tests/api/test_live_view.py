@@ -2,12 +2,8 @@
 goes; viewers of one camera do not take live view away from the others."""
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 import threading
 import time
-from pathlib import Path
 from typing import List
 
 import cv2
@@ -15,11 +11,11 @@ import numpy as np
 import pytest
 import requests
 
-import edge_app.api
 from edge_app.api.live_view import KEEPALIVE_S, PLACEHOLDER_SIZE
 from edge_app.detections import Detections
 from tests.api import raw_http
 from tests.api.conftest import TOKEN, bus_detections
+from tests.api.dashboard_page import run_dashboard
 
 CLOSE_WAIT = "08"
 
@@ -153,18 +149,6 @@ def test_every_live_view_part_is_a_jpeg(api, camera_id):
         assert cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR) is not None
 
 
-def run_dashboard(api, scenario: str, token: str = "") -> dict:
-    """The dashboard's own script, run by Node against the real API; what the page showed."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
-    script = Path(edge_app.api.__file__).parent / "static" / "dashboard.js"
-    harness = Path(__file__).parent / "js" / "dashboard_harness.mjs"
-    result = subprocess.run([node, str(harness), api.url, str(script), scenario] + ([token] if token else []), capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
 def test_the_dashboard_fetches_frames_only_when_asked_for_a_camera_with_frames(api):
     api.service.camera_errors["back"] = "cannot connect to rtsp://10.0.0.9:554/main: connection refused"
     steps = run_dashboard(api, "live_view")
@@ -178,6 +162,7 @@ def test_the_dashboard_fetches_frames_only_when_asked_for_a_camera_with_frames(a
     assert live["src"].startswith("blob:") and live["note"] is None
     assert live["picture_frame"] == live["table_frame"] == "1" and live["table_rows"] == 5
     assert steps["fetches_while_hidden"] == 0
+    assert steps["counts_fetches_while_hidden"] == 0 and steps["status_fetches"] >= 3  # polling went on
     assert steps["fetches_after_showing_again"] > 0
     assert steps["after_showing_the_page_again"]["picture_frame"] == "1"
     assert "api/v1/cameras/front/snapshot.jpg?annotate=1" in steps["requested"]
