@@ -26,7 +26,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Mapping, Tuple
 
-from edge_app.capture.gst_pipeline import Codec, plan_pipeline
+from edge_app.capture.gst_pipeline import Codec, FrameFormat, plan_pipeline
 from edge_app.capture.sources import FrameSource, check_backend, open_source
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.sources import SourceError, SourceKind, SourceSpec
@@ -156,9 +156,17 @@ def open_ffmpeg(spec: SourceSpec, capture: CaptureConfig) -> FrameSource:
 
 
 def open_gstreamer(spec: SourceSpec, capture: CaptureConfig) -> FrameSource:
-    from edge_app.capture.gst_source import GstSource
+    from edge_app.capture.gst_source import GstSource, Nv12Frames, probe_platform
 
-    return GstSource(spec, open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s)
+    platform = probe_platform()
+    if platform.jetson:
+        # Jetson decoders hand over NV12: the GPU letterbox kernel converts it in the same pass
+        # that scales it, and only snapshots or a CPU detector pay for a BGR conversion.
+        return Nv12Frames(GstSource(spec, open_timeout_s=capture.open_timeout_s,
+                                    read_timeout_s=capture.stall_timeout_s,
+                                    frame_format=FrameFormat.NV12, platform=platform))
+    return GstSource(spec, open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s,
+                     platform=platform)
 
 
 def check_gstreamer(spec: SourceSpec) -> None:

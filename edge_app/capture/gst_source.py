@@ -38,6 +38,7 @@ from edge_app.capture.gst_pipeline import (
     Codec, codec_from_caps, plan_pipeline,
 )
 from edge_app.capture.sources import SourceUnavailable, frame_too_large
+from edge_app.gpu_image import HostNv12Image
 from edge_app.config.sources import SourceError, SourceKind, SourceSpec
 from edge_app.redact import mask_secrets
 
@@ -321,3 +322,28 @@ class GstSource:
 
         code = cv2.COLOR_YUV2BGR_NV12 if fmt == "NV12" else cv2.COLOR_YUV2BGR_I420
         return cv2.cvtColor(planes, code)
+
+
+class Nv12Frames:
+    """A GstSource in NV12 mode whose frames are :class:`HostNv12Image`: the GPU letterbox reads
+    them as NV12, everything else converts to BGR through the one accessor, on demand."""
+
+    def __init__(self, source: GstSource) -> None:
+        if source.frame_format is not FrameFormat.NV12:
+            raise ValueError("Nv12Frames needs a GstSource opened with FrameFormat.NV12")
+        self.source = source
+
+    @property
+    def fps(self) -> float:
+        return self.source.fps
+
+    @property
+    def live(self) -> bool:
+        return self.source.live
+
+    def read(self) -> Optional[HostNv12Image]:
+        planes = self.source.read()
+        return None if planes is None else HostNv12Image(planes)
+
+    def release(self) -> None:
+        self.source.release()

@@ -15,9 +15,10 @@ import pytest
 from edge_app.capture import CameraWorker, StreamState
 from edge_app.capture.decoders import CameraOpener
 from edge_app.capture.gst_pipeline import Codec, FrameFormat
-from edge_app.capture.gst_source import GstSource
+from edge_app.capture.gst_source import GstSource, Nv12Frames
 from edge_app.capture.sources import SourceUnavailable
 from edge_app.config.sources import parse_source
+from edge_app.gpu_image import HostNv12Image
 
 from tests.capture.helpers import FAST, StateLog, camera, drain, timed_stop, wait_for
 from tests.support.gst import require_gi
@@ -109,6 +110,37 @@ def test_rtsp_nv12_option_hands_over_the_planes(rtsp_server_factory, zidane_clip
     bgr = cv2.cvtColor(nv12, cv2.COLOR_YUV2BGR_NV12)
     # zidane.jpg: two men in dark suits on a bright stage; the picture is not grey or black
     assert bgr.shape == (720, 1280, 3) and 40 < bgr.mean() < 200 and bgr.std() > 30
+
+
+def test_jetson_nv12_frames_reach_the_camera_as_host_nv12_images(rtsp_server_factory, zidane_clip):
+    """What open_gstreamer hands a camera on a Jetson (NV12 mode, wrapped), here with the
+    software decoders: frames stay NV12 until something asks for BGR, then convert once."""
+    server = rtsp_server_factory({"z": zidane_clip})
+
+    def jetson_style(spec, capture):
+        return Nv12Frames(GstSource(spec, open_timeout_s=10, read_timeout_s=5, frame_format=FrameFormat.NV12))
+
+    worker = CameraWorker(camera(server.url("z"), decoder="gstreamer"), FAST, opener=jetson_style)
+    worker.start()
+    try:
+        assert wait_for(lambda: worker.state is S.STREAMING, 20), worker.stats()
+        frame = worker.take()
+        assert isinstance(frame.image, HostNv12Image) and frame.image.conversions == 0
+        assert (frame.width, frame.height) == (1280, 720)
+        bgr = frame.bgr()
+        assert bgr.shape == (720, 1280, 3) and bgr.std() > 30 and frame.image.conversions == 1
+        np.testing.assert_array_equal(bgr, cv2.cvtColor(frame.image.nv12, cv2.COLOR_YUV2BGR_NV12))
+    finally:
+        assert timed_stop(worker) < 5
+
+
+def test_nv12_frames_refuses_a_bgr_source(zidane_clip):
+    source = GstSource(parse_source(str(zidane_clip)), open_timeout_s=10, read_timeout_s=5)
+    try:
+        with pytest.raises(ValueError):
+            Nv12Frames(source)
+    finally:
+        source.release()
 
 
 def test_worker_with_decoder_gstreamer_streams_and_reconnects_after_a_server_restart(rtsp_server_factory, bus_clip):
