@@ -41,8 +41,8 @@ from edge_app.version import __version__
 log = logging.getLogger(__name__)
 
 LABELS = ("person", "car", "dog")
-#: stats go out with mqtt.qos, whose default is 0; everything else of the contract with QoS 1
-STATS_QOS = 0
+#: stats go out with mqtt.qos (default 1), like everything else of the contract
+STATS_QOS = 1
 
 
 @dataclass(frozen=True)
