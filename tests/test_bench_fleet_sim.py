@@ -11,7 +11,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from collections import Counter, defaultdict
 from typing import Any, Dict
 
@@ -78,7 +77,8 @@ def test_simulated_appliances_speak_the_real_appliances_contract(
     sim = subprocess.Popen(
         [sys.executable, "-m", "bench.fleet_sim", "--broker", f"{mosquitto_broker.host}:{mosquitto_broker.port}",
          "--prefix", "edge_app", "--devices", str(DEVICES), "--cameras", "4", "--duration-s", "12",
-         "--stats-interval-s", "2", "--event-period-s", "5", "--kill", str(KILL), "--kill-at-s", "8"],
+         "--stats-interval-s", "2", "--event-period-s", "5", "--kill", str(KILL), "--kill-at-s", "8",
+         "--rollout-at-s", "5", "--rollout-invalid", "2"],
         cwd=repo_root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         collector.wait_for_count(DEVICES, "edge_app/+/status", timeout_s=20)
@@ -102,7 +102,11 @@ def test_simulated_appliances_speak_the_real_appliances_contract(
     assert (summary["devices"], summary["killed"], summary["errors"]) == (DEVICES, KILL, 0), summary
     assert summary["messages_sent"] > 0 and summary["messages_per_s"] > 0 and summary["connect_s"] is not None
     assert len(willed) == KILL and willed <= {f"sim-{i:04d}" for i in range(DEVICES)}
-    assert summary["desired_handled"] == 2, summary
+    # Two desired messages from the test, then a rollout to all 20 (2 of them with a refused patch).
+    assert summary["desired_handled"] == 2 + DEVICES, summary
+    rollout = summary["rollout"]
+    assert (rollout["applied"], rollout["rejected"], rollout["missing"]) == (DEVICES - 2, 2, 0), rollout
+    assert 0 < rollout["p50_s"] <= rollout["p99_s"] <= rollout["all_s"], rollout
 
     real_kinds = by_kind(collector, real_root)
     sim_kinds = by_kind(collector, "edge_app/sim-0000")
@@ -134,7 +138,7 @@ def test_simulated_appliances_speak_the_real_appliances_contract(
 
     cameras = Counter(kind_of(m.topic, "edge_app/sim-0000") for m in collector.messages("edge_app/sim-0000/cameras/+/state"))
     assert len({m.topic for m in collector.messages("edge_app/sim-0000/cameras/+/state")}) == 4, cameras
-    reported = {device: collector.messages(f"edge_app/{device}/config/reported")[-1].json() for device in ("e2e", "sim-0000", "sim-0001")}
+    reported = {device: collector.messages(f"edge_app/{device}/config/reported")[0].json() for device in ("e2e", "sim-0000", "sim-0001")}
     assert reported["e2e"]["status"] == reported["sim-0000"]["status"] == "applied", reported
     assert reported["sim-0001"]["status"] == "rejected" and reported["sim-0001"]["errors"][0]["loc"] == "cameras.0.fps_limit", reported
     # A real appliance's clean stop and a simulated one's both leave "offline" retained.
