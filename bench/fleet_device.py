@@ -65,6 +65,7 @@ class DeviceCounters:
     sent_bytes: int = 0
     acked: int = 0
     desired_handled: int = 0
+    desired_s: float = 0.0  # time spent acting on desired messages (validation included)
     connects: int = 0
     errors: List[str] = field(default_factory=list)
 
@@ -192,8 +193,10 @@ class SimulatedAppliance:
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
         if message.topic == self.topics.config_desired and message.payload:
             # The real agent's handling, synchronously on the loop: a few milliseconds at most.
+            started = time.perf_counter()
             if self.agent.handle(bytes(message.payload)) is not None:
                 self.counters.desired_handled += 1
+            self.counters.desired_s += time.perf_counter() - started
 
     # -- publishing ---------------------------------------------------------------------------------
     def _publish_raw(self, topic: str, body: bytes, retain: bool = False, qos: int = 1) -> None:

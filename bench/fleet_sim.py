@@ -79,6 +79,8 @@ class FleetSummary:
     messages_per_s: float
     bytes_per_s: float
     desired_handled: int
+    desired_ms_mean: Optional[float]  # the simulator's own time per desired message (ConfigChanges included)
+    cpu_s: float  # CPU time of the simulator process (user + system)
     errors: int
     first_errors: List[str] = field(default_factory=list)
     killed_ids: List[str] = field(default_factory=list)
@@ -240,12 +242,16 @@ async def run(args: argparse.Namespace, broker: Tuple[str, int]) -> FleetSummary
     counters = [d.counters for d in sim.devices]
     errors = [e for c in counters for e in c.errors]
     sent, sent_bytes = sum(c.sent for c in counters), sum(c.sent_bytes for c in counters)
+    handled = sum(c.desired_handled for c in counters)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     return FleetSummary(
         broker=f"{broker[0]}:{broker[1]}", devices=len(ids), cameras=args.cameras, connected=connected,
         killed=len(sim.killed), connect_s=connect_s, duration_s=round(elapsed_s, 2), messages_sent=sent,
         bytes_sent=sent_bytes, messages_acked=sum(c.acked for c in counters),
         messages_per_s=round(sent / elapsed_s, 1), bytes_per_s=round(sent_bytes / elapsed_s, 1),
-        desired_handled=sum(c.desired_handled for c in counters), errors=len(errors), first_errors=errors[:5],
+        desired_handled=handled,
+        desired_ms_mean=round(1000 * sum(c.desired_s for c in counters) / handled, 2) if handled else None,
+        cpu_s=round(usage.ru_utime + usage.ru_stime, 1), errors=len(errors), first_errors=errors[:5],
         killed_ids=list(sim.killed), rollout=rollout_result)
 
 
