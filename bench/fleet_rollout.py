@@ -43,12 +43,14 @@ def _percentile(values: List[float], fraction: float) -> Optional[float]:
 
 class RolloutProbe:
     def __init__(self, host: str, port: int, prefix: str, loop: asyncio.AbstractEventLoop,
-                 username: Optional[str] = None, password: Optional[str] = None) -> None:
+                 username: Optional[str] = None, password: Optional[str] = None, tls_ca: Optional[str] = None) -> None:
         self.host, self.port, self.prefix, self.loop = host, port, prefix, loop
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="fleet-sim-rollout", clean_session=True)
         self.client.max_inflight_messages = 1000
         if username is not None:
             self.client.username_pw_set(username, password)
+        if tls_ca is not None:
+            self.client.tls_set(ca_certs=tls_ca)
         self.client.on_connect = lambda c, u, f, rc, p: c.subscribe(f"{prefix}/+/config/reported", qos=1)
         self.client.on_subscribe = lambda *args: self._subscribed.set()
         self.client.on_message = self._on_message

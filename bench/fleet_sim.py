@@ -16,6 +16,8 @@ Options (all optional; defaults in brackets):
     --kill K                kill K appliances abruptly (no DISCONNECT: their last will fires) [0]
     --kill-at-s T           when, in seconds after start [duration / 2]
     --username / --password per-device credentials, "{device_id}" replaced [none]
+    --tls-ca PATH           connect with TLS, checking the broker against this CA [plain TCP]
+    --fleet-username / --fleet-password   the rollout connection's account [none]
     --connect-rate R        new connections per second [500]
     --seed N                randomness of ids killed, labels and timing [1]
     --rollout-at-s T        at T s, publish a desired version to every appliance (as the fleet
@@ -160,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kill-at-s", type=float, default=None)
     parser.add_argument("--username", default=None)
     parser.add_argument("--password", default=None)
+    parser.add_argument("--tls-ca", default=None)
+    parser.add_argument("--fleet-username", default=None)
+    parser.add_argument("--fleet-password", default=None)
     parser.add_argument("--connect-rate", type=float, default=500.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rollout-at-s", type=float, default=None)
@@ -213,7 +218,7 @@ class FleetSimulator:
 
 async def run(args: argparse.Namespace, broker: Tuple[str, int]) -> FleetSummary:
     settings = DeviceSettings(broker[0], broker[1], args.prefix, args.cameras, args.stats_interval_s,
-                              args.event_period_s, args.username, args.password)
+                              args.event_period_s, args.username, args.password, tls_ca=args.tls_ca)
     ids = [args.id_format.format(index=i) for i in range(args.devices)]
     sim = FleetSimulator(settings, ids, args.seed)
     stop = asyncio.Event()
@@ -261,7 +266,8 @@ INVALID_PATCH = {"cameras": [{"id": "cam1", "source": "rtsp://10.0.0.10:554/stre
 
 async def _rollout(args: argparse.Namespace, broker: Tuple[str, int], sim: "FleetSimulator", delay_s: float) -> RolloutResult:
     await asyncio.sleep(delay_s)
-    probe = RolloutProbe(broker[0], broker[1], args.prefix, asyncio.get_running_loop())
+    probe = RolloutProbe(broker[0], broker[1], args.prefix, asyncio.get_running_loop(),
+                         args.fleet_username, args.fleet_password, args.tls_ca)
     await probe.connect()
     patches = {"*": args.rollout_patch}
     for device_id in sim.device_ids[:max(0, args.rollout_invalid)]:
