@@ -35,7 +35,8 @@ answers ``R/config/desired`` on ``R/config/reported`` through the appliance's ow
 ``applied``, or ``rejected`` with located errors for a patch the configuration rules refuse
 (``{"cameras": [{"id": "x", "fps_limit": -1}]}``, a ``gst:`` source, ...).
 
-At the end it prints one JSON line: devices, connected, killed, how long connecting took, its own
+At the end it prints one JSON line: devices, connected, killed (and how many of their last wills
+the fleet connection received), how long connecting took, its own
 sending rate (messages and bytes handed to the sockets, messages acknowledged by the broker) and,
 with --rollout-at-s, the rollout: applied, rejected, missing, and the time from each appliance's
 desired message to its report (p50, p99) and until the last report.
@@ -86,6 +87,7 @@ class FleetSummary:
     errors: int
     first_errors: List[str] = field(default_factory=list)
     killed_ids: List[str] = field(default_factory=list)
+    wills_seen: Optional[int] = None  # killed appliances whose last will the fleet connection received
     rollout: Optional[RolloutResult] = None
 
 
@@ -231,9 +233,13 @@ async def run(args: argparse.Namespace, broker: Tuple[str, int]) -> FleetSummary
     kill_at_s = args.duration_s / 2 if args.kill_at_s is None else args.kill_at_s
     if args.kill:
         loop.call_at(loop.time() + max(0.0, kill_at_s - (time.monotonic() - started)), sim.kill, args.kill)
+    probe = None
+    if args.kill or args.rollout_at_s is not None:
+        probe = RolloutProbe(broker[0], broker[1], args.prefix, loop, args.fleet_username, args.fleet_password, args.tls_ca)
+        await probe.connect()
     rollout = None
-    if args.rollout_at_s is not None:
-        rollout = loop.create_task(_rollout(args, broker, sim, max(0.0, args.rollout_at_s - (time.monotonic() - started))))
+    if probe is not None and args.rollout_at_s is not None:
+        rollout = loop.create_task(_rollout(args, probe, sim, max(0.0, args.rollout_at_s - (time.monotonic() - started))))
     try:
         await asyncio.wait_for(stop.wait(), timeout=max(0.0, args.duration_s - (time.monotonic() - started)))
     except asyncio.TimeoutError:
@@ -243,6 +249,9 @@ async def run(args: argparse.Namespace, broker: Tuple[str, int]) -> FleetSummary
         rollout_result = await rollout if rollout.done() or not stop.is_set() else None
     connected = sum(d.connected for d in sim.devices)
     elapsed_s = time.monotonic() - started
+    wills_seen = None if probe is None else len(probe.offline_seen & set(sim.killed))
+    if probe is not None:
+        probe.close()
     await sim.close()
     counters = [d.counters for d in sim.devices]
     errors = [e for c in counters for e in c.errors]
@@ -257,18 +266,15 @@ async def run(args: argparse.Namespace, broker: Tuple[str, int]) -> FleetSummary
         desired_handled=handled,
         desired_ms_mean=round(1000 * sum(c.desired_s for c in counters) / handled, 2) if handled else None,
         cpu_s=round(usage.ru_utime + usage.ru_stime, 1), errors=len(errors), first_errors=errors[:5],
-        killed_ids=list(sim.killed), rollout=rollout_result)
+        killed_ids=list(sim.killed), wills_seen=wills_seen, rollout=rollout_result)
 
 
 #: a patch every appliance refuses: a negative fps_limit (the rules of PATCH /api/v1/config)
 INVALID_PATCH = {"cameras": [{"id": "cam1", "source": "rtsp://10.0.0.10:554/stream1", "fps_limit": -1}]}
 
 
-async def _rollout(args: argparse.Namespace, broker: Tuple[str, int], sim: "FleetSimulator", delay_s: float) -> RolloutResult:
+async def _rollout(args: argparse.Namespace, probe: RolloutProbe, sim: "FleetSimulator", delay_s: float) -> RolloutResult:
     await asyncio.sleep(delay_s)
-    probe = RolloutProbe(broker[0], broker[1], args.prefix, asyncio.get_running_loop(),
-                         args.fleet_username, args.fleet_password, args.tls_ca)
-    await probe.connect()
     patches = {"*": args.rollout_patch}
     for device_id in sim.device_ids[:max(0, args.rollout_invalid)]:
         patches[device_id] = INVALID_PATCH
@@ -276,7 +282,6 @@ async def _rollout(args: argparse.Namespace, broker: Tuple[str, int], sim: "Flee
     version = args.rollout_version if args.rollout_version is not None else int(time.time())
     result = await probe.rollout(alive, patches, version, timeout_s=max(5.0, args.duration_s))
     log.info("rollout of version %d: %s", version, result)
-    probe.close()
     return result
 
 
