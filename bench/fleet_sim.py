@@ -50,6 +50,7 @@ import getpass
 import json
 import logging
 import random
+import re
 import resource
 import shutil
 import signal
@@ -63,6 +64,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from bench.fleet_device import DeviceSettings, SimulatedAppliance
 from bench.fleet_rollout import RolloutProbe, RolloutResult
+from edge_app.config.schema import ID_PATTERN
 
 log = logging.getLogger("bench.fleet_sim")
 
@@ -285,12 +287,33 @@ async def _rollout(args: argparse.Namespace, probe: RolloutProbe, sim: "FleetSim
     return result
 
 
+def check_args(args: argparse.Namespace) -> Optional[str]:
+    """Why the options cannot run, or None."""
+    positive = ("devices", "cameras", "duration_s", "stats_interval_s", "event_period_s", "connect_rate")
+    for name in positive:
+        if getattr(args, name) <= 0:
+            return f"--{name.replace('_', '-')} must be positive"
+    if args.kill < 0 or args.rollout_invalid < 0:
+        return "--kill and --rollout-invalid cannot be negative"
+    if not isinstance(args.rollout_patch, dict):
+        return "--rollout-patch must be a JSON object (a merge patch)"
+    try:
+        ids = [args.id_format.format(index=i) for i in (0, args.devices - 1)]
+    except (KeyError, IndexError, ValueError) as err:
+        return f"--id-format {args.id_format!r} does not format with {{index}}: {err}"
+    bad = [device_id for device_id in ids if not re.match(ID_PATTERN, device_id)]
+    if bad:
+        return f"--id-format makes {bad[0]!r}, not a valid device_id ({ID_PATTERN})"
+    return None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("edge_app").setLevel(logging.ERROR)  # a line per device and desired message is noise here
-    if args.devices < 1 or args.cameras < 1 or args.duration_s <= 0:
-        print("fleet_sim: --devices, --cameras and --duration-s must be positive", file=sys.stderr)
+    problem = check_args(args)
+    if problem:
+        print(f"fleet_sim: {problem}", file=sys.stderr)
         return 2
     limit = raise_fd_limit(args.devices + 256)
     if limit < args.devices + 64:
