@@ -41,6 +41,9 @@ setup(
         "pycuda": ["pycuda>=2022.1"],
         "bench": ["ultralytics", "psutil>=5.9"],
         "dev": ["pytest>=7.4", "pytest-timeout>=2.2", "requests>=2.31", "psutil>=5.9", "onnx>=1.14", "motmetrics>=1.4"],
+        # decoder: nvdec on dGPU hosts: NVDEC through PyNvVideoCodec, network streams demuxed by
+        # PyAV, frame buffers through the CUDA layer (cuda-python)
+        "nvdec": ["PyNvVideoCodec>=2.0", "av>=14", "cuda-python>=12"],
     },
     entry_points={"console_scripts": ["edge-app=edge_app.cli:main"]},
     classifiers=[

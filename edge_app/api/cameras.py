@@ -70,7 +70,7 @@ class JpegCache:
             if cached is not None:
                 self._entries.move_to_end(key)
                 return cached
-        image = draw_detections(frame.image, frame.detections) if annotate else frame.image
+        image = draw_detections(frame.bgr(), frame.detections) if annotate else frame.bgr()
         jpeg = encode_jpeg(image, quality)
         with self._lock:
             self._entries[key] = jpeg
