@@ -27,9 +27,28 @@ def annexb_for(clip: Path) -> Path:
         return out
     ffmpeg = shutil.which("ffmpeg")
     if ffmpeg is None:
-        raise RuntimeError(f"{out} is missing and ffmpeg is not installed to make it from {clip}")
+        return _annexb_with_pyav(clip, out)
     subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error", "-y", "-i", str(clip), "-map", "0:v:0", "-c:v", "copy",
                     "-bsf:v", "h264_mp4toannexb", "-f", "h264", str(out)], check=True)
+    return out
+
+
+def _annexb_with_pyav(clip: Path, out: Path) -> Path:
+    """The same remux through PyAV (the raw h264 muxer inserts h264_mp4toannexb by itself)."""
+    try:
+        import av
+    except ImportError:
+        raise RuntimeError(f"{out} is missing, and neither ffmpeg nor PyAV is installed to make it from {clip}") from None
+    partial = out.with_suffix(".h264.part")
+    with av.open(str(clip)) as source, av.open(str(partial), "w", format="h264") as target:
+        video = source.streams.video[0]
+        stream = target.add_stream_from_template(video)
+        for packet in source.demux(video):
+            if packet.dts is None:
+                continue  # the demuxer's final empty packet
+            packet.stream = stream
+            target.mux(packet)
+    partial.replace(out)
     return out
 
 

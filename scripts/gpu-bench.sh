@@ -5,8 +5,9 @@
 #
 #   scripts/gpu-bench.sh [--wheels DIR] [--debs DIR] [--out DIR] [-- ARGS for python -m bench.gpu_pipeline]
 #
-# --wheels DIR  installs the wheels in DIR (onnx2torch, paho-mqtt, pydantic, ... for this Python)
-#               into a private folder put on PYTHONPATH, without touching the system's packages
+# --wheels DIR  installs the wheels in DIR (onnx2torch, paho-mqtt, pydantic, PyNvVideoCodec, av ... for
+#               this Python) into a private folder put on PYTHONPATH, without touching the system's
+#               packages; a .zip that is no wheel is unpacked there as is
 # --debs DIR    unpacks the Debian packages in DIR (mosquitto, libmosquitto1, libcjson1, ...)
 #               into a private folder when no mosquitto is installed
 # --out DIR     where gpu.json, gpu.md and the broker's log go (default bench/results)
@@ -28,6 +29,8 @@ work="$(mktemp -d /tmp/edge-app-gpu-bench.XXXXXX)"
 mkdir -p "$out"
 if [ -n "$wheels" ]; then
   "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$work/site" "$wheels"/*.whl
+  # a zip that is no wheel (a package folder, e.g. PyNvVideoCodec without its debug symbols) is unpacked as is
+  for archive in "$wheels"/*.zip; do [ -e "$archive" ] && "$python" -m zipfile -e "$archive" "$work/site"; done
   export PYTHONPATH="$work/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
