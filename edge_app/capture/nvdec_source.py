@@ -164,14 +164,21 @@ class NvdecSource:
             self._packets = None
 
 
+def check_nvdec(spec: SourceSpec) -> None:
+    """Raise SourceError when decoder nvdec can never open ``spec`` on this machine."""
+    if spec.kind not in NVDEC_KINDS:
+        raise SourceError(f"decoder nvdec decodes files and rtsp/http streams, not {spec.kind.value} sources; "
+                          "use decoder auto")
+    import_pynvvideocodec()
+
+
 def open_nvdec(spec: SourceSpec, capture: Optional[CaptureConfig] = None, device_index: int = 0,
                max_frames: int = DEFAULT_MAX_FRAMES,
                device_opener: Callable[[int], Any] = lambda index: open_device(device_index=index)) -> NvdecSource:
     """Open ``spec`` for NVDEC decoding. Raises SourceError (never works) or SourceUnavailable."""
     capture = capture or CaptureConfig()
     if spec.kind not in NVDEC_KINDS:
-        raise SourceError(f"decoder nvdec decodes files and rtsp/http streams, not {spec.kind.value} sources; "
-                          "use decoder auto")
+        check_nvdec(spec)
     what = mask_secrets(spec.target)
     if spec.kind is SourceKind.FILE and not os.path.isfile(spec.target):
         raise SourceUnavailable(f"file {spec.target} does not exist")

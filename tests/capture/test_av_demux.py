@@ -56,6 +56,23 @@ def test_rtsp_stream_packets_decode(rtsp_server_factory, bus_clip):
     assert len(sizes) == 25 and set(sizes) == {(810, 1080)}
 
 
+@pytest.mark.slow
+def test_rtsp_h265_stream_packets_decode(rtsp_server_factory, bus_jpg, tmp_path):
+    require_tool("ffmpeg")
+    clip = tmp_path / "bus265.mp4"
+    subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-loop", "1", "-framerate", "10", "-t", "2",
+                    "-i", str(bus_jpg), "-vf", "scale=810:1080", "-c:v", "libx265",
+                    "-x265-params", "bframes=0:keyint=5:log-level=error", str(clip)], check=True)
+    server = rtsp_server_factory({"bus265": clip})
+    demuxer = AvDemuxer(server.url("bus265"), 10.0, 5.0)
+    try:
+        assert demuxer.codec_name == "hevc"
+        sizes, packets = _software_decode(demuxer, 10)
+    finally:
+        demuxer.close()
+    assert packets == 10 and len(sizes) == 10 and set(sizes) == {(810, 1080)}
+
+
 def test_nobody_listening_is_unavailable_not_an_error():
     with pytest.raises(SourceUnavailable, match=r"cannot open rtsp://user:\*\*\*@127.0.0.1"):
         AvDemuxer(f"rtsp://user:secret@127.0.0.1:{free_port()}/cam", 2.0, 2.0)

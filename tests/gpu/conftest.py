@@ -102,3 +102,19 @@ def pynvvideocodec():
         pytest.skip(f"PyNvVideoCodec is not usable here: {str(err).splitlines()[0] if str(err) else err}")
     return PyNvVideoCodec
 
+
+
+@pytest.fixture(scope="session")
+def hevc_clip(h264_clips):
+    """The same 60 frames as H.265 (``clip1080_hevc.mp4`` beside the H.264 clips, or made with ffmpeg)."""
+    import shutil
+    import subprocess
+
+    clip = h264_clips[0].with_name("clip1080_hevc.mp4")
+    if clip.exists():
+        return clip
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("no H.265 clip: put clip1080_hevc.mp4 in $EDGE_APP_NVDEC_MEDIA or install ffmpeg")
+    subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-i", str(h264_clips[0]), "-c:v", "libx265",
+                    "-x265-params", "bframes=0:keyint=30:log-level=error", "-pix_fmt", "yuv420p", str(clip)], check=True)
+    return clip

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.gpu
 
 TOLERANCE = 1.0 / 255.0 + 1e-6
 FRAME_SIZES = {"1080p": (1080, 1920), "4K": (2160, 3840), "bus 810x1080": (1080, 810), "small 52x36": (36, 52),
-               "odd rows 1082x1918": (1082, 1918), "exact 640x640": (640, 640), "upscale 320x240": (240, 320)}
+               "unaligned 1916x1084": (1084, 1916), "exact 640x640": (640, 640), "upscale 320x240": (240, 320)}
 
 
 def _bgr(name, shape, sample_frame):
