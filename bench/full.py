@@ -48,6 +48,7 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
             usage = meter.stop()
             watcher.recording = False
             status = appliance.status()
+            latest = [appliance.latest_frame(cam.id) for cam in status.cameras]
     finally:
         watcher.stop()
     per_camera = count_deltas(analysed_before, analysed_after)
@@ -62,6 +63,8 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
         "per_camera_frames": per_camera,
         "latencies_ms": watcher.latencies_ms(),
         "delivered_ms": watcher.delivered_ms(),
+        # what the cameras delivered (a numpy BGR array, or a GPU decoder's device image)
+        "image_types": sorted({type(frame.image).__name__ for frame in latest if frame is not None}),
         "camera_errors": {cam.id: cam.last_error for cam in status.cameras if cam.last_error},
         "stage_wall_ms": status.pipeline.stage_ms,
         "errors": status.pipeline.errors,

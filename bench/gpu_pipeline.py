@@ -47,6 +47,9 @@ from bench.suite import Job, _guarded, run_rounds
 
 log = logging.getLogger(__name__)
 
+#: the frame image each decode path delivers: NVDEC's stays on the GPU as NV12
+EXPECTED_IMAGE_TYPES = {"nvdec": "DeviceNv12Image", "ffmpeg": "ndarray"}
+
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.gpu_pipeline", description=__doc__.splitlines()[0])
@@ -113,6 +116,10 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
     row = measure_full(clip, cameras, s.model_path, s.batch_for_cameras(cameras), window_s, s.warmup_s, s.batch_timeout_ms,
                        s.mqtt_host, s.mqtt_port, analysis=False, detector_factory=partial(_standin, s), decoder=decoder,
                        sources=sources, warm_timeout_s=s.start_timeout_s)
+    wanted = EXPECTED_IMAGE_TYPES.get(decoder)
+    if row.get("status") == "ok" and wanted and row.get("image_types") != [wanted]:
+        # a decoder setting the capture ignored would measure the other path under this one's name
+        row = {**row, "status": "error", "error": f"decoder {decoder} delivered {row.get('image_types')} frames, not {wanted}"}
     if row.get("status") == "ok" and not row.get("warmed_up"):
         # a camera that never delivered (a decoder this machine lacks, say) makes the row meaningless
         row = {**row, "status": "error", "error": "cameras did not deliver frames within "

@@ -84,7 +84,8 @@ def keep_shape_inputs_on_host(module: Any) -> List[str]:
     for node in module.graph.nodes:
         if node.op != "call_module" or type(modules.get(node.target)).__name__ not in SHAPE_CONSUMERS:
             continue
-        for arg in node.args[1:]:
+        # Resize takes its scales and sizes as keyword arguments
+        for arg in [*node.args[1:], *node.kwargs.values()]:
             if getattr(arg, "op", None) != "get_attr":
                 continue
             owner_name, _, buffer_name = arg.target.rpartition(".")
