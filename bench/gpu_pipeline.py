@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.metadata
 import json
 import logging
 import os
@@ -87,9 +88,8 @@ def describe_gpu() -> Dict[str, Any]:
     import torch
 
     try:
-        import onnx2torch
-        converter = getattr(onnx2torch, "__version__", "unknown")
-    except ImportError:
+        converter = importlib.metadata.version("onnx2torch")
+    except importlib.metadata.PackageNotFoundError:
         converter = None
     info: Dict[str, Any] = {"torch": torch.__version__, "torch_cuda": torch.version.cuda, "onnx2torch": converter}
     if torch.cuda.is_available():
