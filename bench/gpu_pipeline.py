@@ -44,7 +44,7 @@ from bench.raw import measure_raw
 from bench.rounds import summarise_pipeline, summarise_raw
 from bench.rtsp_launch import RtspServerProcess
 from bench.gpu_parity import check_parity
-from bench.suite import Job, _guarded, run_rounds
+from bench.suite import Job, guarded, run_rounds
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ def run_gpu_benchmark(s: GpuBenchSettings) -> Dict[str, Any]:
     rtsp_urls: Optional[List[str]] = None
     results: Dict[str, Any] = {"clip": {"path": str(clip), "frame_wh": [frames[0].shape[1], frames[0].shape[0]], "fps": s.clip_fps},
                                "raw": [], "full": []}
-    results["parity"] = _guarded("parity", lambda _: _parity(s), 0.0)
+    results["parity"] = guarded("parity", lambda _: _parity(s), 0.0)
     try:
         if "rtsp" in s.transports:
             server = RtspServerProcess(clip, s.clip_fps, [f"cam{i}" for i in range(max(s.cameras))], port=s.rtsp_port)

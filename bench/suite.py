@@ -20,7 +20,7 @@ from bench.ultralytics_runner import measure_ultralytics
 log = logging.getLogger(__name__)
 
 
-def _guarded(what: str, measure: Callable[[float], dict], window_s: float, **identity: Any) -> dict:
+def guarded(what: str, measure: Callable[[float], dict], window_s: float, **identity: Any) -> dict:
     """One round of one configuration; a failure is recorded in the results instead of ending the run."""
     try:
         return measure(window_s)
@@ -91,7 +91,7 @@ def run_rounds(jobs: List[Job], rounds: int, window_s: float, retry_errors: bool
     for index in range(rounds):
         log.info("round %d of %d", index + 1, rounds)
         for job in (jobs if index % 2 == 0 else list(reversed(jobs))):
-            job.rounds.append(_guarded(job.what, job.measure, round_window_s, **job.identity))
+            job.rounds.append(guarded(job.what, job.measure, round_window_s, **job.identity))
             if job.rounds[-1].get("status") in final:
                 job.measure = partial(_repeat, job.rounds[-1])
 
@@ -115,7 +115,7 @@ def run_benchmark(settings: BenchSettings) -> Dict[str, Any]:
             results[job.section].append(summary)
     if not s.run_ultralytics:
         results["ultralytics"] = {"status": "skipped", "reason": "not requested (--smoke or --no-ultralytics)"}
-    results["stages"] = _guarded("stages", lambda w: measure_stages(s.model_path, frames, w), max(0.3, s.window_s / 4))
+    results["stages"] = guarded("stages", lambda w: measure_stages(s.model_path, frames, w), max(0.3, s.window_s / 4))
     add_raw_ratios(results)
     results["targets"] = target_ratios(results, s.model_path.name, s.batch_model_path.name)
     return results
