@@ -71,7 +71,7 @@ class ConfigWriter:
         if problems:
             raise refusal("the configuration is refused", problems)
         try:
-            new_config = parse_config(data)
+            new_config = parse_config(data, strict_json=True)
         except ConfigError as err:
             raise refusal("the configuration is invalid", err.problems) from None
         problems = misdirected_secrets(new_config, current, restored) + unsafe_changes(current, new_config, Path.cwd())
