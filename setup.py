@@ -43,7 +43,8 @@ setup(
         # girepository-2.0 (GLib 2.80), newer than Debian 12 and Ubuntu 22.04 have.
         "gstreamer": ["PyGObject>=3.42,<3.51"],
         "bench": ["ultralytics", "psutil>=5.9"],
-        "dev": ["pytest>=7.4", "pytest-timeout>=2.2", "requests>=2.31", "psutil>=5.9", "onnx>=1.14", "motmetrics>=1.4", "av>=14"],
+        "dev": ["pytest>=7.4", "pytest-timeout>=2.2", "requests>=2.31", "psutil>=5.9", "onnx>=1.14", "motmetrics>=1.4", "av>=14",
+                "schemathesis>=4.0,<5"],
         # decoder: nvdec on dGPU hosts: NVDEC through PyNvVideoCodec, network streams demuxed by
         # PyAV, frame buffers through the CUDA layer (cuda-python)
         "nvdec": ["PyNvVideoCodec>=2.0", "av>=14", "cuda-python>=12"],
