@@ -24,6 +24,7 @@ Frames arrive as NV12 (I420 from software decoders when BGR is wanted). ``read``
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import logging
 import os
@@ -58,8 +59,23 @@ class GstUnavailable(SourceError):
     """PyGObject or GStreamer cannot be imported here."""
 
 
+def _keep_gcc_unwinder_first() -> None:
+    """Put libgcc_s's unwinder in the global symbol scope before GStreamer's libunwind.
+
+    Debian's libgstreamer links libunwind, and PyGObject loads it globally: C++ libraries loaded
+    before (ONNX Runtime, OpenCV) then bind ``_Unwind_Resume`` lazily to libunwind's, and their
+    first exception (a corrupt model, a cv2.error) aborts the whole process. With libgcc_s global
+    first, symbol lookup finds its unwinder, which matches their exception personality.
+    """
+    try:
+        ctypes.CDLL("libgcc_s.so.1", mode=ctypes.RTLD_GLOBAL)
+    except OSError:  # not a glibc/GCC system: nothing to protect
+        pass
+
+
 def import_gst() -> Tuple[Any, Any]:
     """(Gst, GstVideo), initialised; raises GstUnavailable naming what to install."""
+    _keep_gcc_unwinder_first()
     try:
         import gi
 

@@ -1,6 +1,5 @@
 """gst_pipeline: the pipelines decoder gstreamer runs, per source and platform (pure), and the
 guarantee that no source string can add an element (checked with GStreamer's own parser)."""
-import os
 
 import pytest
 
@@ -147,16 +146,11 @@ def test_quote_value(value, quoted):
 
 
 def _gst():
-    try:
-        import gi
+    from tests.support.gst import require_gi
 
-        gi.require_version("Gst", "1.0")
-        from gi.repository import Gst
-    except (ImportError, ValueError) as err:
-        if os.environ.get("CI"):
-            pytest.fail(f"PyGObject with GStreamer is missing: {err}")
-        pytest.skip(f"PyGObject with GStreamer is missing: {err}")
-    Gst.init(None)
+    require_gi()  # through import_gst, which loads GStreamer without upsetting C++ exceptions
+    from gi.repository import Gst
+
     return Gst
 
 
