@@ -91,6 +91,7 @@ class Appliance:
         self._lifecycle_lock = threading.Lock()
         self._stats_stop = threading.Event()
         self._stats_thread: Optional[threading.Thread] = None
+        self._config_desired: Optional[Callable[[bytes], None]] = None  # the fleet agent, if any
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -121,6 +122,7 @@ class Appliance:
             self._detect_switch.publish_states(self._config)
             self._publish_ha_discovery()
             self._publisher.on_detect_set(self._detect_switch.on_command, camera_known=lambda cid: self._config.camera(cid) is not None)
+            self._subscribe_config_desired()  # only now: a desired change must not race the start
             self._reconfigure_pipeline()
             self._pipeline.start()
             self._stats_thread = threading.Thread(target=self._stats_loop, name="stats:mqtt", daemon=True)
@@ -329,8 +331,21 @@ class Appliance:
         old.stop(timeout_s=2.0)
         self._publisher = self._publisher_factory(config.mqtt, config.device_id, __version__)
         self._publisher.start()
+        self._subscribe_config_desired()
         for cid, worker in self._cameras.items():
             self._publisher.publish_camera_state(cid, worker.state.value, worker.stats().get("last_error"))
+
+    # -- the fleet (edge_app.fleet_agent) -------------------------------------------------------------
+    def on_config_desired(self, handler: Callable[[bytes], None]) -> None:
+        """Hand every ``R/config/desired`` payload to ``handler`` once started, across MQTT reconnects."""
+        self._config_desired = handler
+
+    def _subscribe_config_desired(self) -> None:
+        if self._config_desired is not None:
+            self._publisher.on_config_desired(self._config_desired)
+
+    def publish_config_reported(self, body: Dict[str, Any]) -> bool:
+        return self._publisher.publish_config_reported(body)
 
     # -- what the API reads -----------------------------------------------------------------------
     def _worker(self, camera_id: str) -> Optional[CameraWorker]:

@@ -26,6 +26,8 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     from edge_app.api import create_app
     from edge_app.api.server import ApiServer, TLSSetupError
     from edge_app.appliance import Appliance
+    from edge_app.config_changes import ConfigChanges
+    from edge_app.fleet_agent import start_fleet_agent
     from edge_app.supervise import Supervisor
 
     from edge_app.events.store import EventStore
@@ -34,10 +36,13 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     store = (EventStore(Path(config.events.dir), config.events.retain_days, config.events.max_mb)
              if config.events.enabled else None)
     appliance = Appliance(config, config_path, event_store=store)
+    # One change path for the API and the fleet's R/config/desired: one set of rules, one lock.
+    changes = ConfigChanges(appliance, appliance.current_config)
+    start_fleet_agent(appliance, changes, config_path)
     # The API comes up first so /api/v1/status can show a TensorRT engine build in progress.
     server = None
     if config.api.enabled:
-        server = ApiServer.from_config(create_app(appliance), config.api,
+        server = ApiServer.from_config(create_app(appliance, config_changes=changes), config.api,
                                        body_limit_bytes=lambda: appliance.current_config().api.max_body_bytes)
         try:
             server.start()

@@ -16,6 +16,7 @@ from edge_app.api.camera_edits import camera_edits_blueprint
 from edge_app.api.cameras import cameras_blueprint
 from edge_app.api.config_routes import config_blueprint
 from edge_app.api.config_writer import ConfigWriter
+from edge_app.config_changes import ConfigChanges
 from edge_app.api.dashboard import dashboard_blueprint
 from edge_app.api.errors import register_error_handlers
 from edge_app.api.events import events_blueprint
@@ -54,13 +55,16 @@ def create_app(
     *,
     max_live_streams: int = 32,
     max_live_streams_per_camera: int = 8,
+    config_changes: Optional[ConfigChanges] = None,
 ) -> Flask:
     """Build the REST API for ``service``.
 
     ``config_getter`` returns the running configuration (default ``service.current_config``); it
     is asked on every request, so a new token or body limit applies without a restart.
     ``max_live_streams`` bounds concurrently open MJPEG live views, ``max_live_streams_per_camera``
-    those of one camera (keep both well below the server's worker threads).
+    those of one camera (keep both well below the server's worker threads). ``config_changes``
+    is the appliance's one change path when other front ends (the fleet) share it; by default
+    the API makes its own.
     """
     get_config: Callable[[], AppConfig] = config_getter or service.current_config
     app = Flask(__name__, static_folder=None)
@@ -77,7 +81,7 @@ def create_app(
     app.register_blueprint(health_blueprint(service))
     app.register_blueprint(status_blueprint(service))
     # One writer for every route that changes the configuration: one set of rules, one lock.
-    writer = ConfigWriter(service, get_config)
+    writer = ConfigWriter(service, get_config, config_changes)
     app.register_blueprint(config_blueprint(writer))
     app.register_blueprint(camera_edits_blueprint(writer))
     app.register_blueprint(cameras_blueprint(service, get_config, max_live_streams, max_live_streams_per_camera))

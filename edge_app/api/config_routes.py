@@ -10,7 +10,7 @@ from flask import Blueprint, Response, jsonify
 
 from edge_app.api.config_writer import ConfigWriter
 from edge_app.api.json_body import read_json_body
-from edge_app.config.store import merge_patch, redacted_dict
+from edge_app.config.store import redacted_dict
 from edge_app.service import ApplyResult
 
 
@@ -36,10 +36,7 @@ def config_blueprint(writer: ConfigWriter) -> Blueprint:
 
     @bp.patch("/api/v1/config")
     def patch_config() -> Response:
-        patch = read_json_body()
-        # The patch applies to the view the client sees, secrets masked, and goes through the
-        # same re-entry rule as PUT: a patch that moves the broker without the password is
-        # refused rather than sending the stored password to the new broker.
-        return _answer(writer.write(lambda current: merge_patch(redacted_dict(current), patch)))
+        # The same change path as the fleet's R/config/desired (edge_app.config_changes).
+        return _answer(writer.patch(read_json_body()))
 
     return bp

@@ -102,13 +102,18 @@ def _source_problems(old: AppConfig, new: AppConfig, cwd: Path) -> List[Problem]
     return problems
 
 
-def unsafe_changes(old: AppConfig, new: AppConfig, cwd: Union[str, Path]) -> List[Problem]:
-    """Every change from ``old`` (the file on disk) to ``new`` that the API may not make."""
+def unsafe_changes(old: AppConfig, new: AppConfig, cwd: Union[str, Path], *,
+                   honour_allow_unsafe: bool = True) -> List[Problem]:
+    """Every change from ``old`` (the file on disk) to ``new`` that the API may not make.
+
+    ``honour_allow_unsafe=False`` applies the limits even when the file sets
+    ``api.allow_unsafe_sources: true`` (changes that come from the MQTT broker).
+    """
     cwd = Path(cwd)
     problems: List[Problem] = []
     if new.api.allow_unsafe_sources != old.api.allow_unsafe_sources:
         problems.append(Problem("api.allow_unsafe_sources", "can only be changed in the configuration file, never through the API"))
-    if old.api.allow_unsafe_sources:
+    if old.api.allow_unsafe_sources and honour_allow_unsafe:
         return problems
     return problems + _source_problems(old, new, cwd) + _path_problems(old, new, cwd)
 

@@ -174,6 +174,29 @@ def stats_payload_for(status: StatusReport, ts: Optional[float] = None) -> dict:
     )
 
 
+CONFIG_STATUSES = ("applied", "rejected")
+
+
+def config_desired_payload(version: int, patch: Mapping[str, Any]) -> dict:
+    """``R/config/desired``: ``{"version": N, "patch": {<RFC 7396 merge patch>}}`` (the fleet's side)."""
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"a desired configuration version is an integer >= 1, got {version!r}")
+    return {"version": version, "patch": dict(patch)}
+
+
+def config_reported_payload(version: Optional[int], status: str, errors: Iterable[Mapping[str, str]] = (),
+                            ts: Optional[float] = None) -> dict:
+    """``R/config/reported``: ``{"version", "status": "applied"|"rejected", "errors": [{"loc", "msg"}], "ts"}``.
+
+    ``version`` is null only for a message so malformed that it names no version. Error texts
+    are masked: they leave the process.
+    """
+    if status not in CONFIG_STATUSES:
+        raise ValueError(f"config status must be one of {CONFIG_STATUSES}, got {status!r}")
+    return {"version": version, "status": status,
+            "errors": [{"loc": str(e["loc"]), "msg": mask_secrets(str(e["msg"]))} for e in errors], "ts": _now_s(ts)}
+
+
 def _jsonable(value: Any) -> Any:
     # JSON has no NaN/Infinity: a strict subscriber (JavaScript's JSON.parse) rejects the whole
     # message, so a non-finite figure becomes null instead.

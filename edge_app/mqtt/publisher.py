@@ -22,7 +22,8 @@ Delivery design
   (re)connect, right after the retained ``online`` birth message. The ``detect/state`` of each
   camera is treated the same way.
 * Events, counts, crossings, snapshots and the ``detect/set`` subscription: see
-  ``edge_app.mqtt.extension_publishing``.
+  ``edge_app.mqtt.extension_publishing``; ``R/config/desired`` and ``reported``: see
+  ``edge_app.mqtt.fleet_publishing``.
 
 Lock order (to stay deadlock-free next to paho's own locks, which are held while paho calls
 ``on_publish``): ``_send_lock`` -> paho's locks -> ``_cond``. ``_cond`` is never held while
@@ -43,6 +44,7 @@ from edge_app.config.schema import MQTTConfig
 from edge_app.mqtt import payloads
 from edge_app.mqtt.commands import DetectSetCommands
 from edge_app.mqtt.extension_publishing import ExtensionPublishing
+from edge_app.mqtt.fleet_publishing import FleetPublishing
 from edge_app.mqtt.ha_publishing import HaPublishing
 from edge_app.mqtt.message import DETECTIONS as _DETECTIONS, STATE as _STATE, STATS as _STATS, STATUS as _STATUS, Message as _Message
 from edge_app.mqtt.topics import Topics
@@ -51,7 +53,7 @@ log = logging.getLogger(__name__)
 
 
 
-class MqttPublisher(ExtensionPublishing, HaPublishing):
+class MqttPublisher(ExtensionPublishing, HaPublishing, FleetPublishing):
     """The appliance's MQTT client. Thread-safe; ``start()`` never waits for the broker.
 
     With ``config.enabled`` false every method is a no-op and ``stats()`` reports zeros.
@@ -365,7 +367,8 @@ class MqttPublisher(ExtensionPublishing, HaPublishing):
             with self._cond:
                 commands = self._commands
         # A clean session forgets subscriptions: make them again on every connect.
-        subscriptions = ([(commands.subscription, 1)] if commands is not None else []) + self._ha_connect_subscriptions()
+        subscriptions = (([(commands.subscription, 1)] if commands is not None else []) + self._ha_connect_subscriptions()
+                         + self._fleet_connect_subscriptions())
         if subscriptions:
             client.subscribe(subscriptions)
         self._ha_send()
@@ -400,7 +403,7 @@ class MqttPublisher(ExtensionPublishing, HaPublishing):
             self._cond.notify_all()
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
-        if self._ha_handle(message.topic, message.payload):
+        if self._ha_handle(message.topic, message.payload) or self._fleet_handle(message.topic, message.payload):
             return
         commands = self._commands
         if commands is not None:

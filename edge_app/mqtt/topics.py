@@ -94,6 +94,16 @@ class Topics:
         return f"{self.root}/cameras/{_check_camera_id(camera_id)}/{_check_level(label, 'label')}/snapshot"
 
     @property
+    def config_desired(self) -> str:
+        """Retained ``{"version", "patch"}`` from the fleet; the appliance subscribes to it."""
+        return f"{self.root}/config/desired"
+
+    @property
+    def config_reported(self) -> str:
+        """Retained outcome of the latest desired version the appliance acted on."""
+        return f"{self.root}/config/reported"
+
+    @property
     def all_detections(self) -> str:
         """Subscription filter for the detections of every camera of this device."""
         return f"{self.root}/cameras/+/detections"

@@ -115,6 +115,14 @@ def test_the_file_on_disk_can_allow_everything_but_not_be_switched_off_through_t
     assert locs(unsafe_changes(old, config(tree), tree)) == ["api.allow_unsafe_sources"]
 
 
+def test_changes_from_the_broker_are_limited_even_when_the_file_allows_everything(tree):
+    """honour_allow_unsafe=False (R/config/desired): the file's switch trusts API clients, not the broker."""
+    old = config(tree, api={"allow_unsafe_sources": True})
+    new = config(tree, api={"allow_unsafe_sources": True}, model={"labels": "/etc/hostname"},
+                 cameras=[{"id": "g", "source": "gst:videotestsrc ! appsink"}])
+    assert sorted(locs(unsafe_changes(old, new, tree, honour_allow_unsafe=False))) == ["cameras.0.source", "model.labels"]
+
+
 @pytest.mark.parametrize("source, expected", [
     ("/data/x.mp4", "/data/x.mp4"), ("file:///data/x.mp4", "/data/x.mp4"), ("file://host/data/x.mp4", "/data/x.mp4"),
     ("clip.mp4", "clip.mp4"), ("rtsp://h/s", None), ("http://h/x", None), ("test://bars", None),

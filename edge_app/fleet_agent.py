@@ -1,0 +1,194 @@
+"""The appliance's side of the fleet (SPEC.md "Fleet"): ``R/config/desired`` in, ``R/config/reported`` out.
+
+A desired configuration is applied exactly like ``PATCH /api/v1/config`` (through the one
+``ConfigChanges``, origin ``BROKER``: all or nothing, secrets re-used only where they went before,
+no unsafe sources even when the file allows them to API clients), then its outcome is published,
+retained, on ``R/config/reported``. Secrets never leave: the report carries no configuration,
+and error texts are masked, also of any secret value the patch itself carried.
+
+Versions: each version is acted on once, in order. A version not above the last one acted on
+is ignored and the retained report stays as it was. The version and its report are saved
+(``edge_app.fleet_state``) after the change is applied, so a crash in between applies the same
+merge patch again on restart (harmless) rather than losing it. An appliance that was away gets
+the retained desired message when it subscribes again, and applies it if it is new.
+
+Threads: paho's network thread only queues the payload (``on_desired``); the ``fleet:config``
+thread applies, because applying may replace the MQTT client itself (an ``mqtt`` change).
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set
+
+from edge_app.config.store import Problem
+from edge_app.config_changes import ConfigChanges, ConfigRefused, Origin
+from edge_app.fleet_state import APPLIED, REJECTED, ConfigReport, DesiredVersionStore, state_path_for
+from edge_app.mqtt.desired_config import DesiredConfigError, parse_desired
+from edge_app.redact import MASK, mask_secrets
+
+log = logging.getLogger(__name__)
+
+#: Publishes one ``R/config/reported`` payload (retained, QoS 1).
+ReportPublisher = Callable[[Dict[str, Any]], Any]
+_SECRET_KEYS = ("password", "token", "secret", "key", "pass", "pwd")
+
+
+def _secret_values(patch: Any, in_secret: bool = False) -> Set[str]:
+    """Strings a patch carries under secret-looking keys, and whole sources holding credentials."""
+    found: Set[str] = set()
+    if isinstance(patch, dict):
+        for key, value in patch.items():
+            secret_key = isinstance(key, str) and any(word in key.lower() for word in _SECRET_KEYS)
+            found |= _secret_values(value, in_secret or secret_key)
+    elif isinstance(patch, list):
+        for value in patch:
+            found |= _secret_values(value, in_secret)
+    elif isinstance(patch, str) and patch and patch != MASK and (in_secret or mask_secrets(patch) != patch):
+        found.add(patch)
+    return found
+
+
+def scrub(problems: Iterable[Problem], patch: Any) -> List[Problem]:
+    """Problems fit to publish: credentials masked, and no secret value of the patch in any text."""
+    secrets = sorted(_secret_values(patch), key=len, reverse=True)
+    scrubbed = []
+    for problem in problems:
+        msg = problem.msg
+        for secret in secrets:
+            msg = msg.replace(secret, mask_secrets(secret) if mask_secrets(secret) != secret else MASK)
+        scrubbed.append(Problem(problem.loc, mask_secrets(msg)))
+    return scrubbed
+
+
+class FleetAgent:
+    def __init__(self, changes: ConfigChanges, store: DesiredVersionStore, publish_reported: ReportPublisher,
+                 *, max_pending: int = 64, clock: Callable[[], float] = time.time) -> None:
+        self._changes = changes
+        self._store = store
+        self._publish_reported = publish_reported
+        self._max_pending = max(1, max_pending)
+        self._clock = clock
+        self._version, self._last_report = store.load()
+        self._cond = threading.Condition()
+        self._pending: Deque[bytes] = collections.deque()
+        self._stopping = False
+        self._busy = False
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def version(self) -> int:
+        """The last desired version acted on (0: none yet)."""
+        return self._version
+
+    def start(self) -> "FleetAgent":
+        # The retained report on the broker may be older than the saved one (a crash before its
+        # PUBACK); publishing it again costs one message and makes both agree.
+        if self._last_report is not None:
+            self._publish_reported(self._last_report.to_payload())
+        self._thread = threading.Thread(target=self._run, name="fleet:config", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def on_desired(self, payload: bytes) -> None:
+        """Queue one ``R/config/desired`` payload (called on paho's network thread)."""
+        if not payload:
+            return  # an empty retained message clears the topic on the broker; it asks for nothing
+        with self._cond:
+            if len(self._pending) >= self._max_pending:
+                self._pending.popleft()
+                log.warning("more than %d desired configurations waiting; dropping the oldest", self._max_pending)
+            self._pending.append(bytes(payload))
+            self._cond.notify_all()
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """True once nothing is queued or being applied (for tests and orderly stops)."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._pending or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                payload = self._pending.popleft()
+                self._busy = True
+            try:
+                self.handle(payload)
+            except Exception:  # the agent must outlive any one message
+                log.exception("acting on a desired configuration failed")
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def handle(self, payload: bytes) -> Optional[ConfigReport]:
+        """Act on one desired message; the report published, or None when it was ignored."""
+        try:
+            desired = parse_desired(payload)
+        except DesiredConfigError as err:
+            if err.version is not None and err.version <= self._version:
+                return self._ignore(err.version)
+            report = ConfigReport(err.version, REJECTED, tuple(scrub(err.problems, None)), self._clock())
+            log.warning("desired configuration %s rejected: %s", err.version if err.version is not None else "(no version)", err)
+            return self._conclude(report)
+        if desired.version <= self._version:
+            return self._ignore(desired.version)
+        try:
+            result = self._changes.patch(desired.patch, Origin.BROKER)
+        except ConfigRefused as err:
+            problems = scrub(err.problems, desired.patch)
+            log.warning("desired configuration %d rejected: %s", desired.version, ConfigRefused(err.what, problems).summary())
+            return self._conclude(ConfigReport(desired.version, REJECTED, tuple(problems), self._clock()))
+        except Exception as err:  # saving the file failed, say: report it, keep the version order
+            problems = scrub([Problem("", f"applying failed: {type(err).__name__}: {err}")], desired.patch)
+            log.error("desired configuration %d could not be applied: %s", desired.version, problems[0].msg)
+            return self._conclude(ConfigReport(desired.version, REJECTED, tuple(problems), self._clock()))
+        if result.restart_required:
+            log.info("desired configuration %d applied; after a restart: %s", desired.version, ", ".join(result.restart_required))
+        else:
+            log.info("desired configuration %d applied", desired.version)
+        return self._conclude(ConfigReport(desired.version, APPLIED, (), self._clock()))
+
+    def _ignore(self, version: int) -> None:
+        log.info("desired configuration %d ignored: version %d was acted on already", version, self._version)
+        return None
+
+    def _conclude(self, report: ConfigReport) -> ConfigReport:
+        if report.version is not None:
+            try:
+                self._store.save(report.version, report)
+            except OSError as err:
+                # Applied and reported, but a restart may act on this version again (idempotent).
+                log.error("could not save the desired configuration version to %s: %s", self._store.path, err)
+            self._version, self._last_report = report.version, report
+        self._publish_reported(report.to_payload())
+        return report
+
+
+def start_fleet_agent(appliance: Any, changes: ConfigChanges, config_path: Path) -> FleetAgent:
+    """Wire an agent to ``appliance`` (an ``edge_app.appliance.Appliance``) and start it."""
+    agent = FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), appliance.publish_config_reported)
+    appliance.on_config_desired(agent.on_desired)
+    return agent.start()
+
+
+__all__ = ["FleetAgent", "scrub", "start_fleet_agent"]

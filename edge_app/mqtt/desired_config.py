@@ -1,0 +1,79 @@
+"""``R/config/desired`` messages (SPEC.md "Fleet"), checked before anything acts on them.
+
+Anyone who can publish on the broker can send one, so the payload is treated as hostile: at
+most ``MAX_DESIRED_BYTES``, UTF-8 JSON without NaN or Infinity, exactly ``{"version": N,
+"patch": {...}}`` with ``N`` an integer from 1 to 2**53 (what every JSON parser reads exactly) and
+the patch an object. Anything else raises :class:`DesiredConfigError` with located problems, and
+the version when one could still be read, so the refusal can be reported for that version.
+What the patch itself may change is decided by ``edge_app.config_changes``, not here.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+from edge_app.config.store import Problem
+
+MAX_DESIRED_BYTES = 256 * 1024
+MAX_VERSION = 2 ** 53
+_KEYS = ("version", "patch")
+
+
+@dataclass(frozen=True)
+class DesiredConfig:
+    version: int
+    patch: Dict[str, Any]
+
+
+class DesiredConfigError(ValueError):
+    """A desired message that cannot be acted on; ``version`` is None when it names none."""
+
+    def __init__(self, problems: List[Problem], version: Optional[int] = None) -> None:
+        super().__init__("; ".join(str(p) for p in problems))
+        self.problems = problems
+        self.version = version
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _decode(payload: bytes) -> Any:
+    if len(payload) > MAX_DESIRED_BYTES:
+        raise DesiredConfigError([Problem("", f"the message is {len(payload)} bytes, more than the {MAX_DESIRED_BYTES} allowed")])
+    try:
+        return json.loads(bytes(payload).decode("utf-8"), parse_constant=_refuse_constant)
+    except UnicodeDecodeError:
+        raise DesiredConfigError([Problem("", "the message is not UTF-8 text")]) from None
+    except RecursionError:
+        raise DesiredConfigError([Problem("", "the message is nested too deeply")]) from None
+    except ValueError as err:  # json.JSONDecodeError is a ValueError
+        raise DesiredConfigError([Problem("", f"the message is not valid JSON: {err}")]) from None
+
+
+def _version(value: Any) -> Optional[int]:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_VERSION:
+        return None
+    return value
+
+
+def parse_desired(payload: bytes) -> DesiredConfig:
+    """The desired configuration in ``payload``; raises :class:`DesiredConfigError`."""
+    data = _decode(payload)
+    if not isinstance(data, dict):
+        raise DesiredConfigError([Problem("", 'the message must be a JSON object {"version": N, "patch": {...}}')])
+    version = _version(data.get("version"))
+    problems = [Problem(str(key)[:64], "unknown key; a desired configuration has only version and patch")
+                for key in data if key not in _KEYS]
+    if version is None:
+        problems.append(Problem("version", f"must be an integer from 1 to {MAX_VERSION}"))
+    if not isinstance(data.get("patch"), dict):
+        problems.append(Problem("patch", "must be a JSON object (an RFC 7396 merge patch of the configuration)"))
+    if problems:
+        raise DesiredConfigError(problems, version)
+    assert version is not None
+    return DesiredConfig(version, data["patch"])
+
+
+__all__ = ["DesiredConfig", "DesiredConfigError", "MAX_DESIRED_BYTES", "parse_desired"]
