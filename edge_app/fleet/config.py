@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from edge_app.config.schema import APIConfig, LoggingConfig, MQTTConfig
 from edge_app.config.store import ConfigError, Problem, problems_from, read_yaml
@@ -52,6 +52,23 @@ class FleetConfig(_Strict):
         if not _PREFIX.match(value) or value.startswith("/") or value.endswith("/") or "//" in value:
             raise ValueError("must be topic levels without wildcards (+, #), empty levels or control characters")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_prefix(cls, data: Any) -> Any:
+        # mqtt is the appliance's section, which has its own topic_prefix: one prefix, never two.
+        mqtt = data.get("mqtt") if isinstance(data, dict) else None
+        if isinstance(mqtt, dict) and "topic_prefix" in mqtt:
+            if "topic_prefix" in data and data["topic_prefix"] != mqtt["topic_prefix"]:
+                raise ValueError("mqtt.topic_prefix and topic_prefix differ; set topic_prefix only")
+            data = {**data, "topic_prefix": mqtt["topic_prefix"]}
+        return data
+
+    @model_validator(mode="after")
+    def _needs_mqtt(self) -> "FleetConfig":
+        if not self.mqtt.enabled:
+            raise ValueError("mqtt.enabled: the fleet service needs its broker")
+        return self
 
     @property
     def mqtt_client_id(self) -> str:
