@@ -12,9 +12,10 @@ from flask import Blueprint, Flask, Response, request, send_from_directory
 
 from edge_app.api.auth import install_auth
 from edge_app.api.dashboard import CONTENT_SECURITY_POLICY
-from edge_app.api.errors import register_error_handlers
+from edge_app.api.errors import error_response, register_error_handlers
 from edge_app.api.health import health_blueprint
 from edge_app.api.hosts import install_host_check
+from edge_app.fleet.db import DatabaseError
 from edge_app.fleet.routes import fleet_blueprint
 from edge_app.fleet.service import FleetService
 
@@ -43,6 +44,12 @@ def create_fleet_app(service: FleetService) -> Flask:
     install_host_check(app, service.current_config)  # type: ignore[arg-type]
     install_auth(app, service.current_config)  # type: ignore[arg-type]
     register_error_handlers(app)
+
+    @app.errorhandler(DatabaseError)
+    def _database_away(err: DatabaseError) -> Response:
+        logger.error("%s", err)
+        return error_response(503, "the fleet database is unavailable; the service log has the details")
+
     app.register_blueprint(health_blueprint(service))  # type: ignore[arg-type]
     app.register_blueprint(fleet_blueprint(service))
     app.register_blueprint(fleet_page_blueprint())

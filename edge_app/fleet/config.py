@@ -29,6 +29,11 @@ class DatabaseConfig(_Strict):
         description="sqlite:///relative.db, sqlite:////absolute.db or postgresql://user:pass@host:port/dbname",
     )
 
+    events_retain_days: float = Field(
+        30, title="Keep events (days)", gt=0, le=3650, allow_inf_nan=False,
+        description="Events received longer ago are deleted (a thousand 4-camera appliances send millions a day)",
+    )
+
     @field_validator("url")
     @classmethod
     def _known_scheme(cls, value: str) -> str:

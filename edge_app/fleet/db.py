@@ -42,10 +42,21 @@ def _psycopg():
 class Connection:
     """A connection with ``?`` placeholders on either engine."""
 
-    def __init__(self, raw: Any, dialect: str):
+    def __init__(self, raw: Any, dialect: str, url: str = ""):
         self.raw = raw
         self.dialect = dialect
+        self._url = url
         self._lock = threading.Lock()
+
+    def _ensure_open(self) -> None:
+        """Reconnect a PostgreSQL connection the server closed (restart, idle timeout, failover).
+
+        The failed statement itself is not retried here: the writer retries its batch, and an API
+        request answers 500 once, then works again.
+        """
+        if self.dialect == "postgresql" and self._url and (self.raw.closed or self.raw.broken):
+            logger.warning("the PostgreSQL connection was lost; reconnecting")
+            self.raw = connect(self._url).raw
 
     def _sql(self, sql: str) -> str:
         # psycopg uses %s; no statement of the fleet has a literal % or ? outside placeholders.
@@ -55,6 +66,7 @@ class Connection:
     def transaction(self) -> Iterator["Connection"]:
         """Everything inside commits together or not at all; the lock serialises users."""
         with self._lock:
+            self._ensure_open()
             if self.dialect == "sqlite":
                 # IMMEDIATE takes the write lock at once, so two writers wait (busy_timeout)
                 # instead of failing with "database is locked" when they upgrade.
@@ -73,6 +85,7 @@ class Connection:
     def reading(self) -> Iterator["Connection"]:
         """A consistent read (one snapshot) for a request, without taking SQLite's write lock."""
         with self._lock:
+            self._ensure_open()
             if self.dialect == "sqlite":
                 self.raw.execute("BEGIN")
                 try:
@@ -144,7 +157,7 @@ def connect(url: str) -> Connection:
             raw.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         except (sqlite3.Error, OSError) as err:
             raise DatabaseError(f"cannot open the SQLite database {path}: {err}") from None
-        return Connection(raw, dialect)
+        return Connection(raw, dialect, url)
     psycopg = _psycopg()
     try:
         raw = psycopg.connect(url, autocommit=True, connect_timeout=10)
@@ -152,7 +165,7 @@ def connect(url: str) -> Connection:
         where = urlsplit(url)
         name = f"{where.hostname or 'localhost'}:{where.port or 5432}{where.path}"
         raise DatabaseError(f"cannot connect to PostgreSQL at {name}: {str(err).strip().splitlines()[0]}") from None
-    return Connection(raw, dialect)
+    return Connection(raw, dialect, url)
 
 
 def is_integrity_error(err: BaseException) -> bool:

@@ -34,6 +34,8 @@ MAX_BATCH = 5000
 #: Above this many waiting messages the log says the database does not keep up.
 BACKLOG_WARNING = 50_000
 DB_RETRY_S = 2.0
+#: How often old events are deleted; the first time shortly after start.
+PRUNE_EVERY_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -53,13 +55,16 @@ class FleetIngest:
     """Subscribes under ``prefix`` and keeps ``conn`` up to date from the writer thread."""
 
     def __init__(self, mqtt_config: MQTTConfig, client_id: str, prefix: str, conn: Connection,
-                 *, on_batch: Optional[Callable[[BatchResult], None]] = None, max_batch: int = MAX_BATCH):
+                 *, events_retain_s: Optional[float] = None, on_batch: Optional[Callable[[BatchResult], None]] = None,
+                 max_batch: int = MAX_BATCH):
         self._config = mqtt_config
         self._client_id = client_id
         self._prefix = prefix
         self._conn = conn
         self._on_batch = on_batch
         self._max_batch = max_batch
+        self._events_retain_s = events_retain_s
+        self._next_prune_mono_s = time.monotonic() + 5.0
         self._queue: Deque[m.Heard] = collections.deque()
         self._wake = threading.Condition()
         self._stopping = False
@@ -165,23 +170,35 @@ class FleetIngest:
                 self._wake.notify()
 
     # -- writer thread
-    def _take(self) -> list:
+    def _take(self) -> tuple:
+        """(batch, stopping): what is queued, after waiting up to a second for something."""
         with self._wake:
-            while not self._queue and not self._stopping:
+            if not self._queue and not self._stopping:
                 self._wake.wait(1.0)
             n = min(len(self._queue), self._max_batch)
-            return [self._queue.popleft() for _ in range(n)]
+            return [self._queue.popleft() for _ in range(n)], self._stopping
 
     def _write_loop(self) -> None:
         while True:
-            batch = self._take()
-            if not batch:
+            batch, stopping = self._take()
+            if not batch and stopping:
                 return  # stopping and drained
             if len(self._queue) > BACKLOG_WARNING:
                 allowed, _ = self._log_limiter.allow("backlog")
                 if allowed:
                     logger.warning("the database does not keep up: %d messages waiting", len(self._queue))
-            self._write(batch)
+            if batch:
+                self._write(batch)
+            if self._events_retain_s is not None and time.monotonic() >= self._next_prune_mono_s:
+                self._next_prune_mono_s = time.monotonic() + PRUNE_EVERY_S
+                self._prune(time.time() - self._events_retain_s)
+
+    def _prune(self, before_s: float) -> None:
+        try:
+            with self._conn.transaction() as conn:
+                conn.execute("DELETE FROM events WHERE received_at < ?", (before_s,))
+        except Exception as err:  # pruning again later is fine; the writer must keep going
+            logger.warning("deleting old fleet events failed: %s", err)
 
     def _write(self, batch: list) -> None:
         result = BatchResult()

@@ -39,7 +39,7 @@ class FleetService:
         migrate(self._writer_conn)
         self._api_conn = connect(url)
         self._ingest = FleetIngest(self.config.mqtt, self.config.mqtt_client_id, self.config.topic_prefix,
-                                   self._writer_conn)
+                                   self._writer_conn, events_retain_s=self.config.database.events_retain_days * 86400)
         self._rollouts = Rollouts(self._api_conn, self.config.topic_prefix,
                                   lambda topic, body: self.ingest.publish(topic, body, retain=True))
         self._ingest.start()

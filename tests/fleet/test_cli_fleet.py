@@ -10,7 +10,7 @@ import pytest
 import requests
 import yaml
 
-from tests.fleet.waiting import wait_for
+from tests.support.waiting import wait_for
 from tests.mqtt.certs import make_test_certificates
 from tests.support.net import free_port
 

@@ -5,13 +5,13 @@ import time
 
 import pytest
 
-from tests.fleet.waiting import wait_for
+from tests.support.waiting import wait_for
 
 
 def test_devices_cameras_stats_and_counts_reach_the_inventory(fleet_factory, sim_devices):
     fleet = fleet_factory()
     a = sim_devices(fleet.prefix, "edge-a", cameras=["front", "back"])
-    b = sim_devices(fleet.prefix, "edge-b", cameras=["gate"])
+    sim_devices(fleet.prefix, "edge-b", cameras=["gate"])
     a.camera_state("back", "error", "cannot open the stream")
     a.stats(fps=12.5)
     a.publish("cameras/front/objects/person", {"count": 2, "ts": time.time()}, retain=True)

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import shutil
 import signal
-import uuid
 
 import pytest
 
-from edge_app.fleet.app import create_fleet_app
 from edge_app.version import __version__
 from tests.e2e.appliance import ApplianceProcess
-from tests.fleet.waiting import wait_for
+from tests.support.waiting import wait_for
 from tests.support.broker import MosquittoBroker
+from tests.support.fleet import start_fleet
+from tests.support.fleet_devices import SimDevice
 from tests.support.net import free_port
 
 pytestmark = pytest.mark.slow
@@ -56,28 +56,14 @@ def appliances(tmp_path_factory, model_path):
 
 @pytest.fixture
 def fleet(appliances, fleet_db_url):
-    from edge_app.api.server import ApiServer
-    from edge_app.fleet.config import FleetConfig
-    from edge_app.fleet.service import FleetService
-    from tests.fleet.conftest import RunningFleet
-
     broker, _ = appliances
-    config = FleetConfig.model_validate({
-        "mqtt": {"host": broker.host, "port": broker.port, "client_id": f"fleet-{uuid.uuid4().hex[:8]}"},
-        "topic_prefix": PREFIX, "database": {"url": fleet_db_url}, "api": {"port": 0}})
-    service = FleetService(config)
-    service.start()
-    server = ApiServer.from_config(create_fleet_app(service), config.api)
-    server.start()
-    yield RunningFleet(service, server, PREFIX)
-    server.stop(2)
-    service.stop(2)
+    running = start_fleet(broker, fleet_db_url, topic_prefix=PREFIX)
+    yield running
+    running.stop()
 
 
 @pytest.fixture
 def simulated(appliances):
-    from tests.fleet.sim_device import SimDevice
-
     broker, _ = appliances
     devices = [SimDevice(broker.host, broker.port, PREFIX, f"sim-{i}").start() for i in range(2)]
     yield devices

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from edge_app.fleet.rollouts import compose_patches
-from tests.fleet.waiting import wait_for
+from tests.support.waiting import wait_for
 
 
 def _rollout(fleet, rollout_id: str) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from tests.fleet.waiting import wait_for
+from tests.support.waiting import wait_for
 
 TOKEN = "fleet-token-0123456789abcdef"
 
