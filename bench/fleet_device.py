@@ -7,9 +7,8 @@ Every payload comes from the appliance's own builders (``edge_app.mqtt.payloads`
 files are left out, as a simulated appliance has none). So a simulated appliance differs from a
 real one only in where its numbers come from.
 
-MQTT: paho's client driven by the asyncio loop through paho's external-loop hooks
-(``on_socket_open``/``close``/``register_write``/``unregister_write``, then ``loop_read``,
-``loop_write``, ``loop_misc``), one connection per appliance, all in one thread. ``kill()`` closes
+MQTT: paho's client driven by the asyncio loop (``bench.mqtt_asyncio``), one connection per
+appliance, all in one thread. ``kill()`` closes
 the socket without a DISCONNECT, so the broker publishes the appliance's last will.
 """
 from __future__ import annotations
@@ -17,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import socket
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
+from bench.mqtt_asyncio import AsyncioDriver
 from edge_app.config.schema import AppConfig
 from edge_app.config.store import parse_config
 from edge_app.config_changes import ConfigChanges
@@ -41,8 +40,8 @@ from edge_app.version import __version__
 log = logging.getLogger(__name__)
 
 LABELS = ("person", "car", "dog")
-#: stats go out with mqtt.qos, whose default is 0; everything else of the contract with QoS 1
-STATS_QOS = 0
+#: stats go out with mqtt.qos (default 1), like everything else of the contract
+STATS_QOS = 1
 
 
 @dataclass(frozen=True)
@@ -66,6 +65,7 @@ class DeviceCounters:
     sent_bytes: int = 0
     acked: int = 0
     desired_handled: int = 0
+    desired_s: float = 0.0  # time spent acting on desired messages (validation included)
     connects: int = 0
     errors: List[str] = field(default_factory=list)
 
@@ -127,7 +127,6 @@ class SimulatedAppliance:
         changes = ConfigChanges(self._service, self._service.current_config, runtime_check=_no_machine_checks)
         self.agent = FleetAgent(changes, _MemoryVersionStore(), self._publish_reported)  # type: ignore[arg-type]
         self._tasks: List[asyncio.Task] = []
-        self._misc: Optional[asyncio.Task] = None
         self._started_mono_s = time.monotonic()
         self._frames = 0
         self._track_id = 0
@@ -148,25 +147,8 @@ class SimulatedAppliance:
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
         client.on_publish = self._on_publish
-        client.on_socket_open = self._on_socket_open
-        client.on_socket_close = self._on_socket_close
-        client.on_socket_register_write = lambda c, u, sock: self._loop.add_writer(sock, c.loop_write)
-        client.on_socket_unregister_write = lambda c, u, sock: self._loop.remove_writer(sock)
+        self._driver = AsyncioDriver(client, self._loop)
         return client
-
-    def _on_socket_open(self, client: mqtt.Client, userdata: Any, sock: socket.socket) -> None:
-        self._loop.add_reader(sock, client.loop_read)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 17)
-        self._misc = self._loop.create_task(self._misc_loop())
-
-    def _on_socket_close(self, client: mqtt.Client, userdata: Any, sock: socket.socket) -> None:
-        self._loop.remove_reader(sock)
-        if self._misc is not None:
-            self._misc.cancel()
-
-    async def _misc_loop(self) -> None:
-        while self.client.loop_misc() == mqtt.MQTT_ERR_SUCCESS:
-            await asyncio.sleep(1.0)
 
     def connect(self) -> None:
         """Open the connection (a blocking TCP connect, short on a LAN); the rest runs on the loop."""
@@ -211,8 +193,10 @@ class SimulatedAppliance:
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
         if message.topic == self.topics.config_desired and message.payload:
             # The real agent's handling, synchronously on the loop: a few milliseconds at most.
+            started = time.perf_counter()
             if self.agent.handle(bytes(message.payload)) is not None:
                 self.counters.desired_handled += 1
+            self.counters.desired_s += time.perf_counter() - started
 
     # -- publishing ---------------------------------------------------------------------------------
     def _publish_raw(self, topic: str, body: bytes, retain: bool = False, qos: int = 1) -> None:
@@ -277,13 +261,7 @@ class SimulatedAppliance:
         self.killed = True
         for task in self._tasks:
             task.cancel()
-        sock = self.client.socket()
-        if self._misc is not None:
-            self._misc.cancel()
-        if sock is not None:
-            self._loop.remove_reader(sock)
-            self._loop.remove_writer(sock)
-            sock.close()
+        self._driver.drop()
         self.connected = False
 
     def close(self) -> None:

@@ -18,6 +18,11 @@ Options (all optional; defaults in brackets):
     --username / --password per-device credentials, "{device_id}" replaced [none]
     --connect-rate R        new connections per second [500]
     --seed N                randomness of ids killed, labels and timing [1]
+    --rollout-at-s T        at T s, publish a desired version to every appliance (as the fleet
+                            service would, from one extra connection) and time the reports [off]
+    --rollout-patch JSON    the merge patch of that rollout [{"model": {"conf_threshold": 0.3}}]
+    --rollout-invalid K     K of the appliances get a patch the rules refuse instead [0]
+    --rollout-version N     its version [the current Unix time, above any earlier run's]
     --json PATH             also write the summary there
 
 Each appliance has its own MQTT connection (client id ``edge-app-<device_id>``) and speaks the
@@ -28,8 +33,10 @@ answers ``R/config/desired`` on ``R/config/reported`` through the appliance's ow
 ``applied``, or ``rejected`` with located errors for a patch the configuration rules refuse
 (``{"cameras": [{"id": "x", "fps_limit": -1}]}``, a ``gst:`` source, ...).
 
-At the end it prints one JSON line: devices, connected, killed, how long connecting took, and its
-own sending rate (messages and bytes handed to the sockets, messages acknowledged by the broker).
+At the end it prints one JSON line: devices, connected, killed, how long connecting took, its own
+sending rate (messages and bytes handed to the sockets, messages acknowledged by the broker) and,
+with --rollout-at-s, the rollout: applied, rejected, missing, and the time from each appliance's
+desired message to its report (p50, p99) and until the last report.
 Many connections need file descriptors: the soft ``ulimit -n`` is raised to the hard limit.
 """
 from __future__ import annotations
@@ -52,6 +59,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 from bench.fleet_device import DeviceSettings, SimulatedAppliance
+from bench.fleet_rollout import RolloutProbe, RolloutResult
 
 log = logging.getLogger("bench.fleet_sim")
 
@@ -71,8 +79,12 @@ class FleetSummary:
     messages_per_s: float
     bytes_per_s: float
     desired_handled: int
+    desired_ms_mean: Optional[float]  # the simulator's own time per desired message (ConfigChanges included)
+    cpu_s: float  # CPU time of the simulator process (user + system)
     errors: int
     first_errors: List[str] = field(default_factory=list)
+    killed_ids: List[str] = field(default_factory=list)
+    rollout: Optional[RolloutResult] = None
 
 
 def raise_fd_limit(wanted: int) -> int:
@@ -150,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--password", default=None)
     parser.add_argument("--connect-rate", type=float, default=500.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rollout-at-s", type=float, default=None)
+    parser.add_argument("--rollout-patch", type=json.loads, default={"model": {"conf_threshold": 0.3}})
+    parser.add_argument("--rollout-invalid", type=int, default=0)
+    parser.add_argument("--rollout-version", type=int, default=None)
     parser.add_argument("--json", type=Path, default=None)
     return parser
 
@@ -210,28 +226,58 @@ async def run(args: argparse.Namespace, broker: Tuple[str, int]) -> FleetSummary
     kill_at_s = args.duration_s / 2 if args.kill_at_s is None else args.kill_at_s
     if args.kill:
         loop.call_at(loop.time() + max(0.0, kill_at_s - (time.monotonic() - started)), sim.kill, args.kill)
+    rollout = None
+    if args.rollout_at_s is not None:
+        rollout = loop.create_task(_rollout(args, broker, sim, max(0.0, args.rollout_at_s - (time.monotonic() - started))))
     try:
         await asyncio.wait_for(stop.wait(), timeout=max(0.0, args.duration_s - (time.monotonic() - started)))
     except asyncio.TimeoutError:
         pass
+    rollout_result = None
+    if rollout is not None:
+        rollout_result = await rollout if rollout.done() or not stop.is_set() else None
     connected = sum(d.connected for d in sim.devices)
     elapsed_s = time.monotonic() - started
     await sim.close()
     counters = [d.counters for d in sim.devices]
     errors = [e for c in counters for e in c.errors]
     sent, sent_bytes = sum(c.sent for c in counters), sum(c.sent_bytes for c in counters)
+    handled = sum(c.desired_handled for c in counters)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     return FleetSummary(
         broker=f"{broker[0]}:{broker[1]}", devices=len(ids), cameras=args.cameras, connected=connected,
         killed=len(sim.killed), connect_s=connect_s, duration_s=round(elapsed_s, 2), messages_sent=sent,
         bytes_sent=sent_bytes, messages_acked=sum(c.acked for c in counters),
         messages_per_s=round(sent / elapsed_s, 1), bytes_per_s=round(sent_bytes / elapsed_s, 1),
-        desired_handled=sum(c.desired_handled for c in counters), errors=len(errors), first_errors=errors[:5])
+        desired_handled=handled,
+        desired_ms_mean=round(1000 * sum(c.desired_s for c in counters) / handled, 2) if handled else None,
+        cpu_s=round(usage.ru_utime + usage.ru_stime, 1), errors=len(errors), first_errors=errors[:5],
+        killed_ids=list(sim.killed), rollout=rollout_result)
+
+
+#: a patch every appliance refuses: a negative fps_limit (the rules of PATCH /api/v1/config)
+INVALID_PATCH = {"cameras": [{"id": "cam1", "source": "rtsp://10.0.0.10:554/stream1", "fps_limit": -1}]}
+
+
+async def _rollout(args: argparse.Namespace, broker: Tuple[str, int], sim: "FleetSimulator", delay_s: float) -> RolloutResult:
+    await asyncio.sleep(delay_s)
+    probe = RolloutProbe(broker[0], broker[1], args.prefix, asyncio.get_running_loop())
+    await probe.connect()
+    patches = {"*": args.rollout_patch}
+    for device_id in sim.device_ids[:max(0, args.rollout_invalid)]:
+        patches[device_id] = INVALID_PATCH
+    alive = [d.device_id for d in sim.devices if not d.killed]
+    version = args.rollout_version if args.rollout_version is not None else int(time.time())
+    result = await probe.rollout(alive, patches, version, timeout_s=max(5.0, args.duration_s))
+    log.info("rollout of version %d: %s", version, result)
+    probe.close()
+    return result
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("edge_app").setLevel(logging.WARNING)  # one line per desired message and device is noise here
+    logging.getLogger("edge_app").setLevel(logging.ERROR)  # a line per device and desired message is noise here
     if args.devices < 1 or args.cameras < 1 or args.duration_s <= 0:
         print("fleet_sim: --devices, --cameras and --duration-s must be positive", file=sys.stderr)
         return 2

@@ -121,8 +121,7 @@ class Appliance:
             self._analysis.configure(self._config)
             self._detect_switch.publish_states(self._config)
             self._publish_ha_discovery()
-            self._publisher.on_detect_set(self._detect_switch.on_command, camera_known=lambda cid: self._config.camera(cid) is not None)
-            self._subscribe_config_desired()  # only now: a desired change must not race the start
+            self._subscribe_commands()  # only now: a command or desired change must not race the start
             self._reconfigure_pipeline()
             self._pipeline.start()
             self._stats_thread = threading.Thread(target=self._stats_loop, name="stats:mqtt", daemon=True)
@@ -331,7 +330,7 @@ class Appliance:
         old.stop(timeout_s=2.0)
         self._publisher = self._publisher_factory(config.mqtt, config.device_id, __version__)
         self._publisher.start()
-        self._subscribe_config_desired()
+        self._subscribe_commands()  # a new client has no subscriptions
         for cid, worker in self._cameras.items():
             self._publisher.publish_camera_state(cid, worker.state.value, worker.stats().get("last_error"))
 
@@ -340,7 +339,8 @@ class Appliance:
         """Hand every ``R/config/desired`` payload to ``handler`` once started, across MQTT reconnects."""
         self._config_desired = handler
 
-    def _subscribe_config_desired(self) -> None:
+    def _subscribe_commands(self) -> None:
+        self._publisher.on_detect_set(self._detect_switch.on_command, camera_known=lambda cid: self._config.camera(cid) is not None)
         if self._config_desired is not None:
             self._publisher.on_config_desired(self._config_desired)
 

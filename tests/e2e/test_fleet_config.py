@@ -168,6 +168,33 @@ def test_a_repeated_or_older_version_is_ignored(device, offset):
     assert device.config_view()["model"]["conf_threshold"] != 0.9
 
 
+def test_after_an_mqtt_change_the_new_connection_reports_and_keeps_listening(device):
+    """A change of the mqtt section replaces the appliance's MQTT client; both subscriptions follow it."""
+    version = device.next_version()
+    device.desire(version, {"mqtt": {"keepalive": 25}})  # "***" stays: same broker, same password
+    assert device.reported(version)["status"] == "applied"
+    assert yaml.safe_load(device.app.config_path.read_text())["mqtt"]["password"] == BROKER_PASSWORD
+    version = device.next_version()
+    device.desire(version, {"model": {"conf_threshold": 0.3}})
+    assert device.reported(version)["status"] == "applied"
+
+    states = MqttCollector(device.broker.host, device.broker.port, f"{ROOT}/cameras/bars/detect/state",
+                           username="fleet1", password=BROKER_PASSWORD).start()
+    try:
+        for command, detect in (("OFF", False), ("ON", True)):
+            mqtt_client = mqtt.Client(CallbackAPIVersion.VERSION2)
+            mqtt_client.username_pw_set("fleet1", BROKER_PASSWORD)
+            mqtt_client.connect(device.broker.host, device.broker.port)
+            mqtt_client.loop_start()
+            mqtt_client.publish(f"{ROOT}/cameras/bars/detect/set", command, qos=1).wait_for_publish(5)
+            mqtt_client.disconnect()
+            mqtt_client.loop_stop()
+            states.wait_for_message(match=lambda m, command=command: m.payload == command.encode(), timeout_s=15)
+            wait_until(lambda detect=detect: device.cameras()[0]["detect"] is detect, 15, f"detect {command}")
+    finally:
+        states.stop()
+
+
 def test_a_device_that_was_offline_applies_the_latest_desired_version_when_it_comes_back(device):
     device.stop()
     device.next_version()  # published while the device is away: superseded by the next one

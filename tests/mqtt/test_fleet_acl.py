@@ -1,0 +1,204 @@
+"""The broker set-up of docs/fleet.md, for real: configs/fleet/mosquitto.conf and configs/fleet/acl
+as shipped (only the file paths and the port changed), TLS on, accounts made with mosquitto_passwd
+the way the documentation says.
+
+Appliance A may publish only under its own root and read only its own desired configuration and
+commands; the fleet account reads the whole fleet and writes desired configurations.
+"""
+from __future__ import annotations
+
+import getpass
+import shutil
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import paho.mqtt.client as mqtt
+import pytest
+from paho.mqtt.enums import CallbackAPIVersion
+
+from edge_app.config.schema import MQTTConfig
+from edge_app.mqtt import MqttPublisher
+from edge_app.mqtt.payloads import config_desired_payload, encode
+from tests.mqtt.certs import make_test_certificates
+from tests.support.broker import MOSQUITTO, MOSQUITTO_PASSWD
+from tests.support.net import free_port, port_accepts
+
+REPO = Path(__file__).resolve().parents[2]
+FLEET = "fleet.service"
+PASSWORDS = {FLEET: "fleet-Pw-1", "sim-a": "a-Pw-1", "sim-b": "b-Pw-1"}
+SETTLE_S = 1.5  # how long a message that is allowed takes at most to arrive on loopback
+
+
+class FleetBroker:
+    def __init__(self, directory: Path) -> None:
+        if not Path(MOSQUITTO).exists():
+            pytest.skip(f"{MOSQUITTO} is not installed")
+        self.dir = directory
+        certs = make_test_certificates(directory / "certs")
+        for source, name in ((certs.ca, "ca.pem"), (certs.server_cert, "server.pem"), (certs.server_key, "server.key")):
+            shutil.copy(source, directory / name)
+        self.ca = directory / "ca.pem"
+        # As docs/fleet.md says: the first account with -c (creates the file), the others without.
+        for index, (user, password) in enumerate(PASSWORDS.items()):
+            flags = ["-c", "-b"] if index == 0 else ["-b"]
+            subprocess.run([MOSQUITTO_PASSWD, *flags, str(directory / "passwd"), user, password], check=True, capture_output=True)
+        shutil.copy(REPO / "configs" / "fleet" / "acl", directory / "acl")
+        self.port = free_port()
+        conf = (REPO / "configs" / "fleet" / "mosquitto.conf").read_text()
+        conf = conf.replace("/etc/mosquitto/fleet/", f"{directory}/").replace("listener 8883", f"listener {self.port} 127.0.0.1")
+        conf = conf.replace("persistence_location /var/lib/mosquitto/", f"persistence_location {directory}/")
+        # Running as root, mosquitto would switch to the 'mosquitto' user and lose access to the test's files.
+        conf += f"\nuser {getpass.getuser()}\nlog_dest file {directory / 'mosquitto.log'}\nlog_type all\n"
+        (directory / "mosquitto.conf").write_text(conf)
+        self.process = subprocess.Popen([MOSQUITTO, "-c", str(directory / "mosquitto.conf")],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not port_accepts("127.0.0.1", self.port):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"mosquitto did not start: {(directory / 'mosquitto.log').read_text()[-2000:]}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+class Client:
+    """A TLS client with an account; keeps what it receives."""
+
+    def __init__(self, broker: FleetBroker, user: Optional[str], password: Optional[str] = None) -> None:
+        self.received: List[Tuple[str, bytes]] = []
+        self.connect_result: Optional[str] = None
+        self._connected = threading.Event()
+        self._subscribed = threading.Event()
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"acl-{uuid.uuid4().hex[:8]}")
+        self.client.tls_set(ca_certs=str(broker.ca))
+        if user is not None:
+            self.client.username_pw_set(user, PASSWORDS.get(user) if password is None else password)
+        self.client.on_connect = self._on_connect
+        self.client.on_message = lambda c, u, m: self.received.append((m.topic, bytes(m.payload)))
+        self.client.on_subscribe = lambda *args: self._subscribed.set()
+        self.client.connect("127.0.0.1", broker.port)
+        self.client.loop_start()
+        self._connected.wait(5)
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        self.connect_result = str(reason_code)
+        self._connected.set()
+
+    def subscribe(self, topic: str) -> None:
+        self._subscribed.clear()
+        self.client.subscribe(topic, qos=1)
+        assert self._subscribed.wait(5)
+
+    def publish(self, topic: str, payload: bytes, retain: bool = False) -> None:
+        self.client.publish(topic, payload, qos=1, retain=retain).wait_for_publish(5)
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    running = FleetBroker(tmp_path_factory.mktemp("fleet-broker"))
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def clients(broker):
+    made: List[Client] = []
+
+    def make(user: Optional[str], password: Optional[str] = None) -> Client:
+        made.append(Client(broker, user, password))
+        return made[-1]
+
+    yield make
+    for client in made:
+        client.close()
+
+
+@pytest.mark.parametrize("user, password, accepted", [
+    ("sim-a", None, True), (FLEET, None, True), ("sim-a", "wrong", False), (None, None, False),
+])
+def test_only_known_accounts_connect(clients, user, password, accepted):
+    client = clients(user, password)
+    assert (client.connect_result == "Success") == accepted, client.connect_result
+
+
+@pytest.mark.parametrize("user, topic, allowed", [
+    ("sim-a", "edge_app/sim-a/status", True),
+    ("sim-a", "edge_app/sim-a/cameras/cam1/state", True),
+    ("sim-a", "edge_app/sim-a/events", True),
+    ("sim-a", "edge_app/sim-a/config/reported", True),
+    ("sim-a", "edge_app/sim-b/status", False),
+    ("sim-a", "edge_app/sim-b/config/reported", False),
+    ("sim-a", "edge_app/sim-b/config/desired", False),
+    ("sim-a", "edge_app/sim-a/config/desired", False),  # an appliance never writes its own desired configuration
+    (FLEET, "edge_app/sim-b/config/desired", True),
+    (FLEET, "edge_app/sim-b/cameras/cam1/detect/set", True),
+    (FLEET, "edge_app/sim-b/status", False),  # the fleet service cannot speak for an appliance
+])
+def test_who_may_publish_where(clients, user, topic, allowed):
+    observer = clients(FLEET)
+    observer.subscribe("edge_app/#")
+    payload = uuid.uuid4().hex.encode()
+    clients(user).publish(topic, payload)
+    time.sleep(SETTLE_S)
+    assert ((topic, payload) in observer.received) == allowed, observer.received
+
+
+@pytest.mark.parametrize("user, topic, writer, allowed", [
+    ("sim-a", "edge_app/sim-a/config/desired", FLEET, True),
+    ("sim-a", "edge_app/sim-a/cameras/cam1/detect/set", FLEET, True),
+    ("sim-a", "edge_app/sim-b/config/desired", FLEET, False),
+    ("sim-a", "edge_app/sim-b/cameras/cam1/detect/set", FLEET, False),
+    ("sim-a", "edge_app/sim-b/status", "sim-b", False),
+    ("sim-a", "edge_app/#", "sim-b", False),
+    (FLEET, "edge_app/sim-b/status", "sim-b", True),
+    (FLEET, "edge_app/+/config/reported", "sim-b", True),
+])
+def test_who_may_read_what(clients, user, topic, writer, allowed):
+    payload = uuid.uuid4().hex.encode()
+    written = topic.replace("#", "sim-b/status").replace("+", "sim-b") if writer == "sim-b" else topic
+    clients(writer).publish(written, payload, retain=True)
+    reader = clients(user)
+    reader.subscribe(topic)
+    time.sleep(SETTLE_S)
+    assert ((written, payload) in reader.received) == allowed, reader.received
+
+
+def test_the_appliances_own_client_works_under_the_acl(broker, clients):
+    """edge-app's MqttPublisher with TLS and its device account: birth, states, desired in, reported out."""
+    fleet = clients(FLEET)
+    fleet.subscribe("edge_app/#")
+    config = MQTTConfig(host="127.0.0.1", port=broker.port, username="sim-a", password=PASSWORDS["sim-a"],
+                        tls={"enabled": True, "ca_certs": str(broker.ca)})
+    publisher = MqttPublisher(config, "sim-a", "1.0", reconnect_min_delay_s=1, reconnect_max_delay_s=2)
+    desired: List[bytes] = []
+    publisher.on_config_desired(desired.append)
+    publisher.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not publisher.connected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        publisher.publish_camera_state("cam1", "streaming")
+        time.sleep(0.5)  # the subscription is made on connect
+        fleet.publish("edge_app/sim-a/config/desired", encode(config_desired_payload(1, {"model": {"conf_threshold": 0.4}})), retain=True)
+        fleet.publish("edge_app/sim-b/config/desired", encode(config_desired_payload(1, {"model": {"conf_threshold": 0.9}})), retain=True)
+        deadline = time.monotonic() + 5
+        while not any(b"0.4" in payload for payload in desired) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        publisher.publish_config_reported({"version": 1, "status": "applied", "errors": [], "ts": 1.0})
+        time.sleep(SETTLE_S)
+    finally:
+        publisher.stop(timeout_s=2)
+    # Its own desired configuration (after what earlier cases left retained there), never sim-b's.
+    assert b'"conf_threshold":0.4' in desired[-1] and not any(b"0.9" in payload for payload in desired), desired
+    topics = {topic for topic, _ in fleet.received}
+    assert {"edge_app/sim-a/status", "edge_app/sim-a/cameras/cam1/state", "edge_app/sim-a/config/reported"} <= topics, topics
