@@ -41,7 +41,7 @@ setup(
         "pycuda": ["pycuda>=2022.1"],
         "bench": ["ultralytics", "psutil>=5.9"],
         "dev": ["pytest>=7.4", "pytest-timeout>=2.2", "requests>=2.31", "psutil>=5.9", "onnx>=1.14", "motmetrics>=1.4",
-                "psycopg[binary]>=3.1"],
+                "selenium>=4.11", "psycopg[binary]>=3.1"],
         # The fleet service on PostgreSQL (SQLite needs nothing beyond the standard library).
         "fleet": ["psycopg[binary]>=3.1"],
     },

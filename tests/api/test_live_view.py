@@ -2,12 +2,8 @@
 goes; viewers of one camera do not take live view away from the others."""
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 import threading
 import time
-from pathlib import Path
 from typing import List
 
 import cv2
@@ -15,11 +11,11 @@ import numpy as np
 import pytest
 import requests
 
-import edge_app.api
 from edge_app.api.live_view import KEEPALIVE_S, PLACEHOLDER_SIZE
 from edge_app.detections import Detections
 from tests.api import raw_http
 from tests.api.conftest import TOKEN, bus_detections
+from tests.api.dashboard_page import run_dashboard
 
 CLOSE_WAIT = "08"
 
@@ -151,18 +147,6 @@ def test_every_live_view_part_is_a_jpeg(api, camera_id):
         head = raw_http.read_head(sock)
         _, jpeg, _ = read_part(sock, head.body, timeout_s=3)
         assert cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR) is not None
-
-
-def run_dashboard(api, scenario: str, token: str = "") -> dict:
-    """The dashboard's own script, run by Node against the real API; what the page showed."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
-    script = Path(edge_app.api.__file__).parent / "static" / "dashboard.js"
-    harness = Path(__file__).parent / "js" / "dashboard_harness.mjs"
-    result = subprocess.run([node, str(harness), api.url, str(script), scenario] + ([token] if token else []), capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def test_the_dashboard_fetches_frames_only_when_asked_for_a_camera_with_frames(api):

@@ -130,11 +130,19 @@ def test_dashboard_page_and_its_assets(secured_api):
     html = response.text
     assert "<title>edge-app</title>" in html
     assets = re.findall(r'(?:src|href)="(static/[^"]+)"', html)
-    assert {"static/dashboard.js", "static/dashboard.css"} <= set(assets)
-    for asset, kind in (("static/dashboard.js", "javascript"), ("static/dashboard.css", "text/css")):
+    scripts = ["static/logic.js", "static/events.js", "static/areas.js", "static/cameras.js", "static/config.js",
+               "static/dashboard.js"]
+    # dashboard.js comes last: the views in the other files register themselves before it starts.
+    assert [asset for asset in assets if asset.endswith(".js")] == scripts
+    assert "static/dashboard.css" in assets
+    for asset in assets:
+        kind = "javascript" if asset.endswith(".js") else "text/css"
         asset_response = secured_api.get("/" + asset)
-        assert asset_response.status_code == 200 and kind in asset_response.headers["Content-Type"]
+        assert asset_response.status_code == 200 and kind in asset_response.headers["Content-Type"], asset
     assert "Authorization" in secured_api.get("/static/dashboard.js").text
+    # Nothing from elsewhere (the appliance is often offline), and no request for /favicon.ico.
+    assert not re.search(r'(?:src|href)="(?:https?:)?//', html)
+    assert '<link rel="icon" href="data:,">' in html
 
 
 @pytest.mark.parametrize("status", ["400", "408", "413", "414", "431"])

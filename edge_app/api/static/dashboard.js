@@ -1,5 +1,8 @@
 // The built-in dashboard: polls the REST API and renders it. No libraries, no build step.
 // Text from the appliance is always set with textContent, never parsed as HTML.
+// The views in events.js, areas.js, cameras.js and config.js are loaded before this file and register a
+// factory in globalThis.EdgeDashboardParts; this file hands each the shared `app` (requests with
+// the token, the configuration, the live view's camera) and calls their hooks.
 "use strict";
 
 (function () {
@@ -17,8 +20,10 @@
     liveTimer: null,
     liveActive: false,  // a live loop runs (a tick in flight or scheduled)
     liveGeneration: 0,  // bumped on every camera change, so an answer for the old camera is dropped
-    loadedConfig: null,
+    config: null,  // the latest configuration from the appliance (the views' zones, lines, cameras)
+    cameraRows: new Map(),  // camera id -> its row in the cameras table
     timer: null,
+    tick: 0,
   };
 
   class Unauthorized extends Error {}
@@ -38,6 +43,27 @@
     if (text !== undefined && text !== null) node.textContent = String(text);
     if (className) node.className = className;
     return node;
+  }
+
+  // Puts `nodes` in `parent` in this order, touching the DOM only when something moved, so
+  // pictures stay loaded and elements stay the same between refreshes.
+  function syncChildren(parent, nodes) {
+    const current = parent.children;
+    if (nodes.length !== current.length || nodes.some((node, i) => current[i] !== node)) parent.replaceChildren(...nodes);
+  }
+
+  // Fills a <select> with [{value, text}], keeping its choice when that is still offered.
+  function setOptions(select, options) {
+    const wanted = JSON.stringify(options);
+    if (select.dataset.options === wanted) return;
+    const chosen = select.value;
+    select.dataset.options = wanted;
+    select.replaceChildren(...options.map((option) => {
+      const node = el("option", option.text);
+      node.value = option.value;
+      return node;
+    }));
+    select.value = options.some((option) => option.value === chosen) ? chosen : options.length ? options[0].value : "";
   }
 
   function fmtNumber(value, digits = 1) {
@@ -64,6 +90,7 @@
 
   function showLogin(message) {
     stopPolling();
+    notify("stop");
     setLive(null);
     $("main").hidden = true;
     $("login").hidden = false;
@@ -121,32 +148,61 @@
     return ["online", "ok"];
   }
 
+  // Rows are kept and updated in place, keyed by camera, so a button stays the same element
+  // between polls (a click never lands on a row that was just replaced).
+  function cameraRow(id) {
+    const row = el("tr");
+    row.dataset.camera = id;
+    const view = el("td");
+    const button = el("button", "View", "secondary view");
+    button.type = "button";
+    button.addEventListener("click", () => setLive(id));
+    view.append(button);
+    row.append(el("td", id));
+    for (let i = 0; i < 6; i++) row.append(el("td"));
+    row.append(view);
+    return row;
+  }
+
+  function updateCameraRow(row, cam) {
+    const cells = row.children;
+    const pill = el("span", cam.state || "?", "pill " + (cam.state || ""));
+    cells[1].replaceChildren(pill);
+    const texts = [fmtNumber(cam.fps), cam.frames_captured ?? "–", cam.frames_analyzed ?? "–", cam.reconnects ?? "–"];
+    texts.forEach((text, i) => {
+      cells[2 + i].textContent = String(text);
+      cells[2 + i].className = "num";
+    });
+    cells[6].textContent = cam.last_error || "";
+    cells[6].className = cam.last_error ? "error" : "";
+    const button = cells[7].children[0];
+    button.textContent = state.liveCamera === cam.id ? "Viewing" : "View";
+    button.disabled = state.liveCamera === cam.id;
+  }
+
   function renderCameras(cameras) {
     const body = $("cameras");
-    body.replaceChildren();
+    const rows = [];
     for (const cam of cameras) {
-      const row = el("tr");
-      const state_ = el("td");
-      state_.append(el("span", cam.state || "?", "pill " + (cam.state || "")));
-      const view = el("td");
-      const button = el("button", state.liveCamera === cam.id ? "Viewing" : "View", "secondary");
-      button.disabled = state.liveCamera === cam.id;
-      button.addEventListener("click", () => setLive(cam.id));
-      view.append(button);
-      row.append(
-        el("td", cam.id), state_, el("td", fmtNumber(cam.fps), "num"), el("td", cam.frames_captured ?? "–", "num"),
-        el("td", cam.frames_analyzed ?? "–", "num"), el("td", cam.reconnects ?? "–", "num"),
-        el("td", cam.last_error || "", cam.last_error ? "error" : ""), view,
-      );
-      body.append(row);
+      let row = state.cameraRows.get(cam.id);
+      if (!row) {
+        row = cameraRow(cam.id);
+        state.cameraRows.set(cam.id, row);
+      }
+      updateCameraRow(row, cam);
+      rows.push(row);
+    }
+    for (const id of Array.from(state.cameraRows.keys())) {
+      if (!cameras.some((cam) => cam.id === id)) state.cameraRows.delete(id);
     }
     if (!cameras.length) {
       const row = el("tr");
       const cell = el("td", "No cameras configured.", "muted");
       cell.colSpan = 8;
       row.append(cell);
-      body.append(row);
+      rows.push(row);
     }
+    syncChildren(body, rows);
     state.framesByCamera = {};
     state.cameraById = {};
     for (const cam of cameras) {
@@ -175,6 +231,12 @@
     $("detections-meta").textContent = "";
     showPicture(null);
     showNote("");
+    for (const [id, row] of state.cameraRows) {
+      const button = row.children[7].children[0];
+      button.textContent = id === cameraId ? "Viewing" : "View";
+      button.disabled = id === cameraId;
+    }
+    notify("live", cameraId);
     updateStream();
   }
 
@@ -255,21 +317,26 @@
     }
   }
 
-  async function fetchPicture(id) {
+  // A picture fetched with the token in a header (never in its URL), to show as a blob: URL.
+  async function fetchImage(path) {
     const headers = state.token ? { Authorization: "Bearer " + state.token } : {};
-    const response = await fetch(cameraPath(id, "snapshot.jpg") + "?annotate=1", { headers, cache: "no-store" });
+    const response = await fetch(path, { headers, cache: "no-store" });
     if (response.status === 401) throw new Unauthorized();
     if (!response.ok) {
       let body = null;
       try { body = await response.json(); } catch (_) { body = null; }
       return { status: response.status, error: body && body.error };
     }
-    return {
-      status: response.status,
-      blob: await response.blob(),
-      frameId: Number(response.headers.get("X-Frame-Id")),
-      ts: Number(response.headers.get("X-Frame-Timestamp")),
-    };
+    return { status: response.status, blob: await response.blob(), headers: response.headers };
+  }
+
+  async function fetchPicture(id) {
+    const picture = await fetchImage(cameraPath(id, "snapshot.jpg") + "?annotate=1");
+    if (picture.blob) {
+      picture.frameId = Number(picture.headers.get("X-Frame-Id"));
+      picture.ts = Number(picture.headers.get("X-Frame-Timestamp"));
+    }
+    return picture;
   }
 
   function sameFrame(picture, msg) {
@@ -342,96 +409,22 @@
   document.addEventListener("visibilitychange", updateStream);
   window.addEventListener("pagehide", stopLive);
 
-  // ---- configuration editor ----------------------------------------------------------------
+  // ---- configuration ----------------------------------------------------------------------
+  // The views (config.js's editor included) get every configuration the appliance answers.
 
-  function isObject(value) {
-    return value !== null && typeof value === "object" && !Array.isArray(value);
-  }
-
-  // The RFC 7396 merge patch that turns `before` into `after`: removed keys become null,
-  // objects are diffed key by key, anything else (arrays included) is sent whole when changed.
-  function mergeDiff(before, after) {
-    const patch = {};
-    for (const key of Object.keys(before)) {
-      if (!(key in after)) patch[key] = null;
-    }
-    for (const key of Object.keys(after)) {
-      if (!(key in before)) {
-        patch[key] = after[key];
-      } else if (isObject(before[key]) && isObject(after[key])) {
-        const sub = mergeDiff(before[key], after[key]);
-        if (Object.keys(sub).length) patch[key] = sub;
-      } else if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) {
-        patch[key] = after[key];
-      }
-    }
-    return patch;
-  }
-
-  function showConfig(config) {
-    const copy = Object.assign({}, config);
-    delete copy.restart_required;
-    state.loadedConfig = copy;
-    $("config").value = JSON.stringify(copy, null, 2);
-  }
-
-  function showResult(text, cls, details) {
-    const box = $("config-result");
-    box.replaceChildren(el("p", text, cls));
-    if (details && details.length) {
-      const list = el("ul");
-      for (const d of details) list.append(el("li", (d.loc ? d.loc + ": " : "") + d.msg, "error"));
-      box.append(list);
-    }
+  function setConfig(body) {
+    const config = Object.assign({}, body);
+    delete config.restart_required;
+    state.config = config;
+    notify("config", config);
+    return config;
   }
 
   async function loadConfig() {
     const result = await api("api/v1/config");
-    if (result.ok) showConfig(result.body);
-    else showResult((result.body && result.body.error) || "Could not load the configuration.", "error");
+    if (result.ok) setConfig(result.body);
+    else notify("configError", (result.body && result.body.error) || "Could not load the configuration.");
   }
-
-  async function applyConfig() {
-    let edited;
-    try {
-      edited = JSON.parse($("config").value);
-    } catch (err) {
-      showResult("Not valid JSON: " + err.message, "error");
-      return;
-    }
-    if (!isObject(edited) || !state.loadedConfig) {
-      showResult("The configuration must be a JSON object.", "error");
-      return;
-    }
-    const patch = mergeDiff(state.loadedConfig, edited);
-    if (!Object.keys(patch).length) {
-      showResult("Nothing changed.", "muted");
-      return;
-    }
-    $("config-apply").disabled = true;
-    try {
-      const result = await api("api/v1/config", {
-        method: "PATCH",
-        headers: { "Content-Type": "application/merge-patch+json" },
-        body: JSON.stringify(patch),
-      });
-      if (result.ok) {
-        const restart = result.body.restart_required || [];
-        showConfig(result.body);
-        showResult(restart.length ? "Applied and saved. Restart the appliance for: " + restart.join(", ") : "Applied and saved.", "ok");
-      } else {
-        showResult((result.body && result.body.error) || "HTTP " + result.status, "error", result.body && result.body.details);
-      }
-    } finally {
-      $("config-apply").disabled = false;
-    }
-  }
-
-  $("config-apply").addEventListener("click", () => applyConfig().catch(handleError));
-  $("config-reload").addEventListener("click", () => {
-    $("config-result").replaceChildren();
-    loadConfig().catch(handleError);
-  });
 
   // ---- polling -----------------------------------------------------------------------------
 
@@ -444,9 +437,14 @@
   }
 
   async function refresh() {
-    const [status, cameras] = await Promise.all([api("api/v1/status"), api("api/v1/cameras")]);
+    state.tick += 1;
+    const [status, cameras] = await Promise.all([api("api/v1/status"), api("api/v1/cameras"),
+      ...parts.filter((part) => part.poll).map((part) => part.poll(state.tick))]);
     if (status.ok) renderStatus(status.body);
-    if (cameras.ok) renderCameras(cameras.body);
+    if (cameras.ok) {
+      renderCameras(cameras.body);
+      notify("cameras", cameras.body);
+    }
     const [text, cls] = linkFromStatus(status);
     setLink(text, cls);
   }
@@ -473,7 +471,31 @@
       if (err instanceof Unauthorized) return;
     }
     showMain();
+    notify("start");
     poll();
+  }
+
+  // ---- the views of the other files -------------------------------------------------------
+
+  const app = {
+    $, el, api, fetchImage, cameraPath, fmtNumber, handleError, setConfig, setOptions, syncChildren, Unauthorized,
+    reloadConfig: loadConfig,
+    config: () => state.config,
+    cameraConfig: (id) => ((state.config && state.config.cameras) || []).find((cam) => cam.id === id) || null,
+    liveCamera: () => state.liveCamera,
+    hasFrames: (id) => state.framesByCamera[id] === true,
+  };
+  const parts = (globalThis.EdgeDashboardParts || []).map((make) => make(app));
+
+  function notify(hook, ...args) {
+    for (const part of parts) {
+      if (!part[hook]) continue;
+      try {
+        part[hook](...args);
+      } catch (err) {
+        handleError(err);
+      }
+    }
   }
 
   start();

@@ -1,16 +1,41 @@
-// Runs the dashboard's script in Node against a live API, with just enough of a DOM to see
+// Runs the dashboard's scripts in Node against a live API, with just enough of a DOM to see
 // what the page shows. Prints one JSON object: what the page showed after each step of the
 // scenario.
-//   node dashboard_harness.mjs <api base url> <path to dashboard.js> [live_view|badge|same_frame] [token]
+//   node dashboard_harness.mjs <api base url> <path to index.html> [scenario] [token]
+// The scripts are those index.html loads, in its order. With --calls, the pure functions of
+// logic.js answer calls, one a line: {"function": name, "args": [...]} on stdin, the JSON
+// result (or {"error": message}) on stdout:
+//   node dashboard_harness.mjs --calls <path to logic.js>
 import { readFileSync } from "node:fs";
+import path from "node:path";
+import readline from "node:readline";
 import vm from "node:vm";
 
-const [, , base, scriptPath, scenario = "live_view", token] = process.argv;
+if (process.argv[2] === "--calls") {
+  const sandbox = { encodeURIComponent, Date };
+  sandbox.globalThis = sandbox;
+  vm.runInNewContext(readFileSync(process.argv[3], "utf8"), sandbox, { filename: "logic.js" });
+  for await (const line of readline.createInterface({ input: process.stdin })) {
+    let answer;
+    try {
+      const call = JSON.parse(line);
+      const result = sandbox.EdgeLogic[call.function](...call.args);
+      answer = { result: result === undefined ? null : result };
+    } catch (err) {
+      answer = { error: String(err) };
+    }
+    process.stdout.write(JSON.stringify(answer) + "\n");
+  }
+  process.exit(0);
+}
+
+const [, , base, indexPath, scenario = "live_view", token] = process.argv;
 const realFetch = globalThis.fetch;
 
 class Element {
   constructor(tag) {
     this.tag = tag;
+    this.parent = null;
     this.children = [];
     this.attributes = {};
     this.dataset = {};
@@ -20,12 +45,25 @@ class Element {
     this.textContent = "";
     this.className = "";
     this.value = "";
+    this.checked = false;
     this.colSpan = 1;
+    this.open = false;
+    this.rect = { left: 0, top: 0, width: 0, height: 0 };
   }
   addEventListener(type, listener) { (this.listeners[type] ||= []).push(listener); }
-  dispatch(type) { for (const f of this.listeners[type] || []) f({ preventDefault() {} }); }
-  append(...nodes) { this.children.push(...nodes); }
-  replaceChildren(...nodes) { this.children = nodes; }
+  dispatch(type, fields = {}) { for (const f of this.listeners[type] || []) f(Object.assign({ preventDefault() {} }, fields)); }
+  adopt(nodes) {
+    for (const node of nodes) if (node instanceof Element) node.parent = this;
+  }
+  append(...nodes) { this.adopt(nodes); this.children.push(...nodes); }
+  replaceChildren(...nodes) { this.adopt(nodes); this.children = nodes; }
+  remove() {
+    if (this.parent) this.parent.children = this.parent.children.filter((node) => node !== this);
+    this.parent = null;
+  }
+  getBoundingClientRect() { return this.rect; }
+  showModal() { this.open = true; }
+  close() { this.open = false; this.dispatch("close"); }
   focus() {}
   getAttribute(name) { return name in this.attributes ? this.attributes[name] : null; }
   setAttribute(name, value) { this.attributes[name] = String(value); }
@@ -43,22 +81,31 @@ const document = {
     return byId.get(id);
   },
   createElement: (tag) => new Element(tag),
+  createElementNS: (namespace, tag) => new Element(tag),
   addEventListener(type, listener) { (documentListeners[type] ||= []).push(listener); },
 };
 const $ = (id) => document.getElementById(id);
 const storage = new Map();
 if (token) storage.set("edge-app.api-token", token);  // as if entered on the login form earlier
 const requested = [];  // every path the page fetched, in order
+const sent = [];  // the JSON bodies the page sent, with their requests
+const confirmations = [];  // what window.confirm asked
+let confirmAnswer = true;
 const context = {
   document,
-  window: { addEventListener() {} },
+  window: {
+    addEventListener() {},
+    confirm(question) { confirmations.push(question); return confirmAnswer; },
+  },
   sessionStorage: {
     getItem: (k) => (storage.has(k) ? storage.get(k) : null),
     setItem: (k, v) => storage.set(k, String(v)),
     removeItem: (k) => storage.delete(k),
   },
-  fetch: (path, options) => {
-    requested.push(String(path));
+  fetch: (path, options = {}) => {
+    const request = (options.method && options.method !== "GET" ? options.method + " " : "") + String(path);
+    requested.push(request);
+    if (options.body) sent.push({ request, body: JSON.parse(options.body) });
     return realFetch(new URL(path, base + "/"), options);
   },
   URL, setTimeout, clearTimeout, console, encodeURIComponent, Promise, Error, JSON, Object, Math, Date, String,
@@ -98,6 +145,110 @@ function liveView() {
   };
 }
 
+// The text a node shows, children included.
+function text(node) {
+  if (typeof node === "string") return node;
+  return node.children.length ? node.children.map(text).join("") : String(node.textContent ?? "");
+}
+
+function options(id) {
+  return $(id).children.map((option) => option.value);
+}
+
+function click(node, fields) { node.dispatch("click", fields); }
+
+function choose(id, value) {
+  $(id).value = value;
+  $(id).dispatch("change");
+}
+
+function type(id, value) {
+  $(id).value = value;
+  $(id).dispatch("input");
+}
+
+const link = () => $("link").textContent;
+
+function eventsView() {
+  return {
+    events: $("events-list").children.map((card) => {
+      const [thumb, info] = card.children;
+      return {
+        id: card.dataset.eventId,
+        className: card.className,
+        thumb: thumb.className === "thumb" ? thumb.src.split(":")[0] : null,
+        text: text(info),
+      };
+    }),
+    empty_note_hidden: $("events-empty").hidden,
+    error: $("events-error").textContent,
+    cameras: options("event-camera"),
+    labels: options("event-label"),
+    zones: options("event-zone"),
+    link: link(),
+  };
+}
+
+function findEvent(id) {
+  const card = $("events-list").children.find((node) => node.dataset.eventId === id);
+  if (!card) throw new Error("no card for event " + id);
+  return { thumb: card.children[0], remove: card.children[2] };
+}
+
+function countsView() {
+  const rows = (id) => $(id).children.map((tr) => ({
+    data: Object.assign({}, tr.dataset),
+    cells: Object.fromEntries(tr.children.filter((td) => td.className).map((td) => [td.className.split(" ").pop(), td.textContent])),
+  }));
+  return { cameras: rows("counts-cameras"), zones: rows("counts-zones"), lines: rows("counts-lines"), link: link() };
+}
+
+// Every shape of an SVG with a data-zone, data-line or data-drawing attribute.
+function shapes(svg) {
+  const found = [];
+  const walk = (node) => {
+    if (typeof node === "string") return;
+    const marks = Object.keys(node.attributes).filter((name) => name.startsWith("data-"));
+    if (marks.length) found.push(Object.assign({ tag: node.tag }, node.attributes));
+    node.children.forEach(walk);
+  };
+  svg.children.forEach(walk);
+  return found;
+}
+
+function editorView() {
+  return {
+    errors: $("editor-errors").children.map(text),
+    result: $("editor-result").textContent,
+    areas: $("editor-areas").children.map((li) => li.dataset.area),
+    drawing: shapes($("editor-canvas")),
+    viewBox: $("editor-canvas").getAttribute("viewBox"),
+    picture: ($("editor-snapshot").getAttribute("src") || "").split(":")[0],
+    link: link(),
+  };
+}
+
+function cameraForm() {
+  return {
+    camera: $("edit-camera").value,
+    cameras: options("edit-camera"),
+    source: $("edit-source").value,
+    fps_limit: $("edit-fps_limit").value,
+    enabled: $("edit-enabled").checked,
+    detect: $("edit-detect").checked,
+    decoder: $("edit-decoder").value,
+    errors: $("edit-errors").children.map(text),
+    result: $("edit-result").textContent,
+    link: link(),
+  };
+}
+
+// A click on the editor's canvas at a normalised point of its on-screen box.
+function clickCanvas(x, y) {
+  const rect = $("editor-canvas").rect;
+  click($("editor-canvas"), { clientX: rect.left + x * rect.width, clientY: rect.top + y * rect.height });
+}
+
 const scenarios = {
   async live_view(steps) {
     await sleep(1500);
@@ -123,6 +274,139 @@ const scenarios = {
     await sleep(1500);
     steps.link = { text: $("link").textContent, className: $("link").className };
   },
+  async events(steps) {
+    await sleep(2500);
+    steps.after_load = eventsView();
+    choose("event-label", "car");
+    await sleep(800);
+    steps.filtered = eventsView();
+    steps.filtered.query = requested.filter((p) => p.startsWith("api/v1/events?")).pop();
+    choose("event-label", "");
+    await sleep(800);
+    const first = steps.after_load.events[0].id;
+    click(findEvent(first).thumb);
+    steps.viewer = { open: $("event-viewer").open, src: ($("event-full").getAttribute("src") || "").split(":")[0],
+      caption: $("event-caption").textContent };
+    click($("event-viewer-close"));
+    steps.viewer_closed = { open: $("event-viewer").open, src: $("event-full").getAttribute("src") };
+    confirmAnswer = false;
+    click(findEvent(first).remove);
+    await sleep(500);
+    steps.after_declined_delete = eventsView();
+    confirmAnswer = true;
+    click(findEvent(first).remove);
+    await sleep(800);
+    steps.after_delete = eventsView();
+    steps.confirmations = confirmations;
+    steps.requested = [...new Set(requested)];
+  },
+  async counts(steps) {
+    await sleep(1500);
+    steps.counts = countsView();
+  },
+  async areas(steps) {
+    await sleep(1500);
+    clickView("front");
+    await sleep(1000);
+    steps.overlay = shapes($("live-overlay"));
+    steps.editor_cameras = options("editor-camera");
+    steps.before_picking = editorView();
+    choose("editor-camera", "front");
+    await sleep(1000);
+    steps.after_picking = editorView();
+    $("editor-canvas").rect = { left: 10, top: 20, width: 800, height: 450 };
+    for (const [x, y] of [[0.1, 0.5], [0.6, 0.5], [0.6, 1.0]]) clickCanvas(x, y);
+    steps.unfinished = editorView();
+    click($("editor-finish"));
+    steps.finished = editorView();
+    type("editor-name", "yard");
+    type("editor-labels", "person, car,");
+    click($("editor-save"));
+    await sleep(1000);
+    steps.after_zone = editorView();
+    choose("editor-kind", "line");
+    clickCanvas(0.5, 0);
+    click($("editor-save"));
+    steps.one_point_line = editorView();
+    clickCanvas(0.5, 1);
+    type("editor-name", "door");  // a line of camera back is called so
+    click($("editor-save"));
+    await sleep(1000);
+    steps.duplicate_name = editorView();
+    type("editor-name", "gate");
+    click($("editor-save"));
+    await sleep(1000);
+    steps.after_line = editorView();
+    steps.overlay_after = shapes($("live-overlay"));
+    const yard = $("editor-areas").children.find((li) => li.dataset.area === "yard");
+    click(yard.children[yard.children.length - 1]);
+    await sleep(1000);
+    steps.after_delete = editorView();
+    steps.overlay_after_delete = shapes($("live-overlay"));
+    steps.requested = [...new Set(requested)];
+    steps.sent = sent;
+  },
+  async camera_edit(steps) {
+    await sleep(1500);
+    steps.on_load = cameraForm();
+    choose("edit-camera", "back");
+    steps.back = cameraForm();
+    type("edit-fps_limit", "-1");
+    click($("edit-save"));
+    await sleep(800);
+    steps.refused = cameraForm();
+    type("edit-fps_limit", "5");
+    $("edit-detect").checked = false;
+    $("edit-detect").dispatch("change");
+    choose("edit-decoder", "ffmpeg");
+    click($("edit-save"));
+    await sleep(1000);
+    steps.saved = cameraForm();
+    type("add-id", "side");
+    type("add-source", "test://noise");
+    click($("add-camera"));
+    await sleep(1000);
+    steps.added = cameraForm();
+    type("add-id", "side");
+    type("add-source", "test://noise");
+    click($("add-camera"));
+    await sleep(800);
+    steps.added_twice = cameraForm();
+    confirmAnswer = false;
+    click($("delete-camera"));
+    await sleep(500);
+    steps.declined_delete = cameraForm();
+    confirmAnswer = true;
+    click($("delete-camera"));
+    await sleep(1000);
+    steps.deleted = cameraForm();
+    steps.confirmations = confirmations;
+  },
+  async config_editor(steps) {
+    await sleep(1500);
+    const config = JSON.parse($("config").value);
+    steps.loaded_cameras = config.cameras.map((cam) => cam.id);
+    config.cameras[1].fps_limit = 3;
+    $("config").value = JSON.stringify(config, null, 2);
+    click($("config-apply"));
+    await sleep(1000);
+    steps.applied = text($("config-result"));
+    // Edits in progress survive a save made by another view.
+    const edited = JSON.parse($("config").value);
+    edited.device_id = "renamed-but-not-applied";
+    $("config").value = JSON.stringify(edited, null, 2);
+    choose("edit-camera", "front");
+    type("edit-fps_limit", "2");
+    click($("edit-save"));
+    await sleep(1000);
+    steps.camera_form = $("edit-result").textContent;
+    steps.device_id_in_editor = JSON.parse($("config").value).device_id;
+    click($("config-reload"));
+    await sleep(800);
+    const reloaded = JSON.parse($("config").value);
+    steps.after_reload = { device_id: reloaded.device_id, fps_limits: reloaded.cameras.map((cam) => cam.fps_limit) };
+    steps.sent = sent;
+  },
   async same_frame(steps) {
     await sleep(1500);
     clickView("front");
@@ -135,7 +419,11 @@ const scenarios = {
 };
 
 const steps = {};
-vm.runInNewContext(readFileSync(scriptPath, "utf8"), context, { filename: "dashboard.js" });
+const scripts = [...readFileSync(indexPath, "utf8").matchAll(/<script src="static\/([^"]+)"><\/script>/g)].map((m) => m[1]);
+vm.createContext(context);
+for (const script of scripts) {
+  vm.runInContext(readFileSync(path.join(path.dirname(indexPath), script), "utf8"), context, { filename: script });
+}
 await scenarios[scenario](steps);
 console.log(JSON.stringify(steps));
 process.exit(0);

@@ -1,0 +1,226 @@
+// Pure functions of the dashboard: no DOM, no network. The page's other scripts use them through
+// globalThis.EdgeLogic, and the tests call them directly in Node.
+"use strict";
+
+(function () {
+  const AREA_KEY = { zone: "zones", line: "lines" };  // the editor's kinds -> camera config keys
+  const POINT_DIGITS = 4;  // 1/10000 of the frame: finer than any camera's pixels
+
+  function clamp01(value) {
+    return Math.min(1, Math.max(0, value));
+  }
+
+  function round(value, digits) {
+    const scale = Math.pow(10, digits);
+    return Math.round(value * scale) / scale;
+  }
+
+  // A normalised point [x, y] (fractions of the frame, y down) in pixels of a w×h picture.
+  function toPixel(point, width, height) {
+    return [point[0] * width, point[1] * height];
+  }
+
+  // Pixels of a w×h picture as a normalised point, kept inside the frame and rounded.
+  function toNormalised(px, py, width, height) {
+    if (!(width > 0 && height > 0)) return null;
+    return [round(clamp01(px / width), POINT_DIGITS), round(clamp01(py / height), POINT_DIGITS)];
+  }
+
+  // A click at (clientX, clientY) on an element whose box is `rect` (getBoundingClientRect).
+  function clickToNormalised(clientX, clientY, rect) {
+    return toNormalised(clientX - rect.left, clientY - rect.top, rect.width, rect.height);
+  }
+
+  // "car, person ,,car" -> ["car", "person"]: the labels of an area, empty meaning every label.
+  function parseLabels(text) {
+    const labels = [];
+    for (const part of String(text || "").split(",")) {
+      const label = part.trim();
+      if (label && !labels.includes(label)) labels.push(label);
+    }
+    return labels;
+  }
+
+  // The zone or line being drawn, as the configuration holds it.
+  function buildArea(kind, name, points, labelsText) {
+    const area = { name: String(name || "").trim() };
+    area[kind === "line" ? "points" : "polygon"] = points.map((p) => [p[0], p[1]]);
+    area.labels = parseLabels(labelsText);
+    return area;
+  }
+
+  // What the drawing still lacks before it can be saved, or "" when it is complete. The name and
+  // labels are left to the API, whose answer names the field.
+  function drawingProblem(kind, points, finished) {
+    if (kind === "line") {
+      return points.length === 2 ? "" : "A line needs 2 points: click where it starts (P1), then where it ends (P2).";
+    }
+    if (points.length < 3) return "A zone needs at least 3 points.";
+    return finished ? "" : "Finish the zone first.";
+  }
+
+  // The PATCH /api/v1/cameras/<id> body that appends `area` to the camera's zones or lines. The
+  // whole list is sent: a merge patch replaces lists whole.
+  function areaPatch(camera, kind, area) {
+    const key = AREA_KEY[kind];
+    return { [key]: (camera[key] || []).concat([area]) };
+  }
+
+  // The PATCH body that removes the zone or line called `name` from the camera.
+  function areaRemovalPatch(camera, kind, name) {
+    const key = AREA_KEY[kind];
+    return { [key]: (camera[key] || []).filter((area) => area.name !== name) };
+  }
+
+  // Every zone and line of a camera, as {kind, name, points, labels}, zones first.
+  function cameraAreas(camera) {
+    const zones = (camera && camera.zones || []).map((z) => ({ kind: "zone", name: z.name, points: z.polygon, labels: z.labels || [] }));
+    const lines = (camera && camera.lines || []).map((l) => ({ kind: "line", name: l.name, points: l.points, labels: l.labels || [] }));
+    return zones.concat(lines);
+  }
+
+  // The messages of a refused request: one per problem ("loc: msg") when the API lists them,
+  // else its error sentence, else the HTTP status.
+  function problemMessages(status, body) {
+    const details = body && Array.isArray(body.details) ? body.details : [];
+    if (details.length) return details.map((d) => (d.loc ? d.loc + ": " : "") + d.msg);
+    if (body && body.error) return [String(body.error)];
+    return ["The request failed (HTTP " + status + ")."];
+  }
+
+  // GET /api/v1/events with the filters that are set; "" means every value.
+  function eventsQuery(filters, limit) {
+    const params = [];
+    for (const name of ["camera", "label", "zone"]) {
+      const value = filters && filters[name];
+      if (value) params.push(name + "=" + encodeURIComponent(value));
+    }
+    if (limit) params.push("limit=" + encodeURIComponent(limit));
+    return "api/v1/events" + (params.length ? "?" + params.join("&") : "");
+  }
+
+  // What decides whether an event's snapshot has to be fetched again.
+  function snapshotKey(event) {
+    return [event.id, event.has_snapshot, event.top_score, event.end_time].join("|");
+  }
+
+  // The rows of the counts view from GET /api/v1/counts, sorted, each with a stable key.
+  function countRows(counts) {
+    const rows = { cameras: [], zones: [], lines: [] };
+    const body = counts || {};
+    for (const kind of ["cameras", "zones"]) {
+      for (const owner of Object.keys(body[kind] || {}).sort()) {
+        for (const label of Object.keys(body[kind][owner] || {}).sort()) {
+          rows[kind].push({ key: owner + "\u0000" + label, owner, label, count: body[kind][owner][label] });
+        }
+      }
+    }
+    for (const line of Object.keys(body.lines || {}).sort()) {
+      const totals = body.lines[line] || {};
+      rows.lines.push({ key: line, owner: line, in: totals.in, out: totals.out });
+    }
+    return rows;
+  }
+
+  // A line's picture in pixels: P1 -> P2 with an arrow head at P2, and a short arrow across the
+  // line's middle pointing to the side that a crossing enters to count as "in" (SPEC.md: from
+  // s < 0 to s > 0 with s = (x2-x1)(cy-y1) - (y2-y1)(cx-x1)). Scaling x and y by positive
+  // factors keeps the sign of s, so the pixel picture says the same as the normalised rule.
+  function lineGeometry(points, width, height, headPx) {
+    const [x1, y1] = toPixel(points[0], width, height);
+    const [x2, y2] = toPixel(points[1], width, height);
+    const length = Math.hypot(x2 - x1, y2 - y1) || 1;
+    const ux = (x2 - x1) / length, uy = (y2 - y1) / length;  // along the line
+    const nx = -uy, ny = ux;  // towards s > 0, the "in" side
+    const head = headPx || Math.max(6, Math.min(width, height) / 40);
+    const mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
+    return {
+      x1, y1, x2, y2,
+      head: [[x2, y2], [x2 - head * ux + head * 0.5 * nx, y2 - head * uy + head * 0.5 * ny],
+        [x2 - head * ux - head * 0.5 * nx, y2 - head * uy - head * 0.5 * ny]],
+      inFrom: [mx - 1.5 * head * nx, my - 1.5 * head * ny],
+      inTo: [mx + 1.5 * head * nx, my + 1.5 * head * ny],
+      inLabel: [mx + 2.6 * head * nx, my + 2.6 * head * ny],
+    };
+  }
+
+  // The side of the line P1 -> P2 a normalised point is on: "in" (s > 0), "out" (s < 0) or "on".
+  function lineSide(points, point) {
+    const [[x1, y1], [x2, y2]] = points;
+    const s = (x2 - x1) * (point[1] - y1) - (y2 - y1) * (point[0] - x1);
+    return s > 0 ? "in" : s < 0 ? "out" : "on";
+  }
+
+  // A text field of the camera form as the value to send: numbers as numbers; anything else is
+  // sent as typed so that the API's answer names the field.
+  function numberField(text) {
+    const trimmed = String(text).trim();
+    const value = Number(trimmed);
+    return trimmed !== "" && Number.isFinite(value) ? value : trimmed;
+  }
+
+  const CAMERA_FIELDS = ["source", "enabled", "detect", "fps_limit", "decoder"];
+  const CAMERA_DEFAULTS = { enabled: true, detect: true, fps_limit: 0, decoder: "auto" };
+
+  // The PATCH /api/v1/cameras/<id> body from the camera form: only the fields that changed, so an
+  // untouched masked source ("***") is never sent back.
+  function cameraPatch(camera, form) {
+    const patch = {};
+    for (const key of CAMERA_FIELDS) {
+      if (!(key in form)) continue;
+      const before = key in camera ? camera[key] : CAMERA_DEFAULTS[key];
+      const after = key === "fps_limit" ? numberField(form[key]) : form[key];
+      if (JSON.stringify(before) !== JSON.stringify(after)) patch[key] = after;
+    }
+    return patch;
+  }
+
+  // The camera form's fields for a camera of the configuration.
+  function cameraForm(camera) {
+    const form = {};
+    for (const key of CAMERA_FIELDS) form[key] = key in camera ? camera[key] : CAMERA_DEFAULTS[key];
+    form.fps_limit = String(form.fps_limit);
+    return form;
+  }
+
+  // The options of a filter <select>: "" (every value) first, then the values, sorted, unique.
+  function filterOptions(values, allText) {
+    const unique = Array.from(new Set(values.filter((v) => typeof v === "string" && v))).sort();
+    return [{ value: "", text: allText }].concat(unique.map((v) => ({ value: v, text: v })));
+  }
+
+  function isObject(value) {
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+  }
+
+  // The RFC 7396 merge patch that turns `before` into `after`: removed keys become null,
+  // objects are diffed key by key, anything else (arrays included) is sent whole when changed.
+  function mergeDiff(before, after) {
+    const patch = {};
+    for (const key of Object.keys(before)) {
+      if (!(key in after)) patch[key] = null;
+    }
+    for (const key of Object.keys(after)) {
+      if (!(key in before)) {
+        patch[key] = after[key];
+      } else if (isObject(before[key]) && isObject(after[key])) {
+        const sub = mergeDiff(before[key], after[key]);
+        if (Object.keys(sub).length) patch[key] = sub;
+      } else if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) {
+        patch[key] = after[key];
+      }
+    }
+    return patch;
+  }
+
+  function fmtTime(seconds) {
+    if (typeof seconds !== "number") return "–";
+    return new Date(seconds * 1000).toLocaleString();
+  }
+
+  globalThis.EdgeLogic = {
+    toPixel, toNormalised, clickToNormalised, parseLabels, buildArea, drawingProblem, areaPatch,
+    areaRemovalPatch, cameraAreas, problemMessages, eventsQuery, snapshotKey, countRows, lineGeometry,
+    lineSide, numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
+  };
+})();

@@ -1,0 +1,52 @@
+"""The dashboard's scripts run by Node (tests/api/js/dashboard_harness.mjs) against a real API."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, List
+
+import pytest
+
+import edge_app.api
+
+STATIC_DIR = Path(edge_app.api.__file__).parent / "static"
+HARNESS = Path(__file__).parent / "js" / "dashboard_harness.mjs"
+
+
+def _node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    return node
+
+
+def run_dashboard(api, scenario: str, token: str = "") -> dict:
+    """The page's own scripts, run against the real API; what the page showed at each step."""
+    args = [_node(), str(HARNESS), api.url, str(STATIC_DIR / "index.html"), scenario] + ([token] if token else [])
+    result = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+class LogicCalls:
+    """One Node process answering calls to the pure functions of static/logic.js."""
+
+    def __init__(self) -> None:
+        command: List[str] = [_node(), str(HARNESS), "--calls", str(STATIC_DIR / "logic.js")]
+        self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def __call__(self, function: str, *args: Any) -> Any:
+        """``function(*args)`` in logic.js, with JSON arguments; its JSON result."""
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(json.dumps({"function": function, "args": args}) + "\n")
+        self._process.stdin.flush()
+        answer = json.loads(self._process.stdout.readline())
+        assert "error" not in answer, answer["error"]
+        return answer["result"]
+
+    def close(self) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait(timeout=10)

@@ -1,0 +1,197 @@
+"""The dashboard's pure functions (static/logic.js), called in Node: coordinates, the bodies the
+page sends, the error messages it shows and the queries it makes."""
+from __future__ import annotations
+
+import pytest
+
+from tests.api.dashboard_page import LogicCalls
+
+RECT = {"left": 10, "top": 20, "width": 800, "height": 450}
+GATE = [[0.5, 0.0], [0.5, 1.0]]  # SPEC.md's example: drawn top to bottom
+DRIVEWAY = {"name": "driveway", "polygon": [[0.1, 0.5], [0.6, 0.5], [0.6, 1.0]], "labels": []}
+
+
+@pytest.fixture(scope="module")
+def call_logic():
+    calls = LogicCalls()
+    yield calls
+    calls.close()
+
+
+@pytest.mark.parametrize("function, args, expected", [
+    ("toPixel", [[0.5, 0.25], 1600, 900], [800, 225]),
+    ("toPixel", [[0, 1], 640, 480], [0, 480]),
+    ("toNormalised", [80, 45, 800, 450], [0.1, 0.1]),
+    ("toNormalised", [1, 2, 3, 3], [0.3333, 0.6667]),  # rounded to 1/10000 of the frame
+    ("toNormalised", [-5, 500, 800, 450], [0, 1]),  # a click on the border stays inside the frame
+    ("toNormalised", [5, 5, 0, 450], None),  # a picture not laid out yet
+    ("clickToNormalised", [90, 65, RECT], [0.1, 0.1]),
+    ("clickToNormalised", [810, 470, RECT], [1, 1]),
+    ("clickToNormalised", [410, 245, RECT], [0.5, 0.5]),
+])
+def test_coordinates(call_logic, function, args, expected):
+    assert call_logic(function, *args) == expected
+
+
+@pytest.mark.parametrize("point, size", [
+    ([0.1234, 0.9876], [1920, 1080]),
+    ([0.0, 1.0], [640, 480]),
+    ([0.5, 0.3333], [810, 1080]),
+])
+def test_normalised_to_pixels_and_back_is_the_same_point(call_logic, point, size):
+    pixel = call_logic("toPixel", point, *size)
+    assert call_logic("toNormalised", *pixel, *size) == point
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("", []),
+    ("person", ["person"]),
+    (" car, person ,,car", ["car", "person"]),
+    ("traffic light, stop sign", ["traffic light", "stop sign"]),
+])
+def test_labels_from_the_text_field(call_logic, text, expected):
+    assert call_logic("parseLabels", text) == expected
+
+
+@pytest.mark.parametrize("kind, name, points, labels, expected", [
+    ("zone", " yard ", [[0.1, 0.1], [0.5, 0.1], [0.5, 0.5]], "person",
+     {"name": "yard", "polygon": [[0.1, 0.1], [0.5, 0.1], [0.5, 0.5]], "labels": ["person"]}),
+    ("line", "gate", GATE, "", {"name": "gate", "points": GATE, "labels": []}),
+])
+def test_the_area_being_drawn(call_logic, kind, name, points, labels, expected):
+    assert call_logic("buildArea", kind, name, points, labels) == expected
+
+
+NEW_ZONE = {"name": "yard", "polygon": [[0, 0], [1, 0], [1, 1]], "labels": []}
+NEW_LINE = {"name": "gate", "points": GATE, "labels": ["car"]}
+
+
+@pytest.mark.parametrize("camera, kind, area, expected", [
+    # The camera's whole list goes, with the new one last: a merge patch replaces lists whole.
+    ({"id": "front", "zones": [DRIVEWAY], "lines": []}, "zone", NEW_ZONE, {"zones": [DRIVEWAY, NEW_ZONE]}),
+    ({"id": "front"}, "zone", NEW_ZONE, {"zones": [NEW_ZONE]}),
+    ({"id": "front", "zones": [DRIVEWAY], "lines": [NEW_LINE]}, "line", {**NEW_LINE, "name": "exit"},
+     {"lines": [NEW_LINE, {**NEW_LINE, "name": "exit"}]}),
+])
+def test_the_patch_that_adds_an_area(call_logic, camera, kind, area, expected):
+    assert call_logic("areaPatch", camera, kind, area) == expected
+
+
+@pytest.mark.parametrize("camera, kind, name, expected", [
+    ({"zones": [DRIVEWAY, NEW_ZONE]}, "zone", "driveway", {"zones": [NEW_ZONE]}),
+    ({"zones": [DRIVEWAY], "lines": [NEW_LINE]}, "line", "gate", {"lines": []}),
+    ({"zones": [DRIVEWAY]}, "zone", "unknown", {"zones": [DRIVEWAY]}),
+])
+def test_the_patch_that_removes_an_area(call_logic, camera, kind, name, expected):
+    assert call_logic("areaRemovalPatch", camera, kind, name) == expected
+
+
+@pytest.mark.parametrize("kind, points, finished, expected", [
+    ("line", [[0, 0]], False, "A line needs 2 points"),
+    ("line", GATE, False, ""),
+    ("zone", GATE, True, "A zone needs at least 3 points."),
+    ("zone", DRIVEWAY["polygon"], False, "Finish the zone first."),
+    ("zone", DRIVEWAY["polygon"], True, ""),
+])
+def test_what_a_drawing_still_lacks(call_logic, kind, points, finished, expected):
+    problem = call_logic("drawingProblem", kind, points, finished)
+    assert problem.startswith(expected) and (problem == "") == (expected == "")
+
+
+@pytest.mark.parametrize("status, body, expected", [
+    (400, {"error": "the configuration is invalid: ...", "details": [
+        {"loc": "cameras.0.zones.1.name", "msg": "String should match pattern '^[A-Za-z0-9_-]{1,64}$'"},
+        {"loc": "cameras.0.fps_limit", "msg": "Input should be greater than or equal to 0"}]},
+     ["cameras.0.zones.1.name: String should match pattern '^[A-Za-z0-9_-]{1,64}$'",
+      "cameras.0.fps_limit: Input should be greater than or equal to 0"]),
+    (400, {"error": "x", "details": [{"loc": "", "msg": "camera id 'a' is used twice"}]}, ["camera id 'a' is used twice"]),
+    (409, {"error": "a camera with id 'side' already exists"}, ["a camera with id 'side' already exists"]),
+    (502, None, ["The request failed (HTTP 502)."]),
+])
+def test_the_messages_of_a_refused_request(call_logic, status, body, expected):
+    assert call_logic("problemMessages", status, body) == expected
+
+
+@pytest.mark.parametrize("filters, expected", [
+    ({"camera": "", "label": "", "zone": ""}, "api/v1/events?limit=50"),
+    ({"camera": "front", "label": "", "zone": "driveway"}, "api/v1/events?camera=front&zone=driveway&limit=50"),
+    ({"label": "traffic light"}, "api/v1/events?label=traffic%20light&limit=50"),
+    ({"label": "a&b=c"}, "api/v1/events?label=a%26b%3Dc&limit=50"),
+])
+def test_the_events_query_of_the_filters(call_logic, filters, expected):
+    assert call_logic("eventsQuery", filters, 50) == expected
+
+
+def test_count_rows_are_sorted_and_keyed(call_logic):
+    rows = call_logic("countRows", {"cameras": {"front": {"person": 2, "car": 0}, "back": {"dog": 1}},
+                                    "zones": {"driveway": {"person": 1}}, "lines": {"gate": {"in": 3, "out": 1}}})
+    assert [(r["owner"], r["label"], r["count"]) for r in rows["cameras"]] == [("back", "dog", 1), ("front", "car", 0),
+                                                                               ("front", "person", 2)]
+    assert [(r["owner"], r["label"], r["count"]) for r in rows["zones"]] == [("driveway", "person", 1)]
+    assert [(r["owner"], r["in"], r["out"]) for r in rows["lines"]] == [("gate", 3, 1)]
+    assert len({r["key"] for r in rows["cameras"]}) == 3
+    assert call_logic("countRows", {}) == {"cameras": [], "zones": [], "lines": []}
+
+
+@pytest.mark.parametrize("point, side", [
+    ([0.25, 0.5], "in"),  # SPEC.md: moving from the right half to the left half is "in"
+    ([0.75, 0.5], "out"),
+    ([0.5, 0.2], "on"),
+])
+def test_the_side_of_a_line(call_logic, point, side):
+    assert call_logic("lineSide", GATE, point) == side
+
+
+@pytest.mark.parametrize("points, size", [
+    (GATE, [1600, 900]),
+    ([[0.5, 1.0], [0.5, 0.0]], [1600, 900]),  # drawn bottom to top: "in" is on the right
+    ([[0.1, 0.2], [0.9, 0.3]], [640, 480]),
+    ([[0.9, 0.9], [0.2, 0.1]], [810, 1080]),
+])
+def test_the_in_arrow_points_to_the_in_side(call_logic, points, size):
+    geometry = call_logic("lineGeometry", points, *size)
+    start = call_logic("toNormalised", *geometry["inFrom"], *size)
+    end = call_logic("toNormalised", *geometry["inTo"], *size)
+    label = call_logic("toNormalised", *geometry["inLabel"], *size)
+    assert call_logic("lineSide", points, start) == "out"
+    assert call_logic("lineSide", points, end) == "in" and call_logic("lineSide", points, label) == "in"
+    assert geometry["head"][0] == call_logic("toPixel", points[1], *size)  # the arrow head is at P2
+
+
+FRONT = {"id": "front", "source": "rtsp://admin:***@10.0.0.5:554/stream1", "enabled": True, "fps_limit": 0,
+         "decoder": "auto", "detect": True}
+UNCHANGED = {"source": FRONT["source"], "enabled": True, "detect": True, "fps_limit": "0", "decoder": "auto"}
+
+
+@pytest.mark.parametrize("camera, form, expected", [
+    (FRONT, UNCHANGED, {}),  # nothing sent, the masked source least of all
+    (FRONT, {**UNCHANGED, "fps_limit": "5"}, {"fps_limit": 5}),
+    (FRONT, {**UNCHANGED, "fps_limit": " 2.5 "}, {"fps_limit": 2.5}),
+    (FRONT, {**UNCHANGED, "fps_limit": "abc"}, {"fps_limit": "abc"}),  # the API names the field
+    (FRONT, {**UNCHANGED, "fps_limit": ""}, {"fps_limit": ""}),
+    (FRONT, {**UNCHANGED, "detect": False, "decoder": "nvdec"}, {"detect": False, "decoder": "nvdec"}),
+    (FRONT, {**UNCHANGED, "source": "test://bars"}, {"source": "test://bars"}),
+    ({"id": "old", "source": "test://bars"}, {**UNCHANGED, "source": "test://bars"}, {}),  # defaults of missing keys
+])
+def test_the_camera_form_patch_holds_only_what_changed(call_logic, camera, form, expected):
+    assert call_logic("cameraPatch", camera, form) == expected
+
+
+def test_the_camera_form_is_filled_with_the_defaults_of_missing_keys(call_logic):
+    assert call_logic("cameraForm", {"id": "old", "source": "test://bars"}) == {
+        "source": "test://bars", "enabled": True, "detect": True, "fps_limit": "0", "decoder": "auto"}
+
+
+@pytest.mark.parametrize("before, after, expected", [
+    ({"a": 1, "b": {"c": 2, "d": 3}}, {"a": 1, "b": {"c": 2, "d": 4}}, {"b": {"d": 4}}),
+    ({"a": 1, "b": 2}, {"a": 1}, {"b": None}),
+    ({"cameras": [{"id": "x"}]}, {"cameras": [{"id": "x", "fps_limit": 2}]}, {"cameras": [{"id": "x", "fps_limit": 2}]}),
+    ({"a": [1]}, {"a": [1]}, {}),
+])
+def test_the_merge_patch_of_the_configuration_editor(call_logic, before, after, expected):
+    assert call_logic("mergeDiff", before, after) == expected
+
+
+def test_filter_options_start_with_every_value(call_logic):
+    assert call_logic("filterOptions", ["person", "car", "person", ""], "every label") == [
+        {"value": "", "text": "every label"}, {"value": "car", "text": "car"}, {"value": "person", "text": "person"}]
