@@ -1,7 +1,7 @@
 """The fleet service at scale: 1,000 simulated appliances, a real Mosquitto, SQLite then PostgreSQL.
 
     python -m bench.fleet_bench [--devices 1000] [--cameras 4] [--duration-s 150] [--kill 100]
-                                [--engines sqlite,postgresql] [--json PATH]
+                                [--kill-at-s 100] [--event-period-s 60] [--engines sqlite,postgresql] [--json PATH]
 
 Per engine it starts a Mosquitto sized for the fleet (no connection cap), the fleet service
 (``edge-app fleet``, a separate process) on a fresh database, an independent witness subscriber
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import os
 import shutil
 import signal
 import sqlite3
@@ -47,7 +48,9 @@ class EngineResult:
     devices: int
     cameras: int
     all_online_s: Optional[float]
+    all_online_broker_s: Optional[float]  # the last birth at the witness: what the simulator and broker take
     rollout_s: Optional[float]
+    rollout_broker_s: Optional[float]  # the last report at the witness
     rollout_applied: int
     rollout_rejected: int
     killed: int
@@ -63,6 +66,7 @@ class EngineResult:
     cpu_cores_connect: float
     rss_max_mb: float
     rejected_messages: int
+    load_avg_1m: float  # the machine's 1-minute load average at the end: what else ran meanwhile
 
 
 def _free_port() -> int:
@@ -218,7 +222,8 @@ def run_engine(engine: str, args: argparse.Namespace, work: Path) -> EngineResul
         sim = subprocess.Popen(
             [sys.executable, "-m", "bench.fleet_sim", "--broker", f"127.0.0.1:{broker.port}", "--prefix", prefix,
              "--devices", str(args.devices), "--cameras", str(args.cameras), "--duration-s", str(args.duration_s),
-             "--kill", str(args.kill), "--kill-at-s", str(args.kill_at_s), "--json", str(work / "sim.json")],
+             "--kill", str(args.kill), "--kill-at-s", str(args.kill_at_s), "--event-period-s", str(args.event_period_s),
+             "--json", str(work / "sim.json")],
             stdout=subprocess.DEVNULL, stderr=open(work / "sim.log", "wb"))
 
         def online() -> bool:
@@ -226,6 +231,8 @@ def run_engine(engine: str, args: argparse.Namespace, work: Path) -> EngineResul
 
         all_online_s = round(_wait(online, 180, "every appliance online") and time.monotonic() - started, 2)
         online_at = time.monotonic()
+        births, _ = witness.times()
+        all_online_broker_s = round(max(births.values()) - started, 2) if len(births) >= args.devices else None
         time.sleep(args.settle_s)
 
         rollout = requests.patch(fleet.url + "/api/v1/fleet/config", json={"devices": "all", "patch": ROLLOUT_PATCH},
@@ -243,6 +250,9 @@ def run_engine(engine: str, args: argparse.Namespace, work: Path) -> EngineResul
 
         _wait(settled, 120, "the rollout reported by every appliance")
         rollout_s = round(time.monotonic() - rollout_started, 2)
+        _, reports = witness.times()
+        answered = [t for t in reports.values() if t >= rollout_started]
+        rollout_broker_s = round(max(answered) - rollout_started, 2) if len(answered) >= args.devices else None
 
         fleet_offline_at: Dict[str, float] = {}
         offline_after_will_s = lag_max_s = None
@@ -278,12 +288,13 @@ def run_engine(engine: str, args: argparse.Namespace, work: Path) -> EngineResul
         sim_summary = json.loads((work / "sim.json").read_text())
         return EngineResult(
             engine=engine, database=database, devices=args.devices, cameras=args.cameras, all_online_s=all_online_s,
-            rollout_s=rollout_s, rollout_applied=tally.get("applied", 0), rollout_rejected=tally.get("rejected", 0),
+            all_online_broker_s=all_online_broker_s, rollout_s=rollout_s, rollout_broker_s=rollout_broker_s, rollout_applied=tally.get("applied", 0), rollout_rejected=tally.get("rejected", 0),
             killed=args.kill, offline_after_will_s=offline_after_will_s, offline_lag_max_s=lag_max_s,
             ingest_msgs_per_s=round(rate, 1), ingest_peak_msgs_per_s=round(sampler.peak_rate(), 1),
             sim_msgs_per_s=sim_summary["messages_per_s"], events_seen=len(events), events_lost=len(lost),
             ends_lost=len(ends_lost), cpu_cores_steady=round(cpu_steady, 3), cpu_cores_connect=round(cpu_connect, 3),
-            rss_max_mb=round(sampler.rss_max_mb, 1), rejected_messages=sampler.last_status["mqtt"]["rejected"])
+            rss_max_mb=round(sampler.rss_max_mb, 1), rejected_messages=sampler.last_status["mqtt"]["rejected"],
+            load_avg_1m=round(os.getloadavg()[0], 1))
     finally:
         if sim is not None and sim.poll() is None:
             sim.terminate()
@@ -301,8 +312,11 @@ def table(results: List[EngineResult]) -> str:
     rows = [
         ("appliances x cameras", lambda r: f"{r.devices} x {r.cameras}"),
         ("database", lambda r: r.database),
-        ("all online after start (s)", lambda r: r.all_online_s),
-        ("rollout to all, until every report (s)", lambda r: f"{r.rollout_s} ({r.rollout_applied} applied, {r.rollout_rejected} rejected)"),
+        ("all online in the fleet after start (s)", lambda r: r.all_online_s),
+        ("  the last birth at the witness (s)", lambda r: r.all_online_broker_s),
+        ("rollout to all, until every report in the fleet (s)",
+         lambda r: f"{r.rollout_s} ({r.rollout_applied} applied, {r.rollout_rejected} rejected)"),
+        ("  the last report at the witness (s)", lambda r: r.rollout_broker_s),
         ("killed appliances offline after the first last will (s)", lambda r: f"{r.offline_after_will_s} ({r.killed} killed; worst lag behind the broker {r.offline_lag_max_s} s)"),
         ("messages ingested per s, steady (peak 1 s)", lambda r: f"{r.ingest_msgs_per_s} ({r.ingest_peak_msgs_per_s})"),
         ("simulator's sending rate (msg/s)", lambda r: r.sim_msgs_per_s),
@@ -310,6 +324,7 @@ def table(results: List[EngineResult]) -> str:
         ("fleet CPU, steady (cores)", lambda r: r.cpu_cores_steady),
         ("fleet CPU, while the appliances connect (cores)", lambda r: r.cpu_cores_connect),
         ("fleet peak RSS (MB)", lambda r: r.rss_max_mb),
+        ("machine load average (1 min) at the end", lambda r: r.load_avg_1m),
     ]
     head = "| | " + " | ".join(r.engine for r in results) + " |\n|---|" + "---|" * len(results) + "\n"
     return head + "\n".join(f"| {name} | " + " | ".join(str(get(r)) for r in results) + " |" for name, get in rows)
@@ -322,6 +337,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--duration-s", type=float, default=150.0)
     parser.add_argument("--kill", type=int, default=100)
     parser.add_argument("--kill-at-s", type=float, default=100.0)
+    parser.add_argument("--event-period-s", type=float, default=60.0, help="one event per camera per period")
     parser.add_argument("--settle-s", type=float, default=10.0, help="wait after all online before the rollout")
     parser.add_argument("--engines", default="sqlite,postgresql")
     parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/test",

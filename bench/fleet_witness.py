@@ -1,8 +1,9 @@
 """An independent subscriber for the fleet benchmark: what the broker delivered, to compare with the fleet.
 
-It counts the events (device, event id) and notes which ended, and the time each last will
-(``offline`` status) arrived, so the benchmark can say how many events the fleet service lost
-and how far it lagged behind the broker when appliances were killed.
+It counts the events (device, event id) and notes which ended, and the times births (``online``),
+last wills (``offline``) and configuration reports arrived, so the benchmark can say how many
+events the fleet service lost and how far it lagged behind the broker: what the simulator and
+the broker take is then told apart from what the fleet service adds.
 """
 from __future__ import annotations
 
@@ -22,10 +23,13 @@ class FleetWitness:
         self.events: Set[Tuple[str, str]] = set()
         self.ended: Set[Tuple[str, str]] = set()
         self.offline_at: Dict[str, float] = {}  # device -> monotonic time its offline status arrived live
+        self.online_at: Dict[str, float] = {}  # device -> monotonic time of its first online status
+        self.reported_at: Dict[str, float] = {}  # device -> monotonic time of its latest live config report
         self.messages = 0
         self._subscribed = threading.Event()
         self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"fleet-witness-{prefix}")
-        self._client.on_connect = lambda c, *_: c.subscribe([(f"{prefix}/+/events", 1), (f"{prefix}/+/status", 1)])
+        self._client.on_connect = lambda c, *_: c.subscribe([(f"{prefix}/+/events", 1), (f"{prefix}/+/status", 1),
+                                                                      (f"{prefix}/+/config/reported", 1)])
         self._client.on_subscribe = lambda *_: self._subscribed.set()
         self._client.on_message = self._on_message
         self._host, self._port = host, port
@@ -51,8 +55,18 @@ class FleetWitness:
                 self.events.add(key)
                 if body["type"] == "end":
                     self.ended.add(key)
+            elif message.topic.endswith("/config/reported"):
+                if not message.retain:
+                    self.reported_at[device] = time.monotonic()
+            elif body.get("state") == "online":
+                self.online_at.setdefault(device, time.monotonic())
             elif not message.retain and body.get("state") == "offline":
                 self.offline_at.setdefault(device, time.monotonic())
+
+    def times(self) -> Tuple[Dict[str, float], Dict[str, float]]:
+        """(first online, latest config report) per device."""
+        with self._lock:
+            return dict(self.online_at), dict(self.reported_at)
 
     def snapshot(self) -> Tuple[Set[Tuple[str, str]], Set[Tuple[str, str]], Dict[str, float]]:
         with self._lock:
