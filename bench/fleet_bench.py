@@ -235,10 +235,11 @@ def run_engine(engine: str, args: argparse.Namespace, work: Path) -> EngineResul
         all_online_broker_s = round(max(births.values()) - started, 2) if len(births) >= args.devices else None
         time.sleep(args.settle_s)
 
+        # From before the request: appliances answer while the fleet is still publishing to the others.
+        rollout_started = time.monotonic()
         rollout = requests.patch(fleet.url + "/api/v1/fleet/config", json={"devices": "all", "patch": ROLLOUT_PATCH},
                                  timeout=60)
         rollout.raise_for_status()
-        rollout_started = time.monotonic()
         rollout_id = rollout.json()["rollout_id"]
         tally: dict = {}
 
