@@ -46,7 +46,7 @@ class FleetWitness:
         self._client.loop_stop()
 
     def _on_message(self, client, userdata, message: mqtt.MQTTMessage) -> None:
-        device = message.topic.split("/")[-2]
+        device = message.topic[len(self._prefix) + 1:].split("/")[0]
         body = json.loads(message.payload)
         with self._lock:
             self.messages += 1
