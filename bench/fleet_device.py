@@ -57,6 +57,7 @@ class DeviceSettings:
     username: Optional[str] = None  # "{device_id}" is replaced by the device's id
     password: Optional[str] = None
     keepalive_s: int = 30
+    tls_ca: Optional[str] = None  # CA file: connect with TLS and check the broker against it
 
 
 @dataclass
@@ -141,6 +142,8 @@ class SimulatedAppliance:
         if self.settings.username is not None:
             client.username_pw_set(self.settings.username.format(device_id=self.device_id),
                                    None if self.settings.password is None else self.settings.password.format(device_id=self.device_id))
+        if self.settings.tls_ca is not None:
+            client.tls_set(ca_certs=self.settings.tls_ca)
         offline = payloads.status_payload("offline", self.device_id, __version__)
         client.will_set(self.topics.status, payloads.encode(offline), qos=1, retain=True)
         client.on_connect = self._on_connect

@@ -1,8 +1,8 @@
-"""The fleet's side of a configuration rollout, to time it: a desired version to every simulated
-appliance, then the wait for each ``R/config/reported`` of that version.
+"""The fleet's side of the simulated fleet: last wills seen, and a configuration rollout, timed.
 
-One extra MQTT connection (``fleet-sim-rollout``) subscribes to ``<prefix>/+/config/reported``,
-publishes ``<prefix>/<id>/config/desired`` (retained, QoS 1) for every appliance, and notes when
+One extra MQTT connection (``fleet-sim-rollout``) subscribes to ``<prefix>/+/status`` (to see the
+``offline`` last wills of killed appliances arrive) and ``<prefix>/+/config/reported``. A rollout
+publishes ``<prefix>/<id>/config/desired`` (retained, QoS 1) for every appliance and notes when
 each report of that version arrives and whether it says ``applied`` or ``rejected``.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
@@ -43,13 +43,15 @@ def _percentile(values: List[float], fraction: float) -> Optional[float]:
 
 class RolloutProbe:
     def __init__(self, host: str, port: int, prefix: str, loop: asyncio.AbstractEventLoop,
-                 username: Optional[str] = None, password: Optional[str] = None) -> None:
+                 username: Optional[str] = None, password: Optional[str] = None, tls_ca: Optional[str] = None) -> None:
         self.host, self.port, self.prefix, self.loop = host, port, prefix, loop
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="fleet-sim-rollout", clean_session=True)
         self.client.max_inflight_messages = 1000
         if username is not None:
             self.client.username_pw_set(username, password)
-        self.client.on_connect = lambda c, u, f, rc, p: c.subscribe(f"{prefix}/+/config/reported", qos=1)
+        if tls_ca is not None:
+            self.client.tls_set(ca_certs=tls_ca)
+        self.client.on_connect = lambda c, u, f, rc, p: c.subscribe([(f"{prefix}/+/config/reported", 1), (f"{prefix}/+/status", 1)])
         self.client.on_subscribe = lambda *args: self._subscribed.set()
         self.client.on_message = self._on_message
         self._driver = AsyncioDriver(self.client, loop)
@@ -57,6 +59,7 @@ class RolloutProbe:
         self._version: Optional[int] = None
         self._sent_mono_s: Dict[str, float] = {}
         self._reports: Dict[str, tuple] = {}  # device -> (arrival monotonic s, status)
+        self.offline_seen: Set[str] = set()  # appliances whose "offline" arrived live (not retained)
 
     async def connect(self, timeout_s: float = 10.0) -> None:
         self.client.connect(self.host, self.port, keepalive=30)
@@ -67,6 +70,10 @@ class RolloutProbe:
         try:
             body = json.loads(message.payload)
         except ValueError:
+            return
+        if message.topic.endswith("/status"):
+            if isinstance(body, dict) and body.get("state") == "offline" and not message.retain:
+                self.offline_seen.add(device)
             return
         if self._version is not None and body.get("version") == self._version and device not in self._reports:
             self._reports[device] = (time.monotonic(), body.get("status"))

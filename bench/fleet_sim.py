@@ -16,6 +16,8 @@ Options (all optional; defaults in brackets):
     --kill K                kill K appliances abruptly (no DISCONNECT: their last will fires) [0]
     --kill-at-s T           when, in seconds after start [duration / 2]
     --username / --password per-device credentials, "{device_id}" replaced [none]
+    --tls-ca PATH           connect with TLS, checking the broker against this CA [plain TCP]
+    --fleet-username / --fleet-password   the rollout connection's account [none]
     --connect-rate R        new connections per second [500]
     --seed N                randomness of ids killed, labels and timing [1]
     --rollout-at-s T        at T s, publish a desired version to every appliance (as the fleet
@@ -33,7 +35,8 @@ answers ``R/config/desired`` on ``R/config/reported`` through the appliance's ow
 ``applied``, or ``rejected`` with located errors for a patch the configuration rules refuse
 (``{"cameras": [{"id": "x", "fps_limit": -1}]}``, a ``gst:`` source, ...).
 
-At the end it prints one JSON line: devices, connected, killed, how long connecting took, its own
+At the end it prints one JSON line: devices, connected, killed (and how many of their last wills
+the fleet connection received), how long connecting took, its own
 sending rate (messages and bytes handed to the sockets, messages acknowledged by the broker) and,
 with --rollout-at-s, the rollout: applied, rejected, missing, and the time from each appliance's
 desired message to its report (p50, p99) and until the last report.
@@ -47,6 +50,7 @@ import getpass
 import json
 import logging
 import random
+import re
 import resource
 import shutil
 import signal
@@ -60,6 +64,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from bench.fleet_device import DeviceSettings, SimulatedAppliance
 from bench.fleet_rollout import RolloutProbe, RolloutResult
+from edge_app.config.schema import ID_PATTERN
 
 log = logging.getLogger("bench.fleet_sim")
 
@@ -84,6 +89,7 @@ class FleetSummary:
     errors: int
     first_errors: List[str] = field(default_factory=list)
     killed_ids: List[str] = field(default_factory=list)
+    wills_seen: Optional[int] = None  # killed appliances whose last will the fleet connection received
     rollout: Optional[RolloutResult] = None
 
 
@@ -160,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kill-at-s", type=float, default=None)
     parser.add_argument("--username", default=None)
     parser.add_argument("--password", default=None)
+    parser.add_argument("--tls-ca", default=None)
+    parser.add_argument("--fleet-username", default=None)
+    parser.add_argument("--fleet-password", default=None)
     parser.add_argument("--connect-rate", type=float, default=500.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rollout-at-s", type=float, default=None)
@@ -213,7 +222,7 @@ class FleetSimulator:
 
 async def run(args: argparse.Namespace, broker: Tuple[str, int]) -> FleetSummary:
     settings = DeviceSettings(broker[0], broker[1], args.prefix, args.cameras, args.stats_interval_s,
-                              args.event_period_s, args.username, args.password)
+                              args.event_period_s, args.username, args.password, tls_ca=args.tls_ca)
     ids = [args.id_format.format(index=i) for i in range(args.devices)]
     sim = FleetSimulator(settings, ids, args.seed)
     stop = asyncio.Event()
@@ -226,9 +235,13 @@ async def run(args: argparse.Namespace, broker: Tuple[str, int]) -> FleetSummary
     kill_at_s = args.duration_s / 2 if args.kill_at_s is None else args.kill_at_s
     if args.kill:
         loop.call_at(loop.time() + max(0.0, kill_at_s - (time.monotonic() - started)), sim.kill, args.kill)
+    probe = None
+    if args.kill or args.rollout_at_s is not None:
+        probe = RolloutProbe(broker[0], broker[1], args.prefix, loop, args.fleet_username, args.fleet_password, args.tls_ca)
+        await probe.connect()
     rollout = None
-    if args.rollout_at_s is not None:
-        rollout = loop.create_task(_rollout(args, broker, sim, max(0.0, args.rollout_at_s - (time.monotonic() - started))))
+    if probe is not None and args.rollout_at_s is not None:
+        rollout = loop.create_task(_rollout(args, probe, sim, max(0.0, args.rollout_at_s - (time.monotonic() - started))))
     try:
         await asyncio.wait_for(stop.wait(), timeout=max(0.0, args.duration_s - (time.monotonic() - started)))
     except asyncio.TimeoutError:
@@ -238,6 +251,9 @@ async def run(args: argparse.Namespace, broker: Tuple[str, int]) -> FleetSummary
         rollout_result = await rollout if rollout.done() or not stop.is_set() else None
     connected = sum(d.connected for d in sim.devices)
     elapsed_s = time.monotonic() - started
+    wills_seen = None if probe is None else len(probe.offline_seen & set(sim.killed))
+    if probe is not None:
+        probe.close()
     await sim.close()
     counters = [d.counters for d in sim.devices]
     errors = [e for c in counters for e in c.errors]
@@ -252,17 +268,15 @@ async def run(args: argparse.Namespace, broker: Tuple[str, int]) -> FleetSummary
         desired_handled=handled,
         desired_ms_mean=round(1000 * sum(c.desired_s for c in counters) / handled, 2) if handled else None,
         cpu_s=round(usage.ru_utime + usage.ru_stime, 1), errors=len(errors), first_errors=errors[:5],
-        killed_ids=list(sim.killed), rollout=rollout_result)
+        killed_ids=list(sim.killed), wills_seen=wills_seen, rollout=rollout_result)
 
 
 #: a patch every appliance refuses: a negative fps_limit (the rules of PATCH /api/v1/config)
 INVALID_PATCH = {"cameras": [{"id": "cam1", "source": "rtsp://10.0.0.10:554/stream1", "fps_limit": -1}]}
 
 
-async def _rollout(args: argparse.Namespace, broker: Tuple[str, int], sim: "FleetSimulator", delay_s: float) -> RolloutResult:
+async def _rollout(args: argparse.Namespace, probe: RolloutProbe, sim: "FleetSimulator", delay_s: float) -> RolloutResult:
     await asyncio.sleep(delay_s)
-    probe = RolloutProbe(broker[0], broker[1], args.prefix, asyncio.get_running_loop())
-    await probe.connect()
     patches = {"*": args.rollout_patch}
     for device_id in sim.device_ids[:max(0, args.rollout_invalid)]:
         patches[device_id] = INVALID_PATCH
@@ -270,16 +284,36 @@ async def _rollout(args: argparse.Namespace, broker: Tuple[str, int], sim: "Flee
     version = args.rollout_version if args.rollout_version is not None else int(time.time())
     result = await probe.rollout(alive, patches, version, timeout_s=max(5.0, args.duration_s))
     log.info("rollout of version %d: %s", version, result)
-    probe.close()
     return result
+
+
+def check_args(args: argparse.Namespace) -> Optional[str]:
+    """Why the options cannot run, or None."""
+    positive = ("devices", "cameras", "duration_s", "stats_interval_s", "event_period_s", "connect_rate")
+    for name in positive:
+        if getattr(args, name) <= 0:
+            return f"--{name.replace('_', '-')} must be positive"
+    if args.kill < 0 or args.rollout_invalid < 0:
+        return "--kill and --rollout-invalid cannot be negative"
+    if not isinstance(args.rollout_patch, dict):
+        return "--rollout-patch must be a JSON object (a merge patch)"
+    try:
+        ids = [args.id_format.format(index=i) for i in (0, args.devices - 1)]
+    except (KeyError, IndexError, ValueError) as err:
+        return f"--id-format {args.id_format!r} does not format with {{index}}: {err}"
+    bad = [device_id for device_id in ids if not re.match(ID_PATTERN, device_id)]
+    if bad:
+        return f"--id-format makes {bad[0]!r}, not a valid device_id ({ID_PATTERN})"
+    return None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("edge_app").setLevel(logging.ERROR)  # a line per device and desired message is noise here
-    if args.devices < 1 or args.cameras < 1 or args.duration_s <= 0:
-        print("fleet_sim: --devices, --cameras and --duration-s must be positive", file=sys.stderr)
+    problem = check_args(args)
+    if problem:
+        print(f"fleet_sim: {problem}", file=sys.stderr)
         return 2
     limit = raise_fd_limit(args.devices + 256)
     if limit < args.devices + 64:

@@ -20,8 +20,6 @@ import pytest
 from tests.e2e.appliance import wait_until
 from tests.e2e.conftest import appliance_factory  # noqa: F401  (a fixture: a real `edge-app run`)
 
-pytestmark = pytest.mark.slow
-
 DEVICES, KILL = 20, 3
 SPEC_KEYS = {
     "status": {"state", "device_id", "version", "ts"},
@@ -61,6 +59,7 @@ def sample_stats_shape(body: Dict[str, Any]) -> Any:
     return {**shape(body), "cameras": shape(next(iter(cameras.values()))) if cameras else None}
 
 
+@pytest.mark.slow
 def test_simulated_appliances_speak_the_real_appliances_contract(
         repo_root, mosquitto_broker, mqtt_collector, appliance_factory, model_path, bus_clip, tmp_path):
     collector = mqtt_collector(mosquitto_broker, "edge_app/#")
@@ -99,9 +98,9 @@ def test_simulated_appliances_speak_the_real_appliances_contract(
     summary = json.loads(out.strip().splitlines()[-1])
     real.terminate()
 
-    assert (summary["devices"], summary["killed"], summary["errors"]) == (DEVICES, KILL, 0), summary
+    assert (summary["devices"], summary["killed"], summary["wills_seen"], summary["errors"]) == (DEVICES, KILL, KILL, 0), summary
     assert summary["messages_sent"] > 0 and summary["messages_per_s"] > 0 and summary["connect_s"] is not None
-    assert len(willed) == KILL and willed <= {f"sim-{i:04d}" for i in range(DEVICES)}
+    assert willed == set(summary["killed_ids"])
     # Two desired messages from the test, then a rollout to all 20 (2 of them with a refused patch).
     assert summary["desired_handled"] == 2 + DEVICES, summary
     rollout = summary["rollout"]
@@ -143,3 +142,19 @@ def test_simulated_appliances_speak_the_real_appliances_contract(
     assert reported["sim-0001"]["status"] == "rejected" and reported["sim-0001"]["errors"][0]["loc"] == "cameras.0.fps_limit", reported
     # A real appliance's clean stop and a simulated one's both leave "offline" retained.
     assert collector.messages(f"{real_root}/status")[-1].json()["state"] == "offline"
+
+
+@pytest.mark.parametrize("argv, problem", [
+    ([], None),
+    (["--devices", "0"], "--devices must be positive"),
+    (["--stats-interval-s", "0"], "--stats-interval-s must be positive"),
+    (["--kill", "-1"], "cannot be negative"),
+    (["--id-format", "dev-{nope}"], "does not format"),
+    (["--id-format", "dev/{index}"], "not a valid device_id"),
+    (["--rollout-patch", "[1]"], "must be a JSON object"),
+])
+def test_options_that_cannot_run_are_refused_before_anything_starts(argv, problem):
+    from bench.fleet_sim import build_parser, check_args
+
+    found = check_args(build_parser().parse_args(argv))
+    assert (found is None) if problem is None else (problem in found), found

@@ -143,6 +143,18 @@ def test_a_refused_desired_config_is_reported_and_changes_nothing(device, case, 
     assert device.config_view() == view_before
 
 
+def test_a_secret_bearing_patch_is_applied_and_its_report_carries_no_secret(device):
+    secret = "Cam-S3cret-2"
+    version = device.next_version()
+    door = {"id": "door", "source": f"rtsp://admin:{secret}@127.0.0.1:{free_port()}/s"}
+    device.desire(version, {"cameras": [_bars(), door]})
+    report = device.reported(version)
+    assert report["status"] == "applied" and secret not in json.dumps(report), report
+    assert yaml.safe_load(device.app.config_path.read_text())["cameras"][1]["source"] == door["source"]
+    assert device.cameras()[1]["source"] == "rtsp://admin:***@" + door["source"].split("@", 1)[1]
+    assert secret not in device.app.log_path.read_text()
+
+
 @pytest.mark.parametrize("payload, why", [
     (b"{not json", "not valid JSON"),
     (b'{"version": "7", "patch": {}}', "version"),
@@ -211,6 +223,7 @@ def test_a_device_that_was_offline_applies_the_latest_desired_version_when_it_co
     device.stop()
     device.reports.clear()
     device.start()
+    device.reports.wait_for_message(REPORTED, timeout_s=15)
     time.sleep(3)
-    # Only the saved outcome is re-asserted on start: same version, same timestamp.
-    assert [m.json() for m in device.reports.messages()] in ([], [report])
+    # Only the saved outcome is published again on start: same version, same timestamp.
+    assert [m.json() for m in device.reports.messages()] == [report]

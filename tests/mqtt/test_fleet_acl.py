@@ -8,8 +8,10 @@ commands; the fleet account reads the whole fleet and writes desired configurati
 from __future__ import annotations
 
 import getpass
+import json
 import shutil
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -29,7 +31,8 @@ from tests.support.net import free_port, port_accepts
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = "fleet.service"
-PASSWORDS = {FLEET: "fleet-Pw-1", "sim-a": "a-Pw-1", "sim-b": "b-Pw-1"}
+PASSWORDS = {FLEET: "fleet-Pw-1", "sim-a": "a-Pw-1", "sim-b": "b-Pw-1",
+             **{f"sim-{i:04d}": f"pw-sim-{i:04d}" for i in range(3)}}  # the simulator's appliances
 SETTLE_S = 1.5  # how long a message that is allowed takes at most to arrive on loopback
 
 
@@ -202,3 +205,23 @@ def test_the_appliances_own_client_works_under_the_acl(broker, clients):
     assert b'"conf_threshold":0.4' in desired[-1] and not any(b"0.9" in payload for payload in desired), desired
     topics = {topic for topic, _ in fleet.received}
     assert {"edge_app/sim-a/status", "edge_app/sim-a/cameras/cam1/state", "edge_app/sim-a/config/reported"} <= topics, topics
+
+
+def test_nothing_the_appliance_contract_sends_is_refused(broker, clients):
+    """Simulated appliances (every topic of the contract) over TLS with their own accounts, and a
+    rollout from the fleet account: the broker delivers every message they sent, and every report."""
+    fleet = clients(FLEET)
+    fleet.subscribe("edge_app/#")
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.fleet_sim", "--broker", f"127.0.0.1:{broker.port}", "--devices", "3",
+         "--duration-s", "8", "--stats-interval-s", "1", "--event-period-s", "4", "--rollout-at-s", "3",
+         "--username", "{device_id}", "--password", "pw-{device_id}", "--tls-ca", str(broker.ca),
+         "--fleet-username", FLEET, "--fleet-password", PASSWORDS[FLEET]],
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    time.sleep(SETTLE_S)
+    sent_by_appliances = [t for t, _ in fleet.received if t.startswith("edge_app/sim-0") and not t.endswith("/config/desired")]
+    assert summary["errors"] == 0 and summary["connected"] == 3, summary
+    assert summary["rollout"]["applied"] == 3 and summary["rollout"]["missing"] == 0, summary
+    assert len(sent_by_appliances) == summary["messages_sent"], (len(sent_by_appliances), summary)
