@@ -90,23 +90,27 @@ class AnalysisHub:
     # -- per frame (the pipeline's publish thread) --------------------------------------------------
     def analyse(self, frame: AnalysedFrame) -> AnalysedFrame:
         """The frame with track ids on its detections; events and counts sent on."""
-        analysis = self._analyses.get(frame.camera_id)
-        if analysis is None:
-            return frame
-        try:
-            result = analysis.process(frame.frame_id, frame.ts, frame.image, frame.detections)
-        except Exception:  # a bug in analysis must not stop detections
-            log.exception("analysing a frame of camera %s failed", frame.camera_id)
-            return frame
-        self._send(result)
+        # Under the lock: a CameraAnalysis is fed from one thread at a time, and configure()
+        # (API thread) or tick() (stats thread) must not end or age it half way through a frame.
+        with self._lock:
+            analysis = self._analyses.get(frame.camera_id)
+            if analysis is None:
+                return frame
+            try:
+                result = analysis.process(frame.frame_id, frame.ts, frame.image, frame.detections)
+            except Exception:  # a bug in analysis must not stop detections
+                log.exception("analysing a frame of camera %s failed", frame.camera_id)
+                return frame
+            self._send(result)
         return replace(frame, detections=result.detections)
 
     def tick(self) -> None:
         """Ages the tracks of cameras that sent nothing for a while, so their events still end."""
         now = self._clock()
-        for camera_id, analysis in list(self._analyses.items()):
-            if analysis.idle_s(now) >= 1.0:
-                self._send(analysis.tick(now))
+        with self._lock:
+            for analysis in list(self._analyses.values()):
+                if analysis.idle_s(now) >= 1.0:
+                    self._send(analysis.tick(now))
 
     def counts(self) -> CountsReport:
         cameras, zones, lines = {}, {}, {}

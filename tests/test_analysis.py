@@ -115,3 +115,58 @@ def test_tracking_off_means_no_analysis():
     hub.configure(config.model_copy(update={"tracking": config.tracking.model_copy(update={"enabled": False})}))
     frame = _frame(0, [Obj(0, moving(20, 200, 20))])
     assert hub.analyse(frame) is frame and publisher.calls == []
+
+
+ZONES_A = [{"name": "right", "polygon": [[0.5, 0], [1, 0], [1, 1], [0.5, 1]]}]
+ZONES_B = ZONES_A + [{"name": "left", "polygon": [[0, 0], [0.5, 0], [0.5, 1], [0, 1]]}]
+
+
+@pytest.mark.parametrize("competitor", [
+    # the API thread applying a zone change: ends the camera's analysis and builds a new one
+    lambda hub: hub.configure(_config(zones=ZONES_B)),
+    # the stats thread ageing the tracks of a camera that sent nothing for a while
+    lambda hub: hub.tick(),
+], ids=["configure", "tick"])
+def test_a_frame_being_analysed_is_finished_before_anything_else_touches_its_analysis(monkeypatch, competitor):
+    """A CameraAnalysis is fed from one thread at a time: configure() (API thread) and tick()
+    (stats thread) used to end or age it while the publish thread was half way through a frame,
+    which broke the frame's analysis and could fail the configuration change with a 500."""
+    import threading
+
+    from edge_app.events.camera_analysis import CameraAnalysis
+
+    publisher = RecordingPublisher()
+    hub = AnalysisHub(lambda: publisher, clock=lambda: T0 + 100.0)  # 100 s after the frames: tick() ages them
+    hub.configure(_config(zones=ZONES_A))
+    people = [Obj(0, moving(20 + 40 * k, 200, 20)) for k in range(3)]
+    _walk(hub, people, 5)
+    inside, release = threading.Event(), threading.Event()
+    real_process = CameraAnalysis.process
+
+    def held_process(self, *args, **kwargs):
+        if threading.current_thread().name == "publish":
+            inside.set()
+            assert release.wait(5), "the test never let the frame finish"
+        return real_process(self, *args, **kwargs)
+    monkeypatch.setattr(CameraAnalysis, "process", held_process)
+
+    analysed, failures = [], []
+    publish = threading.Thread(target=lambda: analysed.append(hub.analyse(_frame(5, people))), name="publish")
+    publish.start()
+    assert inside.wait(5)
+
+    def compete():
+        try:
+            competitor(hub)
+        except Exception as err:  # noqa: BLE001 - reported by the assertion below
+            failures.append(err)
+    other = threading.Thread(target=compete, name="competitor")
+    other.start()
+    other.join(0.5)
+    blocked = other.is_alive()
+    release.set()
+    publish.join(5)
+    other.join(5)
+    assert blocked, "the analysis was changed while a frame of it was being processed"
+    assert not failures, failures
+    assert analysed and all(int(t) >= 0 for t in analysed[0].detections.track_id), "the held frame lost its tracks"

@@ -105,6 +105,9 @@ def test_what_a_drawing_still_lacks(call_logic, kind, points, finished, expected
      ["cameras.0.zones.1.name: String should match pattern '^[A-Za-z0-9_-]{1,64}$'",
       "cameras.0.fps_limit: Input should be greater than or equal to 0"]),
     (400, {"error": "x", "details": [{"loc": "", "msg": "camera id 'a' is used twice"}]}, ["camera id 'a' is used twice"]),
+    (400, {"error": "x", "details": [
+        {"loc": "cameras", "msg": "cameras.0.zones.2.name: zone name 'porch' is already used by cameras.0.zones.1.name"}]},
+     ["cameras.0.zones.2.name: zone name 'porch' is already used by cameras.0.zones.1.name"]),
     (409, {"error": "a camera with id 'side' already exists"}, ["a camera with id 'side' already exists"]),
     (502, None, ["The request failed (HTTP 502)."]),
 ])
@@ -156,6 +159,9 @@ def test_the_in_arrow_points_to_the_in_side(call_logic, points, size):
     assert call_logic("lineSide", points, start) == "out"
     assert call_logic("lineSide", points, end) == "in" and call_logic("lineSide", points, label) == "in"
     assert geometry["head"][0] == call_logic("toPixel", points[1], *size)  # the arrow head is at P2
+    assert geometry["inHead"][0] == geometry["inTo"]
+    for corner in geometry["inHead"][1:]:  # the base of its head, behind the tip, is still on the "in" side
+        assert call_logic("lineSide", points, call_logic("toNormalised", *corner, *size)) == "in"
 
 
 FRONT = {"id": "front", "source": "rtsp://admin:***@10.0.0.5:554/stream1", "enabled": True, "fps_limit": 0,

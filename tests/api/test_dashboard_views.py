@@ -3,6 +3,8 @@ real API: what the page shows, and what its edits did to the appliance's configu
 from __future__ import annotations
 
 import copy
+import threading
+import time
 from dataclasses import replace
 
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event
 from edge_app.service import CountsReport
-from tests.api.conftest import BASE_CONFIG, TOKEN
+from tests.api.conftest import BASE_CONFIG, TOKEN, bus_detections
 from tests.api.dashboard_page import run_dashboard
 
 NOW = 1_800_000_000.0
@@ -101,7 +103,7 @@ def test_the_area_editor_draws_saves_refuses_and_deletes_zones_and_lines(make_ap
     assert "A line needs 2 points" in steps["one_point_line"]["errors"][0]
     # Names are unique across the device: the API's refusal is shown, naming the field.
     refused = steps["duplicate_name"]["errors"]
-    assert len(refused) == 1 and refused[0].startswith("cameras") and "'door'" in refused[0], refused
+    assert refused == ["cameras.1.lines.0.name: line name 'door' is already used by cameras.0.lines.0.name"]
     assert steps["after_line"]["errors"] == [] and steps["after_line"]["areas"] == ["yard", "gate"]
     overlay = {(s["tag"], s.get("data-zone") or s.get("data-line")) for s in steps["overlay_after"]}
     assert overlay == {("polygon", "yard"), ("line", "gate")}
@@ -158,3 +160,24 @@ def test_the_configuration_editor_applies_a_merge_patch_and_keeps_edits_in_progr
     config = api.service.current_config()
     assert (config.device_id, config.camera("front").fps_limit, config.camera("back").fps_limit) == ("edge-test", 2, 3)
     assert "cam-s3cret" in config.camera("front").source
+
+
+def test_the_live_view_waits_for_a_new_frame_after_the_camera_form_restarted_its_camera(api, bus_image):
+    # The appliance restarts an edited camera: its frame is gone (503) while its frame count stays.
+    # The page must not ask for a snapshot until a new frame has been analysed.
+    def publish_after_the_edit() -> None:
+        deadline = time.monotonic() + 30
+        while api.service.current_config().camera("front").fps_limit != 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(2.5)
+        api.service.publish("front", bus_image, bus_detections())
+
+    publisher = threading.Thread(target=publish_after_the_edit, name="publish:front", daemon=True)
+    publisher.start()
+    steps = run_dashboard(api, "camera_restart")
+    publisher.join(timeout=5)
+    assert steps["before_edit"]["picture_frame"] == "1"
+    assert steps["fetches_after_a_refused_edit"] > 0
+    assert steps["saved"] == "saved"
+    assert steps["fetches_before_a_new_frame"] == 0
+    assert steps["fetches_after_a_new_frame"] > 0 and steps["after_a_new_frame"]["picture_frame"] == "2"

@@ -162,6 +162,7 @@ def test_the_dashboard_fetches_frames_only_when_asked_for_a_camera_with_frames(a
     assert live["src"].startswith("blob:") and live["note"] is None
     assert live["picture_frame"] == live["table_frame"] == "1" and live["table_rows"] == 5
     assert steps["fetches_while_hidden"] == 0
+    assert steps["counts_fetches_while_hidden"] == 0 and steps["status_fetches"] >= 3  # polling went on
     assert steps["fetches_after_showing_again"] > 0
     assert steps["after_showing_the_page_again"]["picture_frame"] == "1"
     assert "api/v1/cameras/front/snapshot.jpg?annotate=1" in steps["requested"]

@@ -7,6 +7,7 @@ reason; on CI (``CI=true``) they fail instead, so a missing browser cannot turn 
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from dataclasses import dataclass
@@ -32,11 +33,8 @@ def require_chromium() -> None:
     """Skip (fail on CI) unless Debian's chromium and chromium-driver are installed."""
     missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
     problem = f"{' and '.join(missing)} missing (run scripts/system-deps.sh)" if missing else None
-    if problem is None:
-        try:
-            import selenium  # noqa: F401
-        except ImportError:
-            problem = "selenium is not installed (pip install -e '.[dev]')"
+    if problem is None and importlib.util.find_spec("selenium") is None:
+        problem = "selenium is not installed (pip install -e '.[dev]')"
     if problem:
         if os.environ.get("CI"):
             pytest.fail(f"browser tests cannot run: {problem}")

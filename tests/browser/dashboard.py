@@ -2,6 +2,8 @@
 
 Every wait is a ``WebDriverWait`` on an explicit condition; nothing sleeps for a fixed time.
 Selectors are the dashboard's DOM contract (ids and data attributes), never its text or layout.
+Selenium is imported where it is used, so that without it the suite skips (or fails on CI) with
+the reason from ``tests.browser.chrome.require_chromium`` instead of an import error.
 """
 from __future__ import annotations
 

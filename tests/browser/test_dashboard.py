@@ -190,6 +190,25 @@ def test_a_camera_edit_in_the_form_is_applied_and_saved(dashboard, appliance):
     dashboard.screenshot("camera-edit.png", "#camera-edit")
 
 
+def test_disabling_a_camera_in_the_form_stops_it_and_enabling_starts_it_again(dashboard, appliance):
+    def state():
+        response = appliance.get(f"/api/v1/cameras/{EDIT_CAMERA}")
+        assert response.status_code == 200, response.text
+        return response.json()["state"]
+    dashboard.wait(lambda _d: state() == "streaming", f"{EDIT_CAMERA} to stream", 20)
+    dashboard.select("select#edit-camera", EDIT_CAMERA)
+    for enabled, wanted in ((False, "stopped"), (True, "streaming")):
+        dashboard.wait(lambda _d: dashboard.find("input#edit-enabled").is_selected() != enabled,
+                       "the form to show the camera's current setting")
+        dashboard.set_checked("input#edit-enabled", enabled)
+        dashboard.find("button#edit-save").click()
+        dashboard.wait(lambda _d: camera_config(appliance, EDIT_CAMERA)["enabled"] is enabled,
+                       f"enabled={enabled} in the configuration")
+        dashboard.wait(lambda _d: state() == wanted, f"{EDIT_CAMERA} to be {wanted} in /api/v1/cameras/{EDIT_CAMERA}", 20)
+        dashboard.wait(lambda _d: wanted in dashboard.camera_row(EDIT_CAMERA).text,
+                       f"the camera table to show {EDIT_CAMERA} {wanted}")
+
+
 @pytest.mark.parametrize("field, value, named", [
     ("fps_limit", "-1", "fps_limit"),
     ("source", "ftp://camera.invalid/stream", "source"),
@@ -198,7 +217,7 @@ def test_an_invalid_camera_edit_shows_the_error_and_changes_nothing(dashboard, a
     before_config = appliance.get("/api/v1/config").json()
     before_file = appliance.config_path.read_text()
     # The refusal is a 400 answer, which Chromium logs as a failed request.
-    console.allow(rf"/api/v1/(cameras|config)\S* - Failed to load resource: the server responded with a status of 400")
+    console.allow(r"/api/v1/(cameras|config)\S* - Failed to load resource: the server responded with a status of 400")
     dashboard.select("select#edit-camera", EDIT_CAMERA)
     dashboard.wait(lambda _d: dashboard.find(f"input#edit-{field}").get_attribute("value") not in ("", None),
                    "the form to show the camera's settings")

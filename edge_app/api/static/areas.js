@@ -53,7 +53,8 @@
     const line = svgEl("line", Object.assign({ x1: g.x1, y1: g.y1, x2: g.x2, y2: g.y2 }, attributes));
     const head = svgEl("polygon", { points: g.head.map((p) => p.join(",")).join(" ") }, "arrow-head");
     const across = svgEl("line", { x1: g.inFrom[0], y1: g.inFrom[1], x2: g.inTo[0], y2: g.inTo[1] }, "in-arrow");
-    group.append(line, head, across, svgText("in", g.inLabel[0], g.inLabel[1], "in-label"),
+    const acrossHead = svgEl("polygon", { points: g.inHead.map((p) => p.join(",")).join(" ") }, "in-arrow-head");
+    group.append(line, head, across, acrossHead, svgText("in", g.inLabel[0], g.inLabel[1], "in-label"),
       svgText(area.name, g.x1 + 4, g.y1 + fontSize(w, h) + 2, "area-name"));
     return group;
   }

@@ -54,8 +54,10 @@
       return;
     }
     $("edit-save").disabled = true;
+    await app.holdLive(id);  // the camera restarts with its new settings
+    let result = { ok: false };
     try {
-      const result = await app.api("api/v1/cameras/" + encodeURIComponent(id), {
+      result = await app.api("api/v1/cameras/" + encodeURIComponent(id), {
         method: "PATCH",
         headers: { "Content-Type": "application/json" },
         body: JSON.stringify(patch),
@@ -70,6 +72,7 @@
       await app.reloadConfig();
     } finally {
       $("edit-save").disabled = false;
+      await app.releaseLive(id, result.ok);
     }
   }
 

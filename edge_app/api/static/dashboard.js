@@ -1,8 +1,8 @@
 // The built-in dashboard: polls the REST API and renders it. No libraries, no build step.
 // Text from the appliance is always set with textContent, never parsed as HTML.
-// The views in events.js, areas.js, cameras.js and config.js are loaded before this file and register a
-// factory in globalThis.EdgeDashboardParts; this file hands each the shared `app` (requests with
-// the token, the configuration, the live view's camera) and calls their hooks.
+// The views in events.js, areas.js, cameras.js and config.js are loaded before this file and
+// register a factory in globalThis.EdgeDashboardParts; this file hands each the shared `app`
+// (requests with the token, the configuration, the live view's camera) and calls their hooks.
 "use strict";
 
 (function () {
@@ -22,6 +22,8 @@
     liveGeneration: 0,  // bumped on every camera change, so an answer for the old camera is dropped
     config: null,  // the latest configuration from the appliance (the views' zones, lines, cameras)
     cameraRows: new Map(),  // camera id -> its row in the cameras table
+    frameBaseline: {},  // camera id -> its frames_analyzed when this page changed it (see holdLive)
+    liveTick: null,  // the live tick in flight, if any
     timer: null,
     tick: 0,
   };
@@ -206,8 +208,13 @@
     state.framesByCamera = {};
     state.cameraById = {};
     for (const cam of cameras) {
-      state.framesByCamera[cam.id] = (cam.frames_analyzed || 0) > 0;
+      const analysed = cam.frames_analyzed || 0, baseline = state.frameBaseline[cam.id];
+      if (baseline !== undefined && analysed > baseline) delete state.frameBaseline[cam.id];
+      state.framesByCamera[cam.id] = analysed > 0 && !(cam.id in state.frameBaseline);
       state.cameraById[cam.id] = cam;
+    }
+    for (const id of Object.keys(state.frameBaseline)) {
+      if (!(id in state.cameraById)) delete state.frameBaseline[id];
     }
     // No camera is picked for the viewer: a live view costs the appliance JPEG encodes, so
     // frames are fetched only when asked for, and only once the camera has one.
@@ -270,7 +277,30 @@
 
   function liveWanted() {
     const id = state.liveCamera;
-    return id !== null && !document.hidden && !$("main").hidden && state.framesByCamera[id] === true;
+    return id !== null && !document.hidden && !$("main").hidden && state.framesByCamera[id] === true &&
+      !(id in state.frameBaseline);
+  }
+
+  // An edit of a camera's settings restarts it: its frame is gone (the snapshot answers 503)
+  // while its frames_analyzed count stays. holdLive, before the edit, stops the live view of the
+  // camera and waits for a tick in flight; releaseLive, after it, notes the count, and frames
+  // are fetched again once the count has grown, that is once the restarted camera has a frame.
+  async function holdLive(id) {
+    state.frameBaseline[id] = Infinity;
+    stopLive();
+    if (state.liveTick) await state.liveTick.catch(() => null);
+  }
+
+  async function releaseLive(id, changed) {
+    if (changed) {
+      const result = await api("api/v1/cameras/" + encodeURIComponent(id));
+      const analysed = result.ok && result.body ? result.body.frames_analyzed || 0 : 0;
+      state.frameBaseline[id] = analysed;
+      state.framesByCamera[id] = false;
+    } else {
+      delete state.frameBaseline[id];
+    }
+    updateStream();
   }
 
   function stopLive() {
@@ -306,12 +336,14 @@
     const id = state.liveCamera, generation = state.liveGeneration;
     try {
       if (liveWanted()) {
-        const pair = await fetchSameFrame(id);
+        state.liveTick = fetchSameFrame(id);
+        const pair = await state.liveTick;
         if (generation === state.liveGeneration) renderLive(id, pair);
       }
     } catch (err) {
       handleError(err);
     } finally {
+      state.liveTick = null;
       if (liveWanted()) state.liveTimer = setTimeout(liveTick, LIVE_MS);
       else state.liveActive = false;
     }
@@ -438,8 +470,9 @@
 
   async function refresh() {
     state.tick += 1;
-    const [status, cameras] = await Promise.all([api("api/v1/status"), api("api/v1/cameras"),
-      ...parts.filter((part) => part.poll).map((part) => part.poll(state.tick))]);
+    // The views' own requests (events, counts) wait while the tab is hidden.
+    const views = document.hidden ? [] : parts.filter((part) => part.poll).map((part) => part.poll(state.tick));
+    const [status, cameras] = await Promise.all([api("api/v1/status"), api("api/v1/cameras"), ...views]);
     if (status.ok) renderStatus(status.body);
     if (cameras.ok) {
       renderCameras(cameras.body);
@@ -483,6 +516,7 @@
     config: () => state.config,
     cameraConfig: (id) => ((state.config && state.config.cameras) || []).find((cam) => cam.id === id) || null,
     liveCamera: () => state.liveCamera,
+    holdLive, releaseLive,
     hasFrames: (id) => state.framesByCamera[id] === true,
   };
   const parts = (globalThis.EdgeDashboardParts || []).map((make) => make(app));

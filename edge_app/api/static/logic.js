@@ -80,10 +80,13 @@
   }
 
   // The messages of a refused request: one per problem ("loc: msg") when the API lists them,
-  // else its error sentence, else the HTTP status.
+  // else its error sentence, else the HTTP status. A message that names a field inside `loc`
+  // itself ("cameras" / "cameras.0.zones.2.name: ...") is not prefixed twice.
   function problemMessages(status, body) {
     const details = body && Array.isArray(body.details) ? body.details : [];
-    if (details.length) return details.map((d) => (d.loc ? d.loc + ": " : "") + d.msg);
+    if (details.length) {
+      return details.map((d) => (d.loc && !String(d.msg).startsWith(d.loc + ".") ? d.loc + ": " : "") + d.msg);
+    }
     if (body && body.error) return [String(body.error)];
     return ["The request failed (HTTP " + status + ")."];
   }
@@ -134,12 +137,15 @@
     const nx = -uy, ny = ux;  // towards s > 0, the "in" side
     const head = headPx || Math.max(6, Math.min(width, height) / 40);
     const mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
+    const ix = mx + 1.5 * head * nx, iy = my + 1.5 * head * ny;  // the tip of the "in" arrow
     return {
       x1, y1, x2, y2,
       head: [[x2, y2], [x2 - head * ux + head * 0.5 * nx, y2 - head * uy + head * 0.5 * ny],
         [x2 - head * ux - head * 0.5 * nx, y2 - head * uy - head * 0.5 * ny]],
       inFrom: [mx - 1.5 * head * nx, my - 1.5 * head * ny],
-      inTo: [mx + 1.5 * head * nx, my + 1.5 * head * ny],
+      inTo: [ix, iy],
+      inHead: [[ix, iy], [ix - 0.8 * head * nx + 0.4 * head * ux, iy - 0.8 * head * ny + 0.4 * head * uy],
+        [ix - 0.8 * head * nx - 0.4 * head * ux, iy - 0.8 * head * ny - 0.4 * head * uy]],
       inLabel: [mx + 2.6 * head * nx, my + 2.6 * head * ny],
     };
   }

@@ -259,11 +259,15 @@ const scenarios = {
     clickView("front");
     await sleep(1200);
     steps.after_picking_a_camera_with_frames = liveView();
+    const countFetches = () => requested.filter((path) => path === "api/v1/counts").length;
     setHidden(true);
+    const countsAt = countFetches();
     await sleep(800);  // a tick in flight may still land
     const hiddenAt = snapshotFetches();
     await sleep(1500);
     steps.fetches_while_hidden = snapshotFetches() - hiddenAt;
+    steps.counts_fetches_while_hidden = countFetches() - countsAt;
+    steps.status_fetches = requested.filter((path) => path === "api/v1/status").length;
     setHidden(false);
     await sleep(1200);
     steps.fetches_after_showing_again = snapshotFetches() - hiddenAt;
@@ -406,6 +410,30 @@ const scenarios = {
     const reloaded = JSON.parse($("config").value);
     steps.after_reload = { device_id: reloaded.device_id, fps_limits: reloaded.cameras.map((cam) => cam.fps_limit) };
     steps.sent = sent;
+  },
+  async camera_restart(steps) {
+    await sleep(1500);
+    clickView("front");
+    await sleep(1200);
+    steps.before_edit = liveView();
+    choose("edit-camera", "front");
+    type("edit-fps_limit", "-1");  // refused: the view goes on at once
+    click($("edit-save"));
+    await sleep(300);
+    let mark = snapshotFetches();
+    await sleep(1000);
+    steps.fetches_after_a_refused_edit = snapshotFetches() - mark;
+    type("edit-fps_limit", "4");  // applied: the camera restarts, no frame until a new one
+    click($("edit-save"));
+    await sleep(300);
+    steps.saved = $("edit-result").textContent;
+    mark = snapshotFetches();
+    await sleep(1500);
+    steps.fetches_before_a_new_frame = snapshotFetches() - mark;
+    steps.while_waiting = liveView();
+    await sleep(3500);  // the test publishes a frame 2.5 s after the edit
+    steps.fetches_after_a_new_frame = snapshotFetches() - mark;
+    steps.after_a_new_frame = liveView();
   },
   async same_frame(steps) {
     await sleep(1500);
