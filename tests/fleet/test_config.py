@@ -7,8 +7,8 @@ from edge_app.config.store import ConfigError
 from edge_app.fleet.config import load_fleet_config, parse_fleet_config
 
 
-def test_the_example_configuration_is_valid():
-    config = load_fleet_config("configs/fleet.yaml")
+def test_the_example_configuration_is_valid(repo_root):
+    config = load_fleet_config(repo_root / "configs" / "fleet" / "fleet.yaml")
     assert config.database.url == "sqlite:///fleet.db"
     assert config.mqtt_client_id == "edge-app-fleet"
 
