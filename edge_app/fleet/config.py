@@ -30,7 +30,7 @@ class DatabaseConfig(_Strict):
     )
 
     events_retain_days: float = Field(
-        30, title="Keep events (days)", gt=0, le=3650, allow_inf_nan=False,
+        7, title="Keep events (days)", gt=0, le=3650, allow_inf_nan=False,
         description="Events received longer ago are deleted (a thousand 4-camera appliances send millions a day)",
     )
 
