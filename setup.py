@@ -39,9 +39,15 @@ setup(
         # TensorRT and its CUDA bindings come with JetPack (apt); these pins are for x86 dGPU hosts.
         "tensorrt": ["cuda-python>=12"],
         "pycuda": ["pycuda>=2022.1"],
+        # decoder gstreamer off a Jetson (JetPack ships python3-gi). PyGObject 3.51+ needs
+        # girepository-2.0 (GLib 2.80), newer than Debian 12 and Ubuntu 22.04 have.
+        "gstreamer": ["PyGObject>=3.42,<3.51"],
         "bench": ["ultralytics", "psutil>=5.9"],
-        "dev": ["pytest>=7.4", "pytest-timeout>=2.2", "requests>=2.31", "psutil>=5.9", "onnx>=1.14", "motmetrics>=1.4",
-                "selenium>=4.11", "psycopg[binary]>=3.1"],
+        "dev": ["pytest>=7.4", "pytest-timeout>=2.2", "requests>=2.31", "psutil>=5.9", "onnx>=1.14", "motmetrics>=1.4", "av>=14",
+                "schemathesis>=4.0,<5", "selenium>=4.11", "psycopg[binary]>=3.1"],
+        # decoder: nvdec on dGPU hosts: NVDEC through PyNvVideoCodec, network streams demuxed by
+        # PyAV, frame buffers through the CUDA layer (cuda-python)
+        "nvdec": ["PyNvVideoCodec>=2.0", "av>=14", "cuda-python>=12"],
         # The fleet service on PostgreSQL (SQLite needs nothing beyond the standard library).
         "fleet": ["psycopg[binary]>=3.1"],
     },

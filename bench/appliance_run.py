@@ -5,10 +5,11 @@ import contextlib
 import logging
 import os
 from pathlib import Path
-from typing import Dict, Iterator
+from typing import Callable, Dict, Iterator, Optional, Sequence
 
 from bench.detectors import model_config
 from edge_app.appliance import Appliance
+from edge_app.detect.base import Detector
 from edge_app.config.schema import APIConfig, AppConfig, CameraConfig, MQTTConfig, TrackingConfig
 
 log = logging.getLogger(__name__)
@@ -16,16 +17,20 @@ log = logging.getLogger(__name__)
 
 def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, batch_timeout_ms: float,
                  mqtt_host: str, mqtt_port: int, topic_prefix: str = "edge_app_bench", realtime: bool = False,
-                 analysis: bool = True) -> AppConfig:
+                 analysis: bool = True, sources: Optional[Sequence[str]] = None, decoder: str = "auto") -> AppConfig:
     """Every analysed frame is published (``publish_empty``), so MQTT messages = analysed frames.
 
     ``realtime`` False reads the clip as fast as the pipeline takes frames (no frame lost);
     True paces it at its own frame rate and drops what the pipeline cannot take, like a live camera.
     ``analysis`` switches tracking (and with it zones, lines and events, published on MQTT) on or off.
+    ``sources`` replaces the clip with one source per camera (RTSP URLs, say; ``loop`` applies to
+    files only); ``decoder`` is every camera's ``decoder`` setting.
     """
+    camera_sources = list(sources) if sources is not None else [str(clip)] * cameras
     return AppConfig(
         device_id=f"bench-{os.getpid()}",
-        cameras=[CameraConfig(id=f"cam{i}", source=str(clip), loop=True, realtime=realtime) for i in range(cameras)],
+        cameras=[CameraConfig(id=f"cam{i}", source=camera_sources[i], loop=True, realtime=realtime, decoder=decoder)
+                 for i in range(cameras)],
         model=model_config(model_path, max_batch, batch_timeout_ms),
         mqtt=MQTTConfig(host=mqtt_host, port=mqtt_port, topic_prefix=topic_prefix, publish_empty=True,
                         stats_interval_s=3600, max_queue=100000),
@@ -35,8 +40,8 @@ def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, bat
 
 
 @contextlib.contextmanager
-def running(config: AppConfig) -> Iterator[Appliance]:
-    appliance = Appliance(config)
+def running(config: AppConfig, detector_factory: Optional[Callable[..., Detector]] = None) -> Iterator[Appliance]:
+    appliance = Appliance(config) if detector_factory is None else Appliance(config, detector_factory=detector_factory)
     appliance.start()
     try:
         yield appliance

@@ -5,6 +5,7 @@ import json
 import logging
 import socket
 import threading
+import time
 from collections import defaultdict
 from typing import Dict, List, Optional
 
@@ -31,6 +32,7 @@ class DetectionsWatcher:
         self._subscribed = threading.Event()
         self._counts: Dict[str, int] = defaultdict(int)
         self._latencies_ms: List[float] = []
+        self._delivered_ms: List[float] = []
         self.recording = False
         self._client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True)
         self._client.on_connect = self._on_connect
@@ -50,17 +52,24 @@ class DetectionsWatcher:
         client.subscribe(self._filter, qos=0)
 
     def _on_message(self, client, userdata, message) -> None:
+        received_s = time.time()
         camera_id = message.topic.split("/")[-2]
         latency_ms: Optional[float] = None
+        delivered_ms: Optional[float] = None
         if self.recording:
             try:
-                latency_ms = float(json.loads(message.payload)["latency_ms"])
+                payload = json.loads(message.payload)
+                latency_ms = float(payload["latency_ms"])
+                # capture (the frame's ts) to arrival here, through the broker; same host, same clock
+                delivered_ms = (received_s - float(payload["ts"])) * 1000.0
             except (ValueError, KeyError, TypeError):
                 log.warning("unexpected payload on %s", message.topic)
         with self._lock:
             self._counts[camera_id] += 1
             if latency_ms is not None:
                 self._latencies_ms.append(latency_ms)
+            if delivered_ms is not None:
+                self._delivered_ms.append(delivered_ms)
 
     def counts(self) -> Dict[str, int]:
         with self._lock:
@@ -69,3 +78,8 @@ class DetectionsWatcher:
     def latencies_ms(self) -> List[float]:
         with self._lock:
             return list(self._latencies_ms)
+
+    def delivered_ms(self) -> List[float]:
+        """Capture to arrival at this subscriber, of each message received while ``recording``."""
+        with self._lock:
+            return list(self._delivered_ms)

@@ -4,27 +4,33 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import List, Sequence
+from typing import Callable, List, Sequence
 
 import numpy as np
 
 from bench.detectors import load_detector
 from bench.resources import ResourceMeter
-from edge_app.detect.base import PreparedBatch
+from edge_app.detect.base import Detector, PreparedBatch
 
 log = logging.getLogger(__name__)
 
 
-def measure_raw(model_path: Path, batch: int, frames: Sequence[np.ndarray], window_s: float, warmup_s: float) -> dict:
-    """One window of ``detector.infer`` on a letterboxed batch prepared once beforehand."""
+def measure_raw(model_path: Path, batch: int, frames: Sequence[np.ndarray], window_s: float, warmup_s: float,
+                load: Callable[[Path, int], Detector] = load_detector) -> dict:
+    """One window of ``detector.infer`` on a letterboxed batch prepared once beforehand.
+
+    A batch the backend placed in a device input slot stays there: nothing else preprocesses
+    while this runs, so the slot is never overwritten.
+    """
     meter = ResourceMeter()
     meter.reset_peak()
-    detector = load_detector(model_path, batch)
+    detector = load(model_path, batch)
     try:
         chosen: List[np.ndarray] = [frames[i % len(frames)] for i in range(batch)]
         prepared = detector.preprocess(chosen)
-        # ready once and never touched again: letterbox buffers rotate, this copy does not
-        prepared = PreparedBatch(tensor=prepared.tensor.copy(), metas=prepared.metas)
+        if prepared.tensor is not None:
+            # ready once and never touched again: letterbox buffers rotate, this copy does not
+            prepared = PreparedBatch(tensor=prepared.tensor.copy(), metas=prepared.metas)
         warmup_end_s = time.perf_counter() + warmup_s
         warmup_runs = 0
         while warmup_runs < 2 or time.perf_counter() < warmup_end_s:

@@ -18,6 +18,9 @@ from typing import Dict, List, Optional
 
 log = logging.getLogger(__name__)
 
+#: client ids of the benchmark's MQTT subscribers end so; paho names its thread after the id
+WATCHER_SUFFIX = "-watch"
+
 
 def _clock_ticks_per_s() -> int:
     return os.sysconf("SC_CLK_TCK")
@@ -43,6 +46,8 @@ def thread_group(name: str) -> str:
         return name.split(":", 1)[1]
     if name.startswith("capture"):
         return "capture"
+    if name.endswith(WATCHER_SUFFIX):
+        return "watcher"  # the benchmark's own subscriber, not the appliance
     if name.startswith(("mqtt", "paho")):
         return "mqtt"
     if name == "MainThread":

@@ -71,6 +71,14 @@ def summarise_pipeline(rounds: List[dict]) -> Dict[str, Any]:
         "errors": sum(r.get("errors", 0) for r in rounds),
         "resources": usage.as_dict(),
     }
+    if "delivered_ms" in rounds[0]:
+        result["delivered_ms"] = percentiles_ms([v for r in rounds for v in r["delivered_ms"]])
+    image_types = sorted({t for r in rounds for t in r.get("image_types", [])})
+    if image_types:
+        result["image_types"] = image_types
+    camera_errors = {cid: text for r in rounds for cid, text in (r.get("camera_errors") or {}).items()}
+    if camera_errors:
+        result["camera_errors"] = camera_errors
     for key in ("replaced_frames", "published", "received"):
         if key in rounds[0]:
             result[key] = sum(r[key] for r in rounds)

@@ -20,7 +20,7 @@ from bench.ultralytics_runner import measure_ultralytics
 log = logging.getLogger(__name__)
 
 
-def _guarded(what: str, measure: Callable[[float], dict], window_s: float, **identity: Any) -> dict:
+def guarded(what: str, measure: Callable[[float], dict], window_s: float, **identity: Any) -> dict:
     """One round of one configuration; a failure is recorded in the results instead of ending the run."""
     try:
         return measure(window_s)
@@ -81,18 +81,27 @@ def _ultralytics(python, model, clip, work_dir, window_s):
     return measure_ultralytics(python, model, clip, window_s, work_dir)
 
 
+def run_rounds(jobs: List[Job], rounds: int, window_s: float, retry_errors: bool = True) -> None:
+    """Every job once per round, odd rounds in reverse order; ``window_s`` is split over the rounds.
+
+    A skipped configuration (and, without ``retry_errors``, a failed one) is not tried again.
+    """
+    round_window_s = window_s / rounds
+    final = ("skipped",) if retry_errors else ("skipped", "error")
+    for index in range(rounds):
+        log.info("round %d of %d", index + 1, rounds)
+        for job in (jobs if index % 2 == 0 else list(reversed(jobs))):
+            job.rounds.append(guarded(job.what, job.measure, round_window_s, **job.identity))
+            if job.rounds[-1].get("status") in final:
+                job.measure = partial(_repeat, job.rounds[-1])
+
+
 def run_benchmark(settings: BenchSettings) -> Dict[str, Any]:
     s = settings
     clip = ensure_clip(s.images_dir, s.work_dir, s.clip_size_wh, s.clip_seconds_per_image, s.clip_fps)
     frames = clip_frames(clip)
     jobs = plan_jobs(s, clip, frames)
-    round_window_s = s.window_s / s.rounds
-    for index in range(s.rounds):
-        log.info("round %d of %d", index + 1, s.rounds)
-        for job in (jobs if index % 2 == 0 else list(reversed(jobs))):
-            job.rounds.append(_guarded(job.what, job.measure, round_window_s, **job.identity))
-            if job.rounds[-1].get("status") == "skipped":
-                job.measure = partial(_repeat, job.rounds[-1])
+    run_rounds(jobs, s.rounds, s.window_s)
     summarise = {"raw": summarise_raw, "predecoded": summarise_pipeline, "full": summarise_pipeline,
                  "ultralytics": summarise_ultralytics, "ultralytics_batch_model": summarise_ultralytics}
     results: Dict[str, Any] = {"clip": {"path": str(clip), "frame_wh": [frames[0].shape[1], frames[0].shape[0]]},
@@ -106,7 +115,7 @@ def run_benchmark(settings: BenchSettings) -> Dict[str, Any]:
             results[job.section].append(summary)
     if not s.run_ultralytics:
         results["ultralytics"] = {"status": "skipped", "reason": "not requested (--smoke or --no-ultralytics)"}
-    results["stages"] = _guarded("stages", lambda w: measure_stages(s.model_path, frames, w), max(0.3, s.window_s / 4))
+    results["stages"] = guarded("stages", lambda w: measure_stages(s.model_path, frames, w), max(0.3, s.window_s / 4))
     add_raw_ratios(results)
     results["targets"] = target_ratios(results, s.model_path.name, s.batch_model_path.name)
     return results

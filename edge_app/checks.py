@@ -16,7 +16,7 @@ import ssl
 from pathlib import Path
 from typing import List, Optional
 
-from edge_app.config.sources import source_file
+from edge_app.config.sources import SourceError, parse_source, source_file
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config.store import Problem
 from edge_app.detect.base import DetectorError
@@ -113,6 +113,22 @@ def _camera_problems(config: AppConfig, previous: Optional[AppConfig]) -> List[P
     return problems
 
 
+def _decoder_problems(config: AppConfig, previous: Optional[AppConfig]) -> List[Problem]:
+    """A decoder chosen by name (not auto) must be able to open its camera's source here."""
+    from edge_app.capture.decoders import CameraOpener
+
+    old = {cam.id: (cam.source, cam.decoder) for cam in previous.cameras} if previous is not None else {}
+    problems = []
+    for index, cam in enumerate(config.cameras):
+        if not cam.enabled or cam.decoder in ("auto", "ffmpeg") or old.get(cam.id) == (cam.source, cam.decoder):
+            continue
+        try:
+            CameraOpener(cam.decoder).check(parse_source(cam.source))
+        except SourceError as err:
+            problems.append(Problem(f"cameras.{index}.decoder", str(err)))
+    return problems
+
+
 def check_runtime(config: AppConfig, previous: Optional[AppConfig] = None) -> List[Problem]:
     """Every problem that would stop ``config`` from running here; empty when it would run."""
     problems: List[Problem] = []
@@ -121,6 +137,7 @@ def check_runtime(config: AppConfig, previous: Optional[AppConfig] = None) -> Li
     if previous is None or config.api.tls != previous.api.tls or config.api.enabled != previous.api.enabled:
         problems += _tls_problems(config)
     problems += _camera_problems(config, previous)
+    problems += _decoder_problems(config, previous)
     return problems
 
 

@@ -56,6 +56,8 @@ def _build_parser() -> argparse.ArgumentParser:
     selftest.add_argument("-c", "--config", type=Path, default=None)
     selftest.add_argument("--model", default=None, help="ONNX model (default: the config's model.path)")
     selftest.add_argument("images", nargs="*", type=Path)
+    selftest.add_argument("--decoder", choices=("ffmpeg", "gstreamer", "nvdec"), default=None,
+                          help="decoder to check with a test clip (default: what decoder auto uses)")
 
     fleet = sub.add_parser("fleet", help="run the fleet service (inventory, events, rollouts) until SIGINT/SIGTERM")
     fleet.add_argument("-c", "--config", required=True, type=Path)
@@ -161,7 +163,7 @@ def cmd_selftest(args) -> int:
     if config is None and args.model is None:
         print("edge-app: selftest needs -c CONFIG or --model MODEL", file=sys.stderr)
         return EXIT_USAGE
-    return selftest_command(config if args.model is None else args.model, args.images)
+    return selftest_command(config if args.model is None else args.model, args.images, decoder=args.decoder)
 
 
 def cmd_run(args) -> int:

@@ -96,7 +96,7 @@ class ConfigChanges:
         if problems:
             raise ConfigRefused("the configuration is refused", problems)
         try:
-            new_config = parse_config(data)
+            new_config = parse_config(data, strict_json=True)
         except ConfigError as err:
             raise ConfigRefused("the configuration is invalid", err.problems) from None
         honour_file = origin is Origin.API

@@ -1,6 +1,7 @@
 """``edge-app selftest``: what a Jetson owner runs to check the device end to end.
 
-It reports the TensorRT, CUDA and driver versions and the GPU, builds a small engine from the
+It reports the video decoders the device has (and decodes a test clip with one of them), the
+TensorRT, CUDA and driver versions and the GPU, builds a small engine from the
 configured model, runs sample images through TensorRT and through ONNX Runtime and compares the
 detections, and checks the GPU letterbox against the CPU one. Each check prints one
 ``PASS``/``FAIL``/``SKIP`` line; any FAIL makes the exit code 1. Without TensorRT that is said
@@ -9,6 +10,7 @@ plainly on a FAIL line, and the checks that need it are skipped.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -215,8 +217,33 @@ def _check_gpu_letterbox(report: Report, device: Any, images: List[Path]) -> Non
     report.add(status, "GPU letterbox", f"max difference to the CPU letterbox {worst * 255:.2f}/255 over {len(frames)} frames")
 
 
+def check_decoders(report: Report, decoder: Optional[str]) -> None:
+    """One line per decoder this device has or lacks, then a test clip through one of them:
+    ``decoder`` when given, else the one ``decoder: auto`` uses for RTSP cameras and files."""
+    from edge_app.capture.decoder_check import CLIP_SIZE, check_decoder, make_test_clip
+    from edge_app.capture.decoders import CameraOpener, detect_decoders
+    from edge_app.config.sources import parse_source
+
+    inventory = detect_decoders()
+    for info in inventory.decoders:
+        report.add(PASS if info.available else SKIP, f"decoder {info.name}", info.detail)
+    chosen = decoder or CameraOpener("auto").resolve(parse_source("rtsp://camera/stream"))
+    why = "as asked" if decoder else "what decoder auto uses for RTSP and files"
+    if not inventory.get(chosen).available:
+        report.add(FAIL if decoder else SKIP, f"decode with {chosen}", f"not available here ({why})")
+        return
+    with tempfile.TemporaryDirectory(prefix="edge-app-decode-") as work_dir:
+        try:
+            clip = make_test_clip(Path(work_dir) / "testsrc.mp4")
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as err:
+            report.add(SKIP, f"decode with {chosen}", f"cannot make the test clip: {err}")
+            return
+        result = check_decoder(chosen, clip, CLIP_SIZE)
+    report.add(PASS if result.ok else FAIL, f"decode with {chosen}", f"{result.detail} ({why})")
+
+
 def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os.PathLike],
-                     images: Sequence[Any] = ()) -> int:
+                     images: Sequence[Any] = (), decoder: Optional[str] = None) -> int:
     """Run every check, print one line each, return 0 when nothing failed, else 1."""
     report = Report()
     try:
@@ -226,6 +253,7 @@ def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os
         return report.exit_code
     print(f"edge-app selftest: model {model.path}, precision {model.precision}", flush=True)
     samples = _sample_images(model, images)
+    check_decoders(report, decoder)
     trt = _check_tensorrt(report)
     device = _check_cuda(report)
     trt_det = ort_det = None

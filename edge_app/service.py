@@ -16,6 +16,7 @@ from edge_app.config.schema import AppConfig
 from edge_app.detections import Detections
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery, StoreHealth
+from edge_app.gpu_image import FrameImage, bgr_image
 
 
 class UnknownCamera(KeyError):
@@ -38,9 +39,13 @@ class AnalysedFrame:
     camera_id: str
     frame_id: int
     ts: float  # capture time, Unix seconds
-    image: np.ndarray  # BGR, source size
+    image: FrameImage  # source size: BGR, or NV12 from a hardware decoder (use ``bgr()``)
     detections: Detections
     latency_ms: float = 0.0  # capture to the end of decoding
+
+    def bgr(self) -> np.ndarray:
+        """BGR pixels for snapshots and live view; a GPU frame is downloaded only when asked."""
+        return bgr_image(self.image)
 
 
 @dataclass(frozen=True)

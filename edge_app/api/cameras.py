@@ -21,8 +21,6 @@ from edge_app.config.schema import AppConfig
 
 logger = logging.getLogger(__name__)
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
 DEFAULT_STREAM_FPS = 10.0
 MAX_STREAM_FPS = 30.0
 RETRY_AFTER = {"Retry-After": "1"}
@@ -32,12 +30,10 @@ def flag_arg(args: Mapping[str, str], name: str, default: bool) -> bool:
     raw = args.get(name)
     if raw is None or raw == "":
         return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ApiError(400, f"{name} must be 0 or 1, got {raw!r}")
+    # SPEC.md says 0|1; anything else is refused rather than guessed at.
+    if raw not in ("0", "1"):
+        raise ApiError(400, f"{name} must be 0 or 1, got {raw[:80]!r}")
+    return raw == "1"
 
 
 def number_arg(args: Mapping[str, str], name: str, default: float, low: float, high: float, integer: bool) -> float:
@@ -45,6 +41,9 @@ def number_arg(args: Mapping[str, str], name: str, default: float, low: float, h
     if raw is None or raw == "":
         return default
     try:
+        # int() would also take "1_0", "+5" and non-ASCII digits: an integer is plain digits here.
+        if integer and not (raw.isascii() and raw.isdigit()):
+            raise ValueError(raw)
         value = int(raw) if integer else float(raw)
     except ValueError:
         value = None
@@ -70,7 +69,7 @@ class JpegCache:
             if cached is not None:
                 self._entries.move_to_end(key)
                 return cached
-        image = draw_detections(frame.image, frame.detections) if annotate else frame.image
+        image = draw_detections(frame.bgr(), frame.detections) if annotate else frame.bgr()
         jpeg = encode_jpeg(image, quality)
         with self._lock:
             self._entries[key] = jpeg

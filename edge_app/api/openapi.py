@@ -5,12 +5,14 @@ for the configuration (``null`` as a type, for one), so that schema is used unch
 """
 from __future__ import annotations
 
+import copy
 from typing import Any, Dict, List, Optional
 
 from flask import Blueprint, Response, jsonify
 
 from pydantic import TypeAdapter
 
+from edge_app.api.events import LARGEST_TIME_S
 from edge_app.config.schema import AppConfig
 from edge_app.events.model import Event
 from edge_app.events.query import EVENT_ID_PATTERN, MAX_LIMIT
@@ -81,18 +83,21 @@ ANNOTATE = _param("annotate", "query", {"type": "integer", "enum": [0, 1]}, "Dra
 QUALITY = _param("quality", "query", {"type": "integer", "minimum": 1, "maximum": 100}, "JPEG quality")
 FPS = _param("fps", "query", {"type": "number", "minimum": 0.1, "maximum": 30}, "Most frames per second sent (default 10)")
 EVENT_ID = _param("event_id", "path", {"type": "string", "pattern": f"^{EVENT_ID_PATTERN}$"}, required=True)
-NAME_SCHEMA = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}
+# An empty filter is the same as none (what an HTML form sends for a field left blank).
+NAME_FILTER = {"type": "string", "pattern": "^[A-Za-z0-9_-]{0,64}$"}
+TIME_FILTER = {"type": "number", "minimum": 0, "maximum": LARGEST_TIME_S}
 EVENT_FILTERS = [
-    _param("camera", "query", NAME_SCHEMA, "Only this camera's events"),
-    _param("label", "query", {"type": "string", "maxLength": 64}, "Only events of this label"),
-    _param("zone", "query", NAME_SCHEMA, "Only events that entered this zone"),
-    _param("after", "query", {"type": "number", "minimum": 0}, "Started after this time (Unix seconds)"),
-    _param("before", "query", {"type": "number", "minimum": 0}, "Started before this time (Unix seconds)"),
+    _param("camera", "query", NAME_FILTER, "Only this camera's events"),
+    _param("label", "query", {"type": "string", "pattern": "^[^\\x00-\\x1f\\x7f]{0,64}$"}, "Only events of this label"),
+    _param("zone", "query", NAME_FILTER, "Only events that entered this zone"),
+    _param("after", "query", TIME_FILTER, "Started after this time (Unix seconds)"),
+    _param("before", "query", TIME_FILTER, "Started before this time (Unix seconds; not earlier than after)"),
     _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 50}, "Most events answered"),
 ]
 TOKEN_QUERY = _param("token", "query", {"type": "string"}, "The API token, for <img> tags that cannot send headers")
 CONFIG_BODY_ERRORS = {
-    "400": _json(_ref("ValidationError"), "Invalid configuration; nothing changed"),
+    "400": _json({"anyOf": [_ref("ValidationError"), _ref("Error")]},
+                 "Invalid configuration (details locate each problem), or a body that is not JSON; nothing changed"),
     "413": _error("Body larger than api.max_body_bytes"),
     "415": _error("Body is not JSON"),
 }
@@ -155,23 +160,20 @@ def _component_schemas() -> Dict[str, Schema]:
             },
         },
     }
-    schemas["ConfigAnswer"] = {
-        "allOf": [
-            _ref("AppConfig"),
-            {
-                "type": "object",
-                "properties": {
-                    "restart_required": {"type": "array", "items": {"type": "string"}, "examples": [["api.port"]]},
-                    "applying": {"type": "array", "items": {"type": "string"}, "examples": [["model"]],
-                                 "description": "Saved, still being applied in the background: a new model loads "
-                                                "(on a Jetson its engine builds) while the old one keeps running; "
-                                                "status.model_change and status.engine_build show the progress"},
-                },
-            },
-        ],
-        "description": "The configuration now saved (secrets shown as \"***\"), the settings that need a restart "
-                       "and the parts still being applied",
-    }
+    # AppConfig forbids unknown keys, so an allOf with it would refuse the two added ones: the
+    # answer is a copy of the configuration's schema with them added.
+    answer = copy.deepcopy(config_schema)
+    answer["properties"].update({
+        "restart_required": {"type": "array", "items": {"type": "string"}, "examples": [["api.port"]]},
+        "applying": {"type": "array", "items": {"type": "string"}, "examples": [["model"]],
+                     "description": "Saved, still being applied in the background: a new model loads "
+                                    "(on a Jetson its engine builds) while the old one keeps running; "
+                                    "status.model_change and status.engine_build show the progress"},
+    })
+    answer["title"] = "ConfigAnswer"
+    answer["description"] = ("The configuration now saved (secrets shown as \"***\"), the settings that need a restart "
+                             "and the parts still being applied")
+    schemas["ConfigAnswer"] = answer
     schemas.update(_report_schemas())
     schemas.update(_event_schemas())
     schemas["DetectionsMessage"] = {
@@ -252,8 +254,9 @@ def _paths() -> Dict[str, Any]:
     }
     camera_edit_errors = {
         **CONFIG_BODY_ERRORS,
-        "400": _json(_ref("ValidationError"), "Refused; details locate each problem in the whole configuration "
-                                              "(cameras.2.fps_limit); nothing changed"),
+        "400": _json({"anyOf": [_ref("ValidationError"), _ref("Error")]},
+                     "Refused; details locate each problem in the whole configuration (cameras.2.fps_limit), "
+                     "or the body is not JSON; nothing changed"),
     }
     conflict = _error("A camera with this id already exists; nothing changed")
     camera_answer = _json(_ref("CameraConfig"), "The camera as now saved (credentials in its source masked)")

@@ -30,10 +30,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 from edge_app.capture.backoff import is_stalled, reconnect_delay_s, watchdog_limit_s
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, Pacer, file_fps, policy_for
+from edge_app.capture.decoders import CameraOpener, Opener
 from edge_app.capture.frame import Frame
-from edge_app.capture.sources import (
-    FrameSource, SourceError, SourceSpec, check_backend, open_source,
-)
+from edge_app.capture.sources import FrameSource, SourceError, SourceSpec, check_backend
 from edge_app.capture.state import StateMachine, StreamState
 from edge_app.config.schema import CameraConfig, CaptureConfig
 from edge_app.config.sources import parse_source
@@ -43,14 +42,8 @@ from edge_app.redact import mask_secrets
 logger = logging.getLogger(__name__)
 
 StateCallback = Callable[[str, StreamState, Optional[str]], None]
-Opener = Callable[[SourceSpec, CaptureConfig], FrameSource]
 
 MAX_ABANDONED = 3
-
-
-def default_opener(spec: SourceSpec, capture: CaptureConfig) -> FrameSource:
-    """Open with OpenCV/synthetic sources; a read waits at most ``stall_timeout_s``."""
-    return open_source(spec, open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s)
 
 
 @dataclass(frozen=True)
@@ -78,7 +71,7 @@ class CameraWorker:
         on_state: Optional[StateCallback] = None,
         on_frame: Optional[Callable[[], None]] = None,
         clock: Any = time,
-        opener: Opener = default_opener,
+        opener: Optional[Opener] = None,
     ) -> None:
         self.config = config
         self.camera_id = config.id
@@ -86,7 +79,8 @@ class CameraWorker:
         self._on_state = on_state
         self._on_frame = on_frame
         self._clock = clock
-        self._opener = opener
+        # Without an opener, cameras[].decoder picks one (edge_app.capture.decoders).
+        self._opener = opener if opener is not None else CameraOpener(config.decoder)
         self._spec: Optional[SourceSpec] = None
         self._spec_error: Optional[str] = None
         try:
@@ -276,7 +270,7 @@ class CameraWorker:
         try:
             if spec is None:
                 raise SourceError(self._spec_error or "invalid source")
-            check_backend(spec)
+            getattr(self._opener, "check", check_backend)(spec)
         except SourceError as exc:
             self._set_state(generation, StreamState.ERROR, str(exc))
             return

@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from edge_app.gpu_image import FrameImage, bgr_image, image_hw
+
 
 @dataclass(frozen=True, eq=False)
 class Frame:
@@ -20,12 +22,17 @@ class Frame:
     frame_id: int
     ts: float
     mono_ts: float
-    image: np.ndarray = field(repr=False)  # BGR uint8, H x W x 3
+    #: BGR uint8 H x W x 3 from CPU decoders; NV12 (host or device memory) from hardware ones
+    image: FrameImage = field(repr=False)
 
     @property
     def width(self) -> int:
-        return int(self.image.shape[1])
+        return image_hw(self.image)[1]
 
     @property
     def height(self) -> int:
-        return int(self.image.shape[0])
+        return image_hw(self.image)[0]
+
+    def bgr(self) -> np.ndarray:
+        """The frame as BGR pixels; an NV12 frame is converted (and downloaded) only now, once."""
+        return bgr_image(self.image)

@@ -258,6 +258,14 @@ class MQTTConfig(_Strict):
     def _client_id_chars(cls, value: Optional[str]) -> Optional[str]:
         return _no_control_chars(value, "client_id")
 
+    @field_validator("qos", mode="before")
+    @classmethod
+    def _qos_not_a_boolean(cls, value: object) -> object:
+        # A Literal of ints takes False and True as 0 and 1 (they compare equal), even in strict mode.
+        if isinstance(value, bool):
+            raise ValueError("qos must be 0, 1 or 2, not a boolean")
+        return value
+
 
 class APITLSConfig(_Strict):
     enabled: bool = Field(False, title="HTTPS enabled")

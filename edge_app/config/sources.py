@@ -99,8 +99,11 @@ def _parse_csi(source: str) -> SourceSpec:
     if not match:
         raise SourceError(f"csi sources look like csi://0, got {source!r}")
     width, height = CSI_DEFAULT_SIZE
-    pipeline = CSI_PIPELINE.format(sensor_id=int(match.group(1)), width=width, height=height, fps=CSI_DEFAULT_FPS)
-    return SourceSpec(SourceKind.CSI, pipeline, live=True)
+    sensor_id = int(match.group(1))
+    pipeline = CSI_PIPELINE.format(sensor_id=sensor_id, width=width, height=height, fps=CSI_DEFAULT_FPS)
+    # The options let decoder gstreamer build its own NV12 pipeline for the same camera.
+    options = {"sensor_id": sensor_id, "width": width, "height": height, "fps": CSI_DEFAULT_FPS}
+    return SourceSpec(SourceKind.CSI, pipeline, live=True, options=options)
 
 
 def _parse_test(source: str) -> SourceSpec:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -56,11 +57,18 @@ def _problems_from(err: ValidationError) -> List[Problem]:
 problems_from = _problems_from
 
 
-def parse_config(data: Any, source: Optional[str] = None) -> AppConfig:
-    """Validate a plain mapping; raise ConfigError listing every problem."""
+def parse_config(data: Any, source: Optional[str] = None, *, strict_json: bool = False) -> AppConfig:
+    """Validate a plain mapping; raise ConfigError listing every problem.
+
+    ``strict_json`` takes values with the JSON types the schema states, for the REST API whose
+    clients send JSON: ``"5"`` is no number there and ``0`` no boolean. A YAML file written by
+    hand keeps pydantic's conversions.
+    """
     if not isinstance(data, dict):
         raise ConfigError([Problem("", "the configuration must be a mapping of keys to values")], source)
     try:
+        if strict_json:
+            return AppConfig.model_validate_json(json.dumps(data), strict=True)
         return AppConfig.model_validate(data)
     except ValidationError as err:
         raise ConfigError(_problems_from(err), source) from None

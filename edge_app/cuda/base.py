@@ -104,6 +104,12 @@ class CudaDevice(abc.ABC):
     def driver_version(self) -> str:
         """The CUDA version the driver supports, e.g. '12.6'."""
 
+    @property
+    def context_handle(self) -> int:
+        """The raw ``CUcontext`` (the device's primary context) as an int, for libraries such as
+        video decoders that take one; 0 where the adapter cannot tell."""
+        return 0
+
     def nvrtc_version(self) -> str:
         """NVRTC's version, or 'not found'."""
         return "not found"

@@ -131,6 +131,10 @@ class CudaPythonDevice(CudaDevice):
     def driver_version(self) -> str:
         return self._driver_version
 
+    @property
+    def context_handle(self) -> int:
+        return int(self._ctx) if self._ctx is not None else 0
+
     def nvrtc_version(self) -> str:
         if not self.has_nvrtc:
             return "not found"

@@ -80,6 +80,10 @@ class PycudaDevice(CudaDevice):
         return str(self._dev.name())
 
     @property
+    def context_handle(self) -> int:
+        return int(self._ctx.handle) if self._ctx is not None else 0
+
+    @property
     def compute_capability(self) -> Tuple[int, int]:
         major, minor = self._dev.compute_capability()
         return int(major), int(minor)

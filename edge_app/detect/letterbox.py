@@ -18,6 +18,7 @@ import cv2
 import numpy as np
 
 from edge_app.detect.base import LetterboxMeta, PreparedBatch
+from edge_app.gpu_image import DeviceNv12Image, HostNv12Image
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,9 @@ def boxes_to_source(xyxy: np.ndarray, meta: LetterboxMeta) -> np.ndarray:
 
 
 def as_bgr(frame: np.ndarray) -> np.ndarray:
-    """A 3-channel uint8 view or copy of a BGR, BGRA or greyscale frame."""
+    """A 3-channel uint8 view or copy of a BGR, BGRA or greyscale frame (or of an NV12 one)."""
+    if isinstance(frame, (HostNv12Image, DeviceNv12Image)):
+        return frame.bgr()  # the CPU path needs pixels on the host: converted once per frame
     if not isinstance(frame, np.ndarray) or frame.dtype != np.uint8:
         raise ValueError(f"frames must be uint8 numpy images, got {getattr(frame, 'dtype', type(frame).__name__)}")
     if frame.ndim == 3 and frame.shape[2] == 3:

@@ -27,6 +27,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from edge_app.detections import Detections
+from edge_app.gpu_image import FrameImage, bgr_image, image_hw
 from edge_app.events.counts import LabelCounts, LineCounts, LineTotals
 from edge_app.events.lifecycle import DEFAULT_UPDATE_INTERVAL_S, EventBook
 from edge_app.events.model import Event, EventMessage, Snapshot
@@ -121,12 +122,13 @@ class CameraAnalysis:
                    [Line.from_config(line) for line in camera.lines], line_seed)
 
     # ----------------------------------------------------------------- per frame
-    def process(self, frame_id: int, ts: float, image: Optional[np.ndarray], detections: Detections,
+    def process(self, frame_id: int, ts: float, image: Optional[FrameImage], detections: Detections,
                 frame_size: Optional[Tuple[int, int]] = None) -> FrameAnalysis:
-        """Analyse one frame. ``image`` is the BGR frame the detections are from (only read, and
-        only to encode a snapshot); ``frame_size`` ``(width, height)`` is needed when it is None."""
+        """Analyse one frame. ``image`` is the frame the detections are from (only read, and
+        only to encode a snapshot: an NV12 frame on the GPU is downloaded only then);
+        ``frame_size`` ``(width, height)`` is needed when it is None."""
         if image is not None:
-            height, width = image.shape[:2]
+            height, width = image_hw(image)
         elif frame_size is not None:
             width, height = frame_size
         elif len(detections):
@@ -224,7 +226,7 @@ class CameraAnalysis:
         return float("inf") if self._last_ts is None else max(0.0, now - self._last_ts)
 
     # ---------------------------------------------------------------- internals
-    def _snapshots(self, image: np.ndarray, tracked: Detections, ids: np.ndarray, now: float) -> List[Snapshot]:
+    def _snapshots(self, image: FrameImage, tracked: Detections, ids: np.ndarray, now: float) -> List[Snapshot]:
         if not self.snapshots.settings.enabled:
             return []
         in_frame = []
@@ -236,7 +238,7 @@ class CameraAnalysis:
         taken = []
         for index in self.snapshots.candidates(in_frame, now):
             track_id = int(ids[index])
-            taken.append(self.snapshots.take(image, tracked, index, self.book.event_of(track_id)))
+            taken.append(self.snapshots.take(bgr_image(image), tracked, index, self.book.event_of(track_id)))
             self.book.snapshot_taken(track_id)
         return taken
 

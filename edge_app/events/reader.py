@@ -1,9 +1,14 @@
 """Reads of the event store, for HTTP threads: a short-lived connection of their own per read
-(WAL lets it run beside the writer), merged with what is held in memory while the disk fails."""
+(WAL lets it run beside the writer), merged with what is held in memory while the disk fails.
+
+A database that cannot be read is logged once, and again only after reads have worked in
+between: clients and the dashboard keep asking, and a warning per request would fill the log of
+a box whose disk is already in trouble. The store's status says what is wrong meanwhile."""
 from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, List, Optional
@@ -23,6 +28,8 @@ class EventReader:
     def __init__(self, directory: Path, pending: PendingWrites):
         self.directory = Path(directory)
         self._pending = pending
+        self._failing = False  # the latest read failed (and was logged)
+        self._failing_lock = threading.Lock()
 
     def events(self, query: EventQuery) -> List[Event]:
         on_disk = self._read(lambda conn: db_sql.query_events(conn, query), [])
@@ -65,17 +72,34 @@ class EventReader:
         try:
             conn = db_sql.read_connection(self.directory)
         except DISK_ERRORS as err:
-            log.warning("cannot read the event database in %s: %s", self.directory, err)
+            self._failed(err)
             return default
         if conn is None:
             return default
         try:
-            return fn(conn)
+            result = fn(conn)
         except DISK_ERRORS as err:
-            log.warning("cannot read the event database in %s: %s", self.directory, err)
+            self._failed(err)
             return default
         finally:
             conn.close()
+        self._worked()
+        return result
+
+    def _failed(self, err: BaseException) -> None:
+        with self._failing_lock:
+            first, self._failing = not self._failing, True
+        if first:
+            log.warning("cannot read the event database in %s: %s; answering from memory (logged again only "
+                        "after reads have worked)", self.directory, err)
+        else:
+            log.debug("cannot read the event database in %s: %s", self.directory, err)
+
+    def _worked(self) -> None:
+        with self._failing_lock:
+            recovered, self._failing = self._failing, False
+        if recovered:
+            log.info("the event database in %s is readable again", self.directory)
 
     def _merge(self, on_disk: List[Event], held: List[Event]) -> List[Event]:
         deleted = self._pending.deleted_ids()

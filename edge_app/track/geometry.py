@@ -7,6 +7,11 @@ import numpy as np
 
 Point = Tuple[float, float]
 
+# Boxes are clipped to the frame, so an object at the picture's edge has its reference point
+# exactly on the border, where the even-odd test of a zone drawn to that border says "outside".
+# Keeping points a hair inside the frame makes zones drawn to the edge hold them.
+_EDGE_INSET = 1e-9
+
 
 def reference_points(xyxy: np.ndarray, frame_width: int, frame_height: int) -> np.ndarray:
     """``(N, 2)`` bottom centres of the boxes, as fractions of the frame (x right, y down).
@@ -17,7 +22,8 @@ def reference_points(xyxy: np.ndarray, frame_width: int, frame_height: int) -> n
     if frame_width <= 0 or frame_height <= 0:
         raise ValueError(f"frame size must be positive, got {frame_width}x{frame_height}")
     xyxy = np.asarray(xyxy, dtype=np.float64).reshape(-1, 4)
-    return np.stack([(xyxy[:, 0] + xyxy[:, 2]) / 2 / frame_width, xyxy[:, 3] / frame_height], axis=1)
+    points = np.stack([(xyxy[:, 0] + xyxy[:, 2]) / 2 / frame_width, xyxy[:, 3] / frame_height], axis=1)
+    return np.clip(points, _EDGE_INSET, 1.0 - _EDGE_INSET)
 
 
 def points_in_polygon(points: np.ndarray, polygon: Sequence[Point]) -> np.ndarray:

@@ -11,6 +11,12 @@ reaches the far side after having been clearly on the near side, so a box wobbli
 counts nothing, and a track counts the same direction again only after it has moved clearly away
 to the other side and come back. The crossing must pass through the segment between P1 and P2,
 not the infinite line through them.
+
+A track first seen inside the band has no side yet, whichever side of the line its point is on:
+leaving the band to either side only gives it one, and it counts its first crossing when it
+then reaches the other side clearly. An object that appears on the line (out of a doorway, from
+behind a pillar) has not been seen crossing it; counting it would guess, and a guess from the
+side nearest to the line would turn jitter in the first frames into counts.
 """
 from __future__ import annotations
 

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Dict, List, Optional
 
 import pytest
 
@@ -22,10 +23,11 @@ def _node() -> str:
     return node
 
 
-def run_dashboard(api, scenario: str, token: str = "") -> dict:
-    """The page's own scripts, run against the real API; what the page showed at each step."""
+def run_dashboard(api, scenario: str, token: str = "", env: Optional[Dict[str, str]] = None) -> dict:
+    """The page's own scripts, run against the real API; what the page showed at each step.
+    ``env`` is added to the harness's environment."""
     args = [_node(), str(HARNESS), api.url, str(STATIC_DIR / "index.html"), scenario] + ([token] if token else [])
-    result = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(args, capture_output=True, text=True, timeout=90, env={**os.environ, **(env or {})})
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 

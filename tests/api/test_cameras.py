@@ -108,7 +108,10 @@ def test_quality_changes_the_size(api):
 
 @pytest.mark.parametrize(
     "params",
-    [{"quality": 0}, {"quality": 101}, {"quality": "high"}, {"quality": "85.5"}, {"annotate": 2}, {"annotate": "maybe"}],
+    [{"quality": 0}, {"quality": 101}, {"quality": "high"}, {"quality": "85.5"}, {"annotate": 2}, {"annotate": "maybe"},
+     # SPEC.md: annotate=0|1 and an integer quality, as the OpenAPI document says; nothing else is guessed at.
+     {"annotate": "true"}, {"annotate": "yes"}, {"annotate": "on"}, {"annotate": "OFF"},
+     {"quality": "\uff15\uff10"}, {"quality": "1_0"}],
 )
 def test_bad_snapshot_parameters_are_400(api, params):
     response = api.get("/api/v1/cameras/front/snapshot.jpg", params=params)
@@ -188,3 +191,23 @@ def test_stop_ends_open_live_views_promptly(api):
     assert time.monotonic() - started < 3
     body = b"".join(response.iter_content(chunk_size=65536))
     assert body.rstrip().endswith(b"--frame--")
+
+
+def test_nv12_frames_are_converted_once_and_only_for_viewers(make_api, bus_image):
+    """A hardware decoder's NV12 frame: converted to BGR when a snapshot is asked for, once for
+    all viewers, and the snapshot shows the same picture as OpenCV's conversion."""
+    from edge_app.detect.nv12_reference import bgr_to_nv12
+    from edge_app.gpu_image import HostNv12Image
+
+    nv12 = bgr_to_nv12(bus_image)
+    image = HostNv12Image(nv12)
+    running = make_api(publish=False)
+    running.service.publish("front", image, bus_detections())
+    assert image.conversions == 0
+    plain = decode(running.get("/api/v1/cameras/front/snapshot.jpg", params={"annotate": 0, "quality": 95}).content)
+    drawn = decode(running.get("/api/v1/cameras/front/snapshot.jpg", params={"annotate": 1, "quality": 95}).content)
+    assert image.conversions == 1
+    expected = cv2.cvtColor(nv12, cv2.COLOR_YUV2BGR_NV12)
+    assert plain.shape == drawn.shape == expected.shape
+    assert np.abs(plain.astype(int) - expected).mean() < 2.0  # JPEG at quality 95
+    assert np.abs(drawn.astype(int) - plain).max() > 100  # boxes drawn on the converted frame

@@ -140,6 +140,30 @@ def test_invalid_patch_is_400_and_changes_nothing(api, patch, loc):
     assert api.service.apply_calls == 0
 
 
+@pytest.mark.parametrize(
+    "method, path, body, loc",
+    [
+        # JSON has booleans and numbers: a string or a number in their place is a client's
+        # mistake, refused as the OpenAPI document's types say, not guessed at.
+        ("PATCH", "/api/v1/config", {"homeassistant": {"enabled": 0}}, "homeassistant.enabled"),
+        ("PATCH", "/api/v1/config", {"mqtt": {"tls": {"enabled": "yes"}}}, "mqtt.tls.enabled"),
+        ("PATCH", "/api/v1/config", {"mqtt": {"port": "1883"}}, "mqtt.port"),
+        ("PATCH", "/api/v1/config", {"mqtt": {"qos": False}}, "mqtt.qos"),  # False == 0 in Python
+        ("PATCH", "/api/v1/config", {"events": {"min_frames": 3.5}}, "events.min_frames"),
+        ("PATCH", "/api/v1/cameras/back", {"detect": 0}, "cameras.1.detect"),
+        ("PATCH", "/api/v1/cameras/back", {"fps_limit": "5"}, "cameras.1.fps_limit"),
+        ("POST", "/api/v1/cameras", {"id": "side", "source": "test://noise", "enabled": "false"}, "cameras.2.enabled"),
+    ],
+)
+def test_values_of_the_wrong_json_type_are_400_and_change_nothing(api, method, path, body, loc):
+    before_bytes = api.config_path.read_bytes()
+    response = api.request(method, path, json=body)
+    assert response.status_code == 400, response.text
+    assert loc in [d["loc"] for d in response.json()["details"]]
+    assert api.config_path.read_bytes() == before_bytes
+    assert api.service.apply_calls == 0
+
+
 @pytest.mark.parametrize("method", ["PUT", "PATCH"])
 def test_config_error_from_apply_is_400(api, method):
     api.service.refuse_apply = ConfigError([Problem("model.input_size", "the model has a fixed 640x640 input")])

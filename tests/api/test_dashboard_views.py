@@ -162,22 +162,23 @@ def test_the_configuration_editor_applies_a_merge_patch_and_keeps_edits_in_progr
     assert "cam-s3cret" in config.camera("front").source
 
 
-def test_the_live_view_waits_for_a_new_frame_after_the_camera_form_restarted_its_camera(api, bus_image):
+def test_the_live_view_waits_for_a_new_frame_after_the_camera_form_restarted_its_camera(api, bus_image, tmp_path):
     # The appliance restarts an edited camera: its frame is gone (503) while its frame count stays.
     # The page must not ask for a snapshot until a new frame has been analysed.
-    def publish_after_the_edit() -> None:
-        deadline = time.monotonic() + 30
-        while api.service.current_config().camera("front").fps_limit != 4 and time.monotonic() < deadline:
+    signal = tmp_path / "publish-now"
+
+    def publish_when_signalled() -> None:
+        deadline = time.monotonic() + 60
+        while not signal.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(2.5)
         api.service.publish("front", bus_image, bus_detections())
 
-    publisher = threading.Thread(target=publish_after_the_edit, name="publish:front", daemon=True)
+    publisher = threading.Thread(target=publish_when_signalled, name="publish:front", daemon=True)
     publisher.start()
-    steps = run_dashboard(api, "camera_restart")
+    steps = run_dashboard(api, "camera_restart", env={"DASHBOARD_SIGNAL_FILE": str(signal)})
     publisher.join(timeout=5)
     assert steps["before_edit"]["picture_frame"] == "1"
     assert steps["fetches_after_a_refused_edit"] > 0
-    assert steps["saved"] == "saved"
+    assert steps["saved"] == "saved" and api.service.current_config().camera("front").fps_limit == 4
     assert steps["fetches_before_a_new_frame"] == 0
     assert steps["fetches_after_a_new_frame"] > 0 and steps["after_a_new_frame"]["picture_frame"] == "2"

@@ -9,7 +9,7 @@ from edge_app.events.counts import LineCounts, LineTotals
 from edge_app.events.snapshots import SnapshotSettings
 from edge_app.track import Line, Zone
 from edge_app.track.lines import LineCrossing
-from tests.events.scene import HEIGHT, WIDTH, Obj, frame_time, messages, moving, run, still
+from tests.events.scene import HEIGHT, WIDTH, Obj, detections_at, frame_time, messages, moving, run, still
 
 
 def analysis(snapshots=SnapshotSettings(), zones=(), lines=(), line_seed=None, **settings):
@@ -78,6 +78,25 @@ def test_encodes_per_frame_are_bounded_whatever_the_number_of_events():
 def test_no_image_no_snapshot():
     results = run(analysis(), [Obj(0, still(100, 100))], 5, with_image=False)
     assert snapshots_of(results) == [] and messages(results, "new")[0][1].after.has_snapshot is False
+
+
+def test_nv12_frames_are_converted_only_for_the_snapshots_taken():
+    """Frames from a hardware decoder are NV12 (on the GPU, downloaded when converted): only the
+    frames a snapshot is taken of may be converted, and the snapshot shows the picture."""
+    from edge_app.detect.nv12_reference import bgr_to_nv12
+    from edge_app.gpu_image import HostNv12Image
+
+    grey = np.full((HEIGHT, WIDTH, 3), 90, np.uint8)
+    frames = [HostNv12Image(bgr_to_nv12(grey)) for _ in range(30)]
+    scores = [0.6] * 15 + [0.9] * 15
+    objects = [Obj(0, still(100, 100), score=lambda f: scores[f])]
+    camera = analysis()
+    results = [camera.process(f, frame_time(f), frames[f], detections_at(objects, f)) for f in range(30)]
+    taken = [i for i, _ in snapshots_of(results)]
+    assert taken == [2, 15]
+    assert [f.conversions for f in frames] == [1 if i in taken else 0 for i in range(30)]
+    picture = cv2.imdecode(np.frombuffer(snapshots_of(results)[0][1].jpeg, np.uint8), cv2.IMREAD_COLOR)
+    assert picture.shape == (HEIGHT, WIDTH, 3) and abs(int(picture[450, 600].mean()) - 90) <= 3
 
 
 # ------------------------------------------------------------------------------- counts

@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -60,6 +61,22 @@ def test_an_event_is_saved_and_updated_in_place(open_store):
     assert store.get(first.id).entered_zones == ("drive",)
     assert store.get("no-such-event") is None
     assert store.health().problem is None and store.health().on_disk
+
+
+def test_one_writer_thread_and_a_wal_database_in_the_events_folder(open_store, tmp_path):
+    def writers():
+        return [t for t in threading.enumerate() if t.name == "events:writer"]
+
+    before = len(writers())
+    store = open_store(tmp_path / "events")
+    for n in range(20):  # many writes, still one writer: readers never wait for it, nor it for them
+        store.save_event(event(n))
+    assert store.flush()
+    assert len(writers()) == before + 1
+    with sqlite3.connect(str(tmp_path / "events" / DB_NAME)) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
+    assert len(writers()) == before
 
 
 def test_filters_order_and_limits(open_store):

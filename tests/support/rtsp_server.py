@@ -1,4 +1,4 @@
-"""A real RTSP server for the tests: GStreamer's gst-rtsp-server looping H.264 clips.
+"""A real RTSP server for the tests: GStreamer's gst-rtsp-server looping H.264 (or H.265) clips.
 
 Run by the *system* python (``/usr/bin/python3``), which has the GObject bindings the test
 virtualenv lacks::
@@ -49,23 +49,35 @@ def probe_fps(clip: str) -> Fraction:
     return Fraction(int(num), int(den))
 
 
-def to_annexb(clip: str, work_dir: str, name: str) -> str:
-    """Remux an mp4 (or any container) into a raw H.264 byte stream, copying the video as is."""
-    out = os.path.join(work_dir, f"{name}.h264")
+def probe_codec(clip: str) -> str:
+    """The clip's video codec, "h264" or "h265" (ffprobe's "hevc"); anything else is refused."""
+    out = subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name", "-of", "csv=p=0", clip],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    if out not in ("h264", "hevc"):
+        raise SystemExit(f"clip {clip} is {out or 'not video'}; the test server serves H.264 and H.265")
+    return "h265" if out == "hevc" else "h264"
+
+
+def to_annexb(clip: str, work_dir: str, name: str, codec: str = "h264") -> str:
+    """Remux an mp4 (or any container) into a raw H.264/H.265 byte stream, copying the video as is."""
+    out = os.path.join(work_dir, f"{name}.{codec}")
+    bsf, fmt = ("h264_mp4toannexb", "h264") if codec == "h264" else ("hevc_mp4toannexb", "hevc")
     subprocess.run(
         ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-i", clip, "-map", "0:v:0", "-c:v", "copy",
-         "-bsf:v", "h264_mp4toannexb", "-f", "h264", out],
+         "-bsf:v", bsf, "-f", fmt, out],
         check=True,
     )
     return out
 
 
-def launch_line(h264_path: str, fps: Fraction) -> str:
-    caps = f"video/x-h264,stream-format=byte-stream,framerate={fps.numerator}/{fps.denominator}"
+def launch_line(stream_path: str, fps: Fraction, codec: str = "h264") -> str:
+    caps = f"video/x-{codec},stream-format=byte-stream,framerate={fps.numerator}/{fps.denominator}"
     # Quoted location: temp paths may hold characters the parser would split on.
     return (
-        f'( multifilesrc location="{h264_path}" loop=true caps="{caps}" '
-        f"! h264parse name=parse config-interval=-1 ! rtph264pay name=pay0 pt=96 config-interval=-1 )"
+        f'( multifilesrc location="{stream_path}" loop=true caps="{caps}" '
+        f"! {codec}parse name=parse config-interval=-1 ! rtp{codec}pay name=pay0 pt=96 config-interval=-1 )"
     )
 
 
@@ -95,14 +107,14 @@ def _on_media_configure(_factory, media) -> None:
     parse.get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, _pts_from_dts)
 
 
-def build_server(port: int, mounts: Dict[str, Tuple[str, Fraction]]) -> GstRtspServer.RTSPServer:
+def build_server(port: int, mounts: Dict[str, Tuple[str, Fraction, str]]) -> GstRtspServer.RTSPServer:
     server = GstRtspServer.RTSPServer()
     server.set_address("127.0.0.1")
     server.set_service(str(port))
     table = server.get_mount_points()
-    for name, (h264_path, fps) in mounts.items():
+    for name, (stream_path, fps, codec) in mounts.items():
         factory = GstRtspServer.RTSPMediaFactory()
-        factory.set_launch(launch_line(h264_path, fps))
+        factory.set_launch(launch_line(stream_path, fps, codec))
         # One pipeline for all clients: cheap on CPU, and every client sees the same live stream.
         factory.set_shared(True)
         factory.connect("media-configure", _on_media_configure)
@@ -122,7 +134,9 @@ def main() -> int:
     if args.work_dir:
         os.makedirs(args.work_dir, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rtsp-server-", dir=args.work_dir) as work_dir:
-        prepared = {name: (to_annexb(path, work_dir, name), probe_fps(path)) for name, path in clips.items()}
+        codecs = {name: probe_codec(path) for name, path in clips.items()}
+        prepared = {name: (to_annexb(path, work_dir, name, codecs[name]), probe_fps(path), codecs[name])
+                    for name, path in clips.items()}
         server = build_server(args.port, prepared)
         if server.attach(None) == 0:
             print(f"cannot listen on port {args.port}", file=sys.stderr, flush=True)

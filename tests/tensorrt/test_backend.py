@@ -102,6 +102,38 @@ def test_gpu_preprocessing_path_with_the_emulated_kernel(standin_trt, make_model
     cpu.close()
 
 
+def test_nv12_frames_from_a_hardware_decoder_take_the_gpu_path(standin_trt, make_model, bus_image, zidane_image):
+    """A device NV12 frame goes to the NV12 kernel where it lies (no copy at all) and a host NV12
+    frame is uploaded once; detections match the CPU detector on the same pictures."""
+    from edge_app.detect.nv12_reference import bgr_to_nv12
+    from edge_app.gpu_image import DeviceNv12Image, HostNv12Image, Nv12Planes, nv12_to_bgr
+
+    device = HostMemoryCudaDevice(emulate_kernels=True)
+    det = TensorRTDetector(make_model(max_batch=2), device=device)
+    cpu = TensorRTDetector(make_model(max_batch=2), device=HostMemoryCudaDevice(), gpu_preprocess=False)
+    bus_nv12, zidane_nv12 = bgr_to_nv12(bus_image), bgr_to_nv12(zidane_image)
+    height, width = bus_image.shape[:2]
+    buffer = device.alloc_device(bus_nv12.nbytes)
+    device.memcpy_htod_async(buffer.ptr, bus_nv12, device.create_stream())
+    on_device = DeviceNv12Image(Nv12Planes(buffer.ptr, buffer.ptr + width * height, width, width, width, height),
+                                lambda planes, host: pytest.fail("the GPU path must not download the frame"))
+    on_host = HostNv12Image(zidane_nv12)
+    copies = device.copies
+    batch = det.preprocess([on_device])
+    assert device.copies == copies and device.launches == 1 and batch.device_slot is not None
+    results = det.postprocess(det.infer(batch), batch)
+    _assert_bus(results[0])
+    _assert_same(results[0], cpu.detect([nv12_to_bgr(bus_nv12)])[0])
+    copies = device.copies
+    batch = det.preprocess([on_host, on_device])
+    assert device.copies == copies + 1 and on_host.conversions == 0
+    results = det.postprocess(det.infer(batch), batch)
+    for mine, theirs in zip(results, cpu.detect([nv12_to_bgr(zidane_nv12), nv12_to_bgr(bus_nv12)])):
+        _assert_same(mine, theirs)
+    det.close()
+    cpu.close()
+
+
 def test_gpu_preprocessing_requested_without_nvrtc_is_an_error(standin_trt, host_device, make_model):
     with pytest.raises(DetectorError, match="GPU preprocessing was requested"):
         TensorRTDetector(make_model(), device=host_device, gpu_preprocess=True)

@@ -3,8 +3,8 @@
 Its "device" buffers are ordinary host memory, its copies are memmoves and its streams are
 synchronous, so the TensorRT stand-in can read and write the memory behind every address.
 By default it has no NVRTC, so the backend letterboxes on the CPU with it; with
-``emulate_kernels=True`` it "compiles" the letterbox kernels into their numpy emulation
-(``kernel_emulation``), so the backend's GPU-preprocessing path runs without a GPU. It counts
+``emulate_kernels=True`` it "compiles" the letterbox kernels (BGR and NV12) into their numpy
+emulation (``kernel_emulation``, with ``nv12_to_bgr_reference`` in front for NV12), so the backend's GPU-preprocessing path runs without a GPU. It counts
 allocations, so tests can check that running frames allocates nothing.
 """
 from __future__ import annotations
@@ -17,8 +17,11 @@ import numpy as np
 
 from edge_app.cuda.base import (CudaDevice, CudaError, DeviceBuffer, Kernel, KernelArg, Shape, Stream,
                                 check_contiguous, shape_tuple)
-from edge_app.cuda.kernels.letterbox import KERNEL_F16, KERNEL_F32
+from edge_app.cuda.kernels.letterbox import KERNEL_F16, KERNEL_F32, KERNEL_NV12_F16, KERNEL_NV12_F32
+from edge_app.gpu_image import nv12_to_bgr_reference
 from tests.tensorrt_standin.kernel_emulation import emulate_letterbox
+
+_KERNELS = {KERNEL_F32: np.float32, KERNEL_F16: np.float16, KERNEL_NV12_F32: np.float32, KERNEL_NV12_F16: np.float16}
 
 
 class _HostBuffer(DeviceBuffer):
@@ -113,16 +116,27 @@ class HostMemoryCudaDevice(CudaDevice):
         self.copies += 1
 
     def compile_kernel(self, source: str, name: str, options: Sequence[str] = ()) -> Kernel:
-        if not self.has_nvrtc or name not in (KERNEL_F32, KERNEL_F16):
+        if not self.has_nvrtc or name not in _KERNELS:
             raise CudaError("the host-memory stand-in has no NVRTC")
-        return Kernel(name, np.float32 if name == KERNEL_F32 else np.float16)
+        return Kernel(name, _KERNELS[name])
+
+    def _rows(self, ptr: int, pitch: int, rows: int, width_bytes: int) -> np.ndarray:
+        self._owned(ptr, rows * pitch)
+        raw = (ctypes.c_uint8 * (rows * pitch)).from_address(ptr)
+        return np.frombuffer(raw, dtype=np.uint8).reshape(rows, pitch)[:, :width_bytes]
 
     def launch(self, kernel: Kernel, grid, block, args: Sequence[KernelArg], stream: Stream) -> None:
         """Run the numpy emulation of the letterbox kernel on the host memory behind the pointers."""
-        (src, src_w, src_h, pitch, dst, dst_w, dst_h, new_w, new_h, left, top, pad) = (a.value for a in args)
-        self._owned(src, src_h * pitch)
-        raw = (ctypes.c_uint8 * (src_h * pitch)).from_address(src)
-        image = np.frombuffer(raw, dtype=np.uint8).reshape(src_h, pitch)[:, :src_w * 3].reshape(src_h, src_w, 3)
+        values = [a.value for a in args]
+        if kernel.name in (KERNEL_NV12_F32, KERNEL_NV12_F16):
+            (luma, luma_pitch, chroma, chroma_pitch, src_w, src_h), rest = values[:6], values[6:]
+            nv12 = np.concatenate([self._rows(luma, luma_pitch, src_h, src_w),
+                                   self._rows(chroma, chroma_pitch, src_h // 2, src_w)])
+            image = nv12_to_bgr_reference(nv12)
+        else:
+            (src, src_w, src_h, pitch), rest = values[:4], values[4:]
+            image = self._rows(src, pitch, src_h, src_w * 3).reshape(src_h, src_w, 3)
+        (dst, dst_w, dst_h, new_w, new_h, left, top, pad) = rest
         planes = emulate_letterbox(image, (dst_h, dst_w), (new_w, new_h), (left, top), pad).astype(kernel.handle)
         self._owned(dst, planes.nbytes)
         ctypes.memmove(dst, planes.ctypes.data, planes.nbytes)

@@ -60,6 +60,52 @@ def test_jitter_on_the_line_then_leaving_counts_once():
     assert directions(walk(LineCounter([GATE], band=0.02), path)) == ["in"]
 
 
+RIGHT, LEFT = 0.8, 0.2          # clearly on either side of GATE (s < 0 right, s > 0 left)
+ON_RIGHT, ON_LEFT = 0.51, 0.49  # within the 2 % band, just right and just left of the line
+
+
+def jitter(centre: float, amplitude: float, frames: int) -> List[Tuple[float, float]]:
+    return [(centre + amplitude * (1 if i % 2 else -1), 0.5) for i in range(frames)]
+
+
+@pytest.mark.parametrize("path, expected", [
+    # First seen on the line: it was never clearly on a side, so leaving the band is no crossing,
+    # whichever side it leaves to, whichever side of the line it was nearest to.
+    pytest.param(straight(ON_RIGHT, 0.5, RIGHT, 0.5), [], id="first-seen-on-line-leaves-to-its-side"),
+    pytest.param(straight(ON_RIGHT, 0.5, LEFT, 0.5), [], id="first-seen-on-line-leaves-to-the-other-side"),
+    pytest.param(straight(ON_LEFT, 0.5, RIGHT, 0.5), [], id="first-seen-left-of-line-leaves-right"),
+    pytest.param([(0.5, 0.5)] + straight(0.5, 0.5, LEFT, 0.5), [], id="first-seen-exactly-on-line"),
+    pytest.param(jitter(0.5, 0.015, 30) + straight(0.5, 0.5, LEFT, 0.5), [], id="first-seen-jittering-on-line"),
+    # ...but once it has been clearly on a side, reaching the other side clearly is a crossing.
+    pytest.param(straight(ON_RIGHT, 0.5, RIGHT, 0.5) + straight(RIGHT, 0.5, LEFT, 0.5), ["in"],
+                 id="first-seen-on-line-steps-back-then-crosses"),
+    pytest.param(straight(ON_RIGHT, 0.5, LEFT, 0.5) + straight(LEFT, 0.5, RIGHT, 0.5), ["out"],
+                 id="first-seen-on-line-goes-left-then-crosses-back"),
+    # Jitter on the line, from a clear side, counts nothing until the far side is reached clearly.
+    pytest.param(straight(RIGHT, 0.5, 0.5, 0.5) + jitter(0.5, 0.019, 60), [], id="jitter-on-line"),
+    pytest.param(straight(RIGHT, 0.5, 0.5, 0.5) + jitter(0.5, 0.019, 60) + straight(0.5, 0.5, RIGHT, 0.5), [],
+                 id="jitter-on-line-then-back"),
+    pytest.param(straight(RIGHT, 0.5, 0.5, 0.5) + jitter(0.5, 0.019, 60) + straight(0.5, 0.5, LEFT, 0.5), ["in"],
+                 id="jitter-on-line-then-across"),
+    # Jitter at the outer edge of the band on the far side: one crossing, not one per wobble.
+    pytest.param(straight(RIGHT, 0.5, 0.48, 0.5) + jitter(0.48, 0.003, 40), ["in"], id="jitter-at-band-edge"),
+    # Back and forth over the line inside the band is no crossing; leaving it on the far side is.
+    pytest.param(straight(RIGHT, 0.5, ON_LEFT, 0.5) + straight(ON_LEFT, 0.5, RIGHT, 0.5), [], id="dips-over-and-back"),
+    pytest.param((straight(RIGHT, 0.5, ON_LEFT, 0.5) + straight(ON_LEFT, 0.5, ON_RIGHT, 0.5)) * 5
+                 + straight(ON_RIGHT, 0.5, LEFT, 0.5), ["in"], id="back-and-forth-then-across"),
+    # Across, a wobble back into the band, and on: still one crossing.
+    pytest.param(straight(RIGHT, 0.5, LEFT, 0.5) + straight(LEFT, 0.5, ON_LEFT, 0.5) + straight(ON_LEFT, 0.5, LEFT, 0.5),
+                 ["in"], id="across-then-back-into-band"),
+    # A second crossing counts only after moving clearly away to the other side again.
+    pytest.param(straight(RIGHT, 0.5, LEFT, 0.5) + straight(LEFT, 0.5, ON_RIGHT, 0.5)
+                 + straight(ON_RIGHT, 0.5, LEFT, 0.5), ["in"], id="second-try-without-moving-clearly-away"),
+    pytest.param(straight(RIGHT, 0.5, LEFT, 0.5) + straight(LEFT, 0.5, RIGHT, 0.5) + straight(RIGHT, 0.5, LEFT, 0.5),
+                 ["in", "out", "in"], id="second-crossing-after-moving-clearly-away"),
+])
+def test_hysteresis_band(path, expected):
+    assert directions(walk(LineCounter([GATE], band=0.02), path)) == expected
+
+
 def test_a_point_that_stays_on_one_side_through_the_band_counts_nothing():
     path = straight(0.8, 0.5, 0.505, 0.5) + straight(0.505, 0.5, 0.9, 0.5)
     assert directions(walk(LineCounter([GATE]), path)) == []

@@ -107,3 +107,15 @@ def test_bad_settings_are_refused(kwargs, message):
 def test_a_zone_needs_three_points():
     with pytest.raises(ValueError, match="3 points"):
         Zone("z", ((0, 0), (1, 1)))
+
+
+@pytest.mark.parametrize("box, zone_polygon", [
+    ((100, 200, 300, 480), ((0.0, 0.5), (1.0, 0.5), (1.0, 1.0), (0.0, 1.0))),   # feet on the bottom edge
+    ((0, 200, 0, 300), ((0.0, 0.0), (0.5, 0.0), (0.5, 1.0), (0.0, 1.0))),     # a sliver on the left edge
+    ((640, 100, 640, 200), ((0.5, 0.0), (1.0, 0.0), (1.0, 1.0), (0.5, 1.0))),  # a sliver on the right edge
+])
+def test_an_object_touching_the_frame_edge_is_in_a_zone_drawn_to_that_edge(box, zone_polygon):
+    """Boxes are clipped to the frame, so a person at the bottom of the picture has y2 == height;
+    a zone drawn to the frame's edge must hold them (it is the commonest zone there is)."""
+    points = reference_points(np.array([box], dtype=float), 640, 480)
+    assert points_in_polygon(points, zone_polygon).tolist() == [True]

@@ -249,12 +249,12 @@
     try {
       const result = await patchCamera(camera.id, L.areaPatch(camera, kind(), area));
       if (result.ok) {
-        showErrors([]);
-        showResult("saved " + kind() + " " + area.name);
         editor.points = [];
         editor.finished = false;
         $("editor-name").value = "";
-        await app.reloadConfig();
+        await app.reloadConfig();  // before saying so: the list and the overlays show it then
+        showErrors([]);
+        showResult("saved " + kind() + " " + area.name);
       } else {
         showErrors(L.problemMessages(result.status, result.body));
       }
@@ -268,9 +268,9 @@
     if (!camera) return;
     const result = await patchCamera(camera.id, L.areaRemovalPatch(camera, area.kind, area.name));
     if (result.ok) {
+      await app.reloadConfig();
       showErrors([]);
       showResult("deleted " + area.kind + " " + area.name);
-      await app.reloadConfig();
     } else {
       showErrors(L.problemMessages(result.status, result.body));
     }

@@ -66,10 +66,10 @@
         refused(result);
         return;
       }
+      dirty = false;
+      await app.reloadConfig();  // before saying so: the form shows the saved camera then
       showErrors([]);
       showResult("saved");
-      dirty = false;
-      await app.reloadConfig();
     } finally {
       $("edit-save").disabled = false;
       await app.releaseLive(id, result.ok);
@@ -87,13 +87,13 @@
       refused(result);
       return;
     }
-    showErrors([]);
-    showResult("added " + camera.id);
     $("add-id").value = "";
     $("add-source").value = "";
     await app.reloadConfig();
     $("edit-camera").value = camera.id;
     fill(camera.id);
+    showErrors([]);
+    showResult("added " + camera.id);
   }
 
   async function remove() {
@@ -104,9 +104,9 @@
       refused(result);
       return;
     }
+    await app.reloadConfig();
     showErrors([]);
     showResult("deleted " + id);
-    await app.reloadConfig();
   }
 
   $("edit-camera").addEventListener("change", () => {

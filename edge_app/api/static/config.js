@@ -46,8 +46,12 @@
       return;
     }
     $("config-apply").disabled = true;
+    // The change may restart the camera in the live view (see holdLive in dashboard.js).
+    const live = app.liveCamera();
+    if (live !== null) await app.holdLive(live);
+    let result = { ok: false };
     try {
-      const result = await app.api("api/v1/config", {
+      result = await app.api("api/v1/config", {
         method: "PATCH",
         headers: { "Content-Type": "application/merge-patch+json" },
         body: JSON.stringify(patch),
@@ -62,6 +66,7 @@
       }
     } finally {
       $("config-apply").disabled = false;
+      if (live !== null) await app.releaseLive(live, result.ok);
     }
   }
 

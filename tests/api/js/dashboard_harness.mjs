@@ -6,7 +6,7 @@
 // logic.js answer calls, one a line: {"function": name, "args": [...]} on stdin, the JSON
 // result (or {"error": message}) on stdout:
 //   node dashboard_harness.mjs --calls <path to logic.js>
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
 import vm from "node:vm";
@@ -114,6 +114,12 @@ const context = {
 context.globalThis = context;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Waits until `condition()` holds, for at most `timeout_ms` (a loaded machine is slow).
+async function until(condition, timeout_ms = 15000) {
+  const deadline = Date.now() + timeout_ms;
+  while (!condition() && Date.now() < deadline) await sleep(50);
+}
 const liveSrc = () => $("live").getAttribute("src");
 const snapshotFetches = () => requested.filter((path) => path.includes("/snapshot.jpg")).length;
 
@@ -279,14 +285,15 @@ const scenarios = {
     steps.link = { text: $("link").textContent, className: $("link").className };
   },
   async events(steps) {
-    await sleep(2500);
+    const cards = () => $("events-list").children;
+    await until(() => cards().length === 3 && cards().every((card) => card.children[0].src));
     steps.after_load = eventsView();
     choose("event-label", "car");
-    await sleep(800);
+    await until(() => cards().length === 1);
     steps.filtered = eventsView();
     steps.filtered.query = requested.filter((p) => p.startsWith("api/v1/events?")).pop();
     choose("event-label", "");
-    await sleep(800);
+    await until(() => cards().length === 3);
     const first = steps.after_load.events[0].id;
     click(findEvent(first).thumb);
     steps.viewer = { open: $("event-viewer").open, src: ($("event-full").getAttribute("src") || "").split(":")[0],
@@ -299,24 +306,25 @@ const scenarios = {
     steps.after_declined_delete = eventsView();
     confirmAnswer = true;
     click(findEvent(first).remove);
-    await sleep(800);
+    await until(() => cards().length === 2);
     steps.after_delete = eventsView();
     steps.confirmations = confirmations;
     steps.requested = [...new Set(requested)];
   },
   async counts(steps) {
-    await sleep(1500);
+    await until(() => $("counts-cameras").children.length && $("counts-lines").children.length && link());
     steps.counts = countsView();
   },
   async areas(steps) {
-    await sleep(1500);
+    const saved = (text) => until(() => $("editor-result").textContent === text || $("editor-errors").children.length);
+    await until(() => options("editor-camera").length > 1 && $("cameras").children.length > 1);
     clickView("front");
-    await sleep(1000);
+    await sleep(500);
     steps.overlay = shapes($("live-overlay"));
     steps.editor_cameras = options("editor-camera");
     steps.before_picking = editorView();
     choose("editor-camera", "front");
-    await sleep(1000);
+    await until(() => ($("editor-snapshot").getAttribute("src") || "").startsWith("blob:"));
     steps.after_picking = editorView();
     $("editor-canvas").rect = { left: 10, top: 20, width: 800, height: 450 };
     for (const [x, y] of [[0.1, 0.5], [0.6, 0.5], [0.6, 1.0]]) clickCanvas(x, y);
@@ -326,7 +334,7 @@ const scenarios = {
     type("editor-name", "yard");
     type("editor-labels", "person, car,");
     click($("editor-save"));
-    await sleep(1000);
+    await saved("saved zone yard");
     steps.after_zone = editorView();
     choose("editor-kind", "line");
     clickCanvas(0.5, 0);
@@ -335,46 +343,48 @@ const scenarios = {
     clickCanvas(0.5, 1);
     type("editor-name", "door");  // a line of camera back is called so
     click($("editor-save"));
-    await sleep(1000);
+    await saved("saved line door");
     steps.duplicate_name = editorView();
     type("editor-name", "gate");
     click($("editor-save"));
-    await sleep(1000);
+    await until(() => $("editor-result").textContent === "saved line gate");
     steps.after_line = editorView();
     steps.overlay_after = shapes($("live-overlay"));
     const yard = $("editor-areas").children.find((li) => li.dataset.area === "yard");
     click(yard.children[yard.children.length - 1]);
-    await sleep(1000);
+    await until(() => $("editor-result").textContent === "deleted zone yard");
     steps.after_delete = editorView();
     steps.overlay_after_delete = shapes($("live-overlay"));
     steps.requested = [...new Set(requested)];
     steps.sent = sent;
   },
   async camera_edit(steps) {
-    await sleep(1500);
+    const result = (text) => until(() => $("edit-result").textContent === text);
+    const refused = () => until(() => $("edit-errors").children.length);
+    await until(() => options("edit-camera").length === 2 && $("cameras").children.length === 2);
     steps.on_load = cameraForm();
     choose("edit-camera", "back");
     steps.back = cameraForm();
     type("edit-fps_limit", "-1");
     click($("edit-save"));
-    await sleep(800);
+    await refused();
     steps.refused = cameraForm();
     type("edit-fps_limit", "5");
     $("edit-detect").checked = false;
     $("edit-detect").dispatch("change");
     choose("edit-decoder", "ffmpeg");
     click($("edit-save"));
-    await sleep(1000);
+    await until(() => $("edit-result").textContent === "saved");
     steps.saved = cameraForm();
     type("add-id", "side");
     type("add-source", "test://noise");
     click($("add-camera"));
-    await sleep(1000);
+    await result("added side");
     steps.added = cameraForm();
     type("add-id", "side");
     type("add-source", "test://noise");
     click($("add-camera"));
-    await sleep(800);
+    await refused();
     steps.added_twice = cameraForm();
     confirmAnswer = false;
     click($("delete-camera"));
@@ -382,18 +392,18 @@ const scenarios = {
     steps.declined_delete = cameraForm();
     confirmAnswer = true;
     click($("delete-camera"));
-    await sleep(1000);
+    await result("deleted side");
     steps.deleted = cameraForm();
     steps.confirmations = confirmations;
   },
   async config_editor(steps) {
-    await sleep(1500);
+    await until(() => $("config").value && options("edit-camera").length);
     const config = JSON.parse($("config").value);
     steps.loaded_cameras = config.cameras.map((cam) => cam.id);
     config.cameras[1].fps_limit = 3;
     $("config").value = JSON.stringify(config, null, 2);
     click($("config-apply"));
-    await sleep(1000);
+    await until(() => text($("config-result")));
     steps.applied = text($("config-result"));
     // Edits in progress survive a save made by another view.
     const edited = JSON.parse($("config").value);
@@ -402,36 +412,38 @@ const scenarios = {
     choose("edit-camera", "front");
     type("edit-fps_limit", "2");
     click($("edit-save"));
-    await sleep(1000);
+    await until(() => $("edit-result").textContent);
     steps.camera_form = $("edit-result").textContent;
     steps.device_id_in_editor = JSON.parse($("config").value).device_id;
     click($("config-reload"));
-    await sleep(800);
+    await until(() => JSON.parse($("config").value).device_id !== "renamed-but-not-applied");
     const reloaded = JSON.parse($("config").value);
     steps.after_reload = { device_id: reloaded.device_id, fps_limits: reloaded.cameras.map((cam) => cam.fps_limit) };
     steps.sent = sent;
   },
   async camera_restart(steps) {
-    await sleep(1500);
+    // The test publishes a new frame once this scenario writes the file $DASHBOARD_SIGNAL_FILE.
+    await until(() => $("cameras").children.length === 2 && options("edit-camera").length === 2);
     clickView("front");
-    await sleep(1200);
+    await until(() => $("live").dataset.frame === "1");
     steps.before_edit = liveView();
     choose("edit-camera", "front");
     type("edit-fps_limit", "-1");  // refused: the view goes on at once
     click($("edit-save"));
-    await sleep(300);
+    await until(() => $("edit-errors").children.length > 0);
     let mark = snapshotFetches();
-    await sleep(1000);
+    await until(() => snapshotFetches() > mark);
     steps.fetches_after_a_refused_edit = snapshotFetches() - mark;
     type("edit-fps_limit", "4");  // applied: the camera restarts, no frame until a new one
     click($("edit-save"));
-    await sleep(300);
+    await until(() => $("edit-result").textContent === "saved");
     steps.saved = $("edit-result").textContent;
     mark = snapshotFetches();
     await sleep(1500);
     steps.fetches_before_a_new_frame = snapshotFetches() - mark;
     steps.while_waiting = liveView();
-    await sleep(3500);  // the test publishes a frame 2.5 s after the edit
+    writeFileSync(process.env.DASHBOARD_SIGNAL_FILE, "publish");
+    await until(() => $("live").dataset.frame === "2");
     steps.fetches_after_a_new_frame = snapshotFetches() - mark;
     steps.after_a_new_frame = liveView();
   },

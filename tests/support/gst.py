@@ -1,0 +1,19 @@
+"""PyGObject with GStreamer in the test venv (``pip install -e '.[gstreamer]'``), for the tests of
+decoder gstreamer. Missing, those tests skip (and fail on CI, where it must be installed)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def require_gi() -> None:
+    from edge_app.capture.gst_source import import_gst
+    from edge_app.config.sources import SourceError
+
+    try:
+        import_gst()
+    except SourceError as err:
+        if os.environ.get("CI"):
+            pytest.fail(str(err))
+        pytest.skip(str(err))

@@ -1,0 +1,156 @@
+"""The GPU benchmark's parts that need no GPU: figures, tables, the parity check, the RTSP server.
+
+No timing is asserted. The RTSP server is checked with a real client (OpenCV's FFmpeg) reading
+real H.264 through it.
+"""
+import time
+
+import numpy as np
+import pytest
+
+from bench.gpu_parity import compare, iou_xyxy
+from bench.gpu_report import appliance_cpu_ms, cpu_comparison, finish, markdown, targets
+from bench.rtsp_serve import MAX_PAYLOAD, group_frames, packetize, split_nals
+from edge_app.detections import Detections
+
+
+def _raw(batch, images_per_s):
+    return {"batch": batch, "images_per_s": images_per_s, "rounds_per_s": [images_per_s], "ms_per_batch": {"median": 1.0},
+            "cpu_ms_per_image": {"total": 0.5}, "resources": {"cpu_percent": 100.0}}
+
+
+def _row(transport, decoder, cameras, fps, total_ms, watcher_ms=0.0):
+    return {"transport": transport, "decoder": decoder, "cameras": cameras, "batch": cameras, "status": "ok",
+            "frames_per_s": fps, "rounds_per_s": [fps], "cpu_ms_per_frame": {"total": total_ms, "watcher": watcher_ms},
+            "latency_ms": {"p50": 10.0, "p99": 20.0, "count": 5}, "delivered_ms": {"p50": 11.0, "p99": 22.0, "count": 5},
+            "resources": {"cpu_percent": 150.0}}
+
+
+@pytest.mark.parametrize("shares, expected", [
+    ({"total": 3.0, "watcher": 0.5}, 2.5),
+    ({"total": 3.0}, 3.0),
+    ({}, None),
+])
+def test_appliance_cpu_leaves_out_the_benchmarks_subscriber(shares, expected):
+    assert appliance_cpu_ms({"cpu_ms_per_frame": shares}) == expected
+
+
+@pytest.mark.parametrize("nvdec_fps, nvdec_ms, ffmpeg_ms, ratio, cpu_advantage, met", [
+    (1800.0, 0.5, 3.0, 0.9, 6.0, (True, True)),
+    (1000.0, 1.0, 3.0, 0.5, 3.0, (False, False)),
+    (1600.0, 0.6, 3.0, 0.8, 5.0, (True, True)),  # exactly the goals
+])
+def test_goals_on_eight_camera_files(nvdec_fps, nvdec_ms, ffmpeg_ms, ratio, cpu_advantage, met):
+    results = {"raw": [_raw(1, 500.0), _raw(8, 2000.0)],
+               "full": [_row("file", "nvdec", 8, nvdec_fps, nvdec_ms + 0.2, 0.2), _row("file", "ffmpeg", 8, 900.0, ffmpeg_ms),
+                        _row("rtsp", "nvdec", 8, 240.0, 1.0)]}
+    finish(results, camera_fps=30.0)
+    goals = results["targets"]
+    assert goals["throughput_vs_raw"]["value"] == pytest.approx(ratio)
+    assert goals["cpu_advantage"]["value"] == pytest.approx(cpu_advantage)
+    assert (goals["throughput_vs_raw"]["met"], goals["cpu_advantage"]["met"]) == met
+    rtsp = results["full"][2]
+    assert rtsp["offered_fps"] == 240.0 and rtsp["ratio_to_offered"] == 1.0 and rtsp["ratio_to_raw"] == pytest.approx(0.12)
+
+
+def test_a_missing_configuration_leaves_the_goal_unmeasured():
+    results = {"raw": [_raw(8, 2000.0)], "full": [_row("file", "ffmpeg", 8, 900.0, 3.0),
+                                                 {"transport": "file", "decoder": "nvdec", "cameras": 8, "batch": 8,
+                                                  "status": "error", "error": "decoder nvdec needs PyNvVideoCodec"}]}
+    finish(results, camera_fps=30.0)
+    assert targets(results)["throughput_vs_raw"] == {"goal": ">= 0.8", "value": None, "met": None}
+    table = markdown(results)
+    assert "error: decoder nvdec needs PyNvVideoCodec" in table
+    assert "| full pipeline, 8 camera files, NVDEC / raw engine at batch 8 | – | >= 0.8 | not measured |" in table
+
+
+def test_cpu_comparison_pairs_the_decoders_per_source_and_camera_count():
+    rows = [_row("file", "nvdec", 4, 1000.0, 0.5), _row("file", "ffmpeg", 4, 800.0, 2.5), _row("rtsp", "ffmpeg", 1, 30.0, 4.0)]
+    for row in rows:
+        row["appliance_cpu_ms_per_frame"] = appliance_cpu_ms(row)
+    assert cpu_comparison(rows) == [
+        {"transport": "file", "cameras": 4, "nvdec_cpu_ms": 0.5, "ffmpeg_cpu_ms": 2.5, "ffmpeg_over_nvdec": 5.0},
+        {"transport": "rtsp", "cameras": 1, "nvdec_cpu_ms": None, "ffmpeg_cpu_ms": 4.0, "ffmpeg_over_nvdec": None},
+    ]
+
+
+def test_markdown_has_every_table():
+    results = finish({"raw": [_raw(1, 500.0)], "full": [_row("file", "ffmpeg", 1, 400.0, 2.0)],
+                      "parity": {"status": "ok", "match_iou": 0.9, "images": [
+                          {"image": "bus.jpg", "reference": 5, "standin": 5, "matched": 5, "max_confidence_diff": 0.003}]}}, 30.0)
+    table = markdown(results)
+    for heading in ("Stand-in against ONNX Runtime", "Raw engine", "Full pipeline", "NVDEC against CPU decode", "Goals"):
+        assert heading in table
+    assert "| file | ffmpeg | 1 | 1 | 400.0 | 400 | 0.80 | – | 10 / 20 | 11 / 22 | 2.00 | 150 |" in table
+    assert "| bus.jpg | 5 | 5 | 5 | 0.0030 |" in table
+
+
+def _dets(boxes, classes, scores):
+    return Detections(np.array(boxes, dtype=np.float32).reshape(-1, 4), np.array(scores, dtype=np.float32), np.array(classes, dtype=np.int32))
+
+
+@pytest.mark.parametrize("standin, matched", [
+    (_dets([[0, 0, 10, 10], [20, 20, 40, 40]], [0, 5], [0.9, 0.8]), 2),
+    (_dets([[0, 0, 10, 10], [20, 20, 40, 40]], [0, 6], [0.9, 0.8]), 1),  # other class: no match
+    (_dets([[0, 0, 10, 10], [25, 25, 45, 45]], [0, 5], [0.9, 0.8]), 1),  # IoU 0.39: no match
+    (_dets([], [], []), 0),
+])
+def test_parity_matches_same_class_boxes_one_to_one(standin, matched):
+    reference = _dets([[0, 0, 10, 10], [20, 20, 40, 40]], [0, 5], [0.91, 0.8])
+    result = compare("x.jpg", reference, standin)
+    assert (result.reference, result.standin, result.matched) == (2, len(standin), matched)
+    assert result.max_confidence_diff == (pytest.approx(0.01, abs=1e-4) if matched else 0.0)
+
+
+def test_iou_of_disjoint_and_equal_boxes():
+    ious = iou_xyxy(np.array([[0, 0, 10, 10]], dtype=np.float64), np.array([[0, 0, 10, 10], [20, 20, 30, 30]], dtype=np.float64))
+    assert ious.tolist() == [[1.0, 0.0]]
+
+
+def test_annexb_split_and_grouping_into_pictures():
+    sps, pps, idr, p1, p2 = b"\x67\x42\x00\x28", b"\x68\xce", b"\x65\x88" + b"\x01" * 10, b"\x41\x9a\x02", b"\x41\x9a\x03"
+    stream = b"\x00\x00\x00\x01" + sps + b"\x00\x00\x00\x01" + pps + b"\x00\x00\x01" + idr + b"\x00\x00\x00\x01\x09\xf0" \
+        + b"\x00\x00\x01" + p1 + b"\x00\x00\x01" + p2
+    nals = split_nals(stream)
+    assert nals == [sps, pps, idr, b"\x09\xf0", p1, p2]
+    assert group_frames(nals) == [[sps, pps, idr], [p1], [p2]]
+
+
+@pytest.mark.parametrize("size, packets", [(100, 1), (MAX_PAYLOAD, 1), (MAX_PAYLOAD + 1, 2), (5000, 4)])
+def test_packetize_fragments_large_nal_units_as_fu_a(size, packets):
+    nal = bytes([0x65]) + bytes(range(256)) * (size // 256) + bytes(size % 256 - 1 if size % 256 else 255)
+    nal = nal[:size]
+    out = packetize(nal)
+    assert len(out) == packets and all(len(p) <= MAX_PAYLOAD for p in out)
+    if packets == 1:
+        assert out == [nal]
+    else:
+        assert all(p[0] == 0x7C for p in out)  # FU-A indicator with the NAL's NRI
+        assert out[0][1] & 0x80 and out[-1][1] & 0x40 and all(p[1] & 0x1F == 5 for p in out)
+        assert nal[:1] + b"".join(p[2:] for p in out)[:size - 1] == nal
+
+
+@pytest.mark.slow
+def test_rtsp_server_streams_a_real_clip_to_ffmpeg(tmp_path, images_dir):
+    cv2 = pytest.importorskip("cv2")
+    from bench.media import ensure_clip
+    from bench.rtsp_launch import RtspServerProcess
+
+    clip = ensure_clip(images_dir, tmp_path, (320, 240), 1.0, 30)
+    server = RtspServerProcess(clip, 30.0, ["cam0", "cam1"])
+    urls = server.start()
+    try:
+        capture = cv2.VideoCapture(urls[1], cv2.CAP_FFMPEG)
+        assert capture.isOpened()
+        started_s, shapes = time.monotonic(), set()
+        for _ in range(75):  # more than the clip's 60 frames: across the loop seam
+            ok, frame = capture.read()
+            assert ok
+            shapes.add(frame.shape)
+        elapsed_s = time.monotonic() - started_s
+        capture.release()
+        assert shapes == {(240, 320, 3)}
+        assert elapsed_s > 1.0  # paced in real time, not dumped at once
+        assert not cv2.VideoCapture(urls[0].rsplit("/", 1)[0] + "/nope", cv2.CAP_FFMPEG).isOpened()
+    finally:
+        server.stop()

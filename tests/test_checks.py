@@ -1,0 +1,63 @@
+"""checks: a decoder named in the configuration must be able to open its camera here, so
+check-config, run and config writes refuse it up front instead of a camera in error later."""
+import subprocess
+import sys
+
+import pytest
+
+from edge_app.capture.decoders import detect_decoders
+from edge_app.checks import check_runtime
+from edge_app.config.schema import AppConfig
+
+from tests.support.gst import require_gi
+
+
+def config(model_path, decoder, source):
+    return AppConfig(model={"path": str(model_path)}, cameras=[{"id": "cam", "source": source, "decoder": decoder}])
+
+
+@pytest.mark.parametrize("decoder,source,words", [
+    ("gstreamer", "http://cam.local/video.mjpg", "use decoder ffmpeg for them"),
+    ("nvdec", "rtsp://cam.local/1", "PyNvVideoCodec"),
+    ("auto", "http://cam.local/video.mjpg", None),
+    ("ffmpeg", "rtsp://cam.local/1", None),
+    ("gstreamer", "rtsp://cam.local/1", None),
+    ("gstreamer", "test://bars", None),
+])
+def test_decoder_problems(model_path, decoder, source, words):
+    if decoder == "gstreamer":
+        require_gi()
+    if decoder == "nvdec" and detect_decoders().get("nvdec").available:
+        pytest.skip("this machine has nvdec")
+    problems = check_runtime(config(model_path, decoder, source))
+    if words is None:
+        assert problems == []
+    else:
+        assert [p.loc for p in problems] == ["cameras.0.decoder"] and words in problems[0].msg
+
+
+def test_csi_with_decoder_gstreamer_needs_jetpack_off_a_jetson(model_path):
+    require_gi()
+    if detect_decoders().get("gstreamer").hardware:
+        pytest.skip("a Jetson has nvarguscamerasrc")
+    problems = check_runtime(config(model_path, "gstreamer", "csi://0"))
+    assert len(problems) == 1 and "nvarguscamerasrc" in problems[0].msg and "JetPack" in problems[0].msg
+
+
+def test_an_unchanged_camera_is_not_checked_again(model_path):
+    if detect_decoders().get("nvdec").available:
+        pytest.skip("this machine has nvdec: the camera below would pass anyway")
+    running = config(model_path, "nvdec", "rtsp://cam.local/1")
+    assert check_runtime(running, previous=running) == []
+    assert check_runtime(config(model_path, "nvdec", "rtsp://cam.local/2"), previous=running)
+
+
+def test_check_config_exits_2_naming_the_decoder_field(tmp_path, model_path):
+    require_gi()
+    path = tmp_path / "c.yaml"
+    path.write_text(f"cameras:\n  - id: c\n    source: http://cam.local/v.mjpg\n    decoder: gstreamer\n"
+                    f"model:\n  path: {model_path}\nmqtt:\n  enabled: false\napi:\n  enabled: false\n")
+    result = subprocess.run([sys.executable, "-m", "edge_app", "check-config", "-c", str(path)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "cameras.0.decoder: decoder gstreamer reads rtsp://" in result.stderr and "Traceback" not in result.stderr
