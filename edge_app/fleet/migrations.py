@@ -8,7 +8,7 @@ SQLite and PostgreSQL accept (see :mod:`edge_app.fleet.db`).
 from __future__ import annotations
 
 import logging
-from typing import List, Sequence, Tuple
+from typing import Sequence, Tuple
 
 from edge_app.fleet.db import Connection, DatabaseError
 
@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 
 Migration = Tuple[int, str, Sequence[str]]
 
-MIGRATIONS: List[Migration] = [
+MIGRATIONS: Tuple[Migration, ...] = (
     (1, "inventory, cameras, stats, counts, events, config and rollouts", (
         """CREATE TABLE devices (
             device_id TEXT PRIMARY KEY,
@@ -82,7 +82,7 @@ MIGRATIONS: List[Migration] = [
         )""",
         "CREATE INDEX rollout_devices_device ON rollout_devices (device_id, version)",
     )),
-]
+)
 
 
 def schema_version(conn: Connection) -> int:

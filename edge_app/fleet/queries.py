@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
 from edge_app.events.query import EventQuery
@@ -11,34 +12,82 @@ _DEVICE_COLUMNS = ("device_id, state, version, last_seen, first_seen, desired_ve
                    "reported_status, reported_errors, reported_ts")
 
 
+@dataclass(frozen=True)
+class CameraSummary:
+    id: str
+    state: str
+    error: Optional[str]
+
+
+@dataclass(frozen=True)
+class ConfigState:
+    """Where a device's configuration stands: ``pending`` while a desired version is unanswered."""
+
+    desired_version: int
+    reported_version: int
+    status: Optional[str]
+
+
+@dataclass(frozen=True)
+class DeviceSummary:
+    """One device as ``GET /api/v1/devices`` lists it (SPEC.md "Fleet")."""
+
+    device_id: str
+    state: str
+    version: Optional[str]
+    last_seen: float
+    first_seen: float
+    cameras: List[CameraSummary]
+    config: ConfigState
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DeviceDetail:
+    """``GET /api/v1/devices/<id>``: the summary with its latest stats, counts and rollouts."""
+
+    summary: DeviceSummary
+    config_errors: List[Dict[str, Any]]
+    reported_at: Optional[float]
+    stats: Optional[Dict[str, Any]]
+    stats_received_at: Optional[float]
+    counts: Dict[str, Dict[str, Any]]
+    rollouts: List[Dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> Dict[str, Any]:
+        body = self.summary.to_dict()
+        body["config"].update(errors=self.config_errors, reported_at=self.reported_at)
+        body.update(stats=self.stats, stats_received_at=self.stats_received_at, counts=self.counts,
+                    rollouts=self.rollouts)
+        return body
+
+
 def _config_status(desired: int, reported: int, status: Optional[str]) -> Optional[str]:
     if desired > reported:
         return "pending"
     return status
 
 
-def _device(row: tuple, cameras: List[Dict[str, Any]]) -> Dict[str, Any]:
+def _device(row: tuple, cameras: List[CameraSummary]) -> DeviceSummary:
     dev, state, version, last_seen, first_seen, desired, reported, status, _errors, _ts = row
-    return {
-        "device_id": dev, "state": state, "version": version, "last_seen": last_seen, "first_seen": first_seen,
-        "cameras": cameras,
-        "config": {"desired_version": int(desired), "reported_version": int(reported),
-                   "status": _config_status(int(desired), int(reported), status)},
-    }
+    config = ConfigState(int(desired), int(reported), _config_status(int(desired), int(reported), status))
+    return DeviceSummary(dev, state, version, last_seen, first_seen, cameras, config)
 
 
-def _cameras_by_device(conn: Connection, device_id: Optional[str] = None) -> Dict[str, List[Dict[str, Any]]]:
+def _cameras_by_device(conn: Connection, device_id: Optional[str] = None) -> Dict[str, List[CameraSummary]]:
     sql = "SELECT device_id, camera_id, state, error FROM cameras"
     params: tuple = ()
     if device_id is not None:
         sql, params = sql + " WHERE device_id = ?", (device_id,)
-    found: Dict[str, List[Dict[str, Any]]] = {}
+    found: Dict[str, List[CameraSummary]] = {}
     for dev, cam, state, error in conn.query(sql + " ORDER BY device_id, camera_id", params):
-        found.setdefault(dev, []).append({"id": cam, "state": state, "error": error})
+        found.setdefault(dev, []).append(CameraSummary(cam, state, error))
     return found
 
 
-def list_devices(conn: Connection, state: Optional[str] = None) -> List[Dict[str, Any]]:
+def list_devices(conn: Connection, state: Optional[str] = None) -> List[DeviceSummary]:
     sql, params = f"SELECT {_DEVICE_COLUMNS} FROM devices", ()
     if state is not None:
         sql, params = sql + " WHERE state = ?", (state,)
@@ -62,7 +111,7 @@ def device_counts(rows: List[tuple]) -> Dict[str, Dict[str, Any]]:
     return counts
 
 
-def get_device(conn: Connection, device_id: str) -> Optional[Dict[str, Any]]:
+def get_device(conn: Connection, device_id: str) -> Optional[DeviceDetail]:
     with conn.reading():
         row = conn.query_one(f"SELECT {_DEVICE_COLUMNS}, stats, stats_ts FROM devices WHERE device_id = ?", (device_id,))
         if row is None:
@@ -72,15 +121,11 @@ def get_device(conn: Connection, device_id: str) -> Optional[Dict[str, Any]]:
         rollouts = conn.query(
             "SELECT rollout_id, version, status, errors, updated_at FROM rollout_devices WHERE device_id = ? "
             "ORDER BY version DESC LIMIT 20", (device_id,))
-    device = _device(row[:10], cameras)
-    device["config"]["errors"] = json.loads(row[8]) if row[8] else []
-    device["config"]["reported_at"] = row[9]
-    device["stats"] = json.loads(row[10]) if row[10] else None
-    device["stats_received_at"] = row[11]
-    device["counts"] = device_counts(count_rows)
-    device["rollouts"] = [{"rollout_id": r, "version": int(v), "status": s, "errors": json.loads(e) if e else [],
-                           "updated_at": u} for r, v, s, e, u in rollouts]
-    return device
+    return DeviceDetail(
+        summary=_device(row[:10], cameras), config_errors=json.loads(row[8]) if row[8] else [], reported_at=row[9],
+        stats=json.loads(row[10]) if row[10] else None, stats_received_at=row[11], counts=device_counts(count_rows),
+        rollouts=[{"rollout_id": r, "version": int(v), "status": s, "errors": json.loads(e) if e else [],
+                   "updated_at": u} for r, v, s, e, u in rollouts])
 
 
 def _like_member(value: str) -> str:

@@ -50,21 +50,21 @@ def fleet_blueprint(service: FleetService) -> Blueprint:
 
     @bp.get("/api/v1/status")
     def status() -> Response:
-        return jsonify(service.status())
+        return jsonify(service.status().to_dict())
 
     @bp.get("/api/v1/devices")
     def devices() -> Response:
         state = request.args.get("state") or None
         if state not in (None, "online", "offline"):
             raise ApiError(400, f"state must be online or offline, got {state[:80]!r}")
-        return jsonify({"devices": service.devices(state)})
+        return jsonify({"devices": [device.to_dict() for device in service.devices(state)]})
 
     @bp.get("/api/v1/devices/<device_id>")
     def device(device_id: str) -> Response:
         found = service.device(_device_id(device_id))
         if found is None:
             raise ApiError(404, f"unknown device {device_id!r}")
-        return jsonify(found)
+        return jsonify(found.to_dict())
 
     @bp.get("/api/v1/events")
     def events() -> Response:

@@ -4,19 +4,33 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from edge_app.fleet import queries
 from edge_app.fleet.config import FleetConfig
 from edge_app.fleet.db import Connection, connect
-from edge_app.fleet.ingest import FleetIngest
+from edge_app.fleet.ingest import FleetIngest, IngestStats
 from edge_app.fleet.migrations import migrate
 from edge_app.fleet.rollouts import Rollout, Rollouts
 from edge_app.events.query import EventQuery
 from edge_app.version import __version__
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FleetStatus:
+    """``GET /api/v1/status`` of the fleet service."""
+
+    version: str
+    uptime_s: float
+    database: str
+    devices: Dict[str, int]
+    mqtt: IngestStats
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
 
 
 class FleetService:
@@ -71,21 +85,16 @@ class FleetService:
             reasons.append(f"not connected to the MQTT broker at {self.config.mqtt.host}:{self.config.mqtt.port}")
         return not reasons, reasons
 
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> FleetStatus:
         with self.conn.reading() as conn:
             rows = conn.query("SELECT state, COUNT(*) FROM devices GROUP BY state")
-        return {
-            "version": __version__,
-            "uptime_s": round(time.monotonic() - self._started_mono_s, 1),
-            "database": self.conn.dialect,
-            "devices": {state: int(n) for state, n in rows},
-            "mqtt": asdict(self.ingest.stats()),
-        }
+        return FleetStatus(__version__, round(time.monotonic() - self._started_mono_s, 1), self.conn.dialect,
+                           {state: int(n) for state, n in rows}, self.ingest.stats())
 
-    def devices(self, state: Optional[str] = None) -> List[Dict[str, Any]]:
+    def devices(self, state: Optional[str] = None) -> List[queries.DeviceSummary]:
         return queries.list_devices(self.conn, state)
 
-    def device(self, device_id: str) -> Optional[Dict[str, Any]]:
+    def device(self, device_id: str) -> Optional[queries.DeviceDetail]:
         return queries.get_device(self.conn, device_id)
 
     def events(self, query: EventQuery, device: Optional[str] = None) -> List[Dict[str, Any]]:

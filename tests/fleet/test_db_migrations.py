@@ -30,7 +30,7 @@ def test_a_later_migration_is_applied_on_top_of_existing_data(conn):
     migrate(conn)
     with conn.transaction():
         conn.execute("INSERT INTO devices (device_id, first_seen, last_seen) VALUES (?, ?, ?)", ("edge-1", 1.0, 2.0))
-    assert migrate(conn, MIGRATIONS + [EXTRA]) == LATEST + 1
+    assert migrate(conn, MIGRATIONS + (EXTRA,)) == LATEST + 1
     with conn.reading():
         assert conn.query("SELECT device_id, site FROM devices") == [("edge-1", None)]
 
@@ -39,14 +39,14 @@ def test_a_failing_migration_leaves_the_previous_version_intact(conn):
     migrate(conn)
     broken = (LATEST + 1, "broken", ("ALTER TABLE devices ADD COLUMN site TEXT", "THIS IS NOT SQL"))
     with pytest.raises(Exception):
-        migrate(conn, MIGRATIONS + [broken])
+        migrate(conn, MIGRATIONS + (broken,))
     assert schema_version(conn) == LATEST
     # The first statement was rolled back with the second, so the fixed migration applies cleanly.
-    assert migrate(conn, MIGRATIONS + [EXTRA]) == LATEST + 1
+    assert migrate(conn, MIGRATIONS + (EXTRA,)) == LATEST + 1
 
 
 def test_a_database_newer_than_the_code_is_refused(conn):
-    migrate(conn, MIGRATIONS + [EXTRA])
+    migrate(conn, MIGRATIONS + (EXTRA,))
     with pytest.raises(DatabaseError, match="newer than this edge-app knows"):
         migrate(conn)
 

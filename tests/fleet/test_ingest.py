@@ -18,8 +18,12 @@ def test_devices_cameras_stats_and_counts_reach_the_inventory(fleet_factory, sim
     a.publish("zones/driveway/car", {"count": 1, "ts": time.time()}, retain=True)
     a.publish("cameras/front/lines/gate", {"in": 3, "out": 1, "ts": time.time()}, retain=True)
 
-    devices = wait_for(lambda: (lambda d: d if len(d) == 2 and all(x["state"] == "online" for x in d) else None)(
-        fleet.get("/api/v1/devices").json()["devices"]), 10, "two devices online")
+    def settled(devices):
+        cameras = {c["id"]: c["state"] for d in devices for c in d["cameras"]}
+        return len(devices) == 2 and all(d["state"] == "online" for d in devices) and cameras.get("back") == "error"
+
+    devices = wait_for(lambda: (lambda d: d if settled(d) else None)(fleet.get("/api/v1/devices").json()["devices"]),
+                       10, "two devices online, one camera in error")
     assert [d["device_id"] for d in devices] == ["edge-a", "edge-b"]
     assert {c["id"]: c["state"] for c in devices[0]["cameras"]} == {"back": "error", "front": "streaming"}
     assert devices[1]["cameras"] == [{"id": "gate", "state": "streaming", "error": None}]
