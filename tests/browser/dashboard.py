@@ -134,10 +134,11 @@ class Dashboard:
         # The only errors allowed before the token is given are the 401 challenges themselves.
         before = [e for e in self.console.read() if e.level == "SEVERE" and not CHALLENGE.search(e.message)]
         assert not before, f"the login page logged errors:\n{describe(before)}"
+        from selenium.webdriver.common.keys import Keys
+
         field = self.find("#token-input")
         field.clear()
-        field.send_keys(token)
-        field.submit()
+        field.send_keys(token, Keys.ENTER)  # as a user submits the form
         self.shown("#main")
         self.wait(lambda _d: not self.find("#login").is_displayed(), "the login form to go away")
         return self

@@ -105,13 +105,16 @@ def test_the_live_view_overlays_the_cameras_zones_and_lines(dashboard, appliance
 
 
 def test_an_event_appears_with_its_thumbnail_and_opens_its_snapshot(dashboard, appliance):
+    # An event gets its snapshot a little after it starts, and the page shows a stand-in until
+    # then: the thumbnail wanted is the snapshot itself, a whole frame of the camera.
     def event_with_thumbnail(_driver):
         for item in dashboard.find_all("#events-list .event[data-event-id]"):
             thumbs = item.find_elements("css selector", "img.thumb")
-            if thumbs and dashboard.natural_size(thumbs[0])[0] > 0:
+            if thumbs and dashboard.natural_size(thumbs[0]) == FRAME_SIZE:
                 return item
         return None
-    item = dashboard.wait(event_with_thumbnail, "an event with a thumbnail in the events view", EVENT_TIMEOUT_S)
+    item = dashboard.wait(event_with_thumbnail, "an event with its snapshot as thumbnail in the events view",
+                          EVENT_TIMEOUT_S)
     event_id = item.get_attribute("data-event-id")
     stored = appliance.get(f"/api/v1/events/{event_id}")
     assert stored.status_code == 200, f"the page lists event {event_id}, the API says {stored.status_code}"
