@@ -21,7 +21,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.8",
     packages=find_packages(include=["edge_app", "edge_app.*"]),
-    package_data={"edge_app": ["api/static/*", "detect/coco80.txt"]},
+    package_data={"edge_app": ["api/static/*", "detect/coco80.txt", "fleet/static/*"]},
     install_requires=[
         "numpy>=1.21",
         "pydantic>=2.5,<3",
@@ -44,10 +44,12 @@ setup(
         "gstreamer": ["PyGObject>=3.42,<3.51"],
         "bench": ["ultralytics", "psutil>=5.9"],
         "dev": ["pytest>=7.4", "pytest-timeout>=2.2", "requests>=2.31", "psutil>=5.9", "onnx>=1.14", "motmetrics>=1.4", "av>=14",
-                "schemathesis>=4.0,<5", "selenium>=4.11"],
+                "schemathesis>=4.0,<5", "selenium>=4.11", "psycopg[binary]>=3.1"],
         # decoder: nvdec on dGPU hosts: NVDEC through PyNvVideoCodec, network streams demuxed by
         # PyAV, frame buffers through the CUDA layer (cuda-python)
         "nvdec": ["PyNvVideoCodec>=2.0", "av>=14", "cuda-python>=12"],
+        # The fleet service on PostgreSQL (SQLite needs nothing beyond the standard library).
+        "fleet": ["psycopg[binary]>=3.1"],
     },
     entry_points={"console_scripts": ["edge-app=edge_app.cli:main"]},
     classifiers=[

@@ -58,6 +58,9 @@ def _build_parser() -> argparse.ArgumentParser:
     selftest.add_argument("images", nargs="*", type=Path)
     selftest.add_argument("--decoder", choices=("ffmpeg", "gstreamer", "nvdec"), default=None,
                           help="decoder to check with a test clip (default: what decoder auto uses)")
+
+    fleet = sub.add_parser("fleet", help="run the fleet service (inventory, events, rollouts) until SIGINT/SIGTERM")
+    fleet.add_argument("-c", "--config", required=True, type=Path)
     return parser
 
 
@@ -182,12 +185,28 @@ def cmd_run(args) -> int:
     return finish_process(run_appliance(config, args.config, signals, SystemdNotifier.from_environment()))
 
 
-COMMANDS = {"run": cmd_run, "check-config": cmd_check_config, "detect": cmd_detect, "build-engine": cmd_build_engine, "selftest": cmd_selftest}
+def cmd_fleet(args) -> int:
+    from edge_app.fleet.config import load_fleet_config
+    from edge_app.fleet.run import run_fleet
+    from edge_app.shutdown import StopSignals, finish_process
+
+    signals = StopSignals()
+    signals.install()
+    try:
+        config = load_fleet_config(args.config)
+    except ConfigError as err:
+        _print_config_error(err)
+        return EXIT_USAGE
+    _setup_logging(config.logging.level)
+    return finish_process(run_fleet(config, signals))
+
+
+COMMANDS = {"fleet": cmd_fleet, "run": cmd_run, "check-config": cmd_check_config, "detect": cmd_detect, "build-engine": cmd_build_engine, "selftest": cmd_selftest}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _build_parser().parse_args(argv)
-    if args.command != "run":
+    if args.command not in ("run", "fleet"):
         _setup_logging("WARNING")
     try:
         return COMMANDS[args.command](args)

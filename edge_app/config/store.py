@@ -53,6 +53,10 @@ def _problems_from(err: ValidationError) -> List[Problem]:
     return problems
 
 
+#: For other configuration files (the fleet service's) that report problems the same way.
+problems_from = _problems_from
+
+
 def parse_config(data: Any, source: Optional[str] = None, *, strict_json: bool = False) -> AppConfig:
     """Validate a plain mapping; raise ConfigError listing every problem.
 

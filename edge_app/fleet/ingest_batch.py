@@ -1,0 +1,178 @@
+"""Turning a batch of heard messages into a few statements in one transaction.
+
+Most of what appliances send replaces what came before (status, camera state, stats, counts,
+the latest version of an event), so a batch keeps only the newest per key and writes each
+table with one ``executemany``: at a thousand appliances that is what keeps the database and
+the fleet's CPU out of the way. Reported configuration is the exception: every report is kept
+in order, because it settles rollouts.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from edge_app.fleet import messages as m
+from edge_app.fleet.db import Connection
+
+logger = logging.getLogger(__name__)
+
+CAMERA_STATES = frozenset({"connecting", "streaming", "reconnecting", "stopped", "error"})
+MAX_TEXT_CHARS = 1024
+
+
+@dataclass
+class BatchResult:
+    """What one batch did; the ingest adds these up for /metrics and the benchmark."""
+
+    messages: int = 0
+    events: int = 0
+    rejected: int = 0
+    reasons: List[str] = field(default_factory=list)
+
+
+def _number(value: Any) -> Optional[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _text(value: Any, limit: int = MAX_TEXT_CHARS) -> Optional[str]:
+    return value[:limit] if isinstance(value, str) else None
+
+
+def _decode(heard: m.Heard) -> Any:
+    return json.loads(heard.payload.decode("utf-8"), parse_constant=lambda name: None)
+
+
+@dataclass
+class _Plan:
+    """The newest of each kind per key, and every report in order."""
+
+    ensure: Dict[str, float] = field(default_factory=dict)
+    touch: Dict[str, float] = field(default_factory=dict)
+    status: Dict[str, Tuple] = field(default_factory=dict)
+    cameras: Dict[Tuple[str, str], Tuple] = field(default_factory=dict)
+    stats: Dict[str, Tuple] = field(default_factory=dict)
+    counts: Dict[Tuple[str, str], Tuple] = field(default_factory=dict)
+    events: Dict[Tuple[str, str], Tuple] = field(default_factory=dict)
+    desired: Dict[str, int] = field(default_factory=dict)
+    reported: List[Tuple] = field(default_factory=list)
+
+
+def _plan_one(plan: _Plan, heard: m.Heard, body: Any) -> None:
+    dev = heard.device_id
+    if heard.kind == m.STATUS:
+        state = body.get("state")
+        if state not in ("online", "offline"):
+            raise ValueError(f"status state {state!r} is neither online nor offline")
+        plan.status[dev] = (state, _text(body.get("version"), 64), _number(body.get("ts")), dev)
+    elif heard.kind == m.CAMERA_STATE:
+        state = body.get("state")
+        if state not in CAMERA_STATES:
+            raise ValueError(f"camera state {state!r} is unknown")
+        plan.cameras[(dev, heard.key)] = (dev, heard.key, state, _text(body.get("error")), _number(body.get("ts")))
+    elif heard.kind == m.STATS:
+        plan.stats[dev] = (json.dumps(body), heard.received_s, dev)
+    elif heard.kind == m.COUNT:
+        plan.counts[(dev, heard.key)] = (dev, heard.key, json.dumps(body), _number(body.get("ts")))
+    elif heard.kind == m.EVENT:
+        event = body.get("after")
+        if not isinstance(event, dict) or not isinstance(event.get("id"), str) or not 0 < len(event["id"]) <= 128:
+            raise ValueError("an event message needs an 'after' object with a string 'id'")
+        zones = event.get("entered_zones")
+        zones = [z for z in zones if isinstance(z, str)] if isinstance(zones, list) else []
+        stored = dict(event, device_id=dev)
+        plan.events[(dev, event["id"])] = (
+            dev, event["id"], _text(event.get("camera_id"), 64), _text(event.get("label"), 128),
+            _number(event.get("start_time")), _number(event.get("end_time")), json.dumps(zones),
+            json.dumps(stored), heard.received_s)
+    elif heard.kind == m.DESIRED:
+        version = body.get("version")
+        if isinstance(version, int) and not isinstance(version, bool) and version > 0:
+            plan.desired[dev] = max(version, plan.desired.get(dev, 0))
+    elif heard.kind == m.REPORTED:
+        version, status = body.get("version"), body.get("status")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise ValueError("a reported config needs an integer 'version'")
+        if status not in ("applied", "rejected"):
+            raise ValueError(f"reported status {status!r} is neither applied nor rejected")
+        errors = body.get("errors") if isinstance(body.get("errors"), list) else []
+        plan.reported.append((dev, version, status, json.dumps(errors[:100]), _number(body.get("ts")) or heard.received_s))
+
+
+def plan_batch(batch: Sequence[m.Heard], result: BatchResult) -> _Plan:
+    plan = _Plan()
+    for heard in batch:
+        result.messages += 1
+        try:
+            body = _decode(heard)
+            if not isinstance(body, dict):
+                raise ValueError("the payload is not a JSON object")
+            _plan_one(plan, heard, body)
+        except (ValueError, UnicodeDecodeError, RecursionError) as err:
+            result.rejected += 1
+            if len(result.reasons) < 5:
+                result.reasons.append(f"{heard.kind} from {heard.device_id}: {err}")
+            continue
+        plan.ensure.setdefault(heard.device_id, heard.received_s)
+        # A retained message says nothing about when the device was last heard from.
+        if not heard.retained:
+            plan.touch[heard.device_id] = max(heard.received_s, plan.touch.get(heard.device_id, 0.0))
+        if heard.kind == m.EVENT:
+            result.events += 1
+    return plan
+
+
+def write_plan(conn: Connection, plan: _Plan) -> None:
+    """All of a batch in one transaction."""
+    with conn.transaction():
+        conn.executemany(
+            "INSERT INTO devices (device_id, first_seen, last_seen) VALUES (?, ?, ?) ON CONFLICT (device_id) DO NOTHING",
+            [(dev, ts, ts) for dev, ts in plan.ensure.items()])
+        conn.executemany(
+            "UPDATE devices SET last_seen = CASE WHEN ? > last_seen THEN ? ELSE last_seen END WHERE device_id = ?",
+            [(ts, ts, dev) for dev, ts in plan.touch.items()])
+        conn.executemany(
+            "UPDATE devices SET state = ?, version = COALESCE(?, version), status_ts = ? WHERE device_id = ?",
+            plan.status.values())
+        conn.executemany(
+            "INSERT INTO cameras (device_id, camera_id, state, error, ts) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (device_id, camera_id) DO UPDATE SET state = excluded.state, error = excluded.error, ts = excluded.ts",
+            plan.cameras.values())
+        conn.executemany("UPDATE devices SET stats = ?, stats_ts = ? WHERE device_id = ?", plan.stats.values())
+        conn.executemany(
+            "INSERT INTO counts (device_id, topic, payload, ts) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (device_id, topic) DO UPDATE SET payload = excluded.payload, ts = excluded.ts",
+            plan.counts.values())
+        conn.executemany(
+            "INSERT INTO events (device_id, event_id, camera_id, label, start_time, end_time, entered_zones, body, received_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (device_id, event_id) DO UPDATE SET "
+            "camera_id = excluded.camera_id, label = excluded.label, start_time = excluded.start_time, "
+            "end_time = excluded.end_time, entered_zones = excluded.entered_zones, body = excluded.body, "
+            "received_at = excluded.received_at",
+            plan.events.values())
+        conn.executemany(
+            "UPDATE devices SET desired_version = CASE WHEN ? > desired_version THEN ? ELSE desired_version END WHERE device_id = ?",
+            [(v, v, dev) for dev, v in plan.desired.items()])
+        for dev, version, status, errors, ts in plan.reported:
+            _settle(conn, dev, version, status, errors, ts)
+
+
+def _settle(conn: Connection, dev: str, version: int, status: str, errors: str, ts: float) -> None:
+    """Record a report and settle the rollouts it answers.
+
+    The desired patch of version N carries every patch still pending below it (see
+    :mod:`edge_app.fleet.rollouts`), so a report of N settles them all with N's outcome. An
+    older or repeated report changes nothing, as on the appliance.
+    """
+    conn.execute(
+        "UPDATE devices SET reported_version = ?, reported_status = ?, reported_errors = ?, reported_ts = ? "
+        "WHERE device_id = ? AND reported_version <= ?",
+        (version, status, errors, ts, dev, version))
+    conn.execute(
+        "UPDATE rollout_devices SET status = ?, errors = ?, updated_at = ? "
+        "WHERE device_id = ? AND version <= ? AND status = 'pending'",
+        (status, errors, ts, dev, version))

@@ -1,0 +1,45 @@
+"""FLEET.yaml: the appliance's mqtt and api sections, one topic prefix, a database URL."""
+from __future__ import annotations
+
+import pytest
+
+from edge_app.config.store import ConfigError
+from edge_app.fleet.config import load_fleet_config, parse_fleet_config
+
+
+def test_the_example_configuration_is_valid(repo_root):
+    config = load_fleet_config(repo_root / "configs" / "fleet" / "fleet.yaml")
+    assert config.database.url == "sqlite:///fleet.db"
+    assert config.mqtt_client_id == "edge-app-fleet"
+
+
+def test_defaults():
+    config = parse_fleet_config({})
+    assert (config.topic_prefix, config.database.url, config.api.port) == ("edge_app", "sqlite:///fleet.db", 8080)
+    assert config.mqtt_client_id == "edge-app-fleet"
+
+
+@pytest.mark.parametrize("data, prefix", [
+    ({"topic_prefix": "site/a"}, "site/a"),
+    ({"mqtt": {"topic_prefix": "site_b"}}, "site_b"),
+    ({"mqtt": {"topic_prefix": "x"}, "topic_prefix": "x"}, "x"),
+])
+def test_one_topic_prefix_from_either_place(data, prefix):
+    assert parse_fleet_config(data).topic_prefix == prefix
+
+
+@pytest.mark.parametrize("data, loc, words", [
+    ({"mqtt": {"topic_prefix": "a"}, "topic_prefix": "b"}, "", "differ"),
+    ({"mqtt": {"enabled": False}}, "", "needs its broker"),
+    ({"topic_prefix": "a/+"}, "topic_prefix", "wildcards"),
+    ({"topic_prefix": "a//b"}, "topic_prefix", "empty levels"),
+    ({"database": {"url": "sqlite:///"}}, "database.url", "file name"),
+    ({"database": {"url": "mongodb://x"}}, "database.url", "sqlite:///"),
+    ({"database": {"path": "x"}}, "database.path", "unknown key"),
+    ({"api": {"host": "0.0.0.0", "token": "short"}}, "api.token", "16 characters"),
+])
+def test_problems_name_their_field(data, loc, words):
+    with pytest.raises(ConfigError) as caught:
+        parse_fleet_config(data)
+    problem = caught.value.problems[0]
+    assert problem.loc == loc and words in problem.msg

@@ -1,0 +1,129 @@
+"""Config rollouts through the REST API to simulated appliances on a real broker, both engines."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from edge_app.fleet.rollouts import compose_patches
+from tests.support.waiting import wait_for
+
+
+def _rollout(fleet, rollout_id: str) -> dict:
+    response = fleet.get(f"/api/v1/rollouts/{rollout_id}")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _settled(fleet, rollout_id: str):
+    body = _rollout(fleet, rollout_id)
+    return body if body["devices"]["pending"] == 0 else None
+
+
+def _online(fleet, n: int) -> None:
+    wait_for(lambda: len(fleet.get("/api/v1/devices?state=online").json()["devices"]) == n, 10, f"{n} devices online")
+
+
+def test_a_rollout_to_all_is_applied_except_where_rejected_with_the_error_shown(fleet_factory, sim_devices):
+    fleet = fleet_factory()
+    good = [sim_devices(fleet.prefix, f"edge-{i}") for i in range(3)]
+    picky = sim_devices(fleet.prefix, "edge-picky", reject_keys=["model"])
+    _online(fleet, 4)
+
+    response = fleet.patch("/api/v1/fleet/config", {"devices": "all", "patch": {"model": {"conf_threshold": 0.4}}})
+    assert response.status_code == 202, response.text
+    body = response.json()
+    assert body["versions"] == {"edge-0": 1, "edge-1": 1, "edge-2": 1, "edge-picky": 1}
+
+    result = wait_for(lambda: _settled(fleet, body["rollout_id"]), 10, "every device reported")
+    assert result["devices"] == {"pending": 0, "applied": 3, "rejected": 1}
+    by_device = {r["device_id"]: r for r in result["results"]}
+    assert by_device["edge-picky"]["status"] == "rejected"
+    assert by_device["edge-picky"]["errors"] == [{"loc": "model", "msg": "invalid value"}]
+    assert all(d.config == {"model": {"conf_threshold": 0.4}} for d in good)
+    assert picky.config == {}
+
+    devices = {d["device_id"]: d for d in fleet.get("/api/v1/devices").json()["devices"]}
+    assert devices["edge-0"]["config"] == {"desired_version": 1, "reported_version": 1, "status": "applied"}
+    assert devices["edge-picky"]["config"] == {"desired_version": 1, "reported_version": 1, "status": "rejected"}
+    assert fleet.device("edge-picky")["config"]["errors"] == [{"loc": "model", "msg": "invalid value"}]
+    listed = fleet.get("/api/v1/rollouts").json()["rollouts"]
+    assert [r["rollout_id"] for r in listed] == [body["rollout_id"]]
+    assert listed[0]["devices"] == {"pending": 0, "applied": 3, "rejected": 1}
+
+
+def test_a_device_away_during_two_rollouts_applies_both_when_it_returns(fleet_factory, sim_devices, mosquitto_broker,
+                                                                        mqtt_collector):
+    fleet = fleet_factory()
+    stay = sim_devices(fleet.prefix, "edge-stay")
+    away = sim_devices(fleet.prefix, "edge-away")
+    _online(fleet, 2)
+    away.stop()
+    wait_for(lambda: fleet.device("edge-away")["state"] == "offline", 5, "edge-away offline")
+
+    first = fleet.patch("/api/v1/fleet/config", {"devices": ["edge-stay", "edge-away"],
+                                                  "patch": {"mqtt": {"publish_empty": True}}}).json()
+    second = fleet.patch("/api/v1/devices/edge-away/config", {"logging": {"level": "DEBUG"}})
+    assert second.status_code == 202
+    assert second.json()["version"] == 2
+    wait_for(lambda: _rollout(fleet, first["rollout_id"])["devices"]["applied"] == 1, 5, "edge-stay applied")
+    assert _rollout(fleet, first["rollout_id"])["devices"] == {"pending": 1, "applied": 1, "rejected": 0}
+    assert stay.config == {"mqtt": {"publish_empty": True}}
+    # Both rollouts are on the broker before the device returns.
+    watcher = mqtt_collector(mosquitto_broker, f"{fleet.prefix}/edge-away/config/desired")
+    watcher.wait_for_message(match=lambda m: m.json()["version"] == 2, timeout_s=5)
+
+    back = sim_devices(fleet.prefix, "edge-away")  # the same device id starts again
+    wait_for(lambda: _settled(fleet, second.json()["rollout_id"]), 10, "the returning device reported")
+    assert back.config == {"mqtt": {"publish_empty": True}, "logging": {"level": "DEBUG"}}
+    assert [r["version"] for r in back.reports] == [2]  # only the newest retained version, carrying both
+    assert _rollout(fleet, first["rollout_id"])["devices"] == {"pending": 0, "applied": 2, "rejected": 0}
+    assert fleet.device("edge-away")["config"]["status"] == "applied"
+
+
+def test_versions_continue_above_what_the_device_reported_before(fleet_factory, sim_devices, mosquitto_broker,
+                                                                mqtt_collector):
+    fleet = fleet_factory()
+    device = sim_devices(fleet.prefix, "edge-a")
+    # What an appliance reported to an earlier fleet database (retained on the broker).
+    device.applied_version = 7
+    device.publish("config/reported", {"version": 7, "status": "applied", "errors": [], "ts": 1.0}, retain=True)
+    wait_for(lambda: fleet.device("edge-a").get("config", {}).get("reported_version") == 7, 10, "version 7 seen")
+    watcher = mqtt_collector(mosquitto_broker, f"{fleet.prefix}/edge-a/config/desired")
+    response = fleet.patch("/api/v1/devices/edge-a/config", {"api": {"max_body_bytes": 100000}})
+    assert response.json()["version"] == 8
+    message = watcher.wait_for_message(timeout_s=5)
+    assert json.loads(message.payload) == {"version": 8, "patch": {"api": {"max_body_bytes": 100000}}}
+    wait_for(lambda: device.config, 5, "applied")
+
+
+@pytest.mark.parametrize("path, body, status, word", [
+    ("/api/v1/devices/edge-nobody/config", {"a": 1}, 404, "unknown device"),
+    ("/api/v1/devices/edge-a/config", {}, 400, "empty"),
+    ("/api/v1/devices/edge-a/config", [1], 400, "JSON object"),
+    ("/api/v1/fleet/config", {"devices": ["edge-a", "edge-nobody"], "patch": {"a": 1}}, 400, "edge-nobody"),
+    ("/api/v1/fleet/config", {"devices": "some", "patch": {"a": 1}}, 400, "devices"),
+    ("/api/v1/fleet/config", {"devices": ["a/b"], "patch": {"a": 1}}, 400, "device id"),
+    ("/api/v1/fleet/config", {"devices": "all"}, 400, "patch"),
+    ("/api/v1/fleet/config", {"devices": "all", "patch": {"a": 1}, "extra": 1}, 400, "body"),
+])
+def test_bad_rollouts_answer_errors_and_change_nothing(fleet_factory, sim_devices, path, body, status, word):
+    fleet = fleet_factory()
+    sim_devices(fleet.prefix, "edge-a")
+    _online(fleet, 1)
+    response = fleet.patch(path, body)
+    assert response.status_code == status, response.text
+    assert word in response.json()["error"]
+    assert fleet.get("/api/v1/rollouts").json()["rollouts"] == []
+    assert fleet.device("edge-a")["config"]["desired_version"] == 0
+
+
+@pytest.mark.parametrize("first, second, combined", [
+    ({"a": 1}, {"b": 2}, {"a": 1, "b": 2}),
+    ({"a": {"x": 1}}, {"a": {"y": 2}}, {"a": {"x": 1, "y": 2}}),
+    ({"a": {"x": 1}}, {"a": {"x": None}}, {"a": {"x": None}}),
+    ({"a": [1, 2]}, {"a": [3]}, {"a": [3]}),
+    ({"a": 1}, {"a": {"z": 1}}, {"a": {"z": 1}}),
+])
+def test_composed_patches_do_what_both_do_in_order(first, second, combined):
+    assert compose_patches(first, second) == combined

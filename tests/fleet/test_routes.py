@@ -1,0 +1,59 @@
+"""The fleet's page, status and the API protections it shares with the appliance."""
+from __future__ import annotations
+
+import pytest
+import requests
+
+from tests.support.waiting import wait_for
+
+TOKEN = "fleet-token-0123456789abcdef"
+
+
+def test_the_fleet_page_and_its_files_come_from_the_service(fleet_factory):
+    fleet = fleet_factory()
+    page = fleet.get("/")
+    assert page.status_code == 200
+    assert "edge-app fleet" in page.text
+    assert "default-src 'self'" in page.headers["Content-Security-Policy"]
+    for asset, kind in (("static/fleet.js", "javascript"), ("static/fleet.css", "css")):
+        response = fleet.get("/" + asset)
+        assert response.status_code == 200 and kind in response.headers["Content-Type"]
+        assert asset in page.text
+    assert "http" not in page.text.replace("http-equiv", "")  # nothing from elsewhere
+
+
+def test_status_counts_devices_and_messages(fleet_factory, sim_devices):
+    fleet = fleet_factory()
+    sim_devices(fleet.prefix, "edge-a").stats()
+    sim_devices(fleet.prefix, "edge-b").stop()
+    status = wait_for(lambda: (lambda s: s if s["devices"] == {"offline": 1, "online": 1} else None)(
+        fleet.get("/api/v1/status").json()), 10, "one online, one offline")
+    assert status["database"] in ("sqlite", "postgresql")
+    assert status["mqtt"]["connected"] is True
+    assert status["mqtt"]["written"] >= 4 and status["mqtt"]["backlog"] == 0
+
+
+@pytest.mark.parametrize("method, path, headers, status", [
+    ("GET", "/api/v1/devices", {}, 401),
+    ("GET", "/api/v1/devices", {"Authorization": "Bearer wrong-token-0123456789"}, 401),
+    ("GET", "/api/v1/devices", {"Authorization": f"Bearer {TOKEN}"}, 200),
+    ("PATCH", "/api/v1/fleet/config", {}, 401),
+    ("GET", "/healthz", {}, 200),
+    ("GET", "/", {}, 200),
+    ("GET", "/api/v1/devices", {"Authorization": f"Bearer {TOKEN}", "Host": "evil.example"}, 400),
+    ("DELETE", "/api/v1/devices", {"Authorization": f"Bearer {TOKEN}"}, 405),
+    ("GET", "/api/v1/nothing", {"Authorization": f"Bearer {TOKEN}"}, 404),
+])
+def test_token_host_check_and_json_errors_as_on_the_appliance(fleet_factory, method, path, headers, status):
+    fleet = fleet_factory(api={"token": TOKEN})
+    response = requests.request(method, fleet.url + path, headers=headers, timeout=10)
+    assert response.status_code == status
+    if status >= 400:
+        assert "error" in response.json()
+
+
+def test_a_body_above_the_limit_is_refused_before_it_is_read(fleet_factory):
+    fleet = fleet_factory(api={"max_body_bytes": 1024})
+    response = fleet.patch("/api/v1/fleet/config", {"devices": "all", "patch": {"x": "y" * 4000}})
+    assert response.status_code == 413
+    assert "api.max_body_bytes" in response.json()["error"]
