@@ -18,14 +18,19 @@ CONTENT_SECURITY_POLICY = (
 )
 
 
-def dashboard_blueprint() -> Blueprint:
-    bp = Blueprint("dashboard", __name__, static_folder=str(STATIC_DIR), static_url_path="/static")
+def static_page_blueprint(name: str, static_dir: Path) -> Blueprint:
+    """``/`` serves ``static_dir/index.html`` and ``/static/`` the rest, under the page's CSP."""
+    bp = Blueprint(name, __name__, static_folder=str(static_dir), static_url_path="/static")
 
     @bp.get("/")
     def index() -> Response:
-        response = send_from_directory(STATIC_DIR, "index.html", max_age=0)
+        response = send_from_directory(static_dir, "index.html", max_age=0)
         response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
         response.headers["Cache-Control"] = "no-cache"
         return response
 
     return bp
+
+
+def dashboard_blueprint() -> Blueprint:
+    return static_page_blueprint("dashboard", STATIC_DIR)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from flask import Blueprint, Flask, Response, request, send_from_directory
+from flask import Blueprint, Flask, Response, request
 
 from edge_app.api.auth import install_auth
-from edge_app.api.dashboard import CONTENT_SECURITY_POLICY
+from edge_app.api.dashboard import static_page_blueprint
 from edge_app.api.errors import error_response, register_error_handlers
 from edge_app.api.health import health_blueprint
 from edge_app.api.hosts import install_host_check
@@ -25,16 +25,7 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 
 
 def fleet_page_blueprint() -> Blueprint:
-    bp = Blueprint("fleet_page", __name__, static_folder=str(STATIC_DIR), static_url_path="/static")
-
-    @bp.get("/")
-    def index() -> Response:
-        response = send_from_directory(STATIC_DIR, "index.html", max_age=0)
-        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
-        response.headers["Cache-Control"] = "no-cache"
-        return response
-
-    return bp
+    return static_page_blueprint("fleet_page", STATIC_DIR)
 
 
 def create_fleet_app(service: FleetService) -> Flask:
