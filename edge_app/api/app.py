@@ -49,6 +49,19 @@ def _live_limit_request_class(get_config: Callable[[], AppConfig]) -> Type[Reque
     return LiveLimitRequest
 
 
+def install_common_headers(app: Flask) -> None:
+    """Headers every answer of an edge-app server carries (the appliance's and the fleet's)."""
+
+    @app.after_request
+    def _common_headers(response: Response) -> Response:
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        # Status, config and detections change all the time; a cached copy is a wrong answer.
+        if request.path.startswith("/api/v1/"):
+            response.headers.setdefault("Cache-Control", "no-store")
+        logger.debug("%s %s -> %s", request.method, request.path, response.status_code)
+        return response
+
+
 def create_app(
     service: ApplianceService,
     config_getter: Optional[Callable[[], AppConfig]] = None,
@@ -90,13 +103,6 @@ def create_app(
     app.register_blueprint(openapi_blueprint())
     app.register_blueprint(dashboard_blueprint())
 
-    @app.after_request
-    def _common_headers(response: Response) -> Response:
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        # Status, config and detections change all the time; a cached copy is a wrong answer.
-        if request.path.startswith("/api/v1/"):
-            response.headers.setdefault("Cache-Control", "no-store")
-        logger.debug("%s %s -> %s", request.method, request.path, response.status_code)
-        return response
+    install_common_headers(app)
 
     return app

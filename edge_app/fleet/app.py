@@ -8,8 +8,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from flask import Blueprint, Flask, Response, request
+from flask import Blueprint, Flask, Response
 
+from edge_app.api.app import install_common_headers
 from edge_app.api.auth import install_auth
 from edge_app.api.dashboard import static_page_blueprint
 from edge_app.api.errors import error_response, register_error_handlers
@@ -45,11 +46,6 @@ def create_fleet_app(service: FleetService) -> Flask:
     app.register_blueprint(fleet_blueprint(service))
     app.register_blueprint(fleet_page_blueprint())
 
-    @app.after_request
-    def _common_headers(response: Response) -> Response:
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        if request.path.startswith("/api/v1/"):
-            response.headers.setdefault("Cache-Control", "no-store")
-        return response
+    install_common_headers(app)
 
     return app

@@ -12,15 +12,11 @@ from typing import Any, Callable, Dict, Optional
 import requests
 import yaml
 
+from tests.support.waiting import wait_for
+
 
 def wait_until(condition: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval_s)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+    return wait_for(condition, timeout_s, what, interval_s)
 
 
 class ApplianceProcess:
