@@ -57,3 +57,20 @@ def test_a_body_above_the_limit_is_refused_before_it_is_read(fleet_factory):
     response = fleet.patch("/api/v1/fleet/config", {"devices": "all", "patch": {"x": "y" * 4000}})
     assert response.status_code == 413
     assert "api.max_body_bytes" in response.json()["error"]
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/api/v1/devices/a+b/config", {"model": {"conf_threshold": 0.3}}),       # MQTT wildcard
+    ("/api/v1/devices/%23/config", {"model": {"conf_threshold": 0.3}}),       # "#": every topic
+    ("/api/v1/devices/" + "d" * 65 + "/config", {"model": {"conf_threshold": 0.3}}),
+    ("/api/v1/fleet/config", {"devices": ["#"], "patch": {"model": {"conf_threshold": 0.3}}}),
+    ("/api/v1/fleet/config", {"devices": ["edge-a/config"], "patch": {"model": {"conf_threshold": 0.3}}}),
+    ("/api/v1/fleet/config", {"devices": "everyone", "patch": {"model": {"conf_threshold": 0.3}}}),
+])
+def test_a_device_id_that_would_leave_its_topic_is_refused_and_nothing_rolls_out(fleet_factory, path, body):
+    """A hostile client must not be able to aim a desired configuration at a wildcard or at
+    another device's topics by way of the device id."""
+    fleet = fleet_factory()
+    response = fleet.patch(path, body)
+    assert response.status_code in (400, 404) and "error" in response.json()
+    assert fleet.get("/api/v1/rollouts").json()["rollouts"] == []
