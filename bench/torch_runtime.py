@@ -242,23 +242,10 @@ class TorchEngineRuntime:
 
     def run(self, count: int, host_input: Optional[np.ndarray] = None, input_slot: int = 0) -> List[np.ndarray]:
         """Run ``count`` images; returns host views valid for ``ROTATION`` further runs."""
-        if not 1 <= count <= self.max_batch:
-            raise ValueError(f"batch of {count} outside 1..{self.max_batch}")
         torch = self._torch
         run_batch = count if self.dynamic_batch else self.max_batch
-        slot = self._slots[input_slot % ROTATION]
         with torch.no_grad(), torch.cuda.stream(self._stream):
-            if host_input is not None:
-                staging = self._staging[:count]
-                staging.numpy()[...] = host_input
-                slot[:count].copy_(staging, non_blocking=True)
-            graph = self._graphs.get(run_batch)
-            if graph is not None:
-                self._static_input[:run_batch].copy_(slot[:run_batch], non_blocking=True)
-                graph.replay()
-                device_outputs = self._graph_outputs[run_batch]
-            else:
-                device_outputs = self._forward(slot[:run_batch])
+            device_outputs = self._enqueue(count, host_input, input_slot)
             out_set = self._next_output
             self._next_output = (out_set + 1) % ROTATION
             results = []
@@ -267,6 +254,31 @@ class TorchEngineRuntime:
                 results.append(host_np[:count])
         self._stream.synchronize()
         return results
+
+    def run_on_device(self, count: int, host_input: Optional[np.ndarray] = None, input_slot: int = 0) -> List[int]:
+        """As ``run``, the outputs left on the device: their addresses, valid until the next run."""
+        torch = self._torch
+        with torch.no_grad(), torch.cuda.stream(self._stream):
+            device_outputs = self._enqueue(count, host_input, input_slot)
+        self._stream.synchronize()
+        return [int(out.data_ptr()) for out in device_outputs]
+
+    def _enqueue(self, count: int, host_input: Optional[np.ndarray], input_slot: int) -> List[Any]:
+        """Queue the input and the model on the stream (inside its context); the device outputs."""
+        if not 1 <= count <= self.max_batch:
+            raise ValueError(f"batch of {count} outside 1..{self.max_batch}")
+        run_batch = count if self.dynamic_batch else self.max_batch
+        slot = self._slots[input_slot % ROTATION]
+        if host_input is not None:
+            staging = self._staging[:count]
+            staging.numpy()[...] = host_input
+            slot[:count].copy_(staging, non_blocking=True)
+        graph = self._graphs.get(run_batch)
+        if graph is None:
+            return [out.contiguous() for out in self._forward(slot[:run_batch])]
+        self._static_input[:run_batch].copy_(slot[:run_batch], non_blocking=True)
+        graph.replay()
+        return self._graph_outputs[run_batch]
 
     def describe(self) -> dict:
         return {

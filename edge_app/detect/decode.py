@@ -342,10 +342,15 @@ class YoloDecoder:
             keep = batched_nms(xyxy, scores, class_ids, tuning.iou_threshold, self.max_det)
         else:
             keep = np.argsort(-scores, kind="stable")[:self.max_det]
-        boxes = boxes_to_source(xyxy[keep], meta)
+        return self.to_detections(xyxy[keep], scores[keep], class_ids[keep], meta)
+
+    def to_detections(self, xyxy: np.ndarray, scores: np.ndarray, class_ids: np.ndarray,
+                      meta: LetterboxMeta) -> Detections:
+        """Kept boxes in model pixels (after NMS, here or on the GPU) as one frame's Detections."""
+        boxes = boxes_to_source(xyxy, meta)
         # A box lying wholly in the padding clips to zero size; it describes nothing in the frame.
         visible = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
-        return Detections(boxes[visible], scores[keep][visible], class_ids[keep][visible], self.labels)
+        return Detections(boxes[visible], scores[visible], class_ids[visible], self.labels)
 
 
 def decode_outputs(

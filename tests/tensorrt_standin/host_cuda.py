@@ -3,8 +3,9 @@
 Its "device" buffers are ordinary host memory, its copies are memmoves and its streams are
 synchronous, so the TensorRT stand-in can read and write the memory behind every address.
 By default it has no NVRTC, so the backend letterboxes on the CPU with it; with
-``emulate_kernels=True`` it "compiles" the letterbox kernels (BGR and NV12) into their numpy
-emulation (``kernel_emulation``, with ``nv12_to_bgr_reference`` in front for NV12), so the backend's GPU-preprocessing path runs without a GPU. It counts
+``emulate_kernels=True`` it "compiles" the letterbox kernels (BGR and NV12) and the YOLO decoding
+kernels into their numpy emulation (``kernel_emulation``, with ``nv12_to_bgr_reference`` in front
+for NV12), so the backend's GPU preprocessing and decoding paths run without a GPU. It counts
 allocations, so tests can check that running frames allocates nothing.
 """
 from __future__ import annotations
@@ -18,10 +19,12 @@ import numpy as np
 from edge_app.cuda.base import (CudaDevice, CudaError, DeviceBuffer, Kernel, KernelArg, Shape, Stream,
                                 check_contiguous, shape_tuple)
 from edge_app.cuda.kernels.letterbox import KERNEL_F16, KERNEL_F32, KERNEL_NV12_F16, KERNEL_NV12_F32
+from edge_app.cuda.kernels.yolo_nms import KERNEL_CANDIDATES_F16, KERNEL_CANDIDATES_F32, KERNEL_NMS, ROW_VALUES
 from edge_app.gpu_image import nv12_to_bgr_reference
-from tests.tensorrt_standin.kernel_emulation import emulate_letterbox
+from tests.tensorrt_standin.kernel_emulation import emulate_letterbox, emulate_yolo_candidates, emulate_yolo_nms
 
-_KERNELS = {KERNEL_F32: np.float32, KERNEL_F16: np.float16, KERNEL_NV12_F32: np.float32, KERNEL_NV12_F16: np.float16}
+_KERNELS = {KERNEL_F32: np.float32, KERNEL_F16: np.float16, KERNEL_NV12_F32: np.float32, KERNEL_NV12_F16: np.float16,
+            KERNEL_CANDIDATES_F32: np.float32, KERNEL_CANDIDATES_F16: np.float16, KERNEL_NMS: None}
 
 
 class _HostBuffer(DeviceBuffer):
@@ -126,8 +129,13 @@ class HostMemoryCudaDevice(CudaDevice):
         return np.frombuffer(raw, dtype=np.uint8).reshape(rows, pitch)[:, :width_bytes]
 
     def launch(self, kernel: Kernel, grid, block, args: Sequence[KernelArg], stream: Stream) -> None:
-        """Run the numpy emulation of the letterbox kernel on the host memory behind the pointers."""
+        """Run the numpy emulation of the kernel on the host memory behind the pointers."""
         values = [a.value for a in args]
+        self.launches += 1
+        if kernel.name in (KERNEL_CANDIDATES_F32, KERNEL_CANDIDATES_F16):
+            return self._candidates(kernel.handle, grid[1], *values)
+        if kernel.name == KERNEL_NMS:
+            return self._nms(grid[0], *values)
         if kernel.name in (KERNEL_NV12_F32, KERNEL_NV12_F16):
             (luma, luma_pitch, chroma, chroma_pitch, src_w, src_h), rest = values[:6], values[6:]
             nv12 = np.concatenate([self._rows(luma, luma_pitch, src_h, src_w),
@@ -140,7 +148,36 @@ class HostMemoryCudaDevice(CudaDevice):
         planes = emulate_letterbox(image, (dst_h, dst_w), (new_w, new_h), (left, top), pad).astype(kernel.handle)
         self._owned(dst, planes.nbytes)
         ctypes.memmove(dst, planes.ctypes.data, planes.nbytes)
-        self.launches += 1
+
+    def _array(self, ptr: int, count: int, dtype) -> np.ndarray:
+        nbytes = count * np.dtype(dtype).itemsize
+        self._owned(ptr, nbytes)
+        return np.frombuffer((ctypes.c_uint8 * nbytes).from_address(ptr), dtype=dtype)
+
+    def _candidates(self, dtype, images, pred, anchors, classes, conf, keep_class, rows, anchor_of, counts, cap) -> None:
+        preds = self._array(pred, images * (4 + classes) * anchors, dtype).reshape(images, 4 + classes, anchors)
+        mask = self._array(keep_class, classes, np.uint8).astype(bool) if keep_class else None
+        rows_out = self._array(rows, images * cap * ROW_VALUES, np.float32).reshape(images, cap, ROW_VALUES)
+        anchors_out = self._array(anchor_of, images * cap, np.int32).reshape(images, cap)
+        counts_out = self._array(counts, images, np.int32)
+        for image in range(images):
+            found, which, count = emulate_yolo_candidates(preds[image], conf, mask, cap)
+            rows_out[image, :len(found)], anchors_out[image, :len(which)] = found, which
+            counts_out[image] += count
+
+    def _nms(self, images, rows, anchor_of, counts, cap, iou_threshold, max_det, kept_rows, kept) -> None:
+        rows_in = self._array(rows, images * cap * ROW_VALUES, np.float32).reshape(images, cap, ROW_VALUES)
+        anchors_in = self._array(anchor_of, images * cap, np.int32).reshape(images, cap)
+        counts_in = self._array(counts, images, np.int32)
+        out = self._array(kept_rows, images * max_det * ROW_VALUES, np.float32).reshape(images, max_det, ROW_VALUES)
+        kept_out = self._array(kept, images, np.int32)
+        for image in range(images):
+            n = int(counts_in[image])
+            result = emulate_yolo_nms(rows_in[image, :min(n, cap)], anchors_in[image, :min(n, cap)], n, cap,
+                                      iou_threshold, max_det)
+            kept_out[image] = -1 if result is None else len(result)
+            if result is not None:
+                out[image, :len(result)] = result
 
     def close(self) -> None:
         self.closed = True

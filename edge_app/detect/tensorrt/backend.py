@@ -3,20 +3,23 @@
 The three stages may run on three threads (the pipeline's layout): ``preprocess`` letterboxes
 on the GPU into one of the engine's rotating input slots (or on the CPU when NVRTC is missing),
 ``infer`` runs the engine on its stream, ``postprocess`` decodes with the same YoloDecoder as
-ONNX Runtime, EfficientNMS engines included.
+ONNX Runtime, EfficientNMS engines included. YOLOv8/v11 outputs are filtered and NMS'd on the GPU
+right after the engine (``decode_gpu``), so only the kept boxes come back to the host.
 """
 from __future__ import annotations
 
 import logging
 import threading
 from pathlib import Path
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Union
 
 import numpy as np
 
 from edge_app.cuda import CudaDevice, CudaError, open_device
 from edge_app.detect.base import Detector, DetectorError, PreparedBatch
-from edge_app.detect.decode import LayoutError, YoloDecoder, detect_layout
+from edge_app.detect.decode import LayoutError, OutputLayout, YoloDecoder, detect_layout
+from edge_app.detect.decode_gpu import GpuDecoded, GpuYoloDecoder, detections_from
+from edge_app.detections import Detections
 from edge_app.detect.labels import resolve_labels
 from edge_app.detect.letterbox import Letterboxer
 from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
@@ -33,7 +36,8 @@ class TensorRTDetector(Detector):
 
     ``device`` injects a CUDA layer (default: ``edge_app.cuda.open_device()``); ``progress``
     receives engine build reports; ``gpu_preprocess`` forces the GPU (True) or CPU (False)
-    letterbox, default GPU when NVRTC is available; setting ``cancel`` stops an engine build.
+    letterbox, default GPU when NVRTC is available; ``gpu_decode`` likewise for decoding and NMS
+    on the GPU (YOLOv8/v11 outputs only); setting ``cancel`` stops an engine build.
     """
 
     runs_on_host_cpu = False
@@ -42,7 +46,7 @@ class TensorRTDetector(Detector):
 
     def __init__(self, model: Any, *, device: Optional[CudaDevice] = None, progress: Optional[ProgressCallback] = None,
                  gpu_preprocess: Optional[bool] = None, force_build: bool = False,
-                 cancel: Optional[threading.Event] = None) -> None:
+                 cancel: Optional[threading.Event] = None, gpu_decode: Optional[bool] = None) -> None:
         trt = self._import_runtime()
         if is_standin(trt):
             log.warning("the tensorrt module in use is the test stand-in, not TensorRT")
@@ -61,15 +65,16 @@ class TensorRTDetector(Detector):
             self.labels, labels_source = resolve_labels(model.labels, metadata)
             self.decoder = self._make_decoder(model, metadata, labels_source)
             self._gpu = self._gpu_letterbox(gpu_preprocess)
+            self._gpu_decoder = self._gpu_decoding(gpu_decode)
         except BaseException:
             self.close()
             raise
         self._letterbox = None if self._gpu is not None else Letterboxer(self.input_hw, self.max_batch, ROTATION)
         self.max_batches_in_flight = ROTATION
         self._next_slot = 0
-        log.info("loaded %s with TensorRT (%s engine %s): input %dx%d, max_batch %d, %s preprocessing on %s",
+        log.info("loaded %s with TensorRT (%s engine %s): input %dx%d, max_batch %d, %s preprocessing, %s decoding on %s",
                  self.model_path, self.engine.source, self.engine.path.name, self.input_hw[1], self.input_hw[0],
-                 self.max_batch, "GPU" if self._gpu else "CPU", self._device.name)
+                 self.max_batch, self.preprocessing.upper(), self.postprocessing.upper(), self._device.name)
 
     # -- loading ------------------------------------------------------------------------------
     @staticmethod
@@ -143,6 +148,26 @@ class TensorRTDetector(Detector):
         log.info("letterboxing on the CPU: %s", reason)
         return None
 
+    def _gpu_decoding(self, wanted: Optional[bool]) -> Optional[GpuYoloDecoder]:
+        if wanted is False:
+            return None
+        layout = self.decoder.layout
+        outputs = self._runtime.outputs
+        if layout.layout is not OutputLayout.YOLO_CHANNELS_FIRST:
+            reason = f"{layout.layout.value} outputs are decoded on the host"
+        elif not self._device.has_nvrtc:
+            reason = "NVRTC was not found"
+        else:
+            try:
+                return GpuYoloDecoder(self._device, self.max_batch, outputs[layout.outputs[0]].max_shape,
+                                      outputs[layout.outputs[0]].dtype, layout.num_classes, self.decoder.max_det, ROTATION)
+            except (CudaError, ValueError) as err:
+                reason = str(err)
+        if wanted:
+            raise DetectorError(f"GPU decoding was requested but is unavailable: {reason}")
+        log.info("decoding on the CPU: %s", reason)
+        return None
+
     # -- the three stages ---------------------------------------------------------------------
     def preprocess(self, frames: Sequence[np.ndarray]) -> PreparedBatch:
         if self._gpu is None:
@@ -155,17 +180,30 @@ class TensorRTDetector(Detector):
         metas = self._gpu(frames, self._runtime.input_slot_ptr(slot))
         return PreparedBatch(tensor=None, metas=metas, device_slot=slot)
 
-    def infer(self, batch: PreparedBatch) -> List[np.ndarray]:
+    def infer(self, batch: PreparedBatch) -> Union[List[np.ndarray], GpuDecoded]:
+        """The raw outputs; or, when decoding on the GPU, the kept boxes of each image."""
         if self._runtime is None:
             raise DetectorError(f"model {self.model_path} was closed")
-        if batch.device_slot is not None:
-            return self._runtime.run(batch.size, None, batch.device_slot)
-        return self._runtime.run(batch.size, np.asarray(batch.tensor))
+        host_input = None if batch.device_slot is not None else np.asarray(batch.tensor)
+        slot = batch.device_slot or 0
+        if self._gpu_decoder is None:
+            return self._runtime.run(batch.size, host_input, slot)
+        output_ptrs = self._runtime.run_on_device(batch.size, host_input, slot)
+        return self._gpu_decoder.run(output_ptrs[self.decoder.layout.outputs[0]], batch.size, self.decoder.tuning)
+
+    def postprocess(self, outputs: Union[List[np.ndarray], GpuDecoded], batch: PreparedBatch) -> List[Detections]:
+        if isinstance(outputs, GpuDecoded):
+            return detections_from(outputs, batch.metas, self.decoder)
+        return super().postprocess(outputs, batch)
 
     # -- reporting and teardown ---------------------------------------------------------------
     @property
     def preprocessing(self) -> str:
         return "gpu" if self._gpu is not None else "cpu"
+
+    @property
+    def postprocessing(self) -> str:
+        return "gpu" if self._gpu_decoder is not None else "cpu"
 
     def describe(self) -> dict:
         info = super().describe()
@@ -176,6 +214,7 @@ class TensorRTDetector(Detector):
             engine=str(self.engine.path),
             engine_source=self.engine.source,
             preprocessing=self.preprocessing,
+            postprocessing=self.postprocessing,
             cuda=self._device.describe(),
         )
         return info

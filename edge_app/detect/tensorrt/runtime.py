@@ -153,6 +153,26 @@ class EngineRuntime:
         ``host_input`` (count x 3 x H x W) is copied in through the pinned buffer; without it the
         images must already be in device input slot ``input_slot``.
         """
+        run_batch = self._enqueue(count, host_input, input_slot)
+        out_set = self._next_output
+        self._next_output = (self._next_output + 1) % ROTATION
+        results = []
+        for spec in self.outputs:
+            view = spec.host[out_set][:run_batch] if self.dynamic_batch else spec.host[out_set]
+            self._device.memcpy_dtoh_async(view, spec.device[0].ptr, self._stream)
+            results.append(view[:count])
+        self._stream.synchronize()
+        return results
+
+    def run_on_device(self, count: int, host_input: Optional[np.ndarray] = None, input_slot: int = 0) -> List[int]:
+        """As ``run``, but the outputs stay on the device: their addresses, complete on return and
+        valid until the next run (GPU decoding reads them there)."""
+        self._enqueue(count, host_input, input_slot)
+        self._stream.synchronize()
+        return [spec.device[0].ptr for spec in self.outputs]
+
+    def _enqueue(self, count: int, host_input: Optional[np.ndarray], input_slot: int) -> int:
+        """Queue the input copy and the engine on the stream; returns the batch the engine runs."""
         if not 1 <= count <= self.max_batch:
             raise ValueError(f"batch of {count} outside 1..{self.max_batch}")
         device = self._device
@@ -170,15 +190,7 @@ class EngineRuntime:
             device.memcpy_htod_async(self.input.device[slot].ptr, staging, self._stream)
         if not self._context.execute_async_v3(self._stream.handle):
             raise DetectorError(f"TensorRT failed to run {self.label}; see the TensorRT error logged above")
-        out_set = self._next_output
-        self._next_output = (self._next_output + 1) % ROTATION
-        results = []
-        for spec in self.outputs:
-            view = spec.host[out_set][:run_batch] if self.dynamic_batch else spec.host[out_set]
-            device.memcpy_dtoh_async(view, spec.device[0].ptr, self._stream)
-            results.append(view[:count])
-        self._stream.synchronize()
-        return results
+        return run_batch
 
     def describe(self) -> dict:
         return {
