@@ -202,7 +202,7 @@ def _jsonable(value: Any) -> Any:
     # message, so a non-finite figure becomes null instead.
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
+    if isinstance(value, dict) or isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
@@ -212,5 +212,16 @@ def _jsonable(value: Any) -> Any:
 
 
 def encode(payload: Mapping[str, Any]) -> bytes:
-    """Compact UTF-8 JSON, the wire form of every payload."""
+    """Compact UTF-8 JSON, the wire form of every payload.
+
+    Payloads of plain finite numbers, strings, lists and dicts with string keys (every frame's
+    detections) are dumped as they are; anything else (NaN, numpy values, other keys) is
+    converted by ``_jsonable`` first. Walking each frame's payload in Python cost more CPU than
+    the rest of publishing it.
+    """
+    if isinstance(payload, dict) and all(type(key) is str for key in payload):
+        try:
+            return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError):  # a value JSON cannot take as it is: converted below
+            pass
     return json.dumps(_jsonable(payload), separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")

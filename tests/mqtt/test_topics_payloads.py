@@ -108,6 +108,22 @@ def test_encode_is_compact_utf8_json_without_nan():
     assert not math.isnan(json.loads(raw)["b"][0])
 
 
+@pytest.mark.parametrize("payload, expected", [
+    ({"a": 1, "b": [1.5, "x", None, True]}, {"a": 1, "b": [1.5, "x", None, True]}),
+    ({"nested": {"p99": float("inf")}}, {"nested": {"p99": None}}),
+    ({"deep": [{"v": [float("-inf"), 2.0]}]}, {"deep": [{"v": [None, 2.0]}]}),
+    ({"xyxy": (1.0, 2.0)}, {"xyxy": [1.0, 2.0]}),
+    ({"n": np.float32(0.25)}, {"n": 0.25}),
+    ({"cams": {"c1": {"fps": np.float64("nan")}}}, {"cams": {"c1": {"fps": None}}}),
+    ({7: "int key"}, {"7": "int key"}),
+])
+def test_encode_gives_the_same_json_whichever_path_it_takes(payload, expected):
+    """Plain payloads are dumped directly, others converted first: both give strict JSON."""
+    raw = encode(payload)
+    assert json.loads(raw) == expected
+    assert b"NaN" not in raw and b"Infinity" not in raw
+
+
 def test_disabled_publisher_is_a_no_op_with_stats():
     pub = MqttPublisher(MQTTConfig(enabled=False), "d", "v")
     pub.start()
