@@ -7,7 +7,10 @@ in a common window after a warm-up. Three depths, each a superset of the one bef
 
 - ``demux``: PyNvVideoCodec's demuxer only;
 - ``decode``: demux and ``Decode``, the decoder's surfaces dropped at once;
-- ``decode_copy``: the product's ``NvdecSource.read`` (each picture copied into a frame pool).
+- ``decode_copy``: ``NvdecSource.read`` in the worker (each picture copied into a frame pool);
+- ``decode_process``: what a camera uses, ``DecodeProcessOpener``: the decoding in a child
+  process per worker, each picture handed over in CUDA IPC memory and copied into this process's
+  pool (run it as threads: the children are the processes).
 
 Workers run as threads of one process (as the appliance's cameras do) and as separate
 processes. In the thread runs a probe thread counts how often it gets the interpreter lock: its
@@ -25,9 +28,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
-DEPTHS = ("demux", "decode", "decode_copy")
+DEPTHS = ("demux", "decode", "decode_copy", "decode_process")
 
 
 def _cpu_s() -> float:
@@ -43,6 +46,14 @@ class _Reader:
         self._open()
 
     def _open(self) -> None:
+        if self._depth == "decode_process":
+            from edge_app.capture.decode_process import DecodeProcessOpener
+            from edge_app.config.schema import CaptureConfig
+            from edge_app.config.sources import parse_source
+
+            self._opener = getattr(self, "_opener", None) or DecodeProcessOpener()
+            self._source = self._opener(parse_source(self._clip), CaptureConfig())
+            return
         if self._depth == "decode_copy":
             from edge_app.capture.nvdec_source import open_nvdec
             from edge_app.config.sources import parse_source
@@ -59,7 +70,7 @@ class _Reader:
 
     def frames(self) -> int:
         """Frames got by one step (0 at the end of the clip, which reopens it)."""
-        if self._depth == "decode_copy":
+        if self._depth in ("decode_copy", "decode_process"):
             if self._source.read() is None:
                 self._source.release()
                 self._open()
@@ -72,22 +83,58 @@ class _Reader:
             return 1
         return len(list(self._decoder.Decode(packet)))
 
+    def close(self) -> None:
+        if self._depth in ("decode_copy", "decode_process"):
+            self._source.release()
+        if self._depth == "decode_process":
+            self._opener.close()
 
-def _work(clip: str, depth: str, start_s: float, end_s: float, out: Dict[str, float]) -> None:
+
+class _Window:
+    """The counting window, fixed once every worker has opened its source (opening a decoder
+    process takes seconds; it must not eat into the window)."""
+
+    def __init__(self, workers: int, warmup_s: float, window_s: float) -> None:
+        self._barrier = threading.Barrier(workers, action=self._fix)
+        self._warmup_s, self._window_s = warmup_s, window_s
+        self.start_s = self.end_s = 0.0
+
+    def _fix(self) -> None:
+        self.start_s = time.time() + self._warmup_s
+        self.end_s = self.start_s + self._window_s
+
+    def wait(self) -> Tuple[float, float]:
+        self._barrier.wait()
+        return self.start_s, self.end_s
+
+
+def _work(clip: str, depth: str, window: "_Window", out: Dict[str, float]) -> None:
     reader = _Reader(clip, depth)
-    frames = 0
-    while time.time() < start_s:
-        reader.frames()
-    cpu_start_s = _cpu_s()
-    while time.time() < end_s:
-        frames += reader.frames()
-    out.update(frames=frames, cpu_s=_cpu_s() - cpu_start_s)
+    start_s, end_s = window.wait()
+    try:
+        frames = 0
+        while time.time() < start_s:
+            reader.frames()
+        cpu_start_s = _cpu_s()
+        while time.time() < end_s:
+            frames += reader.frames()
+        out.update(frames=frames, cpu_s=_cpu_s() - cpu_start_s)
+    finally:
+        reader.close()
+
+
+class _FixedWindow:
+    def __init__(self, start_s: float, end_s: float) -> None:
+        self.start_s, self.end_s = start_s, end_s
+
+    def wait(self) -> Tuple[float, float]:
+        return self.start_s, self.end_s
 
 
 def _process_worker(clip: str, depth: str, start_s: float, end_s: float, results: "multiprocessing.Queue") -> None:
     out: Dict[str, float] = {}
     try:
-        _work(clip, depth, start_s, end_s, out)
+        _work(clip, depth, _FixedWindow(start_s, end_s), out)
     except Exception as err:  # reported with the row
         out["error"] = f"{type(err).__name__}: {err}"
     results.put(out)
@@ -110,13 +157,12 @@ def probe_alone(seconds: float) -> float:
 
 
 def run_threads(clip: str, depth: str, workers: int, warmup_s: float, window_s: float, probe_rate: float) -> dict:
-    start_s = time.time() + warmup_s + 1.0  # opening is part of the warm-up
-    end_s = start_s + window_s
+    window = _Window(workers + 1, warmup_s, window_s)
     outs: List[Dict[str, float]] = [{} for _ in range(workers)]
     probe: Dict[str, float] = {}
-    threads = [threading.Thread(target=_work, args=(clip, depth, start_s, end_s, outs[i]), name=f"capture:cam{i}")
+    threads = [threading.Thread(target=_work, args=(clip, depth, window, outs[i]), name=f"capture:cam{i}")
                for i in range(workers)]
-    threads.append(threading.Thread(target=_probe, args=(start_s, end_s, probe), name="probe"))
+    threads.append(threading.Thread(target=lambda: _probe(*window.wait(), probe), name="probe"))
     cpu_start_s = _cpu_s()
     for thread in threads:
         thread.start()

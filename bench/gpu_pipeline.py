@@ -23,6 +23,7 @@ the received messages and from capture to arrival at the subscriber.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import importlib.metadata
 import json
@@ -32,7 +33,8 @@ import shlex
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+from unittest import mock
 
 from bench.detectors import load_detector, model_config
 from bench.full import measure_full
@@ -45,11 +47,26 @@ from bench.rounds import summarise_pipeline, summarise_raw
 from bench.rtsp_launch import RtspServerProcess
 from bench.gpu_parity import check_parity
 from bench.suite import Job, guarded, run_rounds
+from edge_app.runtime import tune_interpreter
 
 log = logging.getLogger(__name__)
 
 #: the frame image each decode path delivers: NVDEC's stays on the GPU as NV12
-EXPECTED_IMAGE_TYPES = {"nvdec": "DeviceNv12Image", "ffmpeg": "ndarray"}
+EXPECTED_IMAGE_TYPES = {"nvdec": "DeviceNv12Image", "nvdec-threads": "DeviceNv12Image", "ffmpeg": "ndarray"}
+
+
+@contextlib.contextmanager
+def decoder_variant(decoder: str) -> Iterator[str]:
+    """The ``decoder`` setting for a benchmark row. ``nvdec-threads`` is ``nvdec`` decoding in
+    the camera threads of the appliance's own process, as before decoder processes, for
+    comparison in the same run; the product has no setting for it."""
+    if decoder != "nvdec-threads":
+        yield decoder
+        return
+    from edge_app.capture import decoders
+
+    with mock.patch.object(decoders, "nvdec_process_opener", lambda: decoders.open_nvdec):
+        yield "nvdec"
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
@@ -67,6 +84,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--no-cuda-graphs", action="store_true", help="run the stand-in eagerly (experiments)")
     parser.add_argument("--json", type=Path, help="results (default bench/results/gpu.json)")
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
+    parser.add_argument("--switch-interval-ms", type=float,
+                        help="Python's thread switch interval (default: the appliance's, edge_app.runtime)")
     parser.add_argument("-v", "--verbose", action="store_true")
     return parser.parse_args(argv)
 
@@ -113,9 +132,10 @@ def _raw(settings: GpuBenchSettings, batch: int, frames: list, window_s: float) 
 
 def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, sources: Optional[List[str]], window_s: float) -> dict:
     s = settings
-    row = measure_full(clip, cameras, s.model_path, s.batch_for_cameras(cameras), window_s, s.warmup_s, s.batch_timeout_ms,
-                       s.mqtt_host, s.mqtt_port, analysis=False, detector_factory=partial(_standin, s), decoder=decoder,
-                       sources=sources, warm_timeout_s=s.start_timeout_s)
+    with decoder_variant(decoder) as setting:
+        row = measure_full(clip, cameras, s.model_path, s.batch_for_cameras(cameras), window_s, s.warmup_s, s.batch_timeout_ms,
+                           s.mqtt_host, s.mqtt_port, analysis=False, detector_factory=partial(_standin, s), decoder=setting,
+                           sources=sources, warm_timeout_s=s.start_timeout_s)
     wanted = EXPECTED_IMAGE_TYPES.get(decoder)
     if row.get("status") == "ok" and wanted and row.get("image_types") != [wanted]:
         # a decoder setting the capture ignored would measure the other path under this one's name
@@ -190,9 +210,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args.verbose:
         logging.getLogger("edge_app").setLevel(logging.WARNING)
     settings = settings_from(args)
+    if args.switch_interval_ms is None:
+        tune_interpreter()  # as edge-app run does
+    else:
+        sys.setswitchinterval(args.switch_interval_ms / 1000.0)
     started = datetime.datetime.now(datetime.timezone.utc)
     header: Dict[str, Any] = {
         "date": started.isoformat(timespec="seconds"),
+        "switch_interval_ms": round(sys.getswitchinterval() * 1000.0, 3),
         "command": "python -m bench.gpu_pipeline " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
         "machine": {**describe_machine(), **describe_gpu()},
         "engine": "PyTorch FP16 via onnx2torch, a stand-in for TensorRT (not available on this machine)",

@@ -8,7 +8,9 @@ from typing import List, Optional, Tuple
 from bench.settings import results_dir, shared_dir
 
 #: the decode paths compared: NVDEC (frames stay on the GPU) and FFmpeg on the CPU through OpenCV
-DECODERS = ("nvdec", "ffmpeg")
+DECODERS = ("nvdec", "ffmpeg", "nvdec-threads")
+#: the decoders measured unless --decoders says otherwise
+DEFAULT_DECODERS = ("nvdec", "ffmpeg")
 #: where the cameras' H.264 comes from: the clip file read as fast as possible, or an RTSP server
 TRANSPORTS = ("file", "rtsp")
 
@@ -30,7 +32,7 @@ class GpuBenchSettings:
     start_timeout_s: float = 45.0
     raw_batches: List[int] = field(default_factory=lambda: [1, 4, 8])
     cameras: List[int] = field(default_factory=lambda: [1, 4, 8])
-    decoders: List[str] = field(default_factory=lambda: list(DECODERS))
+    decoders: List[str] = field(default_factory=lambda: list(DEFAULT_DECODERS))
     transports: List[str] = field(default_factory=lambda: list(TRANSPORTS))
     batch_timeout_ms: float = 5.0
     clip_size_wh: Tuple[int, int] = (1920, 1080)

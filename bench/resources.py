@@ -4,10 +4,15 @@ Per-thread CPU comes from /proc/self/task/<tid>/stat and is grouped by the Pytho
 (``pipeline:gather`` -> ``gather``). Threads Python does not know (ONNX Runtime's and OpenCV's
 pools, FFmpeg's decoder threads) and threads that ended during the window are counted as
 ``native``: the process total minus the named threads.
+
+Decoder processes (``decoder: nvdec`` decodes each camera in a child process) are the
+appliance's work too: the CPU time of the ``multiprocessing`` children alive during the window is
+added to the total as the group ``decoders``.
 """
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import resource
 import threading
@@ -37,6 +42,20 @@ def thread_cpu_s() -> Dict[int, float]:
             continue  # the thread ended meanwhile
         fields = text[text.rindex(")") + 2:].split()
         times[int(task.name)] = (int(fields[11]) + int(fields[12])) / ticks_per_s
+    return times
+
+
+def children_cpu_s() -> Dict[int, float]:
+    """CPU seconds (user + system) of each live ``multiprocessing`` child, by pid."""
+    ticks_per_s = _clock_ticks_per_s()
+    times: Dict[int, float] = {}
+    for child in multiprocessing.active_children():
+        try:
+            text = Path(f"/proc/{child.pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        times[int(child.pid)] = (int(fields[11]) + int(fields[12])) / ticks_per_s
     return times
 
 
@@ -152,6 +171,7 @@ class ResourceMeter:
         self._wall_start_s = 0.0
         self._cpu_start_s = 0.0
         self._threads_start: Dict[int, float] = {}
+        self._children_start: Dict[int, float] = {}
         self._rss_start_mb: Optional[float] = None
         self._peak_reset = False
 
@@ -162,6 +182,7 @@ class ResourceMeter:
     def start(self) -> None:
         self._rss_start_mb = rss_mb()
         self._threads_start = thread_cpu_s()
+        self._children_start = children_cpu_s()
         self._cpu_start_s = process_cpu_s()
         self._wall_start_s = time.perf_counter()
 
@@ -177,6 +198,10 @@ class ResourceMeter:
             group = thread_group(names[tid])
             groups[group] = groups.get(group, 0.0) + max(0.0, end_s - self._threads_start.get(tid, 0.0))
         groups["native"] = max(0.0, cpu_s - sum(groups.values()))
+        children_s = sum(max(0.0, end_s - self._children_start.get(pid, 0.0)) for pid, end_s in children_cpu_s().items())
+        if children_s > 0:
+            groups["decoders"] = children_s
+            cpu_s += children_s
         return Usage(
             wall_s=wall_s,
             cpu_s=cpu_s,

@@ -18,11 +18,24 @@ def _opencv_problem() -> str:
     return ""
 
 
+#: how long a Python thread may hold the interpreter lock while others wait for it (Python's
+#: default is 5 ms). The appliance's threads mostly wait on the GPU, sockets and decoder pipes
+#: and need the lock only briefly when their wait ends; with the default, a thread back from
+#: waiting on the GPU could wait up to 5 ms for a camera thread, and the model sat idle.
+THREAD_SWITCH_INTERVAL_S = 0.0005
+
+
+def tune_interpreter() -> None:
+    """Process-wide settings the appliance runs with (``edge-app run``, and the benchmarks)."""
+    sys.setswitchinterval(THREAD_SWITCH_INTERVAL_S)
+
+
 def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, notifier: SystemdNotifier) -> int:
     problem = _opencv_problem()
     if problem:
         print(f"edge-app: {problem}", file=sys.stderr)
         return 1
+    tune_interpreter()
     from edge_app.api import create_app
     from edge_app.api.server import ApiServer, TLSSetupError
     from edge_app.appliance import Appliance

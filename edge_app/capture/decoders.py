@@ -6,8 +6,9 @@
   its GStreamer backend for ``csi://`` and ``gst:``): the path that works everywhere.
 * ``gstreamer``: ``gst_source.GstSource``, our own pipeline through PyGObject: hardware decode
   with ``nvv4l2decoder`` on a Jetson, Debian's software decoders elsewhere.
-* ``nvdec``: NVIDIA's decoder on dGPU hosts through PyNvVideoCodec (``nvdec_source``): frames
-  stay in device memory as NV12 up to the engine input.
+* ``nvdec``: NVIDIA's decoder on dGPU hosts through PyNvVideoCodec (``nvdec_source``), in a
+  decoder process per camera (``decode_process``): frames stay in device memory as NV12 up to
+  the engine input.
 
 ``auto``: a Jetson whose GStreamer has ``nvv4l2decoder`` decodes RTSP, files and CSI cameras with
 gstreamer; a dGPU host with PyNvVideoCodec uses nvdec where it has an opener; everything else,
@@ -178,9 +179,18 @@ def check_gstreamer(spec: SourceSpec) -> None:
 
 
 def open_nvdec(spec: SourceSpec, capture: CaptureConfig) -> FrameSource:
+    """NVDEC in this process; cameras use ``nvdec_process_opener`` (one process each) instead."""
     from edge_app.capture.nvdec_source import open_nvdec as open_with_nvdec  # PyNvVideoCodec: imported on use
 
     return open_with_nvdec(spec, capture)
+
+
+def nvdec_process_opener() -> Opener:
+    """NVDEC in a decoder process of the camera's own (``decode_process``): decoders in threads
+    share the interpreter lock, which PyNvVideoCodec holds while it decodes."""
+    from edge_app.capture.decode_process import DecodeProcessOpener
+
+    return DecodeProcessOpener()
 
 
 def check_nvdec(spec: SourceSpec) -> None:
@@ -192,7 +202,7 @@ def check_nvdec(spec: SourceSpec) -> None:
 
 def default_openers() -> Dict[str, Opener]:
     """Decoder name -> opener. A new decoder adds its line here (and its check to ``default_checks``)."""
-    return {"ffmpeg": open_ffmpeg, "gstreamer": open_gstreamer, "nvdec": open_nvdec}
+    return {"ffmpeg": open_ffmpeg, "gstreamer": open_gstreamer, "nvdec": nvdec_process_opener()}
 
 
 def default_checks() -> Dict[str, Callable[[SourceSpec], None]]:

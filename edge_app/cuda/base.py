@@ -155,6 +155,17 @@ class CudaDevice(abc.ABC):
                args: Sequence[KernelArg], stream: Stream) -> None:
         ...
 
+    def ipc_export(self, buffer: DeviceBuffer) -> bytes:
+        """A handle another process on this machine can open to reach ``buffer`` (CUDA IPC)."""
+        raise CudaError(f"the {self.adapter_name} adapter cannot share device memory between processes")
+
+    def ipc_open(self, handle: bytes) -> int:
+        """The address, in this process, of memory another process exported with ``ipc_export``."""
+        raise CudaError(f"the {self.adapter_name} adapter cannot share device memory between processes")
+
+    def ipc_close(self, ptr: int) -> None:
+        """Unmap memory opened with ``ipc_open``."""
+
     @abc.abstractmethod
     def close(self) -> None:
         """Free every buffer this device handed out and release the context."""

@@ -80,6 +80,7 @@ class CudaPythonDevice(CudaDevice):
         if count <= device_index:
             raise CudaUnavailable(f"no CUDA device {device_index} (found {count})")
         (self._dev,) = self._call("cuDeviceGet", device_index)
+        self._prefer_blocking_sync()
         (self._ctx,) = self._call("cuDevicePrimaryCtxRetain", self._dev)
         self.make_current()
         (raw_name,) = self._call("cuDeviceGetName", 256, self._dev)
@@ -91,6 +92,18 @@ class CudaPythonDevice(CudaDevice):
         (version,) = self._call("cuDriverGetVersion")
         self._driver_version = f"{version // 1000}.{(version % 1000) // 10}"
         self.has_nvrtc = self._probe_nvrtc()
+
+    def _prefer_blocking_sync(self) -> None:
+        """Threads waiting on the GPU sleep instead of spinning.
+
+        CUDA's default lets a waiting thread spin on a core, which on an edge device takes the
+        CPU that capture and publishing need, and counted a core per waiting thread on a dGPU
+        host. A process that set up the context before us keeps its own choice.
+        """
+        try:
+            self._call("cuDevicePrimaryCtxSetFlags", self._dev, self._driver.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC)
+        except CudaError as err:
+            log.debug("CUDA context scheduling left as it was: %s", err)
 
     def _probe_nvrtc(self) -> bool:
         try:
@@ -187,6 +200,24 @@ class CudaPythonDevice(CudaDevice):
     def memcpy_dtod_async(self, dst_ptr: int, src_ptr: int, nbytes: int, stream: Stream) -> None:
         self.make_current()
         self._call("cuMemcpyDtoDAsync", int(dst_ptr), int(src_ptr), int(nbytes), stream.raw)
+
+    # -- memory shared with other processes ---------------------------------------------------
+    def ipc_export(self, buffer: DeviceBuffer) -> bytes:
+        self.make_current()
+        (handle,) = self._call("cuIpcGetMemHandle", int(buffer.ptr))
+        return bytes(bytearray(int(b) & 0xFF for b in handle.reserved))
+
+    def ipc_open(self, handle: bytes) -> int:
+        self.make_current()
+        raw = self._driver.CUipcMemHandle()
+        raw.reserved = bytes(handle)
+        flags = self._driver.CUipcMem_flags.CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+        (ptr,) = self._call("cuIpcOpenMemHandle", raw, flags)
+        return int(ptr)
+
+    def ipc_close(self, ptr: int) -> None:
+        self.make_current()
+        self._call("cuIpcCloseMemHandle", self._driver.CUdeviceptr(int(ptr)))
 
     # -- kernels ------------------------------------------------------------------------------
     def compile_kernel(self, source: str, name: str, options: Sequence[str] = ()) -> Kernel:

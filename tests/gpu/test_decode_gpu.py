@@ -114,8 +114,8 @@ def test_dense_overlapping_boxes_of_three_classes(device):
         chosen = rng.choice(anchors, 600, replace=False)
         centres = rng.uniform(50, 590, (20, 2))
         which = rng.integers(0, 20, 600)
-        raw[image, 0:2, chosen] = (centres[which] + rng.normal(0, 6, (600, 2))).T
-        raw[image, 2:4, chosen] = rng.uniform(30, 90, (2, 600))
+        raw[image, 0:2, chosen] = centres[which] + rng.normal(0, 6, (600, 2))  # indexed (600, 2)
+        raw[image, 2:4, chosen] = rng.uniform(30, 90, (600, 2))
         raw[image, 4 + rng.integers(0, 3, 600), chosen] = rng.permutation(np.linspace(0.3, 0.99, 600))
     metas = [LetterboxMeta((640, 640), 1.0, (0, 0))] * 2
     host, gpu, decoded, _ = _decode_both(device, raw, metas)

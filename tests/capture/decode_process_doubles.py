@@ -1,0 +1,93 @@
+"""Test doubles for ``decode_process``, imported by the decoder processes the tests spawn.
+
+They implement the two named seams of the real thing: the opener (``nvdec_source.open_nvdec``'s
+signature) and the slot sharing (``ipc_ring.CudaIpcRing`` / ``CudaIpcReceiver``), with host
+frames in POSIX shared memory instead of NVDEC pictures in CUDA IPC memory. Everything else -
+the processes, the pipe protocol, slot recycling, parking, errors - is the product's code.
+
+The "source" is a JSON file: ``{"frames": N, "live": bool, "fail_after": K | null,
+"crash_after": K | null, "open_error": "source" | "unavailable" | null, "delay_s": s}``; frame i
+is an NV12 picture whose first byte is i % 256 and whose second is the pass number.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from multiprocessing import resource_tracker, shared_memory
+from typing import List, Sequence
+
+import numpy as np
+
+from edge_app.capture.sources import SourceError, SourceUnavailable
+from edge_app.gpu_image import HostNv12Image
+
+WIDTH, HEIGHT = 32, 16
+
+
+class _Source:
+    def __init__(self, plan: dict, passes: int) -> None:
+        self.plan, self.live, self.fps = plan, bool(plan.get("live")), 30.0
+        self.index, self.passes = 0, passes
+
+    def read(self):
+        plan = self.plan
+        if plan.get("crash_after") is not None and self.index >= plan["crash_after"]:
+            os._exit(3)
+        if plan.get("fail_after") is not None and self.index >= plan["fail_after"]:
+            raise OSError("the stream broke")
+        if self.index >= plan["frames"]:
+            return None
+        time.sleep(plan.get("delay_s", 0.0))
+        nv12 = np.zeros((HEIGHT * 3 // 2, WIDTH), np.uint8)
+        nv12[0, 0], nv12[0, 1] = self.index % 256, self.passes
+        self.index += 1
+        return HostNv12Image(nv12)
+
+    def release(self) -> None:
+        pass
+
+
+#: sources opened by this decoder process: the pass number frames carry
+_OPENED_HERE: List[str] = []
+
+
+def open_json_source(spec, capture, device_index=0):
+    plan = json.loads(open(spec.target).read())
+    kind = plan.get("open_error")
+    if kind == "source":
+        raise SourceError("this source can never be opened")
+    if kind == "unavailable":
+        raise SourceUnavailable("this source is offline")
+    _OPENED_HERE.append(spec.target)
+    return _Source(plan, len(_OPENED_HERE))
+
+
+class SharedMemoryRing:
+    def __init__(self, device_index: int, slot_nbytes: int, slots: int) -> None:
+        self._blocks = [shared_memory.SharedMemory(create=True, size=slot_nbytes) for _ in range(slots)]
+        self.handles: List[bytes] = [block.name.encode() for block in self._blocks]
+
+    def put(self, slot: int, frame: HostNv12Image) -> None:
+        data = frame.nv12.reshape(-1)
+        np.frombuffer(self._blocks[slot].buf, np.uint8, data.size)[:] = data
+
+    def close(self) -> None:
+        for block in self._blocks:
+            block.close()
+            block.unlink()
+
+
+class SharedMemoryReceiver:
+    def __init__(self, device_index: int, handles: Sequence[bytes], width: int, height: int) -> None:
+        self._blocks = [shared_memory.SharedMemory(name=handle.decode()) for handle in handles]
+        for block in self._blocks:  # the decoder process owns them: this process must not unlink them
+            resource_tracker.unregister(block._name, "shared_memory")
+
+    def take(self, slot: int, width: int, height: int) -> HostNv12Image:
+        size = width * height * 3 // 2
+        return HostNv12Image(np.frombuffer(self._blocks[slot].buf, np.uint8, size).copy().reshape(height * 3 // 2, width))
+
+    def close(self) -> None:
+        for block in self._blocks:
+            block.close()

@@ -1,0 +1,106 @@
+"""Decoder processes: real child processes and the real pipe protocol, with doubles for the two
+seams that need a GPU (``decode_process_doubles``: frames in shared memory, not CUDA IPC)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from edge_app.capture.decode_process import DecodeProcessOpener
+from edge_app.capture.sources import SourceError, SourceUnavailable
+from edge_app.config.schema import CaptureConfig
+from edge_app.config.sources import parse_source
+
+DOUBLES = "tests.capture.decode_process_doubles"
+CAPTURE = CaptureConfig(open_timeout_s=5, stall_timeout_s=5)
+
+
+@pytest.fixture
+def opener():
+    made = DecodeProcessOpener(opener=f"{DOUBLES}:open_json_source", ring=f"{DOUBLES}:SharedMemoryRing",
+                               receiver=f"{DOUBLES}:SharedMemoryReceiver", slots=2)
+    yield made
+    made.close()
+
+
+def _source(tmp_path, **plan):
+    path = tmp_path / "source.json"
+    path.write_text(json.dumps({"frames": 10, **plan}))
+    return parse_source(str(path))
+
+
+def _read_all(source, limit=10_000):
+    frames = []
+    while len(frames) < limit:
+        frame = source.read()
+        if frame is None:
+            return frames
+        frames.append((int(frame.nv12[0, 0]), int(frame.nv12[0, 1])))
+    return frames
+
+
+def test_a_file_arrives_whole_and_in_order(opener, tmp_path):
+    """Two slots for twenty frames: the child waits for slots rather than lose frames."""
+    source = opener(_source(tmp_path, frames=20), CAPTURE)
+    assert not source.live and source.fps == 30.0
+    assert _read_all(source) == [(i, 1) for i in range(20)]
+    assert source.read() is None
+    source.release()
+
+
+def test_the_end_of_a_file_reopens_in_the_same_process(opener, tmp_path):
+    spec = _source(tmp_path, frames=3)
+    first = opener(spec, CAPTURE)
+    assert _read_all(first) == [(0, 1), (1, 1), (2, 1)]
+    process = first._child.process
+    first.release()
+    assert process.is_alive()
+    second = opener(spec, CAPTURE)
+    assert second._child.process is process
+    assert _read_all(second) == [(0, 2), (1, 2), (2, 2)]  # the process's second pass
+    second.release()
+
+
+def test_releasing_mid_stream_ends_the_process(opener, tmp_path):
+    source = opener(_source(tmp_path, frames=1000), CAPTURE)
+    source.read()
+    process = source._child.process
+    source.release()
+    process.join(5)
+    assert not process.is_alive()
+
+
+def test_a_live_stream_drops_pictures_when_every_slot_is_taken(opener, tmp_path):
+    """The live child keeps reading; with the parent away, pictures beyond the slots are lost
+    and counted, and those delivered are still in order."""
+    import time
+
+    source = opener(_source(tmp_path, frames=200, live=True, delay_s=0.002), CAPTURE)
+    time.sleep(1.0)
+    frames = _read_all(source)
+    assert source.dropped > 0
+    indices = [i for i, _ in frames]
+    assert indices == sorted(indices) and len(indices) + source.dropped == 200
+    source.release()
+
+
+@pytest.mark.parametrize("kind, error", [("source", SourceError), ("unavailable", SourceUnavailable)])
+def test_open_errors_keep_their_meaning(opener, tmp_path, kind, error):
+    with pytest.raises(error, match="never be opened" if kind == "source" else "offline"):
+        opener(_source(tmp_path, open_error=kind), CAPTURE)
+
+
+def test_a_read_error_reaches_the_camera(opener, tmp_path):
+    source = opener(_source(tmp_path, frames=10, fail_after=4), CAPTURE)
+    assert len(_read_all(source, limit=4)) == 4
+    with pytest.raises(RuntimeError, match="the stream broke"):
+        source.read()
+    source.release()
+
+
+def test_a_crashed_decoder_process_is_a_read_failure(opener, tmp_path):
+    source = opener(_source(tmp_path, frames=10, crash_after=3), CAPTURE)
+    assert len(_read_all(source, limit=3)) == 3
+    with pytest.raises(RuntimeError, match="exited"):
+        source.read()
+    source.release()
