@@ -202,8 +202,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--modes", nargs="+", choices=("threads", "processes"), default=["threads", "processes"])
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--switch-interval-ms", type=float,
+                        help="Python's thread switch interval (default: the appliance's, edge_app.runtime)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    if args.switch_interval_ms is None:
+        from edge_app.runtime import tune_interpreter
+
+        tune_interpreter()
+    else:
+        sys.setswitchinterval(args.switch_interval_ms / 1000.0)
     probe_rate = probe_alone(1.0)
     rows = []
     for depth in args.depths:
@@ -216,7 +224,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     if args.json:
-        args.json.write_text(json.dumps({"clip": str(args.clip), "probe_alone_per_s": probe_rate, "rows": rows}, indent=2))
+        args.json.write_text(json.dumps({"clip": str(args.clip), "probe_alone_per_s": probe_rate, "rows": rows,
+                                         "switch_interval_ms": round(sys.getswitchinterval() * 1000.0, 3)}, indent=2))
     return 0
 
 

@@ -29,7 +29,7 @@ def ensure_clip(images_dir: Path, work_dir: Path, size_wh: Tuple[int, int], seco
 
 def ensure_camera_clip(image: Path, work_dir: Path, seconds: float = 10.0, fps: int = 30) -> Path:
     """A 1080p H.264 clip that looks like a camera's to an encoder: the image panning slowly
-    across the frame with per-frame sensor noise, a keyframe a second, no B-frames, 6 Mbit/s.
+    across the frame with per-frame sensor noise, a keyframe a second, no B-frames, 4 Mbit/s.
 
     The clip of still images has nearly empty P-frames, which flatters software decoding; a
     real camera's moving picture and noise make every frame cost the decoder its full work.
@@ -41,7 +41,7 @@ def ensure_camera_clip(image: Path, work_dir: Path, seconds: float = 10.0, fps: 
     pan = "scale=2400:-2,crop=1920:1080:x='(iw-1920)*(0.5+0.5*sin(t/2))':y='(ih-1080)/2'"
     cmd = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-loop", "1", "-framerate", str(fps), "-t", f"{seconds:g}",
            "-i", str(image), "-vf", f"{pan},noise=alls=6:allf=t,format=yuv420p", "-c:v", "libx264", "-preset", "veryfast",
-           "-bf", "0", "-g", str(fps), "-b:v", "6M", "-maxrate", "6M", "-bufsize", "6M", str(out)]
+           "-bf", "0", "-g", str(fps), "-b:v", "4M", "-maxrate", "4M", "-bufsize", "4M", str(out)]
     log.info("making %s from %s", out, image)
     subprocess.run(cmd, check=True)
     return out
