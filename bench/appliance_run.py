@@ -10,21 +10,23 @@ from typing import Callable, Dict, Iterator, Optional, Sequence
 from bench.detectors import model_config
 from edge_app.appliance import Appliance
 from edge_app.detect.base import Detector
-from edge_app.config.schema import APIConfig, AppConfig, CameraConfig, MQTTConfig, TrackingConfig
+from edge_app.config.schema import APIConfig, AppConfig, CameraConfig, CaptureConfig, MQTTConfig, TrackingConfig
 
 log = logging.getLogger(__name__)
 
 
 def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, batch_timeout_ms: float,
                  mqtt_host: str, mqtt_port: int, topic_prefix: str = "edge_app_bench", realtime: bool = False,
-                 analysis: bool = True, sources: Optional[Sequence[str]] = None, decoder: str = "auto") -> AppConfig:
+                 analysis: bool = True, sources: Optional[Sequence[str]] = None, decoder: str = "auto",
+                 nvdec_processes: bool = True) -> AppConfig:
     """Every analysed frame is published (``publish_empty``), so MQTT messages = analysed frames.
 
     ``realtime`` False reads the clip as fast as the pipeline takes frames (no frame lost);
     True paces it at its own frame rate and drops what the pipeline cannot take, like a live camera.
     ``analysis`` switches tracking (and with it zones, lines and events, published on MQTT) on or off.
     ``sources`` replaces the clip with one source per camera (RTSP URLs, say; ``loop`` applies to
-    files only); ``decoder`` is every camera's ``decoder`` setting.
+    files only); ``decoder`` is every camera's ``decoder`` setting, ``nvdec_processes`` the
+    ``capture`` setting of that name.
     """
     camera_sources = list(sources) if sources is not None else [str(clip)] * cameras
     return AppConfig(
@@ -36,6 +38,7 @@ def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, bat
                         stats_interval_s=3600, max_queue=100000),
         api=APIConfig(enabled=False),
         tracking=TrackingConfig(enabled=analysis),
+        capture=CaptureConfig(nvdec_processes=nvdec_processes),
     )
 
 

@@ -23,7 +23,6 @@ the received messages and from capture to arrival at the subscriber.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import importlib.metadata
 import json
@@ -33,8 +32,7 @@ import shlex
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence
-from unittest import mock
+from typing import Any, Dict, List, Optional, Sequence
 
 from bench.detectors import load_detector, model_config
 from bench.full import measure_full
@@ -55,18 +53,8 @@ log = logging.getLogger(__name__)
 EXPECTED_IMAGE_TYPES = {"nvdec": "DeviceNv12Image", "nvdec-threads": "DeviceNv12Image", "ffmpeg": "ndarray"}
 
 
-@contextlib.contextmanager
-def decoder_variant(decoder: str) -> Iterator[str]:
-    """The ``decoder`` setting for a benchmark row. ``nvdec-threads`` is ``nvdec`` decoding in
-    the camera threads of the appliance's own process, as before decoder processes, for
-    comparison in the same run; the product has no setting for it."""
-    if decoder != "nvdec-threads":
-        yield decoder
-        return
-    from edge_app.capture import decoders
-
-    with mock.patch.object(decoders, "nvdec_process_opener", lambda: decoders.open_nvdec):
-        yield "nvdec"
+#: benchmark decoder names that are a setting of another: (decoder, capture.nvdec_processes)
+DECODER_SETTINGS = {"nvdec": ("nvdec", True), "nvdec-threads": ("nvdec", False), "ffmpeg": ("ffmpeg", True)}
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
@@ -132,10 +120,10 @@ def _raw(settings: GpuBenchSettings, batch: int, frames: list, window_s: float) 
 
 def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, sources: Optional[List[str]], window_s: float) -> dict:
     s = settings
-    with decoder_variant(decoder) as setting:
-        row = measure_full(clip, cameras, s.model_path, s.batch_for_cameras(cameras), window_s, s.warmup_s, s.batch_timeout_ms,
-                           s.mqtt_host, s.mqtt_port, analysis=False, detector_factory=partial(_standin, s), decoder=setting,
-                           sources=sources, warm_timeout_s=s.start_timeout_s)
+    setting, processes = DECODER_SETTINGS[decoder]
+    row = measure_full(clip, cameras, s.model_path, s.batch_for_cameras(cameras), window_s, s.warmup_s, s.batch_timeout_ms,
+                       s.mqtt_host, s.mqtt_port, analysis=False, detector_factory=partial(_standin, s), decoder=setting,
+                       sources=sources, warm_timeout_s=s.start_timeout_s, nvdec_processes=processes)
     wanted = EXPECTED_IMAGE_TYPES.get(decoder)
     if row.get("status") == "ok" and wanted and row.get("image_types") != [wanted]:
         # a decoder setting the capture ignored would measure the other path under this one's name

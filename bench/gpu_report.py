@@ -167,7 +167,7 @@ def finish(results: Dict[str, Any], camera_fps: float) -> Dict[str, Any]:
 
 def markdown(results: Dict[str, Any]) -> str:
     parts = ["#### Stand-in against ONNX Runtime, sample images", *parity_lines(results), "",
-             "#### Raw engine (PyTorch FP16 stand-in, device input, outputs to host)", *raw_table(results), "",
+             "#### Raw engine (PyTorch FP16 stand-in, device input, outputs decoded on the GPU, kept boxes to host)", *raw_table(results), "",
              "#### Full pipeline, decode → letterbox → model → NMS → MQTT", *pipeline_table(results), "",
              "#### CPU per analysed frame, NVDEC against CPU decode", *cpu_table(results), "",
              "#### Goals", *targets_table(results.get("targets", {}))]

@@ -20,6 +20,9 @@ to child: ``("free", slot)``, ``("reopen",)``, ``("stop",)``. At the end of a fi
 waits to be told to start again (``loop: true`` reopens through the same process, without a new
 one and a new CUDA context every pass) or to stop; unused for ``PARK_TIMEOUT_S``, it exits.
 
+``capture.nvdec_processes: false`` decodes in the camera's thread instead (less CPU and GPU
+memory: each process has its own CUDA context).
+
 What opens the source in the child and how slots are shared are named as ``module:attribute``
 strings, since the child is a fresh interpreter (``spawn``: CUDA does not survive ``fork``).
 """
@@ -254,7 +257,10 @@ class DecodeProcessOpener:
         self._device_index, self._slots = device_index, slots
         self._parked: Optional[Tuple[str, _Process]] = None
 
-    def __call__(self, spec: SourceSpec, capture: CaptureConfig) -> ProcessSource:
+    def __call__(self, spec: SourceSpec, capture: CaptureConfig) -> Any:
+        if not capture.nvdec_processes:  # the operator chose threads: decode right here
+            self.close()
+            return load(self._opener)(spec, capture, self._device_index)
         what = mask_secrets(spec.target)
         child = self._unpark(spec.target)
         if child is None:

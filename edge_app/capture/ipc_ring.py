@@ -13,7 +13,7 @@ from typing import List, Sequence
 
 from edge_app.capture.device_frames import DeviceFramePool
 from edge_app.capture.sources import SourceError
-from edge_app.cuda import open_device
+from edge_app.cuda import CudaError, open_device
 from edge_app.gpu_image import DeviceNv12Image, Nv12Planes
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,11 @@ class CudaIpcRing:
         self._device = open_device(device_index=device_index)
         self._stream = self._device.create_stream()
         self._buffers = [self._device.alloc_device(slot_nbytes) for _ in range(slots)]
-        self.handles: List[bytes] = [self._device.ipc_export(buffer) for buffer in self._buffers]
+        try:
+            self.handles: List[bytes] = [self._device.ipc_export(buffer) for buffer in self._buffers]
+        except CudaError as err:  # e.g. only pycuda installed: this will not work on a retry either
+            self._device.close()
+            raise SourceError(f"decoder nvdec hands frames over with CUDA IPC, which needs cuda-python: {err}") from None
 
     def put(self, slot: int, frame: DeviceNv12Image) -> None:
         """Copy ``frame`` into ``slot``; complete on return."""

@@ -340,6 +340,10 @@ class CaptureConfig(_Strict):
     backoff_initial_s: float = Field(1, title="First reconnect delay (s)", gt=0)
     backoff_max_s: float = Field(30, title="Longest reconnect delay (s)", gt=0)
     open_timeout_s: float = Field(10, title="Open timeout (s)", gt=0)
+    nvdec_processes: bool = Field(True, title="NVDEC in decoder processes",
+                                  description="decoder nvdec: decode each camera in a process of its own (crash "
+                                              "isolation, decoders not sharing Python's lock) rather than in a thread "
+                                              "of the appliance (less CPU and GPU memory)")
 
 
 class AppConfig(_Strict):

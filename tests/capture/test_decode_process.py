@@ -104,3 +104,14 @@ def test_a_crashed_decoder_process_is_a_read_failure(opener, tmp_path):
     with pytest.raises(RuntimeError, match="exited"):
         source.read()
     source.release()
+
+
+def test_nvdec_processes_off_decodes_in_the_calling_thread(opener, tmp_path):
+    """``capture.nvdec_processes: false``: the same opener, no child process."""
+    import multiprocessing
+
+    before = set(multiprocessing.active_children())
+    source = opener(_source(tmp_path, frames=3), CaptureConfig(nvdec_processes=False))
+    assert set(multiprocessing.active_children()) == before
+    assert [int(f.nv12[0, 0]) for f in iter(source.read, None)] == [0, 1, 2]
+    source.release()
