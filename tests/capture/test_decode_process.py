@@ -90,18 +90,14 @@ def test_open_errors_keep_their_meaning(opener, tmp_path, kind, error):
         opener(_source(tmp_path, open_error=kind), CAPTURE)
 
 
-def test_a_read_error_reaches_the_camera(opener, tmp_path):
-    source = opener(_source(tmp_path, frames=10, fail_after=4), CAPTURE)
-    assert len(_read_all(source, limit=4)) == 4
-    with pytest.raises(RuntimeError, match="the stream broke"):
-        source.read()
-    source.release()
-
-
-def test_a_crashed_decoder_process_is_a_read_failure(opener, tmp_path):
-    source = opener(_source(tmp_path, frames=10, crash_after=3), CAPTURE)
-    assert len(_read_all(source, limit=3)) == 3
-    with pytest.raises(RuntimeError, match="exited"):
+@pytest.mark.parametrize("plan, good_frames, message", [
+    ({"fail_after": 4}, 4, "the stream broke"),  # a read error in the decoder reaches the camera
+    ({"crash_after": 3}, 3, "exited"),  # a crashed decoder process is a read failure
+])
+def test_failures_after_the_first_frames_are_read_failures(opener, tmp_path, plan, good_frames, message):
+    source = opener(_source(tmp_path, frames=10, **plan), CAPTURE)
+    assert len(_read_all(source, limit=good_frames)) == good_frames
+    with pytest.raises(RuntimeError, match=message):
         source.read()
     source.release()
 
