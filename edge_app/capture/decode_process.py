@@ -31,7 +31,7 @@ from __future__ import annotations
 import importlib
 import logging
 import multiprocessing
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from edge_app.capture.sources import SourceError, SourceUnavailable
@@ -282,8 +282,7 @@ class DecodeProcessOpener:
     def _spawn(self, spec: SourceSpec, capture: CaptureConfig, what: str) -> _Process:
         context = multiprocessing.get_context("spawn")
         parent_conn, child_conn = context.Pipe()
-        plan = ChildPlan(spec.target, capture.model_dump() if hasattr(capture, "model_dump") else asdict(capture),
-                         self._opener, self._ring, self._device_index, self._slots)
+        plan = ChildPlan(spec.target, capture.model_dump(), self._opener, self._ring, self._device_index, self._slots)
         process = context.Process(target=child_main, args=(child_conn, plan), name=f"decode:{what}", daemon=True)
         process.start()
         child_conn.close()
