@@ -193,6 +193,7 @@ class TorchEngineRuntime:
         self._host_np = [[t.numpy() for t in outs] for outs in self._host]
         self._staging = torch.zeros(shape, dtype=torch_dtype, pin_memory=True)
         self._next_output = 0
+        self._device_outputs: List[Any] = []
         self._graphs: Dict[int, Any] = {}
         self._graph_outputs: Dict[int, List[Any]] = {}
         self.graph_error: Optional[str] = None
@@ -259,9 +260,10 @@ class TorchEngineRuntime:
         """As ``run``, the outputs left on the device: their addresses, valid until the next run."""
         torch = self._torch
         with torch.no_grad(), torch.cuda.stream(self._stream):
-            device_outputs = self._enqueue(count, host_input, input_slot)
+            # held until the next run: run eagerly, these tensors are the only owners of the memory
+            self._device_outputs = self._enqueue(count, host_input, input_slot)
         self._stream.synchronize()
-        return [int(out.data_ptr()) for out in device_outputs]
+        return [int(out.data_ptr()) for out in self._device_outputs]
 
     def _enqueue(self, count: int, host_input: Optional[np.ndarray], input_slot: int) -> List[Any]:
         """Queue the input and the model on the stream (inside its context); the device outputs."""
