@@ -101,6 +101,10 @@ class CameraWorker:
         self._abandoned: List[threading.Thread] = []
         self._call: Optional[_Call] = None
         self._frames_captured = 0
+        # pictures a source itself dropped (a decoder process of a live stream): those of sources
+        # already closed, and the source being read
+        self._source_drops = 0
+        self._source: Optional[FrameSource] = None
         self._reconnects = 0
         self._failures = 0  # consecutive, drives the backoff
         self._outage_since_mono_s = 0.0  # when the current run of failures began
@@ -181,7 +185,7 @@ class CameraWorker:
                 "state": self._machine.state.value,
                 "fps": round(self._meter.rate(self._clock.monotonic()), 2),
                 "frames_captured": self._frames_captured,
-                "frames_dropped": self._slot.dropped,
+                "frames_dropped": self._slot.dropped + self._source_drops + _dropped_by(self._source),
                 "reconnects": self._reconnects,
                 "last_error": self._last_error,
             }
@@ -283,10 +287,15 @@ class CameraWorker:
             source = self._open(generation, spec)
             if source is None:
                 continue
+            with self._lock:
+                self._source = source
             try:
                 outcome = self._stream(generation, spec, source)
             finally:
                 source.release()
+                with self._lock:
+                    self._source_drops += _dropped_by(source)
+                    self._source = None
             if outcome == "eof":
                 self._end_of_file(generation)
                 if not self.config.loop:
@@ -411,3 +420,8 @@ class CameraWorker:
         self._count_failure()
         self._generation += 1
         self._set_state(self._generation, StreamState.RECONNECTING, message)
+
+
+def _dropped_by(source: Optional[FrameSource]) -> int:
+    """Pictures ``source`` read but could not hand over (sources that never drop have no count)."""
+    return int(getattr(source, "dropped", 0) or 0) if source is not None else 0

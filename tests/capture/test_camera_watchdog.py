@@ -173,3 +173,25 @@ def test_one_camera_failing_does_not_affect_another(tmp_path):
     finally:
         for worker in workers:
             assert timed_stop(worker) < 5
+
+
+def test_pictures_a_source_dropped_count_as_dropped_frames_across_reconnects():
+    """A decoder process of a live stream drops pictures it could not hand over and says so in
+    ``dropped``; the camera's frames_dropped adds them up, for closed sources and the open one."""
+
+    class DroppingOpener(ScriptedOpener):
+        def __call__(self, spec, capture):
+            source = super().__call__(spec, capture)
+            source.dropped = (7, 5)[len(self.sources) - 1]
+            return source
+
+    opener = DroppingOpener([(2, "fail"), (1, "block")])
+    worker = CameraWorker(live_camera(), QUICK, opener=opener)
+    worker.start()
+    try:
+        # the first source ended (a reconnect), the second delivered its frame and waits
+        assert wait_for(lambda: worker.stats()["frames_captured"] == 3 and len(opener.sources) == 2, 5)
+        assert worker.stats()["frames_dropped"] == worker._slot.dropped + 7 + 5
+    finally:
+        opener.unblock.set()
+        timed_stop(worker)
