@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
@@ -94,10 +94,12 @@ class Detector(ABC):
         ...
 
     @abstractmethod
-    def infer(self, batch: PreparedBatch) -> List[np.ndarray]:
-        """Run the model on a prepared batch of at most max_batch; raw outputs in model order."""
+    def infer(self, batch: PreparedBatch) -> Any:
+        """Run the model on a prepared batch of at most max_batch; what ``postprocess`` takes:
+        the raw outputs in model order, or a backend's own form (the TensorRT backend's boxes
+        already decoded on the GPU). The pipeline only passes it on."""
 
-    def postprocess(self, outputs: List[np.ndarray], batch: PreparedBatch) -> List[Detections]:
+    def postprocess(self, outputs: Any, batch: PreparedBatch) -> List[Detections]:
         return self.decoder.decode(outputs, batch.metas)
 
     # -- live settings: read and written through the decoder, the one place they live ----------
