@@ -56,6 +56,28 @@ def test_paths_outside_the_folders_in_use_and_the_unsafe_switch_are_refused(api,
     assert_refused(api, "PATCH", json.loads(text), loc)
 
 
+@pytest.mark.parametrize(
+    "capture, loc",
+    [
+        # the decoder process opens its source and shares frames through code named by
+        # module:attribute strings; none of them may come from a config write
+        ({"opener": "os:system"}, "capture.opener"),
+        ({"ring": "subprocess:Popen"}, "capture.ring"),
+        ({"nvdec_processes": "/etc/passwd"}, "capture.nvdec_processes"),
+        ({"nvdec_processes": {"opener": "os:system"}}, "capture.nvdec_processes"),
+        ({"nvdec_processes": ["x"] * 10_000}, "capture.nvdec_processes"),
+    ],
+)
+def test_decoder_process_settings_take_a_switch_and_nothing_else(api, capture, loc):
+    assert_refused(api, "PATCH", {"capture": capture}, loc)
+
+
+def test_decoder_processes_can_be_switched_off(api):
+    response = api.request("PATCH", "/api/v1/config", json={"capture": {"nvdec_processes": False}})
+    assert response.status_code == 200, response.text
+    assert api.service.current_config().capture.nvdec_processes is False
+
+
 def test_the_file_on_disk_may_allow_unsafe_sources(make_api):
     api = make_api({"api": {"allow_unsafe_sources": True}})
     response = api.request("PATCH", "/api/v1/config", json={"cameras": [{"id": "g", "source": "gst:videotestsrc ! appsink"}]})
