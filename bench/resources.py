@@ -27,36 +27,29 @@ log = logging.getLogger(__name__)
 WATCHER_SUFFIX = "-watch"
 
 
-def _clock_ticks_per_s() -> int:
-    return os.sysconf("SC_CLK_TCK")
+def _stat_cpu_s(stat: Path) -> Optional[float]:
+    """User + system CPU seconds from a /proc ``stat`` file; None when it is gone (ended)."""
+    try:
+        text = stat.read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _present(times: Dict[int, Optional[float]]) -> Dict[int, float]:
+    return {key: value for key, value in times.items() if value is not None}
 
 
 def thread_cpu_s() -> Dict[int, float]:
     """CPU seconds (user + system) of every thread of this process, by native thread id."""
-    ticks_per_s = _clock_ticks_per_s()
-    times: Dict[int, float] = {}
-    for task in Path("/proc/self/task").iterdir():
-        try:
-            text = (task / "stat").read_text()
-        except OSError:
-            continue  # the thread ended meanwhile
-        fields = text[text.rindex(")") + 2:].split()
-        times[int(task.name)] = (int(fields[11]) + int(fields[12])) / ticks_per_s
-    return times
+    return _present({int(task.name): _stat_cpu_s(task / "stat") for task in Path("/proc/self/task").iterdir()})
 
 
 def children_cpu_s() -> Dict[int, float]:
     """CPU seconds (user + system) of each live ``multiprocessing`` child, by pid."""
-    ticks_per_s = _clock_ticks_per_s()
-    times: Dict[int, float] = {}
-    for child in multiprocessing.active_children():
-        try:
-            text = Path(f"/proc/{child.pid}/stat").read_text()
-        except OSError:
-            continue
-        fields = text[text.rindex(")") + 2:].split()
-        times[int(child.pid)] = (int(fields[11]) + int(fields[12])) / ticks_per_s
-    return times
+    return _present({int(child.pid): _stat_cpu_s(Path(f"/proc/{child.pid}/stat"))
+                     for child in multiprocessing.active_children()})
 
 
 def thread_group(name: str) -> str:
