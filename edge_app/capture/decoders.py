@@ -178,16 +178,9 @@ def check_gstreamer(spec: SourceSpec) -> None:
     plan_pipeline(spec, probe_platform())
 
 
-def open_nvdec(spec: SourceSpec, capture: CaptureConfig) -> FrameSource:
-    """NVDEC in this process; cameras use ``nvdec_process_opener`` (one process each) instead."""
-    from edge_app.capture.nvdec_source import open_nvdec as open_with_nvdec  # PyNvVideoCodec: imported on use
-
-    return open_with_nvdec(spec, capture)
-
-
 def nvdec_process_opener() -> Opener:
-    """NVDEC in a decoder process of the camera's own (``decode_process``): decoders in threads
-    share the interpreter lock, which PyNvVideoCodec holds while it decodes."""
+    """NVDEC through ``decode_process``: in a decoder process of the camera's own, or in the
+    camera's thread where ``capture.nvdec_processes`` is false."""
     from edge_app.capture.decode_process import DecodeProcessOpener
 
     return DecodeProcessOpener()
