@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from bench.detectors import load_detector, model_config
 from bench.full import measure_full
 from bench.gpu_report import finish, markdown
-from bench.gpu_settings import DECODERS, TRANSPORTS, GpuBenchSettings
+from bench.gpu_settings import DECODER_SETTINGS, DECODERS, TRANSPORTS, GpuBenchSettings
 from bench.machine import describe_machine
 from bench.media import clip_frames, ensure_clip
 from bench.raw import measure_raw
@@ -50,11 +50,7 @@ from edge_app.runtime import tune_interpreter
 log = logging.getLogger(__name__)
 
 #: the frame image each decode path delivers: NVDEC's stays on the GPU as NV12
-EXPECTED_IMAGE_TYPES = {"nvdec": "DeviceNv12Image", "nvdec-threads": "DeviceNv12Image", "ffmpeg": "ndarray"}
-
-
-#: benchmark decoder names that are a setting of another: (decoder, capture.nvdec_processes)
-DECODER_SETTINGS = {"nvdec": ("nvdec", True), "nvdec-threads": ("nvdec", False), "ffmpeg": ("ffmpeg", True)}
+EXPECTED_IMAGE_TYPES = {"nvdec": "DeviceNv12Image", "ffmpeg": "ndarray"}
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
@@ -124,7 +120,7 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
     row = measure_full(clip, cameras, s.model_path, s.batch_for_cameras(cameras), window_s, s.warmup_s, s.batch_timeout_ms,
                        s.mqtt_host, s.mqtt_port, analysis=False, detector_factory=partial(_standin, s), decoder=setting,
                        sources=sources, warm_timeout_s=s.start_timeout_s, nvdec_processes=processes)
-    wanted = EXPECTED_IMAGE_TYPES.get(decoder)
+    wanted = EXPECTED_IMAGE_TYPES.get(setting)
     if row.get("status") == "ok" and wanted and row.get("image_types") != [wanted]:
         # a decoder setting the capture ignored would measure the other path under this one's name
         row = {**row, "status": "error", "error": f"decoder {decoder} delivered {row.get('image_types')} frames, not {wanted}"}

@@ -8,7 +8,9 @@ from typing import List, Optional, Tuple
 from bench.settings import results_dir, shared_dir
 
 #: the decode paths compared: NVDEC (frames stay on the GPU) and FFmpeg on the CPU through OpenCV
-DECODERS = ("nvdec", "ffmpeg", "nvdec-threads")
+#: benchmark decoder name -> (cameras[].decoder, capture.nvdec_processes)
+DECODER_SETTINGS = {"nvdec": ("nvdec", True), "ffmpeg": ("ffmpeg", True), "nvdec-threads": ("nvdec", False)}
+DECODERS = tuple(DECODER_SETTINGS)
 #: the decoders measured unless --decoders says otherwise
 DEFAULT_DECODERS = ("nvdec", "ffmpeg")
 #: where the cameras' H.264 comes from: the clip file read as fast as possible, or an RTSP server
