@@ -43,15 +43,17 @@ class _Reader:
 
     def __init__(self, clip: str, depth: str) -> None:
         self._clip, self._depth = clip, depth
+        if depth == "decode_process":
+            from edge_app.capture.decode_process import DecodeProcessOpener
+
+            self._opener = DecodeProcessOpener()  # one per camera, kept across the clip's passes
         self._open()
 
     def _open(self) -> None:
         if self._depth == "decode_process":
-            from edge_app.capture.decode_process import DecodeProcessOpener
             from edge_app.config.schema import CaptureConfig
             from edge_app.config.sources import parse_source
 
-            self._opener = getattr(self, "_opener", None) or DecodeProcessOpener()
             self._source = self._opener(parse_source(self._clip), CaptureConfig())
             return
         if self._depth == "decode_copy":
