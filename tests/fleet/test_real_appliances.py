@@ -84,7 +84,9 @@ def test_real_and_simulated_appliances_make_one_inventory_with_events(fleet, sim
     simulated[0].event("new", "ev-sim", camera="cam1", zones=["door"])
     devices = _all_online(fleet, ["edge-coco", "edge-labels", "sim-0", "sim-1"])
     assert devices["edge-coco"]["version"] == __version__
-    cameras = wait_for(lambda: fleet.device("edge-labels")["cameras"], 10, "edge-labels' cameras")
+    # A camera reports "connecting" before "streaming": wait for the state it settles in.
+    cameras = wait_for(lambda: (lambda cams: cams if any(c["state"] != "connecting" for c in cams) else None)(
+        fleet.device("edge-labels")["cameras"]), 20, "edge-labels' camera past connecting")
     assert [(c["id"], c["state"]) for c in cameras] == [("bars", "streaming")]
     stats = wait_for(lambda: fleet.device("edge-coco").get("stats"), 20, "stats of a real appliance")
     assert "fps" in stats
