@@ -171,27 +171,26 @@ class Pipeline:
                 self._stop.wait(0.1)
 
     def _gather_once(self) -> None:
-        self._wake.clear()
-        sources = self._sources_getter()
-        self._collect(sources)
-        plan = self._scheduler.plan(self._pending_since_s, self._clock())
-        if not plan.take:
-            self._wake.wait(0.5 if plan.wait_s is None else max(plan.wait_s, 0.0005))
-            return
-        frames = [self._pending.pop(cid) for cid in plan.take]
-        for cid in plan.take:
-            self._pending_since_s.pop(cid, None)
-        self._scheduler.mark_analysed(plan.take, self._clock())
-        self._activity.work_taken(self._clock())
         detector = self._detector_getter()
+        # Room in the pipeline first, frames second: frames chosen before there is room would
+        # wait with the batch (growing stale, while a live camera already has a newer one), and
+        # the cameras that deliver during the wait would make a batch of their own.
         if not self._in_flight.acquire(detector.max_batches_in_flight, self._stop, owner=detector):
+            return
+        try:
+            frames = self._take_batch()
+        except BaseException:
+            self._in_flight.release(detector)
+            raise
+        if not frames:
+            self._in_flight.release(detector)
             return
         start_s = time.perf_counter()
         try:
             prepared = detector.preprocess([f.image for f in frames])
         except Exception:  # one bad frame must not stop the appliance
             self._in_flight.release(detector)
-            self._failed("preprocess", "preprocessing failed for cameras %s", ", ".join(plan.take))
+            self._failed("preprocess", "preprocessing failed for cameras %s", ", ".join(f.camera_id for f in frames))
             return
         batch = _Batch(frames, prepared, detector, (time.perf_counter() - start_s) * 1000.0)
         if detector.runs_on_host_cpu:
@@ -199,6 +198,21 @@ class Pipeline:
                 self._post(batch)
         else:
             self._to_infer.put(batch)
+
+    def _take_batch(self) -> List[Frame]:
+        """The frames the scheduler batches now, or none (after waiting as long as it says)."""
+        self._wake.clear()
+        self._collect(self._sources_getter())
+        plan = self._scheduler.plan(self._pending_since_s, self._clock())
+        if not plan.take:
+            self._wake.wait(0.5 if plan.wait_s is None else max(plan.wait_s, 0.0005))
+            return []
+        frames = [self._pending.pop(cid) for cid in plan.take]
+        for cid in plan.take:
+            self._pending_since_s.pop(cid, None)
+        self._scheduler.mark_analysed(plan.take, self._clock())
+        self._activity.work_taken(self._clock())
+        return frames
 
     def _get(self, q: "queue.Queue"):
         while not self._stop.is_set():

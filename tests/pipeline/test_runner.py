@@ -157,6 +157,80 @@ def test_overlapped_stages_keep_no_more_batches_in_flight_than_the_detector_allo
     assert detector.most_in_flight == limit
 
 
+class GatedDetector(EchoDetector):
+    """An EchoDetector whose first ``infer`` waits for ``gate``: the model is busy until the test says."""
+
+    def __init__(self, max_batch: int, max_batches_in_flight: int):
+        super().__init__(max_batch, on_host_cpu=False, max_batches_in_flight=max_batches_in_flight)
+        self.gate = threading.Event()
+        self.first_batch_started = threading.Event()
+
+    def infer(self, batch):
+        if not self.first_batch_started.is_set():
+            self.first_batch_started.set()
+            assert self.gate.wait(10)
+        return super().infer(batch)
+
+
+class FeedSource:
+    """A file camera whose frames the test hands in one at a time (WAIT policy)."""
+
+    waits_for_consumer = True
+
+    def __init__(self, camera_id: str):
+        self.camera_id = camera_id
+        self.frames: List[Frame] = []
+        self.lock = threading.Lock()
+        self.delivered = 0
+
+    def deliver(self) -> None:
+        with self.lock:
+            self.delivered += 1
+            self.frames.append(Frame(self.camera_id, self.delivered, time.time(), time.monotonic(),
+                                     np.full((4, 4, 3), 10, np.uint8)))
+
+    def take(self) -> Optional[Frame]:
+        with self.lock:
+            return self.frames.pop(0) if self.frames else None
+
+
+def test_frames_are_chosen_when_the_pipeline_has_room_for_their_batch():
+    """While the model holds the only place in the pipeline, cameras that deliver late must
+    still join the next batch.
+
+    Frames chosen before there is room for their batch (here one camera's, once the 5 ms batch
+    timeout passed) wait with it, and the cameras that deliver during the wait go in a batch of
+    their own: [4, 1, 3] instead of [4, 4]."""
+    sources = {f"cam{i}": FeedSource(f"cam{i}") for i in range(4)}
+    published = []
+    detector = GatedDetector(max_batch=4, max_batches_in_flight=1)
+    pipeline = Pipeline(lambda: detector, lambda: sources, ResultStore(published.append), BatchScheduler(4, 0.005))
+    pipeline.reconfigure({cid: 0 for cid in sources}, 4, 0.005)
+    pipeline.start()
+    try:
+        for source in sources.values():
+            source.deliver()
+        pipeline.notify_frame()
+        assert detector.first_batch_started.wait(5)
+        sources["cam0"].deliver()  # one camera early: its frame waits well past the batch timeout
+        pipeline.notify_frame()
+        time.sleep(0.2)
+        for cid in ("cam1", "cam2", "cam3"):
+            sources[cid].deliver()
+        pipeline.notify_frame()
+        time.sleep(0.05)
+        detector.gate.set()
+        deadline = time.monotonic() + 10
+        while len(published) < 8 and time.monotonic() < deadline:
+            pipeline.notify_frame()
+            time.sleep(0.01)
+    finally:
+        detector.gate.set()
+        pipeline.stop()
+    assert len(published) == 8
+    assert detector.batch_sizes == [4, 4]
+
+
 class FlakyScheduler(BatchScheduler):
     """A scheduler whose ``plan`` raises ``failures`` times, then works (or raises forever)."""
 
