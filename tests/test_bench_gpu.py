@@ -154,3 +154,45 @@ def test_rtsp_server_streams_a_real_clip_to_ffmpeg(tmp_path, images_dir):
         assert not cv2.VideoCapture(urls[0].rsplit("/", 1)[0] + "/nope", cv2.CAP_FFMPEG).isOpened()
     finally:
         server.stop()
+
+
+class _Steps:
+    def outer(self, x):
+        return self.inner(x) + 1
+
+    def inner(self, x):
+        time.sleep(0.02)
+        return x * 2
+
+
+def test_step_timer_records_nested_calls_and_tells_waiting_from_working():
+    from bench.gpu_stage_waits import StepTimer
+
+    timer = StepTimer()
+    timer.wrap(_Steps, "outer", "outer")
+    timer.wrap(_Steps, "inner", "inner")
+    try:
+        assert _Steps().outer(3) == 7  # the wrapped methods still compute what they did
+        assert _Steps().outer(1) == 3
+    finally:
+        timer.restore()
+    figures = timer.figures()
+    assert {label: f.calls for label, f in figures.items()} == {"outer": 2, "inner": 2}
+    # a sleep is waiting, not work: nearly all of its wall time is time not spent running
+    assert figures["inner"].wall_ms_p50 >= 19.0
+    assert figures["inner"].waited_ms_p50 > figures["inner"].cpu_ms_p50
+    assert _Steps.__dict__["inner"].__qualname__ == "_Steps.inner"  # the originals are back
+
+
+def test_stage_waits_table_lists_the_steps_timed_in_the_pipeline():
+    from bench.gpu_stage_waits import STEPS, markdown
+
+    row = {"calls": 3, "wall_ms_p50": 2.0, "cpu_ms_p50": 0.5, "waited_ms_p50": 1.5}
+    labels = [label for *_rest, label in STEPS]
+    result = {"cameras": 8, "pipeline_frames_per_s": 1000.0, "alone": {labels[1]: row},
+              "in_pipeline": {labels[0]: row, labels[1]: row}}
+    table = markdown(result).splitlines()
+    assert table[0].startswith("8 cameras, pipeline 1000.0 frames/s")
+    assert table[4] == f"| {labels[0]} | – | – | 2.0 | 0.5 | 1.5 |"
+    assert table[5] == f"| {labels[1]} | 2.0 | 0.5 | 2.0 | 0.5 | 1.5 |"
+    assert len(table) == 6  # steps that did not run in the pipeline are left out
