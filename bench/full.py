@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from bench.appliance_run import analysed_counts, bench_config, published_count, running
-from bench.mqtt_watch import DetectionsWatcher, broker_reachable
+from bench.mqtt_watch import WatcherProcess, broker_reachable
 from bench.resources import WATCHER_SUFFIX, ResourceMeter
 from bench.windows import count_deltas, wait_for
 from edge_app.detect.base import Detector
@@ -30,7 +30,8 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
     config = bench_config(clip, cameras, model_path, batch, batch_timeout_ms, mqtt_host, mqtt_port, analysis=analysis,
                           sources=sources, decoder=decoder, nvdec_processes=nvdec_processes)
     topics = Topics(config.mqtt.topic_prefix, config.device_id)
-    watcher = DetectionsWatcher(mqtt_host, mqtt_port, topics.all_detections, f"{config.device_id}{WATCHER_SUFFIX}")
+    # in a process of its own: receiving every message here would compete with the appliance for the interpreter lock
+    watcher = WatcherProcess(mqtt_host, mqtt_port, topics.all_detections, f"{config.device_id}{WATCHER_SUFFIX}")
     if not watcher.start():
         watcher.stop()
         return {**base, "status": "skipped", "reason": "could not subscribe on the broker"}
@@ -48,6 +49,7 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
             analysed_after, published_after, received_after = analysed_counts(appliance), published_count(appliance), watcher.counts()
             usage = meter.stop()
             watcher.recording = False
+            latencies_ms, delivered_ms = watcher.latencies_ms(), watcher.delivered_ms()
             status = appliance.status()
             latest = [appliance.latest_frame(cam.id) for cam in status.cameras]
     finally:
@@ -62,8 +64,8 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
         "published": published_after - published_before,
         "received": sum(count_deltas(received_before, received_after).values()),
         "per_camera_frames": per_camera,
-        "latencies_ms": watcher.latencies_ms(),
-        "delivered_ms": watcher.delivered_ms(),
+        "latencies_ms": latencies_ms,
+        "delivered_ms": delivered_ms,
         # what the cameras delivered (a numpy BGR array, or a GPU decoder's device image)
         "image_types": sorted({type(frame.image).__name__ for frame in latest if frame is not None}),
         "camera_errors": {cam.id: cam.last_error for cam in status.cameras if cam.last_error},

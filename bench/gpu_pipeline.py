@@ -17,8 +17,9 @@ on CUDA, because TensorRT is not available on the test machine. Sections:
 
 Each row: frames/s as the appliance counted them (every one is published, ``publish_empty``),
 its ratio to the raw engine at the same batch, the process's CPU time per analysed frame (all
-threads, less the benchmark's own MQTT subscriber), latency p50/p99 from the ``latency_ms`` of
-the received messages and from capture to arrival at the subscriber.
+threads and the decoder processes; the benchmark's MQTT subscriber runs in a process of its own,
+``bench.mqtt_watch.WatcherProcess``, and is not counted), latency p50/p99 from the
+``latency_ms`` of the received messages and from capture to arrival at the subscriber.
 """
 from __future__ import annotations
 
