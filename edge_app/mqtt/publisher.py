@@ -38,10 +38,10 @@ import time
 from typing import Any, Deque, Dict, List, Optional, Set
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion
 
 from edge_app.config.schema import MQTTConfig
 from edge_app.mqtt import payloads
+from edge_app.mqtt.client_setup import new_client
 from edge_app.mqtt.commands import DetectSetCommands
 from edge_app.mqtt.extension_publishing import ExtensionPublishing
 from edge_app.mqtt.fleet_publishing import FleetPublishing
@@ -50,7 +50,6 @@ from edge_app.mqtt.message import DETECTIONS as _DETECTIONS, STATE as _STATE, ST
 from edge_app.mqtt.topics import Topics
 
 log = logging.getLogger(__name__)
-
 
 
 class MqttPublisher(ExtensionPublishing, HaPublishing, FleetPublishing):
@@ -131,33 +130,21 @@ class MqttPublisher(ExtensionPublishing, HaPublishing, FleetPublishing):
         """Begin connecting in the background (paho's network thread) and return at once."""
         if not self.enabled or self._running:
             return
-        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=self.client_id, clean_session=True)
-        if log.isEnabledFor(logging.DEBUG):
-            # paho logs retries of an absent broker at ERROR level; keep its chatter at DEBUG.
-            client.on_log = lambda _client, _userdata, _level, text: log.debug("paho: %s", text)
-        client.max_inflight_messages = 0  # our own window bounds what paho holds
-        client.reconnect_delay_set(*self._reconnect_delays_s)
-        client.connect_timeout = self._connect_timeout_s
-        if self._config.username is not None:
-            client.username_pw_set(self._config.username, self._config.password)
         offline = payloads.status_payload("offline", self._device_id, self._version)
-        client.will_set(self.topics.status, payloads.encode(offline), qos=1, retain=True)
+        try:
+            client = new_client(self._config, self.client_id, self._reconnect_delays_s, self._connect_timeout_s,
+                                self.topics.status, payloads.encode(offline))
+            client.connect_async(self._config.host, self._config.port, keepalive=self._config.keepalive)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            # A bad certificate path must not take the appliance down; stay disconnected, say why.
+            self._note_error(f"MQTT TLS/connection setup failed: {exc}", logging.ERROR)
+            return
         client.on_connect = self._on_connect
         client.on_connect_fail = self._on_connect_fail
         client.on_disconnect = self._on_disconnect
         client.on_publish = self._on_publish
         client.on_message = self._on_message
         client.on_subscribe = self._on_subscribe
-        tls = self._config.tls
-        try:
-            if tls.enabled:
-                client.tls_set(ca_certs=tls.ca_certs, certfile=tls.certfile, keyfile=tls.keyfile)
-                client.tls_insecure_set(tls.insecure)
-            client.connect_async(self._config.host, self._config.port, keepalive=self._config.keepalive)
-        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
-            # A bad certificate path must not take the appliance down; stay disconnected, say why.
-            self._note_error(f"MQTT TLS/connection setup failed: {exc}", logging.ERROR)
-            return
         with self._cond:
             self._client = client
             self._running = True
