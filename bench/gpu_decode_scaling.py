@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from bench.settings import add_switch_interval_argument, apply_switch_interval
+
 DEPTHS = ("demux", "decode", "decode_copy", "decode_process")
 
 
@@ -204,16 +206,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--modes", nargs="+", choices=("threads", "processes"), default=["threads", "processes"])
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--warmup", type=float, default=1.0)
-    parser.add_argument("--switch-interval-ms", type=float,
-                        help="Python's thread switch interval (default: the appliance's, edge_app.runtime)")
+    add_switch_interval_argument(parser)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    if args.switch_interval_ms is None:
-        from edge_app.runtime import tune_interpreter
-
-        tune_interpreter()
-    else:
-        sys.setswitchinterval(args.switch_interval_ms / 1000.0)
+    switch_interval_ms = apply_switch_interval(args.switch_interval_ms)
     probe_rate = probe_alone(1.0)
     rows = []
     for depth in args.depths:
@@ -227,7 +223,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 rows.append(row)
     if args.json:
         args.json.write_text(json.dumps({"clip": str(args.clip), "probe_alone_per_s": probe_rate, "rows": rows,
-                                         "switch_interval_ms": round(sys.getswitchinterval() * 1000.0, 3)}, indent=2))
+                                         "switch_interval_ms": switch_interval_ms}, indent=2))
     return 0
 
 

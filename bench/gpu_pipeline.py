@@ -44,9 +44,9 @@ from bench.media import clip_frames, ensure_clip
 from bench.raw import measure_raw
 from bench.rounds import summarise_pipeline, summarise_raw
 from bench.rtsp_launch import RtspServerProcess
+from bench.settings import add_switch_interval_argument, apply_switch_interval
 from bench.gpu_parity import check_parity
 from bench.suite import Job, guarded, run_rounds
-from edge_app.runtime import tune_interpreter
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +69,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--no-cuda-graphs", action="store_true", help="run the stand-in eagerly (experiments)")
     parser.add_argument("--json", type=Path, help="results (default bench/results/gpu.json)")
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
-    parser.add_argument("--switch-interval-ms", type=float,
-                        help="Python's thread switch interval (default: the appliance's, edge_app.runtime)")
+    add_switch_interval_argument(parser)
     parser.add_argument("-v", "--verbose", action="store_true")
     return parser.parse_args(argv)
 
@@ -195,14 +194,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args.verbose:
         logging.getLogger("edge_app").setLevel(logging.WARNING)
     settings = settings_from(args)
-    if args.switch_interval_ms is None:
-        tune_interpreter()  # as edge-app run does
-    else:
-        sys.setswitchinterval(args.switch_interval_ms / 1000.0)
+    switch_interval_ms = apply_switch_interval(args.switch_interval_ms)
     started = datetime.datetime.now(datetime.timezone.utc)
     header: Dict[str, Any] = {
         "date": started.isoformat(timespec="seconds"),
-        "switch_interval_ms": round(sys.getswitchinterval() * 1000.0, 3),
+        "switch_interval_ms": switch_interval_ms,
         "command": "python -m bench.gpu_pipeline " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
         "machine": {**describe_machine(), **describe_gpu()},
         "engine": "PyTorch FP16 via onnx2torch, a stand-in for TensorRT (not available on this machine)",

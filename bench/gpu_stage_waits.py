@@ -28,7 +28,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from edge_app.runtime import tune_interpreter
+from bench.settings import add_switch_interval_argument, apply_switch_interval
 
 #: (module, class, method, label): the model stage's steps, outermost first
 STEPS = (
@@ -135,8 +135,7 @@ def measure(clip: Path, cameras: int, window_s: float, mqtt_port: Optional[int])
             in_pipeline = timer.figures()
     finally:
         timer.restore()
-    return {"cameras": cameras, "switch_interval_ms": round(sys.getswitchinterval() * 1000.0, 3),
-            "mqtt": mqtt_port is not None, "pipeline_frames_per_s": round(frames_per_s, 1),
+    return {"cameras": cameras, "mqtt": mqtt_port is not None, "pipeline_frames_per_s": round(frames_per_s, 1),
             "alone": _as_rows(alone), "in_pipeline": _as_rows(in_pipeline)}
 
 
@@ -160,9 +159,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--mqtt-port", type=int, help="publish to the broker on this local port (default: MQTT off)")
     parser.add_argument("--json", type=Path)
+    add_switch_interval_argument(parser)
     args = parser.parse_args(argv)
-    tune_interpreter()  # as edge-app run does
-    result = measure(args.clip, args.cameras, args.seconds, args.mqtt_port)
+    switch_interval_ms = apply_switch_interval(args.switch_interval_ms)
+    result = {**measure(args.clip, args.cameras, args.seconds, args.mqtt_port), "switch_interval_ms": switch_interval_ms}
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     print(markdown(result))
