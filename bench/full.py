@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from bench.appliance_run import analysed_counts, bench_config, published_count, running
-from bench.mqtt_watch import WatcherProcess, broker_reachable
-from bench.resources import WATCHER_SUFFIX, ResourceMeter
+from bench.mqtt_watch import WATCHER_SUFFIX, WatcherProcess, broker_reachable
+from bench.resources import ResourceMeter
 from bench.windows import count_deltas, wait_for
 from edge_app.detect.base import Detector
 from edge_app.mqtt.topics import Topics

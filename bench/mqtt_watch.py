@@ -24,6 +24,9 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 log = logging.getLogger(__name__)
 
+#: the benchmark's subscribers have client ids ending so, next to the appliance's own
+WATCHER_SUFFIX = "-watch"
+
 
 def broker_reachable(host: str, port: int, timeout_s: float = 1.0) -> bool:
     try:
@@ -150,10 +153,10 @@ class WatcherProcess:
         return dict((self._ask({"op": "counts"}) or {}).get("counts", {}))
 
     def latencies_ms(self) -> List[float]:
-        return list((self._ask({"op": "samples"}) or {}).get("latencies_ms", []))
+        return list((self._ask({"op": "latencies_ms"}) or {}).get("latencies_ms", []))
 
     def delivered_ms(self) -> List[float]:
-        return list((self._ask({"op": "samples"}) or {}).get("delivered_ms", []))
+        return list((self._ask({"op": "delivered_ms"}) or {}).get("delivered_ms", []))
 
     def _ask(self, request: Dict[str, Any], timeout_s: Optional[float] = None) -> Optional[Dict[str, Any]]:
         with self._lock:
@@ -190,8 +193,10 @@ def serve(host: str, port: int, topic_filter: str, client_id: str) -> int:
                 answer = {"recording": watcher.recording}
             elif op == "counts":
                 answer = {"counts": watcher.counts()}
-            elif op == "samples":
-                answer = {"latencies_ms": watcher.latencies_ms(), "delivered_ms": watcher.delivered_ms()}
+            elif op == "latencies_ms":
+                answer = {"latencies_ms": watcher.latencies_ms()}
+            elif op == "delivered_ms":
+                answer = {"delivered_ms": watcher.delivered_ms()}
             else:
                 answer = {"error": f"unknown request {op!r}"}
             print(json.dumps(answer), flush=True)

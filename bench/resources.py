@@ -23,10 +23,6 @@ from typing import Dict, List, Optional
 
 log = logging.getLogger(__name__)
 
-#: client ids of the benchmark's MQTT subscribers end so; paho names its thread after the id
-WATCHER_SUFFIX = "-watch"
-
-
 def _stat_cpu_s(stat: Path) -> Optional[float]:
     """User + system CPU seconds from a /proc ``stat`` file; None when it is gone (ended)."""
     try:
@@ -58,8 +54,6 @@ def thread_group(name: str) -> str:
         return name.split(":", 1)[1]
     if name.startswith("capture"):
         return "capture"
-    if name.endswith(WATCHER_SUFFIX):
-        return "watcher"  # the benchmark's own subscriber, not the appliance
     if name.startswith(("mqtt", "paho")):
         return "mqtt"
     if name == "MainThread":
