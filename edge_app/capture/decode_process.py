@@ -100,8 +100,7 @@ class _Child:
                 self.conn.send((ERROR, "unavailable", "the source gave no frame"))
                 return False
             self._ensure_ring(frame.width, frame.height)
-            self.conn.send((OPENED, {"fps": source.fps, "live": source.live, "handles": self.ring.handles,
-                                     "width": frame.width, "height": frame.height}))
+            self.conn.send((OPENED, {"fps": source.fps, "live": source.live, "handles": self.ring.handles}))
             self.conn.send((END, self._stream(source, frame)))
             return True
         except SourceError as err:
@@ -271,7 +270,7 @@ class DecodeProcessOpener:
             if child.receiver is None or child.handles != handles:
                 if child.receiver is not None:
                     child.receiver.close()
-                child.receiver = load(self._receiver)(self._device_index, handles, int(info["width"]), int(info["height"]))
+                child.receiver = load(self._receiver)(self._device_index, handles)
                 child.handles = handles
         except BaseException:
             stop(child)

@@ -50,7 +50,7 @@ class CudaIpcRing:
 class CudaIpcReceiver:
     """The slots of one decoder process, mapped into the appliance, and a pool for its frames."""
 
-    def __init__(self, device_index: int, handles: Sequence[bytes], width: int, height: int) -> None:
+    def __init__(self, device_index: int, handles: Sequence[bytes]) -> None:
         self._device = open_device(device_index=device_index)
         self._ptrs: List[int] = []
         try:
@@ -60,7 +60,6 @@ class CudaIpcReceiver:
             self.close()
             self._device.close()
             raise
-        self._width, self._height = width, height
         # the pool owns the device from here on: it closes it once its last frame is dropped
         self._pool = DeviceFramePool(self._device, RECEIVER_MAX_FRAMES, device_index)
 

@@ -79,7 +79,7 @@ class SharedMemoryRing:
 
 
 class SharedMemoryReceiver:
-    def __init__(self, device_index: int, handles: Sequence[bytes], width: int, height: int) -> None:
+    def __init__(self, device_index: int, handles: Sequence[bytes]) -> None:
         self._blocks = [shared_memory.SharedMemory(name=handle.decode()) for handle in handles]
         for block in self._blocks:  # the decoder process owns them: this process must not unlink them
             resource_tracker.unregister(block._name, "shared_memory")
