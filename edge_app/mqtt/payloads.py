@@ -202,7 +202,7 @@ def _jsonable(value: Any) -> Any:
     # message, so a non-finite figure becomes null instead.
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, dict) or isinstance(value, Mapping):
+    if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
