@@ -21,6 +21,7 @@ from typing import Any, Optional
 from edge_app.detect.base import DetectorError
 from edge_app.detect.model_metadata import is_engine_file, resolve_input_hw
 from edge_app.detect.tensorrt.backend import TensorRTDetector
+from edge_app.detect.tensorrt.engine_process import EnginePlan
 from edge_app.detect.tensorrt.onnx_info import read_onnx_info
 from edge_app.detect.tensorrt.prepare import PreparedEngine
 
@@ -67,8 +68,15 @@ class TorchFp16StandIn(TensorRTDetector):
             raise DetectorError(f"the PyTorch stand-in runs ONNX models, not the engine {path}")
         info = read_onnx_info(path)
         input_hw = resolve_input_hw(info.static_hw, model.configured_input_size, None, info.metadata, str(path))
-        self._device.make_current()  # torch and the CUDA layer share the device's primary context
-        runtime = TorchEngineRuntime(str(path), info, input_hw, model.max_batch, use_cuda_graphs=self._use_cuda_graphs)
+        runtime = None
+        if self._wants_engine_process:
+            runtime = self._start_engine_process(EnginePlan(runtime="bench.torch_runtime:child_runtime", options={
+                "model_path": str(path), "input_hw": tuple(input_hw), "max_batch": model.max_batch,
+                "use_cuda_graphs": self._use_cuda_graphs}, device=self.engine_process_device))
+        if runtime is None:
+            self._device.make_current()  # torch and the CUDA layer share the device's primary context
+            runtime = TorchEngineRuntime(str(path), info, input_hw, model.max_batch,
+                                         use_cuda_graphs=self._use_cuda_graphs)
         engine = PreparedEngine(source="torch-standin", path=path, metadata=dict(info.metadata),
                                 sidecar={"build": {"applied_precision": "fp16 (PyTorch stand-in)"}},
                                 reason=ENGINE_DESCRIPTION)

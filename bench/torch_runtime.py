@@ -154,11 +154,31 @@ def freeze_constant_slices(module: Any) -> int:
     return frozen
 
 
+class _DeviceArray:
+    """Device memory described by the CUDA array interface, for ``torch.as_tensor`` to wrap."""
+
+    def __init__(self, ptr: int, shape: Tuple[int, ...], dtype: np.dtype) -> None:
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": np.dtype(dtype).str,
+                                         "data": (int(ptr), False), "strides": None, "version": 3}
+
+
+def child_runtime(device: Any, model_path: str, input_hw: Tuple[int, int], max_batch: int,
+                  use_cuda_graphs: bool = True) -> "TorchEngineRuntime":
+    """The stand-in built in an engine process (``edge_app.detect.tensorrt.engine_process``)."""
+    from pathlib import Path
+
+    from edge_app.detect.tensorrt.onnx_info import read_onnx_info
+
+    device.make_current()  # torch and the CUDA layer share the device's primary context
+    return TorchEngineRuntime(model_path, read_onnx_info(Path(model_path)), input_hw, max_batch,
+                              use_cuda_graphs=use_cuda_graphs, device=device)
+
+
 class TorchEngineRuntime:
     """One converted model on one GPU, with buffers for ``max_batch`` images."""
 
     def __init__(self, model_path: str, info: OnnxInfo, input_hw: Tuple[int, int], max_batch: int,
-                 use_cuda_graphs: bool = True) -> None:
+                 use_cuda_graphs: bool = True, device: Any = None) -> None:
         torch, onnx2torch = import_torch()
         import onnx
 
@@ -180,7 +200,13 @@ class TorchEngineRuntime:
         self.input = TensorSpec(info.input_name, (-1 if self.dynamic_batch else self.max_batch, 3, height, width),
                                 COMPUTE_DTYPE, True, shape)
         torch_dtype = torch.float16
-        self._slots = [torch.zeros(shape, dtype=torch_dtype, device=self._device) for _ in range(ROTATION)]
+        if device is None:
+            self._slots = [torch.zeros(shape, dtype=torch_dtype, device=self._device) for _ in range(ROTATION)]
+        else:  # slots of the CUDA layer's own, which an engine process can export with CUDA IPC
+            nbytes = int(np.prod(shape)) * COMPUTE_DTYPE.itemsize
+            self.input.device = [device.alloc_device(nbytes) for _ in range(ROTATION)]
+            self._slots = [torch.as_tensor(_DeviceArray(b.ptr, shape, COMPUTE_DTYPE), device=self._device)
+                           for b in self.input.device]
         self._static_input = torch.zeros(shape, dtype=torch_dtype, device=self._device)
         with torch.no_grad(), torch.cuda.stream(self._stream):
             probe = self._forward(self._static_input)

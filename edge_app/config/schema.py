@@ -202,6 +202,9 @@ class ModelConfig(_Strict):
     calibration_dir: Optional[str] = Field(None, title="INT8 calibration images")
     dla_core: Optional[int] = Field(None, title="DLA core (Jetson Orin/Xavier)", ge=0, le=1)
     workspace_mb: int = Field(1024, title="TensorRT workspace (MiB)", ge=16)
+    engine_process: bool = Field(False, title="Engine in its own process (TensorRT)",
+                                 description="run the TensorRT engine and its GPU decoding in a child process fed "
+                                             "through CUDA IPC (dGPU hosts), away from the appliance's Python threads")
 
     @field_validator("path")
     @classmethod

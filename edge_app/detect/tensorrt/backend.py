@@ -26,6 +26,7 @@ from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
 from edge_app.detect.model_metadata import is_engine_file, metadata_bool
 from edge_app.detect.tensorrt.prepare import EngineCache, PreparedEngine, load_user_engine
 from edge_app.detect.tensorrt.progress import ProgressCallback
+from edge_app.detect.tensorrt.engine_process import CUDA_DEVICE, EnginePlan, EngineProcess
 from edge_app.detect.tensorrt.runtime import ROTATION, EngineRuntime
 
 log = logging.getLogger(__name__)
@@ -44,9 +45,13 @@ class TensorRTDetector(Detector):
 
     backend_name = "tensorrt"
 
+    #: what opens the GPU in an engine process (``module:attribute``; tests name a double)
+    engine_process_device = CUDA_DEVICE
+
     def __init__(self, model: Any, *, device: Optional[CudaDevice] = None, progress: Optional[ProgressCallback] = None,
                  gpu_preprocess: Optional[bool] = None, force_build: bool = False,
-                 cancel: Optional[threading.Event] = None, gpu_decode: Optional[bool] = None) -> None:
+                 cancel: Optional[threading.Event] = None, gpu_decode: Optional[bool] = None,
+                 engine_process: Optional[bool] = None) -> None:
         trt = self._import_runtime()
         if is_standin(trt):
             log.warning("the tensorrt module in use is the test stand-in, not TensorRT")
@@ -54,8 +59,15 @@ class TensorRTDetector(Detector):
         self._device = device if device is not None else self._open_device()
         self.model_path = str(model.path)
         self.precision = model.precision
-        self._runtime: Optional[EngineRuntime] = None
+        self._runtime: Optional[Union[EngineRuntime, EngineProcess]] = None
         self.engine: Optional[PreparedEngine] = None
+        self._decodes_in_engine_process = False
+        wanted = getattr(model, "engine_process", False) if engine_process is None else engine_process
+        #: why the engine runs in this process although ``model.engine_process`` asked otherwise
+        self.engine_process_problem: Optional[str] = None
+        if wanted and (gpu_preprocess is False or not self._device.has_nvrtc):
+            self._refuse_engine_process("its input comes from the GPU letterbox, which needs NVRTC")
+        self._wants_engine_process = wanted and self.engine_process_problem is None
         try:
             self._runtime, self.engine = self._load(trt, model, progress, force_build, cancel)
             self.input_hw = self._runtime.input_hw
@@ -101,12 +113,30 @@ class TensorRTDetector(Detector):
 
     def _load(self, trt: Any, model: Any, progress: Optional[ProgressCallback], force: bool,
               cancel: Optional[threading.Event]):
-        def deserialize(data: bytes, label: str) -> EngineRuntime:
+        def deserialize(data: bytes, label: str) -> Union[EngineRuntime, EngineProcess]:
+            if self._wants_engine_process:
+                plan = EnginePlan(options={"engine_bytes": data, "max_batch": model.max_batch, "label": label},
+                                  device=self.engine_process_device)
+                process = self._start_engine_process(plan)
+                if process is not None:
+                    return process
             return EngineRuntime(trt, data, self._device, model.max_batch, label)
 
         if is_engine_file(self.model_path):
             return load_user_engine(Path(self.model_path), deserialize)
         return EngineCache(trt, model, self._device, progress, cancel).load(deserialize, force=force)
+
+    def _refuse_engine_process(self, reason: str) -> None:
+        self.engine_process_problem = reason
+        log.warning("model.engine_process: %s; the engine runs in the appliance's process", reason)
+
+    def _start_engine_process(self, plan: EnginePlan) -> Optional[EngineProcess]:
+        """The engine in a child process, or None (said in the log) to run it in this one."""
+        try:
+            return EngineProcess(plan, self._device)
+        except DetectorError as err:
+            self._refuse_engine_process(str(err))
+            return None
 
     def _check_input_size(self, model: Any) -> None:
         configured = model.configured_input_size
@@ -157,6 +187,13 @@ class TensorRTDetector(Detector):
             reason = f"{layout.layout.value} outputs are decoded on the host"
         elif not self._device.has_nvrtc:
             reason = "NVRTC was not found"
+        elif isinstance(self._runtime, EngineProcess):
+            try:  # next to the engine, in its process: only the kept boxes come back
+                self._runtime.start_decoding(layout.outputs[0], layout.num_classes, self.decoder.max_det)
+                self._decodes_in_engine_process = True
+                return None
+            except DetectorError as err:
+                reason = str(err)
         else:
             try:
                 return GpuYoloDecoder(self._device, self.max_batch, outputs[layout.outputs[0]].max_shape,
@@ -186,6 +223,8 @@ class TensorRTDetector(Detector):
             raise DetectorError(f"model {self.model_path} was closed")
         host_input = None if batch.device_slot is not None else np.asarray(batch.tensor)
         slot = batch.device_slot or 0
+        if self._decodes_in_engine_process:
+            return self._runtime.run_decoded(batch.size, slot, self.decoder.tuning)
         if self._gpu_decoder is None:
             return self._runtime.run(batch.size, host_input, slot)
         output_ptrs = self._runtime.run_on_device(batch.size, host_input, slot)
@@ -203,7 +242,7 @@ class TensorRTDetector(Detector):
 
     @property
     def postprocessing(self) -> str:
-        return "gpu" if self._gpu_decoder is not None else "cpu"
+        return "gpu" if self._gpu_decoder is not None or self._decodes_in_engine_process else "cpu"
 
     def describe(self) -> dict:
         info = super().describe()
@@ -215,6 +254,7 @@ class TensorRTDetector(Detector):
             engine_source=self.engine.source,
             preprocessing=self.preprocessing,
             postprocessing=self.postprocessing,
+            engine_process=self._runtime.pid if isinstance(self._runtime, EngineProcess) else None,
             cuda=self._device.describe(),
         )
         return info

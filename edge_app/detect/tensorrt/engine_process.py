@@ -1,0 +1,291 @@
+"""The model stage in a process of its own (``model.engine_process``), fed through CUDA IPC.
+
+Inside the appliance the model thread shares Python's interpreter lock with the camera,
+batching and publishing threads. Every call that queues GPU work lets the lock go, and getting
+it back waits for whichever thread took it. On an H200 with 8 NVDEC cameras a batch of 8 took
+5.0 ms in the appliance against 2.1 ms in a loop of its own, with the GPU far from busy
+(``docs/gpu-benchmark.md``). Frigate runs its detectors in processes of their own for the same
+reason. Here the child owns the engine (``EngineRuntime``) and the GPU decoding
+(``GpuYoloDecoder``) and has one thread, so nothing competes with it.
+
+The child allocates the engine's ``ROTATION`` input slots and exports them with CUDA IPC. The
+appliance maps them and its GPU letterbox writes a batch into one of them; the letterbox
+synchronises its stream before the request is sent, so the child reads a finished tensor. The
+child runs the engine and the decoding kernels and sends back only the kept boxes (a few
+kilobytes), or the raw outputs when the model's outputs are decoded on the host.
+
+Messages (pickled tuples on a ``multiprocessing`` pipe), appliance to child:
+``("decode", output_index, num_classes, max_det)``, ``("run", count, slot, tuning or None)``,
+``("run_raw", count, slot)``, ``("close",)``; child to appliance: ``("ready", info)``,
+``("ok", result)``, ``("error", text)``. What opens the device and builds the runtime in the
+child are ``module:attribute`` strings, since the child is a fresh interpreter (``spawn``: CUDA
+does not survive ``fork``); tests name host-memory doubles there.
+
+CUDA IPC needs a dGPU and the cuda-python adapter. Where the process cannot start, the detector
+says why and runs the engine in the appliance's process.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import multiprocessing
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from edge_app.detect.base import DetectorError
+from edge_app.detect.decode_gpu import GpuDecoded, GpuYoloDecoder
+from edge_app.detect.tensorrt.runtime import ROTATION, EngineRuntime, TensorSpec
+
+log = logging.getLogger(__name__)
+
+DECODE, RUN, RUN_RAW, CLOSE = "decode", "run", "run_raw", "close"
+READY, OK, ERROR = "ready", "ok", "error"
+
+TENSORRT_RUNTIME = "edge_app.detect.tensorrt.engine_process:tensorrt_runtime"
+CUDA_DEVICE = "edge_app.cuda:open_device"
+#: starting an interpreter, importing TensorRT and deserialising the engine
+START_TIMEOUT_S = 180.0
+#: one batch; a child that takes longer is stuck (a hung GPU) and is stopped
+ANSWER_TIMEOUT_S = 30.0
+
+
+def load(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def tensorrt_runtime(device: Any, engine_bytes: bytes, max_batch: int, label: str) -> EngineRuntime:
+    """The child's runtime for a TensorRT engine: the same ``EngineRuntime`` as in-process."""
+    from edge_app.detect.tensorrt.api import import_tensorrt
+
+    return EngineRuntime(import_tensorrt(), engine_bytes, device, max_batch, label)
+
+
+@dataclass(frozen=True)
+class EnginePlan:
+    """What the child builds, picklable: ``runtime(device, **options)`` on the device that
+    ``device(device_index=...)`` opens."""
+
+    runtime: str = TENSORRT_RUNTIME
+    options: Dict[str, Any] = field(default_factory=dict)
+    device: str = CUDA_DEVICE
+    device_index: int = 0
+
+
+def _spec_info(spec: TensorSpec) -> Tuple[str, Tuple[int, ...], str, Tuple[int, ...]]:
+    return spec.name, tuple(spec.shape), spec.dtype.str, tuple(spec.max_shape)
+
+
+def _spec_from(info: Sequence[Any], is_input: bool) -> TensorSpec:
+    name, shape, dtype, max_shape = info
+    return TensorSpec(name, tuple(shape), np.dtype(dtype), is_input, tuple(max_shape))
+
+
+# -- the child ----------------------------------------------------------------------------------
+class _Child:
+    def __init__(self, conn: Any, plan: EnginePlan) -> None:
+        self.conn, self.plan = conn, plan
+        self.device: Any = None
+        self.runtime: Any = None
+        self.decoder: Optional[GpuYoloDecoder] = None
+        self.output_index = 0
+        self.tuning: Any = None
+
+    def run(self) -> None:
+        try:
+            self._start()
+            while self._serve(self.conn.recv()):
+                pass
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            pass  # the appliance is gone
+        finally:
+            self._close()
+
+    def _start(self) -> None:
+        try:
+            self.device = load(self.plan.device)(device_index=self.plan.device_index)
+            self.runtime = load(self.plan.runtime)(self.device, **self.plan.options)
+            runtime = self.runtime
+            handles = [self.device.ipc_export(buffer) for buffer in runtime.input.device[:ROTATION]]
+            info = {"label": runtime.label, "input": _spec_info(runtime.input),
+                    "outputs": [_spec_info(s) for s in runtime.outputs], "max_batch": runtime.max_batch,
+                    "input_hw": tuple(runtime.input_hw), "dynamic_batch": runtime.dynamic_batch,
+                    "handles": handles, "describe": runtime.describe()}
+        except Exception as err:
+            self.conn.send((ERROR, f"{type(err).__name__}: {err}"))
+            raise EOFError from None  # nothing to serve
+        self.conn.send((READY, info))
+
+    def _serve(self, message: Tuple[Any, ...]) -> bool:
+        if message[0] == CLOSE:
+            return False
+        try:
+            self.conn.send((OK, self._answer(message)))
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            raise
+        except Exception as err:  # reported to the appliance, which counts the batch as failed
+            self.conn.send((ERROR, f"{type(err).__name__}: {err}"))
+        return True
+
+    def _answer(self, message: Tuple[Any, ...]) -> Any:
+        kind = message[0]
+        if kind == DECODE:
+            _, output_index, num_classes, max_det = message
+            spec = self.runtime.outputs[output_index]
+            self.decoder = GpuYoloDecoder(self.device, self.runtime.max_batch, spec.max_shape, spec.dtype,
+                                          num_classes, max_det, ROTATION)
+            self.output_index = output_index
+            return None
+        if kind == RUN:
+            _, count, slot, tuning = message
+            if tuning is not None:
+                self.tuning = tuning
+            ptrs = self.runtime.run_on_device(count, None, slot)
+            decoded = self.decoder.run(ptrs[self.output_index], count, self.tuning)
+            # only the rows that hold boxes travel; the pinned buffers are reused by the next run
+            used = max(int(decoded.kept.max(initial=0)), 0)
+            raw = None if decoded.raw is None else decoded.raw.copy()
+            return decoded.kept.copy(), np.ascontiguousarray(decoded.rows[:, :used]), raw
+        if kind == RUN_RAW:
+            _, count, slot = message
+            return [np.array(output) for output in self.runtime.run(count, None, slot)]
+        raise ValueError(f"unknown request {kind!r}")
+
+    def _close(self) -> None:
+        if self.runtime is not None:
+            self.runtime.close()
+        if self.device is not None:
+            self.device.close()
+
+
+def child_main(conn: Any, plan: EnginePlan) -> None:
+    """The engine process's entry point."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s engine: %(message)s")
+    _Child(conn, plan).run()
+
+
+# -- the appliance's side -----------------------------------------------------------------------
+class EngineProcess:
+    """An engine in a child process, with the parts of ``EngineRuntime``'s interface the
+    detector uses: the tensor specs, ``input_slot_ptr`` (mapped into this process), ``run``
+    (raw outputs) and ``run_decoded`` (after ``start_decoding``)."""
+
+    def __init__(self, plan: EnginePlan, device: Any, start_timeout_s: float = START_TIMEOUT_S,
+                 answer_timeout_s: float = ANSWER_TIMEOUT_S) -> None:
+        self._device = device
+        self._answer_timeout_s = answer_timeout_s
+        self._lock = threading.Lock()
+        self._slot_ptrs: List[int] = []
+        self._sent_tuning: Any = None
+        self._broken: Optional[str] = None
+        context = multiprocessing.get_context("spawn")
+        self._conn, child_conn = context.Pipe()
+        self._process = context.Process(target=child_main, args=(child_conn, plan), name="engine", daemon=True)
+        self._process.start()
+        child_conn.close()
+        try:
+            info = self._receive(start_timeout_s, "start")
+            self.label = f"{info['label']} (engine process {self._process.pid})"
+            self.input = _spec_from(info["input"], True)
+            self.outputs = [_spec_from(o, False) for o in info["outputs"]]
+            self.max_batch = int(info["max_batch"])
+            self.input_hw = tuple(info["input_hw"])
+            self.dynamic_batch = bool(info["dynamic_batch"])
+            self._describe = dict(info["describe"])
+            for handle in info["handles"]:
+                self._slot_ptrs.append(device.ipc_open(handle))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self._process.pid
+
+    def input_slot_ptr(self, slot: int) -> int:
+        """This process's address of input slot ``slot`` (the GPU letterbox writes there)."""
+        return self._slot_ptrs[slot % ROTATION]
+
+    def start_decoding(self, output_index: int, num_classes: int, max_det: int) -> None:
+        """Decode output ``output_index`` on the GPU in the child; raises DetectorError if it cannot."""
+        self._ask((DECODE, int(output_index), int(num_classes), int(max_det)))
+
+    def run_decoded(self, count: int, input_slot: int, tuning: Any) -> GpuDecoded:
+        """Run the ``count`` images in ``input_slot`` and decode them; the kept boxes."""
+        changed = tuning is not self._sent_tuning
+        kept, rows, raw = self._ask((RUN, int(count), int(input_slot), tuning if changed else None))
+        self._sent_tuning = tuning
+        return GpuDecoded(kept, rows, raw)
+
+    def run(self, count: int, host_input: Optional[np.ndarray] = None, input_slot: int = 0) -> List[np.ndarray]:
+        """The raw outputs of the ``count`` images in ``input_slot``."""
+        if host_input is not None:
+            raise DetectorError("the engine process reads its input from the GPU letterbox, not from host memory")
+        return self._ask((RUN_RAW, int(count), int(input_slot)))
+
+    def describe(self) -> dict:
+        return {**self._describe, "engine_process": self._process.pid}
+
+    @property
+    def output_names(self) -> List[str]:
+        return [s.name for s in self.outputs]
+
+    def _ask(self, message: Tuple[Any, ...]) -> Any:
+        with self._lock:
+            if self._broken:
+                raise DetectorError(self._broken)
+            try:
+                self._conn.send(message)
+            except (OSError, ValueError):
+                self._exited()
+            return self._receive(self._answer_timeout_s, message[0])
+
+    def _receive(self, timeout_s: float, what: str) -> Any:
+        if not self._conn.poll(timeout_s):
+            self._fail(f"the engine process did not answer {what} within {timeout_s:g} s")
+        try:
+            kind, payload = self._conn.recv()
+        except (EOFError, OSError):
+            self._exited()
+        if kind == ERROR:
+            if what == "start":
+                self._fail(f"the engine process could not load the engine: {payload}")
+            raise DetectorError(f"the engine process failed to {what}: {payload}")
+        return payload
+
+    def _exited(self) -> None:
+        self._process.join(1.0)
+        self._fail(f"the engine process exited (code {self._process.exitcode})")
+
+    def _fail(self, text: str) -> None:
+        """A child that is gone or stuck cannot be trusted with another batch: stop it."""
+        self._broken = f"{text}; reload the model to start a new one"
+        self._stop_process()
+        raise DetectorError(self._broken)
+
+    def _stop_process(self) -> None:
+        try:
+            self._conn.send((CLOSE,))
+        except (OSError, ValueError):
+            pass
+        self._process.join(5.0)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join(5.0)
+
+    def close(self) -> None:
+        with self._lock:
+            # this process's mappings go before the memory behind them
+            for ptr in self._slot_ptrs:
+                try:
+                    self._device.ipc_close(ptr)
+                except Exception as err:
+                    log.debug("unmapping an engine input slot: %s", err)
+            self._slot_ptrs = []
+            if self._broken is None:
+                self._broken = "the engine process was closed"
+            self._stop_process()
+            self._conn.close()

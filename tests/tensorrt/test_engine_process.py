@@ -1,0 +1,140 @@
+"""``model.engine_process``: the engine and its GPU decoding in a child process. NOT TensorRT, NOT CUDA.
+
+The child is a real process started the way the product starts it, speaking the product's pipe
+protocol. In it the model runs on the TensorRT stand-in (ONNX Runtime behind the engine API), and
+the "device" on both sides is ``SharedHostCudaDevice``: POSIX shared memory in place of CUDA IPC,
+numpy emulations in place of the letterbox and decoding kernels. ``tests/gpu/test_engine_process_gpu.py``
+runs the same path through real CUDA IPC on a GPU.
+"""
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from edge_app.detect.base import DetectorError
+from edge_app.detect.decode_gpu import GpuDecoded
+from edge_app.detect.tensorrt import TensorRTDetector
+from edge_app.detect.tensorrt.engine_process import EngineProcess
+from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+from tests.tensorrt_standin.shared_host_cuda import SharedHostCudaDevice
+
+SHARED_DEVICE = "tests.tensorrt_standin.shared_host_cuda:open_shared_device"
+
+
+def _assert_same(a, b):
+    assert a.class_id.tolist() == b.class_id.tolist()
+    np.testing.assert_allclose(a.xyxy, b.xyxy, atol=1e-3)
+    np.testing.assert_allclose(a.confidence, b.confidence, atol=1e-6)
+
+
+@pytest.fixture
+def shared_device_in_child(monkeypatch):
+    monkeypatch.setattr(TensorRTDetector, "engine_process_device", SHARED_DEVICE)
+
+
+@pytest.fixture
+def shared_device():
+    device = SharedHostCudaDevice()
+    yield device
+    device.close()
+
+
+@pytest.fixture
+def pair(standin_trt, make_model, shared_device_in_child, shared_device):
+    """(detector with an engine process, the same model in-process)."""
+    remote = TensorRTDetector(make_model(max_batch=3, engine_process=True), device=shared_device)
+    local = TensorRTDetector(make_model(max_batch=3), device=HostMemoryCudaDevice(emulate_kernels=True))
+    yield remote, local
+    remote.close()
+    local.close()
+
+
+def test_the_engine_runs_in_another_process_and_gives_the_same_detections(pair, bus_image, zidane_image):
+    remote, local = pair
+    pid = remote.describe()["engine_process"]
+    assert isinstance(remote._runtime, EngineProcess) and pid not in (None, os.getpid())
+    assert remote.engine_process_problem is None and local.describe()["engine_process"] is None
+    assert remote.postprocessing == "gpu" and remote.preprocessing == "gpu"
+    batch = remote.preprocess([bus_image, zidane_image, bus_image])
+    outputs = remote.infer(batch)
+    assert isinstance(outputs, GpuDecoded)
+    results = remote.postprocess(outputs, batch)
+    assert results[0].count("person") == 4 and results[0].count("bus") == 1
+    for mine, theirs in zip(results, local.detect([bus_image, zidane_image, bus_image])):
+        _assert_same(mine, theirs)
+
+
+def test_three_batches_in_flight_keep_their_own_input_slots(pair, bus_image, zidane_image):
+    remote, local = pair
+    images = [bus_image, zidane_image, bus_image]
+    prepared = [remote.preprocess([image]) for image in images]
+    outputs = [remote.infer(p) for p in prepared]
+    for image, output, batch in zip(images, outputs, prepared):
+        _assert_same(remote.postprocess(output, batch)[0], local.detect([image])[0])
+
+
+@pytest.mark.parametrize("tuning", [{"classes": ["bus"]}, {"conf_threshold": 0.7}, {"iou_threshold": 0.3, "conf_threshold": 0.05}])
+def test_retuning_reaches_the_engine_process_from_the_next_batch(pair, bus_image, zidane_image, tuning):
+    remote, local = pair
+    remote.detect([bus_image])
+    remote.retune(**tuning)
+    local.retune(**tuning)
+    for mine, theirs in zip(remote.detect([bus_image, zidane_image]), local.detect([bus_image, zidane_image])):
+        _assert_same(mine, theirs)
+
+
+def test_host_decoded_outputs_come_back_raw(standin_trt, make_model, shared_device_in_child, shared_device, bus_image):
+    remote = TensorRTDetector(make_model(max_batch=2, engine_process=True), device=shared_device, gpu_decode=False)
+    local = TensorRTDetector(make_model(max_batch=2), device=HostMemoryCudaDevice(emulate_kernels=True), gpu_decode=False)
+    try:
+        assert remote.postprocessing == "cpu" and remote.describe()["engine_process"]
+        _assert_same(remote.detect([bus_image])[0], local.detect([bus_image])[0])
+    finally:
+        remote.close()
+        local.close()
+
+
+def test_a_dead_engine_process_fails_every_batch_clearly(pair, bus_image):
+    remote, _ = pair
+    remote.detect([bus_image])
+    os.kill(remote.describe()["engine_process"], signal.SIGKILL)
+    batch = remote.preprocess([bus_image])
+    with pytest.raises(DetectorError, match=r"engine process exited \(code -9\).*reload the model"):
+        remote.infer(batch)
+    with pytest.raises(DetectorError, match="reload the model"):
+        remote.infer(remote.preprocess([bus_image]))
+    remote.close()
+
+
+def test_without_the_gpu_letterbox_the_engine_stays_in_process(standin_trt, make_model, shared_device_in_child, bus_image):
+    detector = TensorRTDetector(make_model(max_batch=1, engine_process=True), device=HostMemoryCudaDevice())
+    try:
+        assert detector.describe()["engine_process"] is None
+        assert "NVRTC" in detector.engine_process_problem
+        assert detector.detect([bus_image])[0].count("bus") == 1
+    finally:
+        detector.close()
+
+
+def test_an_engine_process_that_cannot_start_leaves_the_engine_in_process(standin_trt, make_model, monkeypatch,
+                                                                         shared_device, bus_image):
+    """A device the child cannot open (here: no such opener) is reported, and the model still runs."""
+    monkeypatch.setattr(TensorRTDetector, "engine_process_device", "tests.tensorrt_standin.shared_host_cuda:no_such_opener")
+    detector = TensorRTDetector(make_model(max_batch=1, engine_process=True), device=shared_device)
+    try:
+        assert detector.describe()["engine_process"] is None
+        assert "could not load the engine" in detector.engine_process_problem
+        assert "no_such_opener" in detector.engine_process_problem
+        assert detector.detect([bus_image])[0].count("bus") == 1
+    finally:
+        detector.close()
+
+
+def test_closing_stops_the_engine_process(pair):
+    remote, _ = pair
+    process = remote._runtime._process
+    remote.close()
+    assert not process.is_alive() and process.exitcode == 0
