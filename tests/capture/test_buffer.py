@@ -61,7 +61,7 @@ def test_wait_loses_no_frame_with_a_slow_consumer():
 
 
 def test_wait_put_is_interrupted_by_close():
-    slot = FrameSlot(BufferPolicy.WAIT)
+    slot = FrameSlot(BufferPolicy.WAIT, read_ahead=1)
     slot.put(frame(1))
     result = {}
     thread = threading.Thread(target=lambda: result.setdefault("put", slot.put(frame(2))), daemon=True)
@@ -116,3 +116,27 @@ def test_wait_newer_returns_the_next_frame_or_none_on_timeout():
     assert slot.wait_newer(1, 0.05) is None
     threading.Timer(0.05, slot.put, args=(Frame("c", 2, 0.0, 0.0, np.zeros((2, 2, 3), np.uint8)),)).start()
     assert slot.wait_newer(1, 2.0).frame_id == 2
+
+
+@pytest.mark.parametrize("read_ahead", [1, 4])
+def test_wait_reads_ahead_then_waits_and_hands_frames_out_oldest_first(read_ahead):
+    slot = FrameSlot(BufferPolicy.WAIT, read_ahead=read_ahead)
+    for i in range(1, read_ahead + 1):
+        assert slot.put(frame(i))  # room: no wait
+    blocked = threading.Thread(target=slot.put, args=(frame(read_ahead + 1),), daemon=True)
+    blocked.start()
+    time.sleep(0.1)
+    assert blocked.is_alive()  # full: the producer waits instead of dropping
+    assert slot.take().frame_id == 1
+    blocked.join(1)
+    assert not blocked.is_alive()
+    assert [slot.take().frame_id for _ in range(read_ahead)] == list(range(2, read_ahead + 2))
+    assert slot.take() is None and slot.dropped == 0 and slot.peek().frame_id == read_ahead + 1
+    assert slot.wait_drained(0) is True
+
+
+def test_drop_oldest_holds_one_frame_whatever_the_read_ahead():
+    slot = FrameSlot(BufferPolicy.DROP_OLDEST, read_ahead=4)
+    for i in range(1, 4):
+        slot.put(frame(i))
+    assert slot.take().frame_id == 3 and slot.take() is None and slot.dropped == 2
