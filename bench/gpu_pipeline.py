@@ -103,10 +103,10 @@ def describe_gpu() -> Dict[str, Any]:
 
 
 # -- the measurements, one round each ---------------------------------------------------------------
-def _standin(settings: GpuBenchSettings, model: Any, **_options: Any):
+def _standin(settings: GpuBenchSettings, model: Any, engine_process: bool = False, **_options: Any):
     from bench.torch_engine import TorchFp16StandIn
 
-    return TorchFp16StandIn(model, use_cuda_graphs=settings.use_cuda_graphs)
+    return TorchFp16StandIn(model, use_cuda_graphs=settings.use_cuda_graphs, engine_process=engine_process)
 
 
 def _raw(settings: GpuBenchSettings, batch: int, frames: list, window_s: float) -> dict:
@@ -116,11 +116,31 @@ def _raw(settings: GpuBenchSettings, batch: int, frames: list, window_s: float) 
 
 def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, sources: Optional[List[str]], window_s: float) -> dict:
     s = settings
-    setting, processes = DECODER_SETTINGS[decoder]
+    path = DECODER_SETTINGS[decoder]
+    engine_pids: List[Optional[int]] = []
+    batch_sizes: List[int] = []
+
+    def factory(model: Any, **options: Any):
+        detector = _standin(s, model, engine_process=path.engine_process, **options)
+        engine_pids.append(detector.describe().get("engine_process"))
+        infer = detector.infer
+
+        def counted(batch: Any) -> Any:  # how full the model's batches are, over the whole run
+            batch_sizes.append(batch.size)
+            return infer(batch)
+
+        detector.infer = counted
+        return detector
+
     row = measure_full(clip, cameras, s.model_path, s.batch_for_cameras(cameras), window_s, s.warmup_s, s.batch_timeout_ms,
-                       s.mqtt_host, s.mqtt_port, analysis=False, detector_factory=partial(_standin, s), decoder=setting,
-                       sources=sources, warm_timeout_s=s.start_timeout_s, nvdec_processes=processes)
-    wanted = EXPECTED_IMAGE_TYPES.get(setting)
+                       s.mqtt_host, s.mqtt_port, analysis=False, detector_factory=factory, decoder=path.decoder,
+                       sources=sources, warm_timeout_s=s.start_timeout_s, nvdec_processes=path.nvdec_processes)
+    wanted = EXPECTED_IMAGE_TYPES.get(path.decoder)
+    row = {**row, "engine_process": bool(engine_pids and engine_pids[-1]),
+           "mean_batch_whole_run": round(sum(batch_sizes) / len(batch_sizes), 2) if batch_sizes else None}
+    if row.get("status") == "ok" and path.engine_process != row["engine_process"]:
+        row = {**row, "status": "error", "error": f"engine_process {path.engine_process} was asked for, "
+               f"but the model ran {'in' if row['engine_process'] else 'outside'} an engine process"}
     if row.get("status") == "ok" and wanted and row.get("image_types") != [wanted]:
         # a decoder setting the capture ignored would measure the other path under this one's name
         row = {**row, "status": "error", "error": f"decoder {decoder} delivered {row.get('image_types')} frames, not {wanted}"}

@@ -7,9 +7,26 @@ from typing import List, Optional, Tuple
 
 from bench.settings import results_dir, shared_dir
 
-#: the decode paths compared: NVDEC (frames stay on the GPU) and FFmpeg on the CPU through OpenCV
-#: benchmark decoder name -> (cameras[].decoder, capture.nvdec_processes)
-DECODER_SETTINGS = {"nvdec": ("nvdec", True), "ffmpeg": ("ffmpeg", True), "nvdec-threads": ("nvdec", False)}
+
+
+@dataclass(frozen=True)
+class DecodePath:
+    """The settings behind one benchmark decoder name."""
+
+    decoder: str  # cameras[].decoder
+    nvdec_processes: bool = True  # capture.nvdec_processes
+    engine_process: bool = False  # model.engine_process
+
+
+#: the decode paths compared: NVDEC (frames stay on the GPU) and FFmpeg on the CPU through OpenCV;
+#: "+engine" runs the model in a process of its own
+DECODER_SETTINGS = {
+    "nvdec": DecodePath("nvdec"),
+    "ffmpeg": DecodePath("ffmpeg"),
+    "nvdec-threads": DecodePath("nvdec", nvdec_processes=False),
+    "nvdec+engine": DecodePath("nvdec", engine_process=True),
+    "ffmpeg+engine": DecodePath("ffmpeg", engine_process=True),
+}
 DECODERS = tuple(DECODER_SETTINGS)
 #: the decoders measured unless --decoders says otherwise
 DEFAULT_DECODERS = ("nvdec", "ffmpeg")

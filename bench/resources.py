@@ -5,9 +5,10 @@ Per-thread CPU comes from /proc/self/task/<tid>/stat and is grouped by the Pytho
 pools, FFmpeg's decoder threads) and threads that ended during the window are counted as
 ``native``: the process total minus the named threads.
 
-Decoder processes (``decoder: nvdec`` decodes each camera in a child process) are the
-appliance's work too: the CPU time of the ``multiprocessing`` children alive during the window is
-added to the total as the group ``decoders``.
+Decoder processes (``decoder: nvdec`` decodes each camera in a child process) and the engine
+process (``model.engine_process``) are the appliance's work too: the CPU time of the
+``multiprocessing`` children alive during the window is added to the total, as the group
+``decoders`` or ``engine`` by the child's name.
 """
 from __future__ import annotations
 
@@ -46,6 +47,11 @@ def children_cpu_s() -> Dict[int, float]:
     """CPU seconds (user + system) of each live ``multiprocessing`` child, by pid."""
     return _present({int(child.pid): _stat_cpu_s(Path(f"/proc/{child.pid}/stat"))
                      for child in multiprocessing.active_children()})
+
+
+def child_group(name: str) -> str:
+    """The accounting group of a ``multiprocessing`` child's name."""
+    return "engine" if name == "engine" else "decoders"
 
 
 def thread_group(name: str) -> str:
@@ -185,10 +191,13 @@ class ResourceMeter:
             group = thread_group(names[tid])
             groups[group] = groups.get(group, 0.0) + max(0.0, end_s - self._threads_start.get(tid, 0.0))
         groups["native"] = max(0.0, cpu_s - sum(groups.values()))
-        children_s = sum(max(0.0, end_s - self._children_start.get(pid, 0.0)) for pid, end_s in children_cpu_s().items())
-        if children_s > 0:
-            groups["decoders"] = children_s
-            cpu_s += children_s
+        child_names = {child.pid: child.name for child in multiprocessing.active_children()}
+        for pid, end_s in children_cpu_s().items():
+            child_s = max(0.0, end_s - self._children_start.get(pid, 0.0))
+            if child_s > 0:
+                group = child_group(child_names.get(pid, ""))
+                groups[group] = groups.get(group, 0.0) + child_s
+                cpu_s += child_s
         return Usage(
             wall_s=wall_s,
             cpu_s=cpu_s,
