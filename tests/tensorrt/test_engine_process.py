@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 
 from edge_app.detect.base import DetectorError
-from edge_app.detect.decode_gpu import GpuDecoded
 from edge_app.detect.tensorrt import TensorRTDetector
-from edge_app.detect.tensorrt.engine_process import EngineProcess
+from edge_app.detect.tensorrt.engine_process import EngineProcess, PendingBatch
 from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 from tests.tensorrt_standin.shared_host_cuda import SharedHostCudaDevice
 
@@ -59,21 +58,31 @@ def test_the_engine_runs_in_another_process_and_gives_the_same_detections(pair, 
     assert remote.engine_process_problem is None and local.describe()["engine_process"] is None
     assert remote.postprocessing == "gpu" and remote.preprocessing == "gpu"
     batch = remote.preprocess([bus_image, zidane_image, bus_image])
-    outputs = remote.infer(batch)
-    assert isinstance(outputs, GpuDecoded)
-    results = remote.postprocess(outputs, batch)
+    pending = remote.infer(batch)
+    assert isinstance(pending, PendingBatch)
+    results = remote.postprocess(pending, batch)
     assert results[0].count("person") == 4 and results[0].count("bus") == 1
     for mine, theirs in zip(results, local.detect([bus_image, zidane_image, bus_image])):
         _assert_same(mine, theirs)
 
 
 def test_three_batches_in_flight_keep_their_own_input_slots(pair, bus_image, zidane_image):
+    """Three batches are sent before the first answer is read, as the pipeline's threads do."""
     remote, local = pair
     images = [bus_image, zidane_image, bus_image]
     prepared = [remote.preprocess([image]) for image in images]
     outputs = [remote.infer(p) for p in prepared]
+    assert all(isinstance(o, PendingBatch) for o in outputs)
     for image, output, batch in zip(images, outputs, prepared):
         _assert_same(remote.postprocess(output, batch)[0], local.detect([image])[0])
+
+
+def test_answers_are_matched_to_their_batches_whatever_order_they_are_read_in(pair, bus_image, zidane_image):
+    remote, local = pair
+    first, second = remote.preprocess([bus_image]), remote.preprocess([zidane_image])
+    pending_first, pending_second = remote.infer(first), remote.infer(second)
+    _assert_same(remote.postprocess(pending_second, second)[0], local.detect([zidane_image])[0])
+    _assert_same(remote.postprocess(pending_first, first)[0], local.detect([bus_image])[0])
 
 
 @pytest.mark.parametrize("tuning", [{"classes": ["bus"]}, {"conf_threshold": 0.7}, {"iou_threshold": 0.3, "conf_threshold": 0.05}])
@@ -101,9 +110,8 @@ def test_a_dead_engine_process_fails_every_batch_clearly(pair, bus_image):
     remote, _ = pair
     remote.detect([bus_image])
     os.kill(remote.describe()["engine_process"], signal.SIGKILL)
-    batch = remote.preprocess([bus_image])
     with pytest.raises(DetectorError, match=r"engine process exited \(code -9\).*reload the model"):
-        remote.infer(batch)
+        remote.detect([bus_image])
     with pytest.raises(DetectorError, match="reload the model"):
         remote.infer(remote.preprocess([bus_image]))
     remote.close()

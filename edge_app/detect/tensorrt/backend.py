@@ -26,7 +26,7 @@ from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
 from edge_app.detect.model_metadata import is_engine_file, metadata_bool
 from edge_app.detect.tensorrt.prepare import EngineCache, PreparedEngine, load_user_engine
 from edge_app.detect.tensorrt.progress import ProgressCallback
-from edge_app.detect.tensorrt.engine_process import CUDA_DEVICE, EnginePlan, EngineProcess
+from edge_app.detect.tensorrt.engine_process import CUDA_DEVICE, EnginePlan, EngineProcess, PendingBatch
 from edge_app.detect.tensorrt.runtime import ROTATION, EngineRuntime
 
 log = logging.getLogger(__name__)
@@ -217,20 +217,24 @@ class TensorRTDetector(Detector):
         metas = self._gpu(frames, self._runtime.input_slot_ptr(slot))
         return PreparedBatch(tensor=None, metas=metas, device_slot=slot)
 
-    def infer(self, batch: PreparedBatch) -> Union[List[np.ndarray], GpuDecoded]:
-        """The raw outputs; or, when decoding on the GPU, the kept boxes of each image."""
+    def infer(self, batch: PreparedBatch) -> Union[List[np.ndarray], GpuDecoded, PendingBatch]:
+        """The raw outputs; or, when decoding on the GPU, the kept boxes of each image (to come,
+        from an engine process)."""
         if self._runtime is None:
             raise DetectorError(f"model {self.model_path} was closed")
         host_input = None if batch.device_slot is not None else np.asarray(batch.tensor)
         slot = batch.device_slot or 0
-        if self._decodes_in_engine_process:
-            return self._runtime.run_decoded(batch.size, slot, self.decoder.tuning)
+        if self._decodes_in_engine_process:  # answered while postprocess waits for it
+            return self._runtime.submit_decoded(batch.size, slot, self.decoder.tuning)
         if self._gpu_decoder is None:
             return self._runtime.run(batch.size, host_input, slot)
         output_ptrs = self._runtime.run_on_device(batch.size, host_input, slot)
         return self._gpu_decoder.run(output_ptrs[self.decoder.layout.outputs[0]], batch.size, self.decoder.tuning)
 
-    def postprocess(self, outputs: Union[List[np.ndarray], GpuDecoded], batch: PreparedBatch) -> List[Detections]:
+    def postprocess(self, outputs: Union[List[np.ndarray], GpuDecoded, PendingBatch],
+                    batch: PreparedBatch) -> List[Detections]:
+        if isinstance(outputs, PendingBatch):
+            outputs = outputs.result()
         if isinstance(outputs, GpuDecoded):
             return detections_from(outputs, batch.metas, self.decoder)
         return super().postprocess(outputs, batch)

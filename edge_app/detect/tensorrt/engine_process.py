@@ -14,12 +14,21 @@ synchronises its stream before the request is sent, so the child reads a finishe
 child runs the engine and the decoding kernels and sends back only the kept boxes (a few
 kilobytes), or the raw outputs when the model's outputs are decoded on the host.
 
+Requests are pipelined: ``infer`` sends a batch and returns a ``PendingBatch`` at once, and
+``postprocess`` (the pipeline's publishing thread) waits for its answer. While the appliance
+hands one answer on, the child already runs the next batch; it never waits for the appliance's
+threads between batches. At most ``max_batches_in_flight`` (``ROTATION``) batches are under way,
+so an input slot is written again only after its batch was answered. So with an engine process
+the pipeline's ``inference`` stage time is the hand-over, and waiting for the engine counts in
+``postprocess``.
+
 Messages (pickled tuples on a ``multiprocessing`` pipe), appliance to child:
-``("decode", output_index, num_classes, max_det)``, ``("run", count, slot, tuning or None)``,
-``("run_raw", count, slot)``, ``("close",)``; child to appliance: ``("ready", info)``,
-``("ok", result)``, ``("error", text)``. What opens the device and builds the runtime in the
-child are ``module:attribute`` strings, since the child is a fresh interpreter (``spawn``: CUDA
-does not survive ``fork``); tests name host-memory doubles there.
+``("decode", seq, output_index, num_classes, max_det)``, ``("run", seq, count, slot, tuning or
+None)``, ``("run_raw", seq, count, slot)``, ``("close",)``; child to appliance: ``("ready", 0,
+info)``, ``("ok", seq, result)``, ``("error", seq, text)``, answers in the order of the requests.
+What opens the device and builds the runtime in the child are ``module:attribute`` strings,
+since the child is a fresh interpreter (``spawn``: CUDA does not survive ``fork``); tests name
+host-memory doubles there.
 
 CUDA IPC needs a dGPU and the cuda-python adapter. Where the process cannot start, the detector
 says why and runs the engine in the appliance's process.
@@ -115,32 +124,32 @@ class _Child:
                     "input_hw": tuple(runtime.input_hw), "dynamic_batch": runtime.dynamic_batch,
                     "handles": handles, "describe": runtime.describe()}
         except Exception as err:
-            self.conn.send((ERROR, f"{type(err).__name__}: {err}"))
+            self.conn.send((ERROR, 0, f"{type(err).__name__}: {err}"))
             raise EOFError from None  # nothing to serve
-        self.conn.send((READY, info))
+        self.conn.send((READY, 0, info))
 
     def _serve(self, message: Tuple[Any, ...]) -> bool:
         if message[0] == CLOSE:
             return False
+        kind, seq, arguments = message[0], message[1], message[2:]
         try:
-            self.conn.send((OK, self._answer(message)))
+            self.conn.send((OK, seq, self._answer(kind, arguments)))
         except (EOFError, BrokenPipeError, ConnectionResetError):
             raise
         except Exception as err:  # reported to the appliance, which counts the batch as failed
-            self.conn.send((ERROR, f"{type(err).__name__}: {err}"))
+            self.conn.send((ERROR, seq, f"{type(err).__name__}: {err}"))
         return True
 
-    def _answer(self, message: Tuple[Any, ...]) -> Any:
-        kind = message[0]
+    def _answer(self, kind: str, arguments: Tuple[Any, ...]) -> Any:
         if kind == DECODE:
-            _, output_index, num_classes, max_det = message
+            output_index, num_classes, max_det = arguments
             spec = self.runtime.outputs[output_index]
             self.decoder = GpuYoloDecoder(self.device, self.runtime.max_batch, spec.max_shape, spec.dtype,
                                           num_classes, max_det, ROTATION)
             self.output_index = output_index
             return None
         if kind == RUN:
-            _, count, slot, tuning = message
+            count, slot, tuning = arguments
             if tuning is not None:
                 self.tuning = tuning
             ptrs = self.runtime.run_on_device(count, None, slot)
@@ -150,7 +159,7 @@ class _Child:
             raw = None if decoded.raw is None else decoded.raw.copy()
             return decoded.kept.copy(), np.ascontiguousarray(decoded.rows[:, :used]), raw
         if kind == RUN_RAW:
-            _, count, slot = message
+            count, slot = arguments
             return [np.array(output) for output in self.runtime.run(count, None, slot)]
         raise ValueError(f"unknown request {kind!r}")
 
@@ -168,16 +177,33 @@ def child_main(conn: Any, plan: EnginePlan) -> None:
 
 
 # -- the appliance's side -----------------------------------------------------------------------
+class PendingBatch:
+    """A batch sent to the engine process; ``result()`` waits for its answer."""
+
+    def __init__(self, engine: "EngineProcess", seq: int, kind: str) -> None:
+        self._engine, self.seq, self.kind = engine, seq, kind
+
+    def result(self) -> Any:
+        payload = self._engine._collect(self.seq, self.kind)
+        if self.kind == RUN:
+            kept, rows, raw = payload
+            return GpuDecoded(kept, rows, raw)
+        return payload
+
+
 class EngineProcess:
     """An engine in a child process, with the parts of ``EngineRuntime``'s interface the
     detector uses: the tensor specs, ``input_slot_ptr`` (mapped into this process), ``run``
-    (raw outputs) and ``run_decoded`` (after ``start_decoding``)."""
+    (raw outputs), and ``submit_decoded`` after ``start_decoding``."""
 
     def __init__(self, plan: EnginePlan, device: Any, start_timeout_s: float = START_TIMEOUT_S,
                  answer_timeout_s: float = ANSWER_TIMEOUT_S) -> None:
         self._device = device
         self._answer_timeout_s = answer_timeout_s
-        self._lock = threading.Lock()
+        # the model thread sends while the publishing thread receives
+        self._send_lock, self._receive_lock = threading.RLock(), threading.Lock()
+        self._next_seq = 1
+        self._answers: Dict[int, Tuple[str, Any]] = {}
         self._slot_ptrs: List[int] = []
         self._sent_tuning: Any = None
         self._broken: Optional[str] = None
@@ -187,7 +213,7 @@ class EngineProcess:
         self._process.start()
         child_conn.close()
         try:
-            info = self._receive(start_timeout_s, "start")
+            info = self._collect(0, "start", start_timeout_s)
             self.label = f"{info['label']} (engine process {self._process.pid})"
             self.input = _spec_from(info["input"], True)
             self.outputs = [_spec_from(o, False) for o in info["outputs"]]
@@ -211,20 +237,22 @@ class EngineProcess:
 
     def start_decoding(self, output_index: int, num_classes: int, max_det: int) -> None:
         """Decode output ``output_index`` on the GPU in the child; raises DetectorError if it cannot."""
-        self._ask((DECODE, int(output_index), int(num_classes), int(max_det)))
+        self._submit(DECODE, int(output_index), int(num_classes), int(max_det)).result()
 
-    def run_decoded(self, count: int, input_slot: int, tuning: Any) -> GpuDecoded:
-        """Run the ``count`` images in ``input_slot`` and decode them; the kept boxes."""
-        changed = tuning is not self._sent_tuning
-        kept, rows, raw = self._ask((RUN, int(count), int(input_slot), tuning if changed else None))
-        self._sent_tuning = tuning
-        return GpuDecoded(kept, rows, raw)
+    def submit_decoded(self, count: int, input_slot: int, tuning: Any) -> PendingBatch:
+        """Send the ``count`` images in ``input_slot`` to be run and decoded; their kept boxes
+        are the ``PendingBatch``'s result."""
+        with self._send_lock:
+            changed = tuning is not self._sent_tuning
+            pending = self._submit(RUN, int(count), int(input_slot), tuning if changed else None)
+            self._sent_tuning = tuning
+            return pending
 
     def run(self, count: int, host_input: Optional[np.ndarray] = None, input_slot: int = 0) -> List[np.ndarray]:
         """The raw outputs of the ``count`` images in ``input_slot``."""
         if host_input is not None:
             raise DetectorError("the engine process reads its input from the GPU letterbox, not from host memory")
-        return self._ask((RUN_RAW, int(count), int(input_slot)))
+        return self._submit(RUN_RAW, int(count), int(input_slot)).result()
 
     def describe(self) -> dict:
         return {**self._describe, "engine_process": self._process.pid}
@@ -233,28 +261,39 @@ class EngineProcess:
     def output_names(self) -> List[str]:
         return [s.name for s in self.outputs]
 
-    def _ask(self, message: Tuple[Any, ...]) -> Any:
-        with self._lock:
-            if self._broken:
-                raise DetectorError(self._broken)
+    def _submit(self, kind: str, *arguments: Any) -> PendingBatch:
+        with self._send_lock:
+            self._check()
+            seq, self._next_seq = self._next_seq, self._next_seq + 1
             try:
-                self._conn.send(message)
+                self._conn.send((kind, seq, *arguments))
             except (OSError, ValueError):
                 self._exited()
-            return self._receive(self._answer_timeout_s, message[0])
+            return PendingBatch(self, seq, kind)
 
-    def _receive(self, timeout_s: float, what: str) -> Any:
-        if not self._conn.poll(timeout_s):
-            self._fail(f"the engine process did not answer {what} within {timeout_s:g} s")
-        try:
-            kind, payload = self._conn.recv()
-        except (EOFError, OSError):
-            self._exited()
+    def _collect(self, seq: int, what: str, timeout_s: Optional[float] = None) -> Any:
+        """The answer to request ``seq``; answers to earlier requests met on the way are kept."""
+        with self._receive_lock:
+            while seq not in self._answers:
+                self._check()
+                if not self._conn.poll(self._answer_timeout_s if timeout_s is None else timeout_s):
+                    self._fail(f"the engine process did not answer {what} within "
+                               f"{self._answer_timeout_s if timeout_s is None else timeout_s:g} s")
+                try:
+                    kind, answered, payload = self._conn.recv()
+                except (EOFError, OSError):
+                    self._exited()
+                self._answers[answered] = (kind, payload)
+            kind, payload = self._answers.pop(seq)
         if kind == ERROR:
             if what == "start":
                 self._fail(f"the engine process could not load the engine: {payload}")
             raise DetectorError(f"the engine process failed to {what}: {payload}")
         return payload
+
+    def _check(self) -> None:
+        if self._broken:
+            raise DetectorError(self._broken)
 
     def _exited(self) -> None:
         self._process.join(1.0)
@@ -262,7 +301,8 @@ class EngineProcess:
 
     def _fail(self, text: str) -> None:
         """A child that is gone or stuck cannot be trusted with another batch: stop it."""
-        self._broken = f"{text}; reload the model to start a new one"
+        if not self._broken:
+            self._broken = f"{text}; reload the model to start a new one"
         self._stop_process()
         raise DetectorError(self._broken)
 
@@ -277,7 +317,7 @@ class EngineProcess:
             self._process.join(5.0)
 
     def close(self) -> None:
-        with self._lock:
+        with self._send_lock:
             # this process's mappings go before the memory behind them
             for ptr in self._slot_ptrs:
                 try:
