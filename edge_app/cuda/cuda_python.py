@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import struct
 import threading
 from typing import Any, List, Sequence, Tuple
 
@@ -17,7 +18,24 @@ from edge_app.cuda.base import (CudaDevice, CudaError, CudaUnavailable, DeviceBu
 
 log = logging.getLogger(__name__)
 
-_ARG_DTYPES = {"ptr": np.uint64, "i32": np.int32, "f32": np.float32}
+#: each kernel argument in an 8-byte cell of one buffer (struct formats, padded)
+_ARG_CELLS = {"ptr": "Q", "i32": "i4x", "f32": "f4x"}
+_CELL_BYTES = 8
+
+
+def kernel_params(args: Sequence[KernelArg]) -> Tuple[Any, Any]:
+    """(cells, pointers) for cuLaunchKernel's ``kernelParams``: ``pointers[i]`` is the address of
+    argument i's bytes in ``cells``. Both must stay alive until the launch returns.
+
+    One ``struct.pack`` for all arguments: a numpy array per argument cost about six times as
+    much, and the letterbox launches once per frame.
+    """
+    count = len(args)
+    packed = struct.pack("=" + "".join(_ARG_CELLS[a.kind] for a in args), *[a.value for a in args])
+    cells = ctypes.create_string_buffer(packed, _CELL_BYTES * count)
+    base = ctypes.addressof(cells)
+    pointers = (ctypes.c_uint64 * count)(*range(base, base + _CELL_BYTES * count, _CELL_BYTES))
+    return cells, pointers
 
 
 def import_bindings() -> Tuple[Any, Any]:
@@ -248,10 +266,8 @@ class CudaPythonDevice(CudaDevice):
     def launch(self, kernel: Kernel, grid: Tuple[int, int, int], block: Tuple[int, int, int],
                args: Sequence[KernelArg], stream: Stream) -> None:
         self.make_current()
-        # cuLaunchKernel wants an array of pointers, each to one argument's bytes
-        storage = [np.array([a.value], dtype=_ARG_DTYPES[a.kind]) for a in args]
-        pointers = np.array([s.ctypes.data for s in storage], dtype=np.uint64)
-        self._call("cuLaunchKernel", kernel.handle, *grid, *block, 0, stream.raw, pointers.ctypes.data, 0)
+        cells, pointers = kernel_params(args)  # both alive until the driver has read them, in the call
+        self._call("cuLaunchKernel", kernel.handle, *grid, *block, 0, stream.raw, ctypes.addressof(pointers), 0)
 
     def close(self) -> None:
         if self._ctx is None:
