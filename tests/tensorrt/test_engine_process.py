@@ -146,3 +146,40 @@ def test_closing_stops_the_engine_process(pair):
     process = remote._runtime._process
     remote.close()
     assert not process.is_alive() and process.exitcode == 0
+
+
+def test_the_pipelines_threads_run_every_frame_through_the_engine_process(pair, bus_image, zidane_image):
+    """The real three-thread pipeline: the model thread sends, the publishing thread waits."""
+    import time
+
+    from edge_app.capture.frame import Frame
+    from edge_app.pipeline.results import ResultStore
+    from edge_app.pipeline.runner import Pipeline
+    from edge_app.pipeline.scheduler import BatchScheduler
+
+    remote, local = pair
+
+    class FileFeed:
+        waits_for_consumer = True
+
+        def __init__(self, camera_id, image, count):
+            self.frames = [Frame(camera_id, i + 1, time.time(), time.monotonic(), image) for i in range(count)]
+
+        def take(self):
+            return self.frames.pop(0) if self.frames else None
+
+    feeds = {"bus": FileFeed("bus", bus_image, 5), "zidane": FileFeed("zidane", zidane_image, 5)}
+    published = []
+    pipeline = Pipeline(lambda: remote, lambda: feeds, ResultStore(published.append), BatchScheduler(2, 0.005))
+    pipeline.reconfigure({cid: 0 for cid in feeds}, 2, 0.005)
+    pipeline.start()
+    deadline = time.monotonic() + 60
+    while len(published) < 10 and time.monotonic() < deadline:
+        pipeline.notify_frame()
+        time.sleep(0.02)
+    pipeline.stop()
+    assert pipeline.errors == 0
+    assert sorted((f.camera_id, f.frame_id) for f in published) == sorted((c, i) for c in feeds for i in range(1, 6))
+    expected = dict(zip(("bus", "zidane"), local.detect([bus_image, zidane_image])))
+    for frame in published:
+        _assert_same(frame.detections, expected[frame.camera_id])
