@@ -34,6 +34,7 @@ import sys
 from functools import partial
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
+from unittest import mock
 
 from bench.detectors import load_detector, model_config
 from bench.full import measure_full
@@ -47,6 +48,7 @@ from bench.rtsp_launch import RtspServerProcess
 from bench.settings import add_switch_interval_argument, apply_switch_interval
 from bench.gpu_parity import check_parity
 from bench.suite import Job, guarded, run_rounds
+from edge_app.cuda import gil_held_calls
 
 log = logging.getLogger(__name__)
 
@@ -119,10 +121,13 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
     path = DECODER_SETTINGS[decoder]
     engine_pids: List[Optional[int]] = []
     batch_sizes: List[int] = []
+    calls_keep_gil: List[bool] = []
 
     def factory(model: Any, **options: Any):
         detector = _standin(s, model, engine_process=path.engine_process, **options)
-        engine_pids.append(detector.describe().get("engine_process"))
+        described = detector.describe()
+        engine_pids.append(described.get("engine_process"))
+        calls_keep_gil.append(bool(described.get("cuda", {}).get("queueing_calls_keep_gil")))
         infer = detector.infer
 
         def counted(batch: Any) -> Any:  # how full the model's batches are, over the whole run
@@ -132,12 +137,20 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
         detector.infer = counted
         return detector
 
-    row = measure_full(clip, cameras, s.model_path, s.batch_for_cameras(cameras), window_s, s.warmup_s, s.batch_timeout_ms,
-                       s.mqtt_host, s.mqtt_port, analysis=False, detector_factory=factory, decoder=path.decoder,
-                       sources=sources, warm_timeout_s=s.start_timeout_s, nvdec_processes=path.nvdec_processes)
+    # the appliance's process opens its CUDA devices while running: the library name decides
+    library = gil_held_calls.LIBRARY if path.gil_held_calls else "libcuda-calls-through-cuda-python"
+    with mock.patch.object(gil_held_calls, "LIBRARY", library):
+        row = measure_full(clip, cameras, s.model_path, s.batch_for_cameras(cameras), window_s, s.warmup_s,
+                           s.batch_timeout_ms, s.mqtt_host, s.mqtt_port, analysis=False, detector_factory=factory,
+                           decoder=path.decoder, sources=sources, warm_timeout_s=s.start_timeout_s,
+                           nvdec_processes=path.nvdec_processes)
     wanted = EXPECTED_IMAGE_TYPES.get(path.decoder)
     row = {**row, "engine_process": bool(engine_pids and engine_pids[-1]),
+           "queueing_calls_keep_gil": bool(calls_keep_gil and calls_keep_gil[-1]),
            "mean_batch_whole_run": round(sum(batch_sizes) / len(batch_sizes), 2) if batch_sizes else None}
+    if row.get("status") == "ok" and path.gil_held_calls != row["queueing_calls_keep_gil"]:
+        row = {**row, "status": "error", "error": f"gil_held_calls {path.gil_held_calls} was asked for, but "
+               f"queueing_calls_keep_gil is {row['queueing_calls_keep_gil']}"}
     if row.get("status") == "ok" and path.engine_process != row["engine_process"]:
         row = {**row, "status": "error", "error": f"engine_process {path.engine_process} was asked for, "
                f"but the model ran {'in' if row['engine_process'] else 'outside'} an engine process"}

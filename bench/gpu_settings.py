@@ -16,6 +16,9 @@ class DecodePath:
     decoder: str  # cameras[].decoder
     nvdec_processes: bool = True  # capture.nvdec_processes
     engine_process: bool = False  # model.engine_process
+    #: launches and asynchronous copies keep Python's lock (edge_app.cuda.gil_held_calls); False
+    #: makes the appliance's process call them through cuda-python, which lets go
+    gil_held_calls: bool = True
 
 
 #: the decode paths compared: NVDEC (frames stay on the GPU) and FFmpeg on the CPU through OpenCV;
@@ -26,6 +29,9 @@ DECODER_SETTINGS = {
     "nvdec-threads": DecodePath("nvdec", nvdec_processes=False),
     "nvdec+engine": DecodePath("nvdec", engine_process=True),
     "ffmpeg+engine": DecodePath("ffmpeg", engine_process=True),
+    "nvdec-threads+engine": DecodePath("nvdec", nvdec_processes=False, engine_process=True),
+    "nvdec+engine-releasing": DecodePath("nvdec", engine_process=True, gil_held_calls=False),
+    "nvdec-releasing": DecodePath("nvdec", gil_held_calls=False),
 }
 DECODERS = tuple(DECODER_SETTINGS)
 #: the decoders measured unless --decoders says otherwise

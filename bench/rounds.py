@@ -87,7 +87,7 @@ def summarise_pipeline(rounds: List[dict]) -> Dict[str, Any]:
             result[f"{key}_per_s"] = _rate(result[key], usage.wall_s)
     if "mqtt" in rounds[-1]:
         result["mqtt"] = rounds[-1]["mqtt"]
-    for key in ("engine_process", "mean_batch_whole_run"):
+    for key in ("engine_process", "queueing_calls_keep_gil", "mean_batch_whole_run"):
         if key in rounds[0]:
             result[key] = [r.get(key) for r in rounds] if key.startswith("mean") else rounds[0][key]
     return result

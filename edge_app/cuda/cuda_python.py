@@ -9,12 +9,13 @@ import ctypes
 import logging
 import struct
 import threading
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from edge_app.cuda.base import (CudaDevice, CudaError, CudaUnavailable, DeviceBuffer, Kernel, KernelArg,
                                 Shape, Stream, check_contiguous, nbytes_of, shape_tuple)
+from edge_app.cuda.gil_held_calls import GilHeldCalls, load as load_gil_held_calls
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,7 @@ class CudaPythonDevice(CudaDevice):
         self._streams: List[_Stream] = []
         self._modules: List[Any] = []
         self._ctx = None
+        self._held: Optional[GilHeldCalls] = None
         try:
             self._call("cuInit", 0)
         except CudaError as err:
@@ -110,6 +112,7 @@ class CudaPythonDevice(CudaDevice):
         (version,) = self._call("cuDriverGetVersion")
         self._driver_version = f"{version // 1000}.{(version % 1000) // 10}"
         self.has_nvrtc = self._probe_nvrtc()
+        self._held = load_gil_held_calls()
 
     def _prefer_blocking_sync(self) -> None:
         """Threads waiting on the GPU sleep instead of spinning.
@@ -137,9 +140,12 @@ class CudaPythonDevice(CudaDevice):
         result = getattr(self._driver, fn)(*args)
         err, rest = result[0], tuple(result[1:])
         if err != self._driver.CUresult.CUDA_SUCCESS:
-            _, text = self._driver.cuGetErrorString(err)
-            raise CudaError(f"{fn} failed: {text.decode(errors='replace') if text else err}")
+            self._call_failed(fn, err)
         return rest
+
+    def _call_failed(self, fn: str, err: Any) -> None:
+        _, text = self._driver.cuGetErrorString(err)
+        raise CudaError(f"{fn} failed: {text.decode(errors='replace') if text else err}")
 
     def _nvrtc_call(self, fn: str, *args: Any) -> Tuple[Any, ...]:
         result = getattr(self._nvrtc, fn)(*args)
@@ -175,6 +181,14 @@ class CudaPythonDevice(CudaDevice):
     def binding_version(self) -> str:
         return binding_version()
 
+    @property
+    def queueing_calls_keep_gil(self) -> bool:
+        """Launches and asynchronous copies keep Python's lock (``gil_held_calls``)."""
+        return self._held is not None
+
+    def describe(self) -> dict:
+        return {**super().describe(), "queueing_calls_keep_gil": self.queueing_calls_keep_gil}
+
     # -- context, memory, streams -------------------------------------------------------------
     def make_current(self) -> None:
         if getattr(self._local, "bound", False):
@@ -205,19 +219,31 @@ class CudaPythonDevice(CudaDevice):
         self._streams.append(stream)
         return stream
 
+    def _queue(self, fn: str, held: Any, *args: Any) -> None:
+        """A call that only queues work: through ``gil_held_calls`` where loaded, else cuda-python."""
+        if self._held is None:
+            self._call(fn, *args)
+            return
+        err = held(*[a if isinstance(a, int) else int(a) for a in args])
+        if err:
+            self._call_failed(fn, self._driver.CUresult(err))
+
     def memcpy_htod_async(self, dst_ptr: int, src: np.ndarray, stream: Stream) -> None:
         check_contiguous(src, "the host source")
         self.make_current()
-        self._call("cuMemcpyHtoDAsync", int(dst_ptr), src.ctypes.data, src.nbytes, stream.raw)
+        held = self._held.memcpy_htod if self._held else None
+        self._queue("cuMemcpyHtoDAsync", held, int(dst_ptr), src.ctypes.data, src.nbytes, stream.raw)
 
     def memcpy_dtoh_async(self, dst: np.ndarray, src_ptr: int, stream: Stream) -> None:
         check_contiguous(dst, "the host destination")
         self.make_current()
-        self._call("cuMemcpyDtoHAsync", dst.ctypes.data, int(src_ptr), dst.nbytes, stream.raw)
+        held = self._held.memcpy_dtoh if self._held else None
+        self._queue("cuMemcpyDtoHAsync", held, dst.ctypes.data, int(src_ptr), dst.nbytes, stream.raw)
 
     def memcpy_dtod_async(self, dst_ptr: int, src_ptr: int, nbytes: int, stream: Stream) -> None:
         self.make_current()
-        self._call("cuMemcpyDtoDAsync", int(dst_ptr), int(src_ptr), int(nbytes), stream.raw)
+        held = self._held.memcpy_dtod if self._held else None
+        self._queue("cuMemcpyDtoDAsync", held, int(dst_ptr), int(src_ptr), int(nbytes), stream.raw)
 
     # -- memory shared with other processes ---------------------------------------------------
     def ipc_export(self, buffer: DeviceBuffer) -> bytes:
@@ -267,7 +293,8 @@ class CudaPythonDevice(CudaDevice):
                args: Sequence[KernelArg], stream: Stream) -> None:
         self.make_current()
         cells, pointers = kernel_params(args)  # both alive until the driver has read them, in the call
-        self._call("cuLaunchKernel", kernel.handle, *grid, *block, 0, stream.raw, ctypes.addressof(pointers), 0)
+        held = self._held.launch if self._held else None
+        self._queue("cuLaunchKernel", held, kernel.handle, *grid, *block, 0, stream.raw, ctypes.addressof(pointers), 0)
 
     def close(self) -> None:
         if self._ctx is None:

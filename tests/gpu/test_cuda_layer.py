@@ -140,3 +140,11 @@ def test_another_thread_can_use_the_device(device):
     thread.start()
     thread.join(30)
     assert not errors and out["sum"] == 3.0 * 1024
+
+
+def test_cuda_python_queues_work_without_letting_go_of_pythons_lock(device):
+    """Launches and asynchronous copies go through ``gil_held_calls`` (the kernel and copy tests
+    in this folder then run through it)."""
+    if device.adapter_name != "cuda-python":
+        pytest.skip("only the cuda-python adapter has the lock-keeping calls")
+    assert device.queueing_calls_keep_gil and device.describe()["queueing_calls_keep_gil"]
