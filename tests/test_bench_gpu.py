@@ -196,3 +196,16 @@ def test_stage_waits_table_lists_the_steps_timed_in_the_pipeline():
     assert table[4] == f"| {labels[0]} | – | – | 2.0 | 0.5 | 1.5 |"
     assert table[5] == f"| {labels[1]} | 2.0 | 0.5 | 2.0 | 0.5 | 1.5 |"
     assert len(table) == 6  # steps that did not run in the pipeline are left out
+
+
+def test_goals_are_also_given_with_the_model_in_an_engine_process_when_measured():
+    results = {"raw": [_raw(8, 2000.0)],
+               "full": [_row("file", "nvdec", 8, 1000.0, 1.0), _row("file", "nvdec+engine", 8, 1700.0, 0.5),
+                        _row("file", "ffmpeg", 8, 900.0, 3.0)]}
+    finish(results, camera_fps=30.0)
+    goals = results["targets"]
+    assert goals["throughput_vs_raw"]["value"] == pytest.approx(0.5)
+    assert goals["throughput_vs_raw_engine_process"] == {"goal": ">= 0.8", "value": pytest.approx(0.85), "met": True}
+    assert goals["cpu_advantage_engine_process"]["value"] == pytest.approx(6.0)
+    assert "model.engine_process on" in markdown(results)
+    assert "throughput_vs_raw_engine_process" not in targets({"raw": [], "full": [_row("file", "nvdec", 8, 1000.0, 1.0)]})
