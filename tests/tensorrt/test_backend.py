@@ -13,6 +13,7 @@ from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.onnxruntime_backend import OnnxRuntimeDetector
 from edge_app.detect.tensorrt import TensorRTDetector
 from tests.tensorrt import onnx_models
+from tests.tensorrt.same_detections import assert_same_detections
 from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
 
@@ -23,11 +24,6 @@ def _assert_bus(detections):
     assert detections.count("bus", min_confidence=0.8) == 1
 
 
-def _assert_same(a, b):
-    assert len(a) == len(b)
-    np.testing.assert_allclose(a.xyxy, b.xyxy, atol=1e-3)
-    np.testing.assert_allclose(a.confidence, b.confidence, atol=1e-5)
-    np.testing.assert_array_equal(a.class_id, b.class_id)
 
 
 @pytest.fixture
@@ -48,9 +44,9 @@ def test_batches_give_the_same_answers_as_single_frames(detector, bus_image, zid
     single_bus = detector.detect([bus_image])[0]
     single_zidane = detector.detect([zidane_image])[0]
     batch = detector.detect([bus_image, zidane_image, bus_image])
-    _assert_same(batch[0], single_bus)
-    _assert_same(batch[1], single_zidane)
-    _assert_same(batch[2], single_bus)
+    assert_same_detections(batch[0], single_bus, confidence_atol=1e-5)
+    assert_same_detections(batch[1], single_zidane, confidence_atol=1e-5)
+    assert_same_detections(batch[2], single_bus, confidence_atol=1e-5)
     # more frames than max_batch are split by Detector.detect
     many = detector.detect([zidane_image] * 5 + [bus_image])
     assert len(many) == 6
@@ -60,7 +56,7 @@ def test_batches_give_the_same_answers_as_single_frames(detector, bus_image, zid
 def test_matches_onnx_runtime(detector, make_model, bus_image, zidane_image):
     ort = OnnxRuntimeDetector(make_model(max_batch=2), providers=["CPUExecutionProvider"])
     for mine, theirs in zip(detector.detect([bus_image, zidane_image]), ort.detect([bus_image, zidane_image])):
-        _assert_same(mine, theirs)
+        assert_same_detections(mine, theirs, confidence_atol=1e-5)
 
 
 def test_no_allocation_per_frame_and_execution_on_its_stream(detector, host_device, bus_image):
@@ -96,7 +92,7 @@ def test_gpu_preprocessing_path_with_the_emulated_kernel(standin_trt, make_model
     results = det.postprocess(det.infer(batch), batch)
     _assert_bus(results[0])
     for mine, theirs in zip(results, cpu.detect([bus_image, zidane_image])):
-        _assert_same(mine, theirs)
+        assert_same_detections(mine, theirs, confidence_atol=1e-5)
     assert device.launches == 2 + 2  # a letterbox per image, then the two decoding kernels
     det.close()
     cpu.close()
@@ -123,13 +119,13 @@ def test_nv12_frames_from_a_hardware_decoder_take_the_gpu_path(standin_trt, make
     assert device.copies == copies and device.launches == 1 and batch.device_slot is not None
     results = det.postprocess(det.infer(batch), batch)
     _assert_bus(results[0])
-    _assert_same(results[0], cpu.detect([nv12_to_bgr(bus_nv12)])[0])
+    assert_same_detections(results[0], cpu.detect([nv12_to_bgr(bus_nv12)])[0], confidence_atol=1e-5)
     copies = device.copies
     batch = det.preprocess([on_host, on_device])
     assert device.copies == copies + 1 and on_host.conversions == 0
     results = det.postprocess(det.infer(batch), batch)
     for mine, theirs in zip(results, cpu.detect([nv12_to_bgr(zidane_nv12), nv12_to_bgr(bus_nv12)])):
-        _assert_same(mine, theirs)
+        assert_same_detections(mine, theirs, confidence_atol=1e-5)
     det.close()
     cpu.close()
 

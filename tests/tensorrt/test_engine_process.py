@@ -11,22 +11,18 @@ from __future__ import annotations
 import os
 import signal
 
-import numpy as np
 import pytest
 
 from edge_app.detect.base import DetectorError
 from edge_app.detect.tensorrt import TensorRTDetector
 from edge_app.detect.tensorrt.engine_process import EngineProcess, PendingBatch
+from tests.tensorrt.same_detections import assert_retuned_alike, assert_same_detections
 from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 from tests.tensorrt_standin.shared_host_cuda import SharedHostCudaDevice
 
 SHARED_DEVICE = "tests.tensorrt_standin.shared_host_cuda:open_shared_device"
 
 
-def _assert_same(a, b):
-    assert a.class_id.tolist() == b.class_id.tolist()
-    np.testing.assert_allclose(a.xyxy, b.xyxy, atol=1e-3)
-    np.testing.assert_allclose(a.confidence, b.confidence, atol=1e-6)
 
 
 @pytest.fixture
@@ -63,7 +59,7 @@ def test_the_engine_runs_in_another_process_and_gives_the_same_detections(pair, 
     results = remote.postprocess(pending, batch)
     assert results[0].count("person") == 4 and results[0].count("bus") == 1
     for mine, theirs in zip(results, local.detect([bus_image, zidane_image, bus_image])):
-        _assert_same(mine, theirs)
+        assert_same_detections(mine, theirs)
 
 
 def test_three_batches_in_flight_keep_their_own_input_slots(pair, bus_image, zidane_image):
@@ -74,25 +70,21 @@ def test_three_batches_in_flight_keep_their_own_input_slots(pair, bus_image, zid
     outputs = [remote.infer(p) for p in prepared]
     assert all(isinstance(o, PendingBatch) for o in outputs)
     for image, output, batch in zip(images, outputs, prepared):
-        _assert_same(remote.postprocess(output, batch)[0], local.detect([image])[0])
+        assert_same_detections(remote.postprocess(output, batch)[0], local.detect([image])[0])
 
 
 def test_answers_are_matched_to_their_batches_whatever_order_they_are_read_in(pair, bus_image, zidane_image):
     remote, local = pair
     first, second = remote.preprocess([bus_image]), remote.preprocess([zidane_image])
     pending_first, pending_second = remote.infer(first), remote.infer(second)
-    _assert_same(remote.postprocess(pending_second, second)[0], local.detect([zidane_image])[0])
-    _assert_same(remote.postprocess(pending_first, first)[0], local.detect([bus_image])[0])
+    assert_same_detections(remote.postprocess(pending_second, second)[0], local.detect([zidane_image])[0])
+    assert_same_detections(remote.postprocess(pending_first, first)[0], local.detect([bus_image])[0])
 
 
 @pytest.mark.parametrize("tuning", [{"classes": ["bus"]}, {"conf_threshold": 0.7}, {"iou_threshold": 0.3, "conf_threshold": 0.05}])
 def test_retuning_reaches_the_engine_process_from_the_next_batch(pair, bus_image, zidane_image, tuning):
     remote, local = pair
-    remote.detect([bus_image])
-    remote.retune(**tuning)
-    local.retune(**tuning)
-    for mine, theirs in zip(remote.detect([bus_image, zidane_image]), local.detect([bus_image, zidane_image])):
-        _assert_same(mine, theirs)
+    assert_retuned_alike(remote, local, bus_image, [bus_image, zidane_image], tuning)
 
 
 def test_host_decoded_outputs_come_back_raw(standin_trt, make_model, shared_device_in_child, shared_device, bus_image):
@@ -100,7 +92,7 @@ def test_host_decoded_outputs_come_back_raw(standin_trt, make_model, shared_devi
     local = TensorRTDetector(make_model(max_batch=2), device=HostMemoryCudaDevice(emulate_kernels=True), gpu_decode=False)
     try:
         assert remote.postprocessing == "cpu" and remote.describe()["engine_process"]
-        _assert_same(remote.detect([bus_image])[0], local.detect([bus_image])[0])
+        assert_same_detections(remote.detect([bus_image])[0], local.detect([bus_image])[0])
     finally:
         remote.close()
         local.close()
@@ -182,4 +174,4 @@ def test_the_pipelines_threads_run_every_frame_through_the_engine_process(pair, 
     assert sorted((f.camera_id, f.frame_id) for f in published) == sorted((c, i) for c in feeds for i in range(1, 6))
     expected = dict(zip(("bus", "zidane"), local.detect([bus_image, zidane_image])))
     for frame in published:
-        _assert_same(frame.detections, expected[frame.camera_id])
+        assert_same_detections(frame.detections, expected[frame.camera_id])

@@ -9,19 +9,15 @@ kernels themselves on a GPU.
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from edge_app.detect.base import DetectorError
 from edge_app.detect.decode_gpu import GpuDecoded
 from edge_app.detect.tensorrt import TensorRTDetector
+from tests.tensorrt.same_detections import assert_retuned_alike, assert_same_detections
 from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
 
-def _assert_same(a, b):
-    assert a.class_id.tolist() == b.class_id.tolist()
-    np.testing.assert_allclose(a.xyxy, b.xyxy, atol=1e-3)
-    np.testing.assert_allclose(a.confidence, b.confidence, atol=1e-6)
 
 
 @pytest.fixture
@@ -44,7 +40,7 @@ def test_gpu_decoding_gives_the_host_decoders_detections(pair, bus_image, zidane
     results = gpu.postprocess(outputs, batch)
     assert results[0].count("person") == 4 and results[0].count("bus") == 1
     for mine, theirs in zip(results, host.detect([bus_image, zidane_image, bus_image])):
-        _assert_same(mine, theirs)
+        assert_same_detections(mine, theirs)
 
 
 def test_raw_outputs_are_not_copied_to_the_host(pair, bus_image):
@@ -63,7 +59,7 @@ def test_three_batches_in_flight_keep_their_own_results(pair, bus_image, zidane_
     prepared = [gpu.preprocess([image]) for image in images]
     outputs = [gpu.infer(p) for p in prepared]
     for image, output, batch in zip(images, outputs, prepared):
-        _assert_same(gpu.postprocess(output, batch)[0], host.detect([image])[0])
+        assert_same_detections(gpu.postprocess(output, batch)[0], host.detect([image])[0])
 
 
 @pytest.mark.parametrize("tuning", [
@@ -74,15 +70,11 @@ def test_three_batches_in_flight_keep_their_own_results(pair, bus_image, zidane_
 ])
 def test_retuning_reaches_the_kernels_from_the_next_batch(pair, bus_image, zidane_image, tuning):
     gpu, host = pair
-    gpu.detect([bus_image])
-    gpu.retune(**tuning)
-    host.retune(**tuning)
-    for mine, theirs in zip(gpu.detect([bus_image, zidane_image]), host.detect([bus_image, zidane_image])):
-        _assert_same(mine, theirs)
+    assert_retuned_alike(gpu, host, bus_image, [bus_image, zidane_image], tuning)
     if "classes" in tuning:
         gpu.retune(classes=[])
         host.retune(classes=[])
-        _assert_same(gpu.detect([bus_image])[0], host.detect([bus_image])[0])
+        assert_same_detections(gpu.detect([bus_image])[0], host.detect([bus_image])[0])
 
 
 def test_an_image_with_too_many_candidates_is_decoded_on_the_host(pair, bus_image, zidane_image):
@@ -95,7 +87,7 @@ def test_an_image_with_too_many_candidates_is_decoded_on_the_host(pair, bus_imag
     outputs = gpu.infer(batch)
     assert outputs.kept[0] >= 0 and outputs.kept[1] == -1 and outputs.raw is not None
     for mine, theirs in zip(gpu.postprocess(outputs, batch), host.detect([bus_image, zidane_image])):
-        _assert_same(mine, theirs)
+        assert_same_detections(mine, theirs)
 
 
 def test_gpu_decoding_requested_without_nvrtc_is_an_error(standin_trt, make_model):
