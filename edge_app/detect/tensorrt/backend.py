@@ -24,9 +24,9 @@ from edge_app.detect.labels import resolve_labels
 from edge_app.detect.letterbox import Letterboxer
 from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
 from edge_app.detect.model_metadata import is_engine_file, metadata_bool
+from edge_app.detect.tensorrt.engine_process import CUDA_DEVICE, EnginePlan, EngineProcess, PendingBatch
 from edge_app.detect.tensorrt.prepare import EngineCache, PreparedEngine, load_user_engine
 from edge_app.detect.tensorrt.progress import ProgressCallback
-from edge_app.detect.tensorrt.engine_process import CUDA_DEVICE, EnginePlan, EngineProcess, PendingBatch
 from edge_app.detect.tensorrt.runtime import ROTATION, EngineRuntime
 
 log = logging.getLogger(__name__)
@@ -84,9 +84,11 @@ class TensorRTDetector(Detector):
         self._letterbox = None if self._gpu is not None else Letterboxer(self.input_hw, self.max_batch, ROTATION)
         self.max_batches_in_flight = ROTATION
         self._next_slot = 0
-        log.info("loaded %s with TensorRT (%s engine %s): input %dx%d, max_batch %d, %s preprocessing, %s decoding on %s",
-                 self.model_path, self.engine.source, self.engine.path.name, self.input_hw[1], self.input_hw[0],
-                 self.max_batch, self.preprocessing.upper(), self.postprocessing.upper(), self._device.name)
+        where = f"engine process {self._runtime.pid}" if isinstance(self._runtime, EngineProcess) else "this process"
+        log.info("loaded %s with TensorRT (%s engine %s, in %s): input %dx%d, max_batch %d, %s preprocessing, "
+                 "%s decoding on %s", self.model_path, self.engine.source, self.engine.path.name, where,
+                 self.input_hw[1], self.input_hw[0], self.max_batch, self.preprocessing.upper(),
+                 self.postprocessing.upper(), self._device.name)
 
     # -- loading ------------------------------------------------------------------------------
     @staticmethod
