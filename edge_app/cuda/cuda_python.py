@@ -221,7 +221,7 @@ class CudaPythonDevice(CudaDevice):
 
     def _queue(self, fn: str, held: Any, *args: Any) -> None:
         """A call that only queues work: through ``gil_held_calls`` where loaded, else cuda-python."""
-        if self._held is None:
+        if held is None:
             self._call(fn, *args)
             return
         err = held(*[a if isinstance(a, int) else int(a) for a in args])
