@@ -8,9 +8,8 @@ Two named policies:
 * ``WAIT`` (files with ``realtime: false``): a queue of up to ``WAIT_READ_AHEAD`` frames, taken
   oldest first; the producer waits while it is full, so no frame of a file is lost. The wait
   ends early when the slot is closed (the camera is stopping). Reading ahead keeps a camera's
-  next frames ready while the pipeline works: with one frame, every batch waited for each
-  camera's thread to read its next one (on an H200 with 8 NVDEC files, batches then left with
-  fewer frames than cameras).
+  next frames ready while the pipeline works, so a batch need not wait for each camera's
+  thread to read its next frame.
 """
 from __future__ import annotations
 
