@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from edge_app.detect.tensorrt.engine_process import PROCESS_NAME
+
 log = logging.getLogger(__name__)
 
 def _stat_cpu_s(stat: Path) -> Optional[float]:
@@ -51,7 +53,7 @@ def children_cpu_s() -> Dict[int, float]:
 
 def child_group(name: str) -> str:
     """The accounting group of a ``multiprocessing`` child's name."""
-    return "engine" if name == "engine" else "decoders"
+    return "engine" if name == PROCESS_NAME else "decoders"
 
 
 def thread_group(name: str) -> str:

@@ -209,3 +209,10 @@ def test_goals_are_also_given_with_the_model_in_an_engine_process_when_measured(
     assert goals["cpu_advantage_engine_process"]["value"] == pytest.approx(6.0)
     assert "model.engine_process on" in markdown(results)
     assert "throughput_vs_raw_engine_process" not in targets({"raw": [], "full": [_row("file", "nvdec", 8, 1000.0, 1.0)]})
+
+
+@pytest.mark.parametrize("name, group", [("engine", "engine"), ("decode:/clips/cam1.mp4", "decoders"), ("", "decoders")])
+def test_child_processes_are_counted_by_their_name(name, group):
+    from bench.resources import child_group
+
+    assert child_group(name) == group

@@ -55,6 +55,8 @@ READY, OK, ERROR = "ready", "ok", "error"
 
 TENSORRT_RUNTIME = "edge_app.detect.tensorrt.engine_process:tensorrt_runtime"
 CUDA_DEVICE = "edge_app.cuda:open_device"
+#: the child's name (process listings, the benchmark's CPU accounting)
+PROCESS_NAME = "engine"
 #: starting an interpreter, importing TensorRT and deserialising the engine
 START_TIMEOUT_S = 180.0
 #: one batch; a child that takes longer is stuck (a hung GPU) and is stopped
@@ -209,7 +211,7 @@ class EngineProcess:
         self._broken: Optional[str] = None
         context = multiprocessing.get_context("spawn")
         self._conn, child_conn = context.Pipe()
-        self._process = context.Process(target=child_main, args=(child_conn, plan), name="engine", daemon=True)
+        self._process = context.Process(target=child_main, args=(child_conn, plan), name=PROCESS_NAME, daemon=True)
         self._process.start()
         child_conn.close()
         try:
