@@ -28,7 +28,6 @@ strings, since the child is a fresh interpreter (``spawn``: CUDA does not surviv
 """
 from __future__ import annotations
 
-import importlib
 import logging
 import multiprocessing
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.sources import SourceSpec, parse_source
+from edge_app.named_callable import resolve
 from edge_app.redact import mask_secrets
 
 log = logging.getLogger(__name__)
@@ -51,11 +51,6 @@ SPAWN_ALLOWANCE_S = 30.0
 NVDEC_OPENER = "edge_app.capture.nvdec_source:open_nvdec"
 CUDA_RING = "edge_app.capture.ipc_ring:CudaIpcRing"
 CUDA_RECEIVER = "edge_app.capture.ipc_ring:CudaIpcReceiver"
-
-
-def load(path: str) -> Any:
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
@@ -94,7 +89,7 @@ class _Child:
         source = None
         try:
             spec = parse_source(self.plan.target)
-            source = load(self.plan.opener)(spec, CaptureConfig(**self.plan.capture), self.plan.device_index)
+            source = resolve(self.plan.opener)(spec, CaptureConfig(**self.plan.capture), self.plan.device_index)
             frame = source.read()
             if frame is None:
                 self.conn.send((ERROR, "unavailable", "the source gave no frame"))
@@ -123,7 +118,7 @@ class _Child:
             return
         if self.ring is not None:
             self.ring.close()
-        self.ring = load(self.plan.ring)(self.plan.device_index, width * height * 3 // 2, self.plan.slots)
+        self.ring = resolve(self.plan.ring)(self.plan.device_index, width * height * 3 // 2, self.plan.slots)
         self.geometry = (width, height)
         self.free = list(range(self.plan.slots))
 
@@ -259,7 +254,7 @@ class DecodeProcessOpener:
     def __call__(self, spec: SourceSpec, capture: CaptureConfig) -> Any:
         if not capture.nvdec_processes:  # the operator chose threads: decode right here
             self.close()
-            return load(self._opener)(spec, capture, self._device_index)
+            return resolve(self._opener)(spec, capture, self._device_index)
         what = mask_secrets(spec.target)
         child = self._unpark(spec.target)
         if child is None:
@@ -270,7 +265,7 @@ class DecodeProcessOpener:
             if child.receiver is None or child.handles != handles:
                 if child.receiver is not None:
                     child.receiver.close()
-                child.receiver = load(self._receiver)(self._device_index, handles)
+                child.receiver = resolve(self._receiver)(self._device_index, handles)
                 child.handles = handles
         except BaseException:
             stop(child)

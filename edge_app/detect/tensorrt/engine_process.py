@@ -35,7 +35,6 @@ says why and runs the engine in the appliance's process.
 """
 from __future__ import annotations
 
-import importlib
 import logging
 import multiprocessing
 import threading
@@ -47,6 +46,7 @@ import numpy as np
 from edge_app.detect.base import DetectorError
 from edge_app.detect.decode_gpu import GpuDecoded, GpuYoloDecoder
 from edge_app.detect.tensorrt.runtime import ROTATION, EngineRuntime, TensorSpec
+from edge_app.named_callable import resolve
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +61,6 @@ PROCESS_NAME = "engine"
 START_TIMEOUT_S = 180.0
 #: one batch; a child that takes longer is stuck (a hung GPU) and is stopped
 ANSWER_TIMEOUT_S = 30.0
-
-
-def load(path: str) -> Any:
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def tensorrt_runtime(device: Any, engine_bytes: bytes, max_batch: int, label: str) -> EngineRuntime:
@@ -117,8 +112,8 @@ class _Child:
 
     def _start(self) -> None:
         try:
-            self.device = load(self.plan.device)(device_index=self.plan.device_index)
-            self.runtime = load(self.plan.runtime)(self.device, **self.plan.options)
+            self.device = resolve(self.plan.device)(device_index=self.plan.device_index)
+            self.runtime = resolve(self.plan.runtime)(self.device, **self.plan.options)
             runtime = self.runtime
             handles = [self.device.ipc_export(buffer) for buffer in runtime.input.device[:ROTATION]]
             info = {"label": runtime.label, "input": _spec_info(runtime.input),
@@ -259,10 +254,6 @@ class EngineProcess:
     def describe(self) -> dict:
         return {**self._describe, "engine_process": self._process.pid}
 
-    @property
-    def output_names(self) -> List[str]:
-        return [s.name for s in self.outputs]
-
     def _submit(self, kind: str, *arguments: Any) -> PendingBatch:
         with self._send_lock:
             self._check()
@@ -276,11 +267,11 @@ class EngineProcess:
     def _collect(self, seq: int, what: str, timeout_s: Optional[float] = None) -> Any:
         """The answer to request ``seq``; answers to earlier requests met on the way are kept."""
         with self._receive_lock:
+            wait_s = self._answer_timeout_s if timeout_s is None else timeout_s
             while seq not in self._answers:
                 self._check()
-                if not self._conn.poll(self._answer_timeout_s if timeout_s is None else timeout_s):
-                    self._fail(f"the engine process did not answer {what} within "
-                               f"{self._answer_timeout_s if timeout_s is None else timeout_s:g} s")
+                if not self._conn.poll(wait_s):
+                    self._fail(f"the engine process did not answer {what} within {wait_s:g} s")
                 try:
                     kind, answered, payload = self._conn.recv()
                 except (EOFError, OSError):
