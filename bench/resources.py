@@ -26,6 +26,7 @@ from edge_app.detect.tensorrt.engine_process import PROCESS_NAME
 
 log = logging.getLogger(__name__)
 
+
 def _stat_cpu_s(stat: Path) -> Optional[float]:
     """User + system CPU seconds from a /proc ``stat`` file; None when it is gone (ended)."""
     try:

@@ -87,9 +87,11 @@ def summarise_pipeline(rounds: List[dict]) -> Dict[str, Any]:
             result[f"{key}_per_s"] = _rate(result[key], usage.wall_s)
     if "mqtt" in rounds[-1]:
         result["mqtt"] = rounds[-1]["mqtt"]
-    for key in ("engine_process", "queueing_calls_keep_gil", "mean_batch_whole_run"):
+    for key in ("engine_process", "queueing_calls_keep_gil"):  # settings: the same in every round
         if key in rounds[0]:
-            result[key] = [r.get(key) for r in rounds] if key.startswith("mean") else rounds[0][key]
+            result[key] = rounds[0][key]
+    if "mean_batch_whole_run" in rounds[0]:
+        result["mean_batch_whole_run"] = [r.get("mean_batch_whole_run") for r in rounds]
     return result
 
 
