@@ -140,3 +140,25 @@ def test_deeply_nested_json_is_400_not_500(api, method, depth):
     response = api.request(method, "/api/v1/config", data=body, headers={"Content-Type": "application/json"})
     assert response.status_code == 400 and "nested" in response.json()["error"]
     assert api.config_path.read_bytes() == before_bytes
+
+
+@pytest.mark.parametrize(
+    "model, loc",
+    [
+        # the engine process is started with code named by module:attribute strings (its runtime,
+        # its device opener); none of them may come from a config write
+        ({"engine_runtime": "os:system"}, "model.engine_runtime"),
+        ({"engine_process_device": "subprocess:Popen"}, "model.engine_process_device"),
+        ({"engine_process": "/etc/passwd"}, "model.engine_process"),
+        ({"engine_process": {"runtime": "os:system"}}, "model.engine_process"),
+        ({"engine_process": ["x"] * 10_000}, "model.engine_process"),
+    ],
+)
+def test_engine_process_setting_takes_a_switch_and_nothing_else(api, model, loc):
+    assert_refused(api, "PATCH", {"model": model}, loc)
+
+
+def test_the_engine_process_can_be_switched_on(api):
+    response = api.request("PATCH", "/api/v1/config", json={"model": {"engine_process": True}})
+    assert response.status_code == 200, response.text
+    assert api.service.current_config().model.engine_process is True
