@@ -31,6 +31,7 @@ import logging
 import os
 import shlex
 import sys
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
@@ -122,16 +123,20 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
     engine_pids: List[Optional[int]] = []
     batch_sizes: List[int] = []
     calls_keep_gil: List[bool] = []
+    detectors: List[Any] = []
+    batch_times_s: List[float] = []
 
     def factory(model: Any, **options: Any):
         detector = _standin(s, model, engine_process=path.engine_process, **options)
         described = detector.describe()
         engine_pids.append(described.get("engine_process"))
         calls_keep_gil.append(bool(described.get("cuda", {}).get("queueing_calls_keep_gil")))
+        detectors.append(detector)
         infer = detector.infer
 
         def counted(batch: Any) -> Any:  # how full the model's batches are, over the whole run
             batch_sizes.append(batch.size)
+            batch_times_s.append(time.perf_counter())
             return infer(batch)
 
         detector.infer = counted
@@ -147,7 +152,8 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
     wanted = EXPECTED_IMAGE_TYPES.get(path.decoder)
     row = {**row, "engine_process": bool(engine_pids and engine_pids[-1]),
            "queueing_calls_keep_gil": bool(calls_keep_gil and calls_keep_gil[-1]),
-           "mean_batch_whole_run": round(sum(batch_sizes) / len(batch_sizes), 2) if batch_sizes else None}
+           "mean_batch_whole_run": round(sum(batch_sizes) / len(batch_sizes), 2) if batch_sizes else None,
+           **_engine_work(detectors[-1] if detectors else None, batch_times_s)}
     if row.get("status") == "ok" and path.gil_held_calls != row["queueing_calls_keep_gil"]:
         row = {**row, "status": "error", "error": f"gil_held_calls {path.gil_held_calls} was asked for, but "
                f"queueing_calls_keep_gil is {row['queueing_calls_keep_gil']}"}
@@ -162,6 +168,18 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
         row = {**row, "status": "error", "error": "cameras did not deliver frames within "
                f"{s.start_timeout_s:.0f} s: " + "; ".join(f"{k}: {v}" for k, v in row.get("camera_errors", {}).items())}
     return row
+
+
+def _engine_work(detector: Any, batch_times_s: List[float]) -> Dict[str, Any]:
+    """The engine process's own time per batch and how busy it was between the run's first and
+    last batch (warm-up included): near 1, the engine sets the pace; well below, the appliance
+    does not feed it fast enough."""
+    work = detector.engine_work() if detector is not None and hasattr(detector, "engine_work") else None
+    if work is None or not work.answered or len(batch_times_s) < 2:
+        return {}
+    span_s = batch_times_s[-1] - batch_times_s[0]
+    return {"engine_busy_ms_per_batch_whole_run": round(work.busy_s / work.answered * 1000.0, 3),
+            "engine_busy_fraction_whole_run": round(work.busy_s / span_s, 3) if span_s > 0 else None}
 
 
 def _parity(s: GpuBenchSettings) -> Dict[str, Any]:

@@ -90,8 +90,9 @@ def summarise_pipeline(rounds: List[dict]) -> Dict[str, Any]:
     for key in ("engine_process", "queueing_calls_keep_gil"):  # settings: the same in every round
         if key in rounds[0]:
             result[key] = rounds[0][key]
-    if "mean_batch_whole_run" in rounds[0]:
-        result["mean_batch_whole_run"] = [r.get("mean_batch_whole_run") for r in rounds]
+    for key in ("mean_batch_whole_run", "engine_busy_ms_per_batch_whole_run", "engine_busy_fraction_whole_run"):
+        if key in rounds[0]:  # one figure per round
+            result[key] = [r.get(key) for r in rounds]
     return result
 
 

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from bench.gpu_parity import compare, iou_xyxy
+from bench.gpu_pipeline import _engine_work
 from bench.gpu_report import appliance_cpu_ms, cpu_comparison, finish, markdown, targets
 from bench.rtsp_serve import MAX_PAYLOAD, group_frames, packetize, split_nals
+from edge_app.detect.tensorrt.engine_process import EngineWork
 from edge_app.detections import Detections
 
 
@@ -216,3 +218,22 @@ def test_child_processes_are_counted_by_their_name(name, group):
     from bench.resources import child_group
 
     assert child_group(name) == group
+
+
+class _Detector:
+    def __init__(self, work):
+        self._work = work
+
+    def engine_work(self):
+        return self._work
+
+
+@pytest.mark.parametrize("work, batch_times_s, expected", [
+    (EngineWork(4, 0.02), [10.0, 10.05, 10.1], {"engine_busy_ms_per_batch_whole_run": 5.0,
+                                                "engine_busy_fraction_whole_run": 0.2}),
+    (None, [10.0, 10.1], {}),  # the engine ran in the appliance's process
+    (EngineWork(0, 0.0), [10.0, 10.1], {}),
+    (EngineWork(1, 0.002), [10.0], {}),  # one batch: no span to be busy in
+])
+def test_the_engine_process_busy_figures(work, batch_times_s, expected):
+    assert _engine_work(_Detector(work), batch_times_s) == expected

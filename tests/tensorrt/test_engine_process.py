@@ -98,6 +98,23 @@ def test_host_decoded_outputs_come_back_raw(standin_trt, make_model, shared_devi
         local.close()
 
 
+def test_the_engine_process_accounts_for_its_own_time_per_batch(pair, bus_image, zidane_image):
+    """Its busy time is what it spent answering, measured in the child: more than nothing, less
+    than the appliance waited in all (which includes the pipe and the wait for the answer)."""
+    import time
+
+    remote, local = pair
+    assert local.engine_work() is None  # in-process: the pipeline's own stage times say it
+    before = remote.engine_work()
+    started_s = time.perf_counter()
+    for _ in range(3):
+        remote.detect([bus_image, zidane_image])
+    waited_s = time.perf_counter() - started_s
+    after = remote.engine_work()
+    assert after.answered - before.answered == 3
+    assert 0.0 < after.busy_s - before.busy_s < waited_s
+
+
 def test_a_dead_engine_process_fails_every_batch_clearly(pair, bus_image):
     remote, _ = pair
     remote.detect([bus_image])

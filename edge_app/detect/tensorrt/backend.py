@@ -24,7 +24,7 @@ from edge_app.detect.labels import resolve_labels
 from edge_app.detect.letterbox import Letterboxer
 from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
 from edge_app.detect.model_metadata import is_engine_file, metadata_bool
-from edge_app.detect.tensorrt.engine_process import CUDA_DEVICE, EnginePlan, EngineProcess, PendingBatch
+from edge_app.detect.tensorrt.engine_process import CUDA_DEVICE, EnginePlan, EngineProcess, EngineWork, PendingBatch
 from edge_app.detect.tensorrt.prepare import EngineCache, PreparedEngine, load_user_engine
 from edge_app.detect.tensorrt.progress import ProgressCallback
 from edge_app.detect.tensorrt.runtime import ROTATION, EngineRuntime
@@ -264,6 +264,10 @@ class TensorRTDetector(Detector):
             cuda=self._device.describe(),
         )
         return info
+
+    def engine_work(self) -> Optional[EngineWork]:
+        """The engine process's own account of its work; None when the engine runs in-process."""
+        return self._runtime.work() if isinstance(self._runtime, EngineProcess) else None
 
     def _close_device(self) -> None:
         if self._owns_device and self._device is not None:

@@ -25,7 +25,9 @@ the pipeline's ``inference`` stage time is the hand-over, and waiting for the en
 Messages (pickled tuples on a ``multiprocessing`` pipe), appliance to child:
 ``("decode", seq, output_index, num_classes, max_det)``, ``("run", seq, count, slot, tuning or
 None)``, ``("run_raw", seq, count, slot)``, ``("close",)``; child to appliance: ``("ready", 0,
-info)``, ``("ok", seq, result)``, ``("error", seq, text)``, answers in the order of the requests.
+info, 0.0)``, ``("ok", seq, result, busy_s)``, ``("error", seq, text, busy_s)``, answers in the
+order of the requests. ``busy_s`` is the child's own time on the request, so ``EngineWork`` tells
+how busy the engine is apart from what the appliance waits for.
 What opens the device and builds the runtime in the child are ``module:attribute`` strings,
 since the child is a fresh interpreter (``spawn``: CUDA does not survive ``fork``); tests name
 host-memory doubles there.
@@ -38,6 +40,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -81,6 +84,14 @@ class EnginePlan:
     device_index: int = 0
 
 
+@dataclass(frozen=True)
+class EngineWork:
+    """What the engine process did so far: requests answered and its own time on them."""
+
+    answered: int
+    busy_s: float
+
+
 def _spec_info(spec: TensorSpec) -> Tuple[str, Tuple[int, ...], str, Tuple[int, ...]]:
     return spec.name, tuple(spec.shape), spec.dtype.str, tuple(spec.max_shape)
 
@@ -121,20 +132,22 @@ class _Child:
                     "input_hw": tuple(runtime.input_hw), "dynamic_batch": runtime.dynamic_batch,
                     "handles": handles, "describe": runtime.describe()}
         except Exception as err:
-            self.conn.send((ERROR, 0, f"{type(err).__name__}: {err}"))
+            self.conn.send((ERROR, 0, f"{type(err).__name__}: {err}", 0.0))
             raise EOFError from None  # nothing to serve
-        self.conn.send((READY, 0, info))
+        self.conn.send((READY, 0, info, 0.0))
 
     def _serve(self, message: Tuple[Any, ...]) -> bool:
         if message[0] == CLOSE:
             return False
         kind, seq, arguments = message[0], message[1], message[2:]
+        started_s = time.perf_counter()
         try:
-            self.conn.send((OK, seq, self._answer(kind, arguments)))
+            answer = self._answer(kind, arguments)
+            self.conn.send((OK, seq, answer, time.perf_counter() - started_s))
         except (EOFError, BrokenPipeError, ConnectionResetError):
             raise
         except Exception as err:  # reported to the appliance, which counts the batch as failed
-            self.conn.send((ERROR, seq, f"{type(err).__name__}: {err}"))
+            self.conn.send((ERROR, seq, f"{type(err).__name__}: {err}", time.perf_counter() - started_s))
         return True
 
     def _answer(self, kind: str, arguments: Tuple[Any, ...]) -> Any:
@@ -204,6 +217,7 @@ class EngineProcess:
         self._slot_ptrs: List[int] = []
         self._sent_tuning: Any = None
         self._broken: Optional[str] = None
+        self._work = EngineWork(0, 0.0)
         context = multiprocessing.get_context("spawn")
         self._conn, child_conn = context.Pipe()
         self._process = context.Process(target=child_main, args=(child_conn, plan), name=PROCESS_NAME, daemon=True)
@@ -254,6 +268,10 @@ class EngineProcess:
     def describe(self) -> dict:
         return {**self._describe, "engine_process": self._process.pid}
 
+    def work(self) -> EngineWork:
+        """The requests answered so far and the child's own time on them."""
+        return self._work
+
     def _submit(self, kind: str, *arguments: Any) -> PendingBatch:
         with self._send_lock:
             self._check()
@@ -273,10 +291,12 @@ class EngineProcess:
                 if not self._conn.poll(wait_s):
                     self._fail(f"the engine process did not answer {what} within {wait_s:g} s")
                 try:
-                    kind, answered, payload = self._conn.recv()
+                    kind, answered, payload, busy_s = self._conn.recv()
                 except (EOFError, OSError):
                     self._exited()
                 self._answers[answered] = (kind, payload)
+                if answered:  # not the start
+                    self._work = EngineWork(self._work.answered + 1, self._work.busy_s + busy_s)
             kind, payload = self._answers.pop(seq)
         if kind == ERROR:
             if what == "start":
