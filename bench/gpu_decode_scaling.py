@@ -9,8 +9,8 @@ in a common window after a warm-up. Three depths, each a superset of the one bef
 - ``decode``: demux and ``Decode``, the decoder's surfaces dropped at once;
 - ``decode_copy``: ``NvdecSource.read`` in the worker (each picture copied into a frame pool);
 - ``decode_process``: what a camera uses, ``DecodeProcessOpener``: the decoding in a child
-  process per worker, each picture handed over in CUDA IPC memory and copied into this process's
-  pool (run it as threads: the children are the processes).
+  process per worker, each picture written into CUDA IPC memory this process owns and handed
+  on without a copy (run it as threads: the children are the processes).
 
 Workers run as threads of one process (as the appliance's cameras do) and as separate
 processes. In the thread runs a probe thread counts how often it gets the interpreter lock: its

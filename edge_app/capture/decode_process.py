@@ -7,18 +7,22 @@ therefore decodes in its own process by default (as Frigate runs FFmpeg in one p
 which also keeps a decoder that crashes from taking the appliance with it.
 
 The child opens the source with the in-process opener (``nvdec_source.open_nvdec``) and copies
-each picture into one of a few slots of device memory that it exported with CUDA IPC. It then
-sends the slot's number over a pipe. The parent copies the slot into a frame of its own pool
-(device to device, so the picture never reaches the host), hands the slot back, and returns the
-frame: frames outlive the child, and the child never waits on the pipeline for more than its
-slots. A file's child waits for a free slot (no frame is lost); a live stream's child keeps
-reading and drops a picture when every slot is taken, counted.
+each picture into one of ``RING_SLOTS`` slots of device memory that the parent allocated and
+exported with CUDA IPC (``ipc_ring``). It then sends the slot's number over a pipe, and the
+parent hands the slot itself on as the frame: no copy and no wait in the camera's thread, and
+the picture never reaches the host. The slot is the frame's until the last reference to the
+frame is dropped, which marks it free in shared memory; the pipe carries no messages back for
+it. Frames outlive the child, since the parent owns their memory. A file's child waits for a
+free slot (no frame is lost); a live stream's child keeps reading and drops a picture when every
+slot is taken, counted.
 
-Messages (pickled tuples on a ``multiprocessing`` pipe), child to parent: ``("opened", info)``,
-``("frame", slot, width, height, dropped)``, ``("end", dropped)``, ``("error", kind, text)``; parent
-to child: ``("free", slot)``, ``("reopen",)``, ``("stop",)``. At the end of a file the child
-waits to be told to start again (``loop: true`` reopens through the same process, without a new
-one and a new CUDA context every pass) or to stop; unused for ``PARK_TIMEOUT_S``, it exits.
+Messages (pickled tuples on a ``multiprocessing`` pipe), child to parent: ``("opened", info)``
+with the first picture's size, ``("frame", slot, width, height, dropped)``, ``("end", dropped)``,
+``("error", kind, text)``; parent to child: ``("slots", handles, slot_nbytes)`` in answer to
+every ``opened`` (``handles`` None: keep the slots it has), ``("reopen",)``, ``("stop",)``. At the
+end of a file the child waits to be told to start again (``loop: true`` reopens through the same
+process, without a new one and a new CUDA context every pass) or to stop; unused for
+``PARK_TIMEOUT_S``, it exits.
 
 ``capture.nvdec_processes: false`` decodes in the camera's thread instead (less CPU and GPU
 memory: each process has its own CUDA context).
@@ -31,8 +35,9 @@ from __future__ import annotations
 import logging
 import multiprocessing
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
+from edge_app.capture.ipc_ring import SlotStates
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.sources import SourceSpec, parse_source
@@ -42,15 +47,19 @@ from edge_app.redact import mask_secrets
 log = logging.getLogger(__name__)
 
 OPENED, FRAME, END, ERROR = "opened", "frame", "end", "error"
-FREE, REOPEN, STOP = "free", "reopen", "stop"
-RING_SLOTS = 4
+SLOTS, REOPEN, STOP = "slots", "reopen", "stop"
+#: frames of one camera the appliance may hold at once (read ahead, batches under way, the
+#: newest for snapshots and live view) plus the one the child is writing: 50 MB at 1080p
+RING_SLOTS = 16
+#: how often a file's child looks for a slot the appliance let go, while every slot is held
+SLOT_POLL_S = 0.001
 PARK_TIMEOUT_S = 30.0
 #: starting an interpreter and importing the decoder, on top of the source's own open timeout
 SPAWN_ALLOWANCE_S = 30.0
 
 NVDEC_OPENER = "edge_app.capture.nvdec_source:open_nvdec"
-CUDA_RING = "edge_app.capture.ipc_ring:CudaIpcRing"
-CUDA_RECEIVER = "edge_app.capture.ipc_ring:CudaIpcReceiver"
+CUDA_WRITER = "edge_app.capture.ipc_ring:CudaIpcSlotWriter"
+CUDA_SLOTS = "edge_app.capture.ipc_ring:CudaIpcSlots"
 
 
 @dataclass(frozen=True)
@@ -60,18 +69,16 @@ class ChildPlan:
     target: str
     capture: Dict[str, Any]
     opener: str = NVDEC_OPENER
-    ring: str = CUDA_RING
+    writer: str = CUDA_WRITER
     device_index: int = 0
-    slots: int = RING_SLOTS
 
 
 # -- the child ----------------------------------------------------------------------------------
 class _Child:
-    def __init__(self, conn: Any, plan: ChildPlan) -> None:
-        self.conn, self.plan = conn, plan
-        self.ring: Any = None
+    def __init__(self, conn: Any, plan: ChildPlan, states: SlotStates) -> None:
+        self.conn, self.plan, self.states = conn, plan, states
+        self.writer: Any = None
         self.geometry: Optional[Tuple[int, int]] = None
-        self.free: List[int] = []
 
     def run(self) -> None:
         try:
@@ -81,8 +88,8 @@ class _Child:
         except (EOFError, BrokenPipeError, ConnectionResetError):
             return  # the parent is gone
         finally:
-            if self.ring is not None:
-                self.ring.close()
+            if self.writer is not None:
+                self.writer.close()
 
     def _serve_once(self) -> bool:
         """Open, stream to the end; True when the source ended (may be reopened), else False."""
@@ -94,8 +101,9 @@ class _Child:
             if frame is None:
                 self.conn.send((ERROR, "unavailable", "the source gave no frame"))
                 return False
-            self._ensure_ring(frame.width, frame.height)
-            self.conn.send((OPENED, {"fps": source.fps, "live": source.live, "handles": self.ring.handles}))
+            self.geometry = (frame.width, frame.height)
+            self.conn.send((OPENED, {"fps": source.fps, "live": source.live, "width": frame.width, "height": frame.height}))
+            self._take_slots()
             self.conn.send((END, self._stream(source, frame)))
             return True
         except SourceError as err:
@@ -113,48 +121,51 @@ class _Child:
                 source.release()
         return False
 
-    def _ensure_ring(self, width: int, height: int) -> None:
-        if self.ring is not None and self.geometry == (width, height):
-            return
-        if self.ring is not None:
-            self.ring.close()
-        self.ring = resolve(self.plan.ring)(self.plan.device_index, width * height * 3 // 2, self.plan.slots)
-        self.geometry = (width, height)
-        self.free = list(range(self.plan.slots))
+    def _take_slots(self) -> None:
+        """Wait for the parent's answer to ``opened``: new slots to map, or keep the old ones."""
+        message = self.conn.recv()
+        if message[0] == STOP:
+            raise _Stopped()
+        _, handles, slot_nbytes = message
+        if handles is not None:
+            if self.writer is not None:
+                self.writer.close()
+                self.writer = None
+            self.writer = resolve(self.plan.writer)(self.plan.device_index, handles, slot_nbytes)
 
     def _stream(self, source: Any, frame: Any) -> int:
         """Hand frames over until the source ends; the pictures dropped on the way."""
         dropped = 0
         while frame is not None:
-            self._handle_messages(block=not self.free and not source.live)
-            if not self.free:
+            if (frame.width, frame.height) != self.geometry:
+                raise SourceError(f"the picture size changed from {self.geometry} to {(frame.width, frame.height)}")
+            slot = self.states.take_free()
+            while slot is None and not source.live:  # a file: wait for the appliance, lose nothing
+                self._check_stop(SLOT_POLL_S)
+                slot = self.states.take_free()
+            if slot is None:
                 dropped += 1  # a live stream: keep up with it, this picture is lost
             else:
-                if (frame.width, frame.height) != self.geometry:
-                    raise SourceError(f"the picture size changed from {self.geometry} to {(frame.width, frame.height)}")
-                slot = self.free.pop(0)
-                self.ring.put(slot, frame)
+                try:
+                    self.writer.put(slot, frame)
+                except BaseException:
+                    self.states.release(slot)
+                    raise
                 self.conn.send((FRAME, slot, frame.width, frame.height, dropped))
+            self._check_stop(0.0)
             frame = source.read()
         return dropped
 
-    def _handle_messages(self, block: bool) -> None:
-        while block or self.conn.poll():
-            message = self.conn.recv()
-            if message[0] == FREE:
-                self.free.append(int(message[1]))
-                block = False
-            elif message[0] == STOP:
-                raise _Stopped()
+    def _check_stop(self, timeout_s: float) -> None:
+        if self.conn.poll(timeout_s) and self.conn.recv()[0] == STOP:
+            raise _Stopped()
 
     def _wait_for_reopen(self) -> bool:
         while self.conn.poll(PARK_TIMEOUT_S):
             message = self.conn.recv()
-            if message[0] == FREE:
-                self.free.append(int(message[1]))
-            elif message[0] == REOPEN:
+            if message[0] == REOPEN:
                 return True
-            elif message[0] == STOP:
+            if message[0] == STOP:
                 return False
         return False
 
@@ -163,10 +174,10 @@ class _Stopped(Exception):
     pass
 
 
-def child_main(conn: Any, plan: ChildPlan) -> None:
+def child_main(conn: Any, plan: ChildPlan, states: SlotStates) -> None:
     """The decoder process's entry point."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s decode: %(message)s")
-    _Child(conn, plan).run()
+    _Child(conn, plan, states).run()
 
 
 # -- the parent ---------------------------------------------------------------------------------
@@ -174,8 +185,9 @@ def child_main(conn: Any, plan: ChildPlan) -> None:
 class _Process:
     process: Any
     conn: Any
-    receiver: Any = None
-    handles: Tuple[bytes, ...] = ()
+    states: SlotStates
+    #: the frame slots the process writes into (``CudaIpcSlots``), once it has opened its source
+    slots: Any = None
 
 
 class ProcessSource:
@@ -203,12 +215,10 @@ class ProcessSource:
         if message[0] == FRAME:
             _, slot, width, height, self.dropped = message
             try:
-                return child.receiver.take(int(slot), int(width), int(height))
-            finally:
-                try:
-                    child.conn.send((FREE, slot))
-                except OSError:
-                    pass  # the process is gone: the next read says so
+                return child.slots.frame(int(slot), int(width), int(height))
+            except BaseException:
+                child.states.release(int(slot))
+                raise
         if message[0] == END:
             self._ended, self.dropped = True, int(message[1])
             return None
@@ -233,9 +243,14 @@ def stop(child: _Process, timeout_s: float = 2.0) -> None:
     if child.process.is_alive():
         child.process.kill()
         child.process.join(timeout_s)
-    if child.receiver is not None:
-        child.receiver.close()
+    # the slots' memory goes with the last frame that holds one of them, not before
+    child.slots = None
     child.conn.close()
+
+
+def _nbytes(info: Dict[str, Any]) -> int:
+    """The size of an NV12 picture of the size an ``opened`` message gives."""
+    return int(info["width"]) * int(info["height"]) * 3 // 2
 
 
 class DecodeProcessOpener:
@@ -245,10 +260,10 @@ class DecodeProcessOpener:
     reused for the same camera.
     """
 
-    def __init__(self, opener: str = NVDEC_OPENER, ring: str = CUDA_RING, receiver: str = CUDA_RECEIVER,
-                 device_index: int = 0, slots: int = RING_SLOTS) -> None:
-        self._opener, self._ring, self._receiver = opener, ring, receiver
-        self._device_index, self._slots = device_index, slots
+    def __init__(self, opener: str = NVDEC_OPENER, writer: str = CUDA_WRITER, slots: str = CUDA_SLOTS,
+                 device_index: int = 0, slot_count: int = RING_SLOTS) -> None:
+        self._opener, self._writer, self._slots = opener, writer, slots
+        self._device_index, self._slot_count = device_index, slot_count
         self._parked: Optional[Tuple[str, _Process]] = None
 
     def __call__(self, spec: SourceSpec, capture: CaptureConfig) -> Any:
@@ -259,14 +274,19 @@ class DecodeProcessOpener:
         child = self._unpark(spec.target)
         if child is None:
             child = self._spawn(spec, capture, what)
+        timeout_s = capture.open_timeout_s + SPAWN_ALLOWANCE_S
         try:
-            info = self._wait_opened(child, capture.open_timeout_s + SPAWN_ALLOWANCE_S, what)
-            handles = tuple(info["handles"])
-            if child.receiver is None or child.handles != handles:
-                if child.receiver is not None:
-                    child.receiver.close()
-                child.receiver = resolve(self._receiver)(self._device_index, handles)
-                child.handles = handles
+            info = self._wait_opened(child, timeout_s, what)
+            if child.slots is not None and child.slots.slot_nbytes < _nbytes(info):
+                # a reopened file with larger pictures: a new process with slots that fit
+                stop(child)
+                child = self._spawn(spec, capture, what)
+                info = self._wait_opened(child, timeout_s, what)
+            if child.slots is None:
+                child.slots = resolve(self._slots)(self._device_index, _nbytes(info), child.states)
+                child.conn.send((SLOTS, child.slots.handles, child.slots.slot_nbytes))
+            else:
+                child.conn.send((SLOTS, None, child.slots.slot_nbytes))
         except BaseException:
             stop(child)
             raise
@@ -276,11 +296,12 @@ class DecodeProcessOpener:
     def _spawn(self, spec: SourceSpec, capture: CaptureConfig, what: str) -> _Process:
         context = multiprocessing.get_context("spawn")
         parent_conn, child_conn = context.Pipe()
-        plan = ChildPlan(spec.target, capture.model_dump(), self._opener, self._ring, self._device_index, self._slots)
-        process = context.Process(target=child_main, args=(child_conn, plan), name=f"decode:{what}", daemon=True)
+        plan = ChildPlan(spec.target, capture.model_dump(), self._opener, self._writer, self._device_index)
+        states = SlotStates(self._slot_count, context)
+        process = context.Process(target=child_main, args=(child_conn, plan, states), name=f"decode:{what}", daemon=True)
         process.start()
         child_conn.close()
-        return _Process(process, parent_conn)
+        return _Process(process, parent_conn, states)
 
     def _unpark(self, target: str) -> Optional[_Process]:
         parked, self._parked = self._parked, None

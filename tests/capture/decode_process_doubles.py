@@ -1,9 +1,10 @@
 """Test doubles for ``decode_process``, imported by the decoder processes the tests spawn.
 
-They implement the two named seams of the real thing: the opener (``nvdec_source.open_nvdec``'s
-signature) and the slot sharing (``ipc_ring.CudaIpcRing`` / ``CudaIpcReceiver``), with host
-frames in POSIX shared memory instead of NVDEC pictures in CUDA IPC memory. Everything else -
-the processes, the pipe protocol, slot recycling, parking, errors - is the product's code.
+They implement the named seams of the real thing: the opener (``nvdec_source.open_nvdec``'s
+signature) and the slots (``ipc_ring.CudaIpcSlots`` / ``CudaIpcSlotWriter``), with pictures in
+POSIX shared memory instead of NVDEC pictures in CUDA IPC memory. Everything else - the
+processes, the pipe protocol, the slot states and the leases that free them, parking, errors -
+is the product's code.
 
 The "source" is a JSON file: ``{"frames": N, "live": bool, "fail_after": K | null,
 "crash_after": K | null, "open_error": "source" | "unavailable" | null, "delay_s": s}``; frame i
@@ -14,13 +15,15 @@ from __future__ import annotations
 import json
 import os
 import time
+import weakref
 from multiprocessing import resource_tracker, shared_memory
 from typing import List, Sequence
 
 import numpy as np
 
+from edge_app.capture.ipc_ring import SlotStates, _Lease
 from edge_app.capture.sources import SourceError, SourceUnavailable
-from edge_app.gpu_image import HostNv12Image
+from edge_app.gpu_image import DeviceNv12Image, HostNv12Image, Nv12Planes
 
 WIDTH, HEIGHT = 32, 16
 
@@ -63,30 +66,49 @@ def open_json_source(spec, capture, device_index=0):
     return _Source(plan, len(_OPENED_HERE))
 
 
-class SharedMemoryRing:
-    def __init__(self, device_index: int, slot_nbytes: int, slots: int) -> None:
-        self._blocks = [shared_memory.SharedMemory(create=True, size=slot_nbytes) for _ in range(slots)]
+class SharedMemorySlots:
+    """``ipc_ring.CudaIpcSlots`` with the slots in POSIX shared memory: frames are
+    ``DeviceNv12Image`` views of a slot, held by the product's lease, read back when downloaded."""
+
+    def __init__(self, device_index: int, slot_nbytes: int, states: SlotStates) -> None:
+        self.states, self.slot_nbytes, self.device_index = states, int(slot_nbytes), device_index
+        self._blocks = [shared_memory.SharedMemory(create=True, size=self.slot_nbytes) for _ in range(len(states))]
         self.handles: List[bytes] = [block.name.encode() for block in self._blocks]
+        self._ptrs = [int(np.frombuffer(block.buf, np.uint8).ctypes.data) for block in self._blocks]
+        weakref.finalize(self, _unlink, self._blocks)
+
+    def frame(self, slot: int, width: int, height: int) -> DeviceNv12Image:
+        if width * height * 3 // 2 > self.slot_nbytes:
+            raise SourceError(f"a {width}x{height} picture does not fit the shared frame slots")
+        ptr = self._ptrs[slot]
+        planes = Nv12Planes(ptr, ptr + width * height, width, width, width, height)
+        return DeviceNv12Image(planes, self._download, keepalive=_Lease(self, slot), device_index=self.device_index)
+
+    def _download(self, planes: Nv12Planes, host: np.ndarray) -> None:
+        block = self._blocks[self._ptrs.index(planes.y_ptr)]
+        host.reshape(-1)[:] = np.frombuffer(block.buf, np.uint8, host.size)
+
+
+def _unlink(blocks) -> None:
+    for block in blocks:
+        block.close()
+        block.unlink()
+
+
+class SharedMemoryWriter:
+    """``ipc_ring.CudaIpcSlotWriter`` for the shared-memory slots, in the decoder process."""
+
+    def __init__(self, device_index: int, handles: Sequence[bytes], slot_nbytes: int) -> None:
+        self._blocks = [shared_memory.SharedMemory(name=handle.decode()) for handle in handles]
+        self._slot_nbytes = slot_nbytes
+        for block in self._blocks:  # the appliance owns them: this process must not unlink them
+            resource_tracker.unregister(block._name, "shared_memory")
 
     def put(self, slot: int, frame: HostNv12Image) -> None:
         data = frame.nv12.reshape(-1)
+        if data.size > self._slot_nbytes:
+            raise SourceError("a decoded picture does not fit the shared frame slots")
         np.frombuffer(self._blocks[slot].buf, np.uint8, data.size)[:] = data
-
-    def close(self) -> None:
-        for block in self._blocks:
-            block.close()
-            block.unlink()
-
-
-class SharedMemoryReceiver:
-    def __init__(self, device_index: int, handles: Sequence[bytes]) -> None:
-        self._blocks = [shared_memory.SharedMemory(name=handle.decode()) for handle in handles]
-        for block in self._blocks:  # the decoder process owns them: this process must not unlink them
-            resource_tracker.unregister(block._name, "shared_memory")
-
-    def take(self, slot: int, width: int, height: int) -> HostNv12Image:
-        size = width * height * 3 // 2
-        return HostNv12Image(np.frombuffer(self._blocks[slot].buf, np.uint8, size).copy().reshape(height * 3 // 2, width))
 
     def close(self) -> None:
         for block in self._blocks:

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from edge_app.capture.decode_process import DecodeProcessOpener
+from edge_app.capture.ipc_ring import CudaIpcSlotWriter, CudaIpcSlots, SlotStates
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.sources import parse_source
@@ -17,8 +18,8 @@ CAPTURE = CaptureConfig(open_timeout_s=5, stall_timeout_s=5)
 
 @pytest.fixture
 def opener():
-    made = DecodeProcessOpener(opener=f"{DOUBLES}:open_json_source", ring=f"{DOUBLES}:SharedMemoryRing",
-                               receiver=f"{DOUBLES}:SharedMemoryReceiver", slots=2)
+    made = DecodeProcessOpener(opener=f"{DOUBLES}:open_json_source", writer=f"{DOUBLES}:SharedMemoryWriter",
+                               slots=f"{DOUBLES}:SharedMemorySlots", slot_count=2)
     yield made
     made.close()
 
@@ -35,7 +36,8 @@ def _read_all(source, limit=10_000):
         frame = source.read()
         if frame is None:
             return frames
-        frames.append((int(frame.nv12[0, 0]), int(frame.nv12[0, 1])))
+        nv12 = frame.nv12_host()
+        frames.append((int(nv12[0, 0]), int(nv12[0, 1])))
     return frames
 
 
@@ -111,3 +113,65 @@ def test_nvdec_processes_off_decodes_in_the_calling_thread(opener, tmp_path):
     assert set(multiprocessing.active_children()) == before
     assert [int(f.nv12[0, 0]) for f in iter(source.read, None)] == [0, 1, 2]
     source.release()
+
+
+def _pixels(frame):
+    nv12 = frame.nv12_host()
+    return int(nv12[0, 0]), int(nv12[0, 1])
+
+
+def test_a_frame_keeps_its_slot_until_the_appliance_drops_it(opener, tmp_path):
+    """No copy in the appliance: a frame is its slot. With both slots held the decoder waits
+    (the read stalls) and overwrites neither; dropping one frame lets the next picture in."""
+    source = opener(_source(tmp_path, frames=5), CaptureConfig(open_timeout_s=5, stall_timeout_s=0.5))
+    first, second = source.read(), source.read()
+    assert source.read() is None  # stalled: every slot is held
+    assert source._child.states.held() == 2
+    assert (_pixels(first), _pixels(second)) == ((0, 1), (1, 1))
+    del first
+    assert _pixels(source.read()) == (2, 1)
+    source.release()
+
+
+def test_frames_stay_readable_after_their_decoder_process_is_gone(opener, tmp_path):
+    """The appliance owns the slots' memory, so a frame outlives a stopped decoder process."""
+    source = opener(_source(tmp_path, frames=100), CAPTURE)
+    frame = source.read()
+    process = source._child.process
+    source.release()
+    opener.close()
+    process.join(5)
+    assert not process.is_alive()
+    assert _pixels(frame) == (0, 1)
+
+
+def test_every_slot_is_free_again_once_the_frames_are_gone(opener, tmp_path):
+    source = opener(_source(tmp_path, frames=7), CAPTURE)
+    states = source._child.states
+    held = [source.read() for _ in range(2)]
+    assert states.held() == 2
+    del held
+    assert len(_read_all(source)) == 5 and states.held() == 0
+    source.release()
+
+
+@pytest.mark.parametrize("double, real", [("SharedMemorySlots", CudaIpcSlots), ("SharedMemoryWriter", CudaIpcSlotWriter)])
+def test_the_doubles_have_the_real_slots_interface(double, real):
+    import inspect
+
+    from tests.capture import decode_process_doubles
+
+    def methods(cls):  # name -> parameter names, the constructor included
+        return {name: list(inspect.signature(f).parameters) for name, f in vars(cls).items()
+                if callable(f) and (name == "__init__" or not name.startswith("_"))}
+
+    assert methods(getattr(decode_process_doubles, double)) == methods(real)
+
+
+def test_slot_states_hand_out_free_slots_until_every_one_is_held():
+    states = SlotStates(3)
+    assert [states.take_free() for _ in range(4)] == [0, 1, 2, None]
+    states.release(1)
+    assert states.held() == 2 and states.take_free() == 1
+    with pytest.raises(ValueError):
+        SlotStates(0)

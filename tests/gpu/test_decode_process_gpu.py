@@ -58,6 +58,23 @@ def test_frames_outlive_their_decoder_process(pynvvideocodec, h264_clips):
     np.testing.assert_array_equal(first.nv12_host(), expected)
 
 
+def test_a_held_frame_keeps_its_pixels_while_the_decoder_goes_on(pynvvideocodec, h264_clips):
+    """The frame is the decoder process's slot itself: holding it keeps the slot from being
+    written again, while the process goes on in the other slots."""
+    opener = DecodeProcessOpener()
+    source = opener(_spec(h264_clips[0]), CaptureConfig())
+    reference = open_nvdec(_spec(h264_clips[0]))
+    try:
+        held, expected = source.read(), reference.read().nv12_host().copy()
+        for _ in range(40):  # more pictures than slots: every other slot is reused
+            assert source.read() is not None
+        np.testing.assert_array_equal(held.nv12_host(), expected)
+    finally:
+        source.release()
+        reference.release()
+        opener.close()
+
+
 @pytest.mark.parametrize("cameras", [1, 8])
 def test_throughput_of_decoder_processes(pynvvideocodec, h264_clips, gpu_results, cameras, capsys):
     """One thread per camera reading from its decoder process, as the appliance does."""
