@@ -50,6 +50,7 @@ from bench.settings import add_switch_interval_argument, apply_switch_interval
 from bench.gpu_parity import check_parity
 from bench.suite import Job, guarded, run_rounds
 from edge_app.cuda import gil_held_calls
+from edge_app.detect.tensorrt.engine_process import EngineWork
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
     engine_pids: List[Optional[int]] = []
     batch_sizes: List[int] = []
     calls_keep_gil: List[bool] = []
-    detectors: List[Any] = []
+    works: List[Any] = []  # the engine process's account, taken when the appliance closes the detector
     batch_times_s: List[float] = []
 
     def factory(model: Any, **options: Any):
@@ -131,15 +132,18 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
         described = detector.describe()
         engine_pids.append(described.get("engine_process"))
         calls_keep_gil.append(bool(described.get("cuda", {}).get("queueing_calls_keep_gil")))
-        detectors.append(detector)
-        infer = detector.infer
+        infer, close = detector.infer, detector.close
 
         def counted(batch: Any) -> Any:  # how full the model's batches are, over the whole run
             batch_sizes.append(batch.size)
             batch_times_s.append(time.perf_counter())
             return infer(batch)
 
-        detector.infer = counted
+        def closing() -> None:
+            works.append(detector.engine_work())
+            close()
+
+        detector.infer, detector.close = counted, closing
         return detector
 
     # the appliance's process opens its CUDA devices while running: the library name decides
@@ -153,7 +157,7 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
     row = {**row, "engine_process": bool(engine_pids and engine_pids[-1]),
            "queueing_calls_keep_gil": bool(calls_keep_gil and calls_keep_gil[-1]),
            "mean_batch_whole_run": round(sum(batch_sizes) / len(batch_sizes), 2) if batch_sizes else None,
-           **_engine_work(detectors[-1] if detectors else None, batch_times_s)}
+           **_engine_work(works[-1] if works else None, batch_times_s)}
     if row.get("status") == "ok" and path.gil_held_calls != row["queueing_calls_keep_gil"]:
         row = {**row, "status": "error", "error": f"gil_held_calls {path.gil_held_calls} was asked for, but "
                f"queueing_calls_keep_gil is {row['queueing_calls_keep_gil']}"}
@@ -170,11 +174,10 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
     return row
 
 
-def _engine_work(detector: Any, batch_times_s: List[float]) -> Dict[str, Any]:
+def _engine_work(work: Optional[EngineWork], batch_times_s: List[float]) -> Dict[str, Any]:
     """The engine process's own time per batch and how busy it was between the run's first and
     last batch (warm-up included): near 1, the engine sets the pace; well below, the appliance
     does not feed it fast enough."""
-    work = detector.engine_work() if detector is not None and hasattr(detector, "engine_work") else None
     if work is None or not work.answered or len(batch_times_s) < 2:
         return {}
     span_s = batch_times_s[-1] - batch_times_s[0]

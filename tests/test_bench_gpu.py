@@ -220,14 +220,6 @@ def test_child_processes_are_counted_by_their_name(name, group):
     assert child_group(name) == group
 
 
-class _Detector:
-    def __init__(self, work):
-        self._work = work
-
-    def engine_work(self):
-        return self._work
-
-
 @pytest.mark.parametrize("work, batch_times_s, expected", [
     (EngineWork(4, 0.02), [10.0, 10.05, 10.1], {"engine_busy_ms_per_batch_whole_run": 5.0,
                                                 "engine_busy_fraction_whole_run": 0.2}),
@@ -236,4 +228,24 @@ class _Detector:
     (EngineWork(1, 0.002), [10.0], {}),  # one batch: no span to be busy in
 ])
 def test_the_engine_process_busy_figures(work, batch_times_s, expected):
-    assert _engine_work(_Detector(work), batch_times_s) == expected
+    assert _engine_work(work, batch_times_s) == expected
+
+
+def test_a_repeated_clip_holds_every_frame_of_each_pass(tmp_path, images_dir):
+    cv2 = pytest.importorskip("cv2")
+    from bench.media import ensure_clip, repeat_clip
+
+    clip = ensure_clip(images_dir, tmp_path, (320, 240), 0.5, 30)
+    longer = repeat_clip(clip, 3)
+    assert longer.name == f"{clip.stem}_x3.mp4" and not list(tmp_path.glob("*.txt"))
+
+    def frames(path):
+        capture = cv2.VideoCapture(str(path))
+        count = 0
+        while capture.read()[0]:
+            count += 1
+        capture.release()
+        return count
+
+    assert frames(longer) == 3 * frames(clip) > 0
+    assert repeat_clip(clip, 3) == longer  # made once
