@@ -47,6 +47,29 @@ def ensure_camera_clip(image: Path, work_dir: Path, seconds: float = 10.0, fps: 
     return out
 
 
+def repeat_clip(clip: Path, times: int) -> Path:
+    """``clip`` played ``times`` times in one file (stream copy, no re-encoding), beside it.
+
+    A file camera with ``realtime: false`` reopens its file at the end. Read at 200 frames/s, a
+    10 s clip ends every 1.5 s and each reopen costs a decoder about 250 ms, which a camera
+    stream never pays; a longer file keeps that cost out of what is measured.
+    """
+    if times < 1:
+        raise ValueError("times must be at least 1")
+    clip = Path(clip)
+    out = clip.with_name(f"{clip.stem}_x{times}{clip.suffix}")
+    if out.exists() and out.stat().st_size > 0:
+        return out
+    listing = out.with_suffix(".txt")
+    listing.write_text("".join(f"file '{clip.name}'\n" for _ in range(times)))
+    try:
+        subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "concat", "-safe", "0",
+                        "-i", str(listing), "-c", "copy", str(out)], check=True)
+    finally:
+        listing.unlink()
+    return out
+
+
 def clip_frames(clip: Path, max_frames: int = 4) -> List[np.ndarray]:
     """Up to ``max_frames`` decoded BGR frames spread over the clip (each source image once)."""
     capture = cv2.VideoCapture(str(clip))
