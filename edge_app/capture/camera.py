@@ -160,6 +160,8 @@ class CameraWorker:
         if thread is not None and thread.is_alive():
             logger.warning("camera %s: capture thread still blocked in the video backend; leaving it behind",
                            self.camera_id)
+        else:  # only the capture thread opens sources: with it gone, nothing races the close
+            getattr(self._opener, "close", lambda: None)()
         with self._lock:
             self._generation += 1  # whatever still runs is stale from now on
             self._call = None

@@ -231,6 +231,14 @@ class CameraOpener:
             logger.info("%s: decoder %s (configured: %s)", mask_secrets(spec.target), name, self.decoder)
         return self.openers[name](spec, capture)
 
+    def close(self) -> None:
+        """The camera stops for good: openers that keep something for a reopen let it go (a
+        decoder process parked at the end of a file)."""
+        for opener in self.openers.values():
+            close = getattr(opener, "close", None)
+            if close is not None:
+                close()
+
     def _require(self, spec: SourceSpec) -> str:
         name = self.resolve(spec)
         if name not in self.openers:

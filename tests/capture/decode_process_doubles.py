@@ -16,7 +16,7 @@ import json
 import os
 import time
 import weakref
-from multiprocessing import resource_tracker, shared_memory
+from multiprocessing import shared_memory
 from typing import List, Sequence
 
 import numpy as np
@@ -100,9 +100,9 @@ class SharedMemoryWriter:
 
     def __init__(self, device_index: int, handles: Sequence[bytes], slot_nbytes: int) -> None:
         self._blocks = [shared_memory.SharedMemory(name=handle.decode()) for handle in handles]
+        # No unregistering: a spawned process shares the appliance's resource tracker, where the
+        # appliance registered these blocks and unregisters them when it unlinks them.
         self._slot_nbytes = slot_nbytes
-        for block in self._blocks:  # the appliance owns them: this process must not unlink them
-            resource_tracker.unregister(block._name, "shared_memory")
 
     def put(self, slot: int, frame: HostNv12Image) -> None:
         data = frame.nv12.reshape(-1)

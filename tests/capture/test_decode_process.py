@@ -175,3 +175,30 @@ def test_slot_states_hand_out_free_slots_until_every_one_is_held():
     assert states.held() == 2 and states.take_free() == 1
     with pytest.raises(ValueError):
         SlotStates(0)
+
+
+def test_stopping_a_camera_ends_the_decoder_process_its_file_left_parked(tmp_path):
+    """A file that ended parks its decoder process for a reopen; a camera that stops for good
+    must not leave it (with its CUDA context and slots) waiting out PARK_TIMEOUT_S."""
+    opener = DecodeProcessOpener(opener=f"{DOUBLES}:open_json_source", writer=f"{DOUBLES}:SharedMemoryWriter",
+                                 slots=f"{DOUBLES}:SharedMemorySlots", slot_count=4)  # drain() holds every frame
+    from edge_app.capture import CameraWorker, StreamState
+    from edge_app.capture.decoders import CameraOpener
+    from edge_app.config.schema import CameraConfig
+    from tests.capture.helpers import drain, wait_for
+
+    spec = _source(tmp_path, frames=3)
+    camera_opener = CameraOpener("nvdec", openers={"nvdec": opener}, checks={})
+    worker = CameraWorker(CameraConfig(id="cam1", source=spec.target, decoder="nvdec", realtime=False), CAPTURE,
+                          opener=camera_opener)
+    worker.start()
+    try:
+        assert len(drain(worker, until=lambda: worker.state is StreamState.STOPPED, timeout_s=20)) == 3
+        assert wait_for(lambda: opener._parked is not None, 5)
+        process = opener._parked[1].process
+        assert process.is_alive()
+    finally:
+        worker.stop()
+        opener.close()
+    process.join(5)
+    assert not process.is_alive()
