@@ -91,6 +91,18 @@ def settings_from(args: argparse.Namespace) -> GpuBenchSettings:
     return GpuBenchSettings(**overrides)
 
 
+def mps_running(proc: Path = Path("/proc")) -> bool:
+    """Whether NVIDIA's MPS control daemon runs on this machine: it lets the processes' kernels
+    share the GPU instead of taking turns, which changes the engine-process rows."""
+    for comm in proc.glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() == "nvidia-cuda-mps":
+                return True
+        except OSError:
+            continue  # a process that ended while we looked
+    return False
+
+
 def describe_gpu() -> Dict[str, Any]:
     import torch
 
@@ -98,7 +110,8 @@ def describe_gpu() -> Dict[str, Any]:
         converter = importlib.metadata.version("onnx2torch")
     except importlib.metadata.PackageNotFoundError:
         converter = None
-    info: Dict[str, Any] = {"torch": torch.__version__, "torch_cuda": torch.version.cuda, "onnx2torch": converter}
+    info: Dict[str, Any] = {"torch": torch.__version__, "torch_cuda": torch.version.cuda, "onnx2torch": converter,
+                            "cuda_mps": mps_running()}
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
         info.update(gpu=props.name, gpu_memory_gib=round(props.total_memory / (1 << 30), 1),
