@@ -21,9 +21,9 @@ from typing import List, Sequence
 
 import numpy as np
 
-from edge_app.capture.ipc_ring import SlotStates, _Lease
+from edge_app.capture.ipc_ring import CudaIpcSlots, SlotStates
 from edge_app.capture.sources import SourceError, SourceUnavailable
-from edge_app.gpu_image import DeviceNv12Image, HostNv12Image, Nv12Planes
+from edge_app.gpu_image import HostNv12Image, Nv12Planes
 
 WIDTH, HEIGHT = 32, 16
 
@@ -66,23 +66,16 @@ def open_json_source(spec, capture, device_index=0):
     return _Source(plan, len(_OPENED_HERE))
 
 
-class SharedMemorySlots:
-    """``ipc_ring.CudaIpcSlots`` with the slots in POSIX shared memory: frames are
-    ``DeviceNv12Image`` views of a slot, held by the product's lease, read back when downloaded."""
+class SharedMemorySlots(CudaIpcSlots):
+    """``ipc_ring.CudaIpcSlots`` with the slots in POSIX shared memory: only the memory and the
+    download are the double's; the frames, their leases and the slot states are the product's."""
 
-    def __init__(self, device_index: int, slot_nbytes: int, states: SlotStates) -> None:
+    def __init__(self, device_index: int, slot_nbytes: int, states: SlotStates) -> None:  # no super(): no GPU here
         self.states, self.slot_nbytes, self.device_index = states, int(slot_nbytes), device_index
         self._blocks = [shared_memory.SharedMemory(create=True, size=self.slot_nbytes) for _ in range(len(states))]
         self.handles: List[bytes] = [block.name.encode() for block in self._blocks]
         self._ptrs = [int(np.frombuffer(block.buf, np.uint8).ctypes.data) for block in self._blocks]
         weakref.finalize(self, _unlink, self._blocks)
-
-    def frame(self, slot: int, width: int, height: int) -> DeviceNv12Image:
-        if width * height * 3 // 2 > self.slot_nbytes:
-            raise SourceError(f"a {width}x{height} picture does not fit the shared frame slots")
-        ptr = self._ptrs[slot]
-        planes = Nv12Planes(ptr, ptr + width * height, width, width, width, height)
-        return DeviceNv12Image(planes, self._download, keepalive=_Lease(self, slot), device_index=self.device_index)
 
     def _download(self, planes: Nv12Planes, host: np.ndarray) -> None:
         block = self._blocks[self._ptrs.index(planes.y_ptr)]

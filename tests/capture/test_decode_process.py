@@ -161,9 +161,9 @@ def test_the_doubles_have_the_real_slots_interface(double, real):
 
     from tests.capture import decode_process_doubles
 
-    def methods(cls):  # name -> parameter names, the constructor included
-        return {name: list(inspect.signature(f).parameters) for name, f in vars(cls).items()
-                if callable(f) and (name == "__init__" or not name.startswith("_"))}
+    def methods(cls):  # name -> parameter names, inherited ones and the constructor included
+        return {name: list(inspect.signature(getattr(cls, name)).parameters) for name in dir(cls)
+                if callable(getattr(cls, name)) and (name == "__init__" or not name.startswith("_"))}
 
     assert methods(getattr(decode_process_doubles, double)) == methods(real)
 
