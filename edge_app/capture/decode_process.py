@@ -21,7 +21,8 @@ with the first picture's size, ``("frame", slot, width, height, dropped)``, ``("
 ``("error", kind, text)``; parent to child: ``("slots", handles, slot_nbytes)`` in answer to
 every ``opened`` (``handles`` None: keep the slots it has), ``("reopen",)``, ``("stop",)``. At the
 end of a file the child waits to be told to start again (``loop: true`` reopens through the same
-process, without a new one and a new CUDA context every pass) or to stop; unused for
+process, without a new one and a new CUDA context every pass, and rewinds the file on the
+decoder it has where the source can: ``NvdecSource.rewind``) or to stop; unused for
 ``PARK_TIMEOUT_S``, it exits.
 
 ``capture.nvdec_processes: false`` decodes in the camera's thread instead (less CPU and GPU
@@ -79,6 +80,8 @@ class _Child:
         self.conn, self.plan, self.states = conn, plan, states
         self.writer: Any = None
         self.geometry: Optional[Tuple[int, int]] = None
+        #: a file's source that ended, kept to start it over (``rewind``) when told to reopen
+        self.ended: Any = None
 
     def run(self) -> None:
         try:
@@ -88,6 +91,7 @@ class _Child:
         except (EOFError, BrokenPipeError, ConnectionResetError):
             return  # the parent is gone
         finally:
+            self._drop_ended()
             if self.writer is not None:
                 self.writer.close()
 
@@ -95,9 +99,7 @@ class _Child:
         """Open, stream to the end; True when the source ended (may be reopened), else False."""
         source = None
         try:
-            spec = parse_source(self.plan.target)
-            source = resolve(self.plan.opener)(spec, CaptureConfig(**self.plan.capture), self.plan.device_index)
-            frame = source.read()
+            source, frame = self._open()
             if frame is None:
                 self.conn.send((ERROR, "unavailable", "the source gave no frame"))
                 return False
@@ -105,6 +107,8 @@ class _Child:
             self.conn.send((OPENED, {"fps": source.fps, "live": source.live, "width": frame.width, "height": frame.height}))
             self._take_slots()
             self.conn.send((END, self._stream(source, frame)))
+            if callable(getattr(source, "rewind", None)):
+                self.ended, source = source, None
             return True
         except SourceError as err:
             self.conn.send((ERROR, "source", str(err)))
@@ -120,6 +124,31 @@ class _Child:
             if source is not None:
                 source.release()
         return False
+
+    def _open(self) -> Tuple[Any, Any]:
+        """The source and its first frame: the ended one started over where it can be, else opened."""
+        source, self.ended = self.ended, None
+        if source is not None:
+            try:
+                if source.rewind():
+                    frame = source.read()
+                    if frame is not None:
+                        return source, frame
+            except Exception as err:  # the file changed or went: open it as if for the first time
+                log.debug("could not start %s over with the same decoder: %s", mask_secrets(self.plan.target), err)
+            source.release()
+        source = resolve(self.plan.opener)(parse_source(self.plan.target), CaptureConfig(**self.plan.capture),
+                                           self.plan.device_index)
+        try:
+            return source, source.read()
+        except BaseException:
+            source.release()
+            raise
+
+    def _drop_ended(self) -> None:
+        source, self.ended = self.ended, None
+        if source is not None:
+            source.release()
 
     def _take_slots(self) -> None:
         """Wait for the parent's answer to ``opened``: new slots to map, or keep the old ones."""

@@ -71,6 +71,7 @@ class _FilePackets:
     """PyNvVideoCodec's own demuxer, for files."""
 
     def __init__(self, nvc: Any, path: str) -> None:
+        self._nvc, self._path = nvc, path
         try:
             self._demuxer = nvc.CreateDemuxer(filename=path)
         except Exception as err:
@@ -83,6 +84,11 @@ class _FilePackets:
     def next(self) -> Any:
         packet = next(self._iter, None)
         return None if packet is None or packet.bsl == 0 else packet
+
+    def restart(self) -> "_FilePackets":
+        """The same file from its first packet, in a demuxer of its own (a few milliseconds)."""
+        self.close()
+        return _FilePackets(self._nvc, self._path)
 
     def close(self) -> None:
         self._demuxer = self._iter = None
@@ -138,6 +144,20 @@ class NvdecSource:
                 self._flushed = True
             self._take(self._decode(packet))
         return self._ready.popleft()
+
+    def rewind(self) -> bool:
+        """Start a file over with the decoder it has, for a camera that loops it: a new decoder
+        takes about 250 ms, during which the camera gives no frames. False for a stream.
+
+        The decoder was flushed at the end of the file; it takes the file's first packets, with
+        their sequence header, as a new stream.
+        """
+        if self._decoder is None or not isinstance(self._packets, _FilePackets):
+            return False
+        self._packets = self._packets.restart()
+        self._ready.clear()
+        self._flushed = False
+        return True
 
     def _decode(self, packet: Any) -> list:
         try:

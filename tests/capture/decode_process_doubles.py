@@ -7,8 +7,11 @@ processes, the pipe protocol, the slot states and the leases that free them, par
 is the product's code.
 
 The "source" is a JSON file: ``{"frames": N, "live": bool, "fail_after": K | null,
-"crash_after": K | null, "open_error": "source" | "unavailable" | null, "delay_s": s}``; frame i
-is an NV12 picture whose first byte is i % 256 and whose second is the pass number.
+"crash_after": K | null, "open_error": "source" | "unavailable" | null, "delay_s": s,
+"rewind": "ok" | "fails" | "no_frame" | null}``; frame i is an NV12 picture whose first byte is
+i % 256, whose second is the pass number in this process (an open or a rewind starts a pass) and
+whose third is the number of opens in this process. With ``rewind`` the source has
+``NvdecSource.rewind``: it starts over, raises, or starts over and then gives no frame.
 """
 from __future__ import annotations
 
@@ -29,9 +32,11 @@ WIDTH, HEIGHT = 32, 16
 
 
 class _Source:
-    def __init__(self, plan: dict, passes: int) -> None:
+    def __init__(self, plan: dict, opens: int) -> None:
         self.plan, self.live, self.fps = plan, bool(plan.get("live")), 30.0
-        self.index, self.passes = 0, passes
+        self.index, self.opens = 0, opens
+        _PASSES.append(plan)
+        self.passes = len(_PASSES)
 
     def read(self):
         plan = self.plan
@@ -43,7 +48,7 @@ class _Source:
             return None
         time.sleep(plan.get("delay_s", 0.0))
         nv12 = np.zeros((HEIGHT * 3 // 2, WIDTH), np.uint8)
-        nv12[0, 0], nv12[0, 1] = self.index % 256, self.passes
+        nv12[0, 0], nv12[0, 1], nv12[0, 2] = self.index % 256, self.passes, self.opens
         self.index += 1
         return HostNv12Image(nv12)
 
@@ -51,8 +56,20 @@ class _Source:
         pass
 
 
-#: sources opened by this decoder process: the pass number frames carry
+class _RewindableSource(_Source):
+    def rewind(self) -> bool:
+        how = self.plan["rewind"]
+        if how == "fails":
+            raise RuntimeError("the decoder refused the file's first packets")
+        _PASSES.append(self.plan)
+        self.passes = len(_PASSES)
+        self.index = self.plan["frames"] if how == "no_frame" else 0
+        return True
+
+
+#: sources opened by this decoder process, and passes begun (opens and rewinds)
 _OPENED_HERE: List[str] = []
+_PASSES: List[dict] = []
 
 
 def open_json_source(spec, capture, device_index=0):
@@ -63,7 +80,7 @@ def open_json_source(spec, capture, device_index=0):
     if kind == "unavailable":
         raise SourceUnavailable("this source is offline")
     _OPENED_HERE.append(spec.target)
-    return _Source(plan, len(_OPENED_HERE))
+    return (_RewindableSource if plan.get("rewind") else _Source)(plan, len(_OPENED_HERE))
 
 
 class SharedMemorySlots(CudaIpcSlots):

@@ -63,6 +63,31 @@ def test_the_end_of_a_file_reopens_in_the_same_process(opener, tmp_path):
     second.release()
 
 
+def test_a_looping_file_starts_over_with_the_source_it_has(opener, tmp_path):
+    """NVDEC's decoder takes about 250 ms to create: a file that loops is rewound, not reopened."""
+    spec = _source(tmp_path, frames=3, rewind="ok")
+    for expected_pass in (1, 2, 3):
+        source = opener(spec, CAPTURE)
+        first = source.read().nv12_host()  # the frame itself goes: two slots, and _read_all holds one
+        assert first[0, 2] == 1  # opened once, in the first pass
+        assert [(int(first[0, 0]), int(first[0, 1])), *_read_all(source)] == [(i, expected_pass) for i in range(3)]
+        source.release()
+
+
+@pytest.mark.parametrize("how", ["fails", "no_frame"])
+def test_a_file_that_cannot_start_over_is_opened_anew(opener, tmp_path, how):
+    spec = _source(tmp_path, frames=3, rewind=how)
+    first = opener(spec, CAPTURE)
+    assert _read_all(first) == [(i, 1) for i in range(3)]
+    first.release()
+    second = opener(spec, CAPTURE)
+    frame = second.read().nv12_host()
+    # "no_frame" began a pass (2) that gave nothing; the new open's pass follows it
+    assert frame[0, 2] == 2 and frame[0, 1] == (2 if how == "fails" else 3)
+    assert len(_read_all(second)) == 2
+    second.release()
+
+
 def test_releasing_mid_stream_ends_the_process(opener, tmp_path):
     source = opener(_source(tmp_path, frames=1000), CAPTURE)
     source.read()

@@ -82,6 +82,47 @@ def test_file_frames_equal_the_software_decoder_after_every_surface_was_reused(
     assert not np.array_equal(frames[0].nv12_host(), frames[-1].nv12_host())  # a moving clip
 
 
+@pytest.mark.parametrize("clip", ["h264", "hevc"])
+def test_a_rewound_file_gives_the_same_frames_with_the_same_decoder(
+        device, pynvvideocodec, h264_clips, clip, gpu_results, request):
+    """A looping file starts over on the decoder it has (``NvdecSource.rewind``): every pass
+    gives the file's frames bit for bit, and starting over costs far less than opening."""
+    path = h264_clips[0] if clip == "h264" else request.getfixturevalue("hevc_clip")
+    def downloaded(first):  # each frame to the host and dropped: the pool has 8 buffers
+        pictures, frame = [], first
+        while frame is not None:
+            pictures.append(frame.nv12_host())
+            frame = source.read()
+        return pictures
+
+    source = _open(device, _file(path), max_frames=8)
+    try:
+        decoder = source._decoder
+        first_pass = downloaded(source.read())
+        rewind_ms = []
+        for _ in range(3):
+            start_s = time.perf_counter()
+            assert source.rewind()
+            frame = source.read()
+            rewind_ms.append((time.perf_counter() - start_s) * 1e3)
+            frames = downloaded(frame)
+            assert source._decoder is decoder
+            assert len(frames) == len(first_pass) == FRAMES
+            assert all(np.array_equal(a, b) for a, b in zip(frames, first_pass))
+    finally:
+        source.release()
+    start_s = time.perf_counter()
+    reopened = _open(device, _file(path))
+    try:
+        assert reopened.read() is not None
+        open_ms = (time.perf_counter() - start_s) * 1e3
+    finally:
+        reopened.release()
+    gpu_results.setdefault("nvdec", {})[f"{clip}_rewind_to_first_frame_ms"] = round(float(np.median(rewind_ms)), 1)
+    gpu_results["nvdec"][f"{clip}_open_to_first_frame_ms"] = round(open_ms, 1)
+    assert float(np.median(rewind_ms)) < open_ms
+
+
 def test_hevc_file_frames_equal_the_software_decoder(device, pynvvideocodec, hevc_clip):
     source = _open(device, _file(hevc_clip), max_frames=FRAMES + 4)
     try:
