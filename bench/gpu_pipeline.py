@@ -50,6 +50,7 @@ from bench.settings import add_switch_interval_argument, apply_switch_interval
 from bench.gpu_parity import check_parity
 from bench.suite import Job, guarded, run_rounds
 from edge_app.cuda import gil_held_calls
+from edge_app.cuda.mps import mps_status
 from edge_app.detect.tensorrt.engine_process import EngineWork
 
 log = logging.getLogger(__name__)
@@ -91,18 +92,6 @@ def settings_from(args: argparse.Namespace) -> GpuBenchSettings:
     return GpuBenchSettings(**overrides)
 
 
-def mps_running(proc: Path = Path("/proc")) -> bool:
-    """Whether NVIDIA's MPS control daemon runs on this machine: it lets the processes' kernels
-    share the GPU instead of taking turns, which changes the engine-process rows."""
-    for comm in proc.glob("[0-9]*/comm"):
-        try:
-            if comm.read_text().strip() == "nvidia-cuda-mps":
-                return True
-        except OSError:
-            continue  # a process that ended while we looked
-    return False
-
-
 def describe_gpu() -> Dict[str, Any]:
     import torch
 
@@ -111,7 +100,7 @@ def describe_gpu() -> Dict[str, Any]:
     except importlib.metadata.PackageNotFoundError:
         converter = None
     info: Dict[str, Any] = {"torch": torch.__version__, "torch_cuda": torch.version.cuda, "onnx2torch": converter,
-                            "cuda_mps": mps_running()}
+                            "cuda_mps": mps_status().running}
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
         info.update(gpu=props.name, gpu_memory_gib=round(props.total_memory / (1 << 30), 1),

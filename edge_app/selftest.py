@@ -22,6 +22,7 @@ import numpy as np
 
 from edge_app.demo_clip import IMAGE_SUFFIXES
 from edge_app.config.schema import AppConfig, ModelConfig
+from edge_app.cuda.mps import mps_status
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.image_io import ImageReadError, load_image
 from edge_app.detect.nms import box_iou
@@ -98,6 +99,8 @@ def _check_cuda(report: Report) -> Optional[Any]:
         report.add(PASS, "NVRTC", f"version {device.nvrtc_version()} (GPU preprocessing available)")
     else:
         report.add(FAIL, "NVRTC", "not found: preprocessing falls back to the CPU")
+    mps = mps_status()
+    report.add(PASS if mps.running else SKIP, "MPS", mps.describe())
     return device
 
 

@@ -249,18 +249,3 @@ def test_a_repeated_clip_holds_every_frame_of_each_pass(tmp_path, images_dir):
 
     assert frames(longer) == 3 * frames(clip) > 0
     assert repeat_clip(clip, 3) == longer  # made once
-
-
-@pytest.mark.parametrize("names, running", [
-    (["python3", "nvidia-cuda-mps"], True),  # the control daemon (comm is cut to 15 characters)
-    (["python3", "mosquitto"], False),
-    ([], False),
-])
-def test_the_mps_daemon_is_found_by_its_process_name(tmp_path, names, running):
-    from bench.gpu_pipeline import mps_running
-
-    for pid, name in enumerate(names, start=100):
-        (tmp_path / str(pid)).mkdir()
-        (tmp_path / str(pid) / "comm").write_text(name + "\n")
-    (tmp_path / "self").mkdir()
-    assert mps_running(tmp_path) is running

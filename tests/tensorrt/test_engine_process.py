@@ -62,6 +62,28 @@ def test_the_engine_runs_in_another_process_and_gives_the_same_detections(pair, 
         assert_same_detections(mine, theirs)
 
 
+@pytest.mark.parametrize("mps_running", [False, True])
+def test_an_engine_process_without_mps_is_said_in_the_log(standin_trt, make_model, shared_device_in_child,
+                                                          shared_device, monkeypatch, tmp_path, caplog, mps_running):
+    """Without MPS the engine process takes turns on the GPU with the decoder processes: the
+    operator is told where CUDA looked for the daemon, and how to start it."""
+    pipes = tmp_path / "nvidia-mps"
+    pipes.mkdir()
+    if mps_running:
+        os.mkfifo(pipes / "control")
+    monkeypatch.setenv("CUDA_MPS_PIPE_DIRECTORY", str(pipes))
+    caplog.set_level("WARNING", logger="edge_app.detect.tensorrt.backend")
+    detector = TensorRTDetector(make_model(max_batch=1, engine_process=True), device=shared_device)
+    try:
+        said = [r.getMessage() for r in caplog.records if "MPS" in r.getMessage()]
+        if mps_running:
+            assert said == []
+        else:
+            assert len(said) == 1 and str(pipes) in said[0] and "systemd/edge-app-mps.service" in said[0]
+    finally:
+        detector.close()
+
+
 def test_three_batches_in_flight_keep_their_own_input_slots(pair, bus_image, zidane_image):
     """Three batches are sent before the first answer is read, as the pipeline's threads do."""
     remote, local = pair

@@ -16,6 +16,7 @@ from typing import Any, List, Optional, Sequence, Union
 import numpy as np
 
 from edge_app.cuda import CudaDevice, CudaError, open_device
+from edge_app.cuda.mps import mps_status
 from edge_app.detect.base import Detector, DetectorError, PreparedBatch
 from edge_app.detect.decode import LayoutError, OutputLayout, YoloDecoder, detect_layout
 from edge_app.detect.decode_gpu import GpuDecoded, GpuYoloDecoder, detections_from
@@ -89,6 +90,10 @@ class TensorRTDetector(Detector):
                  "%s decoding on %s", self.model_path, self.engine.source, self.engine.path.name, where,
                  self.input_hw[1], self.input_hw[0], self.max_batch, self.preprocessing.upper(),
                  self.postprocessing.upper(), self._device.name)
+        if isinstance(self._runtime, EngineProcess):
+            mps = mps_status()
+            if not mps.running:  # the engine process then waits its turn on the GPU, at half its speed
+                log.warning("model.engine_process: %s", mps.describe())
 
     # -- loading ------------------------------------------------------------------------------
     @staticmethod
