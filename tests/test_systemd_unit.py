@@ -15,6 +15,7 @@ from typing import List
 import pytest
 
 INSTALLED_EDGE_APP = "/opt/edge-app/venv/bin/edge-app"
+MPS_CONTROL = "/usr/bin/nvidia-cuda-mps-control"
 
 
 def _unit(repo_root: Path) -> str:
@@ -25,15 +26,16 @@ def _settings(text: str, key: str) -> List[str]:
     return [line.split("=", 1)[1] for line in text.splitlines() if line.startswith(key + "=")]
 
 
-def _verify(unit_text: str, directory: Path) -> str:
+def _verify(unit_text: str, directory: Path, name: str = "edge-app.service") -> str:
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
         pytest.fail("systemd-analyze is missing: run scripts/system-deps.sh (Debian package systemd)")
     edge_app = Path(sys.executable).with_name("edge-app")
     assert edge_app.is_file(), f"{edge_app} missing: install edge-app into this environment"
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "edge-app.service"
-    path.write_text(unit_text.replace(INSTALLED_EDGE_APP, str(edge_app)))
+    path = directory / name
+    # NVIDIA's driver tools are not on a CI machine either: an executable stands in for them
+    path.write_text(unit_text.replace(INSTALLED_EDGE_APP, str(edge_app)).replace(MPS_CONTROL, shutil.which("true")))
     result = subprocess.run([analyze, "verify", "--man=no", str(path)], capture_output=True, text=True, timeout=60)
     return (f"exit {result.returncode}\n" if result.returncode else "") + result.stdout + result.stderr
 
@@ -73,3 +75,29 @@ def test_an_invalid_configuration_is_not_restarted_in_a_loop(repo_root):
     text = _unit(repo_root)
     assert _settings(text, "Restart") == ["on-failure"]
     assert _settings(text, "RestartPreventExitStatus") == ["2"]
+
+
+def _mps_unit(repo_root: Path) -> str:
+    return (repo_root / "systemd" / "edge-app-mps.service").read_text()
+
+
+def test_the_mps_unit_verifies_without_any_warning(repo_root, tmp_path):
+    text = _mps_unit(repo_root)
+    assert _settings(text, "ExecStart") == [f"{MPS_CONTROL} -f"]
+    output = _verify(text, tmp_path / "mps", "edge-app-mps.service")
+    assert output == "", output
+
+
+def test_the_appliance_looks_for_mps_where_its_daemon_runs(repo_root):
+    """CUDA finds the MPS daemon only in $CUDA_MPS_PIPE_DIRECTORY; PrivateTmp hides the default
+    /tmp/nvidia-mps from the service, so both units must name the same directory outside /tmp."""
+    def pipe_directory(text):
+        return [value.split("=", 1)[1] for value in _settings(text, "Environment")
+                if value.startswith("CUDA_MPS_PIPE_DIRECTORY=")]
+
+    mps, appliance = _mps_unit(repo_root), _unit(repo_root)
+    assert pipe_directory(mps) == pipe_directory(appliance) == ["/run/edge-app-mps"]
+    assert _settings(mps, "RuntimeDirectory") == ["edge-app-mps"]  # systemd makes /run/edge-app-mps
+    assert _settings(mps, "User") == _settings(appliance, "User") == ["edge-app"]  # one user: no root daemon
+    assert "edge-app-mps.service" in _settings(appliance, "After")[0].split()
+    assert "edge-app.service" in _settings(mps, "Before")[0].split()
