@@ -15,14 +15,18 @@ used: ``systemd/edge-app-mps.service`` and ``systemd/edge-app.service`` both nam
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional
 
 #: where CUDA looks when $CUDA_MPS_PIPE_DIRECTORY is not set
 DEFAULT_PIPE_DIRECTORY = Path("/tmp/nvidia-mps")
-#: what the control daemon creates in its pipe directory while it runs
-CONTROL_PIPE = "control"
+#: the control daemon's socket in its pipe directory: a UNIX SOCK_SEQPACKET socket (seen on an
+#: H200 test machine with driver 580; a stream socket's connect is refused with EPROTOTYPE),
+#: left behind when the daemon quits
+CONTROL_SOCKET = "control"
+CONNECT_TIMEOUT_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -34,8 +38,8 @@ class MpsStatus:
 
     def describe(self) -> str:
         if self.running:
-            return f"NVIDIA MPS is running (pipes in {self.pipe_directory}): CUDA processes share the GPU"
-        return (f"NVIDIA MPS is not running (no control pipe in {self.pipe_directory}): decoder and engine "
+            return f"NVIDIA MPS is running (its daemon answers in {self.pipe_directory}): CUDA processes share the GPU"
+        return (f"NVIDIA MPS is not running (no daemon answers in {self.pipe_directory}): decoder and engine "
                 "processes take turns on the GPU; on a dGPU host start it with systemd/edge-app-mps.service (README)")
 
 
@@ -44,8 +48,19 @@ def mps_status(environ: Optional[Mapping[str, str]] = None) -> MpsStatus:
     starts CUDA."""
     environ = os.environ if environ is None else environ
     pipe_directory = Path(environ.get("CUDA_MPS_PIPE_DIRECTORY") or DEFAULT_PIPE_DIRECTORY)
+    return MpsStatus(_answers(pipe_directory / CONTROL_SOCKET), pipe_directory)
+
+
+def _answers(control: Path) -> bool:
+    """Whether a daemon listens on ``control``, as the CUDA driver finds out: by connecting. The
+    socket file outlives the daemon, so its existence says nothing; the daemon takes a connection
+    that sends no command as a client that left."""
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    client.settimeout(CONNECT_TIMEOUT_S)
     try:
-        running = (pipe_directory / CONTROL_PIPE).exists()
-    except OSError:  # a directory we may not look into
-        running = False
-    return MpsStatus(running, pipe_directory)
+        client.connect(str(control))
+    except OSError:  # no such file, a socket nobody listens on, no permission, not a socket
+        return False
+    finally:
+        client.close()
+    return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 
 import pytest
 
@@ -69,8 +70,12 @@ def test_an_engine_process_without_mps_is_said_in_the_log(standin_trt, make_mode
     operator is told where CUDA looked for the daemon, and how to start it."""
     pipes = tmp_path / "nvidia-mps"
     pipes.mkdir()
+    daemon = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)  # where the MPS daemon listens
+    daemon.bind(str(pipes / "control"))
     if mps_running:
-        os.mkfifo(pipes / "control")
+        daemon.listen(1)
+    else:
+        daemon.close()  # its socket left behind, as after "quit"
     monkeypatch.setenv("CUDA_MPS_PIPE_DIRECTORY", str(pipes))
     caplog.set_level("WARNING", logger="edge_app.detect.tensorrt.backend")
     detector = TensorRTDetector(make_model(max_batch=1, engine_process=True), device=shared_device)
@@ -82,6 +87,7 @@ def test_an_engine_process_without_mps_is_said_in_the_log(standin_trt, make_mode
             assert len(said) == 1 and str(pipes) in said[0] and "systemd/edge-app-mps.service" in said[0]
     finally:
         detector.close()
+        daemon.close()
 
 
 def test_three_batches_in_flight_keep_their_own_input_slots(pair, bus_image, zidane_image):
