@@ -51,8 +51,10 @@ def repeat_clip(clip: Path, times: int) -> Path:
     """``clip`` played ``times`` times in one file (stream copy, no re-encoding), beside it.
 
     A file camera with ``realtime: false`` reopens its file at the end. Read at 200 frames/s, a
-    10 s clip ends every 1.5 s and each reopen costs a decoder about 250 ms, which a camera
-    stream never pays; a longer file keeps that cost out of what is measured.
+    10 s clip ends every 1.5 s. A decoder process starts it over in about 3 ms, but a decoder in
+    a camera's thread (``capture.nvdec_processes: false``) makes a new one, which takes long
+    enough to empty its camera's place in the batches; a longer file keeps that out of what is
+    measured.
     """
     if times < 1:
         raise ValueError("times must be at least 1")
