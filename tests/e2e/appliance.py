@@ -19,6 +19,14 @@ def wait_until(condition: Callable[[], Any], timeout_s: float, what: str, interv
     return wait_for(condition, timeout_s, what, interval_s)
 
 
+def default_stop_signals() -> None:
+    """``preexec_fn`` for the appliance's process: SIGINT and SIGTERM as systemd starts a service,
+    at their defaults. A test run started with ``&`` from a script has SIGINT ignored, the child
+    would inherit that, and edge-app rightly keeps an ignored signal ignored."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 class ApplianceProcess:
     def __init__(self, config: Dict[str, Any], workdir: Path):
         self.config = config
@@ -35,7 +43,8 @@ class ApplianceProcess:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([sys.executable, "-m", "edge_app", "run", "-c", str(self.config_path)],
-                                     stdout=self._log, stderr=subprocess.STDOUT, cwd=self.workdir, env=env)
+                                     stdout=self._log, stderr=subprocess.STDOUT, cwd=self.workdir, env=env,
+                                     preexec_fn=default_stop_signals)
         wait_until(self._api_up, 60, f"the API of edge-app to answer (log: {self.log_tail()})")
         return self
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.e2e.appliance import wait_until
+from tests.e2e.appliance import default_stop_signals, wait_until
 from tests.e2e.hung_server import HungServer
 
 pytestmark = pytest.mark.slow
@@ -87,7 +87,7 @@ def test_sigterm_taken_by_another_thread_still_stops_within_5_s(appliance_factor
     trigger = tmp_path / "send-sigterm"
     log = open(app.log_path, "wb")
     app.proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(app.config_path), str(trigger)],
-                                stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+                                stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, preexec_fn=default_stop_signals)
     app._log = log
     wait_until(app._api_up, 60, "the API to answer")
     wait_until(lambda: app.get("/readyz").status_code == 200, 30, "the appliance to be ready")
