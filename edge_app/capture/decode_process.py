@@ -107,7 +107,7 @@ class _Child:
             self.conn.send((OPENED, {"fps": source.fps, "live": source.live, "width": frame.width, "height": frame.height}))
             self._take_slots()
             self.conn.send((END, self._stream(source, frame)))
-            if callable(getattr(source, "rewind", None)):
+            if not source.live and callable(getattr(source, "rewind", None)):  # a file, to start over
                 self.ended, source = source, None
             return True
         except SourceError as err:

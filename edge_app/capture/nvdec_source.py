@@ -146,8 +146,10 @@ class NvdecSource:
         return self._ready.popleft()
 
     def rewind(self) -> bool:
-        """Start a file over with the decoder it has, for a camera that loops it: a new decoder
-        takes about 250 ms, during which the camera gives no frames. False for a stream.
+        """Start a file over with the decoder it has, for a camera that loops it. False for a
+        stream. To the first picture, 3.4 ms against 48 ms for a new decoder and demuxer (H.264
+        on an H200 test machine); in a decoder process a camera gave no frames for about 250 ms
+        while its file was opened anew.
 
         The decoder was flushed at the end of the file; it takes the file's first packets, with
         their sequence header, as a new stream.

@@ -74,6 +74,18 @@ def test_a_looping_file_starts_over_with_the_source_it_has(opener, tmp_path):
         source.release()
 
 
+def test_a_stream_that_ended_is_opened_anew_not_rewound(opener, tmp_path):
+    """Only a file starts over: a live stream's end is a broken stream, and it is connected again."""
+    spec = _source(tmp_path, frames=3, live=True, rewind="ok")
+    first = opener(spec, CAPTURE)
+    while first.read() is not None:
+        pass
+    first.release()
+    second = opener(spec, CAPTURE)
+    assert second.read().nv12_host()[0, 2] == 2  # a second open
+    second.release()
+
+
 @pytest.mark.parametrize("how", ["fails", "no_frame"])
 def test_a_file_that_cannot_start_over_is_opened_anew(opener, tmp_path, how):
     spec = _source(tmp_path, frames=3, rewind=how)
