@@ -22,7 +22,7 @@ from edge_app.detect.labels import class_ids_for
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
-from edge_app.model_change import ModelChange
+from edge_app.model_change import ModelChange, reload_due
 from edge_app.mqtt.ha_discovery import event_labels
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
@@ -70,6 +70,7 @@ class Appliance:
         self._detector: Optional[Detector] = None
         self._detector_model: Optional[ModelConfig] = None  # what the running detector was loaded from
         self._model_change: Optional[ModelChange] = None
+        self._broken_reload_s: Optional[float] = None  # when a model that could not run was last loaded again
         self._cameras: Dict[str, CameraWorker] = {}
         self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
         self._detect_switch = DetectSwitch(lambda: self._config, self.apply_config, lambda: self._publisher,
@@ -209,6 +210,7 @@ class Appliance:
         while not self._stats_stop.wait(1.0):
             try:
                 self._analysis.tick()  # objects of a camera that went quiet still leave
+                self._reload_broken_model(time.monotonic())
                 if time.monotonic() >= next_stats_s:
                     next_stats_s = time.monotonic() + self._config.mqtt.stats_interval_s
                     self._publisher.publish_stats(self.stats_payload())
@@ -275,6 +277,16 @@ class Appliance:
             previous.cancel()  # superseded: only the newest model is worth loading
         self._model_change = ModelChange(config, self._load_detector, self._install_detector,
                                          self._model_change_failed).start()
+
+    def _reload_broken_model(self, now_s: float) -> None:
+        """A model that can run no batch (its engine process died) is loaded again, as a change."""
+        failure = self._detector.failure if self._detector is not None else None
+        with self._apply_lock:
+            if self._model_change_pending() is not None or not reload_due(failure, self._broken_reload_s, now_s):
+                return
+            self._broken_reload_s = now_s
+            log.error("model %s cannot run (%s); loading it again", self._config.model.path, failure)
+            self._begin_model_change(self._config)
 
     def _install_detector(self, change: ModelChange, detector: Detector) -> bool:
         with self._apply_lock:

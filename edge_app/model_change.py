@@ -21,6 +21,10 @@ from edge_app.service import ModelChangeReport
 
 log = logging.getLogger(__name__)
 
+#: a model that can run no batch (``Detector.failure``) is loaded again at most this often: a GPU
+#: that kills every engine process must not become a loop of loads
+BROKEN_RELOAD_EVERY_S = 30.0
+
 #: load(config, cancel) -> Detector; raises DetectorError (or anything) when it cannot load
 Loader = Callable[[AppConfig, threading.Event], Detector]
 #: install(change, detector) -> bool: whether the detector was taken (False: close it)
@@ -87,3 +91,10 @@ class ModelChange:
             self._finish("cancelled")
             return
         self._finish("applied")
+
+
+def reload_due(failure: Optional[str], last_reload_s: Optional[float], now_s: float,
+               every_s: float = BROKEN_RELOAD_EVERY_S) -> bool:
+    """Whether a model that reports ``failure`` (None: it works) should be loaded again now, the
+    last such load having begun at ``last_reload_s`` (None: never)."""
+    return failure is not None and (last_reload_s is None or now_s - last_reload_s >= every_s)

@@ -84,6 +84,12 @@ class Detector(ABC):
     def backends(cls) -> Dict[str, Type["Detector"]]:
         return dict(cls._backends)
 
+    @property
+    def failure(self) -> Optional[str]:
+        """Why this model can run no further batch until it is loaded again (its engine process
+        died or hung), or None while it works. The appliance then loads it again."""
+        return None
+
     @classmethod
     def is_available(cls) -> bool:
         """Whether this backend's runtime is importable on this machine."""

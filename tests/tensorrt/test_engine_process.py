@@ -144,14 +144,23 @@ def test_the_engine_process_accounts_for_its_own_time_per_batch(pair, bus_image,
 
 
 def test_a_dead_engine_process_fails_every_batch_clearly(pair, bus_image):
+    """And says so through ``failure``, which makes the appliance load the model again."""
     remote, _ = pair
     remote.detect([bus_image])
+    assert remote.failure is None
     os.kill(remote.describe()["engine_process"], signal.SIGKILL)
-    with pytest.raises(DetectorError, match=r"engine process exited \(code -9\).*reload the model"):
+    with pytest.raises(DetectorError, match=r"engine process exited \(code -9\).*when the model is loaded again"):
         remote.detect([bus_image])
-    with pytest.raises(DetectorError, match="reload the model"):
+    with pytest.raises(DetectorError, match="when the model is loaded again"):
         remote.infer(remote.preprocess([bus_image]))
+    assert "engine process exited (code -9)" in remote.failure
     remote.close()
+
+
+def test_a_closed_engine_process_is_no_failure(pair):
+    remote, local = pair
+    remote.close()
+    assert remote.failure is None and local.failure is None
 
 
 def test_without_the_gpu_letterbox_the_engine_stays_in_process(standin_trt, make_model, shared_device_in_child, bus_image):

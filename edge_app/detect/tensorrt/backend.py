@@ -270,6 +270,10 @@ class TensorRTDetector(Detector):
         )
         return info
 
+    @property
+    def failure(self) -> Optional[str]:
+        return self._runtime.failure if isinstance(self._runtime, EngineProcess) else None
+
     def engine_work(self) -> Optional[EngineWork]:
         """The engine process's own account of its work; None when the engine runs in-process."""
         return self._runtime.work() if isinstance(self._runtime, EngineProcess) else None

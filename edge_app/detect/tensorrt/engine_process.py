@@ -33,7 +33,10 @@ since the child is a fresh interpreter (``spawn``: CUDA does not survive ``fork`
 host-memory doubles there.
 
 CUDA IPC needs a dGPU and the cuda-python adapter. Where the process cannot start, the detector
-says why and runs the engine in the appliance's process.
+says why and runs the engine in the appliance's process. A child that exits or stops answering
+is stopped and not replaced here: every later batch fails with the reason, ``failure`` reports
+it, and the appliance loads the model again (``model_change.reload_due``), which starts a new
+child beside the cameras that keep running.
 """
 from __future__ import annotations
 
@@ -217,6 +220,7 @@ class EngineProcess:
         self._slot_ptrs: List[int] = []
         self._sent_tuning: Any = None
         self._broken: Optional[str] = None
+        self._failure: Optional[str] = None
         self._work = EngineWork(0, 0.0)
         context = multiprocessing.get_context("spawn")
         self._conn, child_conn = context.Pipe()
@@ -272,6 +276,11 @@ class EngineProcess:
         """The requests answered so far and the child's own time on them."""
         return self._work
 
+    @property
+    def failure(self) -> Optional[str]:
+        """Why the child was given up (it exited or stopped answering), or None; not set by ``close``."""
+        return self._failure
+
     def _submit(self, kind: str, *arguments: Any) -> PendingBatch:
         with self._send_lock:
             self._check()
@@ -315,7 +324,8 @@ class EngineProcess:
     def _fail(self, text: str) -> None:
         """A child that is gone or stuck cannot be trusted with another batch: stop it."""
         if not self._broken:
-            self._broken = f"{text}; reload the model to start a new one"
+            self._failure = text
+            self._broken = f"{text}; a new one starts when the model is loaded again"
         self._stop_process()
         raise DetectorError(self._broken)
 
