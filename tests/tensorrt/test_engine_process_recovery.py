@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
@@ -17,18 +16,10 @@ from edge_app.appliance import Appliance
 from edge_app.config.store import parse_config
 from edge_app.detect.tensorrt import TensorRTDetector
 from edge_app.model_change import BROKEN_RELOAD_EVERY_S, reload_due
+from tests.support.waiting import wait_for
 from tests.tensorrt_standin.shared_host_cuda import SharedHostCudaDevice
 
 SHARED_DEVICE = "tests.tensorrt_standin.shared_host_cuda:open_shared_device"
-
-
-def _wait(predicate, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.mark.parametrize("failure, last_reload_s, now_s, due", [
@@ -65,14 +56,14 @@ def test_a_killed_engine_process_is_replaced_and_frames_are_analysed_again(stand
         def analysed():
             return appliance.cameras()[0].frames_analyzed
 
-        _wait(lambda: analysed() >= 3, 60, "frames analysed by the first engine process")
+        wait_for(lambda: analysed() >= 3, 60, "frames analysed by the first engine process")
         first = made[0]
         os.kill(first.describe()["engine_process"], signal.SIGKILL)
-        _wait(lambda: len(made) == 2 and appliance._detector is made[1], 60, "the model to be loaded again")
+        wait_for(lambda: len(made) == 2 and appliance._detector is made[1], 60, "the model to be loaded again")
         assert made[1].describe()["engine_process"] not in (None, first.describe()["engine_process"])
         since = analysed()
-        _wait(lambda: analysed() >= since + 3, 60, "frames analysed by the new engine process")
-        _wait(lambda: first._runtime is None, 30, "the broken model to be closed")
+        wait_for(lambda: analysed() >= since + 3, 60, "frames analysed by the new engine process")
+        wait_for(lambda: first._runtime is None, 30, "the broken model to be closed")
         assert made[1].failure is None
     finally:
         appliance.stop()
