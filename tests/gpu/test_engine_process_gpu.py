@@ -78,24 +78,17 @@ def test_a_killed_engine_process_fails_batches_with_a_clear_error(images):
 def test_the_appliance_replaces_a_killed_engine_process(images, tmp_path):
     """Through real CUDA IPC: the killed child's input slots stay mapped in the appliance until
     the broken model is retired, and a new child serves the camera's frames."""
-    import time
-
     from bench.settings import shared_dir
     from bench.torch_engine import TorchFp16StandIn
     from edge_app.appliance import Appliance
     from edge_app.config.store import parse_config
+    from tests.support.waiting import wait_for
 
     made = []
 
     def factory(model, **options):
         made.append(TorchFp16StandIn(model, **options))
         return made[-1]
-
-    def wait(predicate, what, timeout_s=90):
-        deadline = time.monotonic() + timeout_s
-        while not predicate():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}"
-            time.sleep(0.05)
 
     config = parse_config({
         "device_id": "gpu",
@@ -108,13 +101,13 @@ def test_the_appliance_replaces_a_killed_engine_process(images, tmp_path):
     appliance.start()
     try:
         analysed = lambda: appliance.cameras()[0].frames_analyzed  # noqa: E731
-        wait(lambda: analysed() >= 10, "frames through the first engine process")
+        wait_for(lambda: analysed() >= 10, 90, "frames through the first engine process")
         old_pid = made[0].describe()["engine_process"]
         os.kill(old_pid, signal.SIGKILL)
-        wait(lambda: len(made) == 2, "the model to be loaded again")  # made[0] said why: its failure
+        wait_for(lambda: len(made) == 2, 90, "the model to be loaded again")  # made[0] said why: its failure
         assert made[1].failure is None
         since = analysed()
-        wait(lambda: analysed() >= since + 10, "frames through the new engine process")
+        wait_for(lambda: analysed() >= since + 10, 90, "frames through the new engine process")
         assert made[1].describe()["engine_process"] not in (None, old_pid)
     finally:
         appliance.stop()

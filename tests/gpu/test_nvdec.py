@@ -88,6 +88,7 @@ def test_a_rewound_file_gives_the_same_frames_with_the_same_decoder(
     """A looping file starts over on the decoder it has (``NvdecSource.rewind``): every pass
     gives the file's frames bit for bit, and starting over costs far less than opening."""
     path = h264_clips[0] if clip == "h264" else request.getfixturevalue("hevc_clip")
+
     def downloaded(first):  # each frame to the host and dropped: the pool has 8 buffers
         pictures, frame = [], first
         while frame is not None:
