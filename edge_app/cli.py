@@ -1,4 +1,4 @@
-"""The ``edge-app`` command line (SPEC.md): run, check-config, detect, build-engine, selftest.
+"""The ``edge-app`` command line (README "Command line"): run, check-config, detect, build-engine, selftest.
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid configuration. Errors are one clear
 sentence each on stderr, never a bare traceback.

@@ -3,7 +3,7 @@
 ``PUT``/``PATCH /api/v1/config``, the per-camera routes and the fleet's ``R/config/desired``
 messages all build a whole configuration and hand it to :meth:`ConfigChanges.write`, so the rules
 apply to every one of them alike and live in one place: secrets are re-used only where they went
-before, the schema, what a remote client may change (SPEC.md "What the API may change"), what
+before, the schema, what a remote client may change (docs/configuration.md, "What the API may change"), what
 this machine can run, then the appliance applies and saves. A refusal at any step raises
 :class:`ConfigRefused` with every problem located in the full configuration, and nothing changed.
 

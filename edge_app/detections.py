@@ -69,7 +69,7 @@ class Detections:
         return str(class_id)
 
     def to_dicts(self, ndigits: int = 1) -> List[dict]:
-        """The SPEC.md ``detections`` list: class_id, label, confidence, bbox (and track_id once tracked)."""
+        """The ``detections`` list of the MQTT message (docs/mqtt.md): class_id, label, confidence, bbox (and track_id once tracked)."""
         out = []
         tracks = self.track_id.tolist() if self.track_id is not None else None
         for i, (box, conf, cls) in enumerate(zip(self.xyxy.tolist(), self.confidence.tolist(), self.class_id.tolist())):

@@ -1,4 +1,4 @@
-"""The appliance's side of the fleet (SPEC.md "Fleet"): ``R/config/desired`` in, ``R/config/reported`` out.
+"""The appliance's side of the fleet (docs/fleet.md): ``R/config/desired`` in, ``R/config/reported`` out.
 
 A desired configuration is applied exactly like ``PATCH /api/v1/config`` (through the one
 ``ConfigChanges``, origin ``BROKER``: all or nothing, secrets re-used only where they went before,

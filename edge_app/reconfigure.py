@@ -1,6 +1,6 @@
 """What a configuration change touches: a pure diff, so live re-configuration is predictable.
 
-SPEC.md: an edited camera restarts that camera alone, a new model is loaded beside the old one
+docs/configuration.md: an edited camera restarts that camera alone, a new model is loaded beside the old one
 and swapped in when ready, new MQTT settings reconnect, ``api.host``/``api.port`` need a restart.
 """
 from __future__ import annotations

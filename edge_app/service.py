@@ -50,7 +50,7 @@ class AnalysedFrame:
 
 @dataclass(frozen=True)
 class CameraReport:
-    """One camera in ``GET /api/v1/cameras`` and ``status.cameras`` (SPEC.md fields and more)."""
+    """One camera in ``GET /api/v1/cameras`` and ``status.cameras`` (docs/rest-api.md, CameraReport)."""
 
     id: str
     source: str  # credentials masked
@@ -114,7 +114,7 @@ class ModelChangeReport:
 
 @dataclass(frozen=True)
 class CountsReport:
-    """The body of ``GET /api/v1/counts`` (SPEC.md "Extensions")."""
+    """The body of ``GET /api/v1/counts`` (docs/rest-api.md, Counts)."""
 
     cameras: Dict[str, Dict[str, int]] = field(default_factory=dict)  # camera -> label -> objects in view
     zones: Dict[str, Dict[str, int]] = field(default_factory=dict)  # zone -> label -> objects in the zone

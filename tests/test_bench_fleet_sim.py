@@ -3,7 +3,7 @@ on one real Mosquitto, their topics and payload shapes compared kind by kind.
 
 The real appliance loops a clip of bus.jpg (people and a bus: events and counts) with tracking
 and events on; both get a desired configuration. Payload shapes are compared as nested key sets,
-and checked against the field lists of SPEC.md, so a builder drifting from the contract fails too.
+and checked against the field lists of docs/mqtt.md, so a builder drifting from the contract fails too.
 """
 from __future__ import annotations
 

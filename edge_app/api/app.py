@@ -82,7 +82,7 @@ def create_app(
     get_config: Callable[[], AppConfig] = config_getter or service.current_config
     app = Flask(__name__, static_folder=None)
     app.request_class = _live_limit_request_class(get_config)
-    app.json.sort_keys = False  # keep the configuration in the order of the schema and SPEC.md
+    app.json.sort_keys = False  # keep the configuration in the order of the schema and docs/configuration.md
     # The limit at start; requests read the running configuration (see _live_limit_request_class).
     app.config["MAX_CONTENT_LENGTH"] = get_config().api.max_body_bytes
 

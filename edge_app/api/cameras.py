@@ -30,7 +30,7 @@ def flag_arg(args: Mapping[str, str], name: str, default: bool) -> bool:
     raw = args.get(name)
     if raw is None or raw == "":
         return default
-    # SPEC.md says 0|1; anything else is refused rather than guessed at.
+    # docs/rest-api.md says 0|1; anything else is refused rather than guessed at.
     if raw not in ("0", "1"):
         raise ApiError(400, f"{name} must be 0 or 1, got {raw[:80]!r}")
     return raw == "1"

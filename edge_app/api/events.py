@@ -16,7 +16,7 @@ from edge_app.api.errors import ApiError
 from edge_app.events.query import DEFAULT_LIMIT, EVENT_ID_PATTERN, MAX_LIMIT, EventQuery, valid_event_id
 from edge_app.service import ApplianceService
 
-NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # camera ids and zone names (SPEC.md)
+NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # camera ids and zone names (docs/configuration.md)
 LABEL = re.compile(r"[^\x00-\x1f\x7f]{1,64}")  # class names may hold spaces ("traffic light")
 LARGEST_TIME_S = 1e11  # Unix seconds, the year 5138: beyond it a number is a mistake
 

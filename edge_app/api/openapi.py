@@ -119,7 +119,7 @@ def _report_schemas() -> Dict[str, Schema]:
 
 
 def _event_schemas() -> Dict[str, Schema]:
-    """The event object of SPEC.md and the counts, generated from the dataclasses the store and appliance answer."""
+    """The event object (docs/mqtt.md) and the counts, generated from the dataclasses the store and appliance answer."""
     event = TypeAdapter(Event).json_schema(mode="serialization")
     event["properties"]["box"] = {"type": "array", "items": NUMBER, "minItems": 4, "maxItems": 4,
                                   "description": "[x1, y1, x2, y2] in source pixels, latest frame"}

@@ -1,6 +1,6 @@
 """Decoders: which ones this device has, what ``decoder: auto`` picks, and how each opens a source.
 
-``cameras[].decoder`` (SPEC.md) is ``auto``, ``ffmpeg``, ``gstreamer`` or ``nvdec``:
+``cameras[].decoder`` (docs/configuration.md) is ``auto``, ``ffmpeg``, ``gstreamer`` or ``nvdec``:
 
 * ``ffmpeg``: OpenCV's ``VideoCapture`` (FFmpeg for streams and files, V4L2 for USB cameras,
   its GStreamer backend for ``csi://`` and ``gst:``): the path that works everywhere.

@@ -12,7 +12,7 @@ from edge_app.gpu_image import FrameImage, bgr_image, image_hw
 class Frame:
     """One decoded frame of one camera.
 
-    ``frame_id`` counts the frames the camera delivered, from 1 upwards per run (SPEC.md), so a
+    ``frame_id`` counts the frames the camera delivered, from 1 upwards per run (docs/mqtt.md), so a
     gap tells a subscriber how many frames were skipped. ``ts`` is the capture time in Unix
     seconds (what MQTT publishes); ``mono_ts`` is ``time.monotonic()`` at capture, for latency
     and pacing, immune to clock steps.

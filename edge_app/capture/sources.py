@@ -1,6 +1,6 @@
 """From a configured source string to an open frame source.
 
-``edge_app.config.sources.parse_source`` turns ``cameras[].source`` (SPEC.md) into a ``SourceSpec``: which OpenCV backend
+``edge_app.config.sources.parse_source`` turns ``cameras[].source`` (docs/configuration.md) into a ``SourceSpec``: which OpenCV backend
 opens it, what string that backend gets, and whether it is live. ``open_source`` opens a spec and
 returns a ``FrameSource``. Two kinds of failure are told apart because the camera treats them
 differently:

@@ -1,4 +1,4 @@
-"""The states of a camera stream (SPEC.md) and the transitions between them.
+"""The states of a camera stream (docs/mqtt.md) and the transitions between them.
 
 The transition table is explicit so that a wrong move (``stopped -> streaming``, say) is a loud
 bug instead of a confusing state on a dashboard.
@@ -20,7 +20,7 @@ from typing import FrozenSet, Mapping, Optional, Tuple
 
 
 class StreamState(str, enum.Enum):
-    """SPEC.md camera states; the value is what MQTT and the API publish."""
+    """Camera states; the value is what MQTT and the API publish."""
 
     CONNECTING = "connecting"
     STREAMING = "streaming"

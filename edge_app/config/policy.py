@@ -1,4 +1,4 @@
-"""What a configuration change through the API may introduce (SPEC.md "What the API may change").
+"""What a configuration change through the API may introduce (docs/configuration.md, "What the API may change").
 
 The API writes the configuration; the configuration decides which files the appliance opens and
 which pipelines it runs. Without a rule, a client could turn a config write into reading any file

@@ -1,4 +1,4 @@
-"""The configuration contract of SPEC.md as pydantic v2 models.
+"""The configuration as pydantic v2 models; docs/configuration.md is generated from them.
 
 Every model forbids unknown keys: a typo in a YAML file must be an error, never a silently
 ignored setting on a box in a cupboard.
@@ -65,7 +65,7 @@ def _clean_labels(labels: List[str]) -> List[str]:
 
 
 class ZoneConfig(_Strict):
-    """Extension of SPEC.md: a polygon in which objects are counted and events note their presence."""
+    """A polygon in which objects are counted and events note their presence."""
 
     name: str = Field(title="Zone name", pattern=ID_PATTERN, description="Unique across the whole device")
     polygon: List[NormPoint] = Field(
@@ -89,7 +89,7 @@ class ZoneConfig(_Strict):
 
 
 class LineConfig(_Strict):
-    """Extension of SPEC.md: a tripwire from P1 to P2 counting crossings in both directions."""
+    """A tripwire from P1 to P2 counting crossings in both directions."""
 
     name: str = Field(title="Line name", pattern=ID_PATTERN, description="Unique across the whole device")
     points: List[NormPoint] = Field(
@@ -112,13 +112,13 @@ class LineConfig(_Strict):
 
 
 class TrackingConfig(_Strict):
-    """Extension of SPEC.md: a track_id on every detection; needed by events, zones and lines."""
+    """A track_id on every detection; needed by events, zones and lines."""
 
     enabled: bool = Field(True, title="Tracking enabled")
 
 
 class EventsConfig(_Strict):
-    """Extension of SPEC.md: tracked objects of interest become events with a best snapshot."""
+    """Tracked objects of interest become events with a best snapshot."""
 
     enabled: bool = Field(True, title="Events enabled")
     labels: List[str] = Field(default_factory=list, title="Event labels", max_length=MAX_AREA_LABELS, description="Labels that make events; empty = every label")
@@ -143,7 +143,7 @@ class EventsConfig(_Strict):
 
 
 class HomeAssistantConfig(_Strict):
-    """Extension of SPEC.md: Home Assistant MQTT discovery of the device and its entities."""
+    """Home Assistant MQTT discovery of the device and its entities."""
 
     enabled: bool = Field(False, title="Home Assistant discovery")
     discovery_prefix: str = Field(
@@ -337,7 +337,7 @@ class LoggingConfig(_Strict):
 
 
 class CaptureConfig(_Strict):
-    """Extension of SPEC.md: timing of reconnects and the stall watchdog."""
+    """Timing of reconnects and the stall watchdog."""
 
     stall_timeout_s: float = Field(10, title="Stall timeout (s)", gt=0, description="Reopen a stream that delivered no frame for this long")
     backoff_initial_s: float = Field(1, title="First reconnect delay (s)", gt=0)

@@ -1,4 +1,4 @@
-"""The grammar of ``cameras[].source`` (SPEC.md): what kind of source a string names.
+"""The grammar of ``cameras[].source`` (docs/configuration.md): what kind of source a string names.
 
 One function, ``parse_source``, decides it for everyone: the configuration's validation, the
 API's change policy (which sources read files or run pipelines) and the capture code that opens

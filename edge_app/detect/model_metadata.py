@@ -47,7 +47,7 @@ def resolve_input_hw(static_hw: Optional[Tuple[int, int]], configured: Optional[
     """The model input (height, width).
 
     The model's own fixed size wins (a different configured size is an error); then the size the
-    user wrote (``configured``, None when the key was left out: SPEC.md says the model decides);
+    user wrote (``configured``, None when the key was left out: the model decides);
     then the exporter's ``imgsz`` metadata; then ``default_size`` or 640.
     """
     if static_hw:

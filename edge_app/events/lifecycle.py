@@ -1,4 +1,4 @@
-"""From tracked objects to events: ``new``, rate-limited ``update`` and ``end`` (SPEC.md "Extensions").
+"""From tracked objects to events: ``new``, rate-limited ``update`` and ``end`` (docs/mqtt.md, "The event object").
 
 One :class:`EventBook` per camera keeps a record of every live track. A track of an event label
 becomes an event once it has been seen in ``min_frames`` frames; from then on its latest score,

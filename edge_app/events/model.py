@@ -1,4 +1,4 @@
-"""The event object of SPEC.md ("Extensions"), Frigate-compatible in shape.
+"""The event object (docs/mqtt.md, "The event object"), Frigate-compatible in shape.
 
 ``Event`` is immutable: each change (a zone entered, a better score, the end) makes a new value,
 so the ``before`` and ``after`` of an ``R/events`` message are simply the old and the new one.

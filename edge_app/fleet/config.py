@@ -1,4 +1,4 @@
-"""``FLEET.yaml``: the fleet service's configuration (SPEC.md "Fleet").
+"""``FLEET.yaml``: the fleet service's configuration (docs/configuration.md, "Fleet service configuration").
 
 The ``mqtt`` and ``api`` sections are the appliance's own models, so a broker or API setting
 means the same thing in both files; ``topic_prefix`` is the one of the appliances to follow.

@@ -30,7 +30,7 @@ class ConfigState:
 
 @dataclass(frozen=True)
 class DeviceSummary:
-    """One device as ``GET /api/v1/devices`` lists it (SPEC.md "Fleet")."""
+    """One device as ``GET /api/v1/devices`` lists it (docs/rest-api.md, "Fleet service")."""
 
     device_id: str
     state: str

@@ -1,4 +1,4 @@
-"""The fleet's REST routes (SPEC.md "Fleet"), plus its rollouts and its own status."""
+"""The fleet's REST routes (docs/rest-api.md, "Fleet service"), plus its rollouts and its own status."""
 from __future__ import annotations
 
 import re

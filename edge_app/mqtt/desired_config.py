@@ -1,4 +1,4 @@
-"""``R/config/desired`` messages (SPEC.md "Fleet"), checked before anything acts on them.
+"""``R/config/desired`` messages (docs/fleet.md), checked before anything acts on them.
 
 Anyone who can publish on the broker can send one, so the payload is treated as hostile: at
 most ``MAX_DESIRED_BYTES``, UTF-8 JSON without NaN or Infinity, exactly ``{"version": N,

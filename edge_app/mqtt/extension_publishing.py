@@ -1,4 +1,4 @@
-"""The SPEC's "Extensions" topics of the publisher: events, counts, crossings, snapshots, detect.
+"""Topics of the publisher beyond detections, states and stats: events, counts, crossings, snapshots, detect.
 
 A mixin of :class:`edge_app.mqtt.publisher.MqttPublisher`, kept apart so each module stays
 readable; it relies on the publisher's queue (``_enqueue``), lock (``_cond``) and state.
@@ -24,7 +24,7 @@ from edge_app.mqtt.message import EVENTS, STATE, Message
 
 
 class ExtensionPublishing:
-    """Publish methods for the topics of SPEC.md "Extensions" and the ``detect/set`` subscription."""
+    """Publish methods for the topics of events, counts, lines, snapshots (docs/mqtt.md) and the ``detect/set`` subscription."""
 
     def publish_event(self, message: EventMessage) -> bool:
         """Queue one ``R/events`` message (QoS 1, not retained)."""

@@ -1,4 +1,4 @@
-"""The publisher's side of SPEC.md "Fleet": the ``R/config/desired`` subscription, ``R/config/reported``.
+"""The publisher's side of the fleet (docs/fleet.md): the ``R/config/desired`` subscription, ``R/config/reported``.
 
 A mixin of :class:`edge_app.mqtt.publisher.MqttPublisher`, like ``extension_publishing``; it
 relies on the publisher's lock (``_cond``), client and ``_enqueue_json``. The subscription is

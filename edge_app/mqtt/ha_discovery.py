@@ -1,4 +1,4 @@
-"""Home Assistant MQTT discovery of the device (SPEC.md "Extensions"), as plain data.
+"""Home Assistant MQTT discovery of the device (docs/mqtt.md, "Home Assistant"), as plain data.
 
 One device-based discovery message on ``<discovery_prefix>/device/<device_id>/config`` with
 ``dev``, ``o`` and ``cmps``. Every entity points at a topic the appliance already publishes

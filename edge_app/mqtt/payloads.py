@@ -1,4 +1,4 @@
-"""Builders for the MQTT payloads of SPEC.md and their JSON encoding.
+"""Builders for the MQTT payloads of docs/mqtt.md and their JSON encoding.
 
 Each builder returns a plain JSON-serialisable ``dict`` with exactly the field names of the
 contract, so the REST API can hand out the very same object it published
@@ -16,7 +16,7 @@ from edge_app.service import AnalysedFrame, StatusReport
 from edge_app.redact import mask_secrets
 
 DEVICE_STATES = ("online", "offline")
-#: SPEC.md camera states, in the order the state machine defines them
+#: camera states (docs/mqtt.md), in the order the state machine defines them
 CAMERA_STATES = tuple(state.value for state in StreamState)
 
 

@@ -1,4 +1,4 @@
-"""Publishes the appliance's MQTT messages (SPEC.md) and survives broker outages.
+"""Publishes the appliance's MQTT messages (docs/mqtt.md) and survives broker outages.
 
 Delivery design
 ---------------

@@ -1,4 +1,4 @@
-"""MQTT topic names of SPEC.md, derived from ``topic_prefix`` and ``device_id``.
+"""MQTT topic names (docs/mqtt.md, generated from this class), derived from ``topic_prefix`` and ``device_id``.
 
 Everything that builds or matches a topic goes through :class:`Topics` so that the layout
 (``<prefix>/<device_id>/cameras/<camera_id>/...``) is written down exactly once.

@@ -2,7 +2,7 @@
 
 A line runs from P1 to P2 in normalised coordinates. For a reference point (cx, cy),
 s = (x2-x1)(cy-y1) - (y2-y1)(cx-x1); going from s < 0 to s > 0 is ``in``, from s > 0 to
-s < 0 is ``out`` (SPEC.md, "Extensions"). With P1 = (0.5, 0) and P2 = (0.5, 1), walking from
+s < 0 is ``out`` (docs/configuration.md, "Rules beyond one key"). With P1 = (0.5, 0) and P2 = (0.5, 1), walking from
 the right half of the frame to the left half is ``in``.
 
 Hysteresis: a track is on a side only once its point is at least ``band`` (normalised distance)
@@ -51,7 +51,7 @@ class Line:
         return cls(line.name, (float(x1), float(y1)), (float(x2), float(y2)), frozenset(line.labels))
 
     def signed(self, points: np.ndarray) -> np.ndarray:
-        """The SPEC's s for ``(N, 2)`` points."""
+        """The documented s for ``(N, 2)`` points."""
         (x1, y1), (x2, y2) = self.p1, self.p2
         return (x2 - x1) * (points[:, 1] - y1) - (y2 - y1) * (points[:, 0] - x1)
 

@@ -109,7 +109,7 @@ def test_quality_changes_the_size(api):
 @pytest.mark.parametrize(
     "params",
     [{"quality": 0}, {"quality": 101}, {"quality": "high"}, {"quality": "85.5"}, {"annotate": 2}, {"annotate": "maybe"},
-     # SPEC.md: annotate=0|1 and an integer quality, as the OpenAPI document says; nothing else is guessed at.
+     # docs/rest-api.md: annotate=0|1 and an integer quality, as the OpenAPI document says; nothing else is guessed at.
      {"annotate": "true"}, {"annotate": "yes"}, {"annotate": "on"}, {"annotate": "OFF"},
      {"quality": "\uff15\uff10"}, {"quality": "1_0"}],
 )

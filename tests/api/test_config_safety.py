@@ -1,4 +1,4 @@
-"""The config API as an attacker on the LAN would use it (SPEC.md "What the API may change").
+"""The config API as an attacker on the LAN would use it (docs/configuration.md, "What the API may change").
 
 Every refused change answers 400 naming the field and leaves both the config file (byte for
 byte) and the running appliance untouched.

@@ -7,7 +7,7 @@ import pytest
 from tests.api.dashboard_page import LogicCalls
 
 RECT = {"left": 10, "top": 20, "width": 800, "height": 450}
-GATE = [[0.5, 0.0], [0.5, 1.0]]  # SPEC.md's example: drawn top to bottom
+GATE = [[0.5, 0.0], [0.5, 1.0]]  # the documented example: drawn top to bottom
 DRIVEWAY = {"name": "driveway", "polygon": [[0.1, 0.5], [0.6, 0.5], [0.6, 1.0]], "labels": []}
 
 
@@ -137,7 +137,7 @@ def test_count_rows_are_sorted_and_keyed(call_logic):
 
 
 @pytest.mark.parametrize("point, side", [
-    ([0.25, 0.5], "in"),  # SPEC.md: moving from the right half to the left half is "in"
+    ([0.25, 0.5], "in"),  # docs/configuration.md: moving from the right half to the left half is "in"
     ([0.75, 0.5], "out"),
     ([0.5, 0.2], "on"),
 ])

@@ -1,4 +1,4 @@
-"""The ``events`` section of the configuration (SPEC.md "Extensions")."""
+"""The ``events`` section of the configuration (docs/configuration.md)."""
 import pytest
 
 from edge_app.config.schema import AppConfig, EventsConfig

@@ -1,4 +1,4 @@
-"""What the API may change (SPEC.md): no new pipelines, no paths outside the folders in use."""
+"""What the API may change (docs/configuration.md): no new pipelines, no paths outside the folders in use."""
 import os
 
 import pytest

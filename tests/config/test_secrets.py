@@ -1,4 +1,4 @@
-"""A secret shown as "***" is re-used only where it was used before (SPEC.md)."""
+"""A secret shown as "***" is re-used only where it was used before (docs/configuration.md, "Secrets")."""
 import pytest
 
 from edge_app.config.secrets import misdirected_secrets, restore_secrets

@@ -1,4 +1,4 @@
-"""Configuration of tracking, zones and lines (SPEC.md "Extensions")."""
+"""Configuration of tracking, zones and lines (docs/configuration.md)."""
 import copy
 
 import pytest

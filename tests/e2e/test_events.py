@@ -39,7 +39,7 @@ GAP_S = 2.5                # silence that separates two walks (the empty canvas 
 # frame: at least two hysteresis bands (0.02 each), so the track is clearly on the left once it has an id.
 START_LEFT_OF = 0.46
 QUIET_S = 3.5              # silence after a walk before its events must have ended (end_after_s is 2)
-UPDATE_INTERVAL_S = 1.0    # SPEC: at most one update a second per event
+UPDATE_INTERVAL_S = 1.0    # docs/mqtt.md: at most one update a second per event
 
 
 def detections_topic(cam=CAM):
@@ -131,7 +131,7 @@ def check_walk(walk, collector, expected, clip):
         f"want one crossing of {LINE} per track {sorted(tracks)}, got {mine}; box centre x per track: {paths}")
     for c in mine:
         assert set(c) == CROSSING_KEYS, c
-        assert c["direction"] == "out", f"left to right across [[0.5, 0], [0.5, 1]] is 'out' (SPEC), got {c}"
+        assert c["direction"] == "out", f"left to right across [[0.5, 0], [0.5, 1]] is 'out' (docs/configuration.md), got {c}"
         assert c["label"] == tracks[c["track_id"]] and c["event_id"] == event_of_track[c["track_id"]], c
     return histories
 
@@ -286,7 +286,7 @@ def test_detect_switch_over_mqtt_stops_analysis_but_not_the_stream(
     assert yaml.safe_load(app.config_path.read_text())["cameras"][0]["detect"] is True
     assert retained(mqtt_collector, mosquitto_broker, state_topic).payload == b"ON"
 
-    # Events open when the appliance stops are ended then, and kept (SPEC: events survive a restart).
+    # Events open when the appliance stops are ended then, and kept (docs/rest-api.md: events survive a restart).
     opened = collector.wait_for_message(f"{ROOT}/events", lambda m: m.json()["type"] == "new", timeout_s=20).json()["after"]
     assert app.terminate() < 10.0 and app.proc.returncode == 0, app.log_tail()
     app.start()

@@ -1,4 +1,4 @@
-"""``R/config/desired`` against a real ``edge-app run`` and a real Mosquitto (SPEC.md "Fleet").
+"""``R/config/desired`` against a real ``edge-app run`` and a real Mosquitto (docs/fleet.md).
 
 One appliance runs for the whole module; every case publishes the next desired version, retained,
 and reads the retained ``R/config/reported``, the config file and ``GET /api/v1/config``.

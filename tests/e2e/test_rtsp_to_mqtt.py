@@ -29,7 +29,7 @@ def test_rtsp_camera_detections_reach_mqtt_and_survive_an_rtsp_outage(
     labels = [d["label"] for d in detections["detections"]]
     assert labels.count("person") >= 3 and "bus" in labels
     for det in detections["detections"]:
-        # Tracking is on by default (SPEC.md "Extensions"): -1 until a box belongs to a confirmed track.
+        # Tracking is on by default (docs/configuration.md): -1 until a box belongs to a confirmed track.
         assert set(det) == {"class_id", "label", "confidence", "bbox", "track_id"}
         assert isinstance(det["track_id"], int) and det["track_id"] >= -1
         x1, y1, x2, y2 = det["bbox"]

@@ -1,4 +1,4 @@
-"""Event lifecycle of a camera (SPEC.md "Extensions"): new after min_frames, rate-limited updates, end."""
+"""Event lifecycle of a camera (docs/mqtt.md, "The event object"): new after min_frames, rate-limited updates, end."""
 import pytest
 
 from edge_app.events.camera_analysis import AnalysisSettings, CameraAnalysis

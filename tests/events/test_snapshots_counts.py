@@ -1,4 +1,4 @@
-"""Snapshots, object/zone counts and tripwire counts of a camera (SPEC.md "Extensions")."""
+"""Snapshots, object/zone counts and tripwire counts of a camera (docs/mqtt.md)."""
 import cv2
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Topics and payloads of SPEC.md "Extensions": events, counts, lines, snapshots, the detect switch."""
+"""Topics and payloads of docs/mqtt.md: events, counts, lines, snapshots, the detect switch."""
 import logging
 
 import pytest

@@ -1,4 +1,4 @@
-"""Topic names and payload builders against the MQTT table of SPEC.md."""
+"""Topic names and payload builders against the MQTT table of docs/mqtt.md."""
 import json
 import math
 

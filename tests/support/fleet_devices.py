@@ -1,7 +1,7 @@
-"""A simulated appliance for the fleet tests: the SPEC's topics over a real paho connection.
+"""A simulated appliance for the fleet tests: the topics of docs/mqtt.md over a real paho connection.
 
 It sends what an appliance sends (retained status with a last will, camera states, stats,
-events, counts) and answers ``R/config/desired`` the way the SPEC asks: a version is applied
+events, counts) and answers ``R/config/desired`` the way docs/fleet.md says: a version is applied
 once, in order, an older or repeated one ignored; a patch touching a key of ``reject_keys``
 is rejected with an error naming it, as the appliance would for an invalid field.
 """

@@ -1,4 +1,4 @@
-"""Tripwire crossings: the SPEC's direction rule, hysteresis, and the segment's extent."""
+"""Tripwire crossings: the documented direction rule, hysteresis, and the segment's extent."""
 from typing import List, Sequence, Tuple
 
 import numpy as np

@@ -126,7 +126,7 @@
   }
 
   // A line's picture in pixels: P1 -> P2 with an arrow head at P2, and a short arrow across the
-  // line's middle pointing to the side that a crossing enters to count as "in" (SPEC.md: from
+  // line's middle pointing to the side that a crossing enters to count as "in" (docs/configuration.md: from
   // s < 0 to s > 0 with s = (x2-x1)(cy-y1) - (y2-y1)(cx-x1)). Scaling x and y by positive
   // factors keeps the sign of s, so the pixel picture says the same as the normalised rule.
   function lineGeometry(points, width, height, headPx) {

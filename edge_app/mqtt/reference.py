@@ -1,0 +1,153 @@
+"""Markdown reference of the MQTT topics: each topic of :class:`Topics`, how it is sent, an example payload.
+
+``docs/mqtt.md`` is generated from this module (``python scripts/gen_reference.py``): topic
+names come from :class:`Topics` itself and example payloads from the builders the publisher
+uses, so a renamed topic or a changed payload shows up in the page. :func:`undocumented_topics`
+names any topic of :class:`Topics` this module does not describe yet.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+
+from edge_app.detections import Detections
+from edge_app.events.model import UPDATE, Event, EventMessage
+from edge_app.mqtt import payloads
+from edge_app.mqtt.topics import Topics
+
+# Fixed values, so the page is the same on every run.
+_TS = 1796290959.25
+_PLACEHOLDERS = {"camera_id": "<camera_id>", "label": "<label>", "zone": "<zone>", "line": "<line>"}
+_SAMPLES = {"camera_id": "CAMERAID", "label": "LABEL", "zone": "ZONE", "line": "LINE"}
+_ROOT = Topics("PREFIX", "DEVICE")
+
+#: members of Topics that are subscription filters or parse topics, not topics a message goes to
+NOT_TOPICS = frozenset({"root", "all_detect_set", "all_detections", "all_camera_states", "everything",
+                        "camera_of", "is_camera_state", "detect_set_camera", "is_detect_state"})
+
+
+@dataclass(frozen=True)
+class TopicDoc:
+    """What the page says about one topic of :class:`Topics`."""
+
+    retained: str  # "yes", "no" or "subscribed"
+    payload: str
+    example: Optional[Callable[[], bytes]] = None
+
+
+def _event(**changes: object) -> Event:
+    base = dict(id="1796290950.1-front-17", camera_id="front", label="person", track_id=17, score=0.81,
+                top_score=0.86, box=(412.0, 188.5, 530.0, 460.0), frame_time=_TS, start_time=1796290950.1,
+                current_zones=("driveway",), entered_zones=("driveway",), has_snapshot=True)
+    base.update(changes)
+    return Event(**base)  # type: ignore[arg-type]
+
+
+def _detections() -> bytes:
+    found = Detections(np.array([[412.0, 188.5, 530.0, 460.0], [1210.0, 402.0, 1490.0, 611.0]]), np.array([0.86, 0.64]),
+                       np.array([0, 2]), labels=("person", "bicycle", "car"), track_id=np.array([17, -1]))
+    return payloads.encode(payloads.detections_payload("edge-01", "front", 5310, _TS, 1920, 1080, 41.7, found))
+
+
+def _stats() -> bytes:
+    return payloads.encode(payloads.stats_payload(
+        "edge-01", fps=14.8, latency_ms={"p50": 41.2, "p99": 63.0}, queue=0, dropped=12, ts=_TS,
+        cameras={"front": {"fps": 14.8, "state": "streaming", "frames_dropped": 12}}))
+
+
+def _events() -> bytes:
+    before = _event(current_zones=(), entered_zones=(), score=0.79, top_score=0.79, has_snapshot=False)
+    return payloads.encode(EventMessage(type=UPDATE, before=before, after=_event()).to_dict())
+
+
+TOPIC_DOCS: Dict[str, TopicDoc] = {
+    "status": TopicDoc("yes", '`{"state": "online" | "offline", "device_id", "version", "ts"}`: the birth message; the '
+                              "last will and a clean shutdown publish `offline`",
+                       lambda: payloads.encode(payloads.status_payload("online", "edge-01", "1.4.0", _TS))),
+    "stats": TopicDoc("no", "periodic pipeline figures, every `mqtt.stats_interval_s`: `fps`, `latency_ms` "
+                            "(`p50`, `p99`), `queue` (MQTT messages waiting), `dropped` (frames), per camera",
+                      _stats),
+    "camera_detections": TopicDoc("no", "one message per analysed frame (with no detections only when "
+                                        "`mqtt.publish_empty`); `bbox` is `[x1, y1, x2, y2]` in source pixels; "
+                                        "`track_id` with `tracking.enabled` (-1 until the track is confirmed)",
+                                  _detections),
+    "camera_state": TopicDoc("yes", "the camera's state: `connecting`, `streaming`, `reconnecting`, `stopped` or "
+                                    "`error`, with the last error (credentials masked)",
+                             lambda: payloads.encode(payloads.camera_state_payload("streaming", None, _TS))),
+    "events": TopicDoc("no", '`{"type": "new" | "update" | "end", "before", "after"}` with event objects; '
+                             "`update` at most once a second per event", _events),
+    "camera_objects": TopicDoc("yes", "objects of that label in view now (0 once they leave)",
+                               lambda: payloads.encode(payloads.count_payload(2, _TS))),
+    "zone_objects": TopicDoc("yes", "objects of that label in the zone now",
+                             lambda: payloads.encode(payloads.count_payload(1, _TS))),
+    "camera_line": TopicDoc("yes", "crossings since the counts were reset, kept across restarts",
+                            lambda: payloads.encode(payloads.line_count_payload(41, 38, _TS))),
+    "camera_line_crossing": TopicDoc("no", "one crossing; `event_id` is null when the object is no event (yet)",
+                                     lambda: payloads.encode(payloads.line_crossing_payload(
+                                         "1796290950.1-front-17", 17, "person", "in", _TS))),
+    "camera_detect_state": TopicDoc("yes", "`ON` or `OFF`: whether the camera is analysed",
+                                    lambda: payloads.detect_state_payload(True)),
+    "camera_detect_set": TopicDoc("subscribed", "`ON` or `OFF` (case and spaces forgiven; anything else is ignored): "
+                                                "analysis of that camera on or off, saved like a configuration change",
+                                  lambda: b"OFF"),
+    "camera_label_snapshot": TopicDoc("yes", "raw JPEG bytes: the best snapshot of the latest event of that label"),
+    "config_desired": TopicDoc("subscribed", "the fleet's desired configuration: a version and an RFC 7396 merge "
+                                             "patch, applied with the rules of `PATCH /api/v1/config` "
+                                             "([fleet](fleet.md#desired-and-reported-configuration))",
+                               lambda: payloads.encode(payloads.config_desired_payload(
+                                   7, {"model": {"conf_threshold": 0.35}}))),
+    "config_reported": TopicDoc("yes", "the outcome of the latest desired version acted on",
+                                lambda: payloads.encode(payloads.config_reported_payload(
+                                    8, "rejected", [{"loc": "cameras.0.fps_limit",
+                                                     "msg": "Input should be greater than or equal to 0"}], _TS))),
+}
+
+
+def _topic_members() -> List[str]:
+    """Public members of Topics naming a topic, in the order the class declares them."""
+    return [name for name, _ in vars(Topics).items()
+            if not name.startswith("_") and name not in NOT_TOPICS and name not in ("prefix", "device_id")
+            and (isinstance(vars(Topics)[name], property) or inspect.isfunction(vars(Topics)[name]))]
+
+
+def undocumented_topics() -> List[str]:
+    """Topics of :class:`Topics` that :data:`TOPIC_DOCS` does not describe."""
+    return [name for name in _topic_members() if name not in TOPIC_DOCS]
+
+
+def topic_pattern(member: str) -> str:
+    """The topic of ``Topics.<member>`` with ``R`` for the root and ``<camera_id>``-style placeholders."""
+    value = getattr(_ROOT, member)
+    if callable(value):
+        params = list(inspect.signature(value).parameters)
+        value = value(*(_SAMPLES[p] for p in params))
+    topic = "R" + value[len(_ROOT.root):]
+    for param, sample in _SAMPLES.items():
+        topic = topic.replace(sample, _PLACEHOLDERS[param])
+    return topic
+
+
+def topics_markdown() -> str:
+    """The table of every topic, then an example of each payload."""
+    members = [m for m in _topic_members() if m in TOPIC_DOCS]
+    lines = ["| topic | retained | payload |", "|---|---|---|"]
+    for member in members:
+        doc = TOPIC_DOCS[member]
+        payload = doc.payload.replace("|", "\\|")
+        lines.append(f"| `{topic_pattern(member)}` | {doc.retained} | {payload} |")
+    lines += ["", "Examples (the payload as sent, from the builders the appliance publishes with):", ""]
+    for member in members:
+        doc = TOPIC_DOCS[member]
+        if doc.example is not None:
+            lines += [f"`{topic_pattern(member)}`", "", "```json" if doc.example().startswith(b"{") else "```",
+                      doc.example().decode("utf-8"), "```", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def event_object_example() -> str:
+    """One event object (as in ``R/events`` and ``GET /api/v1/events``), compact JSON."""
+    return payloads.encode(_event().to_dict()).decode("utf-8")
+
