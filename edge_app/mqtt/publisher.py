@@ -401,7 +401,8 @@ class MqttPublisher(ExtensionPublishing, HaPublishing, FleetPublishing, LinkSupe
             self._cond.notify_all()
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
-        if self._ha_handle(message.topic, message.payload) or self._fleet_handle(message.topic, message.payload):
+        if (self._ha_handle(message.topic, message.payload, bool(message.retain))
+                or self._fleet_handle(message.topic, message.payload)):
             return
         commands = self._commands
         if commands is not None:
