@@ -24,6 +24,9 @@ Delivery design
 * Events, counts, crossings, snapshots and the ``detect/set`` subscription: see
   ``edge_app.mqtt.extension_publishing``; ``R/config/desired`` and ``reported``: see
   ``edge_app.mqtt.fleet_publishing``.
+* Every paho callback runs under one guard, paho's network thread is supervised and started
+  again should it end, and a link that stopped moving is reported as stalled: see
+  ``edge_app.mqtt.link_supervision``.
 
 Lock order (to stay deadlock-free next to paho's own locks, which are held while paho calls
 ``on_publish``): ``_send_lock`` -> paho's locks -> ``_cond``. ``_cond`` is never held while
