@@ -27,6 +27,8 @@ from edge_app.mqtt.link_health import LinkActivity, LinkHealth, LinkTracker, ass
 log = logging.getLogger(__name__)
 
 SUPERVISE_EVERY_S = 1.0
+#: a thread that keeps dying is started again at most this often (the gap doubles from 1 s)
+MAX_RESTART_GAP_S = 60.0
 #: callbacks that prove the network thread reads from the broker
 _TRAFFIC = frozenset({"on_connect", "on_publish", "on_message", "on_subscribe"})
 
@@ -45,6 +47,8 @@ class LinkSupervision:
         self._link = LinkTracker()
         self._stall_after_s = stall_after_s_for(self._config.keepalive) if stall_after_s is None else stall_after_s
         self._loop_restarts = 0
+        self._restart_gap_s = 0.0  # doubles while the thread keeps dying; back to 0 once a restart held
+        self._restart_due_s = 0.0
         self._link_running = False  # the network loop was started and stop() has not begun
         self._link_stalled = False
         self._supervisor: Optional[threading.Thread] = None
@@ -111,9 +115,15 @@ class LinkSupervision:
     def _supervise_once(self) -> None:
         with self._cond:
             client, running = self._client, self._link_running and not self._stopping
+        now_s = time.monotonic()
         if client is not None and running and not loop_alive(client):
-            self._restart_loop(client)
+            if now_s >= self._restart_due_s:
+                self._restart_gap_s = min(MAX_RESTART_GAP_S, max(1.0, 2 * self._restart_gap_s))
+                self._restart_due_s = now_s + self._restart_gap_s
+                self._restart_loop(client)
             return
+        if now_s >= self._restart_due_s + self._restart_gap_s:
+            self._restart_gap_s = 0.0  # the last restart held for a while
         health = self.link_health()
         if health.stalled and not self._link_stalled:
             log.error("the MQTT link is stalled: %s", health.reason)
