@@ -23,6 +23,7 @@ from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
 from edge_app.model_change import ModelChange, reload_due
+from edge_app.mqtt import link_health
 from edge_app.mqtt.ha_discovery import event_labels
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
@@ -391,6 +392,10 @@ class Appliance:
     def pipeline_health(self) -> PipelineHealth:
         return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)
 
+    def mqtt_health(self) -> link_health.LinkHealth:
+        """Whether the MQTT link is stalled (never while MQTT is off or the broker is merely away)."""
+        return self._publisher.link_health()
+
     def engine_build(self) -> Optional[Dict[str, Any]]:
         """The TensorRT engine build's latest progress report, or None."""
         return self._build_status.snapshot() if self._build_status is not None else None
@@ -407,6 +412,9 @@ class Appliance:
         stalled = readiness_reason(self.pipeline_health())
         if stalled:
             reasons.append(stalled)
+        mqtt_stalled = link_health.readiness_reason(self.mqtt_health())
+        if mqtt_stalled:
+            reasons.append(mqtt_stalled)
         return (not reasons, reasons)
 
     def _unanalysed(self, camera_id: str, frame) -> Optional[AnalysedFrame]:

@@ -82,6 +82,10 @@ class MqttReport:
     published: int
     queued: int  # not yet acknowledged by the broker
     dropped: int  # dropped because the offline queue was full
+    stalled: bool = False  # connected but nothing moves, or paho's network thread is gone
+    stall_reason: Optional[str] = None
+    loop_restarts: int = 0  # times paho's network thread was found dead and started again
+    callback_errors: Dict[str, int] = field(default_factory=dict)  # exceptions caught per paho callback
 
 
 @dataclass(frozen=True)

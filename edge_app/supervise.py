@@ -2,7 +2,7 @@
 
 The main thread owns the loop: it waits for a stop signal in short steps (``StopSignals``),
 sends the systemd notifications (READY once the model is loaded and the API listens,
-WATCHDOG only while the pipeline is not stalled, STATUS, EXTEND_TIMEOUT while a TensorRT
+WATCHDOG only while neither the pipeline nor the MQTT link is stalled, STATUS, EXTEND_TIMEOUT while a TensorRT
 engine builds) and runs the stop. The model loads on a thread of its own, so that a signal
 during a build of several minutes cancels the build instead of waiting for it.
 """
@@ -34,6 +34,8 @@ def status_line(status: StatusReport) -> str:
     pipeline = status.pipeline
     cameras = ", ".join(f"{c.id} {c.state}" for c in status.cameras) or "none"
     line = f"{pipeline.fps:.1f} fps; cameras: {cameras}"
+    if status.mqtt.stalled:
+        line = f"MQTT STALLED ({status.mqtt.stall_reason}); {line}"
     if pipeline.stalled:
         line = f"STALLED ({pipeline.stall_reason}); {line}"
     return line
@@ -106,15 +108,14 @@ class Supervisor:
         while True:
             now_s = self._clock()
             if self._watchdog_s is not None and now_s >= next_ping_s:
-                health = self._appliance.pipeline_health()
-                if health.stalled:
+                stall = self._stall()
+                if stall:
                     if not was_stalled:
-                        log.error("the pipeline is stalled (%s): no more watchdog pings, systemd will restart the service",
-                                  health.reason)
+                        log.error("%s: no more watchdog pings, systemd will restart the service", stall)
                         next_status_s = now_s
                 else:
                     self._notifier.watchdog()
-                was_stalled = health.stalled
+                was_stalled = bool(stall)
                 next_ping_s = now_s + self._watchdog_s
             if self._notifier.enabled and now_s >= next_status_s:
                 self._notifier.status(self._status_text())
@@ -125,6 +126,16 @@ class Supervisor:
             signum = self._wait(max(0.01, min(waits)))
             if signum is not None:
                 return signum
+
+    def _stall(self) -> Optional[str]:
+        """Why the service should be restarted (a stalled pipeline or MQTT link), or None."""
+        health = self._appliance.pipeline_health()
+        if health.stalled:
+            return f"the pipeline is stalled ({health.reason})"
+        mqtt = self._appliance.mqtt_health()
+        if mqtt.stalled:
+            return f"the MQTT link is stalled ({mqtt.reason})"
+        return None
 
     def _status_text(self) -> str:
         try:

@@ -10,8 +10,10 @@ import time
 from typing import List, Optional
 
 from edge_app.detect.base import DetectorError
+from edge_app.mqtt.link_health import LinkHealth
 from edge_app.pipeline.health import PipelineHealth
 from edge_app.shutdown import StopSignals
+from edge_app.service import MqttReport
 from edge_app.supervise import Supervisor, status_line
 from tests.support.reports import camera_report, pipeline_report, status_report
 
@@ -46,6 +48,7 @@ class ScriptedAppliance:
     def __init__(self, fail_start: Optional[Exception] = None):
         self.fail_start = fail_start
         self.stalled = False
+        self.mqtt_stalled = False
         self.stopped = threading.Event()
         self.cancelled = False
 
@@ -64,8 +67,13 @@ class ScriptedAppliance:
     def pipeline_health(self):
         return PipelineHealth(self.stalled, "hung" if self.stalled else None, 1.0)
 
+    def mqtt_health(self):
+        return LinkHealth(self.mqtt_stalled, "no MQTT traffic for 61 s" if self.mqtt_stalled else None, 60.0)
+
     def status(self):
-        return status_report(pipeline=pipeline_report(12.5, self.stalled, "hung" if self.stalled else None))
+        health = self.mqtt_health()
+        return status_report(pipeline=pipeline_report(12.5, self.stalled, "hung" if self.stalled else None),
+                             mqtt=MqttReport(True, 1, 5, 0, stalled=health.stalled, stall_reason=health.reason))
 
     def cancel_start(self):
         self.cancelled = True
@@ -104,6 +112,14 @@ def test_pings_while_healthy_and_none_while_stalled():
     assert _run(appliance, notifier, 0.6) == 0
     assert "WATCHDOG=1" not in notifier.sent
     assert any(line.startswith("STATUS=STALLED (hung)") for line in notifier.sent)
+
+
+def test_a_stalled_mqtt_link_stops_the_pings_and_shows_in_the_status_line():
+    appliance, notifier = ScriptedAppliance(), RecordingNotifier()
+    appliance.mqtt_stalled = True
+    assert _run(appliance, notifier, 0.6) == 0
+    assert "WATCHDOG=1" not in notifier.sent
+    assert any(line.startswith("STATUS=MQTT STALLED (no MQTT traffic for 61 s); 12.5 fps") for line in notifier.sent)
 
 
 def test_a_failed_start_exits_1_with_one_sentence(capsys):

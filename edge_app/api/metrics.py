@@ -84,6 +84,17 @@ class ApplianceCollector:
         yield GaugeMetricFamily(f"{PREFIX}_mqtt_messages_queued", "Messages waiting for the broker", value=mqtt.queued)
         yield CounterMetricFamily(f"{PREFIX}_mqtt_messages_dropped",
                                   "Messages dropped because the offline queue was full", value=mqtt.dropped)
+        yield GaugeMetricFamily(f"{PREFIX}_mqtt_stalled",
+                                "1 while the MQTT link is connected but nothing moves, or its network thread is gone",
+                                value=float(mqtt.stalled))
+        yield CounterMetricFamily(f"{PREFIX}_mqtt_loop_restarts", "Times the MQTT network thread was started again",
+                                  value=mqtt.loop_restarts)
+        errors = CounterMetricFamily(f"{PREFIX}_mqtt_callback_errors",
+                                     "Exceptions caught in MQTT callbacks (a hostile or broken message, a failing handler)",
+                                     labels=["callback"])
+        for callback, count in sorted(mqtt.callback_errors.items()):
+            errors.add_metric([callback], count)
+        yield errors
 
     @staticmethod
     def _pipeline(pipeline: PipelineReport) -> Iterator[Metric]:

@@ -150,6 +150,11 @@ class HomeAssistantConfig(_Strict):
         "homeassistant", title="Discovery prefix", min_length=1, max_length=256,
         description="Home Assistant's MQTT discovery prefix; its birth message is read from <prefix>/status",
     )
+    max_entities: int = Field(
+        500, title="Entities at most", ge=1, le=1000,
+        description="Most entities announced for the device; beyond it snapshots, then zone, line, occupancy "
+                    "and count entities are left out, in that order (logged). The message stays under 512 KiB",
+    )
 
     @field_validator("discovery_prefix")
     @classmethod

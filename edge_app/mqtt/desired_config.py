@@ -1,7 +1,8 @@
 """``R/config/desired`` messages (docs/fleet.md), checked before anything acts on them.
 
 Anyone who can publish on the broker can send one, so the payload is treated as hostile: at
-most ``MAX_DESIRED_BYTES``, UTF-8 JSON without NaN or Infinity, exactly ``{"version": N,
+most ``MAX_DESIRED_BYTES`` nested at most ``MAX_DESIRED_DEPTH`` deep (both checked before
+parsing, ``edge_app.mqtt.inbound``), UTF-8 JSON without NaN or Infinity, exactly ``{"version": N,
 "patch": {...}}`` with ``N`` an integer from 1 to 2**53 (what every JSON parser reads exactly) and
 the patch an object. Anything else raises :class:`DesiredConfigError` with located problems, and
 the version when one could still be read, so the refusal can be reported for that version.
@@ -9,13 +10,15 @@ What the patch itself may change is decided by ``edge_app.config_changes``, not 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from edge_app.config.store import Problem
+from edge_app.mqtt.inbound import InboundPayloadError, parse_json_payload
 
 MAX_DESIRED_BYTES = 256 * 1024
+#: a whole configuration nests about 8 levels (cameras, zones, polygons, points)
+MAX_DESIRED_DEPTH = 32
 MAX_VERSION = 2 ** 53
 _KEYS = ("version", "patch")
 
@@ -35,21 +38,11 @@ class DesiredConfigError(ValueError):
         self.version = version
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def _decode(payload: bytes) -> Any:
-    if len(payload) > MAX_DESIRED_BYTES:
-        raise DesiredConfigError([Problem("", f"the message is {len(payload)} bytes, more than the {MAX_DESIRED_BYTES} allowed")])
     try:
-        return json.loads(bytes(payload).decode("utf-8"), parse_constant=_refuse_constant)
-    except UnicodeDecodeError:
-        raise DesiredConfigError([Problem("", "the message is not UTF-8 text")]) from None
-    except RecursionError:
-        raise DesiredConfigError([Problem("", "the message is nested too deeply")]) from None
-    except ValueError as err:  # json.JSONDecodeError is a ValueError
-        raise DesiredConfigError([Problem("", f"the message is not valid JSON: {err}")]) from None
+        return parse_json_payload(payload, MAX_DESIRED_BYTES, MAX_DESIRED_DEPTH)
+    except InboundPayloadError as err:
+        raise DesiredConfigError([Problem("", err.reason)]) from None
 
 
 def _version(value: Any) -> Optional[int]:

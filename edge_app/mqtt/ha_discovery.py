@@ -11,15 +11,24 @@ restarting keeps every entity (and its history) in Home Assistant. Home Assistan
 component that is merely missing from a new device message; :func:`removal_message` names the
 ones that went away with only their platform, as its documentation asks, before the full message
 is sent again without them.
+
+Bounds, both ways. What is published: at most ``homeassistant.max_entities`` components and
+``MAX_DISCOVERY_BYTES``; over either, the least useful kinds are left out first (snapshots, then
+zone, line, occupancy and count sensors; the detection switches last). What is read back from the
+broker (anyone may publish there): at most ``MAX_INBOUND_BYTES`` nested ``MAX_INBOUND_DEPTH`` deep,
+parsed by ``edge_app.mqtt.inbound``; only keys shaped like :func:`component_key` with one of
+our platforms count as components of an earlier run, and at most ``max_entities`` of them.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from edge_app.config.schema import AppConfig
+from edge_app.mqtt.inbound import InboundPayloadError, parse_json_payload
 from edge_app.mqtt.topics import Topics
 
 ORIGIN_NAME = "edge-app"
@@ -27,6 +36,16 @@ _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 AVAILABILITY_TEMPLATE = "{{ value_json.state }}"
 COUNT_TEMPLATE = "{{ value_json.count }}"
 OCCUPIED_TEMPLATE = "{{ 'ON' if value_json.count > 0 else 'OFF' }}"
+
+#: the full message; a removal message adds at most ``max_entities`` entries of about 150 bytes
+MAX_DISCOVERY_BYTES = 512 * 1024
+#: what is read back on the discovery topic: ours (with removals) fits, anything larger is not ours
+MAX_INBOUND_BYTES = 2 * MAX_DISCOVERY_BYTES
+MAX_INBOUND_DEPTH = 8  # ours nests 4 deep ({"cmps": {key: {"p": ...}}}, {"dev": {"ids": [...]}})
+PLATFORMS = ("switch", "sensor", "binary_sensor", "image")
+#: kept first when over a bound: detection switches, counts, occupancy, lines, zones, snapshots
+_PRIORITY = {"detect": 0, "count": 1, "occupancy": 2, "line": 3, "zone": 4, "snapshot": 5}
+_OUR_KEY = re.compile(r"[A-Za-z0-9_-]{0,120}_[0-9a-f]{10}")
 
 
 def discovery_topic(prefix: str, device_id: str) -> str:
@@ -54,9 +73,21 @@ def component_key(*parts: str) -> str:
     return f"{slug[:120]}_{digest}"
 
 
+@dataclass(frozen=True)
+class DiscoveryBuild:
+    message: Dict[str, Any]
+    left_out: int  # entities the configuration asks for beyond the bounds
+
+
 def build_discovery(config: AppConfig, topics: Topics, version: str, labels: Sequence[str],
                     support_url: Optional[str] = None) -> Dict[str, Any]:
     """The whole discovery message for ``config``; ``labels`` as from :func:`event_labels`."""
+    return build_capped_discovery(config, topics, version, labels, support_url).message
+
+
+def build_capped_discovery(config: AppConfig, topics: Topics, version: str, labels: Sequence[str],
+                           support_url: Optional[str] = None) -> DiscoveryBuild:
+    """:func:`build_discovery`, saying how many entities the bounds left out."""
     device_id = config.device_id
     availability = {
         "availability_topic": topics.status,
@@ -64,11 +95,12 @@ def build_discovery(config: AppConfig, topics: Topics, version: str, labels: Seq
         "payload_available": "online",
         "payload_not_available": "offline",
     }
-    components: Dict[str, Dict[str, Any]] = {}
+    candidates: List[Tuple[int, str, Dict[str, Any]]] = []
 
     def add(platform: str, parts: Sequence[str], name: str, fields: Mapping[str, Any]) -> None:
         key = component_key(*parts)
-        components[key] = {"p": platform, "unique_id": f"{device_id}_{key}", "name": name, **availability, **fields}
+        body = {"p": platform, "unique_id": f"{device_id}_{key}", "name": name, **availability, **fields}
+        candidates.append((_PRIORITY[parts[0]], key, body))
 
     for cam in config.cameras:
         add("switch", ("detect", cam.id), f"{cam.id} detection", {
@@ -101,12 +133,33 @@ def build_discovery(config: AppConfig, topics: Topics, version: str, labels: Seq
                     "value_template": f"{{{{ value_json['{direction}'] }}}}",
                     "state_class": "total_increasing", "unit_of_measurement": "crossings", "icon": "mdi:transit-transfer",
                 })
-    return {
+    message: Dict[str, Any] = {
         "dev": {"ids": [f"edge-app-{device_id}"], "name": device_id, "mf": ORIGIN_NAME, "mdl": "edge video analytics",
                 "sw": version},
         "o": {"name": ORIGIN_NAME, "sw": version, **({"url": support_url} if support_url else {})},
-        "cmps": components,
+        "cmps": {},
     }
+    kept = _within_bounds(candidates, config.homeassistant.max_entities, MAX_DISCOVERY_BYTES - _encoded_size(message))
+    message["cmps"] = {key: body for _, key, body in candidates if key in kept}
+    left_out = len({key for _, key, _ in candidates}) - len(message["cmps"])
+    return DiscoveryBuild(message, left_out)
+
+
+def _encoded_size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
+def _within_bounds(candidates: List[Tuple[int, str, Dict[str, Any]]], max_entities: int, max_bytes: int) -> set:
+    """Keys of the components kept, most useful kinds first, in the configuration's order within a kind."""
+    kept: set = set()
+    used_bytes = 0
+    for _, key, body in sorted(candidates, key=lambda item: item[0]):  # stable: configuration order within a kind
+        size = _encoded_size({key: body}) + 1  # with its separator
+        if len(kept) >= max_entities or used_bytes + size > max_bytes:
+            break
+        kept.add(key)
+        used_bytes += size
+    return kept
 
 
 def platforms(message: Optional[Mapping[str, Any]]) -> Dict[str, str]:
@@ -134,15 +187,27 @@ def removal_message(current: Mapping[str, Any], previous: Mapping[str, str]) -> 
     return {**current, "cmps": {**current["cmps"], **gone}}
 
 
+def earlier_components(message: Optional[Mapping[str, Any]], current: Mapping[str, Any],
+                       max_entities: int) -> Dict[str, str]:
+    """Components of a message read back that ``current`` no longer has: ``{key: platform}``.
+
+    Only keys shaped like ours with one of our platforms, at most ``max_entities`` (in key
+    order), so a forged message cannot make the answer larger than an honest one.
+    """
+    stale = {key: p for key, p in live_platforms(message).items()
+             if key not in current["cmps"] and p in PLATFORMS and _OUR_KEY.fullmatch(key)}
+    return {key: stale[key] for key in sorted(stale)[:max_entities]}
+
+
 def parse(payload: bytes) -> Optional[Dict[str, Any]]:
-    """A discovery message read back from the broker, or None when it is not one."""
+    """A discovery message read back from the broker, or None when it is not one (or out of bounds)."""
     try:
-        message = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        message = parse_json_payload(payload, MAX_INBOUND_BYTES, MAX_INBOUND_DEPTH)
+    except InboundPayloadError:
         return None
     return message if isinstance(message, dict) else None
 
 
 def is_birth(payload: bytes) -> bool:
-    return payload.strip() == b"online"
+    return len(payload) <= 64 and bytes(payload).strip() == b"online"
 

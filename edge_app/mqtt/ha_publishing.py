@@ -11,6 +11,9 @@ relies on the publisher's queue (``_enqueue``), lock (``_cond``) and connection 
   birth topic (``<prefix>/status``: ``online`` means "send discovery again") and to its own
   discovery topic: the retained message a previous run left there names the components that
   run had, so ones removed from the configuration while the appliance was down are withdrawn too.
+  Only a retained copy is read that way (a live message there is our own echo or someone
+  else's), at most ``max_entities`` components of it, at most once every
+  ``RESEND_MIN_INTERVAL_S``: a forged message is never answered with more than an honest one.
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ class HaPublishing:
         self._ha_topic: Optional[str] = None  # the discovery topic in use; None while discovery is off
         self._ha_birth: Optional[str] = None
         self._ha_message: Optional[dict] = None
+        self._ha_max_entities = 0
         self._ha_pending: List[Message] = []  # removals to send before the next full message
         self._ha_answered_mono_s: Optional[float] = None  # when a message from outside last made us send
 
@@ -54,7 +58,11 @@ class HaPublishing:
             self._enqueue(Message(old_topic, b"", 1, True, EVENTS))
             log.info("Home Assistant discovery withdrawn from %s", old_topic)
             return True
-        message = ha_discovery.build_discovery(config, self.topics, self._version, labels)
+        build = ha_discovery.build_capped_discovery(config, self.topics, self._version, labels)
+        message = build.message
+        if build.left_out and message != old_message:
+            log.warning("Home Assistant discovery: %d entities left out to stay within %d entities and %d bytes",
+                        build.left_out, settings.max_entities, ha_discovery.MAX_DISCOVERY_BYTES)
         topic = ha_discovery.discovery_topic(settings.discovery_prefix, config.device_id)
         birth = ha_discovery.birth_topic(settings.discovery_prefix)
         if topic == old_topic and message == old_message:
@@ -62,6 +70,7 @@ class HaPublishing:
         removal = ha_discovery.removal_message(message, ha_discovery.platforms(old_message)) if topic == old_topic else None
         with self._cond:
             self._ha_topic, self._ha_birth, self._ha_message = topic, birth, message
+            self._ha_max_entities = settings.max_entities
             if removal is not None:
                 self._ha_pending.append(Message(topic, payloads.encode(removal), 1, True, EVENTS))
             connected, client = self._connected, self._client
@@ -104,10 +113,11 @@ class HaPublishing:
         """Subscribed on every connect, before :meth:`_ha_send` queues the discovery again."""
         return [(sub, 1) for sub in self._ha_subscriptions()]
 
-    def _ha_handle(self, topic: str, payload: bytes) -> bool:
+    def _ha_handle(self, topic: str, payload: bytes, retained: bool = False) -> bool:
         """A message on Home Assistant's birth topic or our discovery topic; False for anything else."""
         with self._cond:
             ha_topic, birth, message = self._ha_topic, self._ha_birth, self._ha_message
+            max_entities = self._ha_max_entities
         if ha_topic is None or message is None or topic not in (ha_topic, birth):
             return False
         if topic == birth:
@@ -115,9 +125,10 @@ class HaPublishing:
                 log.info("Home Assistant is online: sending discovery again")
                 self._ha_send()
             return True
-        # Our own topic: a retained message of an earlier run, or the echo of what we sent.
-        stale = {key: p for key, p in ha_discovery.live_platforms(ha_discovery.parse(payload)).items()
-                 if key not in message["cmps"]}
+        # Our own topic: a retained message of an earlier run, or a live one (our echo, or anyone's).
+        if not retained:
+            return True
+        stale = ha_discovery.earlier_components(ha_discovery.parse(payload), message, max_entities)
         if stale and self._ha_may_answer():
             log.info("Home Assistant discovery: withdrawing %d entities of an earlier configuration", len(stale))
             self._ha_send(ha_discovery.removal_message(message, stale))

@@ -24,6 +24,9 @@ Delivery design
 * Events, counts, crossings, snapshots and the ``detect/set`` subscription: see
   ``edge_app.mqtt.extension_publishing``; ``R/config/desired`` and ``reported``: see
   ``edge_app.mqtt.fleet_publishing``.
+* Every paho callback runs under one guard, paho's network thread is supervised and started
+  again should it end, and a link that stopped moving is reported as stalled: see
+  ``edge_app.mqtt.link_supervision``.
 
 Lock order (to stay deadlock-free next to paho's own locks, which are held while paho calls
 ``on_publish``): ``_send_lock`` -> paho's locks -> ``_cond``. ``_cond`` is never held while
@@ -46,13 +49,14 @@ from edge_app.mqtt.commands import DetectSetCommands
 from edge_app.mqtt.extension_publishing import ExtensionPublishing
 from edge_app.mqtt.fleet_publishing import FleetPublishing
 from edge_app.mqtt.ha_publishing import HaPublishing
+from edge_app.mqtt.link_supervision import LinkSupervision, loop_alive
 from edge_app.mqtt.message import DETECTIONS as _DETECTIONS, STATE as _STATE, STATS as _STATS, STATUS as _STATUS, Message as _Message
 from edge_app.mqtt.topics import Topics
 
 log = logging.getLogger(__name__)
 
 
-class MqttPublisher(ExtensionPublishing, HaPublishing, FleetPublishing):
+class MqttPublisher(ExtensionPublishing, HaPublishing, FleetPublishing, LinkSupervision):
     """The appliance's MQTT client. Thread-safe; ``start()`` never waits for the broker.
 
     With ``config.enabled`` false every method is a no-op and ``stats()`` reports zeros.
@@ -68,6 +72,7 @@ class MqttPublisher(ExtensionPublishing, HaPublishing, FleetPublishing):
         reconnect_max_delay_s: float = 30.0,
         max_inflight: int = 32,
         connect_timeout_s: float = 5.0,
+        stall_after_s: Optional[float] = None,
     ) -> None:
         self._config = config
         self._device_id = device_id
@@ -99,6 +104,7 @@ class MqttPublisher(ExtensionPublishing, HaPublishing, FleetPublishing):
         self._drop_warned = False
         self._last_error: Optional[str] = None
         self._ha_init()
+        self._link_init(stall_after_s)
 
     # ----------------------------------------------------------------- public API
     @property
@@ -107,8 +113,10 @@ class MqttPublisher(ExtensionPublishing, HaPublishing, FleetPublishing):
 
     @property
     def connected(self) -> bool:
+        """True while connected and paho's network thread reads the link."""
         with self._cond:
-            return self._connected
+            connected, client = self._connected, self._client
+        return connected and client is not None and loop_alive(client)
 
     @property
     def last_error(self) -> Optional[str]:
@@ -117,14 +125,19 @@ class MqttPublisher(ExtensionPublishing, HaPublishing, FleetPublishing):
             return self._last_error
 
     def stats(self) -> Dict[str, Any]:
-        """``{"connected", "published", "queued", "dropped"}``.
+        """``{"connected", "published", "queued", "dropped", "stalled", "stall_reason", "loop_restarts",
+        "callback_errors"}``.
 
         ``queued`` counts messages not yet acknowledged by the broker: waiting in the offline
-        queue plus handed to the network but not acknowledged.
+        queue plus handed to the network but not acknowledged. ``callback_errors`` maps a paho
+        callback (``on_message``...) to the exceptions the guard caught in it
+        (``edge_app.mqtt.link_supervision``).
         """
+        link = self._link_stats()
         with self._cond:
             queued = len(self._queue) + len(self._priority) + len(self._unacked) + len(self._offline_retained)
-            return {"connected": self._connected, "published": self._published, "queued": queued, "dropped": self._dropped}
+            return {"connected": link.pop("connected"), "published": self._published, "queued": queued,
+                    "dropped": self._dropped, **link}
 
     def start(self) -> None:
         """Begin connecting in the background (paho's network thread) and return at once."""
@@ -139,17 +152,17 @@ class MqttPublisher(ExtensionPublishing, HaPublishing, FleetPublishing):
             # A bad certificate path must not take the appliance down; stay disconnected, say why.
             self._note_error(f"MQTT TLS/connection setup failed: {exc}", logging.ERROR)
             return
-        client.on_connect = self._on_connect
-        client.on_connect_fail = self._on_connect_fail
-        client.on_disconnect = self._on_disconnect
-        client.on_publish = self._on_publish
-        client.on_message = self._on_message
-        client.on_subscribe = self._on_subscribe
+        self._link_install(client, {
+            "on_connect": self._on_connect, "on_connect_fail": self._on_connect_fail,
+            "on_disconnect": self._on_disconnect, "on_publish": self._on_publish,
+            "on_message": self._on_message, "on_subscribe": self._on_subscribe,
+        })
         with self._cond:
             self._client = client
             self._running = True
             self._stopping = False
         client.loop_start()
+        self._link_start()
         self._sender = threading.Thread(target=self._send_loop, name="mqtt-sender", daemon=True)
         self._sender.start()
         log.info("MQTT publisher for %s:%d started as %r", self._config.host, self._config.port, self.client_id)
@@ -173,6 +186,7 @@ class MqttPublisher(ExtensionPublishing, HaPublishing, FleetPublishing):
             self._cond.notify_all()
         if self._sender is not None:
             self._sender.join(max(0.1, deadline - time.monotonic()))
+        self._link_stop(deadline - time.monotonic())
         if left:
             log.warning("MQTT publisher stopping with %d unsent messages", left)
         offline = self._message(self.topics.status, payloads.status_payload("offline", self._device_id, self._version), 1, True, _STATUS)
@@ -390,7 +404,8 @@ class MqttPublisher(ExtensionPublishing, HaPublishing, FleetPublishing):
             self._cond.notify_all()
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
-        if self._ha_handle(message.topic, message.payload) or self._fleet_handle(message.topic, message.payload):
+        if (self._ha_handle(message.topic, message.payload, bool(message.retain))
+                or self._fleet_handle(message.topic, message.payload)):
             return
         commands = self._commands
         if commands is not None:
