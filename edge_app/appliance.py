@@ -240,7 +240,7 @@ class Appliance:
         """The one change path (before ``start``): what the appliance asks to change itself, the
         MQTT detect switch and a model that could not be loaded, goes through ``changes`` too."""
         self._changes = changes
-        self._detect_switch = DetectSwitch(changes, lambda camera_id, on: self._publisher.publish_detect_state(camera_id, on))
+        self._detect_switch = DetectSwitch(changes, lambda cid, on: self._publisher.publish_detect_state(cid, on))
 
     def apply_config(self, new_config: AppConfig) -> ApplyResult:
         """Apply ``new_config`` (validated and saved by ``ConfigChanges``); a new model is loaded

@@ -186,3 +186,19 @@ def test_detection_switched_off_keeps_the_camera_streaming_for_live_view(running
 
     appliance.change_to(_with_detect(appliance, True))
     _wait(lambda: appliance.status().cameras[0].frames_analyzed > analysed + 3, what="analysis back on")
+
+
+def test_a_change_back_to_the_running_model_cancels_the_load_in_progress(running, int8_model_path, model_path):
+    appliance, factory, config_path = running
+    gate = factory.gate(int8_model_path)
+    first = appliance._detector
+    appliance.change_to(_with_model(appliance, int8_model_path))
+
+    result = appliance.change_to(_with_model(appliance, model_path, conf_threshold=0.6))
+
+    assert result.applying == [], "the running model needs no load"
+    assert appliance._detector is first and first.conf_threshold == 0.6
+    assert load_config(config_path).model.path == str(model_path)
+    gate.set()
+    _wait(lambda: appliance.status().model_change.state == "cancelled", what="the superseded load to end")
+    assert appliance._detector is first and factory.made[-1][1] in factory.closed

@@ -164,7 +164,8 @@ def test_a_failure_after_saving_restores_the_file_and_the_running_configuration(
 
     analysis.configure = failing_once
     with pytest.raises(Exception, match="injected"):
-        app.changes.patch({"model": {"conf_threshold": 0.55}, "cameras": [{"id": CAM, "source": "test://box?fps=5&width=160&height=120", "detect": False}]})
+        app.changes.patch({"model": {"conf_threshold": 0.55},
+                           "cameras": [{"id": CAM, "source": "test://box?fps=5&width=160&height=120", "detect": False}]})
 
     assert app.config_path.read_bytes() == before_bytes, "the file must be as it was"
     assert app.appliance.current_config() == before, "the running configuration must be as it was"
