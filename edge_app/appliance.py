@@ -2,23 +2,24 @@
 
 It implements ``edge_app.service.ApplianceService``; the API gets it passed in explicitly. What
 it builds (detector, MQTT publisher, camera workers) comes from factories that tests replace.
+
+It applies the configuration it is given and never writes the file: every change, also those it
+asks for itself (the MQTT detect switch, a model that could not be loaded), goes through the one
+``edge_app.config_changes.ConfigChanges`` handed to :meth:`Appliance.use_changes`.
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from edge_app.analysis import AnalysisHub
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
 from edge_app.config.schema import AppConfig, CameraConfig, ModelConfig
-from edge_app.config.store import ConfigError, Problem, save_config
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
-from edge_app.detect.labels import class_ids_for
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
@@ -32,13 +33,16 @@ from edge_app.pipeline.health import PipelineHealth, assess, readiness_reason
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
-from edge_app.reconfigure import plan_changes
+from edge_app.reconfigure import model_reload_needed, plan_changes
 from edge_app.detect_switch import DetectSwitch
 from edge_app.detections import Detections
 from edge_app.reports import camera_report, model_report, pipeline_report
 from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, MqttReport, StatusReport,
                               UnknownCamera)
 from edge_app.version import __version__
+
+if TYPE_CHECKING:
+    from edge_app.config_changes import ConfigChanges
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +56,7 @@ RETIRE_TIMEOUT_S = 10.0
 
 
 class Appliance:
-    def __init__(self, config: AppConfig, config_path: Optional[Path] = None, stall_after_s: Optional[float] = None,
+    def __init__(self, config: AppConfig, stall_after_s: Optional[float] = None,
                  *, detector_factory: Callable[..., Detector] = create_detector,
                  publisher_factory: Callable[..., MqttPublisher] = MqttPublisher,
                  camera_factory: Callable[..., CameraWorker] = CameraWorker,
@@ -65,7 +69,6 @@ class Appliance:
         self._publisher_factory = publisher_factory
         self._camera_factory = camera_factory
         self.stall_after_s = pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s
-        self._config_path = Path(config_path) if config_path else None
         self._apply_lock = threading.RLock()
         self._started_mono_s = time.monotonic()
         self._detector: Optional[Detector] = None
@@ -74,8 +77,8 @@ class Appliance:
         self._broken_reload_s: Optional[float] = None  # when a model that could not run was last loaded again
         self._cameras: Dict[str, CameraWorker] = {}
         self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
-        self._detect_switch = DetectSwitch(lambda: self._config, self.apply_config, lambda: self._publisher,
-                                           self._apply_lock)
+        self._changes: Optional["ConfigChanges"] = None  # the one change path (use_changes)
+        self._detect_switch: Optional[DetectSwitch] = None
         self._analysis = AnalysisHub(lambda: self._publisher, store=event_store)
         self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse)
         # The cameras whose frames go through the model: enabled with their detect switch on.
@@ -121,8 +124,10 @@ class Appliance:
             for cam in self._config.cameras:
                 self._start_camera(cam)
             self._analysis.configure(self._config)
-            self._detect_switch.publish_states(self._config)
+            self._publish_detect_states(self._config)
             self._publish_ha_discovery()
+            if self._detect_switch is not None:
+                self._detect_switch.start()
             self._subscribe_commands()  # only now: a command or desired change must not race the start
             self._reconfigure_pipeline()
             self._pipeline.start()
@@ -142,6 +147,8 @@ class Appliance:
             change = self._model_change
         if change is not None:
             change.cancel()
+        if self._detect_switch is not None:
+            self._detect_switch.stop(timeout_s=1.0)
         self._stats_stop.set()
         workers = list(self._cameras.values())
         stoppers = [threading.Thread(target=w.stop, kwargs={"timeout_s": 2.0}, name=f"stop:{w.config.id}") for w in workers]
@@ -218,9 +225,9 @@ class Appliance:
             except Exception:
                 log.exception("publishing stats failed")
 
-    def set_detect(self, camera_id: str, enabled: bool) -> None:
-        """Turn analysis of one camera on or off (the MQTT detect switch); saved like a config change."""
-        self._detect_switch.set(camera_id, enabled)
+    def _publish_detect_states(self, config: AppConfig) -> None:
+        for camera in config.cameras:
+            self._publisher.publish_detect_state(camera.id, camera.detect)
 
     def _publish_ha_discovery(self) -> None:
         labels = self._detector.labels if self._detector is not None else ()
@@ -230,24 +237,29 @@ class Appliance:
     def current_config(self) -> AppConfig:
         return self._config
 
+    def use_changes(self, changes: "ConfigChanges") -> None:
+        """The one change path (before ``start``): what the appliance asks to change itself, the
+        MQTT detect switch and a model that could not be loaded, goes through ``changes`` too."""
+        self._changes = changes
+        self._detect_switch = DetectSwitch(changes, lambda cid, on: self._publisher.publish_detect_state(cid, on))
+
     def apply_config(self, new_config: AppConfig) -> ApplyResult:
-        """Save and apply ``new_config``; a new model is loaded in the background (``applying``)."""
+        """Apply ``new_config`` (validated and saved by ``ConfigChanges``); a new model is loaded
+        in the background (``applying``)."""
         with self._apply_lock:
             old = self._config
             plan = plan_changes(old, new_config)
-            if not plan.reload_model and self._model_change_pending() is None and self._detector is not None:
-                # Checked before anything is saved: a typo in model.classes must not reach the file.
-                try:
-                    class_ids_for(new_config.model.classes, self._detector.labels)
-                except DetectorError as err:
-                    raise ConfigError([Problem("model.classes", str(err))]) from None
-            if self._config_path is not None:
-                save_config(new_config, self._config_path)
+            # Back to the model that runs (a failed model taken out, say): nothing to load.
+            load = plan.reload_model and (self._detector_model is None
+                                          or model_reload_needed(self._detector_model, new_config.model))
             self._config = new_config
-            if plan.reload_model:
+            if load:
                 self._begin_model_change(new_config)
-            elif self._model_change_pending() is None:
-                self._retune_detector(new_config)
+            else:
+                if plan.reload_model:
+                    self._cancel_model_change()
+                if plan.reload_model or self._model_change_pending() is None:
+                    self._retune_detector(new_config)
             if plan.reconnect_mqtt:
                 self._swap_publisher(new_config)
             for cid in plan.cameras_removed + plan.cameras_changed:
@@ -260,22 +272,25 @@ class Appliance:
             self._analysis.configure(new_config)
             if self._event_store is not None:
                 self._event_store.set_retention(new_config.events.retain_days, new_config.events.max_mb)
-            self._detect_switch.publish_states(new_config)
+            self._publish_detect_states(new_config)
             self._publish_ha_discovery()
             self._reconfigure_pipeline()
             logging.getLogger().setLevel(new_config.logging.level)
             log.info("configuration applied: %s", plan)
-            return ApplyResult(new_config, plan.restart_required, ["model"] if plan.reload_model else [])
+            return ApplyResult(new_config, plan.restart_required, ["model"] if load else [])
 
     # -- model changes: loaded beside the running model, swapped in when ready ----------------------
     def _model_change_pending(self) -> Optional[ModelChange]:
         change = self._model_change
         return change if change is not None and change.report.state == "loading" else None
 
-    def _begin_model_change(self, config: AppConfig) -> None:
+    def _cancel_model_change(self) -> None:
         previous = self._model_change_pending()
         if previous is not None:
             previous.cancel()  # superseded: only the newest model is worth loading
+
+    def _begin_model_change(self, config: AppConfig) -> None:
+        self._cancel_model_change()
         self._model_change = ModelChange(config, self._load_detector, self._install_detector,
                                          self._model_change_failed).start()
 
@@ -311,17 +326,13 @@ class Appliance:
     def _model_change_failed(self, change: ModelChange, message: str) -> None:
         """Keep file and running state in agreement: the model section goes back to the running one."""
         with self._apply_lock:
-            if change is not self._model_change or self._detector_model is None:
+            running = self._detector_model
+            if change is not self._model_change or running is None or self._changes is None:
                 return
-            if self._config.model != change.config.model:
-                return  # a later change replaced the model section already
-            reverted = self._config.model_copy(update={"model": self._detector_model})
-            if self._config_path is not None:
-                save_config(reverted, self._config_path)
-            self._config = reverted
-            self._retune(self._detector, reverted)
-        log.error("model %s could not be loaded (%s); the configuration keeps %s", change.config.model.path,
-                  message, self._detector_model.path)
+        # Through the change path, under its lock: a change being validated now cannot undo this.
+        if self._changes.revert_model(change.config.model, running) is not None:
+            log.error("model %s could not be loaded (%s); the configuration keeps %s", change.config.model.path,
+                      message, running.path)
 
     def _retune_detector(self, config: AppConfig) -> None:
         if self._detector is not None:
@@ -353,7 +364,9 @@ class Appliance:
         self._config_desired = handler
 
     def _subscribe_commands(self) -> None:
-        self._publisher.on_detect_set(self._detect_switch.on_command, camera_known=lambda cid: self._config.camera(cid) is not None)
+        if self._detect_switch is not None:
+            self._publisher.on_detect_set(self._detect_switch.on_command,
+                                          camera_known=lambda cid: self._config.camera(cid) is not None)
         if self._config_desired is not None:
             self._publisher.on_config_desired(self._config_desired)
 

@@ -1,7 +1,8 @@
 """Everything ``edge-app run`` would refuse, checked before it matters.
 
 Form is the schema's job; this module checks the configuration against the machine: the model
-file is there and readable, its labels can be read, ``model.classes`` names labels the model has,
+file is there and readable, its labels (a labels file or the model's metadata) can be read and pass the
+rule of configured labels, ``model.classes`` names labels the model has,
 the HTTPS certificate loads, camera files exist. The config API runs it before saving anything
 (a change is all or nothing), ``check-config`` reports it, and ``run`` refuses to start with it
 instead of failing later in a restart loop.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 import ssl
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from edge_app.config.sources import SourceError, parse_source, source_file
 from edge_app.config.schema import AppConfig, ModelConfig
@@ -39,25 +40,46 @@ def _readable_file(path: str, what: str) -> Optional[str]:
     return None
 
 
-def model_labels(model: ModelConfig) -> List[str]:
-    """The labels the detector will use for ``model`` (DetectorError when they cannot be read)."""
-    if model.labels:
-        return read_labels_file(model.labels)
-    # The readers the backends use (imported here: only a classes check needs them), so check and
+def model_metadata(model: ModelConfig) -> Dict[str, str]:
+    """The metadata of the model file (DetectorError when it cannot be read)."""
+    # The readers the backends use (imported here: only a labels check needs them), so check and
     # run see the same labels; an engine without a header falls back to its sidecar, as at run time.
     from edge_app.detect.tensorrt.onnx_info import read_onnx_info
     from edge_app.detect.tensorrt.prepare import user_engine_metadata
 
     try:
         if is_engine_file(model.path):
-            metadata = user_engine_metadata(Path(model.path))
-        else:
-            metadata = read_onnx_info(Path(model.path)).metadata
+            return user_engine_metadata(Path(model.path))
+        return read_onnx_info(Path(model.path)).metadata
     except DetectorError:
         raise
     except Exception as err:  # ONNX Runtime raises its own exception types for a broken file
         raise DetectorError(f"model file {model.path} is not a readable model ({type(err).__name__})") from None
-    return resolve_labels(None, metadata)[0]
+
+
+def model_labels(model: ModelConfig) -> List[str]:
+    """The labels the detector will use for ``model`` (DetectorError when they cannot be read)."""
+    if model.labels:
+        return read_labels_file(model.labels)
+    return resolve_labels(None, model_metadata(model))[0]
+
+
+def _label_problems(model: ModelConfig) -> Tuple[List[Problem], Optional[List[str]]]:
+    """(problems, labels): the model's labels pass the rule of configured labels wherever they come from."""
+    if model.labels:
+        try:
+            return [], read_labels_file(model.labels)
+        except DetectorError as err:
+            return [Problem("model.labels", str(err))], None
+    try:
+        metadata = model_metadata(model)
+    except DetectorError as err:
+        # A model file that cannot be read is the load's to report, unless the classes need its labels.
+        return ([Problem("model.classes", str(err))] if model.classes else []), None
+    try:
+        return [], resolve_labels(None, metadata)[0]
+    except DetectorError as err:
+        return [Problem("model.path", f"model file {model.path}: {err}")], None
 
 
 def _model_problems(model: ModelConfig) -> List[Problem]:
@@ -68,14 +90,12 @@ def _model_problems(model: ModelConfig) -> List[Problem]:
         choose_backend(model)
     except DetectorError as err:
         return [Problem("model.backend" if model.backend != "auto" else "model.path", str(err))]
-    if model.labels:
+    problems, labels = _label_problems(model)
+    if problems:
+        return problems
+    if model.classes and labels is not None:
         try:
-            read_labels_file(model.labels)
-        except DetectorError as err:
-            return [Problem("model.labels", str(err))]
-    if model.classes:
-        try:
-            class_ids_for(model.classes, model_labels(model))
+            class_ids_for(model.classes, labels)
         except DetectorError as err:
             return [Problem("model.classes", str(err))]
     return []

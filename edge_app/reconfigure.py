@@ -6,9 +6,9 @@ and swapped in when ready, new MQTT settings reconnect, ``api.host``/``api.port`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Tuple
+from typing import List, Set, Tuple
 
-from edge_app.config.schema import AppConfig
+from edge_app.config.schema import AppConfig, ModelConfig
 
 # Model settings the decoder reads on every batch: changing these needs no model reload.
 _DECODE_ONLY_KEYS = {"conf_threshold", "iou_threshold", "classes", "batch_timeout_ms"}
@@ -36,6 +36,16 @@ class ChangePlan:
                     or self.retune_model or self.reconnect_mqtt or self.restart_required)
 
 
+def _differing_model_keys(old: ModelConfig, new: ModelConfig) -> Set[str]:
+    old_model, new_model = old.model_dump(), new.model_dump()
+    return {k for k in new_model if new_model[k] != old_model[k]}
+
+
+def model_reload_needed(loaded: ModelConfig, wanted: ModelConfig) -> bool:
+    """Whether a detector loaded from ``loaded`` must be loaded again to run ``wanted``."""
+    return bool(_differing_model_keys(loaded, wanted) - _DECODE_ONLY_KEYS)
+
+
 def plan_changes(old: AppConfig, new: AppConfig) -> ChangePlan:
     old_cams = {c.id: c for c in old.cameras}
     new_cams = {c.id: c for c in new.cameras}
@@ -47,9 +57,7 @@ def plan_changes(old: AppConfig, new: AppConfig) -> ChangePlan:
         # Reconnect timing is read when a camera starts: restart the ones that stay.
         changed = tuple(dict.fromkeys(changed + tuple(cid for cid in new_cams if cid in old_cams)))
 
-    old_model = old.model.model_dump()
-    new_model = new.model.model_dump()
-    differing = {k for k in new_model if new_model[k] != old_model[k]}
+    differing = _differing_model_keys(old.model, new.model)
     reload_model = bool(differing - _DECODE_ONLY_KEYS)
     retune_model = bool(differing & _DECODE_ONLY_KEYS)
 

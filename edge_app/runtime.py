@@ -40,6 +40,7 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     from edge_app.api import create_app
     from edge_app.api.server import ApiServer, TLSSetupError
     from edge_app.appliance import Appliance
+    from edge_app.config.store import ConfigFile
     from edge_app.config_changes import ConfigChanges
     from edge_app.fleet_agent import start_fleet_agent
     from edge_app.supervise import Supervisor
@@ -49,9 +50,11 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     # Relative to the working directory, like every path of the configuration.
     store = (EventStore(Path(config.events.dir), config.events.retain_days, config.events.max_mb)
              if config.events.enabled else None)
-    appliance = Appliance(config, config_path, event_store=store)
-    # One change path for the API and the fleet's R/config/desired: one set of rules, one lock.
-    changes = ConfigChanges(appliance, appliance.current_config)
+    appliance = Appliance(config, event_store=store)
+    # One change path for the API, the fleet's R/config/desired, the detect switch and model
+    # reloads: one set of rules, one lock, the one writer of the file.
+    changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(config_path))
+    appliance.use_changes(changes)
     start_fleet_agent(appliance, changes, config_path)
     # The API comes up first so /api/v1/status can show a TensorRT engine build in progress.
     server = None

@@ -1,9 +1,10 @@
 """Live reconfiguration of the appliance, in-process: a new model is a background job.
 
 The appliance runs for real here (test:// cameras, the real YOLOv8n models with ONNX Runtime,
-MQTT switched off); the one thing injected is *when* a model finishes loading: the detector
-factory is the real ``create_detector`` behind a gate the test opens, so "the request has been
-answered while the model is still loading" can be observed without racing the clock.
+MQTT switched off) behind the one change path (``ConfigChanges``, which saves the file); the one
+thing injected is *when* a model finishes loading: the detector factory is the real
+``create_detector`` behind a gate the test opens, so "the request has been answered while the
+model is still loading" can be observed without racing the clock.
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from edge_app.appliance import Appliance
-from edge_app.config.store import load_config, parse_config
+from edge_app.config.store import ConfigFile, config_to_dict, load_config, parse_config, save_config
+from edge_app.config_changes import ConfigChanges
 from edge_app.detect.factory import create_detector
 
 
@@ -51,7 +53,8 @@ def _config(model: Path, tmp_path: Path, **model_overrides):
         "cameras": [{"id": "cam", "source": "test://box?fps=10&width=320&height=240"}],
         "model": {"path": str(model), "engine_dir": str(tmp_path / "engines"), **model_overrides},
         "mqtt": {"enabled": False},
-        "api": {"enabled": False},
+        # The models of these tests live in other folders than the first one.
+        "api": {"enabled": False, "allow_unsafe_sources": True},
     })
 
 
@@ -68,8 +71,13 @@ def _wait(predicate, timeout_s=30.0, what="the condition"):
 def running(tmp_path, model_path):
     factory = GatedFactory()
     config_path = tmp_path / "config.yaml"
-    appliance = Appliance(_config(model_path, tmp_path), config_path, detector_factory=factory)
+    config = _config(model_path, tmp_path)
+    save_config(config, config_path)
+    appliance = Appliance(config, detector_factory=factory)
+    changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(config_path))
+    appliance.use_changes(changes)
     appliance.start()
+    appliance.change_to = lambda new: changes.write(lambda current: config_to_dict(new))  # the test's way in
     yield appliance, factory, config_path
     for gate in factory.gates.values():
         gate.set()
@@ -81,12 +89,17 @@ def _with_model(appliance, model: Path, **changes):
     return config.model_copy(update={"model": config.model.model_copy(update={"path": str(model), **changes})})
 
 
+def _with_detect(appliance, on: bool):
+    config = appliance.current_config()
+    return config.model_copy(update={"cameras": [c.model_copy(update={"detect": on}) for c in config.cameras]})
+
+
 def test_a_new_model_is_answered_at_once_and_swapped_in_when_loaded(running, int8_model_path, model_path):
     appliance, factory, config_path = running
     gate = factory.gate(int8_model_path)
     first = factory.made[0][1]
 
-    result = appliance.apply_config(_with_model(appliance, int8_model_path))
+    result = appliance.change_to(_with_model(appliance, int8_model_path))
 
     assert result.applying == ["model"]
     assert load_config(config_path).model.path == str(int8_model_path), "saved before the load"
@@ -111,7 +124,7 @@ def test_a_model_that_fails_to_load_leaves_the_old_one_running_and_in_the_file(r
     broken.write_bytes(b"not an onnx model at all")
     first = appliance._detector
 
-    result = appliance.apply_config(_with_model(appliance, broken))
+    result = appliance.change_to(_with_model(appliance, broken))
 
     assert result.applying == ["model"]
     _wait(lambda: appliance.status().model_change.state == "failed", what="the failure")
@@ -125,12 +138,12 @@ def test_a_model_that_fails_to_load_leaves_the_old_one_running_and_in_the_file(r
 def test_a_newer_model_change_replaces_one_still_loading(running, int8_model_path, model_path, tmp_path):
     appliance, factory, _ = running
     slow = factory.gate(int8_model_path)
-    appliance.apply_config(_with_model(appliance, int8_model_path))
+    appliance.change_to(_with_model(appliance, int8_model_path))
     superseded = appliance.status().model_change
 
     copy = tmp_path / "second.onnx"
     copy.write_bytes(Path(model_path).read_bytes())
-    appliance.apply_config(_with_model(appliance, copy))
+    appliance.change_to(_with_model(appliance, copy))
     _wait(lambda: appliance.status().model_change.state == "applied", what="the newer model")
     assert appliance.status().model.path == str(copy)
 
@@ -144,9 +157,9 @@ def test_a_newer_model_change_replaces_one_still_loading(running, int8_model_pat
 def test_settings_changed_while_a_model_loads_apply_to_the_new_model(running, int8_model_path):
     appliance, factory, _ = running
     gate = factory.gate(int8_model_path)
-    appliance.apply_config(_with_model(appliance, int8_model_path))
+    appliance.change_to(_with_model(appliance, int8_model_path))
     config = appliance.current_config()
-    appliance.apply_config(config.model_copy(update={"model": config.model.model_copy(
+    appliance.change_to(config.model_copy(update={"model": config.model.model_copy(
         update={"conf_threshold": 0.6, "classes": ["person"]})}))
 
     gate.set()
@@ -159,7 +172,7 @@ def test_detection_switched_off_keeps_the_camera_streaming_for_live_view(running
     _wait(lambda: appliance.status().cameras[0].frames_analyzed > 2, what="analysed frames")
     frames_before = appliance.status().cameras[0].frames_captured
 
-    appliance.set_detect("cam", False)
+    appliance.change_to(_with_detect(appliance, False))
 
     assert load_config(config_path).cameras[0].detect is False, "saved like a configuration change"
     analysed = appliance.status().cameras[0].frames_analyzed
@@ -171,5 +184,21 @@ def test_detection_switched_off_keeps_the_camera_streaming_for_live_view(running
     time.sleep(0.5)
     assert appliance.status().cameras[0].frames_analyzed <= analysed + 1, "no analysis while off"
 
-    appliance.set_detect("cam", True)
+    appliance.change_to(_with_detect(appliance, True))
     _wait(lambda: appliance.status().cameras[0].frames_analyzed > analysed + 3, what="analysis back on")
+
+
+def test_a_change_back_to_the_running_model_cancels_the_load_in_progress(running, int8_model_path, model_path):
+    appliance, factory, config_path = running
+    gate = factory.gate(int8_model_path)
+    first = appliance._detector
+    appliance.change_to(_with_model(appliance, int8_model_path))
+
+    result = appliance.change_to(_with_model(appliance, model_path, conf_threshold=0.6))
+
+    assert result.applying == [], "the running model needs no load"
+    assert appliance._detector is first and first.conf_threshold == 0.6
+    assert load_config(config_path).model.path == str(model_path)
+    gate.set()
+    _wait(lambda: appliance.status().model_change.state == "cancelled", what="the superseded load to end")
+    assert appliance._detector is first and factory.made[-1][1] in factory.closed

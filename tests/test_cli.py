@@ -121,3 +121,28 @@ def test_build_engine_without_tensorrt_says_so(tmp_path):
     result = edge_app("build-engine", "-c", path)
     assert result.returncode == 1
     assert "TensorRT" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["check-config", "run"])
+def test_labels_unfit_for_mqtt_topics_are_refused_wherever_they_come_from(tmp_path, model_path, command):
+    """Labels become MQTT topic levels (counts per label): a labels file or the model's metadata
+    gets the checks configured labels get, and the problem is located."""
+    from tests.detect.onnx_models import build_model
+
+    labels = tmp_path / "labels.txt"
+    labels.write_text("per+son\nbicycle\ncar\nmotorcycle\nairplane\nbus/#\n", encoding="utf-8")
+    from_file = tmp_path / "file.yaml"
+    from_file.write_text(f"cameras: []\nmodel:\n  path: {model_path}\n  labels: {labels}\n"
+                         "mqtt:\n  enabled: false\napi:\n  enabled: false\n")
+    result = edge_app(command, "-c", from_file, timeout_s=60)
+    assert result.returncode == 2, result.stderr
+    assert "model.labels" in result.stderr and "line 1" in result.stderr and "#, +, /" in result.stderr
+    assert "Traceback" not in result.stderr
+
+    model = build_model(tmp_path / "meta.onnx", metadata={"names": "{0: 'person', 1: 'bus/#'}"})
+    from_metadata = tmp_path / "metadata.yaml"
+    from_metadata.write_text(f"cameras: []\nmodel:\n  path: {model}\nmqtt:\n  enabled: false\napi:\n  enabled: false\n")
+    result = edge_app(command, "-c", from_metadata, timeout_s=60)
+    assert result.returncode == 2, result.stderr
+    assert "model.path" in result.stderr and "'bus/#'" in result.stderr and "model.labels" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from edge_app.config.store import load_config, parse_config, save_config
+from edge_app.config.store import ConfigFile, load_config, parse_config, save_config
 from edge_app.config_changes import ConfigChanges, ConfigRefused, Origin
 from edge_app.fleet_agent import FleetAgent
 from edge_app.fleet_state import DesiredVersionStore, state_path_for
@@ -26,7 +26,7 @@ def setup(tmp_path, model_path):
                            "api": {"allow_unsafe_sources": True}})
     save_config(config, config_path)
     service = InMemoryService(config, config_path)
-    changes = ConfigChanges(service, service.current_config)
+    changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(config_path))
     reports = []
 
     def agent():

@@ -68,7 +68,7 @@ def create_app(
     *,
     max_live_streams: int = 32,
     max_live_streams_per_camera: int = 8,
-    config_changes: Optional[ConfigChanges] = None,
+    config_changes: ConfigChanges,
 ) -> Flask:
     """Build the REST API for ``service``.
 
@@ -76,8 +76,7 @@ def create_app(
     is asked on every request, so a new token or body limit applies without a restart.
     ``max_live_streams`` bounds concurrently open MJPEG live views, ``max_live_streams_per_camera``
     those of one camera (keep both well below the server's worker threads). ``config_changes``
-    is the appliance's one change path when other front ends (the fleet) share it; by default
-    the API makes its own.
+    is the appliance's one change path, shared with the fleet, the detect switch and model reloads.
     """
     get_config: Callable[[], AppConfig] = config_getter or service.current_config
     app = Flask(__name__, static_folder=None)
@@ -94,7 +93,7 @@ def create_app(
     app.register_blueprint(health_blueprint(service))
     app.register_blueprint(status_blueprint(service))
     # One writer for every route that changes the configuration: one set of rules, one lock.
-    writer = ConfigWriter(service, get_config, config_changes)
+    writer = ConfigWriter(config_changes)
     app.register_blueprint(config_blueprint(writer))
     app.register_blueprint(camera_edits_blueprint(writer))
     app.register_blueprint(cameras_blueprint(service, get_config, max_live_streams, max_live_streams_per_camera))

@@ -1,19 +1,19 @@
 """The REST API's side of :class:`edge_app.config_changes.ConfigChanges`: refusals become 400s.
 
 ``PUT``/``PATCH /api/v1/config`` and the per-camera routes all go through one
-:class:`ConfigWriter`, which hands every change to the appliance's one ``ConfigChanges`` (shared
-with the fleet's ``R/config/desired``), so the rules live in one place and one lock orders every
-write. A refusal answers 400 with every problem located in the full configuration.
+:class:`ConfigWriter` in front of the appliance's one ``ConfigChanges`` (shared with the fleet's
+``R/config/desired``, the detect switch and model reloads), so the rules live in one place and one
+lock orders every write. A refusal answers 400 with every problem located in the full configuration.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List
 
 from edge_app.api.errors import ApiError
 from edge_app.config.schema import AppConfig
 from edge_app.config.store import Problem
 from edge_app.config_changes import ConfigBuilder, ConfigChanges, ConfigRefused
-from edge_app.service import ApplianceService, ApplyResult
+from edge_app.service import ApplyResult
 
 
 def refusal(what: str, problems: List[Problem]) -> ApiError:
@@ -23,20 +23,16 @@ def refusal(what: str, problems: List[Problem]) -> ApiError:
 
 
 class ConfigWriter:
-    """Validates and applies configuration changes one at a time (see ``ConfigChanges``)."""
+    """``changes`` as the routes use it: the running configuration, writes, and 400s for refusals."""
 
-    def __init__(self, service: ApplianceService, config_getter: Callable[[], AppConfig],
-                 changes: Optional[ConfigChanges] = None):
-        self._changes = changes if changes is not None else ConfigChanges(service, config_getter)
+    def __init__(self, changes: ConfigChanges) -> None:
+        self._changes = changes
 
     def current(self) -> AppConfig:
         return self._changes.current()
 
     def write(self, build: ConfigBuilder) -> ApplyResult:
-        """Build the new configuration from the running one, under the lock, and apply it.
-
-        ``build`` may raise (an unknown camera, a conflict); nothing has changed then either.
-        """
+        """``ConfigChanges.write``: ``build`` makes the new configuration from the running one."""
         return self._answer(lambda: self._changes.write(build))
 
     def patch(self, patch: Any) -> ApplyResult:

@@ -52,15 +52,27 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+def label_problem(label: str) -> Optional[str]:
+    """Why ``label`` cannot be a class label (None: it can), wherever it comes from.
+
+    The one rule for configured labels, labels files and model metadata alike: labels become MQTT
+    topic levels (counts per label, zones, lines). The answer never quotes the label, so a caller
+    reading a file that may hold anything decides what to show.
+    """
+    if not label.strip():
+        return "may not be empty"
+    if len(label) > MAX_LABEL_CHARS:
+        return f"may have at most {MAX_LABEL_CHARS} characters"
+    if any(ch in label for ch in "#+/") or _CONTROL_CHARS.search(label):
+        return "may not contain #, +, / or control characters"
+    return None
+
+
 def _clean_labels(labels: List[str]) -> List[str]:
     for label in labels:
-        if not label.strip():
-            raise ValueError("labels may not be empty")
-        if len(label) > MAX_LABEL_CHARS:
-            raise ValueError(f"labels may have at most {MAX_LABEL_CHARS} characters")
-        # Labels become MQTT topic levels (zone and line counts).
-        if any(ch in label for ch in "#+/") or _CONTROL_CHARS.search(label):
-            raise ValueError(f"label {label!r} may not contain #, +, / or control characters")
+        why = label_problem(label)
+        if why:
+            raise ValueError(f"label {label[:MAX_LABEL_CHARS]!r} {why}")
     return labels
 
 

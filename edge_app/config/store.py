@@ -103,13 +103,16 @@ def save_config(config: AppConfig, path: Union[str, Path]) -> None:
 
     A power cut mid-write leaves either the old file or the new one, never half of each.
     """
-    path = Path(path)
     text = yaml.safe_dump(config_to_dict(config), sort_keys=False, default_flow_style=False)
+    _write_atomically(Path(path), text.encode("utf-8"))
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         if path.exists():
@@ -126,6 +129,29 @@ def save_config(config: AppConfig, path: Union[str, Path]) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+class ConfigFile:
+    """The file a running configuration is saved to, and put back as it was when applying fails."""
+
+    def __init__(self, path: Union[str, Path]) -> None:
+        self.path = Path(path)
+
+    def save(self, config: AppConfig) -> Optional[bytes]:
+        """Save ``config``; what the file held before (None: there was no file), for :meth:`restore`."""
+        try:
+            previous: Optional[bytes] = self.path.read_bytes()
+        except FileNotFoundError:
+            previous = None
+        save_config(config, self.path)
+        return previous
+
+    def restore(self, previous: Optional[bytes]) -> None:
+        """Put back what :meth:`save` returned, byte for byte."""
+        if previous is None:
+            self.path.unlink(missing_ok=True)
+        else:
+            _write_atomically(self.path, previous)
 
 
 def redacted_dict(config: AppConfig) -> Dict[str, Any]:

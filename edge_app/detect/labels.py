@@ -15,6 +15,7 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from edge_app.config.schema import label_problem
 from edge_app.detect.base import DetectorError
 
 log = logging.getLogger(__name__)
@@ -23,8 +24,6 @@ log = logging.getLogger(__name__)
 MAX_CLASS_ID = 100_000
 COCO80_RESOURCE = "coco80.txt"
 MAX_LABELS_FILE_BYTES = 1024 * 1024
-MAX_LABEL_CHARS = 128
-_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # Only names shaped like a class label are offered as "did you mean": labels may come from a file
 # the configuration names, and a hint must never echo a line such as "password: ...".
 _HINTABLE_LABEL = re.compile(r"[^\W_][\w .'()+&-]{0,63}")
@@ -84,13 +83,16 @@ def read_labels_file(path: str) -> List[str]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise DetectorError(f"labels file {path} is not UTF-8 text") from None
-    labels = [line.strip() for line in text.splitlines() if line.strip()]
-    if not labels:
+    numbered = [(number, line.strip()) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not numbered:
         raise DetectorError(f"labels file {path} contains no labels")
-    for number, label in enumerate(labels, 1):
-        if len(label) > MAX_LABEL_CHARS or _CONTROL_CHARS.search(label):
-            raise DetectorError(f"labels file {path}: label {number} is not a label (longer than {MAX_LABEL_CHARS} "
-                                "characters or with control characters); is this the right file?")
+    for number, label in numbered:
+        why = label_problem(label)
+        if why:
+            # Never quoted: the file may be any file (a password on line 3 must not reach an answer).
+            raise DetectorError(f"labels file {path}: line {number} is not a label, labels {why}; "
+                                "is this the right file?")
+    labels = [label for _, label in numbered]
     if len(labels) > MAX_CLASS_ID + 1:
         raise DetectorError(f"labels file {path} has more than {MAX_CLASS_ID + 1} labels")
     return labels
@@ -102,12 +104,25 @@ def coco80_labels() -> List[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+def check_metadata_labels(labels: Sequence[str]) -> None:
+    """The labels of a model's metadata pass the checks configured labels pass (DetectorError)."""
+    for class_id, label in enumerate(labels):
+        why = label_problem(label)
+        if why:
+            raise DetectorError(f"the model's metadata label {class_id} {label[:64]!r} is not usable, labels {why}; "
+                                "name the labels in a labels file (model.labels)")
+
+
 def resolve_labels(labels_path: Optional[str], metadata: Mapping[str, str]) -> Tuple[List[str], str]:
-    """The labels to use and where they came from ("file", "metadata" or "coco80")."""
+    """The labels to use and where they came from ("file", "metadata" or "coco80").
+
+    Labels from a file or the metadata are checked like configured ones (DetectorError).
+    """
     if labels_path:
         return read_labels_file(labels_path), "file"
     from_metadata = parse_names(metadata.get("names"))
     if from_metadata:
+        check_metadata_labels(from_metadata)
         return from_metadata, "metadata"
     return coco80_labels(), "coco80"
 

@@ -13,7 +13,8 @@ import pytest
 import requests
 
 from edge_app.api import ApiServer, create_app
-from edge_app.config.store import merge_patch, parse_config
+from edge_app.config.store import ConfigFile, merge_patch, parse_config
+from edge_app.config_changes import ConfigChanges
 from edge_app.detections import Detections
 from tests.api.in_memory_service import InMemoryService
 
@@ -51,6 +52,7 @@ class RunningApi:
     service: InMemoryService
     server: ApiServer
     config_path: Path
+    changes: ConfigChanges
     http: requests.Session = field(default_factory=requests.Session)
 
     @property
@@ -85,11 +87,12 @@ def make_api(tmp_path, bus_image, model_path) -> Callable[..., RunningApi]:
         config = parse_config(merge_patch(base, config_patch or {}))
         config_path = tmp_path / f"config-{len(started)}.yaml"
         service = InMemoryService(config, config_path)
+        changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(config_path))
         if publish:
             service.publish("front", bus_image, bus_detections())
-        server = ApiServer(create_app(service, **app_kwargs), "127.0.0.1", 0)
+        server = ApiServer(create_app(service, config_changes=changes, **app_kwargs), "127.0.0.1", 0)
         server.start()
-        running = RunningApi(service, server, config_path)
+        running = RunningApi(service, server, config_path, changes)
         started.append(running)
         return running
 

@@ -1,7 +1,7 @@
 """An in-memory ApplianceService for testing the HTTP layer; the real appliance is exercised in tests/e2e.
 
-It keeps a configuration, persists applies with ``save_config`` like the appliance does, and
-serves frames and detections that a test publishes with :meth:`InMemoryService.publish`
+It keeps a configuration and applies what it is given (``ConfigChanges`` saves the file, as for
+the appliance), and serves frames and detections that a test publishes with :meth:`InMemoryService.publish`
 through the appliance's own ``ResultStore``, so frames and payloads behave as in the real
 thing. Its answers are the same typed reports; tests/api/test_service_double.py checks it
 against the ``ApplianceService`` protocol so the two cannot drift apart.
@@ -132,7 +132,6 @@ class InMemoryService:
                 for section, key in RESTART_KEYS
                 if getattr(getattr(old, section), key) != getattr(getattr(new_config, section), key)
             ]
-            save_config(new_config, self._config_path)
             self._config = new_config
             for cam in new_config.cameras:
                 self.streaming.setdefault(cam.id, False)

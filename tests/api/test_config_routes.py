@@ -1,5 +1,6 @@
 """GET/PUT/PATCH /api/v1/config: redaction, validation with field paths, persistence, merge patch."""
 import copy
+import shutil
 
 import pytest
 
@@ -197,3 +198,24 @@ def test_bodies_that_are_not_json_are_refused(api, method, data, headers, status
     assert response.status_code == status
     assert response.headers["Content-Type"].startswith("application/json")
     assert isinstance(response.json()["error"], str)
+
+
+def test_a_labels_file_with_labels_unfit_for_topics_is_400_and_changes_nothing(make_api, model_path, tmp_path):
+    """Labels become MQTT topic levels: from a labels file they pass the checks configured ones pass."""
+    models = tmp_path / "models"
+    models.mkdir()
+    model = models / "yolov8n.onnx"
+    shutil.copyfile(model_path, model)
+    labels = models / "labels.txt"
+    labels.write_text("per+son\nbicycle\ncar\nmotorcycle\nairplane\nbus/#\n", encoding="utf-8")
+    api = make_api({"model": {"path": str(model)}})
+    before_bytes = api.config_path.read_bytes()
+
+    response = api.request("PATCH", "/api/v1/config", json={"model": {"labels": str(labels)}})
+
+    assert response.status_code == 400, response.text
+    details = response.json()["details"]
+    assert details[0]["loc"] == "model.labels" and "line 1" in details[0]["msg"], details
+    assert "#, +, /" in details[0]["msg"], details
+    assert api.config_path.read_bytes() == before_bytes
+    assert api.service.apply_calls == 0

@@ -91,7 +91,7 @@ def test_openapi_describes_every_spec_route(api):
 
 def test_openapi_documents_exactly_the_routes_of_the_app(api):
     document = api.get("/api/openapi.json").json()
-    app = create_app(api.service)
+    app = create_app(api.service, config_changes=api.changes)
     routes = set()
     for rule in app.url_map.iter_rules():
         if rule.endpoint.endswith("static"):

@@ -80,3 +80,9 @@ def test_class_ids_for(keep, expected):
 def test_unknown_class_is_an_error_with_a_hint():
     with pytest.raises(DetectorError, match="did you mean 'bus'"):
         class_ids_for(["buss"], coco80_labels())
+
+
+@pytest.mark.parametrize("names", ["{0: 'person', 1: 'bus/#'}", "['per+son']", "{0: ' '}", "['a\\tb']"])
+def test_metadata_labels_pass_the_checks_configured_labels_pass(names):
+    with pytest.raises(DetectorError, match="model's metadata"):
+        resolve_labels(None, {"names": names})

@@ -41,3 +41,11 @@ def test_a_plain_labels_file_still_reads(tmp_path):
     path = tmp_path / "labels.txt"
     path.write_text("\ufeffperson\n\ntraffic light\nO'Brien's dog\n", encoding="utf-8")
     assert read_labels_file(str(path)) == ["person", "traffic light", "O'Brien's dog"]
+
+
+def test_labels_unfit_for_mqtt_topics_are_refused_with_their_line_and_not_quoted(tmp_path):
+    path = tmp_path / "labels.txt"
+    path.write_text(f"person\n\n{SECRET}/x\n", encoding="utf-8")
+    with pytest.raises(DetectorError, match=r"line 3 .*#, \+, /") as caught:
+        read_labels_file(str(path))
+    assert SECRET not in str(caught.value)

@@ -97,7 +97,7 @@ def test_the_appliance_replaces_a_killed_engine_process(images, tmp_path):
                   "engine_dir": str(tmp_path), "max_batch": 1, "engine_process": True},
         "mqtt": {"enabled": False}, "api": {"enabled": False},
     })
-    appliance = Appliance(config, tmp_path / "config.yaml", detector_factory=factory)
+    appliance = Appliance(config, detector_factory=factory)
     appliance.start()
     try:
         analysed = lambda: appliance.cameras()[0].frames_analyzed  # noqa: E731

@@ -14,7 +14,8 @@ import paho.mqtt.publish as mqtt_publish
 import pytest
 
 from edge_app.appliance import Appliance
-from edge_app.config.store import ConfigError, parse_config
+from edge_app.config.store import ConfigError, ConfigFile, parse_config
+from edge_app.config_changes import ConfigChanges
 from edge_app.mqtt import ha_discovery
 from edge_app.mqtt.topics import Topics
 from tests.mqtt.conftest import VERSION
@@ -257,7 +258,9 @@ def test_switch_round_trip_through_a_real_appliance(mosquitto_broker, mqtt_colle
         "events": {"labels": ["person"]},
         "homeassistant": {"enabled": True},
     }
-    appliance = Appliance(parse_config(raw), tmp_path / "config.yaml")
+    appliance = Appliance(parse_config(raw))
+    appliance.use_changes(ConfigChanges(appliance, appliance.current_config,
+                                        config_file=ConfigFile(tmp_path / "config.yaml")))
     appliance.start()
     try:
         ha = mqtt_collector(mosquitto_broker, ["homeassistant/#", f"{ROOT}/cameras/+/detect/state"])

@@ -50,7 +50,7 @@ def test_a_killed_engine_process_is_replaced_and_frames_are_analysed_again(stand
         "mqtt": {"enabled": False},
         "api": {"enabled": False},
     })
-    appliance = Appliance(config, tmp_path / "config.yaml", detector_factory=factory)
+    appliance = Appliance(config, detector_factory=factory)
     appliance.start()
     try:
         def analysed():
