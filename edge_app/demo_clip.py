@@ -64,6 +64,16 @@ def make_clip(
     return out
 
 
+def unreadable_image(path: Path) -> Optional[str]:
+    """Why ffmpeg cannot decode ``path``, or None when it can (a broken image would stall the clip)."""
+    done = subprocess.run(["ffmpeg", "-hide_banner", "-v", "error", "-i", str(path), "-frames:v", "1", "-f", "null", "-"],
+                          capture_output=True, text=True, timeout=30)
+    if done.returncode == 0:
+        return None
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    return lines[0] if lines else f"ffmpeg exited with {done.returncode}"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=Path, required=True, help="folder of images, or one image")
@@ -73,12 +83,29 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--size", default="1280x720", help="WIDTHxHEIGHT")
     args = parser.parse_args(argv)
     folder = args.images
+    if not folder.exists():
+        print(f"no sample images: {folder} does not exist. The sample models and images live in the folder "
+              "beside the checkout (../shared); set EDGE_APP_SHARED to where yours are.", file=sys.stderr)
+        return 1
     images = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES) if folder.is_dir() else [folder]
     if not images:
-        print(f"no images in {folder}", file=sys.stderr)
+        print(f"no images ({', '.join(IMAGE_SUFFIXES)}) in {folder}; set EDGE_APP_SHARED to a folder whose images/ "
+              "holds some", file=sys.stderr)
         return 1
+    if shutil.which("ffmpeg") is None:
+        print("ffmpeg is not installed (apt-get install ffmpeg)", file=sys.stderr)
+        return 1
+    for image in images:
+        why = unreadable_image(image)
+        if why is not None:
+            print(f"ffmpeg could not make the clip: {image} is not an image it can read ({why})", file=sys.stderr)
+            return 1
     width, height = (int(v) for v in args.size.lower().split("x"))
-    make_clip(images, args.out, args.seconds_per_image, args.fps, (width, height))
+    try:
+        make_clip(images, args.out, args.seconds_per_image, args.fps, (width, height))
+    except (subprocess.CalledProcessError, OSError) as err:
+        print(f"ffmpeg could not make the clip {args.out}: {err}", file=sys.stderr)
+        return 1
     print(args.out)
     return 0
 

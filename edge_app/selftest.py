@@ -4,12 +4,15 @@ It reports the video decoders the device has (and decodes a test clip with one o
 TensorRT, CUDA and driver versions and the GPU, builds a small engine from the
 configured model, runs sample images through TensorRT and through ONNX Runtime and compares the
 detections, and checks the GPU letterbox against the CPU one. Each check prints one
-``PASS``/``FAIL``/``SKIP`` line; any FAIL makes the exit code 1. Without TensorRT that is said
-plainly on a FAIL line, and the checks that need it are skipped.
+``PASS``/``FAIL``/``SKIP`` line; any FAIL makes the exit code 1. On a machine with an NVIDIA GPU,
+a missing TensorRT or CUDA is said plainly on a FAIL line, and the checks that need them are
+skipped. On a machine without one they are not applicable (SKIP) unless the model needs them,
+and the sample images run through ONNX Runtime on the CPU instead.
 """
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,7 +27,9 @@ from edge_app.demo_clip import IMAGE_SUFFIXES
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.cuda.mps import mps_status
 from edge_app.detect.base import Detector, DetectorError
+from edge_app.detect.factory import TENSORRT, choose_backend
 from edge_app.detect.image_io import ImageReadError, load_image
+from edge_app.detect.model_metadata import is_engine_file
 from edge_app.detect.nms import box_iou
 from edge_app.detections import Detections
 
@@ -33,6 +38,32 @@ PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 STRONG_CONFIDENCE = 0.5
 #: IoU a TensorRT box must reach with its ONNX Runtime twin (INT8 moves boxes more)
 MATCH_IOU = {"fp32": 0.85, "fp16": 0.8, "int8": 0.6}
+NOT_APPLICABLE = "not applicable: no NVIDIA GPU on this machine"
+#: device nodes of an NVIDIA GPU: a dGPU's /dev/nvidia0.., a Jetson's /dev/nvhost-* and /dev/nvgpu
+_GPU_NODE = re.compile(r"nvidia\d+|nvhost-.*|nvgpu")
+
+
+def nvidia_gpu_present(dev_dir: Path = Path("/dev")) -> bool:
+    """Whether this machine shows an NVIDIA GPU at all (a driver that cannot open it is another matter)."""
+    try:
+        return any(_GPU_NODE.fullmatch(name) for name in os.listdir(dev_dir))
+    except OSError:
+        return False
+
+
+def _needs_tensorrt(model: ModelConfig) -> bool:
+    return model.backend == TENSORRT or is_engine_file(model.path)
+
+
+def _what_runs(model: ModelConfig, gpu: bool) -> str:
+    """The backend and precision this machine would run ``model`` with (precision is TensorRT's only)."""
+    try:
+        backend = choose_backend(model)
+    except DetectorError:
+        return f"backend {model.backend}, which cannot run here"
+    if backend == TENSORRT:
+        return f"TensorRT, precision {model.precision}"
+    return f"ONNX Runtime{'' if gpu else ' on the CPU'}, precision as exported"
 
 
 @dataclass
@@ -70,12 +101,12 @@ def _sample_images(model: ModelConfig, images: Sequence[Any]) -> List[Path]:
     return []
 
 
-def _check_tensorrt(report: Report) -> Optional[Any]:
+def _check_tensorrt(report: Report, required: bool) -> Optional[Any]:
     from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
     try:
         trt = import_tensorrt()
     except DetectorError as err:
-        report.add(FAIL, "TensorRT", f"not available - {err}")
+        report.add(FAIL if required else SKIP, "TensorRT", f"not available - {err}" if required else NOT_APPLICABLE)
         return None
     if is_standin(trt):
         report.add(FAIL, "TensorRT", "the importable 'tensorrt' is the test suite's stand-in, not TensorRT")
@@ -84,13 +115,14 @@ def _check_tensorrt(report: Report) -> Optional[Any]:
     return trt
 
 
-def _check_cuda(report: Report) -> Optional[Any]:
+def _check_cuda(report: Report, required: bool) -> Optional[Any]:
     from edge_app.cuda import CudaError, available_adapters, open_device
     try:
         device = open_device()
     except CudaError as err:
         adapters = ", ".join(available_adapters()) or "none installed"
-        report.add(FAIL, "CUDA", f"no usable GPU ({err}; Python bindings: {adapters})")
+        report.add(FAIL if required else SKIP, "CUDA",
+                   f"no usable GPU ({err}; Python bindings: {adapters})" if required else NOT_APPLICABLE)
         return None
     major, minor = device.compute_capability
     report.add(PASS, "CUDA", f"{device.adapter_name} {device.binding_version()}, driver supports CUDA {device.driver_version}")
@@ -172,10 +204,25 @@ def compare_detections(trt_dets: Detections, ort_dets: Detections, min_iou: floa
     return not (lost or extra), summary
 
 
+def _run_images(report: Report, detector: Detector, images: List[Path]) -> None:
+    """Without a GPU, the model is what runs: each sample image through it, with what it found."""
+    for path in images:
+        try:
+            dets = detector.detect([load_image(path)])[0]
+        except ImageReadError as err:
+            report.add(FAIL, f"image {path.name}", str(err))
+            continue
+        found = ", ".join(f"{dets.count(label)} {label}" for label in sorted({dets.label_of(int(c)) for c in dets.class_id}))
+        report.add(PASS, f"image {path.name}", f"ONNX Runtime on the CPU: {len(dets)} detections ({found or 'none'})")
+
+
 def _check_images(report: Report, trt_det: Optional[Detector], ort_det: Optional[Detector], images: List[Path],
-                  precision: str) -> None:
+                  precision: str, compare: bool = True) -> None:
     if not images:
         report.add(SKIP, "detections", "no sample images found; pass image paths on the command line")
+        return
+    if trt_det is None and ort_det is not None and not compare:
+        _run_images(report, ort_det, images)
         return
     if trt_det is None or ort_det is None:
         report.add(SKIP, "detections", "needs both TensorRT and ONNX Runtime")
@@ -254,11 +301,12 @@ def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os
     except Exception as err:  # a bad --model path is a usage problem, reported as a check
         report.add(FAIL, "model", str(err).splitlines()[0])
         return report.exit_code
-    print(f"edge-app selftest: model {model.path}, precision {model.precision}", flush=True)
+    gpu = nvidia_gpu_present()
+    print(f"edge-app selftest: model {model.path}, {_what_runs(model, gpu)}", flush=True)
     samples = _sample_images(model, images)
     check_decoders(report, decoder)
-    trt = _check_tensorrt(report)
-    device = _check_cuda(report)
+    trt = _check_tensorrt(report, required=gpu or _needs_tensorrt(model))
+    device = _check_cuda(report, required=gpu or _needs_tensorrt(model))
     trt_det = ort_det = None
     try:
         with tempfile.TemporaryDirectory(prefix="edge-app-selftest-") as work_dir:
@@ -267,7 +315,7 @@ def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os
             else:
                 report.add(SKIP, "engine build", "needs TensorRT and a GPU")
             ort_det = _load_onnxruntime(report, model)
-            _check_images(report, trt_det, ort_det, samples, model.precision)
+            _check_images(report, trt_det, ort_det, samples, model.precision, compare=gpu or _needs_tensorrt(model))
             _check_gpu_letterbox(report, device, samples)
     finally:
         for detector in (trt_det, ort_det):

@@ -1,26 +1,59 @@
 #!/usr/bin/env bash
 # Sets up and runs the demo: ./scripts/demo.sh
 # Needs no camera and no GPU: it loops a clip made from the sample images and runs YOLOv8n on
-# the CPU. Detections go to the MQTT broker on 127.0.0.1:1883 (if one runs); the dashboard is
-# on http://127.0.0.1:8080/.
+# the CPU. Detections go to the MQTT broker on 127.0.0.1:1883 (a private Mosquitto is started
+# when none listens there and mosquitto is installed); the dashboard is on http://127.0.0.1:8080/.
+#
+# The sample models and images come from the folder beside the checkout, ../shared (models/ and
+# images/); EDGE_APP_SHARED points elsewhere. The demo's files (clip, model, configuration,
+# events) live in $XDG_STATE_HOME/edge-app-demo (~/.local/state/edge-app-demo), outside the
+# checkout; EDGE_APP_DEMO_STATE points elsewhere. Delete that folder to start over.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+REPO=$PWD
 SHARED=${EDGE_APP_SHARED:-../shared}
+STATE=${EDGE_APP_DEMO_STATE:-${XDG_STATE_HOME:-$HOME/.local/state}/edge-app-demo}
+MODEL=yolov8n_coco_dynbatch.onnx
+
 command -v ffmpeg >/dev/null || { [ "$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ffmpeg >/dev/null; } \
   || { echo "ffmpeg is needed to make the demo clip: sudo apt-get install ffmpeg" >&2; exit 1; }
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[opencv]'
-mkdir -p demo engines
-if [ ! -f engines/yolov8n_coco_dynbatch.onnx ]; then
-  if [ -f "$SHARED/models/yolov8n_coco_dynbatch.onnx" ]; then
-    cp "$SHARED/models/yolov8n_coco_dynbatch.onnx" engines/
+mkdir -p "$STATE/engines"
+
+if [ ! -f "$STATE/engines/$MODEL" ]; then
+  if [ -f "engines/$MODEL" ]; then
+    cp "engines/$MODEL" "$STATE/engines/"
+  elif [ -f "$SHARED/models/$MODEL" ]; then
+    cp "$SHARED/models/$MODEL" "$STATE/engines/"
   else
-    echo "No model: export one with Ultralytics (yolo export model=yolov8n.pt format=onnx dynamic=True)" >&2
-    echo "and copy it to engines/yolov8n_coco_dynbatch.onnx" >&2
+    echo "No model: $SHARED/models/$MODEL does not exist. The sample models and images live in the" >&2
+    echo "folder beside the checkout (../shared, or set EDGE_APP_SHARED). Or export one with Ultralytics" >&2
+    echo "(yolo export model=yolov8n.pt format=onnx dynamic=True) and copy it to engines/$MODEL" >&2
     exit 1
   fi
 fi
-if [ ! -f demo/demo.mp4 ]; then
-  .venv/bin/python -m edge_app.demo_clip --images "$SHARED/images" --out demo/demo.mp4
+if [ ! -f "$STATE/demo.mp4" ]; then
+  .venv/bin/python -m edge_app.demo_clip --images "$SHARED/images" --out "$STATE/demo.mp4"
 fi
-exec .venv/bin/edge-app run -c configs/demo.yaml
+# A copy, so that changes made through the dashboard are saved there and not in the checkout.
+[ -f "$STATE/config.yaml" ] || cp configs/demo.yaml "$STATE/config.yaml"
+
+listening() { (exec 3<>/dev/tcp/127.0.0.1/1883) 2>/dev/null; }
+if ! listening; then
+  MOSQUITTO=$(command -v mosquitto || ls /usr/sbin/mosquitto 2>/dev/null || true)
+  if [ -n "$MOSQUITTO" ]; then
+    printf 'listener 1883 127.0.0.1\nallow_anonymous true\npersistence false\n' >"$STATE/mosquitto.conf"
+    "$MOSQUITTO" -c "$STATE/mosquitto.conf" >"$STATE/mosquitto.log" 2>&1 &
+    BROKER=$!
+    trap 'kill "$BROKER" 2>/dev/null || true' EXIT
+    echo "demo: started a private Mosquitto on 127.0.0.1:1883 (log: $STATE/mosquitto.log)"
+  else
+    echo "demo: no MQTT broker on 127.0.0.1:1883 and mosquitto is not installed (sudo apt-get install mosquitto);" \
+         "the appliance runs and keeps retrying" >&2
+  fi
+fi
+
+echo "demo: files in $STATE (config.yaml there is the demo's configuration); dashboard on http://127.0.0.1:8080/"
+cd "$STATE"
+"$REPO/.venv/bin/edge-app" run -c config.yaml

@@ -13,12 +13,12 @@ def edge_app(*args, timeout_s=120, cwd=None):
 
 @pytest.fixture
 def installed(tmp_path, model_path, bus_clip):
-    """A working directory laid out as the shipped configs expect: the model in engines/, the demo clip."""
+    """A working directory laid out as the shipped configs expect: the model in engines/, the demo
+    clip where scripts/demo.sh puts it in the demo's folder."""
     (tmp_path / "engines").mkdir()
     for name in ("yolov8n.onnx", "yolov8n_coco_dynbatch.onnx"):
         (tmp_path / "engines" / name).symlink_to(model_path)
-    (tmp_path / "demo").mkdir()
-    (tmp_path / "demo" / "demo.mp4").symlink_to(bus_clip)
+    (tmp_path / "demo.mp4").symlink_to(bus_clip)
     return tmp_path
 
 

@@ -6,6 +6,7 @@ a watchdog in ``$WATCHDOG_USEC`` and reads what a real ``edge-app run`` subproce
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,8 +24,9 @@ from tests.support.notify import NotifySocket
 from tests.support.net import free_port
 
 
-def test_notifier_speaks_to_path_and_abstract_sockets_and_never_raises(tmp_path):
-    short_dir = tempfile.mkdtemp(prefix="n", dir="/tmp")
+def test_notifier_speaks_to_path_and_abstract_sockets_and_never_raises(request):
+    short_dir = tempfile.mkdtemp(prefix="n", dir="/tmp")  # a socket path must stay short
+    request.addfinalizer(lambda: shutil.rmtree(short_dir, ignore_errors=True))
     for address in (os.path.join(short_dir, "notify"), f"@edge-app-test-{uuid.uuid4().hex}"):
         listener = NotifySocket(address)
         try:

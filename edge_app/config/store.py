@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import os
 import tempfile
+import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Sequence, Type, Union
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from edge_app.config.schema import AppConfig
 from edge_app.redact import MASK as REDACTED, mask_secrets
@@ -40,13 +42,41 @@ class ConfigError(Exception):
         super().__init__(where + "; ".join(str(p) for p in problems))
 
 
-def _problems_from(err: ValidationError) -> List[Problem]:
+def _model_at(model: Optional[Type[BaseModel]], path: Sequence[Any]) -> Optional[Type[BaseModel]]:
+    """The model class that validates the mapping at ``path`` below ``model``, or None when unsure."""
+    for part in path:
+        if model is None or isinstance(part, int):  # a list index: the list's item type was taken already
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        model = _model_in(field.annotation)
+    return model
+
+
+def _model_in(annotation: Any) -> Optional[Type[BaseModel]]:
+    """The one model class inside an annotation such as ``List[Zone]`` or ``Optional[TlsConfig]``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    found = [m for m in (_model_in(arg) for arg in typing.get_args(annotation)) if m is not None]
+    return found[0] if len(found) == 1 else None
+
+
+def _unknown_key(model: Optional[Type[BaseModel]], loc: Sequence[Any]) -> str:
+    parent = _model_at(model, loc[:-1]) if loc else None
+    known = list(parent.model_fields) if parent is not None else []
+    near = difflib.get_close_matches(str(loc[-1]), known, n=1) if known else []
+    return f"unknown key (did you mean {near[0]}?)" if near else "unknown key (check the spelling)"
+
+
+def _problems_from(err: ValidationError, model: Optional[Type[BaseModel]] = None) -> List[Problem]:
+    """One Problem per error; ``model``, the class validated, lets an unknown key name the nearest known one."""
     problems = []
     for item in err.errors(include_url=False):
         loc = ".".join(str(part) for part in item.get("loc", ()))
         msg = item.get("msg", "invalid value")
         if item.get("type") == "extra_forbidden":
-            msg = "unknown key (check the spelling)"
+            msg = _unknown_key(model, tuple(item.get("loc", ())))
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
         problems.append(Problem(loc, msg))
@@ -71,7 +101,7 @@ def parse_config(data: Any, source: Optional[str] = None, *, strict_json: bool =
             return AppConfig.model_validate_json(json.dumps(data), strict=True)
         return AppConfig.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(_problems_from(err), source) from None
+        raise ConfigError(_problems_from(err, AppConfig), source) from None
 
 
 def read_yaml(path: Union[str, Path]) -> Any:

@@ -86,7 +86,7 @@ def parse_fleet_config(data: Any, source: Optional[str] = None) -> FleetConfig:
     try:
         return FleetConfig.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(problems_from(err), source) from None
+        raise ConfigError(problems_from(err, FleetConfig), source) from None
 
 
 def load_fleet_config(path: Union[str, Path]) -> FleetConfig:

@@ -201,3 +201,15 @@ def test_the_merge_patch_of_the_configuration_editor(call_logic, before, after, 
 def test_filter_options_start_with_every_value(call_logic):
     assert call_logic("filterOptions", ["person", "car", "person", ""], "every label") == [
         {"value": "", "text": "every label"}, {"value": "car", "text": "car"}, {"value": "person", "text": "person"}]
+
+
+@pytest.mark.parametrize("current, cameras, expected", [
+    (None, ["demo"], "demo"),  # the only camera is shown without a click
+    (None, ["front", "back"], None),  # with several, the viewer waits to be asked (each view costs JPEG encodes)
+    (None, [], None),
+    ("back", ["front", "back"], "back"),
+    ("gone", ["demo"], "demo"),  # the camera viewed was deleted: the one left is shown
+    ("demo", ["demo"], "demo"),
+])
+def test_the_camera_the_viewer_shows(call_logic, current, cameras, expected):
+    assert call_logic("cameraToView", current, cameras) == expected

@@ -14,7 +14,7 @@ import requests
 from edge_app.api.live_view import KEEPALIVE_S, PLACEHOLDER_SIZE
 from edge_app.detections import Detections
 from tests.api import raw_http
-from tests.api.conftest import TOKEN, bus_detections
+from tests.api.conftest import BASE_CONFIG, TOKEN, bus_detections
 from tests.api.dashboard_page import run_dashboard
 
 CLOSE_WAIT = "08"
@@ -166,6 +166,13 @@ def test_the_dashboard_fetches_frames_only_when_asked_for_a_camera_with_frames(a
     assert steps["fetches_after_showing_again"] > 0
     assert steps["after_showing_the_page_again"]["picture_frame"] == "1"
     assert "api/v1/cameras/front/snapshot.jpg?annotate=1" in steps["requested"]
+
+
+def test_the_dashboard_shows_the_only_camera_without_a_click(make_api):
+    one_camera = make_api({"cameras": [BASE_CONFIG["cameras"][0]]})
+    loaded = run_dashboard(one_camera, "single_camera")["after_load"]
+    assert loaded["name"] == "front" and loaded["src"].startswith("blob:")
+    assert loaded["picture_frame"] == loaded["table_frame"] == "1" and loaded["table_rows"] == 5
 
 
 def test_the_dashboard_viewer_sends_the_token_in_a_header_never_in_a_url(secured_api):

@@ -12,6 +12,7 @@ that restarting it never interrupts the walking camera the event and live-view t
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,7 @@ def driver(tmp_path_factory):
     browser = start_chromium(profile / "profile", profile / "chromedriver.log")
     yield browser
     browser.quit()
+    shutil.rmtree(profile / "profile", ignore_errors=True)  # tens of MB of cache; the driver's log stays
 
 
 @pytest.fixture(scope="module")

@@ -97,6 +97,23 @@ def test_unknown_key_message_says_to_check_spelling():
     assert "unknown key" in problems(data)["devce_id"]
 
 
+def test_unknown_key_suggests_the_nearest_valid_one_at_its_place():
+    data = yaml.safe_load(yaml.safe_dump(MINIMAL))
+    data["devce_id"] = "x"
+    data["model"] = {**data.get("model", {}), "max_bacth": 2}
+    data["cameras"][0]["fps_limt"] = 3
+    data["cameras"][0]["zones"] = [{"name": "z", "polygon": [[0, 0], [1, 0], [1, 1]], "lables": ["person"]}]
+    found = problems(data)
+    assert found["devce_id"] == "unknown key (did you mean device_id?)"
+    assert found["model.max_bacth"] == "unknown key (did you mean max_batch?)"
+    assert found["cameras.0.fps_limt"] == "unknown key (did you mean fps_limit?)"
+    assert found["cameras.0.zones.0.lables"] == "unknown key (did you mean labels?)"
+
+
+def test_unknown_key_far_from_any_says_to_check_spelling():
+    assert problems(dict(MINIMAL, zzzzqq=1))["zzzzqq"] == "unknown key (check the spelling)"
+
+
 @pytest.mark.parametrize("text, fragment", [("model: [unclosed", "not valid YAML"), ("- just\n- a list\n", "mapping")])
 def test_bad_yaml_is_a_config_error(tmp_path, text, fragment):
     path = tmp_path / "c.yaml"

@@ -30,7 +30,7 @@ def _start(tmp_path, config: dict) -> subprocess.Popen:
     ({"topic_prefix": "a/#"}, "topic_prefix:"),
     ({"mqtt": {"port": 0}}, "mqtt.port:"),
     ({"api": {"host": "0.0.0.0"}}, "api.token: required when api.host"),
-    ({"databse": {}}, "databse: unknown key (check the spelling)"),
+    ({"databse": {}}, "databse: unknown key (did you mean database?)"),
 ])
 def test_an_invalid_fleet_config_exits_2_naming_the_field(tmp_path, config, problem):
     path = tmp_path / "FLEET.yaml"

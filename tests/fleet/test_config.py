@@ -36,6 +36,7 @@ def test_one_topic_prefix_from_either_place(data, prefix):
     ({"database": {"url": "sqlite:///"}}, "database.url", "file name"),
     ({"database": {"url": "mongodb://x"}}, "database.url", "sqlite:///"),
     ({"database": {"path": "x"}}, "database.path", "unknown key"),
+    ({"database": {"events_retain_dys": 3}}, "database.events_retain_dys", "did you mean events_retain_days?"),
     ({"api": {"host": "0.0.0.0", "token": "short"}}, "api.token", "16 characters"),
 ])
 def test_problems_name_their_field(data, loc, words):

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from edge_app.config.schema import AppConfig
+from edge_app import selftest
+from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.detect.tensorrt import commands
 from edge_app.selftest import compare_detections, selftest_command
 from edge_app.detections import Detections
@@ -53,7 +54,32 @@ def test_build_engine_without_tensorrt(no_tensorrt, app_config, capsys):
     assert err.startswith("edge-app: TensorRT is not installed") and "Traceback" not in err
 
 
-def test_selftest_without_tensorrt_fails_plainly(no_tensorrt, model_path, bus_jpg, capsys):
+@pytest.fixture
+def no_gpu():
+    if selftest.nvidia_gpu_present():
+        pytest.skip("this machine has an NVIDIA GPU")
+
+
+def test_selftest_without_a_gpu_runs_the_model_on_the_cpu_and_passes(no_tensorrt, no_gpu, model_path, bus_jpg, capsys):
+    assert selftest_command(str(model_path), [bus_jpg]) == 0
+    out = capsys.readouterr().out
+    assert "SKIP  TensorRT: not applicable: no NVIDIA GPU on this machine" in out
+    assert "SKIP  CUDA: not applicable: no NVIDIA GPU on this machine" in out
+    header = out.splitlines()[0]
+    assert "ONNX Runtime on the CPU" in header and "fp16" not in header
+    assert "PASS  image bus.jpg: ONNX Runtime" in out and "person" in out
+    assert "selftest passed: 0 of" in out
+
+
+def test_selftest_without_a_gpu_fails_a_model_that_needs_tensorrt(no_tensorrt, no_gpu, model_path, capsys):
+    assert selftest_command(ModelConfig(path=str(model_path), backend="tensorrt"), []) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  TensorRT: not available - TensorRT is not installed" in out
+    assert "backend tensorrt" in out.splitlines()[0]
+
+
+def test_selftest_without_tensorrt_fails_plainly(no_tensorrt, model_path, bus_jpg, capsys, monkeypatch):
+    monkeypatch.setattr(selftest, "nvidia_gpu_present", lambda: True)  # a GPU whose TensorRT is missing
     assert selftest_command(str(model_path), [bus_jpg]) == 1
     out = capsys.readouterr().out
     assert "FAIL  TensorRT: not available - TensorRT is not installed" in out

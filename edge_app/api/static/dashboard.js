@@ -216,9 +216,10 @@
     for (const id of Object.keys(state.frameBaseline)) {
       if (!(id in state.cameraById)) delete state.frameBaseline[id];
     }
-    // No camera is picked for the viewer: a live view costs the appliance JPEG encodes, so
-    // frames are fetched only when asked for, and only once the camera has one.
-    updateStream();
+    // Frames are fetched for the camera picked, or the only one, and only once it has one.
+    const wanted = globalThis.EdgeLogic.cameraToView(state.liveCamera, cameras.map((cam) => cam.id));
+    if (wanted !== state.liveCamera) setLive(wanted);
+    else updateStream();
   }
 
   // ---- live view and detections ------------------------------------------------------------

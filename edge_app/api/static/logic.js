@@ -219,6 +219,13 @@
     return patch;
   }
 
+  // The camera the live view shows: the one picked while it exists, else the only camera there
+  // is. With several, none until one is picked: each view costs the appliance JPEG encodes.
+  function cameraToView(current, cameraIds) {
+    if (current !== null && cameraIds.includes(current)) return current;
+    return cameraIds.length === 1 ? cameraIds[0] : null;
+  }
+
   function fmtTime(seconds) {
     if (typeof seconds !== "number") return "–";
     return new Date(seconds * 1000).toLocaleString();
@@ -228,5 +235,6 @@
     toPixel, toNormalised, clickToNormalised, parseLabels, buildArea, drawingProblem, areaPatch,
     areaRemovalPatch, cameraAreas, problemMessages, eventsQuery, snapshotKey, countRows, lineGeometry,
     lineSide, numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
+    cameraToView,
   };
 })();

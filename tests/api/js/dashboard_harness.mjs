@@ -280,6 +280,10 @@ const scenarios = {
     steps.after_showing_the_page_again = liveView();
     steps.requested = [...new Set(requested)];
   },
+  async single_camera(steps) {
+    await until(() => $("detections").dataset.frame);
+    steps.after_load = Object.assign(liveView(), { name: $("live-name").textContent });
+  },
   async badge(steps) {
     await sleep(1500);
     steps.link = { text: $("link").textContent, className: $("link").className };

@@ -1,0 +1,47 @@
+"""The demo a new user starts first: its configuration, and the clip maker's answer to missing images."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from edge_app import demo_clip
+from edge_app.config.store import load_config
+
+
+def test_the_demo_configuration_is_valid_and_shows_a_zone_and_a_line(repo_root):
+    config = load_config(repo_root / "configs" / "demo.yaml")
+    (camera,) = config.cameras
+    assert [zone.name for zone in camera.zones] and [line.name for line in camera.lines]
+
+
+def test_the_demo_keeps_its_files_relative_to_its_state_folder_and_bounded(repo_root):
+    config = load_config(repo_root / "configs" / "demo.yaml")
+    relative = [config.cameras[0].source, config.model.path, config.events.dir]
+    assert not [path for path in relative if path.startswith(("/", ".."))]
+    assert config.events.max_mb <= 100 and config.events.retain_days <= 1  # a loop makes events for ever
+
+
+def test_the_demo_script_parses(repo_root):
+    subprocess.run(["bash", "-n", str(repo_root / "scripts" / "demo.sh")], check=True)
+
+
+@pytest.mark.parametrize("what", ["missing", "empty"])
+def test_the_clip_maker_says_where_images_are_missing_without_a_traceback(tmp_path, what):
+    folder = tmp_path / "images"
+    if what == "empty":
+        folder.mkdir()
+    done = subprocess.run([sys.executable, "-m", "edge_app.demo_clip", "--images", str(folder), "--out",
+                           str(tmp_path / "demo.mp4")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr and str(folder) in done.stderr
+    assert "EDGE_APP_SHARED" in done.stderr
+
+
+def test_the_clip_maker_reports_an_image_ffmpeg_cannot_read(tmp_path, capsys):
+    bad = tmp_path / "broken.jpg"
+    bad.write_bytes(b"not a picture")
+    assert demo_clip.main(["--images", str(bad), "--out", str(tmp_path / "demo.mp4")]) == 1
+    err = capsys.readouterr().err
+    assert "ffmpeg could not make the clip" in err and "Traceback" not in err
