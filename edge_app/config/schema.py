@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 from typing import List, Literal, Optional, Tuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -29,6 +30,10 @@ Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 NormPoint = Tuple[Fraction, Fraction]
 # MQTT topic and client id characters that brokers reject or that break topic filters.
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+# Characters that show as nothing or reorder the text after them (bidirectional overrides and
+# isolates, zero-width marks: category Cf), C1 controls, line and paragraph separators, lone
+# surrogates: a name or label holding one reads as something else in a dashboard, a log, Home Assistant.
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Zl", "Zp", "Cs"})
 
 
 def is_loopback_host(host: str) -> bool:
@@ -42,10 +47,35 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+def _invisible_chars(text: str) -> str:
+    """The invisible or reordering characters in ``text`` as "U+202E, U+2066", or "" when none."""
+    found = sorted({ch for ch in text if unicodedata.category(ch) in _INVISIBLE_CATEGORIES})
+    return ", ".join(f"U+{ord(ch):04X}" for ch in found)
+
+
 def _no_control_chars(value: Optional[str], what: str) -> Optional[str]:
     if value is not None and _CONTROL_CHARS.search(value):
         raise ValueError(f"{what} may not contain control characters")
+    hidden = _invisible_chars(value or "")
+    if hidden:
+        raise ValueError(f"{what} may not contain invisible or bidirectional formatting characters ({hidden})")
     return value
+
+
+def label_problem(label: str) -> Optional[str]:
+    """Why ``label`` cannot be a label, or None: the one rule for labels, wherever they are
+    written (the configuration) or asked for (``GET /api/v1/events?label=``)."""
+    if not label.strip():
+        return "labels may not be empty"
+    if len(label) > MAX_LABEL_CHARS:
+        return f"labels may have at most {MAX_LABEL_CHARS} characters"
+    # Labels become MQTT topic levels (zone and line counts).
+    if any(ch in label for ch in "#+/") or _CONTROL_CHARS.search(label):
+        return f"label {label!r} may not contain #, +, / or control characters"
+    hidden = _invisible_chars(label)
+    if hidden:
+        return f"label {label!r} may not contain invisible or bidirectional formatting characters ({hidden})"
+    return None
 
 
 class _Strict(BaseModel):
@@ -53,14 +83,10 @@ class _Strict(BaseModel):
 
 
 def _clean_labels(labels: List[str]) -> List[str]:
-    for label in labels:
-        if not label.strip():
-            raise ValueError("labels may not be empty")
-        if len(label) > MAX_LABEL_CHARS:
-            raise ValueError(f"labels may have at most {MAX_LABEL_CHARS} characters")
-        # Labels become MQTT topic levels (zone and line counts).
-        if any(ch in label for ch in "#+/") or _CONTROL_CHARS.search(label):
-            raise ValueError(f"label {label!r} may not contain #, +, / or control characters")
+    for index, label in enumerate(labels):
+        problem = label_problem(label)
+        if problem is not None:
+            raise ValueError(f"labels[{index}]: {problem}")
     return labels
 
 
@@ -212,6 +238,12 @@ class ModelConfig(_Strict):
         if not value.lower().endswith((".onnx", ".engine", ".plan")):
             raise ValueError("model.path must end in .onnx, .engine or .plan")
         return value
+
+    @field_validator("classes")
+    @classmethod
+    def _class_names(cls, value: List[str]) -> List[str]:
+        # Model labels, or class ids written as numbers: both pass the rule of labels.
+        return _clean_labels(value)
 
     @property
     def configured_input_size(self) -> Optional[int]:
