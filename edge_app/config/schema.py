@@ -25,6 +25,8 @@ MAX_LINES_PER_CAMERA = 32
 MAX_POLYGON_POINTS = 64
 MAX_AREA_LABELS = 128
 MAX_LABEL_CHARS = 128
+#: characters no label may hold: labels become MQTT topic levels (zone and line counts)
+LABEL_TOPIC_CHARS = "#+/"
 # A point of a zone or line: fractions of the frame, x to the right, y down.
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 NormPoint = Tuple[Fraction, Fraction]
@@ -69,8 +71,7 @@ def label_problem(label: str) -> Optional[str]:
         return "labels may not be empty"
     if len(label) > MAX_LABEL_CHARS:
         return f"labels may have at most {MAX_LABEL_CHARS} characters"
-    # Labels become MQTT topic levels (zone and line counts).
-    if any(ch in label for ch in "#+/") or _CONTROL_CHARS.search(label):
+    if any(ch in label for ch in LABEL_TOPIC_CHARS) or _CONTROL_CHARS.search(label):
         return f"label {label!r} may not contain #, +, / or control characters"
     hidden = _invisible_chars(label)
     if hidden:
