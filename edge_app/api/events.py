@@ -2,7 +2,8 @@
 
 Every query parameter is checked before the store sees it: a wrong number or limit is a 400
 with a sentence saying which parameter, never a server error, and an event id must look like
-one (it never becomes a path: the store keeps its own file names).
+one (it never becomes a path: the store keeps its own file names). A database found corrupt is
+a 503 saying so, never an empty list that looks like the truth.
 """
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from typing import Mapping, Optional
 
 from flask import Blueprint, Response, jsonify, request
 
-from edge_app.api.errors import ApiError
+from edge_app.api.errors import ApiError, error_response
 from edge_app.config.schema import label_problem
 from edge_app.events.query import DEFAULT_LIMIT, EVENT_ID_PATTERN, MAX_LIMIT, EventQuery, valid_event_id
+from edge_app.events.recovery import EventDatabaseUnusable
 from edge_app.service import ApplianceService
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # camera ids and zone names (SPEC.md)
 LARGEST_TIME_S = 1e11  # Unix seconds, the year 5138: beyond it a number is a mistake
+RETRY_AFTER_S = 5  # a corrupt database is moved aside and a new one started within moments
 
 
 def _text(args: Mapping[str, str], name: str, pattern: "re.Pattern[str]") -> Optional[str]:
@@ -85,6 +88,10 @@ def events_blueprint(service: ApplianceService) -> Blueprint:
 
     def unknown(event_id: str) -> ApiError:
         return ApiError(404, f"unknown event {event_id!r}")
+
+    @bp.errorhandler(EventDatabaseUnusable)
+    def unusable(err: EventDatabaseUnusable) -> Response:
+        return error_response(503, str(err), {"Retry-After": str(RETRY_AFTER_S)})
 
     @bp.get("/api/v1/events")
     def list_events() -> Response:
