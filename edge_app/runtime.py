@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from edge_app.config.schema import AppConfig
+from edge_app.config.store import remove_stale_temp_files
 from edge_app.shutdown import StopSignals
 from edge_app.systemd import SystemdNotifier
 
@@ -37,6 +38,8 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
         print(f"edge-app: {problem}", file=sys.stderr)
         return 1
     tune_interpreter()
+    # Before any save of this run can start one: what saves cut short left holds the token too.
+    remove_stale_temp_files(config_path)
     from edge_app.api import create_app
     from edge_app.api.server import ApiServer, TLSSetupError
     from edge_app.appliance import Appliance
