@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Optional
 
 from edge_app.config.schema import AppConfig
 from edge_app.shutdown import StopSignals
@@ -50,11 +51,13 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     store = (EventStore(Path(config.events.dir), config.events.retain_days, config.events.max_mb)
              if config.events.enabled else None)
     appliance = Appliance(config, config_path, event_store=store)
+    server: Optional[ApiServer] = None
     # One change path for the API and the fleet's R/config/desired: one set of rules, one lock.
-    changes = ConfigChanges(appliance, appliance.current_config)
+    # Whether a change may leave no token depends on where the server listens (bound below).
+    changes = ConfigChanges(appliance, appliance.current_config,
+                            listening_hosts=lambda: server.listening_hosts() if server is not None else ())
     start_fleet_agent(appliance, changes, config_path)
     # The API comes up first so /api/v1/status can show a TensorRT engine build in progress.
-    server = None
     if config.api.enabled:
         server = ApiServer.from_config(create_app(appliance, config_changes=changes), config.api,
                                        body_limit_bytes=lambda: appliance.current_config().api.max_body_bytes)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional
 
 from edge_app.api.errors import ApiError
+from edge_app.api.listening import request_listening_hosts
 from edge_app.config.schema import AppConfig
 from edge_app.config.store import Problem
 from edge_app.config_changes import ConfigBuilder, ConfigChanges, ConfigRefused
@@ -27,7 +28,8 @@ class ConfigWriter:
 
     def __init__(self, service: ApplianceService, config_getter: Callable[[], AppConfig],
                  changes: Optional[ConfigChanges] = None):
-        self._changes = changes if changes is not None else ConfigChanges(service, config_getter)
+        self._changes = changes if changes is not None else ConfigChanges(
+            service, config_getter, listening_hosts=request_listening_hosts)
 
     def current(self) -> AppConfig:
         return self._changes.current()
