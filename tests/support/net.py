@@ -1,4 +1,4 @@
-"""Loopback ports for the tests' own servers (brokers, RTSP servers, the appliance's API)."""
+"""Ports and addresses for the tests' own servers (brokers, RTSP servers, the appliance's API)."""
 import fcntl
 import ipaddress
 import socket
