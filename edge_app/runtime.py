@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Optional
 
 from edge_app.config.schema import AppConfig
 from edge_app.config.store import remove_stale_temp_files
@@ -54,13 +55,15 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     store = (EventStore(Path(config.events.dir), config.events.retain_days, config.events.max_mb)
              if config.events.enabled else None)
     appliance = Appliance(config, event_store=store)
+    server: Optional[ApiServer] = None
     # One change path for the API, the fleet's R/config/desired, the detect switch and model
-    # reloads: one set of rules, one lock, the one writer of the file.
-    changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(config_path))
+    # reloads: one set of rules, one lock, the one writer of the file. Whether a change may leave
+    # no token depends on where the server listens (bound below).
+    changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(config_path),
+                            listening_hosts=lambda: server.listening_hosts() if server is not None else ())
     appliance.use_changes(changes)
     start_fleet_agent(appliance, changes, config_path)
     # The API comes up first so /api/v1/status can show a TensorRT engine build in progress.
-    server = None
     if config.api.enabled:
         server = ApiServer.from_config(create_app(appliance, config_changes=changes), config.api,
                                        body_limit_bytes=lambda: appliance.current_config().api.max_body_bytes)

@@ -39,14 +39,17 @@ _INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Zl", "Zp", "Cs"})
 
 
 def is_loopback_host(host: str) -> bool:
-    """True when ``host`` listens on loopback only (127.0.0.0/8, ::1, localhost)."""
+    """True when ``host`` is loopback only (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104, localhost)."""
     name = host.strip().strip("[]").lower()
     if name == "localhost":
         return True
     try:
-        return ipaddress.ip_address(name).is_loopback
+        address = ipaddress.ip_address(name)
     except ValueError:
         return False
+    # ::ffff:127.0.0.1 is how a dual-stack socket shows a loopback IPv4 peer.
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
 
 
 def _invisible_chars(text: str) -> str:
