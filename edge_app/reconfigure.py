@@ -30,11 +30,6 @@ class ChangePlan:
     reconnect_mqtt: bool = False
     restart_required: List[str] = field(default_factory=list)
 
-    @property
-    def touches_anything(self) -> bool:
-        return bool(self.cameras_added or self.cameras_removed or self.cameras_changed or self.reload_model
-                    or self.retune_model or self.reconnect_mqtt or self.restart_required)
-
 
 def _differing_model_keys(old: ModelConfig, new: ModelConfig) -> Set[str]:
     old_model, new_model = old.model_dump(), new.model_dump()

@@ -358,7 +358,8 @@ def _paths() -> Dict[str, Any]:
 
 
 def build_openapi() -> Dict[str, Any]:
-    """The OpenAPI document; every path here is a route of the app and vice versa."""
+    """The OpenAPI document; every path here is a route of the app and vice versa (a test compares
+    them method by method, so a route added to a blueprint needs its entry in ``_paths``)."""
     return {
         "openapi": "3.1.0",
         "info": {

@@ -1,9 +1,16 @@
 """The fleet's page, status and the API protections it shares with the appliance."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import requests
 
+from edge_app.api.dashboard import SHARED_STATIC_DIR
+from edge_app.api.dashboard import STATIC_DIR as DASHBOARD_STATIC_DIR
+from edge_app.fleet.app import STATIC_DIR as FLEET_STATIC_DIR
+from edge_app.fleet.app import create_fleet_app
+from edge_app.fleet.config import FleetConfig
 from tests.support.waiting import wait_for
 
 TOKEN = "fleet-token-0123456789abcdef"
@@ -15,11 +22,28 @@ def test_the_fleet_page_and_its_files_come_from_the_service(fleet_factory):
     assert page.status_code == 200
     assert "edge-app fleet" in page.text
     assert "default-src 'self'" in page.headers["Content-Security-Policy"]
-    for asset, kind in (("static/fleet.js", "javascript"), ("static/fleet.css", "css")):
+    for asset, kind in (("static/fleet.js", "javascript"), ("static/fleet.css", "css"),
+                        ("static/shared/page.js", "javascript"), ("static/shared/page.css", "css")):
         response = fleet.get("/" + asset)
         assert response.status_code == 200 and kind in response.headers["Content-Type"]
         assert asset in page.text
     assert "http" not in page.text.replace("http-equiv", "")  # nothing from elsewhere
+
+
+def test_the_fleet_page_and_the_dashboard_share_one_copy_of_their_helpers():
+    config = FleetConfig()
+    fleet = create_fleet_app(SimpleNamespace(config=config, current_config=lambda: config)).test_client()
+    for name in ("page.js", "page.css"):
+        assert fleet.get(f"/static/shared/{name}").data == (SHARED_STATIC_DIR / name).read_bytes()
+    shared = (SHARED_STATIC_DIR / "page.js").read_text()
+    for helper in ("function apiClient(", "function el(", "function setLink(", "class Unauthorized"):
+        assert helper in shared
+        for page in (FLEET_STATIC_DIR / "fleet.js", DASHBOARD_STATIC_DIR / "dashboard.js"):
+            assert helper not in page.read_text(), f"{page.name} has its own copy of {helper}"
+    for rule in (":root {", "button {", ".pill {", "th, td {"):
+        assert f"\n{rule}" in (SHARED_STATIC_DIR / "page.css").read_text()
+        for page in (FLEET_STATIC_DIR / "fleet.css", DASHBOARD_STATIC_DIR / "dashboard.css"):
+            assert f"\n{rule}" not in page.read_text(), f"{page.name} has its own copy of {rule}"
 
 
 def test_status_counts_devices_and_messages(fleet_factory, sim_devices):

@@ -1,5 +1,6 @@
 // The fleet page: polls the fleet service's REST API and renders it. No libraries, no build step.
-// Text from devices is always set with textContent, never parsed as HTML.
+// Text from devices is always set with textContent, never parsed as HTML. shared/page.js (loaded
+// first, the dashboard's too) brings api(), el() and setLink().
 "use strict";
 
 (function () {
@@ -8,24 +9,8 @@
   const $ = (id) => document.getElementById(id);
   const state = { token: sessionStorage.getItem(TOKEN_KEY) || "", timer: null, rolloutDetails: {} };
 
-  class Unauthorized extends Error {}
-
-  async function api(path, options = {}) {
-    const headers = Object.assign({ Accept: "application/json" }, options.headers || {});
-    if (state.token) headers.Authorization = "Bearer " + state.token;
-    const response = await fetch(path, Object.assign({}, options, { headers }));
-    if (response.status === 401) throw new Unauthorized();
-    let body = null;
-    try { body = await response.json(); } catch (_) { body = null; }
-    return { status: response.status, ok: response.ok, body };
-  }
-
-  function el(tag, text, className) {
-    const node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    if (className) node.className = className;
-    return node;
-  }
+  const { Unauthorized, el, setLink } = globalThis.EdgePage;
+  const api = globalThis.EdgePage.apiClient(() => state.token);
 
   function row(cells) {
     const tr = el("tr");
@@ -50,8 +35,6 @@
     if (ago < 5400) return Math.round(ago / 60) + " min ago";
     return fmtTime(seconds);
   }
-
-  function setLink(text, cls) { const link = $("link"); link.textContent = text; link.className = "pill " + cls; }
 
   function replace(tbody, rows, emptyText, columns) {
     tbody.replaceChildren(...rows);
