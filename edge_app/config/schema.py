@@ -24,6 +24,9 @@ MAX_LINES_PER_CAMERA = 32
 MAX_POLYGON_POINTS = 64
 MAX_AREA_LABELS = 128
 MAX_LABEL_CHARS = 128
+#: A shorter desired-message key is guessable off-line from one captured signed message.
+MIN_DESIRED_KEY_CHARS = 32
+MAX_DESIRED_KEY_CHARS = 1024
 # A point of a zone or line: fractions of the frame, x to the right, y down.
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 NormPoint = Tuple[Fraction, Fraction]
@@ -349,6 +352,27 @@ class CaptureConfig(_Strict):
                                               "of the appliance (less CPU and GPU memory)")
 
 
+class FleetConfig(_Strict):
+    """SPEC.md "Fleet" (amended): whether and how ``R/config/desired`` may change this appliance."""
+
+    remote_config: bool = Field(
+        False, title="Remote configuration",
+        description="Act on R/config/desired from the fleet service; needs desired_key or a broker that requires a login",
+    )
+    desired_key: Optional[str] = Field(
+        None, title="Desired-configuration key", min_length=MIN_DESIRED_KEY_CHARS, max_length=MAX_DESIRED_KEY_CHARS,
+        description=f"Shared secret (at least {MIN_DESIRED_KEY_CHARS} characters, e.g. openssl rand -hex 32); "
+                    "when set, only desired configurations the fleet service signed with it are acted on",
+    )
+
+    @field_validator("desired_key")
+    @classmethod
+    def _key_chars(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and (not value.strip() or _CONTROL_CHARS.search(value)):
+            raise ValueError("desired_key may not be blank nor contain control characters")
+        return value
+
+
 class AppConfig(_Strict):
     device_id: str = Field("edge-01", title="Device id", pattern=ID_PATTERN)
     cameras: List[CameraConfig] = Field(default_factory=list, title="Cameras", max_length=MAX_CAMERAS)
@@ -361,6 +385,7 @@ class AppConfig(_Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig, title="Tracking")
     events: EventsConfig = Field(default_factory=EventsConfig, title="Events")
     homeassistant: HomeAssistantConfig = Field(default_factory=HomeAssistantConfig, title="Home Assistant")
+    fleet: FleetConfig = Field(default_factory=FleetConfig, title="Fleet")
 
     @field_validator("cameras")
     @classmethod

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from edge_app.config.schema import AppConfig
 from edge_app.redact import MASK as REDACTED, mask_secrets
 
-SECRET_PATHS = (("mqtt", "password"), ("api", "token"))
+SECRET_PATHS = (("mqtt", "password"), ("api", "token"), ("fleet", "desired_key"))
 
 
 @dataclass(frozen=True)
