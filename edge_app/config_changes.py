@@ -23,6 +23,7 @@ from typing import Any, Callable, List
 
 from edge_app.checks import check_runtime
 from edge_app.config.policy import unsafe_changes
+from edge_app.config.remote_policy import broker_problems
 from edge_app.config.schema import AppConfig
 from edge_app.config.secrets import misdirected_secrets, restore_secrets
 from edge_app.config.store import ConfigError, Problem, merge_patch, parse_config, redacted_dict
@@ -101,7 +102,8 @@ class ConfigChanges:
             raise ConfigRefused("the configuration is invalid", err.problems) from None
         honour_file = origin is Origin.API
         problems = (misdirected_secrets(new_config, current, restored)
-                    + unsafe_changes(current, new_config, Path.cwd(), honour_allow_unsafe=honour_file))
+                    + unsafe_changes(current, new_config, Path.cwd(), honour_allow_unsafe=honour_file)
+                    + (broker_problems(current, new_config) if origin is Origin.BROKER else []))
         if problems:
             raise ConfigRefused("the configuration is refused", problems)
         problems = self._runtime_check(new_config, previous=current)
