@@ -123,8 +123,8 @@ def test_an_appliance_stopped_during_a_rollout_applies_it_when_it_returns(fleet,
     _all_online(fleet, ["edge-coco", "edge-labels"])
     away.terminate()
     wait_for(lambda: fleet.device("edge-coco")["state"] == "offline", 5, "edge-coco offline after a clean stop")
-    limit = 20_000 + fleet.device("edge-coco")["config"]["desired_version"]
-    response = fleet.patch("/api/v1/fleet/config", {"devices": "all", "patch": {"mqtt": {"max_queue": limit}}})
+    limit = 2_000 + fleet.device("edge-coco")["config"]["desired_version"]
+    response = fleet.patch("/api/v1/fleet/config", {"devices": "all", "patch": {"events": {"max_mb": limit}}})
     rollout_id = response.json()["rollout_id"]
     wait_for(lambda: fleet.get(f"/api/v1/rollouts/{rollout_id}").json()["devices"]["applied"] >= 1, 30,
              "edge-labels applied")
@@ -133,7 +133,7 @@ def test_an_appliance_stopped_during_a_rollout_applies_it_when_it_returns(fleet,
     away.start()
     wait_for(lambda: {r["device_id"]: r["status"] for r in fleet.get(f"/api/v1/rollouts/{rollout_id}").json()["results"]
                       }["edge-coco"] == "applied", 60, "edge-coco applied after its return")
-    assert away.get("/api/v1/config").json()["mqtt"]["max_queue"] == limit
+    assert away.get("/api/v1/config").json()["events"]["max_mb"] == limit
     assert fleet.device("edge-coco")["state"] == "online"
 
 
