@@ -359,8 +359,9 @@ class FleetConfig(_Strict):
         False, title="Remote configuration",
         description="Act on R/config/desired from the fleet service; needs desired_key or a broker that requires a login",
     )
+    # Length checked in the validator, not the field: the API shows the key as "***" (documented schema).
     desired_key: Optional[str] = Field(
-        None, title="Desired-configuration key", min_length=MIN_DESIRED_KEY_CHARS, max_length=MAX_DESIRED_KEY_CHARS,
+        None, title="Desired-configuration key",
         description=f"Shared secret (at least {MIN_DESIRED_KEY_CHARS} characters, e.g. openssl rand -hex 32); "
                     "when set, only desired configurations the fleet service signed with it are acted on",
     )
@@ -368,7 +369,12 @@ class FleetConfig(_Strict):
     @field_validator("desired_key")
     @classmethod
     def _key_chars(cls, value: Optional[str]) -> Optional[str]:
-        if value is not None and (not value.strip() or _CONTROL_CHARS.search(value)):
+        if value is None:
+            return value
+        if not MIN_DESIRED_KEY_CHARS <= len(value) <= MAX_DESIRED_KEY_CHARS:
+            raise ValueError(f"desired_key must have {MIN_DESIRED_KEY_CHARS} to {MAX_DESIRED_KEY_CHARS} characters "
+                             "(openssl rand -hex 32)")
+        if not value.strip() or _CONTROL_CHARS.search(value):
             raise ValueError("desired_key may not be blank nor contain control characters")
         return value
 

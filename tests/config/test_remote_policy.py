@@ -91,3 +91,23 @@ def test_the_report_stays_short():
     many = {"api": {"allowed_hosts": [f"h{i}.example" for i in range(100)]}}
     problems = broker_problems(config(), config(many))
     assert len(problems) == MAX_PROBLEMS + 1 and problems[-1].loc == ""
+
+
+def test_remote_configuration_is_off_by_default_and_a_short_key_is_refused():
+    from edge_app.config.store import ConfigError
+
+    assert parse_config({"model": {"path": "m.onnx"}}).fleet.remote_config is False
+    with pytest.raises(ConfigError) as err:
+        parse_config({"model": {"path": "m.onnx"}, "fleet": {"desired_key": "short"}})
+    assert [p.loc for p in err.value.problems] == ["fleet.desired_key"]
+
+
+def test_the_desired_key_is_masked_like_the_api_token_and_kept_when_sent_back():
+    from edge_app.config.secrets import restore_secrets
+    from edge_app.config.store import redacted_dict
+
+    current = config()
+    shown = redacted_dict(current)
+    assert shown["fleet"]["desired_key"] == "***" and "k" * 40 not in str(shown)
+    data, _, problems = restore_secrets(shown, current)
+    assert problems == [] and parse_config(data).fleet.desired_key == "k" * 40
