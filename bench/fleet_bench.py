@@ -27,13 +27,14 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 import psutil
 import requests
 import yaml
 
 from bench.fleet_postgres import PostgresForBench
+from bench.fleet_device import bench_desired_key
 from bench.fleet_sim import raise_fd_limit
 from bench.fleet_witness import FleetWitness
 
@@ -117,12 +118,14 @@ def _accepts(port: int) -> bool:
 
 
 class FleetProcess:
-    def __init__(self, work: Path, broker_port: int, prefix: str, db_url: str):
+    def __init__(self, work: Path, broker_port: int, prefix: str, db_url: str, device_ids: Sequence[str] = ()):
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = {"mqtt": {"host": "127.0.0.1", "port": broker_port, "keepalive": 30, "client_id": f"fleet-{prefix}"},
                   "topic_prefix": prefix, "database": {"url": db_url},
-                  "api": {"host": "127.0.0.1", "port": self.port}, "logging": {"level": "WARNING"}}
+                  "api": {"host": "127.0.0.1", "port": self.port}, "logging": {"level": "WARNING"},
+                  # The simulated appliances act only on what is signed with their keys (bench.fleet_device).
+                  "desired_keys": {device_id: bench_desired_key(device_id) for device_id in device_ids}}
         (work / "FLEET.yaml").write_text(yaml.safe_dump(config))
         self.log = open(work / "fleet.log", "wb")
         self.process = subprocess.Popen([sys.executable, "-m", "edge_app", "fleet", "-c", str(work / "FLEET.yaml")],
@@ -214,7 +217,7 @@ def run_engine(engine: str, args: argparse.Namespace, work: Path) -> EngineResul
     broker = Broker(work, args.devices)
     fleet = witness = sim = None
     try:
-        fleet = FleetProcess(work, broker.port, prefix, db_url)
+        fleet = FleetProcess(work, broker.port, prefix, db_url, [f"sim-{index:04d}" for index in range(args.devices)])
         witness = FleetWitness("127.0.0.1", broker.port, prefix).start()
         sampler = Sampler(fleet)
         sampler.poll()

@@ -7,6 +7,12 @@ Every payload comes from the appliance's own builders (``edge_app.mqtt.payloads`
 files are left out, as a simulated appliance has none). So a simulated appliance differs from a
 real one only in where its numbers come from.
 
+Remote configuration is on and signed, as a real fleet on a shared broker should run it: each
+simulated appliance's ``fleet.desired_key`` is :func:`bench_desired_key` of its id, and whoever
+plays the fleet (``bench.fleet_rollout``, the fleet service of ``bench.fleet_bench``) signs with
+it. A simulated appliance starts with nothing saved, so it skips retained desired messages (an
+earlier run's) and acts on those published while it is connected.
+
 MQTT: paho's client driven by the asyncio loop (``bench.mqtt_asyncio``), one connection per
 appliance, all in one thread. ``kill()`` closes
 the socket without a DISCONNECT, so the broker publishes the appliance's last will.
@@ -25,7 +31,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from bench.mqtt_asyncio import AsyncioDriver
-from edge_app.config.schema import AppConfig
+from edge_app.config.schema import MIN_DESIRED_KEY_CHARS, AppConfig
 from edge_app.config.store import parse_config
 from edge_app.config_changes import ConfigChanges
 from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
@@ -104,11 +110,17 @@ def _no_machine_checks(config: AppConfig, previous: Optional[AppConfig] = None) 
     return []
 
 
+def bench_desired_key(device_id: str) -> str:
+    """The desired-configuration key of a simulated appliance: known to the bench, never for a real device."""
+    return f"bench-desired-key-{device_id}".ljust(MIN_DESIRED_KEY_CHARS, "0")
+
+
 def device_config(device_id: str, settings: DeviceSettings) -> AppConfig:
     """A valid configuration of the shape a four-camera appliance runs."""
     cameras = [{"id": f"cam{i + 1}", "source": f"rtsp://10.0.{i}.10:554/stream1"} for i in range(settings.cameras)]
     return parse_config({"device_id": device_id, "cameras": cameras, "model": {"path": "engines/yolov8n.onnx"},
-                         "mqtt": {"host": settings.host, "port": settings.port, "topic_prefix": settings.prefix}})
+                         "mqtt": {"host": settings.host, "port": settings.port, "topic_prefix": settings.prefix},
+                         "fleet": {"remote_config": True, "desired_key": bench_desired_key(device_id)}})
 
 
 class SimulatedAppliance:
@@ -194,7 +206,7 @@ class SimulatedAppliance:
         self.counters.acked += 1
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
-        if message.topic == self.topics.config_desired and message.payload:
+        if message.topic == self.topics.config_desired and message.payload and not message.retain:
             # The real agent's handling, synchronously on the loop: a few milliseconds at most.
             started = time.perf_counter()
             if self.agent.handle(bytes(message.payload)) is not None:

@@ -17,6 +17,8 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from bench.mqtt_asyncio import AsyncioDriver
+from bench.fleet_device import bench_desired_key
+from edge_app.mqtt.desired_signature import SIGNATURE_KEY, sign_desired
 from edge_app.mqtt.payloads import config_desired_payload, encode
 
 
@@ -84,7 +86,9 @@ class RolloutProbe:
         self._version, self._reports = version, {}
         started = time.monotonic()
         for index, device_id in enumerate(device_ids):
-            body = encode(config_desired_payload(version, patches.get(device_id, patches["*"])))
+            patch = patches.get(device_id, patches["*"])
+            body = encode({**config_desired_payload(version, patch),
+                           SIGNATURE_KEY: sign_desired(bench_desired_key(device_id), device_id, version, patch)})
             self._sent_mono_s[device_id] = time.monotonic()
             self.client.publish(f"{self.prefix}/{device_id}/config/desired", body, qos=1, retain=True)
             if index % 100 == 99:

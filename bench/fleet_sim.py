@@ -24,7 +24,7 @@ Options (all optional; defaults in brackets):
                             service would, from one extra connection) and time the reports [off]
     --rollout-patch JSON    the merge patch of that rollout [{"model": {"conf_threshold": 0.3}}]
     --rollout-invalid K     K of the appliances get a patch the rules refuse instead [0]
-    --rollout-version N     its version [the current Unix time, above any earlier run's]
+    --rollout-version N     its version [1000; simulated appliances start with nothing saved]
     --json PATH             also write the summary there
 
 Each appliance has its own MQTT connection (client id ``edge-app-<device_id>``) and speaks the
@@ -272,6 +272,8 @@ async def run(args: argparse.Namespace, broker: Tuple[str, int]) -> FleetSummary
 
 
 #: a patch every appliance refuses: a negative fps_limit (the rules of PATCH /api/v1/config)
+#: Above what a test sends by hand first, within the appliance's bounded step from nothing saved.
+DEFAULT_ROLLOUT_VERSION = 1000
 INVALID_PATCH = {"cameras": [{"id": "cam1", "source": "rtsp://10.0.0.10:554/stream1", "fps_limit": -1}]}
 
 
@@ -281,7 +283,7 @@ async def _rollout(args: argparse.Namespace, probe: RolloutProbe, sim: "FleetSim
     for device_id in sim.device_ids[:max(0, args.rollout_invalid)]:
         patches[device_id] = INVALID_PATCH
     alive = [d.device_id for d in sim.devices if not d.killed]
-    version = args.rollout_version if args.rollout_version is not None else int(time.time())
+    version = args.rollout_version if args.rollout_version is not None else DEFAULT_ROLLOUT_VERSION
     result = await probe.rollout(alive, patches, version, timeout_s=max(5.0, args.duration_s))
     log.info("rollout of version %d: %s", version, result)
     return result

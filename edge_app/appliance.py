@@ -37,8 +37,8 @@ from edge_app.reconfigure import model_reload_needed, plan_changes
 from edge_app.detect_switch import DetectSwitch
 from edge_app.detections import Detections
 from edge_app.reports import camera_report, model_report, pipeline_report
-from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, MqttReport, StatusReport,
-                              UnknownCamera)
+from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, MqttReport, RemoteConfigReport,
+                              StatusReport, UnknownCamera)
 from edge_app.version import __version__
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ class Appliance:
         self._stats_stop = threading.Event()
         self._stats_thread: Optional[threading.Thread] = None
         self._config_desired: Optional[Callable[[bytes], None]] = None  # the fleet agent, if any
+        self._remote_config_report: Optional[Callable[[], RemoteConfigReport]] = None
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -363,6 +364,10 @@ class Appliance:
         """Hand every ``R/config/desired`` payload to ``handler`` once started, across MQTT reconnects."""
         self._config_desired = handler
 
+    def on_remote_config_report(self, provider: Callable[[], RemoteConfigReport]) -> None:
+        """Where ``status()`` reads whether and how remote configuration is authenticated."""
+        self._remote_config_report = provider
+
     def _subscribe_commands(self) -> None:
         if self._detect_switch is not None:
             self._publisher.on_detect_set(self._detect_switch.on_command,
@@ -400,6 +405,7 @@ class Appliance:
             engine_build=self.engine_build(),
             model_change=self._model_change.report if self._model_change is not None else None,
             events=self._event_store.health() if self._event_store is not None else None,
+            remote_config=self._remote_config_report() if self._remote_config_report is not None else None,
         )
 
     def pipeline_health(self) -> PipelineHealth:

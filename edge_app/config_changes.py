@@ -30,6 +30,7 @@ from typing import Any, Callable, List, Optional, Sequence
 from edge_app.checks import check_runtime
 from edge_app.config.exposure import token_problems
 from edge_app.config.policy import unsafe_changes
+from edge_app.config.remote_policy import broker_problems
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config.secrets import misdirected_secrets, restore_secrets
 from edge_app.config.store import ConfigError, ConfigFile, Problem, merge_patch, parse_config, redacted_dict
@@ -129,7 +130,8 @@ class ConfigChanges:
         honour_file = origin is Origin.API
         problems = (misdirected_secrets(new_config, current, restored)
                     + unsafe_changes(current, new_config, Path.cwd(), honour_allow_unsafe=honour_file)
-                    + token_problems(new_config, self._listening_hosts()))
+                    + token_problems(new_config, self._listening_hosts())
+                    + (broker_problems(current, new_config) if origin is Origin.BROKER else []))
         if problems:
             raise ConfigRefused("the configuration is refused", problems)
         problems = self._runtime_check(new_config, previous=current)

@@ -63,4 +63,7 @@ def plan_changes(old: AppConfig, new: AppConfig) -> ChangePlan:
         restart_required.append("api.enabled")
     # The event store is opened at start, in its folder.
     restart_required += [f"events.{key}" for key in ("enabled", "dir") if getattr(old.events, key) != getattr(new.events, key)]
+    # R/config/desired is subscribed to at start only when remote configuration is on.
+    if new.fleet.remote_config and not old.fleet.remote_config:
+        restart_required.append("fleet.remote_config")
     return ChangePlan(added, removed, changed, reload_model, retune_model, reconnect_mqtt, restart_required)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Dict, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from edge_app.config.schema import APIConfig, LoggingConfig, MQTTConfig
+from edge_app.config.schema import (ID_PATTERN, MAX_DESIRED_KEY_CHARS, MIN_DESIRED_KEY_CHARS, APIConfig, LoggingConfig,
+                                    MQTTConfig)
 from edge_app.config.store import ConfigError, Problem, problems_from, read_yaml
 
 DEFAULT_DATABASE_URL = "sqlite:///fleet.db"
@@ -50,6 +51,22 @@ class FleetConfig(_Strict):
     database: DatabaseConfig = Field(default_factory=DatabaseConfig, title="Database")
     api: APIConfig = Field(default_factory=APIConfig, title="REST API")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, title="Logging")
+    # SecretStr: a key never shows in a dump, a repr or an error message of this configuration.
+    desired_keys: Dict[str, SecretStr] = Field(
+        default_factory=dict, title="Desired-configuration keys",
+        description="device id -> that appliance's fleet.desired_key; rollouts to a device listed here are signed with it",
+    )
+
+    @field_validator("desired_keys")
+    @classmethod
+    def _usable_keys(cls, value: Dict[str, SecretStr]) -> Dict[str, SecretStr]:
+        for device_id, key in value.items():
+            if not re.match(ID_PATTERN, device_id):
+                raise ValueError(f"{device_id[:64]!r} is not a device id")
+            if not MIN_DESIRED_KEY_CHARS <= len(key.get_secret_value()) <= MAX_DESIRED_KEY_CHARS:
+                raise ValueError(f"the key of {device_id} must have {MIN_DESIRED_KEY_CHARS} to "
+                                 f"{MAX_DESIRED_KEY_CHARS} characters (openssl rand -hex 32)")
+        return value
 
     @field_validator("topic_prefix")
     @classmethod

@@ -17,10 +17,11 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Sequence, Union
 
 from edge_app.fleet.db import Connection
 from edge_app.fleet.messages import desired_topic
+from edge_app.mqtt.desired_signature import SIGNATURE_KEY, sign_desired
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +56,11 @@ class Rollout:
 class Rollouts:
     """Creates rollouts on ``conn`` and publishes them through ``publish(topic, payload)``."""
 
-    def __init__(self, conn: Connection, prefix: str, publish: Publish, clock: Callable[[], float] = time.time):
+    def __init__(self, conn: Connection, prefix: str, publish: Publish, clock: Callable[[], float] = time.time,
+                 desired_keys: Callable[[], Mapping[str, Any]] = dict):
         self._conn = conn
+        # device id -> SecretStr key (FleetConfig.desired_keys), read at every rollout
+        self._desired_keys = desired_keys
         self._prefix = prefix
         self._publish = publish
         self._clock = clock
@@ -97,7 +101,11 @@ class Rollouts:
                     composed = earlier[0]
                     for later in earlier[1:] + [patch]:
                         composed = compose_patches(composed, later)
-                body = json.dumps({"version": versions[dev], "patch": composed}).encode("utf-8")
+                message: Dict[str, Any] = {"version": versions[dev], "patch": composed}
+                key = self._desired_keys().get(dev)
+                if key is not None:  # the appliance's fleet.desired_key: it acts only on what this signs
+                    message[SIGNATURE_KEY] = sign_desired(key.get_secret_value(), dev, versions[dev], composed)
+                body = json.dumps(message).encode("utf-8")
                 self._publish(desired_topic(self._prefix, dev), body)
         logger.info("rollout %s: version(s) %s to %d device(s)", rollout_id,
                     sorted(set(versions.values())) if len(set(versions.values())) <= 5 else "…", len(chosen))

@@ -55,7 +55,8 @@ class FleetService:
         self._ingest = FleetIngest(self.config.mqtt, self.config.mqtt_client_id, self.config.topic_prefix,
                                    self._writer_conn, events_retain_s=self.config.database.events_retain_days * 86400)
         self._rollouts = Rollouts(self._api_conn, self.config.topic_prefix,
-                                  lambda topic, body: self.ingest.publish(topic, body, retain=True))
+                                  lambda topic, body: self.ingest.publish(topic, body, retain=True),
+                                  desired_keys=lambda: self.config.desired_keys)
         self._ingest.start()
 
     def stop(self, timeout_s: float = 3.0) -> None:

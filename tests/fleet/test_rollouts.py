@@ -127,3 +127,23 @@ def test_bad_rollouts_answer_errors_and_change_nothing(fleet_factory, sim_device
 ])
 def test_composed_patches_do_what_both_do_in_order(first, second, combined):
     assert compose_patches(first, second) == combined
+
+
+def test_desired_configurations_are_signed_for_devices_with_a_key_and_the_key_never_shows(
+        fleet_factory, sim_devices, mqtt_collector, mosquitto_broker):
+    from edge_app.mqtt.desired_signature import signature_valid
+
+    key = "edge-keyed-desired-key-0123456789ab"
+    fleet = fleet_factory(desired_keys={"edge-keyed": key})
+    sim_devices(fleet.prefix, "edge-keyed")
+    sim_devices(fleet.prefix, "edge-plain")
+    _online(fleet, 2)
+    desired = mqtt_collector(mosquitto_broker, f"{fleet.prefix}/+/config/desired")
+    response = fleet.patch("/api/v1/fleet/config", {"devices": "all", "patch": {"model": {"conf_threshold": 0.4}}})
+    assert response.status_code == 202, response.text
+    keyed = desired.wait_for_message(f"{fleet.prefix}/edge-keyed/config/desired", timeout_s=10).json()
+    plain = desired.wait_for_message(f"{fleet.prefix}/edge-plain/config/desired", timeout_s=10).json()
+    assert signature_valid(key, "edge-keyed", keyed["version"], keyed["patch"], keyed["sig"])
+    assert "sig" not in plain
+    config = fleet.service.config
+    assert key not in repr(config) and key not in json.dumps(config.model_dump(mode="json"))
