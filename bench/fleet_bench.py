@@ -117,11 +117,11 @@ def _accepts(port: int) -> bool:
 
 
 class FleetProcess:
-    def __init__(self, work: Path, broker_port: int, prefix: str, db_url: str):
+    def __init__(self, work: Path, broker_port: int, prefix: str, db_url: str, devices: int):
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = {"mqtt": {"host": "127.0.0.1", "port": broker_port, "keepalive": 30, "client_id": f"fleet-{prefix}"},
-                  "topic_prefix": prefix, "database": {"url": db_url},
+                  "topic_prefix": prefix, "database": {"url": db_url}, "devices": {"max": devices},
                   "api": {"host": "127.0.0.1", "port": self.port}, "logging": {"level": "WARNING"}}
         (work / "FLEET.yaml").write_text(yaml.safe_dump(config))
         self.log = open(work / "fleet.log", "wb")
@@ -214,7 +214,7 @@ def run_engine(engine: str, args: argparse.Namespace, work: Path) -> EngineResul
     broker = Broker(work, args.devices)
     fleet = witness = sim = None
     try:
-        fleet = FleetProcess(work, broker.port, prefix, db_url)
+        fleet = FleetProcess(work, broker.port, prefix, db_url, max(args.devices, 1))
         witness = FleetWitness("127.0.0.1", broker.port, prefix).start()
         sampler = Sampler(fleet)
         sampler.poll()
