@@ -122,7 +122,7 @@ class FleetProcess:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = {"mqtt": {"host": "127.0.0.1", "port": broker_port, "keepalive": 30, "client_id": f"fleet-{prefix}"},
-                  "topic_prefix": prefix, "database": {"url": db_url},
+                  "topic_prefix": prefix, "database": {"url": db_url}, "devices": {"max": max(len(device_ids), 1)},
                   "api": {"host": "127.0.0.1", "port": self.port}, "logging": {"level": "WARNING"},
                   # The simulated appliances act only on what is signed with their keys (bench.fleet_device).
                   "desired_keys": {device_id: bench_desired_key(device_id) for device_id in device_ids}}

@@ -82,6 +82,11 @@ MIGRATIONS: Tuple[Migration, ...] = (
         )""",
         "CREATE INDEX rollout_devices_device ON rollout_devices (device_id, version)",
     )),
+    (2, "reports of versions never issued, rollout timeouts", (
+        "ALTER TABLE devices ADD COLUMN unissued_version BIGINT",
+        "ALTER TABLE devices ADD COLUMN unissued_ts DOUBLE PRECISION",
+        "CREATE INDEX rollout_devices_status ON rollout_devices (status, updated_at)",
+    )),
 )
 
 

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import paho.mqtt.client as mqtt
 import pytest
 import requests
+from paho.mqtt.enums import CallbackAPIVersion
 
 from edge_app.api.dashboard import SHARED_STATIC_DIR
 from edge_app.api.dashboard import STATIC_DIR as DASHBOARD_STATIC_DIR
@@ -98,3 +100,37 @@ def test_a_device_id_that_would_leave_its_topic_is_refused_and_nothing_rolls_out
     response = fleet.patch(path, body)
     assert response.status_code in (400, 404) and "error" in response.json()
     assert fleet.get("/api/v1/rollouts").json()["rollouts"] == []
+
+
+def test_devices_come_in_pages_that_follow_one_another(fleet_factory, mosquitto_broker):
+    fleet = fleet_factory()
+    client = mqtt.Client(CallbackAPIVersion.VERSION2)
+    client.connect(mosquitto_broker.host, mosquitto_broker.port)
+    client.loop_start()
+    for i in range(25):
+        client.publish(f"{fleet.prefix}/edge-{i:02d}/status", b'{"state": "online"}', qos=1).wait_for_publish(5)
+    client.disconnect()
+    client.loop_stop()
+    wait_for(lambda: fleet.get("/api/v1/devices").json()["total"] == 25, 10, "25 devices")
+    first = fleet.get("/api/v1/devices?limit=10").json()
+    assert [d["device_id"] for d in first["devices"]] == [f"edge-{i:02d}" for i in range(10)]
+    assert first["total"] == 25 and first["next"] == "edge-09"
+    seen, after = [], None
+    while True:
+        page = fleet.get("/api/v1/devices?limit=10" + (f"&after={after}" if after else "")).json()
+        seen += [d["device_id"] for d in page["devices"]]
+        after = page["next"]
+        if after is None:
+            break
+    assert seen == [f"edge-{i:02d}" for i in range(25)]
+    assert fleet.get("/api/v1/devices?state=offline&limit=5").json() == {"devices": [], "total": 0, "next": None}
+
+
+@pytest.mark.parametrize("query, word", [
+    ("?limit=0", "limit"), ("?limit=10001", "limit"), ("?limit=x", "limit"), ("?after=a/b", "device id"),
+])
+def test_bad_device_pages_answer_400(fleet_factory, query, word):
+    fleet = fleet_factory()
+    response = fleet.get("/api/v1/devices" + query)
+    assert response.status_code == 400
+    assert word in response.json()["error"]

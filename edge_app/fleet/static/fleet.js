@@ -6,8 +6,10 @@
 (function () {
   const TOKEN_KEY = "edge-app.fleet-token";
   const POLL_MS = 2000;
+  const PAGE = 200;  // devices per page: the API hands them out in pages, ordered by id
   const $ = (id) => document.getElementById(id);
-  const state = { token: sessionStorage.getItem(TOKEN_KEY) || "", timer: null, rolloutDetails: {} };
+  // cursors[i] is the "after" of page i (null for the first); next is the API's cursor past this page.
+  const state = { token: sessionStorage.getItem(TOKEN_KEY) || "", timer: null, rolloutDetails: {}, cursors: [null], next: null };
 
   const { Unauthorized, el, setLink } = globalThis.EdgePage;
   const api = globalThis.EdgePage.apiClient(() => state.token);
@@ -41,11 +43,22 @@
     if (!rows.length) { const tr = el("tr"); const td = el("td", emptyText, "muted"); td.colSpan = columns; tr.appendChild(td); tbody.appendChild(tr); }
   }
 
-  function renderDevices(devices, all) {
-    const online = all.filter((d) => d.state === "online").length;
-    $("count-total").textContent = all.length;
-    $("count-online").textContent = online;
-    $("count-offline").textContent = all.filter((d) => d.state === "offline").length;
+  function renderCounts(perState) {
+    const counts = perState || {};
+    $("count-total").textContent = Object.values(counts).reduce((a, b) => a + b, 0);
+    $("count-online").textContent = counts.online || 0;
+    $("count-offline").textContent = counts.offline || 0;
+  }
+
+  function renderPager(page) {
+    const first = (state.cursors.length - 1) * PAGE;
+    $("page-info").textContent = page.total ? (first + 1) + "–" + (first + page.devices.length) + " of " + page.total : "";
+    $("page-prev").disabled = state.cursors.length < 2;
+    $("page-next").disabled = !page.next;
+    state.next = page.next;
+  }
+
+  function renderDevices(devices) {
     replace($("devices"), devices.map((d) => {
       const cams = el("span", null, "cams");
       for (const c of d.cameras || []) { const p = pill(c.id, c.state); p.title = c.state + (c.error ? ": " + c.error : ""); cams.appendChild(p); }
@@ -84,12 +97,16 @@
 
   async function refresh() {
     try {
-      const filter = $("state-filter").value;
-      const [all, events, rollouts] = await Promise.all([
-        api("api/v1/devices"), api("api/v1/events?limit=20"), api("api/v1/rollouts")]);
-      if (!all.ok) throw new Error((all.body && all.body.error) || "HTTP " + all.status);
-      const devices = all.body.devices;
-      renderDevices(filter ? devices.filter((d) => d.state === filter) : devices, devices);
+      const query = new URLSearchParams({ limit: String(PAGE) });
+      if ($("state-filter").value) query.set("state", $("state-filter").value);
+      const after = state.cursors[state.cursors.length - 1];
+      if (after) query.set("after", after);
+      const [page, status, events, rollouts] = await Promise.all([
+        api("api/v1/devices?" + query), api("api/v1/status"), api("api/v1/events?limit=20"), api("api/v1/rollouts")]);
+      if (!page.ok) throw new Error((page.body && page.body.error) || "HTTP " + page.status);
+      renderDevices(page.body.devices);
+      renderPager(page.body);
+      if (status.ok) renderCounts(status.body.devices);
       if (events.ok) renderEvents(events.body.events);
       if (rollouts.ok) {
         // Per-device errors of rollouts that have rejections (a few at most on one page).
@@ -136,7 +153,9 @@
     start();
   });
   $("forget-token").addEventListener("click", () => { state.token = ""; sessionStorage.removeItem(TOKEN_KEY); showLogin(); });
-  $("state-filter").addEventListener("change", refresh);
+  $("state-filter").addEventListener("change", () => { state.cursors = [null]; refresh(); });
+  $("page-prev").addEventListener("click", () => { if (state.cursors.length > 1) { state.cursors.pop(); refresh(); } });
+  $("page-next").addEventListener("click", () => { if (state.next) { state.cursors.push(state.next); refresh(); } });
 
   $("rollout-form").addEventListener("submit", async (event) => {
     event.preventDefault();
