@@ -1,4 +1,4 @@
-"""``bench.fleet_sim`` speaks the appliance's contract: 20 simulated appliances and a real ``edge-app run``
+"""``bench.fleet sim`` speaks the appliance's contract: 20 simulated appliances and a real ``edge-app run``
 on one real Mosquitto, their topics and payload shapes compared kind by kind.
 
 The real appliance loops a clip of bus.jpg (people and a bus: events and counts) with tracking
@@ -17,7 +17,7 @@ from typing import Any, Dict
 import paho.mqtt.publish as mqtt_publish
 import pytest
 
-from bench.fleet_device import bench_desired_key
+from bench.fleet.device import bench_desired_key
 from edge_app.mqtt.desired_signature import sign_desired
 from tests.e2e.appliance import wait_until
 from tests.e2e.conftest import appliance_factory  # noqa: F401  (a fixture: a real `edge-app run`)
@@ -82,7 +82,7 @@ def test_simulated_appliances_speak_the_real_appliances_contract(
                         hostname=mosquitto_broker.host, port=mosquitto_broker.port)
 
     sim = subprocess.Popen(
-        [sys.executable, "-m", "bench.fleet_sim", "--broker", f"{mosquitto_broker.host}:{mosquitto_broker.port}",
+        [sys.executable, "-m", "bench.fleet", "sim", "--broker", f"{mosquitto_broker.host}:{mosquitto_broker.port}",
          "--prefix", "edge_app", "--devices", str(DEVICES), "--cameras", "4", "--duration-s", "12",
          "--stats-interval-s", "2", "--event-period-s", "5", "--kill", str(KILL), "--kill-at-s", "8",
          "--rollout-at-s", "5", "--rollout-invalid", "2"],
@@ -163,7 +163,7 @@ def test_simulated_appliances_speak_the_real_appliances_contract(
     (["--rollout-patch", "[1]"], "must be a JSON object"),
 ])
 def test_options_that_cannot_run_are_refused_before_anything_starts(argv, problem):
-    from bench.fleet_sim import build_parser, check_args
+    from bench.fleet.sim import build_parser, check_args
 
     found = check_args(build_parser().parse_args(argv))
     assert (found is None) if problem is None else (problem in found), found
