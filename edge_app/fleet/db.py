@@ -11,7 +11,6 @@ thread and one (behind a lock) for the API.
 from __future__ import annotations
 
 import logging
-import re
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -166,19 +165,3 @@ def connect(url: str) -> Connection:
         name = f"{where.hostname or 'localhost'}:{where.port or 5432}{where.path}"
         raise DatabaseError(f"cannot connect to PostgreSQL at {name}: {str(err).strip().splitlines()[0]}") from None
     return Connection(raw, dialect, url)
-
-
-def is_integrity_error(err: BaseException) -> bool:
-    if isinstance(err, sqlite3.IntegrityError):
-        return True
-    return type(err).__name__ in ("IntegrityError", "UniqueViolation")
-
-
-_IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-
-
-def check_identifier(name: str) -> str:
-    """A database or schema name safe to put in DDL (tests and the benchmark create their own)."""
-    if not _IDENT.match(name):
-        raise ValueError(f"{name!r} is not a plain lower-case SQL identifier")
-    return name
