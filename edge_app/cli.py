@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from edge_app.config.store import ConfigError, load_config
-from edge_app.redact import install_log_masking, mask_secrets
+from edge_app.config.file import ConfigError, load_config
+from edge_app.config.redact import install_log_masking, mask_secrets
 from edge_app.version import __version__
 
 
@@ -82,7 +82,7 @@ def _load(path: Path, runnable: bool = False):
     try:
         config = load_config(path)
         if runnable:
-            from edge_app.checks import check_runtime
+            from edge_app.config_change.checks import check_runtime
 
             problems = check_runtime(config)
             if problems:
@@ -154,7 +154,7 @@ def cmd_build_engine(args) -> int:
 
 def cmd_selftest(args) -> int:
     try:
-        from edge_app.selftest import selftest_command
+        from edge_app.commands.selftest import selftest_command
     except ImportError as err:
         print(f"edge-app: selftest is not available: {err}", file=sys.stderr)
         return EXIT_FAILURE
@@ -170,11 +170,11 @@ def cmd_selftest(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from edge_app.shutdown import StopSignals, finish_process
-    from edge_app.systemd import SystemdNotifier
+    from edge_app.process.shutdown import StopSignals, finish_process
+    from edge_app.process.systemd import SystemdNotifier
 
     # Before anything can start a thread: every thread inherits the blocked stop signals, and
-    # only the main thread takes them (edge_app.shutdown says why).
+    # only the main thread takes them (edge_app.process.shutdown says why).
     signals = StopSignals()
     signals.install()
     config = _load(args.config, runnable=True)
@@ -183,15 +183,15 @@ def cmd_run(args) -> int:
     _setup_logging(config.logging.level)
     # A native crash (SIGSEGV in a driver, SIGABRT from C++) leaves every thread's stack in the journal.
     faulthandler.enable(all_threads=True)
-    from edge_app.runtime import run_appliance
+    from edge_app.commands.run_appliance import run_appliance
 
     return finish_process(run_appliance(config, args.config, signals, SystemdNotifier.from_environment()))
 
 
 def cmd_fleet(args) -> int:
-    from edge_app.fleet.config import load_fleet_config
-    from edge_app.fleet.run import run_fleet
-    from edge_app.shutdown import StopSignals, finish_process
+    from edge_app.fleet_service.config import load_fleet_config
+    from edge_app.fleet_service.run import run_fleet
+    from edge_app.process.shutdown import StopSignals, finish_process
 
     signals = StopSignals()
     signals.install()
@@ -205,7 +205,7 @@ def cmd_fleet(args) -> int:
 
 
 def cmd_fleet_reset(args) -> int:
-    from edge_app.fleet_state import DesiredVersionStore, state_path_for
+    from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
 
     if _load(args.config) is None:
         return EXIT_USAGE

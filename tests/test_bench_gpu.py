@@ -13,7 +13,7 @@ from bench.gpu.pipeline import _engine_work
 from bench.gpu.report import appliance_cpu_ms, cpu_comparison, finish, markdown, targets
 from bench.gpu.rtsp_serve import MAX_PAYLOAD, group_frames, packetize, split_nals
 from edge_app.detect.tensorrt.engine_process import EngineWork
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 
 
 def _raw(batch, images_per_s):

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from edge_app.capture.decoders import detect_decoders
-from edge_app.checks import check_runtime
+from edge_app.config_change.checks import check_runtime
 from edge_app.config.schema import AppConfig
 
 from tests.support.gst import require_gi

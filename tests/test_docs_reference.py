@@ -16,8 +16,8 @@ import pytest
 
 from edge_app.config.reference import config_keys
 from edge_app.config.schema import AppConfig
-from edge_app.fleet.app import create_fleet_app
-from edge_app.fleet.config import FleetConfig
+from edge_app.fleet_service.app import create_fleet_app
+from edge_app.fleet_service.config import FleetConfig
 from edge_app.mqtt.reference import topic_pattern, undocumented_topics
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,14 +10,14 @@ import threading
 
 import pytest
 
-from edge_app.config.store import ConfigFile, load_config, parse_config, save_config
-from edge_app.config_changes import ConfigChanges, ConfigRefused, Origin
-from edge_app.desired_gate import DesiredGate
-from edge_app.fleet_agent import MAX_VERSION_STEP, FleetAgent
-from edge_app.fleet_state import DesiredVersionStore, state_path_for
+from edge_app.config.file import ConfigFile, load_config, parse_config, save_config
+from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
+from edge_app.fleet_agent.desired_gate import DesiredGate
+from edge_app.fleet_agent.agent import MAX_VERSION_STEP, FleetAgent
+from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
 from edge_app.mqtt.payloads import config_desired_payload, encode
 from edge_app.mqtt.anonymous_probe import AnonymousProbe, ProbeOutcome
-from edge_app.mqtt.desired_signature import SIGNATURE_KEY, sign_desired
+from edge_app.fleet_agent.desired_signature import SIGNATURE_KEY, sign_desired
 from tests.api.in_memory_service import InMemoryService
 
 KEY = "shared-desired-key-0123456789abcdef"

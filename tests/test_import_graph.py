@@ -1,5 +1,6 @@
-"""edge_app's imports form no loop and point one way: capture/detect/mqtt below pipeline below
-the appliance below the API and the command line (read from the source, nothing imported)."""
+"""edge_app's imports form no loop and point one way: capture/detect/mqtt (with the process helpers
+and the appliance's reports) below the pipeline and the configuration change path, below the
+appliance and its fleet agent, below the API and the commands (read from the source, nothing imported)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,10 +14,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "edge_app"
 
 #: lowest first; a module may import its own layer and those below, never one above
 LAYERS: Tuple[Tuple[str, ...], ...] = (
-    ("edge_app.capture", "edge_app.detect", "edge_app.mqtt"),
-    ("edge_app.pipeline",),
-    ("edge_app.appliance",),
-    ("edge_app.api", "edge_app.cli"),
+    ("edge_app.capture", "edge_app.detect", "edge_app.mqtt", "edge_app.process", "edge_app.reporting"),
+    ("edge_app.pipeline", "edge_app.config_change"),
+    ("edge_app.appliance", "edge_app.fleet_agent"),
+    ("edge_app.api", "edge_app.cli", "edge_app.commands"),
 )
 
 

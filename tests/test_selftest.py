@@ -3,7 +3,7 @@ import io
 
 import pytest
 
-from edge_app.selftest import FAIL, PASS, SKIP, Report, check_decoders
+from edge_app.commands.selftest import FAIL, PASS, SKIP, Report, check_decoders
 
 from tests.support.gst import require_gi
 from tests.support.media import require_tool
@@ -49,8 +49,8 @@ def test_a_decoder_asked_for_but_missing_fails(decoder, status):
 
 @pytest.mark.parametrize("users, status", [(None, "WARN"), ({"dev1": "dev1-Pa55"}, PASS)])
 def test_the_broker_section_warns_when_the_broker_lets_anyone_in(mosquitto_factory, users, status):
-    from edge_app.config.store import parse_config
-    from edge_app.selftest import check_broker
+    from edge_app.config.file import parse_config
+    from edge_app.commands.selftest import check_broker
 
     broker = mosquitto_factory(users=users)
     config = parse_config({"model": {"path": "m.onnx"},

@@ -32,7 +32,7 @@ import requests
 
 from bench.chaos.probes import BurstResult, DetectionsWatch, ProcessSampler, patch_storm, slowloris
 from bench.chaos.report import CameraOutage, ChaosReport, ChaosSettings, write_json
-from edge_app.demo_clip import make_clip
+from edge_app.commands.demo_clip import make_clip
 from tests.e2e.appliance import ApplianceProcess
 from tests.support.broker import MOSQUITTO, MosquittoBroker
 from tests.support.net import free_port

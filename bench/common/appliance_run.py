@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, Optional, Sequence
 
 from bench.common.detectors import model_config
-from edge_app.appliance import Appliance
+from edge_app.appliance.appliance import Appliance
 from edge_app.detect import Detector
 from edge_app.config import AppConfig, CameraConfig, MQTTConfig
 from edge_app.config.schema import APIConfig, CaptureConfig, TrackingConfig

@@ -9,7 +9,7 @@ from typing import List, Tuple
 import cv2
 import numpy as np
 
-from edge_app.demo_clip import IMAGE_SUFFIXES, make_clip
+from edge_app.commands.demo_clip import IMAGE_SUFFIXES, make_clip
 
 log = logging.getLogger(__name__)
 

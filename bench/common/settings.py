@@ -25,14 +25,14 @@ def results_dir() -> Path:
 
 def add_switch_interval_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--switch-interval-ms", type=float,
-                        help="Python's thread switch interval (default: the appliance's, edge_app.runtime)")
+                        help="Python's thread switch interval (default: the appliance's, edge_app.commands.run_appliance)")
 
 
 def apply_switch_interval(interval_ms: Optional[float]) -> float:
     """Python's thread switch interval for this run: ``interval_ms``, or the appliance's (None).
     Returns the interval in effect, in milliseconds, for the results."""
     if interval_ms is None:
-        from edge_app.runtime import tune_interpreter
+        from edge_app.commands.run_appliance import tune_interpreter
 
         tune_interpreter()  # as edge-app run does
     else:

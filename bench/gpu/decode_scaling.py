@@ -53,13 +53,13 @@ class _Reader:
     def _open(self) -> None:
         if self._depth == "decode_process":
             from edge_app.config.schema import CaptureConfig
-            from edge_app.config.sources import parse_source
+            from edge_app.config.source_spec import parse_source
 
             self._source = self._opener(parse_source(self._clip), CaptureConfig())
             return
         if self._depth == "decode_copy":
             from edge_app.capture.nvdec_source import open_nvdec
-            from edge_app.config.sources import parse_source
+            from edge_app.config.source_spec import parse_source
 
             self._source = open_nvdec(parse_source(self._clip))
             return

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Sequence
 import numpy as np
 
 from edge_app.detect import Detector
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 
 #: a box of the stand-in matches one of the reference when the class is the same and IoU is at least this
 MATCH_IOU = 0.9

@@ -189,7 +189,7 @@ def _engine_work(work: Optional[EngineWork], batch_times_s: List[float]) -> Dict
 
 def _parity(s: GpuBenchSettings) -> Dict[str, Any]:
     """The stand-in's detections on the sample images against the ONNX Runtime backend's."""
-    from edge_app.demo_clip import IMAGE_SUFFIXES
+    from edge_app.commands.demo_clip import IMAGE_SUFFIXES
     from edge_app.detect import load_image
 
     images = sorted(p for p in s.images_dir.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)

@@ -23,7 +23,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from bench.track.scenes import SCENES, Frame, SceneSpec, generate
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 from edge_app.track import Tracker
 
 log = logging.getLogger(__name__)

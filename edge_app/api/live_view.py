@@ -17,8 +17,8 @@ from typing import Callable, Dict, Iterator, Optional, Tuple
 import cv2
 import numpy as np
 
-from edge_app.annotate import encode_jpeg
-from edge_app.service import AnalysedFrame, ApplianceService, UnknownCamera
+from edge_app.detect.annotate import encode_jpeg
+from edge_app.reporting.protocol import AnalysedFrame, ApplianceService, UnknownCamera
 
 logger = logging.getLogger(__name__)
 

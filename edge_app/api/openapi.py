@@ -17,7 +17,7 @@ from edge_app.config.schema import LABEL_TOPIC_CHARS, MAX_LABEL_CHARS, AppConfig
 from edge_app.events.model import Event
 from edge_app.events.query import EVENT_ID_PATTERN, MAX_LIMIT
 from edge_app.mqtt.payloads import CAMERA_STATES
-from edge_app.service import CountsReport, StatusReport
+from edge_app.reporting.protocol import CountsReport, StatusReport
 from edge_app.version import __version__
 
 Schema = Dict[str, Any]

@@ -7,7 +7,7 @@ listener serving everything without a token until the restart. So a token is nee
 *any* address the server actually listens on is off loopback (``0.0.0.0`` and ``::`` are), and
 for the configuration's own ``api.host`` (where it will listen after the restart).
 
-The configuration change path (:mod:`edge_app.config_changes`) refuses changes that break the
+The configuration change path (:mod:`edge_app.config_change.changes`) refuses changes that break the
 rule, whatever their origin; the auth middleware (:mod:`edge_app.api.auth`) enforces it again per
 request, should a configuration without a usable token ever be running on an exposed listener.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Iterable, List, Optional, Sequence
 
 from edge_app.config.schema import MIN_TOKEN_CHARS, AppConfig, is_loopback_host
-from edge_app.config.store import Problem
+from edge_app.config.file import Problem
 
 #: how to make a token, in every message that asks for one
 MAKE_TOKEN = f"set a random token of at least {MIN_TOKEN_CHARS} characters (openssl rand -hex 24)"

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Iterator, List, Tuple
 
 from edge_app.config.schema import AppConfig
-from edge_app.config.store import Problem, config_to_dict
+from edge_app.config.file import Problem, config_to_dict
 
 #: A path pattern: dict keys, ``*`` for any list index. A pattern covers everything below it.
 Pattern = Tuple[str, ...]

@@ -13,7 +13,7 @@ from typing import List, Literal, Optional, Tuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from typing_extensions import Annotated
 
-from edge_app.config.sources import parse_source
+from edge_app.config.source_spec import parse_source
 
 ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 MAX_CAMERAS = 64

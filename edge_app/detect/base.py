@@ -19,7 +19,7 @@ import numpy as np
 from edge_app.detect.batch import LetterboxMeta, PreparedBatch
 from edge_app.detect.decode import DecoderTuning, YoloDecoder
 from edge_app.detect.errors import DetectorError
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 
 __all__ = ["Detector", "DetectorError", "LetterboxMeta", "PreparedBatch"]
 

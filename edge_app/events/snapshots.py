@@ -16,8 +16,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from edge_app.annotate import draw_detections, encode_jpeg
-from edge_app.detections import Detections
+from edge_app.detect.annotate import draw_detections, encode_jpeg
+from edge_app.detect.detections import Detections
 from edge_app.events.model import Event, Snapshot
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 from edge_app.events.model import UPDATE, Event, EventMessage
 from edge_app.mqtt import payloads
 from edge_app.mqtt.topics import Topics

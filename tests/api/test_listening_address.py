@@ -17,8 +17,8 @@ import requests
 
 from edge_app.api import ApiServer, create_app
 from edge_app.api.listening import request_listening_hosts
-from edge_app.config.store import ConfigFile, load_config, parse_config
-from edge_app.config_changes import ConfigChanges, ConfigRefused, Origin
+from edge_app.config.file import ConfigFile, load_config, parse_config
+from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
 from tests.api.in_memory_service import InMemoryService
 from tests.support.net import local_lan_address
 

@@ -2,7 +2,7 @@
 import pytest
 
 from edge_app.config.exposure import exposed_hosts, token_problems, usable_token
-from edge_app.config.store import parse_config
+from edge_app.config.file import parse_config
 
 TOKEN = "a-token-of-24-characters"
 

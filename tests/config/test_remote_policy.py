@@ -2,7 +2,7 @@
 import pytest
 
 from edge_app.config.remote_policy import MAX_PROBLEMS, broker_problems
-from edge_app.config.store import merge_patch, parse_config
+from edge_app.config.file import merge_patch, parse_config
 
 BASE = {
     "device_id": "dev1",
@@ -94,7 +94,7 @@ def test_the_report_stays_short():
 
 
 def test_remote_configuration_is_off_by_default_and_a_short_key_is_refused():
-    from edge_app.config.store import ConfigError
+    from edge_app.config.file import ConfigError
 
     assert parse_config({"model": {"path": "m.onnx"}}).fleet.remote_config is False
     with pytest.raises(ConfigError) as err:
@@ -104,7 +104,7 @@ def test_remote_configuration_is_off_by_default_and_a_short_key_is_refused():
 
 def test_the_desired_key_is_masked_like_the_api_token_and_kept_when_sent_back():
     from edge_app.config.secrets import restore_secrets
-    from edge_app.config.store import redacted_dict
+    from edge_app.config.file import redacted_dict
 
     current = config()
     shown = redacted_dict(current)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from edge_app.config.store import ConfigError
-from edge_app.fleet.config import load_fleet_config, parse_fleet_config
+from edge_app.config.file import ConfigError
+from edge_app.fleet_service.config import load_fleet_config, parse_fleet_config
 
 
 def test_the_example_configuration_is_valid(repo_root):

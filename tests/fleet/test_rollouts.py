@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from edge_app.fleet.rollouts import compose_patches
+from edge_app.fleet_service.rollouts import compose_patches
 from tests.support.waiting import wait_for
 
 
@@ -188,7 +188,7 @@ def test_composed_patches_do_what_both_do_in_order(first, second, combined):
 
 def test_desired_configurations_are_signed_for_devices_with_a_key_and_the_key_never_shows(
         fleet_factory, sim_devices, mqtt_collector, mosquitto_broker):
-    from edge_app.mqtt.desired_signature import signature_valid
+    from edge_app.fleet_agent.desired_signature import signature_valid
 
     key = "edge-keyed-desired-key-0123456789ab"
     fleet = fleet_factory(desired_keys={"edge-keyed": key})

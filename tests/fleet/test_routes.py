@@ -10,9 +10,9 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from edge_app.api.dashboard import SHARED_STATIC_DIR
 from edge_app.api.dashboard import STATIC_DIR as DASHBOARD_STATIC_DIR
-from edge_app.fleet.app import STATIC_DIR as FLEET_STATIC_DIR
-from edge_app.fleet.app import create_fleet_app
-from edge_app.fleet.config import FleetConfig
+from edge_app.fleet_service.app import STATIC_DIR as FLEET_STATIC_DIR
+from edge_app.fleet_service.app import create_fleet_app
+from edge_app.fleet_service.config import FleetConfig
 from tests.support.waiting import wait_for
 
 TOKEN = "fleet-token-0123456789abcdef"

@@ -14,7 +14,7 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from edge_app.fleet.db import connect
+from edge_app.fleet_service.db import connect
 from tests.support.waiting import wait_for
 
 
@@ -101,7 +101,7 @@ def test_a_message_the_database_refuses_is_dropped_with_its_topic_and_the_rest_i
     b = sim_devices(fleet.prefix, "edge-b")
     wait_for(lambda: len(fleet.get("/api/v1/devices?state=online").json()["devices"]) == 2, 10, "both online")
     _poison(fleet_db_url)
-    caplog.set_level(logging.WARNING, logger="edge_app.fleet.ingest")
+    caplog.set_level(logging.WARNING, logger="edge_app.fleet_service.ingest")
     a.publish("stats", {"fps": 1.0, "note": "poison"})
     b.stats(fps=2.0)
     wait_for(lambda: _stats_fps(fleet, "edge-b") == 2.0, 10, "the message after the refused one written")

@@ -80,8 +80,8 @@ def test_the_appliance_replaces_a_killed_engine_process(images, tmp_path):
     the broken model is retired, and a new child serves the camera's frames."""
     from bench.common.settings import shared_dir
     from bench.gpu.torch_engine import TorchFp16StandIn
-    from edge_app.appliance import Appliance
-    from edge_app.config.store import parse_config
+    from edge_app.appliance.appliance import Appliance
+    from edge_app.config.file import parse_config
     from tests.support.waiting import wait_for
 
     made = []

@@ -8,9 +8,9 @@ from typing import Any
 import requests
 
 from edge_app.api.server import ApiServer
-from edge_app.fleet.app import create_fleet_app
-from edge_app.fleet.config import FleetConfig
-from edge_app.fleet.service import FleetService
+from edge_app.fleet_service.app import create_fleet_app
+from edge_app.fleet_service.config import FleetConfig
+from edge_app.fleet_service.service import FleetService
 
 
 @dataclass
