@@ -24,7 +24,7 @@ import pytest
 import requests
 import yaml
 
-from edge_app.mqtt.desired_signature import sign_desired
+from edge_app.fleet_agent.desired_signature import sign_desired
 from tests.e2e.appliance import default_stop_signals
 from tests.support.mqtt_fuzz import FuzzClient, fuzz_topics
 from tests.support.net import free_port
