@@ -19,10 +19,14 @@ def find_problems(report: HealthReport, limits: HealthLimitsConfig) -> List[Prob
     problems: List[Problem] = []
     thermal = report.thermal if isinstance(report.thermal, ThermalReport) else None
     gpus = report.gpu if isinstance(report.gpu, list) else []
-    for zone in thermal.zones if thermal else []:
-        if isinstance(zone.temperature_c, float) and zone.temperature_c >= limits.temperature_c:
-            problems.append(Problem(HOT, zone.name, f"{zone.name} at {zone.temperature_c:.1f} °C "
-                                    f"(limit {limits.temperature_c:g} °C)", zone.temperature_c, limits.temperature_c))
+    # One problem for the board, named after its hottest zone: nine zones of one hot SoC are one fact.
+    hot = sorted((z for z in (thermal.zones if thermal else []) if isinstance(z.temperature_c, float)
+                  and z.temperature_c >= limits.temperature_c), key=lambda z: -z.temperature_c)
+    if hot:
+        zone = hot[0]
+        others = f" and {len(hot) - 1} more zones" if len(hot) > 1 else ""
+        problems.append(Problem(HOT, "board", f"{zone.name} at {zone.temperature_c:.1f} °C{others} "
+                                f"(limit {limits.temperature_c:g} °C)", zone.temperature_c, limits.temperature_c))
     for gpu in gpus:
         if gpu.kind == "nvml" and isinstance(gpu.temperature_c, float) and gpu.temperature_c >= limits.temperature_c:
             problems.append(Problem(HOT, f"gpu{gpu.index}", f"GPU {gpu.index} at {gpu.temperature_c:.1f} °C "

@@ -63,7 +63,7 @@ class HealthSampler:
                  base: Path = Path("."), nvml: Optional[NvmlReader] = None,
                  on_publish: Optional[Callable[[HealthReport], None]] = None,
                  timeout_s: float = READER_TIMEOUT_S, extra_readers: Optional[Dict[str, Callable[[], Any]]] = None,
-                 problem_log: Optional[ProblemLog] = None):
+                 problem_log: Optional[ProblemLog] = None, power_mode: Optional[jetson.PowerModeReader] = None):
         self._config = config
         self._disk_paths = list(disk_paths)
         self._root = root
@@ -73,7 +73,7 @@ class HealthSampler:
         self._cpu = host.CpuReader(root)
         self._jetson_gpu = jetson.JetsonGpuReader(root) if self.jetson else None
         self._nvml = None if self.jetson else (nvml if nvml is not None else NvmlReader())
-        self._power_mode = jetson.PowerModeReader(root)
+        self._power_mode = power_mode or jetson.PowerModeReader(root)
         self._guard = GuardedReaders(timeout_s)
         self._extra = dict(extra_readers or {})  # tests add a reader that hangs
         self._throttle = ThrottleTracker()
