@@ -138,6 +138,19 @@ class Problem:
 
 
 @dataclass(frozen=True)
+class HealthSummary:
+    """The main figures in one flat object (null when unavailable): Home Assistant, the fleet and the banner read it."""
+
+    temperature_c: Optional[float] = None  # the hottest thermal zone or GPU
+    gpu_load_percent: Optional[float] = None  # the busiest GPU
+    disk_used_percent: Optional[float] = None  # the fullest of the watched directories
+    memory_used_percent: Optional[float] = None
+    power_mode: Optional[str] = None
+    power_w: Optional[float] = None
+    throttling: bool = False
+
+
+@dataclass(frozen=True)
 class HealthReport:
     ts: float  # Unix seconds of the sample
     uptime_s: Figure  # of the host
@@ -148,6 +161,7 @@ class HealthReport:
     gpu: Union[List[GpuReport], str]
     thermal: Union[ThermalReport, str]
     power: Union[PowerReport, str]
+    summary: HealthSummary = field(default_factory=HealthSummary)
     sample_ms: float = 0.0  # how long the sample took
 
     def to_dict(self) -> Dict[str, Any]:
@@ -159,3 +173,24 @@ def not_sampled_yet(ts: float) -> HealthReport:
     why = unavailable("not sampled yet")
     return HealthReport(ts=ts, uptime_s=why, problems=[], cpu=why, memory=why, disk=why, gpu=why, thermal=why,
                         power=why)
+
+
+def _largest(values: List[Any]) -> Optional[float]:
+    found = [number(v) for v in values if number(v) is not None]
+    return max(found) if found else None  # type: ignore[type-var]
+
+
+def summarise(report: HealthReport) -> HealthSummary:
+    gpus = report.gpu if isinstance(report.gpu, list) else []
+    thermal = report.thermal if isinstance(report.thermal, ThermalReport) else None
+    temps = [thermal.max_temperature_c] if thermal else []
+    temps += [g.temperature_c for g in gpus]
+    power = report.power if isinstance(report.power, PowerReport) else None
+    memory = report.memory if isinstance(report.memory, MemoryReport) else None
+    throttling = bool(thermal and thermal.throttling is True) or any(p.kind == "throttling" for p in report.problems)
+    return HealthSummary(
+        temperature_c=_largest(temps), gpu_load_percent=_largest([g.load_percent for g in gpus]),
+        disk_used_percent=_largest([d.used_percent for d in report.disk] if isinstance(report.disk, list) else []),
+        memory_used_percent=memory.used_percent if memory else None,
+        power_mode=power.mode if power and isinstance(power.mode, str) and not is_unavailable(power.mode) else None,
+        power_w=number(power.total_w) if power else None, throttling=throttling)

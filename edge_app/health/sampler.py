@@ -21,7 +21,7 @@ from edge_app.health.guard import GuardedReaders
 from edge_app.health.nvml import NvmlReader
 from edge_app.health.problems import ProblemLog, find_problems
 from edge_app.health.report import (CpuReport, Figure, HealthReport, ThermalReport, ThermalZone, is_unavailable,
-                                    not_sampled_yet, unavailable)
+                                    not_sampled_yet, summarise, unavailable)
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,10 @@ class HealthSampler:
         if self._nvml is not None:
             self._nvml.close()
 
+    def set_publisher(self, on_publish: Optional[Callable[[HealthReport], None]]) -> None:
+        """Where each report due for publishing goes (``R/health``); set before :meth:`start`."""
+        self._on_publish = on_publish
+
     def configure(self, config: HealthConfig, disk_paths: Sequence[str]) -> None:
         """A changed configuration: the next sample uses it (the wait in progress keeps its length)."""
         with self._lock:
@@ -146,7 +150,8 @@ class HealthSampler:
         found = self._guard.run(self._readers(disk_paths))
         report = self._assemble(found)
         problems = find_problems(report, config.limits)
-        report = dataclasses.replace(report, problems=problems,
+        report = dataclasses.replace(report, problems=problems)
+        report = dataclasses.replace(report, summary=summarise(report),
                                      sample_ms=round((time.perf_counter() - started_s) * 1000.0, 2))
         changed = self._problems.note(problems)
         now_s = time.monotonic()
