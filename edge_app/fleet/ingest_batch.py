@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from edge_app.fleet import messages as m
 from edge_app.fleet.db import Connection
+from edge_app.fleet.health import decode_health, health_row
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ class _Plan:
     events: Dict[Tuple[str, str], Tuple] = field(default_factory=dict)
     desired: Dict[str, int] = field(default_factory=dict)
     reported: List[Tuple] = field(default_factory=list)
+    health: Dict[str, Tuple] = field(default_factory=dict)
 
 
 def _plan_one(plan: _Plan, heard: m.Heard, body: Any) -> None:
@@ -89,6 +91,8 @@ def _plan_one(plan: _Plan, heard: m.Heard, body: Any) -> None:
             dev, event["id"], _text(event.get("camera_id"), 64), _text(event.get("label"), 128),
             _number(event.get("start_time")), _number(event.get("end_time")), json.dumps(zones),
             json.dumps(stored), heard.received_s)
+    elif heard.kind == m.HEALTH:
+        plan.health[dev] = health_row(dev, body, heard.received_s)
     elif heard.kind == m.DESIRED:
         version = body.get("version")
         if isinstance(version, int) and not isinstance(version, bool) and version > 0:
@@ -108,7 +112,7 @@ def plan_batch(batch: Sequence[m.Heard], result: BatchResult) -> _Plan:
     for heard in batch:
         result.messages += 1
         try:
-            body = _decode(heard)
+            body = decode_health(heard.payload) if heard.kind == m.HEALTH else _decode(heard)
             if not isinstance(body, dict):
                 raise ValueError("the payload is not a JSON object")
             _plan_one(plan, heard, body)
@@ -157,6 +161,12 @@ def write_plan(conn: Connection, plan: _Plan) -> None:
         conn.executemany(
             "UPDATE devices SET desired_version = CASE WHEN ? > desired_version THEN ? ELSE desired_version END WHERE device_id = ?",
             [(v, v, dev) for dev, v in plan.desired.items()])
+        conn.executemany(
+            "INSERT INTO health (device_id, body, problems, problem_count, temperature_c, ts, received_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (device_id) DO UPDATE SET body = excluded.body, "
+            "problems = excluded.problems, problem_count = excluded.problem_count, "
+            "temperature_c = excluded.temperature_c, ts = excluded.ts, received_at = excluded.received_at",
+            plan.health.values())
         for dev, version, status, errors, ts in plan.reported:
             _settle(conn, dev, version, status, errors, ts)
 

@@ -17,13 +17,15 @@ _LEVEL = re.compile(r"^[^/#+\x00-\x1f\x7f]{1,128}$")
 
 STATUS, CAMERA_STATE, STATS, EVENT, COUNT, REPORTED, DESIRED = (
     "status", "camera_state", "stats", "event", "count", "reported", "desired")
+HEALTH = "health"
 
 
 def subscriptions(prefix: str) -> List[str]:
     """Topic filters of everything the fleet keeps (never the detections: one per frame)."""
     p = f"{prefix}/+"
     return [f"{p}/status", f"{p}/stats", f"{p}/events", f"{p}/cameras/+/state", f"{p}/cameras/+/objects/+",
-            f"{p}/zones/+/+", f"{p}/cameras/+/lines/+", f"{p}/config/reported", f"{p}/config/desired"]
+            f"{p}/zones/+/+", f"{p}/cameras/+/lines/+", f"{p}/config/reported", f"{p}/config/desired",
+            f"{p}/health"]
 
 
 def desired_topic(prefix: str, device_id: str) -> str:
@@ -56,6 +58,8 @@ def classify(prefix: str, topic: str) -> Optional[tuple]:
         return STATS, device_id, ""
     if rest == ["events"]:
         return EVENT, device_id, ""
+    if rest == ["health"]:
+        return HEALTH, device_id, ""
     if rest == ["config", "reported"]:
         return REPORTED, device_id, ""
     if rest == ["config", "desired"]:

@@ -82,6 +82,18 @@ MIGRATIONS: Tuple[Migration, ...] = (
         )""",
         "CREATE INDEX rollout_devices_device ON rollout_devices (device_id, version)",
     )),
+    (2, "the latest device health of every appliance", (
+        """CREATE TABLE health (
+            device_id TEXT PRIMARY KEY,
+            body TEXT NOT NULL,
+            problems TEXT NOT NULL DEFAULT '',
+            problem_count INTEGER NOT NULL DEFAULT 0,
+            temperature_c DOUBLE PRECISION,
+            ts DOUBLE PRECISION,
+            received_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX health_problem_count ON health (problem_count)",
+    )),
 )
 
 

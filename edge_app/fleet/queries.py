@@ -1,9 +1,10 @@
 """What the fleet's REST API reads: devices, their cameras, stats and counts, events, rollouts."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from edge_app.events.query import EventQuery
 from edge_app.fleet.db import Connection
@@ -29,6 +30,15 @@ class ConfigState:
 
 
 @dataclass(frozen=True)
+class HealthState:
+    """A device's latest ``R/health`` as the list shows it: its problem kinds and hottest temperature."""
+
+    problems: List[str]
+    temperature_c: Optional[float]
+    ts: Optional[float]
+
+
+@dataclass(frozen=True)
 class DeviceSummary:
     """One device as ``GET /api/v1/devices`` lists it (docs/rest-api.md, "Fleet service")."""
 
@@ -39,6 +49,7 @@ class DeviceSummary:
     first_seen: float
     cameras: List[CameraSummary]
     config: ConfigState
+    health: Optional[HealthState] = None  # None until the device sent R/health
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -55,12 +66,13 @@ class DeviceDetail:
     stats_received_at: Optional[float]
     counts: Dict[str, Dict[str, Any]]
     rollouts: List[Dict[str, Any]] = field(default_factory=list)
+    health_report: Optional[Dict[str, Any]] = None  # the latest R/health as the device sent it
 
     def to_dict(self) -> Dict[str, Any]:
         body = self.summary.to_dict()
         body["config"].update(errors=self.config_errors, reported_at=self.reported_at)
         body.update(stats=self.stats, stats_received_at=self.stats_received_at, counts=self.counts,
-                    rollouts=self.rollouts)
+                    rollouts=self.rollouts, health_report=self.health_report)
         return body
 
 
@@ -87,14 +99,47 @@ def _cameras_by_device(conn: Connection, device_id: Optional[str] = None) -> Dic
     return found
 
 
-def list_devices(conn: Connection, state: Optional[str] = None) -> List[DeviceSummary]:
-    sql, params = f"SELECT {_DEVICE_COLUMNS} FROM devices", ()
+def _health_by_device(conn: Connection) -> Dict[str, HealthState]:
+    return {dev: HealthState(problems.split(), temperature, ts)
+            for dev, problems, temperature, ts in conn.query("SELECT device_id, problems, temperature_c, ts FROM health")}
+
+
+def _problem_filter(problem: str) -> Tuple[str, tuple]:
+    """A WHERE clause for ``?problem=``: a problem kind, ``offline``, or ``any`` (either)."""
+    if problem == "offline":
+        return "state = 'offline'", ()
+    if problem == "any":
+        return "(state = 'offline' OR device_id IN (SELECT device_id FROM health WHERE problem_count > 0))", ()
+    return "device_id IN (SELECT device_id FROM health WHERE problems LIKE ?)", (f"% {problem} %",)
+
+
+def problem_rank(device: DeviceSummary) -> tuple:
+    """Worst first: offline, then most problems, then hottest; by id within a rank."""
+    health = device.health
+    count = len(health.problems) if health else 0
+    hottest = health.temperature_c if health and health.temperature_c is not None else float("-inf")
+    return (device.state != "offline", -count, -hottest, device.device_id)
+
+
+def list_devices(conn: Connection, state: Optional[str] = None, problem: Optional[str] = None,
+                 sort: Optional[str] = None) -> List[DeviceSummary]:
+    """Devices by id; ``problem`` filters (a problem kind, ``offline``, ``any``), ``sort="problems"`` puts the worst first."""
+    where: List[str] = []
+    params: List[Any] = []
     if state is not None:
-        sql, params = sql + " WHERE state = ?", (state,)
+        where.append("state = ?")
+        params.append(state)
+    if problem is not None:
+        clause, values = _problem_filter(problem)
+        where.append(clause)
+        params.extend(values)
+    sql = f"SELECT {_DEVICE_COLUMNS} FROM devices" + (" WHERE " + " AND ".join(where) if where else "")
     with conn.reading():
         rows = conn.query(sql + " ORDER BY device_id", params)
         cameras = _cameras_by_device(conn)
-    return [_device(row, cameras.get(row[0], [])) for row in rows]
+        health = _health_by_device(conn)
+    devices = [dataclasses.replace(_device(row, cameras.get(row[0], [])), health=health.get(row[0])) for row in rows]
+    return sorted(devices, key=problem_rank) if sort == "problems" else devices
 
 
 def device_counts(rows: List[tuple]) -> Dict[str, Dict[str, Any]]:
@@ -118,11 +163,15 @@ def get_device(conn: Connection, device_id: str) -> Optional[DeviceDetail]:
             return None
         cameras = _cameras_by_device(conn, device_id).get(device_id, [])
         count_rows = conn.query("SELECT topic, payload FROM counts WHERE device_id = ?", (device_id,))
+        health_row = conn.query_one("SELECT body, problems, temperature_c, ts FROM health WHERE device_id = ?",
+                                    (device_id,))
         rollouts = conn.query(
             "SELECT rollout_id, version, status, errors, updated_at FROM rollout_devices WHERE device_id = ? "
             "ORDER BY version DESC LIMIT 20", (device_id,))
+    health = HealthState(health_row[1].split(), health_row[2], health_row[3]) if health_row else None
     return DeviceDetail(
-        summary=_device(row[:10], cameras), config_errors=json.loads(row[8]) if row[8] else [], reported_at=row[9],
+        summary=dataclasses.replace(_device(row[:10], cameras), health=health),
+        health_report=json.loads(health_row[0]) if health_row else None, config_errors=json.loads(row[8]) if row[8] else [], reported_at=row[9],
         stats=json.loads(row[10]) if row[10] else None, stats_received_at=row[11], counts=device_counts(count_rows),
         rollouts=[{"rollout_id": r, "version": int(v), "status": s, "errors": json.loads(e) if e else [],
                    "updated_at": u} for r, v, s, e, u in rollouts])

@@ -9,6 +9,7 @@ from flask import Blueprint, Response, jsonify, request
 from edge_app.api.errors import ApiError
 from edge_app.api.events import event_query
 from edge_app.api.json_body import read_json_body
+from edge_app.fleet.health import PROBLEM_FILTERS
 from edge_app.fleet.rollouts import UnknownDevices
 from edge_app.fleet.service import FleetService
 
@@ -57,7 +58,13 @@ def fleet_blueprint(service: FleetService) -> Blueprint:
         state = request.args.get("state") or None
         if state not in (None, "online", "offline"):
             raise ApiError(400, f"state must be online or offline, got {state[:80]!r}")
-        return jsonify({"devices": [device.to_dict() for device in service.devices(state)]})
+        problem = request.args.get("problem") or None
+        if problem not in (None, *PROBLEM_FILTERS):
+            raise ApiError(400, f"problem must be one of {', '.join(PROBLEM_FILTERS)}, got {problem[:80]!r}")
+        sort = request.args.get("sort") or None
+        if sort not in (None, "id", "problems"):
+            raise ApiError(400, f"sort must be id or problems, got {sort[:80]!r}")
+        return jsonify({"devices": [device.to_dict() for device in service.devices(state, problem, sort)]})
 
     @bp.get("/api/v1/devices/<device_id>")
     def device(device_id: str) -> Response:

@@ -91,8 +91,9 @@ class FleetService:
         return FleetStatus(__version__, round(time.monotonic() - self._started_mono_s, 1), self.conn.dialect,
                            {state: int(n) for state, n in rows}, self.ingest.stats())
 
-    def devices(self, state: Optional[str] = None) -> List[queries.DeviceSummary]:
-        return queries.list_devices(self.conn, state)
+    def devices(self, state: Optional[str] = None, problem: Optional[str] = None,
+                sort: Optional[str] = None) -> List[queries.DeviceSummary]:
+        return queries.list_devices(self.conn, state, problem, sort)
 
     def device(self, device_id: str) -> Optional[queries.DeviceDetail]:
         return queries.get_device(self.conn, device_id)
