@@ -68,11 +68,44 @@
       for (const c of d.cameras || []) { const p = pill(c.id, c.state); p.title = c.state + (c.error ? ": " + c.error : ""); cams.appendChild(p); }
       const cfg = d.config || {};
       const cfgCell = cfg.status ? pill(cfg.status + " v" + cfg.desired_version, cfg.status) : el("span", "–", "muted");
-      const tr = row([d.device_id, pill(d.state), d.version, fmtAgo(d.last_seen), cams, cfgCell]);
+      const tr = row([d.device_id, pill(d.state), d.version, fmtAgo(d.last_seen), cams, cfgCell, healthCell(d.health)]);
       tr.dataset.device = d.device_id;
       tr.dataset.state = d.state;
+      tr.dataset.problems = ((d.health || {}).problems || []).join(" ");
       return tr;
-    }), "No devices yet.", 6);
+    }), "No devices yet.", 7);
+  }
+
+  // The latest R/health: its problems as pills, and the hottest temperature.
+  function healthCell(health) {
+    if (!health) return el("span", "–", "muted");
+    const cell = el("span", null, "cams");
+    for (const kind of health.problems || []) cell.appendChild(pill(kind.replace("_", " "), "error"));
+    if (typeof health.temperature_c === "number") cell.appendChild(el("span", health.temperature_c.toFixed(1) + " °C"));
+    return cell;
+  }
+
+  // The rules of GET /api/v1/devices?problem=...&sort=problems, on the list the page already has.
+  function hasProblem(d, problem) {
+    const kinds = (d.health || {}).problems || [];
+    if (problem === "offline") return d.state === "offline";
+    if (problem === "any") return d.state === "offline" || kinds.length > 0;
+    return kinds.includes(problem);
+  }
+
+  function worstFirst(a, b) {
+    const rank = (d) => [d.state === "offline" ? 0 : 1, -(((d.health || {}).problems || []).length),
+      -(((d.health || {}).temperature_c) ?? -Infinity)];
+    const ra = rank(a), rb = rank(b);
+    for (let i = 0; i < ra.length; i++) if (ra[i] !== rb[i]) return ra[i] < rb[i] ? -1 : 1;
+    return a.device_id < b.device_id ? -1 : a.device_id > b.device_id ? 1 : 0;
+  }
+
+  function shownDevices(devices) {
+    const filter = $("state-filter").value, problem = $("problem-filter").value;
+    let shown = devices.filter((d) => (!filter || d.state === filter) && (!problem || hasProblem(d, problem)));
+    if ($("device-sort").value === "problems") shown = shown.slice().sort(worstFirst);
+    return shown;
   }
 
   function renderRollouts(rollouts) {
@@ -101,12 +134,11 @@
 
   async function refresh() {
     try {
-      const filter = $("state-filter").value;
       const [all, events, rollouts] = await Promise.all([
         api("api/v1/devices"), api("api/v1/events?limit=20"), api("api/v1/rollouts")]);
       if (!all.ok) throw new Error((all.body && all.body.error) || "HTTP " + all.status);
       const devices = all.body.devices;
-      renderDevices(filter ? devices.filter((d) => d.state === filter) : devices, devices);
+      renderDevices(shownDevices(devices), devices);
       if (events.ok) renderEvents(events.body.events);
       if (rollouts.ok) {
         // Per-device errors of rollouts that have rejections (a few at most on one page).
@@ -154,6 +186,8 @@
   });
   $("forget-token").addEventListener("click", () => { state.token = ""; sessionStorage.removeItem(TOKEN_KEY); showLogin(); });
   $("state-filter").addEventListener("change", refresh);
+  $("problem-filter").addEventListener("change", refresh);
+  $("device-sort").addEventListener("change", refresh);
 
   $("rollout-form").addEventListener("submit", async (event) => {
     event.preventDefault();
