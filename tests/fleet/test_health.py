@@ -1,7 +1,6 @@
 """The fleet keeps the latest R/health of each appliance, filters and sorts by problems (SQLite and PostgreSQL)."""
 from __future__ import annotations
 
-from pathlib import Path
 
 from edge_app.config.schema import HealthConfig
 from edge_app.health.sampler import HealthSampler
