@@ -39,8 +39,8 @@ from edge_app.reconfigure import model_reload_needed, plan_changes
 from edge_app.detect_switch import DetectSwitch
 from edge_app.detections import Detections
 from edge_app.reports import camera_report, model_report, pipeline_report
-from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, MqttReport, StatusReport,
-                              UnknownCamera)
+from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, MqttReport, RemoteConfigReport,
+                              StatusReport, UnknownCamera)
 from edge_app.version import __version__
 
 if TYPE_CHECKING:
@@ -110,6 +110,7 @@ class Appliance:
         self._config_desired: Optional[Callable[[bytes], None]] = None  # the fleet agent, if any
         self._health = health or HealthSampler(config.health, health_dirs(config))
         self._health.set_publisher(self._publish_health)
+        self._remote_config_report: Optional[Callable[[], RemoteConfigReport]] = None
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -379,6 +380,10 @@ class Appliance:
         """Hand every ``R/config/desired`` payload to ``handler`` once started, across MQTT reconnects."""
         self._config_desired = handler
 
+    def on_remote_config_report(self, provider: Callable[[], RemoteConfigReport]) -> None:
+        """Where ``status()`` reads whether and how remote configuration is authenticated."""
+        self._remote_config_report = provider
+
     def _subscribe_commands(self) -> None:
         if self._detect_switch is not None:
             self._publisher.on_detect_set(self._detect_switch.on_command,
@@ -417,6 +422,7 @@ class Appliance:
             model_change=self._model_change.report if self._model_change is not None else None,
             events=self._event_store.health() if self._event_store is not None else None,
             health=self._health.latest(),
+            remote_config=self._remote_config_report() if self._remote_config_report is not None else None,
         )
 
     def device_health(self) -> HealthReport:

@@ -149,10 +149,20 @@ def _decoder_problems(config: AppConfig, previous: Optional[AppConfig]) -> List[
     return problems
 
 
+#: Model keys that read no file: bounded numbers the schema has checked.
+_MODEL_NUMBERS = frozenset({"conf_threshold", "iou_threshold"})
+
+
+def _model_files_changed(model: ModelConfig, previous: ModelConfig) -> bool:
+    # A threshold PATCH must not read the model's metadata again: a storm of them grew the
+    # appliance by hundreds of MB, and the running detector already passed these checks.
+    return model.model_dump(exclude=_MODEL_NUMBERS) != previous.model_dump(exclude=_MODEL_NUMBERS)
+
+
 def check_runtime(config: AppConfig, previous: Optional[AppConfig] = None) -> List[Problem]:
     """Every problem that would stop ``config`` from running here; empty when it would run."""
     problems: List[Problem] = []
-    if previous is None or config.model != previous.model:
+    if previous is None or _model_files_changed(config.model, previous.model):
         problems += _model_problems(config.model)
     if previous is None or config.api.tls != previous.api.tls or config.api.enabled != previous.api.enabled:
         problems += _tls_problems(config)

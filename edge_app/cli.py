@@ -1,4 +1,4 @@
-"""The ``edge-app`` command line (README "Command line"): run, check-config, detect, build-engine, selftest.
+"""The ``edge-app`` command line (README "Command line"): run, check-config, detect, build-engine, selftest, fleet, fleet-reset.
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid configuration. Errors are one clear
 sentence each on stderr, never a bare traceback.
@@ -61,6 +61,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
     fleet = sub.add_parser("fleet", help="run the fleet service (inventory, events, rollouts) until SIGINT/SIGTERM")
     fleet.add_argument("-c", "--config", required=True, type=Path)
+
+    reset = sub.add_parser("fleet-reset", help="forget the last desired configuration version acted on (R/config/desired)")
+    reset.add_argument("-c", "--config", required=True, type=Path)
     return parser
 
 
@@ -201,7 +204,26 @@ def cmd_fleet(args) -> int:
     return finish_process(run_fleet(config, signals))
 
 
-COMMANDS = {"fleet": cmd_fleet, "run": cmd_run, "check-config": cmd_check_config, "detect": cmd_detect, "build-engine": cmd_build_engine, "selftest": cmd_selftest}
+def cmd_fleet_reset(args) -> int:
+    from edge_app.fleet_state import DesiredVersionStore, state_path_for
+
+    if _load(args.config) is None:
+        return EXIT_USAGE
+    store = DesiredVersionStore(state_path_for(args.config))
+    try:
+        version = store.reset()
+    except OSError as err:
+        print(f"edge-app: cannot remove {store.path}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_FAILURE
+    if version is None:
+        print(f"{store.path}: no desired configuration version saved; nothing to reset")
+    else:
+        print(f"{store.path}: removed (last version acted on: {version}); restart the appliance so it acts on "
+              "the next desired configuration as the first")
+    return EXIT_OK
+
+
+COMMANDS = {"fleet": cmd_fleet, "fleet-reset": cmd_fleet_reset, "run": cmd_run, "check-config": cmd_check_config, "detect": cmd_detect, "build-engine": cmd_build_engine, "selftest": cmd_selftest}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -25,10 +25,12 @@ import enum
 import logging
 import threading
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Sequence
 
 from edge_app.checks import check_runtime
+from edge_app.config.exposure import token_problems
 from edge_app.config.policy import unsafe_changes
+from edge_app.config.remote_policy import broker_problems
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config.secrets import misdirected_secrets, restore_secrets
 from edge_app.config.store import ConfigError, ConfigFile, Problem, merge_patch, parse_config, redacted_dict
@@ -66,8 +68,11 @@ class ConfigChanges:
     """Validates, saves and applies configuration changes one at a time, for every origin."""
 
     def __init__(self, service: ApplianceService, config_getter: Callable[[], AppConfig],
-                 runtime_check: RuntimeCheck = check_runtime, *, config_file: Optional[ConfigFile] = None) -> None:
+                 runtime_check: RuntimeCheck = check_runtime, *, config_file: Optional[ConfigFile] = None,
+                 listening_hosts: Callable[[], Sequence[str]] = lambda: ()) -> None:
         self._service = service
+        # Where the API server listens now: a new api.host waits for a restart (config.exposure).
+        self._listening_hosts = listening_hosts
         self._config_getter = config_getter
         self._runtime_check = runtime_check
         self._file = config_file  # None: nothing is saved (an appliance run by a benchmark, say)
@@ -124,7 +129,9 @@ class ConfigChanges:
             raise ConfigRefused("the configuration is invalid", err.problems) from None
         honour_file = origin is Origin.API
         problems = (misdirected_secrets(new_config, current, restored)
-                    + unsafe_changes(current, new_config, Path.cwd(), honour_allow_unsafe=honour_file))
+                    + unsafe_changes(current, new_config, Path.cwd(), honour_allow_unsafe=honour_file)
+                    + token_problems(new_config, self._listening_hosts())
+                    + (broker_problems(current, new_config) if origin is Origin.BROKER else []))
         if problems:
             raise ConfigRefused("the configuration is refused", problems)
         problems = self._runtime_check(new_config, previous=current)

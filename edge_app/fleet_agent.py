@@ -6,8 +6,16 @@ no unsafe sources even when the file allows them to API clients), then its outco
 retained, on ``R/config/reported``. Secrets never leave: the report carries no configuration,
 and error texts are masked, also of any secret value the patch itself carried.
 
+Trust: nothing is acted on unless ``edge_app.desired_gate`` lets the message through (remote
+configuration on in the file, and a valid signature or a broker that requires a login). A
+refused message is reported with ``"version": null`` and never moves the version, so an
+anonymous client can neither pin the version nor settle the fleet's rollouts. What an
+authenticated patch may change is ``edge_app.config.remote_policy``'s allow-list.
+
 Versions: each version is acted on once, in order. A version not above the last one acted on
-is ignored and the retained report stays as it was. The version and its report are saved
+is ignored and the retained report stays as it was. A version more than ``MAX_VERSION_STEP``
+above the last one acted on is refused without moving the version, so no single message can
+pin it near 2**53; ``edge-app fleet-reset`` clears the saved version when a fleet starts over. The version and its report are saved
 (``edge_app.fleet_state``) after the change is applied, so a crash in between applies the same
 merge patch again on restart (harmless) rather than losing it. An appliance that was away gets
 the retained desired message when it subscribes again, and applies it if it is new.
@@ -26,6 +34,7 @@ from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set
 
 from edge_app.config.store import Problem
 from edge_app.config_changes import ConfigChanges, ConfigRefused, Origin
+from edge_app.desired_gate import DesiredGate
 from edge_app.fleet_state import APPLIED, REJECTED, ConfigReport, DesiredVersionStore, state_path_for
 from edge_app.mqtt.desired_config import DesiredConfigError, parse_desired
 from edge_app.redact import MASK, mask_secrets
@@ -35,6 +44,10 @@ log = logging.getLogger(__name__)
 #: Publishes one ``R/config/reported`` payload (retained, QoS 1).
 ReportPublisher = Callable[[Dict[str, Any]], Any]
 _SECRET_KEYS = ("password", "token", "secret", "key", "pass", "pwd")
+#: How far above the last version acted on a desired version may be (the fleet counts up by one).
+MAX_VERSION_STEP = 1_000_000
+#: Refusals of unauthenticated messages are logged at most this often (an open broker can flood).
+REFUSAL_LOG_EVERY_S = 60.0
 
 
 def _secret_values(patch: Any, in_secret: bool = False) -> Set[str]:
@@ -66,8 +79,11 @@ def scrub(problems: Iterable[Problem], patch: Any) -> List[Problem]:
 
 class FleetAgent:
     def __init__(self, changes: ConfigChanges, store: DesiredVersionStore, publish_reported: ReportPublisher,
-                 *, max_pending: int = 64, clock: Callable[[], float] = time.time) -> None:
+                 *, gate: Optional[DesiredGate] = None, max_pending: int = 64, clock: Callable[[], float] = time.time) -> None:
         self._changes = changes
+        self.gate = gate if gate is not None else DesiredGate(changes.current)
+        self._refusals_unlogged = 0
+        self._refusal_logged_mono_s: Optional[float] = None
         self._store = store
         self._publish_reported = publish_reported
         self._max_pending = max(1, max_pending)
@@ -145,13 +161,26 @@ class FleetAgent:
         try:
             desired = parse_desired(payload)
         except DesiredConfigError as err:
+            refusal = self.gate.refusal(None)
+            if refusal is not None:
+                return self._refuse_unauthenticated(refusal)
             if err.version is not None and err.version <= self._version:
                 return self._ignore(err.version)
             report = ConfigReport(err.version, REJECTED, tuple(scrub(err.problems, None)), self._clock())
             log.warning("desired configuration %s rejected: %s", err.version if err.version is not None else "(no version)", err)
             return self._conclude(report)
+        refusal = self.gate.refusal(desired)  # before anything looks at the patch
+        if refusal is not None:
+            return self._refuse_unauthenticated(refusal)
         if desired.version <= self._version:
             return self._ignore(desired.version)
+        if desired.version - self._version > MAX_VERSION_STEP:
+            problem = Problem("version", f"more than {MAX_VERSION_STEP} above version {self._version}, the last one "
+                                         "acted on; after the fleet started over, run edge-app fleet-reset on this appliance")
+            log.warning("desired configuration %d rejected: %s", desired.version, problem.msg)
+            report = ConfigReport(desired.version, REJECTED, (problem,), self._clock())
+            self._publish_reported(report.to_payload())  # the version does not move
+            return report
         try:
             result = self._changes.patch(desired.patch, Origin.BROKER)
         except ConfigRefused as err:
@@ -167,6 +196,21 @@ class FleetAgent:
         else:
             log.info("desired configuration %d applied", desired.version)
         return self._conclude(ConfigReport(desired.version, APPLIED, (), self._clock()))
+
+    def _refuse_unauthenticated(self, problem: Problem) -> ConfigReport:
+        """Refuse without a version: the message's claims, its version included, are not to be believed."""
+        self.gate.note_refusal(problem)
+        now_mono_s = time.monotonic()
+        due = self._refusal_logged_mono_s is None or now_mono_s - self._refusal_logged_mono_s >= REFUSAL_LOG_EVERY_S
+        if due:
+            more = f" ({self._refusals_unlogged} more refused since the last note)" if self._refusals_unlogged else ""
+            log.warning("desired configuration refused: %s%s", problem, more)
+            self._refusal_logged_mono_s, self._refusals_unlogged = now_mono_s, 0
+        else:
+            self._refusals_unlogged += 1
+        report = ConfigReport(None, REJECTED, (problem,), self._clock())
+        self._publish_reported(report.to_payload())
+        return report
 
     def _ignore(self, version: int) -> None:
         log.info("desired configuration %d ignored: version %d was acted on already", version, self._version)
@@ -184,9 +228,23 @@ class FleetAgent:
         return report
 
 
-def start_fleet_agent(appliance: Any, changes: ConfigChanges, config_path: Path) -> FleetAgent:
-    """Wire an agent to ``appliance`` (an ``edge_app.appliance.Appliance``) and start it."""
-    agent = FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), appliance.publish_config_reported)
+def start_fleet_agent(appliance: Any, changes: ConfigChanges, config_path: Path) -> Optional[FleetAgent]:
+    """Wire the fleet side to ``appliance`` (an ``edge_app.appliance.Appliance``); None when remote configuration is off.
+
+    The broker is probed for anonymous access in any case (on a thread of its own, it may take
+    seconds), so the status warns about an open broker whether or not remote configuration is on.
+    """
+    gate = DesiredGate(changes.current)
+    appliance.on_remote_config_report(gate.report)
+    threading.Thread(target=gate.probe_broker, name="fleet:probe", daemon=True).start()
+    config = changes.current()
+    if not config.fleet.remote_config:
+        log.info("remote configuration is off (fleet.remote_config: false): R/config/desired is not subscribed to")
+        return None
+    how = ("signed with fleet.desired_key" if config.fleet.desired_key
+           else "from a broker that requires a login" if config.mqtt.username else "(none: nothing authenticates them)")
+    log.info("remote configuration is on: acting on desired configurations %s", how)
+    agent = FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), appliance.publish_config_reported, gate=gate)
     appliance.on_config_desired(agent.on_desired)
     return agent.start()
 

@@ -69,6 +69,19 @@ class DesiredVersionStore:
             log.error("%s is unreadable (%s); acting on the next desired configuration as if new", self.path, err)
             return 0, None
 
+    def reset(self) -> Optional[int]:
+        """Forget the saved state (``edge-app fleet-reset``): the version it held, None when there was none.
+
+        The next desired configuration is then acted on as the first one, whatever its version
+        (within ``edge_app.fleet_agent.MAX_VERSION_STEP``): the way back after the fleet service
+        started over with a new database, or after a version was pinned too high.
+        """
+        if not self.path.exists():
+            return None
+        version, _ = self.load()
+        self.path.unlink()
+        return version
+
     def save(self, version: int, report: ConfigReport) -> None:
         body = json.dumps({"version": version, "reported": report.to_payload()}, indent=1).encode("utf-8")
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=str(self.path.parent))

@@ -30,11 +30,6 @@ class ChangePlan:
     reconnect_mqtt: bool = False
     restart_required: List[str] = field(default_factory=list)
 
-    @property
-    def touches_anything(self) -> bool:
-        return bool(self.cameras_added or self.cameras_removed or self.cameras_changed or self.reload_model
-                    or self.retune_model or self.reconnect_mqtt or self.restart_required)
-
 
 def _differing_model_keys(old: ModelConfig, new: ModelConfig) -> Set[str]:
     old_model, new_model = old.model_dump(), new.model_dump()
@@ -68,4 +63,7 @@ def plan_changes(old: AppConfig, new: AppConfig) -> ChangePlan:
         restart_required.append("api.enabled")
     # The event store is opened at start, in its folder.
     restart_required += [f"events.{key}" for key in ("enabled", "dir") if getattr(old.events, key) != getattr(new.events, key)]
+    # R/config/desired is subscribed to at start only when remote configuration is on.
+    if new.fleet.remote_config and not old.fleet.remote_config:
+        restart_required.append("fleet.remote_config")
     return ChangePlan(added, removed, changed, reload_model, retune_model, reconnect_mqtt, restart_required)

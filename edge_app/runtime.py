@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Optional
 
 from edge_app.config.schema import AppConfig
+from edge_app.config.store import remove_stale_temp_files
 from edge_app.shutdown import StopSignals
 from edge_app.systemd import SystemdNotifier
 
@@ -37,6 +39,8 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
         print(f"edge-app: {problem}", file=sys.stderr)
         return 1
     tune_interpreter()
+    # Before any save of this run can start one: what saves cut short left holds the token too.
+    remove_stale_temp_files(config_path)
     from edge_app.api import create_app
     from edge_app.api.server import ApiServer, TLSSetupError
     from edge_app.appliance import Appliance
@@ -51,13 +55,15 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     store = (EventStore(Path(config.events.dir), config.events.retain_days, config.events.max_mb)
              if config.events.enabled else None)
     appliance = Appliance(config, event_store=store)
+    server: Optional[ApiServer] = None
     # One change path for the API, the fleet's R/config/desired, the detect switch and model
-    # reloads: one set of rules, one lock, the one writer of the file.
-    changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(config_path))
+    # reloads: one set of rules, one lock, the one writer of the file. Whether a change may leave
+    # no token depends on where the server listens (bound below).
+    changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(config_path),
+                            listening_hosts=lambda: server.listening_hosts() if server is not None else ())
     appliance.use_changes(changes)
     start_fleet_agent(appliance, changes, config_path)
     # The API comes up first so /api/v1/status can show a TensorRT engine build in progress.
-    server = None
     if config.api.enabled:
         server = ApiServer.from_config(create_app(appliance, config_changes=changes), config.api,
                                        body_limit_bytes=lambda: appliance.current_config().api.max_body_bytes)

@@ -3,7 +3,8 @@
 It reports the video decoders the device has (and decodes a test clip with one of them), the
 TensorRT, CUDA and driver versions and the GPU, builds a small engine from the
 configured model, runs sample images through TensorRT and through ONNX Runtime and compares the
-detections, and checks the GPU letterbox against the CPU one. Each check prints one
+detections, and checks the GPU letterbox against the CPU one. Given a configuration, it also
+warns (``WARN``, not a failure) when the MQTT broker accepts clients without a login. Each check prints one
 ``PASS``/``FAIL``/``SKIP`` line; any FAIL makes the exit code 1. On a machine with an NVIDIA GPU,
 a missing TensorRT or CUDA is said plainly on a FAIL line, and the checks that need them are
 skipped. On a machine without one they are not applicable (SKIP) unless the model needs them,
@@ -34,6 +35,8 @@ from edge_app.detect.nms import box_iou
 from edge_app.detections import Detections
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+#: A finding that does not fail the device but needs the owner's attention (exit code stays 0).
+WARN = "WARN"
 #: detections at least this confident must appear in both runtimes
 STRONG_CONFIDENCE = 0.5
 #: IoU a TensorRT box must reach with its ONNX Runtime twin (INT8 moves boxes more)
@@ -267,6 +270,23 @@ def _check_gpu_letterbox(report: Report, device: Any, images: List[Path]) -> Non
     report.add(status, "GPU letterbox", f"max difference to the CPU letterbox {worst * 255:.2f}/255 over {len(frames)} frames")
 
 
+def check_broker(report: Report, config: Any) -> None:
+    """Warn when the configured MQTT broker lets clients in without a login (docs/fleet.md, "Who may configure an appliance")."""
+    if not isinstance(config, AppConfig) or not config.mqtt.enabled:
+        return
+    from edge_app.desired_gate import ANONYMOUS_WARNING
+    from edge_app.mqtt.anonymous_probe import ProbeOutcome, probe_anonymous
+
+    where = f"MQTT broker {config.mqtt.host}:{config.mqtt.port}"
+    probe = probe_anonymous(config.mqtt)
+    if probe.outcome is ProbeOutcome.ACCEPTED:
+        report.add(WARN, where, ANONYMOUS_WARNING)
+    elif probe.outcome is ProbeOutcome.REFUSED:
+        report.add(PASS, where, "refuses clients without a login")
+    else:
+        report.add(SKIP, where, f"could not tell whether it accepts clients without a login: {probe.detail}")
+
+
 def check_decoders(report: Report, decoder: Optional[str]) -> None:
     """One line per decoder this device has or lacks, then a test clip through one of them:
     ``decoder`` when given, else the one ``decoder: auto`` uses for RTSP cameras and files."""
@@ -304,6 +324,7 @@ def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os
     gpu = nvidia_gpu_present()
     print(f"edge-app selftest: model {model.path}, {_what_runs(model, gpu)}", flush=True)
     samples = _sample_images(model, images)
+    check_broker(report, config_or_model_path)
     check_decoders(report, decoder)
     trt = _check_tensorrt(report, required=gpu or _needs_tensorrt(model))
     device = _check_cuda(report, required=gpu or _needs_tensorrt(model))

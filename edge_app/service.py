@@ -131,6 +131,18 @@ class CountsReport:
 
 
 @dataclass(frozen=True)
+class RemoteConfigReport:
+    """Whether ``R/config/desired`` is acted on, how it is authenticated, and what the broker allows."""
+
+    enabled: bool  # fleet.remote_config
+    authentication: Optional[str]  # "signature", "broker login", or None (off, or nothing to trust)
+    broker_anonymous: Optional[bool]  # True: the broker accepted a client without a login; None: not known
+    warnings: List[str] = field(default_factory=list)
+    refused: int = 0  # desired messages refused before their patch was looked at
+    last_refusal: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class StatusReport:
     """The body of ``GET /api/v1/status``."""
 
@@ -146,6 +158,7 @@ class StatusReport:
     model_change: Optional[ModelChangeReport] = None
     events: Optional[StoreHealth] = None  # the event store: on disk, or why not (a full disk, say)
     health: Optional[HealthReport] = None  # the device: temperatures, throttling, power, disk (docs/health.md)
+    remote_config: Optional[RemoteConfigReport] = None  # R/config/desired (docs/fleet.md, "Who may configure an appliance")
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

@@ -2,7 +2,8 @@
 
 Every query parameter is checked before the store sees it: a wrong number or limit is a 400
 with a sentence saying which parameter, never a server error, and an event id must look like
-one (it never becomes a path: the store keeps its own file names).
+one (it never becomes a path: the store keeps its own file names). A database found corrupt is
+a 503 saying so, never an empty list that looks like the truth.
 """
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from typing import Mapping, Optional
 
 from flask import Blueprint, Response, jsonify, request
 
-from edge_app.api.errors import ApiError
+from edge_app.api.errors import ApiError, error_response
+from edge_app.config.schema import label_problem
 from edge_app.events.query import DEFAULT_LIMIT, EVENT_ID_PATTERN, MAX_LIMIT, EventQuery, valid_event_id
+from edge_app.events.recovery import EventDatabaseUnusable
 from edge_app.service import ApplianceService
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # camera ids and zone names (docs/configuration.md)
-LABEL = re.compile(r"[^\x00-\x1f\x7f]{1,64}")  # class names may hold spaces ("traffic light")
 LARGEST_TIME_S = 1e11  # Unix seconds, the year 5138: beyond it a number is a mistake
+RETRY_AFTER_S = 5  # a corrupt database is moved aside and a new one started within moments
 
 
 def _text(args: Mapping[str, str], name: str, pattern: "re.Pattern[str]") -> Optional[str]:
@@ -27,6 +30,17 @@ def _text(args: Mapping[str, str], name: str, pattern: "re.Pattern[str]") -> Opt
         return None
     if not pattern.fullmatch(raw):
         raise ApiError(400, f"{name} must match {pattern.pattern}, got {raw[:80]!r}")
+    return raw
+
+
+def _label(args: Mapping[str, str]) -> Optional[str]:
+    # Exactly what a label may be (class names hold spaces: "traffic light"), by the configuration's rule.
+    raw = args.get("label")
+    if raw is None or raw == "":
+        return None
+    problem = label_problem(raw)
+    if problem is not None:
+        raise ApiError(400, f"label: {problem}")
     return raw
 
 
@@ -55,7 +69,7 @@ def _limit(args: Mapping[str, str]) -> int:
 
 def event_query(args: Mapping[str, str]) -> EventQuery:
     """The filters of ``GET /api/v1/events``; raises ApiError (400) for a bad parameter."""
-    query = EventQuery(camera=_text(args, "camera", NAME), label=_text(args, "label", LABEL),
+    query = EventQuery(camera=_text(args, "camera", NAME), label=_label(args),
                        zone=_text(args, "zone", NAME), after=_time(args, "after"), before=_time(args, "before"),
                        limit=_limit(args))
     if query.after is not None and query.before is not None and query.after > query.before:
@@ -74,6 +88,10 @@ def events_blueprint(service: ApplianceService) -> Blueprint:
 
     def unknown(event_id: str) -> ApiError:
         return ApiError(404, f"unknown event {event_id!r}")
+
+    @bp.errorhandler(EventDatabaseUnusable)
+    def unusable(err: EventDatabaseUnusable) -> Response:
+        return error_response(503, str(err), {"Retry-After": str(RETRY_AFTER_S)})
 
     @bp.get("/api/v1/events")
     def list_events() -> Response:

@@ -58,10 +58,6 @@ class LiveViewSlots:
             else:
                 self._per_camera.pop(camera_id, None)
 
-    def open_views(self) -> int:
-        with self._lock:
-            return sum(self._per_camera.values())
-
 
 def placeholder_jpeg(message: str = "no frame yet") -> bytes:
     """A dark grey picture saying ``message``, shown until a camera has a frame."""

@@ -13,7 +13,7 @@ from flask import Blueprint, Response, jsonify
 from pydantic import TypeAdapter
 
 from edge_app.api.events import LARGEST_TIME_S
-from edge_app.config.schema import AppConfig
+from edge_app.config.schema import LABEL_TOPIC_CHARS, MAX_LABEL_CHARS, AppConfig
 from edge_app.events.model import Event
 from edge_app.events.query import EVENT_ID_PATTERN, MAX_LIMIT
 from edge_app.mqtt.payloads import CAMERA_STATES
@@ -88,7 +88,10 @@ NAME_FILTER = {"type": "string", "pattern": "^[A-Za-z0-9_-]{0,64}$"}
 TIME_FILTER = {"type": "number", "minimum": 0, "maximum": LARGEST_TIME_S}
 EVENT_FILTERS = [
     _param("camera", "query", NAME_FILTER, "Only this camera's events"),
-    _param("label", "query", {"type": "string", "pattern": "^[^\\x00-\\x1f\\x7f]{0,64}$"}, "Only events of this label"),
+    # The rule of labels in the configuration, as far as a pattern can say it (not the invisible characters).
+    _param("label", "query", {"type": "string", "maxLength": MAX_LABEL_CHARS,
+                              "pattern": "^[^\\x00-\\x1f\\x7f" + LABEL_TOPIC_CHARS + "]*$"},
+           "Only events of this label"),
     _param("zone", "query", NAME_FILTER, "Only events that entered this zone"),
     _param("after", "query", TIME_FILTER, "Started after this time (Unix seconds)"),
     _param("before", "query", TIME_FILTER, "Started before this time (Unix seconds; not earlier than after)"),
@@ -262,6 +265,9 @@ def _paths() -> Dict[str, Any]:
     camera_answer = _json(_ref("CameraConfig"), "The camera as now saved (credentials in its source masked)")
     unknown_event = _error("Unknown event")
     bad_id = _error("Not an event id")
+    corrupt_events = _error_with_headers(
+        "The event database was found corrupt: it is moved aside and a new one started (events.database in the "
+        "status says where, or why it cannot be)", **{"Retry-After": "Seconds until asking again is worth it"})
     ready = _json({"type": "object", "properties": {"ready": {"const": True}}}, "Ready")
     not_ready = _json(
         {"type": "object", "properties": {"ready": {"const": False}, "reasons": string_list, "error": {"type": "string"}}},
@@ -330,11 +336,13 @@ def _paths() -> Dict[str, Any]:
             ),
         },
         "/api/v1/events": {
-            "get": _op("Stored events, newest first", {"200": _json(_ref("EventList"), "Events"), "400": bad_query},
+            "get": _op("Stored events, newest first", {"200": _json(_ref("EventList"), "Events"), "400": bad_query,
+                                                       "503": corrupt_events},
                        "events", EVENT_FILTERS),
         },
         "/api/v1/events/{event_id}": {
-            "get": _op("One event", {"200": _json(_ref("Event"), "Event"), "400": bad_id, "404": unknown_event},
+            "get": _op("One event", {"200": _json(_ref("Event"), "Event"), "400": bad_id, "404": unknown_event,
+                                     "503": corrupt_events},
                        "events", [EVENT_ID]),
             "delete": _op("Delete an event and its snapshot", {"204": {"description": "Deleted"}, "400": bad_id,
                                                                "404": unknown_event}, "events", [EVENT_ID]),
@@ -342,7 +350,8 @@ def _paths() -> Dict[str, Any]:
         "/api/v1/events/{event_id}/snapshot.jpg": {
             "get": _op("The event's best snapshot, annotated with its box",
                        {"200": _binary("image/jpeg", "JPEG image"), "400": bad_id,
-                        "404": _error("Unknown event, or it has no snapshot")}, "events", [EVENT_ID, TOKEN_QUERY]),
+                        "404": _error("Unknown event, or it has no snapshot"), "503": corrupt_events},
+                       "events", [EVENT_ID, TOKEN_QUERY]),
         },
         "/api/v1/counts": {
             "get": _op("Objects in view per camera and zone, and line crossings", {"200": _json(_ref("Counts"), "Counts")},
@@ -352,7 +361,8 @@ def _paths() -> Dict[str, Any]:
 
 
 def build_openapi() -> Dict[str, Any]:
-    """The OpenAPI document; every path here is a route of the app and vice versa."""
+    """The OpenAPI document; every path here is a route of the app and vice versa (a test compares
+    them method by method, so a route added to a blueprint needs its entry in ``_paths``)."""
     return {
         "openapi": "3.1.0",
         "info": {

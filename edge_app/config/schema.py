@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 from typing import List, Literal, Optional, Tuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -24,27 +25,48 @@ MAX_LINES_PER_CAMERA = 32
 MAX_POLYGON_POINTS = 64
 MAX_AREA_LABELS = 128
 MAX_LABEL_CHARS = 128
+#: characters no label may hold: labels become MQTT topic levels (zone and line counts)
+LABEL_TOPIC_CHARS = "#+/"
+#: A shorter desired-message key is guessable off-line from one captured signed message.
+MIN_DESIRED_KEY_CHARS = 32
+MAX_DESIRED_KEY_CHARS = 1024
 # A point of a zone or line: fractions of the frame, x to the right, y down.
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 NormPoint = Tuple[Fraction, Fraction]
 # MQTT topic and client id characters that brokers reject or that break topic filters.
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+# Characters that show as nothing or reorder the text after them (bidirectional overrides and
+# isolates, zero-width marks: category Cf), C1 controls, line and paragraph separators, lone
+# surrogates: a name or label holding one reads as something else in a dashboard, a log, Home Assistant.
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Zl", "Zp", "Cs"})
 
 
 def is_loopback_host(host: str) -> bool:
-    """True when ``host`` listens on loopback only (127.0.0.0/8, ::1, localhost)."""
+    """True when ``host`` is loopback only (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104, localhost)."""
     name = host.strip().strip("[]").lower()
     if name == "localhost":
         return True
     try:
-        return ipaddress.ip_address(name).is_loopback
+        address = ipaddress.ip_address(name)
     except ValueError:
         return False
+    # ::ffff:127.0.0.1 is how a dual-stack socket shows a loopback IPv4 peer.
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
+
+
+def _invisible_chars(text: str) -> str:
+    """The invisible or reordering characters in ``text`` as "U+202E, U+2066", or "" when none."""
+    found = sorted({ch for ch in text if unicodedata.category(ch) in _INVISIBLE_CATEGORIES})
+    return ", ".join(f"U+{ord(ch):04X}" for ch in found)
 
 
 def _no_control_chars(value: Optional[str], what: str) -> Optional[str]:
     if value is not None and _CONTROL_CHARS.search(value):
         raise ValueError(f"{what} may not contain control characters")
+    hidden = _invisible_chars(value or "")
+    if hidden:
+        raise ValueError(f"{what} may not contain invisible or bidirectional formatting characters ({hidden})")
     return value
 
 
@@ -55,24 +77,27 @@ class _Strict(BaseModel):
 def label_problem(label: str) -> Optional[str]:
     """Why ``label`` cannot be a class label (None: it can), wherever it comes from.
 
-    The one rule for configured labels, labels files and model metadata alike: labels become MQTT
-    topic levels (counts per label, zones, lines). The answer never quotes the label, so a caller
+    The one rule for configured labels, labels files, model metadata and the events API's
+    ``label`` filter alike: labels become MQTT topic levels (counts per label, zones, lines). The answer never quotes the label, so a caller
     reading a file that may hold anything decides what to show.
     """
     if not label.strip():
         return "may not be empty"
     if len(label) > MAX_LABEL_CHARS:
         return f"may have at most {MAX_LABEL_CHARS} characters"
-    if any(ch in label for ch in "#+/") or _CONTROL_CHARS.search(label):
+    if any(ch in label for ch in LABEL_TOPIC_CHARS) or _CONTROL_CHARS.search(label):
         return "may not contain #, +, / or control characters"
+    hidden = _invisible_chars(label)
+    if hidden:
+        return f"may not contain invisible or bidirectional formatting characters ({hidden})"
     return None
 
 
 def _clean_labels(labels: List[str]) -> List[str]:
-    for label in labels:
+    for index, label in enumerate(labels):
         why = label_problem(label)
         if why:
-            raise ValueError(f"label {label[:MAX_LABEL_CHARS]!r} {why}")
+            raise ValueError(f"labels[{index}]: label {label[:MAX_LABEL_CHARS]!r} {why}")
     return labels
 
 
@@ -253,6 +278,12 @@ class ModelConfig(_Strict):
             raise ValueError("model.path must end in .onnx, .engine or .plan")
         return value
 
+    @field_validator("classes")
+    @classmethod
+    def _class_names(cls, value: List[str]) -> List[str]:
+        # Model labels, or class ids written as numbers: both pass the rule of labels.
+        return _clean_labels(value)
+
     @property
     def configured_input_size(self) -> Optional[int]:
         """The input side the user wrote; None when the key was left out (the model decides)."""
@@ -389,6 +420,33 @@ class CaptureConfig(_Strict):
                                               "of the appliance (less CPU and GPU memory)")
 
 
+class FleetConfig(_Strict):
+    """docs/fleet.md, "Who may configure an appliance": whether and how ``R/config/desired`` may change this appliance."""
+
+    remote_config: bool = Field(
+        False, title="Remote configuration",
+        description="Act on R/config/desired from the fleet service; needs desired_key or a broker that requires a login",
+    )
+    # Length checked in the validator, not the field: the API shows the key as "***" (documented schema).
+    desired_key: Optional[str] = Field(
+        None, title="Desired-configuration key",
+        description=f"Shared secret (at least {MIN_DESIRED_KEY_CHARS} characters, e.g. openssl rand -hex 32); "
+                    "when set, only desired configurations the fleet service signed with it are acted on",
+    )
+
+    @field_validator("desired_key")
+    @classmethod
+    def _key_chars(cls, value: Optional[str]) -> Optional[str]:
+        if value is None:
+            return value
+        if not MIN_DESIRED_KEY_CHARS <= len(value) <= MAX_DESIRED_KEY_CHARS:
+            raise ValueError(f"desired_key must have {MIN_DESIRED_KEY_CHARS} to {MAX_DESIRED_KEY_CHARS} characters "
+                             "(openssl rand -hex 32)")
+        if not value.strip() or _CONTROL_CHARS.search(value):
+            raise ValueError("desired_key may not be blank nor contain control characters")
+        return value
+
+
 class AppConfig(_Strict):
     device_id: str = Field("edge-01", title="Device id", pattern=ID_PATTERN)
     cameras: List[CameraConfig] = Field(default_factory=list, title="Cameras", max_length=MAX_CAMERAS)
@@ -402,6 +460,7 @@ class AppConfig(_Strict):
     events: EventsConfig = Field(default_factory=EventsConfig, title="Events")
     homeassistant: HomeAssistantConfig = Field(default_factory=HomeAssistantConfig, title="Home Assistant")
     health: HealthConfig = Field(default_factory=HealthConfig, title="Device health")
+    fleet: FleetConfig = Field(default_factory=FleetConfig, title="Fleet")
 
     @field_validator("cameras")
     @classmethod

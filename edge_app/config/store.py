@@ -4,7 +4,10 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import logging
 import os
+import re
+import stat
 import tempfile
 import typing
 from dataclasses import dataclass
@@ -17,7 +20,16 @@ from pydantic import BaseModel, ValidationError
 from edge_app.config.schema import AppConfig
 from edge_app.redact import MASK as REDACTED, mask_secrets
 
-SECRET_PATHS = (("mqtt", "password"), ("api", "token"))
+log = logging.getLogger(__name__)
+
+SECRET_PATHS = (("mqtt", "password"), ("api", "token"), ("fleet", "desired_key"))
+#: ``save_config``'s temp file beside ``<name>``: ".<name>.<random>.tmp" (tempfile's random part)
+TEMP_SUFFIX = ".tmp"
+TEMP_RANDOM_PATTERN = r"[A-Za-z0-9_]{1,32}"
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
 
 
 @dataclass(frozen=True)
@@ -139,7 +151,7 @@ def save_config(config: AppConfig, path: Union[str, Path]) -> None:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    fd, tmp_name = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -182,6 +194,36 @@ class ConfigFile:
             self.path.unlink(missing_ok=True)
         else:
             _write_atomically(self.path, previous)
+
+
+def remove_stale_temp_files(path: Union[str, Path]) -> List[Path]:
+    """Remove what saves of ``path`` that never finished (a power cut, a kill) left beside it.
+
+    Such a file is a whole configuration, token and passwords included (mode 0600, but still a
+    copy nobody knows of). Only regular files named as ``save_config`` names them go: never a
+    link, a folder, nor another program's file. Returns the files removed.
+    """
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    own = re.compile(re.escape(_temp_prefix(path)) + TEMP_RANDOM_PATTERN + re.escape(TEMP_SUFFIX))
+    removed: List[Path] = []
+    try:
+        names = sorted(name for name in os.listdir(directory) if own.fullmatch(name))
+    except OSError as err:
+        log.warning("cannot look for unfinished saves of %s: %s", path, err)
+        return removed
+    for name in names:
+        stale = directory / name
+        try:
+            if not stat.S_ISREG(os.lstat(stale).st_mode):
+                continue
+            stale.unlink()
+        except OSError as err:
+            log.warning("cannot remove %s, left by a save of the configuration that did not finish: %s", stale, err)
+            continue
+        log.warning("removed %s, left by a save of the configuration that did not finish", stale)
+        removed.append(stale)
+    return removed
 
 
 def redacted_dict(config: AppConfig) -> Dict[str, Any]:

@@ -56,6 +56,22 @@ class NewerDatabase(RuntimeError):
     """The database was written by a newer edge-app: it is left as it is."""
 
 
+class CorruptDatabase(sqlite3.DatabaseError):
+    """SQLite's own check of the file found damage that reads and writes had not run into yet."""
+
+
+def check(conn: sqlite3.Connection, thorough: bool = False) -> Optional[str]:
+    """The first problem SQLite's check finds in the file, None when it is sound.
+
+    The quick check reads every page (milliseconds for a database of events: their snapshots are
+    files); the thorough one also compares every index with its table. A file that is no
+    database at all raises sqlite3.DatabaseError rather than answering.
+    """
+    row = conn.execute("PRAGMA integrity_check(1)" if thorough else "PRAGMA quick_check(1)").fetchone()
+    result = " ".join(str(row[0]).split()) if row is not None else ""  # one line, for the log and the status
+    return None if result == "ok" else (result or "the check answered nothing")
+
+
 def _migrate(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
     row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
@@ -139,6 +155,11 @@ class EventDatabase:
         self.conn = sqlite3.connect(str(self.directory / DB_NAME), timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                     check_same_thread=False)
         try:
+            # Damage that the statements below would not touch shows up later, on a read that then
+            # answers half the events; found now, the store moves the file aside before using it.
+            problem = check(self.conn)
+            if problem is not None:
+                raise CorruptDatabase(f"database disk image is malformed: {problem}")
             # Set before the first table exists; lets retention give deleted pages back to the disk.
             self.conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
             mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, Optional
 
 from edge_app.events.model import Event
@@ -71,6 +71,18 @@ def _reverse(text: str) -> tuple:
 
 
 @dataclass(frozen=True)
+class DatabaseReport:
+    """The database file itself: sound, or found corrupt and what was done about it."""
+
+    # "ok"; "recovered": found corrupt, moved aside (with its snapshots) and a new one started;
+    # "corrupt": found corrupt and still in place (it could not be moved: reads answer an error)
+    state: str = "ok"
+    reason: Optional[str] = None  # what SQLite said of the file
+    moved_to: Optional[str] = None  # the folder now holding the corrupt file and its snapshots
+    detected_ts: Optional[float] = None  # Unix seconds
+
+
+@dataclass(frozen=True)
 class StoreHealth:
     """How the event store is doing, for the status report and the log."""
 
@@ -80,3 +92,4 @@ class StoreHealth:
     queued: int  # writes waiting for the writer thread
     dropped: int  # writes dropped because the queue was full
     held_in_memory: int  # events kept in memory until the disk takes them again
+    database: DatabaseReport = field(default_factory=DatabaseReport)

@@ -3,7 +3,11 @@
 
 A database that cannot be read is logged once, and again only after reads have worked in
 between: clients and the dashboard keep asking, and a warning per request would fill the log of
-a box whose disk is already in trouble. The store's status says what is wrong meanwhile."""
+a box whose disk is already in trouble. The store's status says what is wrong meanwhile.
+
+A file found corrupt is different: what it still answers cannot be trusted, and an empty list
+would look like the truth. The reads a client asked for raise EventDatabaseUnusable then, and
+the store is told, to move the file aside and start a new one."""
 from __future__ import annotations
 
 import logging
@@ -17,6 +21,7 @@ from edge_app.events import database as db_sql
 from edge_app.events.model import Event
 from edge_app.events.pending import PendingWrites
 from edge_app.events.query import EventQuery, LineCountsByCamera, newest_first_key
+from edge_app.events.recovery import EventDatabaseUnusable, is_corrupt
 
 log = logging.getLogger(__name__)
 
@@ -25,23 +30,25 @@ DISK_ERRORS = (sqlite3.Error, OSError, db_sql.NewerDatabase)
 
 
 class EventReader:
-    def __init__(self, directory: Path, pending: PendingWrites):
+    def __init__(self, directory: Path, pending: PendingWrites,
+                 on_corrupt: Callable[[BaseException], None] = lambda err: None):
         self.directory = Path(directory)
         self._pending = pending
+        self._on_corrupt = on_corrupt
         self._failing = False  # the latest read failed (and was logged)
         self._failing_lock = threading.Lock()
 
     def events(self, query: EventQuery) -> List[Event]:
-        on_disk = self._read(lambda conn: db_sql.query_events(conn, query), [])
+        on_disk = self._read(lambda conn: db_sql.query_events(conn, query), [], asked=True)
         return self._merge(on_disk, self._pending.matching(query))[:query.bounded_limit]
 
-    def get_on_disk(self, event_id: str) -> Optional[Event]:
-        return self._read(lambda conn: db_sql.get_event(conn, event_id), None)
+    def get_on_disk(self, event_id: str, asked: bool = False) -> Optional[Event]:
+        return self._read(lambda conn: db_sql.get_event(conn, event_id), None, asked)
 
     def get(self, event_id: str) -> Optional[Event]:
         if self._pending.is_deleted(event_id):
             return None
-        on_disk = self.get_on_disk(event_id)
+        on_disk = self.get_on_disk(event_id, asked=True)
         held = self._pending.get(event_id)
         if held is None:
             return on_disk
@@ -53,7 +60,7 @@ class EventReader:
         held = self._pending.snapshot(event_id)
         if held is not None:
             return held
-        path = self._read(lambda conn: db_sql.snapshot_path(conn, self.directory, event_id), None)
+        path = self._read(lambda conn: db_sql.snapshot_path(conn, self.directory, event_id), None, asked=True)
         if path is None:
             return None
         try:
@@ -68,23 +75,33 @@ class EventReader:
             counts.setdefault(camera, {}).update(lines)
         return counts
 
-    def _read(self, fn: Callable[[sqlite3.Connection], Any], default: Any) -> Any:
+    def _read(self, fn: Callable[[sqlite3.Connection], Any], default: Any, asked: bool = False) -> Any:
+        """``fn``'s answer, or ``default`` when the disk fails; ``asked``: a client's read, which
+        raises EventDatabaseUnusable rather than answer ``default`` for a corrupt file."""
         try:
             conn = db_sql.read_connection(self.directory)
         except DISK_ERRORS as err:
-            self._failed(err)
-            return default
+            return self._unreadable(err, default, asked)
         if conn is None:
             return default
         try:
             result = fn(conn)
         except DISK_ERRORS as err:
-            self._failed(err)
-            return default
+            return self._unreadable(err, default, asked)
         finally:
             conn.close()
         self._worked()
         return result
+
+    def _unreadable(self, err: BaseException, default: Any, asked: bool) -> Any:
+        self._failed(err)
+        if is_corrupt(err):
+            self._on_corrupt(err)
+            if asked:
+                raise EventDatabaseUnusable(
+                    f"the event database is corrupt ({err}); the appliance moves it aside and starts a new one, "
+                    "or says why it cannot in GET /api/v1/status (events.database)") from err
+        return default
 
     def _failed(self, err: BaseException) -> None:
         with self._failing_lock:

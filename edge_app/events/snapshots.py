@@ -70,6 +70,3 @@ class SnapshotKeeper:
     def forget(self, event_id: str) -> None:
         self._best.pop(event_id, None)
 
-    def best_score(self, event_id: str):
-        best = self._best.get(event_id)
-        return None if best is None else best.score

@@ -9,6 +9,8 @@ A disk that is full or a folder that cannot be written never raises into a calle
 are kept in memory (bounded, see ``pending``), served to readers from there, the problem shows
 in :meth:`EventStore.health` and the log, and the writer tries the disk again every
 ``maintenance_interval_s``. Events keep flowing over MQTT meanwhile; that is not this module.
+A database file found corrupt, at the start or by any read or write, is moved aside and a new one
+started (``recovery``).
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from edge_app.events.model import Event, Snapshot
 from edge_app.events.pending import PendingBatch, PendingWrites
 from edge_app.events.query import EventQuery, StoreHealth
 from edge_app.events.reader import DISK_ERRORS, EventReader
+from edge_app.events.recovery import CorruptionWatch, confirm, is_corrupt
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +63,8 @@ class EventStore:
         self._clock = clock
         self._queue: "queue.Queue[Tuple[str, Any, Optional[_Reply]]]" = queue.Queue(maxsize=queue_size)
         self._pending = PendingWrites()
-        self._reader = EventReader(self.directory, self._pending)
+        self._corruption = CorruptionWatch(self.directory, clock)
+        self._reader = EventReader(self.directory, self._pending, on_corrupt=self._corrupt_file_read)
         self._lock = threading.Lock()
         self._problem: Optional[str] = None
         self._dropped = 0
@@ -181,7 +185,8 @@ class EventStore:
         with self._lock:
             problem, dropped = self._problem, self._dropped
         return StoreHealth(directory=str(self.directory), on_disk=problem is None, problem=problem,
-                           queued=self._queue.qsize(), dropped=dropped, held_in_memory=len(self._pending))
+                           queued=self._queue.qsize(), dropped=dropped, held_in_memory=len(self._pending),
+                           database=self._corruption.report())
 
     @property
     def problem(self) -> Optional[str]:
@@ -189,17 +194,21 @@ class EventStore:
 
     # -- the writer thread ---------------------------------------------------------------------------
     def _open_database(self) -> Optional[EventDatabase]:
-        database = None
-        try:
-            database = EventDatabase(self.directory)
-            database.begin()
-            ended = database.end_open(None)  # left open by a crash: they ended when last seen
-            database.commit()
-        except DISK_ERRORS as err:
-            if database is not None:
-                database.conn.close()
-            self._report(f"cannot open the event database in {self.directory}: {err}")
-            return None
+        for attempt in range(2):  # a corrupt file is moved aside once, then a new one opened
+            database = None
+            try:
+                database = EventDatabase(self.directory)
+                database.begin()
+                ended = database.end_open(None)  # left open by a crash: they ended when last seen
+                database.commit()
+                break
+            except DISK_ERRORS as err:
+                if database is not None:
+                    database.conn.close()
+                if attempt == 0 and is_corrupt(err) and self._corruption.set_aside(str(err)):
+                    continue
+                self._report(f"cannot open the event database in {self.directory}: {err}")
+                return None
         if ended:
             log.info("event store %s: %d events left open by an unclean stop ended at their last frame",
                      self.directory, ended)
@@ -230,6 +239,7 @@ class EventStore:
             try:
                 if self._handle(batch):
                     return
+                self._start_again_if_corrupt()
                 if time.monotonic() >= next_maintenance:
                     self._maintain()
                     next_maintenance = time.monotonic() + self._maintenance_interval_s
@@ -269,6 +279,7 @@ class EventStore:
                 return [r for (kind, _), r in zip(writes, results) if kind == "delete"]
             except DISK_ERRORS as err:
                 self._rollback()
+                self._corruption.suspect(err)
                 self._report(f"cannot write the event database in {self.directory}: {err}")
         results = [self._hold(kind, payload) for kind, payload in writes]
         return [r for (kind, _), r in zip(writes, results) if kind == "delete"]
@@ -339,10 +350,39 @@ class EventStore:
             self._db.unlink_deleted_files()
         except DISK_ERRORS as err:
             self._rollback()
+            self._corruption.suspect(err)
             self._report(f"cannot write the event database in {self.directory}: {err}")
             return
         self._pending.clear()
         self._report(None)
+
+    def _corrupt_file_read(self, err: BaseException) -> None:
+        """A reader found the file corrupt: the writer acts on it now, not at its next maintenance."""
+        if self._corruption.suspect(err):
+            try:
+                self._queue.put_nowait(("wake", None, None))
+            except queue.Full:
+                pass  # the writer is busy, and looks again after its batch
+
+    def _start_again_if_corrupt(self) -> None:
+        """Writer thread: a read or write found the file corrupt; confirmed, it is moved aside."""
+        suspicion = self._corruption.take_suspicion()
+        if suspicion is None:
+            return
+        # The reader may have seen the file that was moved aside already: the current one decides.
+        found = confirm(self.directory)
+        if found is None:
+            log.warning("event store %s: a read found the database corrupt (%s) but it checks sound",
+                        self.directory, suspicion)
+            return
+        if self._db is not None:
+            try:
+                self._db.conn.close()  # before the move: closing checkpoints into the file by name
+            except DISK_ERRORS:
+                pass
+            self._db = None
+        self._corruption.set_aside(found)  # when it cannot be moved, the report says so
+        self._flush_pending()  # opens a new database and writes what is held
 
     def _maintain(self) -> None:
         if self._db is None or not self._pending.empty():
@@ -360,6 +400,7 @@ class EventStore:
             deleted = self._db.retain(cutoff, max_bytes)
         except DISK_ERRORS as err:
             self._rollback()
+            self._corruption.suspect(err)
             log.warning("event store %s: retention failed: %s", self.directory, err)
             return
         if deleted:

@@ -1,7 +1,8 @@
 """The fleet's side of ``R/health``: a hostile payload checked and reduced to the row the fleet keeps.
 
-Anyone on the broker can publish on an appliance's topic, so a health message is parsed within
-bounds (:func:`edge_app.mqtt.inbound.parse_json_payload`), only problem kinds the appliance
+Anyone on the broker can publish on an appliance's topic, so a health message passes the same
+size limit (FLEET.yaml ``ingest.message_bytes``, ``health``) and field checks
+(:func:`edge_app.fleet.messages.decode`) as every other kind, only problem kinds the appliance
 knows are kept for filtering, and what is stored is re-encoded from the parsed value.
 """
 from __future__ import annotations
@@ -11,20 +12,11 @@ import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from edge_app.health.problems import PROBLEM_KINDS
-from edge_app.mqtt.inbound import parse_json_payload
 
-#: a real report of a box with 12 thermal zones, 8 GPUs and 3 disks is about 8 KiB
-MAX_HEALTH_BYTES = 64 * 1024
-MAX_HEALTH_DEPTH = 8  # {"thermal": {"zones": [{"trip_points": [{...}]}]}} is 5 deep
 MAX_PROBLEMS = 64
 #: what the fleet filters by besides the problem kinds
 OFFLINE, ANY = "offline", "any"
 PROBLEM_FILTERS = PROBLEM_KINDS + (OFFLINE, ANY)
-
-
-def decode_health(payload: bytes) -> Any:
-    """The parsed payload; raises ValueError (an ``InboundPayloadError``) for anything out of bounds."""
-    return parse_json_payload(payload, MAX_HEALTH_BYTES, MAX_HEALTH_DEPTH)
 
 
 def _finite(value: Any) -> Optional[float]:

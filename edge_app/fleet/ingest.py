@@ -6,6 +6,12 @@ keepalives (a stalled subscriber would be disconnected by the broker and lose Qo
 The writer thread ``fleet:writer`` takes everything queued, up to ``max_batch`` messages,
 and writes it in one transaction (:mod:`edge_app.fleet.ingest_batch`).
 
+Before a message is queued, its device must be admitted and within its byte budget
+(:mod:`edge_app.fleet.admission`) and the payload within its kind's size. A batch the database
+refuses while it otherwise works is written again one message at a time, and a message it still
+refuses is dropped, counted and logged with its topic: only a database that is away is waited
+for, and a writer that makes no progress for ``stuck_after_s`` shows in ``/readyz``.
+
 The session is persistent (``clean_session=False`` under a fixed client id): while the fleet
 service restarts, the broker keeps its QoS 1 events for it.
 """
@@ -16,7 +22,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, Dict, Optional
+from typing import Any, Callable, Deque, Dict, Optional, Tuple
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
@@ -24,6 +30,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from edge_app.api.throttle import LogLimiter
 from edge_app.config.schema import MQTTConfig
 from edge_app.fleet import messages as m
+from edge_app.fleet.admission import Admission
 from edge_app.fleet.db import Connection
 from edge_app.fleet.ingest_batch import BatchResult, plan_batch, write_plan
 
@@ -49,6 +56,10 @@ class IngestStats:
     backlog: int
     batches: int
     db_errors: int
+    oversize: int
+    failed: int
+    unissued_reports: int
+    stuck_s: float
 
 
 class FleetIngest:
@@ -56,13 +67,19 @@ class FleetIngest:
 
     def __init__(self, mqtt_config: MQTTConfig, client_id: str, prefix: str, conn: Connection,
                  *, events_retain_s: Optional[float] = None, on_batch: Optional[Callable[[BatchResult], None]] = None,
-                 max_batch: int = MAX_BATCH):
+                 max_batch: int = MAX_BATCH, admission: Optional[Admission] = None,
+                 message_bytes: Optional[Dict[str, int]] = None, stuck_after_s: float = 60.0):
         self._config = mqtt_config
         self._client_id = client_id
         self._prefix = prefix
         self._conn = conn
         self._on_batch = on_batch
         self._max_batch = max_batch
+        self._admission = admission if admission is not None else Admission(["*"], 1_000_000, 1 << 40)
+        self._message_bytes = dict(message_bytes or {})
+        self._stuck_after_s = stuck_after_s
+        self._progress_mono_s = time.monotonic()
+        self._writing = False
         self._events_retain_s = events_retain_s
         self._next_prune_mono_s = time.monotonic() + 5.0
         self._queue: Deque[m.Heard] = collections.deque()
@@ -75,7 +92,8 @@ class FleetIngest:
         # Every key exists from the start: the network thread and the writer each add to their own
         # keys, and a dict that never grows is safe to update from both.
         self._counts: Dict[str, int] = dict.fromkeys(
-            ("received", "written", "events", "rejected", "dropped", "batches", "db_errors"), 0)
+            ("received", "written", "events", "rejected", "dropped", "batches", "db_errors", "oversize", "failed",
+             "unissued_reports"), 0)
         self._log_limiter = LogLimiter(60.0)
 
     # -- lifecycle
@@ -130,10 +148,22 @@ class FleetIngest:
         assert self._client is not None, "the ingest is not started"
         self._client.publish(topic, payload, qos=qos, retain=retain)
 
+    @property
+    def admission(self) -> Admission:
+        return self._admission
+
+    def stuck_s(self) -> float:
+        """How long messages have waited with nothing written, once that is ``stuck_after_s`` or more; else 0."""
+        if not self._queue and not self._writing:
+            return 0.0
+        waited = time.monotonic() - self._progress_mono_s
+        return round(waited, 1) if waited >= self._stuck_after_s else 0.0
+
     def stats(self) -> IngestStats:
         c = self._counts
         return IngestStats(self.connected, c["received"], c["written"], c["events"], c["rejected"], c["dropped"],
-                           len(self._queue), c["batches"], c["db_errors"])
+                           len(self._queue), c["batches"], c["db_errors"], c["oversize"], c["failed"],
+                           c["unissued_reports"], self.stuck_s())
 
     # -- paho callbacks (network thread: nothing slow here)
     def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
@@ -159,15 +189,33 @@ class FleetIngest:
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
         self._counts["received"] += 1
         found = m.classify(self._prefix, message.topic)
-        if found is None or len(message.payload) > m.MAX_PAYLOAD_BYTES:
+        if found is None:
             self._counts["dropped"] += 1
             return
         kind, device_id, key = found
-        heard = m.Heard(kind, device_id, key, bytes(message.payload), bool(message.retain), time.time())
+        size = len(message.payload)
+        if m.too_large(kind, size, self._message_bytes):
+            self._counts["oversize"] += 1
+            self._log_dropped("oversize", "dropped %d bytes on %s: over the %s limit", size, message.topic, kind)
+            return
+        if not self._admission.admit(device_id):
+            self._log_dropped("unknown", "ignored %s: device %r is not admitted (devices.allow, devices.max)",
+                              message.topic, device_id)
+            return
+        if not self._admission.spend(device_id, size):
+            self._log_dropped("budget", "dropped %s: device %r is over ingest.device_bytes_per_min",
+                              message.topic, device_id)
+            return
+        heard = m.Heard(kind, device_id, key, bytes(message.payload), bool(message.retain), time.time(), message.topic)
         with self._wake:
             self._queue.append(heard)
             if len(self._queue) == 1:
                 self._wake.notify()
+
+    def _log_dropped(self, key: str, message: str, *args: Any) -> None:
+        allowed, suppressed = self._log_limiter.allow(key)
+        if allowed:
+            logger.warning(message + ("" if not suppressed else f" ({suppressed} more like it not logged)"), *args)
 
     # -- writer thread
     def _take(self) -> tuple:
@@ -176,7 +224,12 @@ class FleetIngest:
             if not self._queue and not self._stopping:
                 self._wake.wait(1.0)
             n = min(len(self._queue), self._max_batch)
-            return [self._queue.popleft() for _ in range(n)], self._stopping
+            batch = [self._queue.popleft() for _ in range(n)]
+            if not batch:
+                self._progress_mono_s = time.monotonic()  # idle is not stuck
+            else:
+                self._writing = True
+            return batch, self._stopping
 
     def _write_loop(self) -> None:
         while True:
@@ -188,7 +241,10 @@ class FleetIngest:
                 if allowed:
                     logger.warning("the database does not keep up: %d messages waiting", len(self._queue))
             if batch:
-                self._write(batch)
+                try:
+                    self._write(batch)
+                finally:
+                    self._writing = False
             if self._events_retain_s is not None and time.monotonic() >= self._next_prune_mono_s:
                 self._next_prune_mono_s = time.monotonic() + PRUNE_EVERY_S
                 self._prune(time.time() - self._events_retain_s)
@@ -200,21 +256,55 @@ class FleetIngest:
         except Exception as err:  # pruning again later is fine; the writer must keep going
             logger.warning("deleting old fleet events failed: %s", err)
 
-    def _write(self, batch: list) -> None:
-        result = BatchResult()
-        plan = plan_batch(batch, result)
+    def _database_works(self) -> bool:
+        try:
+            with self._conn.transaction() as conn:
+                conn.query("SELECT 1")
+            return True
+        except Exception:  # whatever keeps a trivial transaction from working means "away"
+            return False
+
+    def _commit(self, plan: Any, what: str) -> Tuple[Optional[Exception], int]:
+        """(None, reports ignored) once ``plan`` is written; (the error, 0) when a working database refuses it.
+
+        A database that is away is waited for, however long: its messages are kept.
+        """
         while True:
             try:
-                write_plan(self._conn, plan)
-                break
-            except Exception as err:  # a database away: keep the batch, retry, never lose it
+                return None, write_plan(self._conn, plan)
+            except Exception as err:
                 self._counts["db_errors"] += 1
-                logger.error("writing %d fleet messages failed (%s); retrying in %.0f s", len(batch), err, DB_RETRY_S)
+                if self._database_works():
+                    return err, 0
+                logger.error("writing %s failed (%s); retrying in %.0f s", what, err, DB_RETRY_S)
                 with self._wake:
                     if self._stopping:
-                        return
+                        return err, 0
                     self._wake.wait(DB_RETRY_S)
-        self._counts["written"] += result.messages - result.rejected
+
+    def _write(self, batch: list) -> None:
+        result = BatchResult()
+        err, result.unissued = self._commit(plan_batch(batch, result), f"{len(batch)} fleet messages")
+        if err is not None:
+            if self._stopping:
+                return
+            logger.warning("the database refused a batch of %d fleet messages (%s); writing them one at a time",
+                           len(batch), err)
+            result = BatchResult()
+            for heard in batch:
+                one = BatchResult()
+                err, one.unissued = self._commit(plan_batch([heard], one), heard.topic)
+                if err is not None:
+                    if self._stopping:
+                        return
+                    one = BatchResult(messages=1, failed=1)
+                    self._log_dropped("failed", "dropped the message on %s: the database refused it (%s)",
+                                      heard.topic, err)
+                result.add(one)
+        self._progress_mono_s = time.monotonic()
+        self._counts["failed"] += result.failed
+        self._counts["unissued_reports"] += result.unissued
+        self._counts["written"] += result.messages - result.rejected - result.failed
         self._counts["events"] += result.events
         self._counts["rejected"] += result.rejected
         self._counts["batches"] += 1

@@ -4,7 +4,8 @@ Most of what appliances send replaces what came before (status, camera state, st
 the latest version of an event), so a batch keeps only the newest per key and writes each
 table with one ``executemany``: at a thousand appliances that is what keeps the database and
 the fleet's CPU out of the way. Reported configuration is the exception: every report is kept
-in order, because it settles rollouts.
+in order, because it settles rollouts, and a report of a version this fleet never issued is
+ignored (and remembered as such) rather than trusted.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from edge_app.fleet import messages as m
 from edge_app.fleet.db import Connection
-from edge_app.fleet.health import decode_health, health_row
+from edge_app.fleet.health import health_row
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +32,17 @@ class BatchResult:
     messages: int = 0
     events: int = 0
     rejected: int = 0
+    failed: int = 0  # refused by the database, dropped
+    unissued: int = 0  # reports of versions this fleet never issued, ignored
     reasons: List[str] = field(default_factory=list)
+
+    def add(self, other: "BatchResult") -> None:
+        self.messages += other.messages
+        self.events += other.events
+        self.rejected += other.rejected
+        self.failed += other.failed
+        self.unissued += other.unissued
+        self.reasons.extend(other.reasons[:max(0, 5 - len(self.reasons))])
 
 
 def _number(value: Any) -> Optional[float]:
@@ -42,10 +53,6 @@ def _number(value: Any) -> Optional[float]:
 
 def _text(value: Any, limit: int = MAX_TEXT_CHARS) -> Optional[str]:
     return value[:limit] if isinstance(value, str) else None
-
-
-def _decode(heard: m.Heard) -> Any:
-    return json.loads(heard.payload.decode("utf-8"), parse_constant=lambda name: None)
 
 
 @dataclass
@@ -59,7 +66,6 @@ class _Plan:
     stats: Dict[str, Tuple] = field(default_factory=dict)
     counts: Dict[Tuple[str, str], Tuple] = field(default_factory=dict)
     events: Dict[Tuple[str, str], Tuple] = field(default_factory=dict)
-    desired: Dict[str, int] = field(default_factory=dict)
     reported: List[Tuple] = field(default_factory=list)
     health: Dict[str, Tuple] = field(default_factory=dict)
 
@@ -93,18 +99,16 @@ def _plan_one(plan: _Plan, heard: m.Heard, body: Any) -> None:
             json.dumps(stored), heard.received_s)
     elif heard.kind == m.HEALTH:
         plan.health[dev] = health_row(dev, body, heard.received_s)
-    elif heard.kind == m.DESIRED:
-        version = body.get("version")
-        if isinstance(version, int) and not isinstance(version, bool) and version > 0:
-            plan.desired[dev] = max(version, plan.desired.get(dev, 0))
     elif heard.kind == m.REPORTED:
         version, status = body.get("version"), body.get("status")
-        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-            raise ValueError("a reported config needs an integer 'version'")
+        if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version <= m.MAX_INT:
+            raise ValueError("a reported config needs an integer 'version' from 0 to 2^53")
         if status not in ("applied", "rejected"):
             raise ValueError(f"reported status {status!r} is neither applied nor rejected")
         errors = body.get("errors") if isinstance(body.get("errors"), list) else []
         plan.reported.append((dev, version, status, json.dumps(errors[:100]), _number(body.get("ts")) or heard.received_s))
+    else:
+        raise ValueError(f"the fleet does not keep {heard.kind} messages")
 
 
 def plan_batch(batch: Sequence[m.Heard], result: BatchResult) -> _Plan:
@@ -112,11 +116,8 @@ def plan_batch(batch: Sequence[m.Heard], result: BatchResult) -> _Plan:
     for heard in batch:
         result.messages += 1
         try:
-            body = decode_health(heard.payload) if heard.kind == m.HEALTH else _decode(heard)
-            if not isinstance(body, dict):
-                raise ValueError("the payload is not a JSON object")
-            _plan_one(plan, heard, body)
-        except (ValueError, UnicodeDecodeError, RecursionError) as err:
+            _plan_one(plan, heard, m.decode(heard))
+        except ValueError as err:
             result.rejected += 1
             if len(result.reasons) < 5:
                 result.reasons.append(f"{heard.kind} from {heard.device_id}: {err}")
@@ -130,8 +131,8 @@ def plan_batch(batch: Sequence[m.Heard], result: BatchResult) -> _Plan:
     return plan
 
 
-def write_plan(conn: Connection, plan: _Plan) -> None:
-    """All of a batch in one transaction."""
+def write_plan(conn: Connection, plan: _Plan) -> int:
+    """All of a batch in one transaction; returns how many reports were of versions never issued."""
     with conn.transaction():
         conn.executemany(
             "INSERT INTO devices (device_id, first_seen, last_seen) VALUES (?, ?, ?) ON CONFLICT (device_id) DO NOTHING",
@@ -159,30 +160,34 @@ def write_plan(conn: Connection, plan: _Plan) -> None:
             "received_at = excluded.received_at",
             plan.events.values())
         conn.executemany(
-            "UPDATE devices SET desired_version = CASE WHEN ? > desired_version THEN ? ELSE desired_version END WHERE device_id = ?",
-            [(v, v, dev) for dev, v in plan.desired.items()])
-        conn.executemany(
             "INSERT INTO health (device_id, body, problems, problem_count, temperature_c, ts, received_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (device_id) DO UPDATE SET body = excluded.body, "
             "problems = excluded.problems, problem_count = excluded.problem_count, "
             "temperature_c = excluded.temperature_c, ts = excluded.ts, received_at = excluded.received_at",
             plan.health.values())
-        for dev, version, status, errors, ts in plan.reported:
-            _settle(conn, dev, version, status, errors, ts)
+        return sum(not _settle(conn, dev, version, status, errors, ts) for dev, version, status, errors, ts in plan.reported)
 
 
-def _settle(conn: Connection, dev: str, version: int, status: str, errors: str, ts: float) -> None:
-    """Record a report and settle the rollouts it answers.
+def _settle(conn: Connection, dev: str, version: int, status: str, errors: str, ts: float) -> bool:
+    """Record a report and settle the rollouts it answers; False for a version never issued.
 
     The desired patch of version N carries every patch still pending below it (see
-    :mod:`edge_app.fleet.rollouts`), so a report of N settles them all with N's outcome. An
-    older or repeated report changes nothing, as on the appliance.
+    :mod:`edge_app.fleet.rollouts`), so a report of N settles them all with N's outcome, timed
+    out ones too (a late answer is still the answer). An older or repeated report changes
+    nothing, as on the appliance. A version above the last one issued to the device is kept
+    aside (``unissued_version``, shown by the API) and moves nothing: anyone on the broker can
+    claim any version, and the next version issued is the fleet's own count plus one.
     """
+    row = conn.query_one("SELECT desired_version FROM devices WHERE device_id = ?", (dev,))
+    if row is None or version > int(row[0]):
+        conn.execute("UPDATE devices SET unissued_version = ?, unissued_ts = ? WHERE device_id = ?", (version, ts, dev))
+        return False
     conn.execute(
         "UPDATE devices SET reported_version = ?, reported_status = ?, reported_errors = ?, reported_ts = ? "
         "WHERE device_id = ? AND reported_version <= ?",
         (version, status, errors, ts, dev, version))
     conn.execute(
         "UPDATE rollout_devices SET status = ?, errors = ?, updated_at = ? "
-        "WHERE device_id = ? AND version <= ? AND status = 'pending'",
+        "WHERE device_id = ? AND version <= ? AND status IN ('pending', 'timed_out')",
         (status, errors, ts, dev, version))
+    return True

@@ -1,17 +1,25 @@
 """What the fleet hears from appliances: topics under ``<prefix>/<device_id>/`` sorted by kind.
 
-The subscriptions and the parsing of a topic into a :class:`Heard` are written down here once.
-Every topic is hostile input: a device id or camera id outside ``[A-Za-z0-9_-]{1,64}`` or an
-oversized payload is dropped (and counted) before it goes anywhere near the database.
+The subscriptions, the parsing of a topic into a :class:`Heard` and of its payload into a
+checked JSON object are written down here once. Every topic and payload is hostile input: a
+device id or camera id outside ``[A-Za-z0-9_-]{1,64}``, an oversized payload, or a value the
+database cannot hold (an integer beyond 2^53, an endless string or list, deep nesting) is
+refused (and counted) before it goes anywhere near a batch.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
-#: Larger payloads are dropped: the biggest legitimate one (an event, stats of 64 cameras) is a few KiB.
-MAX_PAYLOAD_BYTES = 256 * 1024
+#: Larger payloads are dropped whatever their kind (FLEET.yaml ingest.message_bytes sets each kind's own).
+MAX_PAYLOAD_BYTES = 1024 * 1024
+#: Integers beyond this are refused: JSON readers lose them, and databases hold 64 bits at most.
+MAX_INT = 2 ** 53
+MAX_STRING_CHARS = 4096
+MAX_LIST_ITEMS = 1024
+MAX_DEPTH = 16
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _LEVEL = re.compile(r"^[^/#+\x00-\x1f\x7f]{1,128}$")
 
@@ -21,11 +29,14 @@ HEALTH = "health"
 
 
 def subscriptions(prefix: str) -> List[str]:
-    """Topic filters of everything the fleet keeps (never the detections: one per frame)."""
+    """Topic filters of everything the fleet keeps (never the detections: one per frame).
+
+    Not ``config/desired``: the fleet's versions are what its own database says it issued,
+    never what a message on the broker claims.
+    """
     p = f"{prefix}/+"
     return [f"{p}/status", f"{p}/stats", f"{p}/events", f"{p}/cameras/+/state", f"{p}/cameras/+/objects/+",
-            f"{p}/zones/+/+", f"{p}/cameras/+/lines/+", f"{p}/config/reported", f"{p}/config/desired",
-            f"{p}/health"]
+            f"{p}/zones/+/+", f"{p}/cameras/+/lines/+", f"{p}/config/reported", f"{p}/health"]
 
 
 def desired_topic(prefix: str, device_id: str) -> str:
@@ -42,6 +53,54 @@ class Heard:
     payload: bytes
     retained: bool
     received_s: float
+    topic: str = ""
+
+
+def too_large(kind: str, size: int, limits: Dict[str, int]) -> bool:
+    """Whether a payload of ``size`` bytes is over its kind's limit (FLEET.yaml ``ingest.message_bytes``)."""
+    return size > min(limits.get(kind, MAX_PAYLOAD_BYTES), MAX_PAYLOAD_BYTES)
+
+
+def _check(value: Any, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return
+    if isinstance(value, int):
+        if not -MAX_INT <= value <= MAX_INT:
+            raise ValueError("an integer beyond 2^53")
+    elif isinstance(value, str):
+        if len(value) > MAX_STRING_CHARS:
+            raise ValueError(f"a string longer than {MAX_STRING_CHARS} characters")
+    elif isinstance(value, list):
+        if len(value) > MAX_LIST_ITEMS:
+            raise ValueError(f"a list of more than {MAX_LIST_ITEMS} items")
+        for item in value:
+            _check(item, depth + 1)
+    elif isinstance(value, dict):
+        if len(value) > MAX_LIST_ITEMS:
+            raise ValueError(f"an object of more than {MAX_LIST_ITEMS} keys")
+        for key, item in value.items():
+            _check(key, depth + 1)
+            _check(item, depth + 1)
+
+
+def decode(heard: Heard) -> Dict[str, Any]:
+    """The payload as a JSON object every value of which fits the database; ValueError naming what does not.
+
+    The size was checked when the message arrived (:func:`too_large`), so ``json.loads`` only
+    ever sees a bounded payload; NaN and Infinity become null.
+    """
+    if len(heard.payload) > MAX_PAYLOAD_BYTES:
+        raise ValueError(f"a payload over {MAX_PAYLOAD_BYTES} bytes")
+    try:
+        body = json.loads(heard.payload.decode("utf-8"), parse_constant=lambda name: None)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    if not isinstance(body, dict):
+        raise ValueError("the payload is not a JSON object")
+    _check(body, 0)
+    return body
 
 
 def classify(prefix: str, topic: str) -> Optional[tuple]:

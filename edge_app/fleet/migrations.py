@@ -82,7 +82,12 @@ MIGRATIONS: Tuple[Migration, ...] = (
         )""",
         "CREATE INDEX rollout_devices_device ON rollout_devices (device_id, version)",
     )),
-    (2, "the latest device health of every appliance", (
+    (2, "reports of versions never issued, rollout timeouts", (
+        "ALTER TABLE devices ADD COLUMN unissued_version BIGINT",
+        "ALTER TABLE devices ADD COLUMN unissued_ts DOUBLE PRECISION",
+        "CREATE INDEX rollout_devices_status ON rollout_devices (status, updated_at)",
+    )),
+    (3, "the latest device health of every appliance", (
         """CREATE TABLE health (
             device_id TEXT PRIMARY KEY,
             body TEXT NOT NULL,

@@ -9,6 +9,11 @@ from typing import Any, Dict, List, Optional, Tuple
 from edge_app.events.query import EventQuery
 from edge_app.fleet.db import Connection
 
+#: ``GET /api/v1/devices`` answers this many devices when no ``limit`` is asked for, and never more than MAX.
+DEFAULT_PAGE = 1000
+MAX_PAGE = 10_000
+ROLLOUT_STATES = ("pending", "applied", "rejected", "timed_out", "cancelled")
+
 _DEVICE_COLUMNS = ("device_id, state, version, last_seen, first_seen, desired_version, reported_version, "
                    "reported_status, reported_errors, reported_ts")
 
@@ -66,11 +71,13 @@ class DeviceDetail:
     stats_received_at: Optional[float]
     counts: Dict[str, Dict[str, Any]]
     rollouts: List[Dict[str, Any]] = field(default_factory=list)
+    unissued_version: Optional[int] = None  # the last version reported that this fleet never issued
     health_report: Optional[Dict[str, Any]] = None  # the latest R/health as the device sent it
 
     def to_dict(self) -> Dict[str, Any]:
         body = self.summary.to_dict()
-        body["config"].update(errors=self.config_errors, reported_at=self.reported_at)
+        body["config"].update(errors=self.config_errors, reported_at=self.reported_at,
+                              unissued_version=self.unissued_version)
         body.update(stats=self.stats, stats_received_at=self.stats_received_at, counts=self.counts,
                     rollouts=self.rollouts, health_report=self.health_report)
         return body
@@ -88,58 +95,103 @@ def _device(row: tuple, cameras: List[CameraSummary]) -> DeviceSummary:
     return DeviceSummary(dev, state, version, last_seen, first_seen, cameras, config)
 
 
-def _cameras_by_device(conn: Connection, device_id: Optional[str] = None) -> Dict[str, List[CameraSummary]]:
+@dataclass(frozen=True)
+class DevicePage:
+    """One page of ``GET /api/v1/devices``, in device id order; ``next`` is the ``after`` of the next page."""
+
+    devices: List[DeviceSummary]
+    total: int
+    next: Optional[str]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"devices": [d.to_dict() for d in self.devices], "total": self.total, "next": self.next}
+
+
+def _cameras_by_device(conn: Connection, device_id: Optional[str] = None,
+                       between: Optional[Tuple[str, str]] = None) -> Dict[str, List[CameraSummary]]:
     sql = "SELECT device_id, camera_id, state, error FROM cameras"
     params: tuple = ()
     if device_id is not None:
         sql, params = sql + " WHERE device_id = ?", (device_id,)
+    elif between is not None:
+        sql, params = sql + " WHERE device_id >= ? AND device_id <= ?", between
     found: Dict[str, List[CameraSummary]] = {}
     for dev, cam, state, error in conn.query(sql + " ORDER BY device_id, camera_id", params):
         found.setdefault(dev, []).append(CameraSummary(cam, state, error))
     return found
 
 
-def _health_by_device(conn: Connection) -> Dict[str, HealthState]:
-    return {dev: HealthState(problems.split(), temperature, ts)
-            for dev, problems, temperature, ts in conn.query("SELECT device_id, problems, temperature_c, ts FROM health")}
+def _health_by_device(conn: Connection, ids: List[str]) -> Dict[str, HealthState]:
+    if not ids:
+        return {}
+    marks = ", ".join("?" * len(ids))
+    return {dev: HealthState(problems.split(), temperature, ts) for dev, problems, temperature, ts in conn.query(
+        f"SELECT device_id, problems, temperature_c, ts FROM health WHERE device_id IN ({marks})", ids)}
 
 
 def _problem_filter(problem: str) -> Tuple[str, tuple]:
     """A WHERE clause for ``?problem=``: a problem kind, ``offline``, or ``any`` (either)."""
     if problem == "offline":
-        return "state = 'offline'", ()
+        return "d.state = 'offline'", ()
     if problem == "any":
-        return "(state = 'offline' OR device_id IN (SELECT device_id FROM health WHERE problem_count > 0))", ()
-    return "device_id IN (SELECT device_id FROM health WHERE problems LIKE ?)", (f"% {problem} %",)
+        return "(d.state = 'offline' OR d.device_id IN (SELECT device_id FROM health WHERE problem_count > 0))", ()
+    return "d.device_id IN (SELECT device_id FROM health WHERE problems LIKE ?)", (f"% {problem} %",)
 
 
-def problem_rank(device: DeviceSummary) -> tuple:
-    """Worst first: offline, then most problems, then hottest; by id within a rank."""
-    health = device.health
-    count = len(health.problems) if health else 0
-    hottest = health.temperature_c if health and health.temperature_c is not None else float("-inf")
-    return (device.state != "offline", -count, -hottest, device.device_id)
+#: ``sort=problems``, worst first: offline, then most problems, then hottest; by id within a rank.
+_RANK = ("CASE WHEN d.state = 'offline' THEN 0 ELSE 1 END", "COALESCE(h.problem_count, 0)",
+         "COALESCE(h.temperature_c, -1e300)")
+_FROM = "devices d LEFT JOIN health h ON h.device_id = d.device_id"
 
 
-def list_devices(conn: Connection, state: Optional[str] = None, problem: Optional[str] = None,
-                 sort: Optional[str] = None) -> List[DeviceSummary]:
-    """Devices by id; ``problem`` filters (a problem kind, ``offline``, ``any``), ``sort="problems"`` puts the worst first."""
+def _after_rank(conn: Connection, after: str) -> Tuple[str, List[Any]]:
+    """The WHERE clause for the devices after ``after`` in problem order (none if it is gone)."""
+    row = conn.query_one(f"SELECT {', '.join(_RANK)} FROM {_FROM} WHERE d.device_id = ?", (after,))
+    if row is None:
+        return "1 = 0", []
+    offline, count, hottest = _RANK
+    return (f"({offline} > ? OR ({offline} = ? AND ({count} < ? OR ({count} = ? AND "
+            f"({hottest} < ? OR ({hottest} = ? AND d.device_id > ?))))))",
+            [row[0], row[0], row[1], row[1], row[2], row[2], after])
+
+
+def list_devices(conn: Connection, state: Optional[str] = None, limit: int = DEFAULT_PAGE,
+                 after: Optional[str] = None, problem: Optional[str] = None,
+                 sort: Optional[str] = None) -> DevicePage:
+    """Up to ``limit`` devices after ``after`` (a cursor: stable while devices come and go).
+
+    ``problem`` filters (a problem kind, ``offline``, ``any``); ``sort="problems"`` puts the worst
+    first, and ``after`` then continues from that device's place in this order.
+    """
+    by_problems = sort == "problems"
     where: List[str] = []
     params: List[Any] = []
     if state is not None:
-        where.append("state = ?")
+        where.append("d.state = ?")
         params.append(state)
     if problem is not None:
         clause, values = _problem_filter(problem)
         where.append(clause)
         params.extend(values)
-    sql = f"SELECT {_DEVICE_COLUMNS} FROM devices" + (" WHERE " + " AND ".join(where) if where else "")
+    counted, counted_params = (" WHERE " + " AND ".join(where) if where else ""), list(params)
+    columns = ", ".join(f"d.{c.strip()}" for c in _DEVICE_COLUMNS.split(","))
+    order = (" ORDER BY " + ", ".join((_RANK[0], _RANK[1] + " DESC", _RANK[2] + " DESC", "d.device_id"))
+             if by_problems else " ORDER BY d.device_id")
     with conn.reading():
-        rows = conn.query(sql + " ORDER BY device_id", params)
-        cameras = _cameras_by_device(conn)
-        health = _health_by_device(conn)
-    devices = [dataclasses.replace(_device(row, cameras.get(row[0], [])), health=health.get(row[0])) for row in rows]
-    return sorted(devices, key=problem_rank) if sort == "problems" else devices
+        if after is not None:
+            clause, values = _after_rank(conn, after) if by_problems else ("d.device_id > ?", [after])
+            where.append(clause)
+            params.extend(values)
+        sql = f"SELECT {columns} FROM {_FROM if by_problems else 'devices d'}" + (
+            " WHERE " + " AND ".join(where) if where else "")
+        row = conn.query_one("SELECT COUNT(*) FROM devices d" + counted, counted_params)
+        rows = conn.query(sql + order + " LIMIT ?", params + [limit + 1])
+        page, more = rows[:limit], len(rows) > limit
+        ids = [r[0] for r in page]
+        cameras = _cameras_by_device(conn, between=(min(ids), max(ids))) if page else {}
+        health = _health_by_device(conn, ids)
+    devices = [dataclasses.replace(_device(r, cameras.get(r[0], [])), health=health.get(r[0])) for r in page]
+    return DevicePage(devices, int(row[0]) if row else 0, page[-1][0] if more else None)
 
 
 def device_counts(rows: List[tuple]) -> Dict[str, Dict[str, Any]]:
@@ -158,7 +210,8 @@ def device_counts(rows: List[tuple]) -> Dict[str, Dict[str, Any]]:
 
 def get_device(conn: Connection, device_id: str) -> Optional[DeviceDetail]:
     with conn.reading():
-        row = conn.query_one(f"SELECT {_DEVICE_COLUMNS}, stats, stats_ts FROM devices WHERE device_id = ?", (device_id,))
+        row = conn.query_one(f"SELECT {_DEVICE_COLUMNS}, stats, stats_ts, unissued_version FROM devices WHERE device_id = ?",
+                             (device_id,))
         if row is None:
             return None
         cameras = _cameras_by_device(conn, device_id).get(device_id, [])
@@ -174,7 +227,8 @@ def get_device(conn: Connection, device_id: str) -> Optional[DeviceDetail]:
         health_report=json.loads(health_row[0]) if health_row else None, config_errors=json.loads(row[8]) if row[8] else [], reported_at=row[9],
         stats=json.loads(row[10]) if row[10] else None, stats_received_at=row[11], counts=device_counts(count_rows),
         rollouts=[{"rollout_id": r, "version": int(v), "status": s, "errors": json.loads(e) if e else [],
-                   "updated_at": u} for r, v, s, e, u in rollouts])
+                   "updated_at": u} for r, v, s, e, u in rollouts],
+        unissued_version=None if row[12] is None else int(row[12]))
 
 
 def _like_member(value: str) -> str:
@@ -214,7 +268,7 @@ def list_rollouts(conn: Connection, limit: int = 20) -> List[Dict[str, Any]]:
     with conn.reading():
         rows = conn.query("SELECT rollout_id, created_at, target, patch FROM rollouts ORDER BY created_at DESC LIMIT ?", (limit,))
         ids = [r[0] for r in rows]
-        tallies: Dict[str, Dict[str, int]] = {i: {"pending": 0, "applied": 0, "rejected": 0} for i in ids}
+        tallies: Dict[str, Dict[str, int]] = {i: dict.fromkeys(ROLLOUT_STATES, 0) for i in ids}
         if ids:
             marks = ", ".join("?" for _ in ids)
             for rid, status, n in conn.query(
@@ -235,7 +289,7 @@ def get_rollout(conn: Connection, rollout_id: str) -> Optional[Dict[str, Any]]:
             "ORDER BY device_id", (rollout_id,))
     per_device = [{"device_id": d, "version": int(v), "status": s, "errors": json.loads(e) if e else [], "updated_at": u}
                   for d, v, s, e, u in devices]
-    tally = {"pending": 0, "applied": 0, "rejected": 0}
+    tally = dict.fromkeys(ROLLOUT_STATES, 0)
     for item in per_device:
         tally[item["status"]] = tally.get(item["status"], 0) + 1
     return {"rollout_id": row[0], "created_at": row[1], "target": json.loads(row[2]), "patch": json.loads(row[3]),

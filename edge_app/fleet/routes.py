@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, List, Optional, Union
 
 from flask import Blueprint, Response, jsonify, request
 
@@ -10,6 +10,7 @@ from edge_app.api.errors import ApiError
 from edge_app.api.events import event_query
 from edge_app.api.json_body import read_json_body
 from edge_app.fleet.health import PROBLEM_FILTERS
+from edge_app.fleet.queries import DEFAULT_PAGE, MAX_PAGE
 from edge_app.fleet.rollouts import UnknownDevices
 from edge_app.fleet.service import FleetService
 
@@ -22,6 +23,14 @@ def _device_id(value: str) -> str:
     if not DEVICE_ID.fullmatch(value):
         raise ApiError(400, f"a device id must match {DEVICE_ID.pattern}, got {value[:80]!r}")
     return value
+
+
+def _page_limit(value: Optional[str]) -> int:
+    if value is None or value == "":
+        return DEFAULT_PAGE
+    if not value.isdigit() or not 1 <= int(value) <= MAX_PAGE:
+        raise ApiError(400, f"limit must be an integer from 1 to {MAX_PAGE}, got {value[:80]!r}")
+    return int(value)
 
 
 def _patch(value: Any, where: str) -> Dict[str, Any]:
@@ -64,7 +73,11 @@ def fleet_blueprint(service: FleetService) -> Blueprint:
         sort = request.args.get("sort") or None
         if sort not in (None, "id", "problems"):
             raise ApiError(400, f"sort must be id or problems, got {sort[:80]!r}")
-        return jsonify({"devices": [device.to_dict() for device in service.devices(state, problem, sort)]})
+        limit = _page_limit(request.args.get("limit"))
+        after = request.args.get("after") or None
+        if after is not None:
+            _device_id(after)
+        return jsonify(service.devices(state, limit, after, problem, sort).to_dict())
 
     @bp.get("/api/v1/devices/<device_id>")
     def device(device_id: str) -> Response:
@@ -92,6 +105,20 @@ def fleet_blueprint(service: FleetService) -> Blueprint:
         response = jsonify({"version": rollout.versions[device_id], "rollout_id": rollout.rollout_id})
         response.status_code = 202
         return response
+
+    @bp.post("/api/v1/devices/<device_id>/config/reset")
+    def reset_device(device_id: str) -> Response:
+        _device_id(device_id)
+        body = read_json_body()
+        if not isinstance(body, dict) or set(body) != {"version"}:
+            raise ApiError(400, 'the body must be {"version": N}: the version the device is at now (0 after a reset on it)')
+        try:
+            cancelled = service.reset_version(device_id, body["version"])
+        except ValueError as err:
+            raise ApiError(400, str(err)) from None
+        except UnknownDevices:
+            raise ApiError(404, f"unknown device {device_id!r}") from None
+        return jsonify({"device_id": device_id, "version": body["version"], "cancelled": cancelled})
 
     @bp.patch("/api/v1/fleet/config")
     def patch_fleet() -> Response:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from edge_app.fleet import queries
+from edge_app.fleet.admission import Admission, AdmissionStats
 from edge_app.fleet.config import FleetConfig
 from edge_app.fleet.db import Connection, connect
 from edge_app.fleet.ingest import FleetIngest, IngestStats
@@ -17,6 +18,8 @@ from edge_app.events.query import EventQuery
 from edge_app.version import __version__
 
 logger = logging.getLogger(__name__)
+
+TIMEOUTS_THREAD = "fleet:timeouts"
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,7 @@ class FleetStatus:
     database: str
     devices: Dict[str, int]
     mqtt: IngestStats
+    admission: AdmissionStats
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -44,6 +48,8 @@ class FleetService:
         self._ingest: Optional[FleetIngest] = None
         self._rollouts: Optional[Rollouts] = None
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._timeouts: Optional[threading.Thread] = None
 
     # -- lifecycle
     def start(self) -> None:
@@ -52,13 +58,36 @@ class FleetService:
         self._writer_conn = connect(url)
         migrate(self._writer_conn)
         self._api_conn = connect(url)
+        with self._api_conn.reading() as conn:
+            known = [dev for (dev,) in conn.query("SELECT device_id FROM devices")]
+        devices, ingest = self.config.devices, self.config.ingest
+        admission = Admission(devices.allow, devices.max, ingest.device_bytes_per_min, known)
         self._ingest = FleetIngest(self.config.mqtt, self.config.mqtt_client_id, self.config.topic_prefix,
-                                   self._writer_conn, events_retain_s=self.config.database.events_retain_days * 86400)
+                                   self._writer_conn, events_retain_s=self.config.database.events_retain_days * 86400,
+                                   admission=admission, message_bytes=ingest.message_bytes,
+                                   stuck_after_s=ingest.stuck_after_s)
         self._rollouts = Rollouts(self._api_conn, self.config.topic_prefix,
-                                  lambda topic, body: self.ingest.publish(topic, body, retain=True))
+                                  lambda topic, body: self.ingest.publish(topic, body, retain=True),
+                                  desired_keys=lambda: self.config.desired_keys)
         self._ingest.start()
+        self._timeouts = threading.Thread(target=self._expire_loop, name=TIMEOUTS_THREAD, daemon=True)
+        self._timeouts.start()
+
+    def _expire_loop(self) -> None:
+        timeout_s = self.config.rollouts.timeout_s
+        # Checked a few times per timeout: a version times out at most a quarter late (at most a minute).
+        every_s = min(max(timeout_s / 4, 0.5), 60.0)
+        while not self._stopping.wait(every_s):
+            try:
+                assert self._rollouts is not None
+                self._rollouts.expire(timeout_s)
+            except Exception as err:  # a database away: the next round tries again
+                logger.warning("checking rollouts for timeouts failed: %s", err)
 
     def stop(self, timeout_s: float = 3.0) -> None:
+        self._stopping.set()
+        if self._timeouts is not None:
+            self._timeouts.join(timeout_s)
         if self._ingest is not None:
             self._ingest.stop(timeout_s)
         for conn in (self._api_conn, self._writer_conn):
@@ -83,17 +112,22 @@ class FleetService:
         reasons = []
         if self._ingest is None or not self._ingest.connected:
             reasons.append(f"not connected to the MQTT broker at {self.config.mqtt.host}:{self.config.mqtt.port}")
+        stuck_s = self._ingest.stuck_s() if self._ingest is not None else 0.0
+        if stuck_s:
+            reasons.append(f"the fleet database has taken no message for {stuck_s:.0f} s while messages wait "
+                           "(the service log says why)")
         return not reasons, reasons
 
     def status(self) -> FleetStatus:
         with self.conn.reading() as conn:
             rows = conn.query("SELECT state, COUNT(*) FROM devices GROUP BY state")
         return FleetStatus(__version__, round(time.monotonic() - self._started_mono_s, 1), self.conn.dialect,
-                           {state: int(n) for state, n in rows}, self.ingest.stats())
+                           {state: int(n) for state, n in rows}, self.ingest.stats(), self.ingest.admission.stats())
 
-    def devices(self, state: Optional[str] = None, problem: Optional[str] = None,
-                sort: Optional[str] = None) -> List[queries.DeviceSummary]:
-        return queries.list_devices(self.conn, state, problem, sort)
+    def devices(self, state: Optional[str] = None, limit: int = queries.DEFAULT_PAGE,
+                after: Optional[str] = None, problem: Optional[str] = None,
+                sort: Optional[str] = None) -> queries.DevicePage:
+        return queries.list_devices(self.conn, state, limit, after, problem, sort)
 
     def device(self, device_id: str) -> Optional[queries.DeviceDetail]:
         return queries.get_device(self.conn, device_id)
@@ -110,3 +144,7 @@ class FleetService:
     def start_rollout(self, targets: Union[str, List[str]], patch: Dict[str, Any]) -> Rollout:
         assert self._rollouts is not None, "the fleet service is not started"
         return self._rollouts.start(targets, patch)
+
+    def reset_version(self, device_id: str, version: int) -> int:
+        assert self._rollouts is not None, "the fleet service is not started"
+        return self._rollouts.reset(device_id, version)

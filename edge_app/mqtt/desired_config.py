@@ -3,7 +3,8 @@
 Anyone who can publish on the broker can send one, so the payload is treated as hostile: at
 most ``MAX_DESIRED_BYTES`` nested at most ``MAX_DESIRED_DEPTH`` deep (both checked before
 parsing, ``edge_app.mqtt.inbound``), UTF-8 JSON without NaN or Infinity, exactly ``{"version": N,
-"patch": {...}}`` with ``N`` an integer from 1 to 2**53 (what every JSON parser reads exactly) and
+"patch": {...}}`` (and the optional ``"sig"`` of ``edge_app.mqtt.desired_signature``) with ``N``
+an integer from 1 to 2**53 (what every JSON parser reads exactly) and
 the patch an object. Anything else raises :class:`DesiredConfigError` with located problems, and
 the version when one could still be read, so the refusal can be reported for that version.
 What the patch itself may change is decided by ``edge_app.config_changes``, not here.
@@ -15,18 +16,20 @@ from typing import Any, Dict, List, Optional
 
 from edge_app.config.store import Problem
 from edge_app.mqtt.inbound import InboundPayloadError, parse_json_payload
+from edge_app.mqtt.desired_signature import SIGNATURE_KEY
 
 MAX_DESIRED_BYTES = 256 * 1024
 #: a whole configuration nests about 8 levels (cameras, zones, polygons, points)
 MAX_DESIRED_DEPTH = 32
 MAX_VERSION = 2 ** 53
-_KEYS = ("version", "patch")
+_KEYS = ("version", "patch", SIGNATURE_KEY)
 
 
 @dataclass(frozen=True)
 class DesiredConfig:
     version: int
     patch: Dict[str, Any]
+    sig: Any = None  # as received: checked by edge_app.mqtt.desired_signature, never trusted here
 
 
 class DesiredConfigError(ValueError):
@@ -57,7 +60,7 @@ def parse_desired(payload: bytes) -> DesiredConfig:
     if not isinstance(data, dict):
         raise DesiredConfigError([Problem("", 'the message must be a JSON object {"version": N, "patch": {...}}')])
     version = _version(data.get("version"))
-    problems = [Problem(str(key)[:64], "unknown key; a desired configuration has only version and patch")
+    problems = [Problem(str(key)[:64], "unknown key; a desired configuration has only version, patch and sig")
                 for key in data if key not in _KEYS]
     if version is None:
         problems.append(Problem("version", f"must be an integer from 1 to {MAX_VERSION}"))
@@ -66,7 +69,7 @@ def parse_desired(payload: bytes) -> DesiredConfig:
     if problems:
         raise DesiredConfigError(problems, version)
     assert version is not None
-    return DesiredConfig(version, data["patch"])
+    return DesiredConfig(version, data["patch"], data.get(SIGNATURE_KEY))
 
 
 __all__ = ["DesiredConfig", "DesiredConfigError", "MAX_DESIRED_BYTES", "parse_desired"]

@@ -18,11 +18,13 @@ import hmac
 import json
 from typing import Any, Mapping
 
+from edge_app.config.schema import MIN_DESIRED_KEY_CHARS
+
 SIGNATURE_KEY = "sig"
 _SCHEME = "hmac-sha256:"
 _CONTEXT = b"edge-app desired v1\n"
-#: A shorter key is guessable off-line from one captured message.
-MIN_KEY_CHARS = 32
+#: A shorter key is guessable off-line from one captured message (the rule lives with the schema).
+MIN_KEY_CHARS = MIN_DESIRED_KEY_CHARS
 
 
 def _signed_bytes(device_id: str, version: int, patch: Mapping[str, Any]) -> bytes:

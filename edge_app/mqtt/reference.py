@@ -26,7 +26,7 @@ _SAMPLES = {"camera_id": "CAMERAID", "label": "LABEL", "zone": "ZONE", "line": "
 _ROOT = Topics("PREFIX", "DEVICE")
 
 #: members of Topics that are subscription filters or parse topics, not topics a message goes to
-NOT_TOPICS = frozenset({"root", "all_detect_set", "all_detections", "all_camera_states", "everything",
+NOT_TOPICS = frozenset({"root", "all_detect_set", "all_detections", "everything",
                         "camera_of", "is_camera_state", "detect_set_camera", "is_detect_state"})
 
 

@@ -106,6 +106,7 @@ class InMemoryService:
             pipeline=PipelineReport(fps=24.5, latency_ms=LatencyReport(31.0, 80.0), stage_ms={"inference": 10.0},
                                     errors=self.pipeline_errors, stalled=health.stalled, stall_reason=health.reason,
                                     last_batch_age_s=health.last_batch_age_s),
+            events=self.event_store.health(),
             health=self.health,
         )
 

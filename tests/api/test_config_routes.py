@@ -165,6 +165,17 @@ def test_values_of_the_wrong_json_type_are_400_and_change_nothing(api, method, p
     assert api.service.apply_calls == 0
 
 
+def test_an_invisible_character_in_a_label_is_400_at_its_field_and_changes_nothing(api):
+    before_bytes = api.config_path.read_bytes()
+    zone = {"name": "porch", "polygon": [[0, 0], [1, 0], [1, 1]], "labels": ["person\u2067"]}
+    response = api.request("PATCH", "/api/v1/cameras/back", json={"zones": [zone]})
+    assert response.status_code == 400, response.text
+    details = response.json()["details"]
+    assert [d["loc"] for d in details] == ["cameras.1.zones.0.labels"] and "U+2067" in details[0]["msg"], details
+    assert api.config_path.read_bytes() == before_bytes
+    assert api.service.apply_calls == 0
+
+
 @pytest.mark.parametrize("method", ["PUT", "PATCH"])
 def test_config_error_from_apply_is_400(api, method):
     api.service.refuse_apply = ConfigError([Problem("model.input_size", "the model has a fixed 640x640 input")])

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from edge_app.config.schema import MAX_LABEL_CHARS
 from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event
 from edge_app.events.query import snapshot_file_name
@@ -86,6 +87,25 @@ def test_bad_query_parameters_are_400_with_a_sentence(api, query, parameter):
     assert response.status_code == 400
     assert response.headers["Content-Type"] == "application/json"
     assert parameter in response.json()["error"]
+
+
+def test_the_label_filter_takes_every_label_the_configuration_takes(api):
+    """One rule for labels: a class name of up to 128 characters can be configured, so it can be asked for."""
+    longest = "forklift carrying a pallet of " + "x" * 98
+    assert len(longest) == MAX_LABEL_CHARS
+    api.service.add_event(event(1, label=longest))
+    assert ids(api.get("/api/v1/events", params={"label": longest})) == [event(1, label=longest).id]
+
+
+@pytest.mark.parametrize("label, fragment", [
+    ("x" * (MAX_LABEL_CHARS + 1), "at most 128 characters"),
+    ("person/#", "may not contain"),
+    ("per\u202eson", "U+202E"),
+])
+def test_the_label_filter_refuses_what_no_label_may_be(api, label, fragment):
+    response = api.get("/api/v1/events", params={"label": label})
+    assert response.status_code == 400, response.text
+    assert "label" in response.json()["error"] and fragment in response.json()["error"], response.text
 
 
 def test_one_event_and_unknown_ones(api, stored):

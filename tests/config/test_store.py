@@ -1,5 +1,8 @@
 """Configuration: validation with field paths, YAML loading, atomic save, redaction, merge patch."""
+import logging
 import os
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -11,6 +14,7 @@ from edge_app.config.store import (
     merge_patch,
     parse_config,
     redacted_dict,
+    remove_stale_temp_files,
     save_config,
 )
 
@@ -138,6 +142,45 @@ def test_save_is_atomic_and_round_trips(tmp_path):
     assert oct(path.stat().st_mode & 0o777) == "0o640"
     assert [p.name for p in tmp_path.iterdir()] == ["config.yaml"]  # no temp file left behind
     assert "s3cret" in path.read_text()  # the file keeps real secrets; only views redact
+
+
+CRASH_MID_SAVE = """
+import os, sys
+from edge_app.config.store import parse_config, save_config
+os.replace = lambda *args: os._exit(9)  # the power goes between writing the temp file and renaming it
+save_config(parse_config({"cameras": [], "model": {"path": "y.onnx"}, "api": {"token": "the-token-of-this-box-1234"}}),
+            sys.argv[1])
+"""
+
+
+def test_temp_files_of_a_save_that_never_finished_are_removed_and_nothing_else(tmp_path, caplog):
+    path = tmp_path / "config.yaml"
+    save_config(parse_config(MINIMAL), path)
+    crashed = subprocess.run([sys.executable, "-c", CRASH_MID_SAVE, str(path)], capture_output=True, text=True)
+    assert crashed.returncode == 9, crashed.stderr
+    stale = [p for p in tmp_path.iterdir() if p.name != "config.yaml"]
+    assert len(stale) == 1 and stale[0].name.startswith(".config.yaml.") and stale[0].name.endswith(".tmp"), stale
+    assert oct(stale[0].stat().st_mode & 0o777) == "0o600" and "the-token-of-this-box" in stale[0].read_text()
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = elsewhere / "precious.yaml"
+    target.write_text("not ours\n")
+    kept = [tmp_path / ".config.yaml.linkname.tmp", tmp_path / ".config.yaml.adirname.tmp",
+            tmp_path / ".other.yaml.abcd1234.tmp", tmp_path / ".config.yaml.abcd1234.tmp.keep",
+            tmp_path / "config.yaml.bak", tmp_path / ".config.yaml..tmp"]
+    kept[0].symlink_to(target)
+    kept[1].mkdir()
+    for other in kept[2:]:
+        other.write_text("someone else's\n")
+
+    caplog.set_level(logging.INFO, logger="edge_app.config.store")
+    assert remove_stale_temp_files(path) == [stale[0]]
+    assert not stale[0].exists()
+    assert all(p.is_symlink() or p.exists() for p in kept) and target.read_text() == "not ours\n"
+    assert load_config(path) == parse_config(MINIMAL)
+    assert [r.levelno for r in caplog.records if stale[0].name in r.getMessage()] == [logging.WARNING]
+    assert remove_stale_temp_files(path) == []
 
 
 def test_redaction_hides_secrets_and_url_credentials():

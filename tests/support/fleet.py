@@ -29,6 +29,9 @@ class RunningFleet:
     def patch(self, path: str, body, **kwargs) -> requests.Response:
         return requests.patch(self.url + path, json=body, timeout=10, **kwargs)
 
+    def post(self, path: str, body, **kwargs) -> requests.Response:
+        return requests.post(self.url + path, json=body, timeout=10, **kwargs)
+
     def device(self, device_id: str) -> dict:
         response = self.get(f"/api/v1/devices/{device_id}")
         return response.json() if response.status_code == 200 else {}

@@ -1,31 +1,18 @@
 // The fleet page: polls the fleet service's REST API and renders it. No libraries, no build step.
-// Text from devices is always set with textContent, never parsed as HTML.
+// Text from devices is always set with textContent, never parsed as HTML. shared/page.js (loaded
+// first, the dashboard's too) brings api(), el() and setLink().
 "use strict";
 
 (function () {
   const TOKEN_KEY = "edge-app.fleet-token";
   const POLL_MS = 2000;
+  const PAGE = 200;  // devices per page: the API hands them out in pages, by id or worst first
   const $ = (id) => document.getElementById(id);
-  const state = { token: sessionStorage.getItem(TOKEN_KEY) || "", timer: null, rolloutDetails: {} };
+  // cursors[i] is the "after" of page i (null for the first); next is the API's cursor past this page.
+  const state = { token: sessionStorage.getItem(TOKEN_KEY) || "", timer: null, rolloutDetails: {}, cursors: [null], next: null };
 
-  class Unauthorized extends Error {}
-
-  async function api(path, options = {}) {
-    const headers = Object.assign({ Accept: "application/json" }, options.headers || {});
-    if (state.token) headers.Authorization = "Bearer " + state.token;
-    const response = await fetch(path, Object.assign({}, options, { headers }));
-    if (response.status === 401) throw new Unauthorized();
-    let body = null;
-    try { body = await response.json(); } catch (_) { body = null; }
-    return { status: response.status, ok: response.ok, body };
-  }
-
-  function el(tag, text, className) {
-    const node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    if (className) node.className = className;
-    return node;
-  }
+  const { Unauthorized, el, setLink } = globalThis.EdgePage;
+  const api = globalThis.EdgePage.apiClient(() => state.token);
 
   function row(cells) {
     const tr = el("tr");
@@ -51,18 +38,27 @@
     return fmtTime(seconds);
   }
 
-  function setLink(text, cls) { const link = $("link"); link.textContent = text; link.className = "pill " + cls; }
-
   function replace(tbody, rows, emptyText, columns) {
     tbody.replaceChildren(...rows);
     if (!rows.length) { const tr = el("tr"); const td = el("td", emptyText, "muted"); td.colSpan = columns; tr.appendChild(td); tbody.appendChild(tr); }
   }
 
-  function renderDevices(devices, all) {
-    const online = all.filter((d) => d.state === "online").length;
-    $("count-total").textContent = all.length;
-    $("count-online").textContent = online;
-    $("count-offline").textContent = all.filter((d) => d.state === "offline").length;
+  function renderCounts(perState) {
+    const counts = perState || {};
+    $("count-total").textContent = Object.values(counts).reduce((a, b) => a + b, 0);
+    $("count-online").textContent = counts.online || 0;
+    $("count-offline").textContent = counts.offline || 0;
+  }
+
+  function renderPager(page) {
+    const first = (state.cursors.length - 1) * PAGE;
+    $("page-info").textContent = page.total ? (first + 1) + "–" + (first + page.devices.length) + " of " + page.total : "";
+    $("page-prev").disabled = state.cursors.length < 2;
+    $("page-next").disabled = !page.next;
+    state.next = page.next;
+  }
+
+  function renderDevices(devices) {
     replace($("devices"), devices.map((d) => {
       const cams = el("span", null, "cams");
       for (const c of d.cameras || []) { const p = pill(c.id, c.state); p.title = c.state + (c.error ? ": " + c.error : ""); cams.appendChild(p); }
@@ -83,29 +79,6 @@
     for (const kind of health.problems || []) cell.appendChild(pill(kind.replace("_", " "), "error"));
     if (typeof health.temperature_c === "number") cell.appendChild(el("span", health.temperature_c.toFixed(1) + " °C"));
     return cell;
-  }
-
-  // The rules of GET /api/v1/devices?problem=...&sort=problems, on the list the page already has.
-  function hasProblem(d, problem) {
-    const kinds = (d.health || {}).problems || [];
-    if (problem === "offline") return d.state === "offline";
-    if (problem === "any") return d.state === "offline" || kinds.length > 0;
-    return kinds.includes(problem);
-  }
-
-  function worstFirst(a, b) {
-    const rank = (d) => [d.state === "offline" ? 0 : 1, -(((d.health || {}).problems || []).length),
-      -(((d.health || {}).temperature_c) ?? -Infinity)];
-    const ra = rank(a), rb = rank(b);
-    for (let i = 0; i < ra.length; i++) if (ra[i] !== rb[i]) return ra[i] < rb[i] ? -1 : 1;
-    return a.device_id < b.device_id ? -1 : a.device_id > b.device_id ? 1 : 0;
-  }
-
-  function shownDevices(devices) {
-    const filter = $("state-filter").value, problem = $("problem-filter").value;
-    let shown = devices.filter((d) => (!filter || d.state === filter) && (!problem || hasProblem(d, problem)));
-    if ($("device-sort").value === "problems") shown = shown.slice().sort(worstFirst);
-    return shown;
   }
 
   function renderRollouts(rollouts) {
@@ -134,11 +107,18 @@
 
   async function refresh() {
     try {
-      const [all, events, rollouts] = await Promise.all([
-        api("api/v1/devices"), api("api/v1/events?limit=20"), api("api/v1/rollouts")]);
-      if (!all.ok) throw new Error((all.body && all.body.error) || "HTTP " + all.status);
-      const devices = all.body.devices;
-      renderDevices(shownDevices(devices), devices);
+      const query = new URLSearchParams({ limit: String(PAGE) });
+      if ($("state-filter").value) query.set("state", $("state-filter").value);
+      if ($("problem-filter").value) query.set("problem", $("problem-filter").value);
+      if ($("device-sort").value) query.set("sort", $("device-sort").value);
+      const after = state.cursors[state.cursors.length - 1];
+      if (after) query.set("after", after);
+      const [page, status, events, rollouts] = await Promise.all([
+        api("api/v1/devices?" + query), api("api/v1/status"), api("api/v1/events?limit=20"), api("api/v1/rollouts")]);
+      if (!page.ok) throw new Error((page.body && page.body.error) || "HTTP " + page.status);
+      renderDevices(page.body.devices);
+      renderPager(page.body);
+      if (status.ok) renderCounts(status.body.devices);
       if (events.ok) renderEvents(events.body.events);
       if (rollouts.ok) {
         // Per-device errors of rollouts that have rejections (a few at most on one page).
@@ -185,9 +165,12 @@
     start();
   });
   $("forget-token").addEventListener("click", () => { state.token = ""; sessionStorage.removeItem(TOKEN_KEY); showLogin(); });
-  $("state-filter").addEventListener("change", refresh);
-  $("problem-filter").addEventListener("change", refresh);
-  $("device-sort").addEventListener("change", refresh);
+  // A new filter or order starts again at the first page: the cursors belong to the old one.
+  for (const id of ["state-filter", "problem-filter", "device-sort"]) {
+    $(id).addEventListener("change", () => { state.cursors = [null]; refresh(); });
+  }
+  $("page-prev").addEventListener("click", () => { if (state.cursors.length > 1) { state.cursors.pop(); refresh(); } });
+  $("page-next").addEventListener("click", () => { if (state.next) { state.cursors.push(state.next); refresh(); } });
 
   $("rollout-form").addEventListener("submit", async (event) => {
     event.preventDefault();
