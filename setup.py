@@ -50,6 +50,8 @@ setup(
         "nvdec": ["PyNvVideoCodec>=2.0", "av>=14", "cuda-python>=12"],
         # The fleet service on PostgreSQL (SQLite needs nothing beyond the standard library).
         "fleet": ["psycopg[binary]>=3.1"],
+        # Device health of discrete GPUs (temperature, throttling, power, NVENC/NVDEC load) through NVML.
+        "nvml": ["nvidia-ml-py>=12.535"],
     },
     entry_points={"console_scripts": ["edge-app=edge_app.cli:main"]},
     classifiers=[

@@ -5,6 +5,7 @@ here the stop comes from ``request_stop`` so nothing touches the test runner's s
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from typing import List, Optional
@@ -146,3 +147,15 @@ def test_status_line_names_fps_cameras_and_a_stall():
     assert status_line(status) == "24.5 fps; cameras: a streaming, b reconnecting"
     status = status_report(cameras, pipeline_report(24.51, True, "no batch completed for 21 s"))
     assert status_line(status).startswith("STALLED (no batch completed for 21 s); 24.5 fps")
+
+
+def test_status_line_names_device_health_problems():
+    from edge_app.health.report import Problem, not_sampled_yet
+
+    health = dataclasses.replace(not_sampled_yet(0.0), problems=[
+        Problem("hot", "board", "tj-therm at 99.4 °C (limit 85 °C)"), Problem("disk_full", ".", "disk of . 93.0 % full")])
+    status = status_report([camera_report("a", "streaming")], pipeline_report(10.0), health=health)
+    assert status_line(status) == ("PROBLEMS: tj-therm at 99.4 °C (limit 85 °C); disk of . 93.0 % full; "
+                                   "10.0 fps; cameras: a streaming")
+    assert status_line(status_report([camera_report("a", "streaming")], pipeline_report(10.0),
+                                     health=not_sampled_yet(0.0))) == "10.0 fps; cameras: a streaming"

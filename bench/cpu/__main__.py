@@ -9,6 +9,7 @@ DESCRIPTION = "The benchmark on the host CPU (bench/README.md)."
 COMMANDS = {
     "run": Command("bench.cpu.run", "raw backend, pipeline, full appliance, Ultralytics, stages; --soak-minutes for the long run"),
     "analysis-cost": Command("bench.cpu.analysis_cost", "the full appliance with tracking and events off and on"),
+    "health-cost": Command("bench.cpu.health_cost", "CPU time of device health sampling, as a share of one core"),
 }
 
 if __name__ == "__main__":

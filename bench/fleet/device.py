@@ -20,6 +20,7 @@ the socket without a DISCONNECT, so the broker publishes the appliance's last wi
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import time
@@ -39,6 +40,7 @@ from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
 from edge_app.fleet_agent.agent import FleetAgent
 from edge_app.fleet_agent.desired_versions import ConfigReport
 from edge_app.mqtt import Topics, payloads
+from edge_app.mqtt.reference import TOPIC_DOCS
 from edge_app.reporting.protocol import (ApplyResult, CameraReport, LatencyReport, ModelReport, MqttReport, PipelineReport,
                                          StatusReport)
 
@@ -63,6 +65,7 @@ class DeviceSettings:
     password: Optional[str] = None
     keepalive_s: int = 30
     tls_ca: Optional[str] = None  # CA file: connect with TLS and check the broker against it
+    health_interval_s: float = 30.0  # R/health, as health.publish_s; 0: none
 
 
 @dataclass
@@ -195,6 +198,8 @@ class SimulatedAppliance:
         if not self._tasks:
             self._tasks = [self._loop.create_task(self._stats_loop())]
             self._tasks += [self._loop.create_task(self._camera_loop(cid)) for cid in self._camera_ids]
+            if self.settings.health_interval_s > 0:
+                self._tasks.append(self._loop.create_task(self._health_loop()))
 
     def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
         self.connected = False
@@ -245,6 +250,21 @@ class SimulatedAppliance:
             self._frames += int(10 * self.settings.stats_interval_s)
             self._publish(self.topics.stats, payloads.stats_payload_for(self.status_report()), qos=STATS_QOS)
             await asyncio.sleep(self.settings.stats_interval_s)
+
+    async def _health_loop(self) -> None:
+        """Retained R/health as the appliance sends it; one appliance in ten runs hot and throttles."""
+        body = json.loads(TOPIC_DOCS["health"].example())
+        hot = self._random.random() < 0.1
+        await asyncio.sleep(self._random.uniform(0, self.settings.health_interval_s))
+        while not self.killed:
+            temperature_c = round(self._random.uniform(92, 99) if hot else self._random.uniform(45, 70), 1)
+            problems = ([{"kind": "hot", "subject": "board", "message": f"tj-therm at {temperature_c} °C",
+                          "value": temperature_c, "limit": 85.0},
+                         {"kind": "throttling", "subject": "soc", "message": "the clocks are throttled"}] if hot else [])
+            body.update(ts=time.time(), problems=problems)
+            body["summary"].update(temperature_c=temperature_c, throttling=hot)
+            self._publish(self.topics.health, body, retain=True)
+            await asyncio.sleep(self.settings.health_interval_s)
 
     async def _camera_loop(self, camera_id: str) -> None:
         """One event per period: new, an update (a better score) a little later, then the end."""

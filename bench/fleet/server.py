@@ -226,7 +226,7 @@ def run_engine(engine: str, args: argparse.Namespace, work: Path) -> EngineResul
             [sys.executable, "-m", "bench.fleet", "sim", "--broker", f"127.0.0.1:{broker.port}", "--prefix", prefix,
              "--devices", str(args.devices), "--cameras", str(args.cameras), "--duration-s", str(args.duration_s),
              "--kill", str(args.kill), "--kill-at-s", str(args.kill_at_s), "--event-period-s", str(args.event_period_s),
-             "--json", str(work / "sim.json")],
+             "--health-interval-s", str(args.health_interval_s), "--json", str(work / "sim.json")],
             stdout=subprocess.DEVNULL, stderr=open(work / "sim.log", "wb"))
 
         def online() -> bool:
@@ -342,6 +342,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--kill", type=int, default=100)
     parser.add_argument("--kill-at-s", type=float, default=100.0)
     parser.add_argument("--event-period-s", type=float, default=60.0, help="one event per camera per period")
+    parser.add_argument("--health-interval-s", type=float, default=30.0, help="period of R/health per appliance; 0: none")
     parser.add_argument("--settle-s", type=float, default=10.0, help="wait after all online before the rollout")
     parser.add_argument("--engines", default="sqlite,postgresql")
     parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/test",

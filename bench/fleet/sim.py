@@ -12,6 +12,7 @@ Options (all optional; defaults in brackets):
     --duration-s S          how long to run after the first connection [60]
     --id-format FMT         device ids, str.format with {index} [sim-{index:04d}]
     --stats-interval-s S    period of R/stats [10]
+    --health-interval-s S   period of R/health [30]; 0: none
     --event-period-s S      one event (new, update, end) and its counts per camera per period [60]
     --kill K                kill K appliances abruptly (no DISCONNECT: their last will fires) [0]
     --kill-at-s T           when, in seconds after start [duration / 2]
@@ -161,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--duration-s", type=float, default=60.0)
     parser.add_argument("--id-format", default="sim-{index:04d}")
     parser.add_argument("--stats-interval-s", type=float, default=10.0)
+    parser.add_argument("--health-interval-s", type=float, default=30.0, help="period of R/health; 0: none")
     parser.add_argument("--event-period-s", type=float, default=60.0)
     parser.add_argument("--kill", type=int, default=0)
     parser.add_argument("--kill-at-s", type=float, default=None)
@@ -222,7 +224,8 @@ class FleetSimulator:
 
 async def run(args: argparse.Namespace, broker: Tuple[str, int]) -> FleetSummary:
     settings = DeviceSettings(broker[0], broker[1], args.prefix, args.cameras, args.stats_interval_s,
-                              args.event_period_s, args.username, args.password, tls_ca=args.tls_ca)
+                              args.event_period_s, args.username, args.password, tls_ca=args.tls_ca,
+                              health_interval_s=args.health_interval_s)
     ids = [args.id_format.format(index=i) for i in range(args.devices)]
     sim = FleetSimulator(settings, ids, args.seed)
     stop = asyncio.Event()

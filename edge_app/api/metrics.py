@@ -15,6 +15,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from edge_app.reporting.protocol import ApplianceService, CameraReport, MqttReport, PipelineReport, StatusReport
+from edge_app.health.metrics import health_metrics
 from edge_app.mqtt.payloads import CAMERA_STATES
 
 logger = logging.getLogger(__name__)
@@ -39,6 +40,8 @@ class ApplianceCollector:
         yield from self._cameras(status.cameras)
         yield from self._mqtt(status.mqtt)
         yield from self._pipeline(status.pipeline)
+        if status.health is not None:
+            yield from health_metrics(status.health)
 
     @staticmethod
     def _device(status: StatusReport) -> Iterator[Metric]:

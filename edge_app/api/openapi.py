@@ -281,7 +281,10 @@ def _paths() -> Dict[str, Any]:
         "/metrics": {"get": _op("Prometheus metrics", {"200": text}, "monitoring", secured=False)},
         "/api/openapi.json": {"get": _op("This document", {"200": _json({"type": "object"}, "OpenAPI document")}, "meta", secured=False)},
         "/": {"get": _op("Built-in dashboard", {"200": html}, "meta", secured=False)},
-        "/api/v1/status": {"get": _op("Device, model, MQTT, cameras and pipeline figures", {"200": _json(_ref("StatusReport"), "Status")}, "status")},
+        "/api/v1/status": {"get": _op("Device, model, MQTT, cameras, pipeline and device health figures", {"200": _json(_ref("StatusReport"), "Status")}, "status")},
+        "/api/v1/health/device": {"get": _op("Device health: temperatures, throttling, power, GPU, memory, disk and problems "
+                                             "(as R/health); a figure that is unavailable is a string saying why",
+                                             {"200": _json(_ref("HealthReport"), "The latest sample")}, "status")},
         "/api/v1/config": {
             "get": _op("The running configuration (secrets shown as \"***\")", {"200": _json(_ref("AppConfig"), "Configuration")}, "config"),
             "put": _op("Replace the configuration; applied live and saved", config_answer, "config", body=config_body),

@@ -23,6 +23,8 @@ from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
+from edge_app.health.report import HealthReport
+from edge_app.health.sampler import HealthSampler
 from edge_app.appliance.model_change import ModelChange, reload_due
 from edge_app.mqtt import link_health
 from edge_app.mqtt.ha_discovery import event_labels
@@ -47,6 +49,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def health_dirs(config: AppConfig) -> List[str]:
+    """Directories whose disk space device health watches: the state directory, events, recordings."""
+    dirs = [".", config.events.dir]
+    record = getattr(config, "record", None)  # recordings, where the configuration has them
+    if record is not None and getattr(record, "dir", None):
+        dirs.append(record.dir)
+    return dirs
+
+
 class StartCancelled(DetectorError):
     """The appliance was asked to stop while it was still starting."""
 
@@ -60,7 +71,7 @@ class Appliance:
                  *, detector_factory: Callable[..., Detector] = create_detector,
                  publisher_factory: Callable[..., MqttPublisher] = MqttPublisher,
                  camera_factory: Callable[..., CameraWorker] = CameraWorker,
-                 event_store: Optional[EventStore] = None):
+                 event_store: Optional[EventStore] = None, health: Optional[HealthSampler] = None):
         self._config = config
         # Optional: without one events are only published, and the event routes answer [] and 404.
         # Whoever makes the store closes it, after stop() has ended the open events.
@@ -97,6 +108,8 @@ class Appliance:
         self._stats_stop = threading.Event()
         self._stats_thread: Optional[threading.Thread] = None
         self._config_desired: Optional[Callable[[bytes], None]] = None  # the fleet agent, if any
+        self._health = health or HealthSampler(config.health, health_dirs(config))
+        self._health.set_publisher(self._publish_health)
         self._remote_config_report: Optional[Callable[[], RemoteConfigReport]] = None
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -107,6 +120,7 @@ class Appliance:
         TensorRT engine build in progress, and ``start`` then raises ``StartCancelled``.
         """
         self._publisher.start()
+        self._health.start()  # before the model: a Jetson building an engine may be the one overheating
         self._loading = True
         try:
             detector = self._load_detector(self._config, self._cancel)
@@ -151,6 +165,7 @@ class Appliance:
         if self._detect_switch is not None:
             self._detect_switch.stop(timeout_s=1.0)
         self._stats_stop.set()
+        self._health.stop(timeout_s=0.5)
         workers = list(self._cameras.values())
         stoppers = [threading.Thread(target=w.stop, kwargs={"timeout_s": 2.0}, name=f"stop:{w.config.id}") for w in workers]
         for t in stoppers:
@@ -271,6 +286,7 @@ class Appliance:
             for cid in plan.cameras_added + plan.cameras_changed:
                 self._start_camera(new_config.camera(cid))
             self._analysis.configure(new_config)
+            self._health.configure(new_config.health, health_dirs(new_config))
             if self._event_store is not None:
                 self._event_store.set_retention(new_config.events.retain_days, new_config.events.max_mb)
             self._publish_detect_states(new_config)
@@ -405,8 +421,15 @@ class Appliance:
             engine_build=self.engine_build(),
             model_change=self._model_change.report if self._model_change is not None else None,
             events=self._event_store.health() if self._event_store is not None else None,
+            health=self._health.latest(),
             remote_config=self._remote_config_report() if self._remote_config_report is not None else None,
         )
+
+    def device_health(self) -> HealthReport:
+        return self._health.latest()
+
+    def _publish_health(self, report: HealthReport) -> None:
+        self._publisher.publish_health(report.to_dict())
 
     def pipeline_health(self) -> PipelineHealth:
         return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)

@@ -204,6 +204,29 @@ class HomeAssistantConfig(_Strict):
         return value
 
 
+class HealthLimitsConfig(_Strict):
+    """Limits that turn device health figures into problems (status, dashboard, log, MQTT)."""
+
+    temperature_c: float = Field(85, title="Temperature limit (°C)", ge=20, le=150, allow_inf_nan=False,
+                                 description="A thermal zone or GPU at or above this is a problem (hot)")
+    disk_percent: float = Field(90, title="Disk limit (%)", gt=0, le=100, allow_inf_nan=False,
+                                description="The state, events or recording directory's file system this full is a problem")
+    memory_percent: float = Field(90, title="Memory limit (%)", gt=0, le=100, allow_inf_nan=False,
+                                  description="Memory this much in use is a problem (on a Jetson the GPU shares it)")
+    throttling: bool = Field(True, title="Throttling is a problem",
+                             description="Clocks slowed down for heat or power (a passive trip point, an over-current "
+                                         "event, NVML thermal or power-brake reasons) is a problem")
+
+
+class HealthConfig(_Strict):
+    """Device health: temperatures, throttling, power, GPU, memory and disk, sampled by one thread."""
+
+    interval_s: float = Field(5, title="Sample every (s)", ge=1, le=3600, allow_inf_nan=False)
+    publish_s: float = Field(30, title="Publish R/health every (s)", ge=1, le=86400, allow_inf_nan=False,
+                             description="Retained compact JSON on R/health; also sent when the problems change")
+    limits: HealthLimitsConfig = Field(default_factory=HealthLimitsConfig, title="Limits")
+
+
 class CameraConfig(_Strict):
     id: str = Field(title="Camera id", pattern=ID_PATTERN, description="Unique id used in MQTT topics and API paths")
     source: str = Field(title="Source", min_length=1, description="rtsp://, http(s)://, file, /dev/videoN, csi://N, gst:..., test://")
@@ -436,6 +459,7 @@ class AppConfig(_Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig, title="Tracking")
     events: EventsConfig = Field(default_factory=EventsConfig, title="Events")
     homeassistant: HomeAssistantConfig = Field(default_factory=HomeAssistantConfig, title="Home Assistant")
+    health: HealthConfig = Field(default_factory=HealthConfig, title="Device health")
     fleet: FleetConfig = Field(default_factory=FleetConfig, title="Fleet")
 
     @field_validator("cameras")

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from edge_app.fleet_service import messages as m
 from edge_app.fleet_service.db import Connection
+from edge_app.fleet_service.health import health_row
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ class _Plan:
     counts: Dict[Tuple[str, str], Tuple] = field(default_factory=dict)
     events: Dict[Tuple[str, str], Tuple] = field(default_factory=dict)
     reported: List[Tuple] = field(default_factory=list)
+    health: Dict[str, Tuple] = field(default_factory=dict)
 
 
 def _plan_one(plan: _Plan, heard: m.Heard, body: Any) -> None:
@@ -95,6 +97,8 @@ def _plan_one(plan: _Plan, heard: m.Heard, body: Any) -> None:
             dev, event["id"], _text(event.get("camera_id"), 64), _text(event.get("label"), 128),
             _number(event.get("start_time")), _number(event.get("end_time")), json.dumps(zones),
             json.dumps(stored), heard.received_s)
+    elif heard.kind == m.HEALTH:
+        plan.health[dev] = health_row(dev, body, heard.received_s)
     elif heard.kind == m.REPORTED:
         version, status = body.get("version"), body.get("status")
         if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version <= m.MAX_INT:
@@ -155,6 +159,12 @@ def write_plan(conn: Connection, plan: _Plan) -> int:
             "end_time = excluded.end_time, entered_zones = excluded.entered_zones, body = excluded.body, "
             "received_at = excluded.received_at",
             plan.events.values())
+        conn.executemany(
+            "INSERT INTO health (device_id, body, problems, problem_count, temperature_c, ts, received_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (device_id) DO UPDATE SET body = excluded.body, "
+            "problems = excluded.problems, problem_count = excluded.problem_count, "
+            "temperature_c = excluded.temperature_c, ts = excluded.ts, received_at = excluded.received_at",
+            plan.health.values())
         return sum(not _settle(conn, dev, version, status, errors, ts) for dev, version, status, errors, ts in plan.reported)
 
 

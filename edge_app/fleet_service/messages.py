@@ -25,6 +25,7 @@ _LEVEL = re.compile(r"^[^/#+\x00-\x1f\x7f]{1,128}$")
 
 STATUS, CAMERA_STATE, STATS, EVENT, COUNT, REPORTED, DESIRED = (
     "status", "camera_state", "stats", "event", "count", "reported", "desired")
+HEALTH = "health"
 
 
 def subscriptions(prefix: str) -> List[str]:
@@ -35,7 +36,7 @@ def subscriptions(prefix: str) -> List[str]:
     """
     p = f"{prefix}/+"
     return [f"{p}/status", f"{p}/stats", f"{p}/events", f"{p}/cameras/+/state", f"{p}/cameras/+/objects/+",
-            f"{p}/zones/+/+", f"{p}/cameras/+/lines/+", f"{p}/config/reported"]
+            f"{p}/zones/+/+", f"{p}/cameras/+/lines/+", f"{p}/config/reported", f"{p}/health"]
 
 
 def desired_topic(prefix: str, device_id: str) -> str:
@@ -116,6 +117,8 @@ def classify(prefix: str, topic: str) -> Optional[tuple]:
         return STATS, device_id, ""
     if rest == ["events"]:
         return EVENT, device_id, ""
+    if rest == ["health"]:
+        return HEALTH, device_id, ""
     if rest == ["config", "reported"]:
         return REPORTED, device_id, ""
     if rest == ["config", "desired"]:

@@ -87,6 +87,18 @@ MIGRATIONS: Tuple[Migration, ...] = (
         "ALTER TABLE devices ADD COLUMN unissued_ts DOUBLE PRECISION",
         "CREATE INDEX rollout_devices_status ON rollout_devices (status, updated_at)",
     )),
+    (3, "the latest device health of every appliance", (
+        """CREATE TABLE health (
+            device_id TEXT PRIMARY KEY,
+            body TEXT NOT NULL,
+            problems TEXT NOT NULL DEFAULT '',
+            problem_count INTEGER NOT NULL DEFAULT 0,
+            temperature_c DOUBLE PRECISION,
+            ts DOUBLE PRECISION,
+            received_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX health_problem_count ON health (problem_count)",
+    )),
 )
 
 

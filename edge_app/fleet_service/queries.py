@@ -1,6 +1,7 @@
 """What the fleet's REST API reads: devices, their cameras, stats and counts, events, rollouts."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -34,6 +35,15 @@ class ConfigState:
 
 
 @dataclass(frozen=True)
+class HealthState:
+    """A device's latest ``R/health`` as the list shows it: its problem kinds and hottest temperature."""
+
+    problems: List[str]
+    temperature_c: Optional[float]
+    ts: Optional[float]
+
+
+@dataclass(frozen=True)
 class DeviceSummary:
     """One device as ``GET /api/v1/devices`` lists it (docs/rest-api.md, "Fleet service")."""
 
@@ -44,6 +54,7 @@ class DeviceSummary:
     first_seen: float
     cameras: List[CameraSummary]
     config: ConfigState
+    health: Optional[HealthState] = None  # None until the device sent R/health
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -61,13 +72,14 @@ class DeviceDetail:
     counts: Dict[str, Dict[str, Any]]
     rollouts: List[Dict[str, Any]] = field(default_factory=list)
     unissued_version: Optional[int] = None  # the last version reported that this fleet never issued
+    health_report: Optional[Dict[str, Any]] = None  # the latest R/health as the device sent it
 
     def to_dict(self) -> Dict[str, Any]:
         body = self.summary.to_dict()
         body["config"].update(errors=self.config_errors, reported_at=self.reported_at,
                               unissued_version=self.unissued_version)
         body.update(stats=self.stats, stats_received_at=self.stats_received_at, counts=self.counts,
-                    rollouts=self.rollouts)
+                    rollouts=self.rollouts, health_report=self.health_report)
         return body
 
 
@@ -109,26 +121,77 @@ def _cameras_by_device(conn: Connection, device_id: Optional[str] = None,
     return found
 
 
+def _health_by_device(conn: Connection, ids: List[str]) -> Dict[str, HealthState]:
+    if not ids:
+        return {}
+    marks = ", ".join("?" * len(ids))
+    return {dev: HealthState(problems.split(), temperature, ts) for dev, problems, temperature, ts in conn.query(
+        f"SELECT device_id, problems, temperature_c, ts FROM health WHERE device_id IN ({marks})", ids)}
+
+
+def _problem_filter(problem: str) -> Tuple[str, tuple]:
+    """A WHERE clause for ``?problem=``: a problem kind, ``offline``, or ``any`` (either)."""
+    if problem == "offline":
+        return "d.state = 'offline'", ()
+    if problem == "any":
+        return "(d.state = 'offline' OR d.device_id IN (SELECT device_id FROM health WHERE problem_count > 0))", ()
+    return "d.device_id IN (SELECT device_id FROM health WHERE problems LIKE ?)", (f"% {problem} %",)
+
+
+#: ``sort=problems``, worst first: offline, then most problems, then hottest; by id within a rank.
+_RANK = ("CASE WHEN d.state = 'offline' THEN 0 ELSE 1 END", "COALESCE(h.problem_count, 0)",
+         "COALESCE(h.temperature_c, -1e300)")
+_FROM = "devices d LEFT JOIN health h ON h.device_id = d.device_id"
+
+
+def _after_rank(conn: Connection, after: str) -> Tuple[str, List[Any]]:
+    """The WHERE clause for the devices after ``after`` in problem order (none if it is gone)."""
+    row = conn.query_one(f"SELECT {', '.join(_RANK)} FROM {_FROM} WHERE d.device_id = ?", (after,))
+    if row is None:
+        return "1 = 0", []
+    offline, count, hottest = _RANK
+    return (f"({offline} > ? OR ({offline} = ? AND ({count} < ? OR ({count} = ? AND "
+            f"({hottest} < ? OR ({hottest} = ? AND d.device_id > ?))))))",
+            [row[0], row[0], row[1], row[1], row[2], row[2], after])
+
+
 def list_devices(conn: Connection, state: Optional[str] = None, limit: int = DEFAULT_PAGE,
-                 after: Optional[str] = None) -> DevicePage:
-    """Up to ``limit`` devices with ids after ``after`` (a cursor: stable while devices come and go)."""
+                 after: Optional[str] = None, problem: Optional[str] = None,
+                 sort: Optional[str] = None) -> DevicePage:
+    """Up to ``limit`` devices after ``after`` (a cursor: stable while devices come and go).
+
+    ``problem`` filters (a problem kind, ``offline``, ``any``); ``sort="problems"`` puts the worst
+    first, and ``after`` then continues from that device's place in this order.
+    """
+    by_problems = sort == "problems"
     where: List[str] = []
     params: List[Any] = []
     if state is not None:
-        where.append("state = ?")
+        where.append("d.state = ?")
         params.append(state)
-    counted = " WHERE " + " AND ".join(where) if where else ""
-    if after is not None:
-        where.append("device_id > ?")
-        params.append(after)
-    sql = f"SELECT {_DEVICE_COLUMNS} FROM devices" + (" WHERE " + " AND ".join(where) if where else "")
+    if problem is not None:
+        clause, values = _problem_filter(problem)
+        where.append(clause)
+        params.extend(values)
+    counted, counted_params = (" WHERE " + " AND ".join(where) if where else ""), list(params)
+    columns = ", ".join(f"d.{c.strip()}" for c in _DEVICE_COLUMNS.split(","))
+    order = (" ORDER BY " + ", ".join((_RANK[0], _RANK[1] + " DESC", _RANK[2] + " DESC", "d.device_id"))
+             if by_problems else " ORDER BY d.device_id")
     with conn.reading():
-        row = conn.query_one("SELECT COUNT(*) FROM devices" + counted, params[:1] if state is not None else ())
-        rows = conn.query(sql + " ORDER BY device_id LIMIT ?", params + [limit + 1])
+        if after is not None:
+            clause, values = _after_rank(conn, after) if by_problems else ("d.device_id > ?", [after])
+            where.append(clause)
+            params.extend(values)
+        sql = f"SELECT {columns} FROM {_FROM if by_problems else 'devices d'}" + (
+            " WHERE " + " AND ".join(where) if where else "")
+        row = conn.query_one("SELECT COUNT(*) FROM devices d" + counted, counted_params)
+        rows = conn.query(sql + order + " LIMIT ?", params + [limit + 1])
         page, more = rows[:limit], len(rows) > limit
-        cameras = _cameras_by_device(conn, between=(page[0][0], page[-1][0])) if page else {}
-    return DevicePage([_device(row, cameras.get(row[0], [])) for row in page], int(row[0]) if row else 0,
-                      page[-1][0] if more else None)
+        ids = [r[0] for r in page]
+        cameras = _cameras_by_device(conn, between=(min(ids), max(ids))) if page else {}
+        health = _health_by_device(conn, ids)
+    devices = [dataclasses.replace(_device(r, cameras.get(r[0], [])), health=health.get(r[0])) for r in page]
+    return DevicePage(devices, int(row[0]) if row else 0, page[-1][0] if more else None)
 
 
 def device_counts(rows: List[tuple]) -> Dict[str, Dict[str, Any]]:
@@ -153,11 +216,15 @@ def get_device(conn: Connection, device_id: str) -> Optional[DeviceDetail]:
             return None
         cameras = _cameras_by_device(conn, device_id).get(device_id, [])
         count_rows = conn.query("SELECT topic, payload FROM counts WHERE device_id = ?", (device_id,))
+        health_row = conn.query_one("SELECT body, problems, temperature_c, ts FROM health WHERE device_id = ?",
+                                    (device_id,))
         rollouts = conn.query(
             "SELECT rollout_id, version, status, errors, updated_at FROM rollout_devices WHERE device_id = ? "
             "ORDER BY version DESC LIMIT 20", (device_id,))
+    health = HealthState(health_row[1].split(), health_row[2], health_row[3]) if health_row else None
     return DeviceDetail(
-        summary=_device(row[:10], cameras), config_errors=json.loads(row[8]) if row[8] else [], reported_at=row[9],
+        summary=dataclasses.replace(_device(row[:10], cameras), health=health),
+        health_report=json.loads(health_row[0]) if health_row else None, config_errors=json.loads(row[8]) if row[8] else [], reported_at=row[9],
         stats=json.loads(row[10]) if row[10] else None, stats_received_at=row[11], counts=device_counts(count_rows),
         rollouts=[{"rollout_id": r, "version": int(v), "status": s, "errors": json.loads(e) if e else [],
                    "updated_at": u} for r, v, s, e, u in rollouts],

@@ -9,6 +9,7 @@ from flask import Blueprint, Response, jsonify, request
 from edge_app.api.errors import ApiError
 from edge_app.api.events import event_query
 from edge_app.api.json_body import read_json_body
+from edge_app.fleet_service.health import PROBLEM_FILTERS
 from edge_app.fleet_service.queries import DEFAULT_PAGE, MAX_PAGE
 from edge_app.fleet_service.rollouts import UnknownDevices
 from edge_app.fleet_service.service import FleetService
@@ -66,11 +67,17 @@ def fleet_blueprint(service: FleetService) -> Blueprint:
         state = request.args.get("state") or None
         if state not in (None, "online", "offline"):
             raise ApiError(400, f"state must be online or offline, got {state[:80]!r}")
+        problem = request.args.get("problem") or None
+        if problem not in (None, *PROBLEM_FILTERS):
+            raise ApiError(400, f"problem must be one of {', '.join(PROBLEM_FILTERS)}, got {problem[:80]!r}")
+        sort = request.args.get("sort") or None
+        if sort not in (None, "id", "problems"):
+            raise ApiError(400, f"sort must be id or problems, got {sort[:80]!r}")
         limit = _page_limit(request.args.get("limit"))
         after = request.args.get("after") or None
         if after is not None:
             _device_id(after)
-        return jsonify(service.devices(state, limit, after).to_dict())
+        return jsonify(service.devices(state, limit, after, problem, sort).to_dict())
 
     @bp.get("/api/v1/devices/<device_id>")
     def device(device_id: str) -> Response:

@@ -125,8 +125,9 @@ class FleetService:
                            {state: int(n) for state, n in rows}, self.ingest.stats(), self.ingest.admission.stats())
 
     def devices(self, state: Optional[str] = None, limit: int = queries.DEFAULT_PAGE,
-                after: Optional[str] = None) -> queries.DevicePage:
-        return queries.list_devices(self.conn, state, limit, after)
+                after: Optional[str] = None, problem: Optional[str] = None,
+                sort: Optional[str] = None) -> queries.DevicePage:
+        return queries.list_devices(self.conn, state, limit, after, problem, sort)
 
     def device(self, device_id: str) -> Optional[queries.DeviceDetail]:
         return queries.get_device(self.conn, device_id)

@@ -58,6 +58,10 @@ class ExtensionPublishing:
         self._enqueue_latest(Message(self.topics.camera_label_snapshot(camera_id, label), bytes(jpeg), 1, True, EVENTS))
         return True
 
+    def publish_health(self, body: Dict[str, Any]) -> bool:
+        """Retained compact ``R/health`` (QoS 1); while offline only the latest is kept, then sent."""
+        return self._enqueue_json(lambda: self.topics.health, lambda: body, retain=True)
+
     def publish_detect_state(self, camera_id: str, enabled: bool) -> bool:
         """Retained ``ON``/``OFF`` on ``R/cameras/<id>/detect/state`` (QoS 1); re-published after every reconnect."""
         if not self.enabled:

@@ -43,8 +43,8 @@ MAX_DISCOVERY_BYTES = 512 * 1024
 MAX_INBOUND_BYTES = 2 * MAX_DISCOVERY_BYTES
 MAX_INBOUND_DEPTH = 8  # ours nests 4 deep ({"cmps": {key: {"p": ...}}}, {"dev": {"ids": [...]}})
 PLATFORMS = ("switch", "sensor", "binary_sensor", "image")
-#: kept first when over a bound: detection switches, counts, occupancy, lines, zones, snapshots
-_PRIORITY = {"detect": 0, "count": 1, "occupancy": 2, "line": 3, "zone": 4, "snapshot": 5}
+#: kept first when over a bound: device health and detection switches, counts, occupancy, lines, zones, snapshots
+_PRIORITY = {"health": 0, "detect": 0, "count": 1, "occupancy": 2, "line": 3, "zone": 4, "snapshot": 5}
 _OUR_KEY = re.compile(r"[A-Za-z0-9_-]{0,120}_[0-9a-f]{10}")
 
 
@@ -133,6 +133,8 @@ def build_capped_discovery(config: AppConfig, topics: Topics, version: str, labe
                     "value_template": f"{{{{ value_json['{direction}'] }}}}",
                     "state_class": "total_increasing", "unit_of_measurement": "crossings", "icon": "mdi:transit-transfer",
                 })
+    for parts, name, fields in health_entities(topics):
+        add("binary_sensor" if parts[1] == "problem" else "sensor", parts, name, fields)
     message: Dict[str, Any] = {
         "dev": {"ids": [f"edge-app-{device_id}"], "name": device_id, "mf": ORIGIN_NAME, "mdl": "edge video analytics",
                 "sw": version},
@@ -143,6 +145,30 @@ def build_capped_discovery(config: AppConfig, topics: Topics, version: str, labe
     message["cmps"] = {key: body for _, key, body in candidates if key in kept}
     left_out = len({key for _, key, _ in candidates}) - len(message["cmps"])
     return DiscoveryBuild(message, left_out)
+
+
+def _summary(key: str) -> str:
+    # A figure the device cannot read is null in R/health; "None" makes Home Assistant show "unknown".
+    return f"{{{{ value_json.summary.{key} }}}}"
+
+
+def health_entities(topics: Topics) -> List[Tuple[Tuple[str, str], str, Dict[str, Any]]]:
+    """The device health entities, all read from the retained ``R/health`` (docs/health.md)."""
+    state = {"state_topic": topics.health, "entity_category": "diagnostic"}
+    measured = dict(state, state_class="measurement")
+    return [
+        (("health", "temperature"), "Temperature", dict(measured, value_template=_summary("temperature_c"),
+                                                        device_class="temperature", unit_of_measurement="°C")),
+        (("health", "gpu_load"), "GPU load", dict(measured, value_template=_summary("gpu_load_percent"),
+                                                  unit_of_measurement="%", icon="mdi:expansion-card")),
+        (("health", "disk"), "Disk used", dict(measured, value_template=_summary("disk_used_percent"),
+                                               unit_of_measurement="%", icon="mdi:harddisk")),
+        (("health", "power_mode"), "Power mode", dict(state, value_template=_summary("power_mode"), icon="mdi:flash")),
+        (("health", "problem"), "Problem", dict(
+            state, device_class="problem", value_template="{{ 'ON' if value_json.problems else 'OFF' }}",
+            json_attributes_topic=topics.health,
+            json_attributes_template="{{ {'problems': value_json.problems | map(attribute='message') | list} | tojson }}")),
+    ]
 
 
 def _encoded_size(value: Any) -> int:

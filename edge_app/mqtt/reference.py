@@ -7,6 +7,7 @@ names any topic of :class:`Topics` this module does not describe yet.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
@@ -58,6 +59,25 @@ def _stats() -> bytes:
         cameras={"front": {"fps": 14.8, "state": "streaming", "frames_dropped": 12}}))
 
 
+def _health() -> bytes:
+    from edge_app.health import report as h
+
+    zones = [h.ThermalZone("CPU-therm", 61.3, [h.TripPoint("passive", 99.0), h.TripPoint("critical", 104.5)]),
+             h.ThermalZone("GPU-therm", h.unavailable("sensor powered off"))]
+    sample = h.HealthReport(
+        ts=_TS, uptime_s=8421.5,
+        problems=[h.Problem("disk_full", "recordings", "disk of recordings 93.1 % full (limit 90 %)", 93.1, 90.0)],
+        cpu=h.CpuReport(cores=6, load_1m=1.2, load_percent=23.5, freq_mhz=1510.4, temperature_c=61.3),
+        memory=h.MemoryReport(total_mb=7617.5, used_mb=3120.2, used_percent=41.0, swap_used_mb=0.0, shared_with_gpu=True),
+        disk=[h.DiskReport("recordings", 119234.0, 8231.5, 93.1)],
+        gpu=[h.GpuReport(0, "NVIDIA Orin Nano Developer Kit", "jetson", 71.2, 624.8, h.unavailable("sensor powered off"),
+                         *(h.unavailable("shared with the CPU (see memory)"),) * 2,
+                         *(h.unavailable("not reported by an integrated GPU"),) * 5)],
+        thermal=h.ThermalReport(zones, 61.3, False, 0, 0.0, h.FanReport(37.3, 1720.0)),
+        power=h.PowerReport("15W", 0.0, [h.PowerRail("VDD_IN", 5.032, 1.412, 7.105)], 7.105), sample_ms=1.9)
+    return payloads.encode(dataclasses.replace(sample, summary=h.summarise(sample)).to_dict())
+
+
 def _events() -> bytes:
     before = _event(current_zones=(), entered_zones=(), score=0.79, top_score=0.79, has_snapshot=False)
     return payloads.encode(EventMessage(type=UPDATE, before=before, after=_event()).to_dict())
@@ -70,6 +90,10 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
     "stats": TopicDoc("no", "periodic pipeline figures, every `mqtt.stats_interval_s`: `fps`, `latency_ms` "
                             "(`p50`, `p99`), `queue` (MQTT messages waiting), `dropped` (frames), per camera",
                       _stats),
+    "health": TopicDoc("yes", '`{"ts", "uptime_s", "problems": [{"kind", "subject", "message", "value", "limit"}], '
+                              '"cpu", "memory", "disk", "gpu", "thermal", "power", "summary"}` every `health.publish_s` '
+                              "and when the problems change; a figure or section that is unavailable is a string "
+                              '`"unavailable: <why>"` ([device health](health.md))', _health),
     "camera_detections": TopicDoc("no", "one message per analysed frame (with no detections only when "
                                         "`mqtt.publish_empty`); `bbox` is `[x1, y1, x2, y2]` in source pixels; "
                                         "`track_id` with `tracking.enabled` (-1 until the track is confirmed)",

@@ -50,6 +50,11 @@ class Topics:
     def stats(self) -> str:
         return f"{self.root}/stats"
 
+    @property
+    def health(self) -> str:
+        """Retained device health: temperatures, throttling, power, GPU, memory, disk and problems."""
+        return f"{self.root}/health"
+
     def camera_detections(self, camera_id: str) -> str:
         return f"{self.root}/cameras/{_check_camera_id(camera_id)}/detections"
 

@@ -17,6 +17,7 @@ from edge_app.detect.detections import Detections
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery, StoreHealth
 from edge_app.capture.gpu_image import FrameImage, bgr_image
+from edge_app.health.report import HealthReport
 
 
 class UnknownCamera(KeyError):
@@ -156,6 +157,7 @@ class StatusReport:
     engine_build: Optional[Dict[str, Any]] = None  # the latest TensorRT build progress report
     model_change: Optional[ModelChangeReport] = None
     events: Optional[StoreHealth] = None  # the event store: on disk, or why not (a full disk, say)
+    health: Optional[HealthReport] = None  # the device: temperatures, throttling, power, disk (docs/health.md)
     remote_config: Optional[RemoteConfigReport] = None  # R/config/desired (docs/fleet.md, "Who may configure an appliance")
 
     def to_dict(self) -> Dict[str, Any]:
@@ -212,3 +214,6 @@ class ApplianceService(Protocol):
 
     def counts(self) -> CountsReport:
         ...
+
+    def device_health(self) -> HealthReport:
+        """The latest device health sample (never waits for a reader)."""

@@ -22,6 +22,7 @@ from edge_app.detect.detections import Detections
 from edge_app.events.model import Event, Snapshot
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
+from edge_app.health.report import HealthReport, not_sampled_yet
 from edge_app.pipeline.health import PipelineActivity, assess, readiness_reason
 from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.pipeline.results import ResultStore
@@ -57,6 +58,7 @@ class InMemoryService:
         # A real store in a folder beside the configuration file; ``live_counts`` stands in for the engine's.
         self.event_store = EventStore(self._config_path.parent / f"{self._config_path.stem}-events")
         self.live_counts = CountsReport()
+        self.health: HealthReport = not_sampled_yet(1000.0)  # a test sets a sampled report
         save_config(config, self._config_path)
 
     # -- test controls -----------------------------------------------------------------------
@@ -105,6 +107,7 @@ class InMemoryService:
                                     errors=self.pipeline_errors, stalled=health.stalled, stall_reason=health.reason,
                                     last_batch_age_s=health.last_batch_age_s),
             events=self.event_store.health(),
+            health=self.health,
         )
 
     def readiness(self) -> Tuple[bool, List[str]]:
@@ -187,3 +190,6 @@ class InMemoryService:
         lines = {line: totals.to_dict() for cams in self.event_store.load_line_counts().values()
                  for line, totals in cams.items()}
         return CountsReport(cameras=self.live_counts.cameras, zones=self.live_counts.zones, lines=lines)
+
+    def device_health(self) -> HealthReport:
+        return self.health

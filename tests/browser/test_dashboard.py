@@ -308,3 +308,19 @@ def test_an_area_drawn_with_the_mouse_is_saved_and_shown_on_the_live_view(dashbo
     dashboard.view_live(WALK_CAMERA)
     element = "polygon[data-zone" if kind == "zone" else "line[data-line"
     assert_drawn_at(dashboard, f'svg#live-overlay {element}="{name}"]', points)
+
+
+def test_a_health_problem_shows_a_banner_until_it_clears(dashboard, appliance):
+    def limit(disk_percent):
+        answer = appliance.request("PATCH", "/api/v1/config", json={"health": {"limits": {"disk_percent": disk_percent}}})
+        assert answer.status_code == 200, answer.text
+
+    assert not dashboard.find("#health-banner").is_displayed()
+    limit(0.1)  # any disk is fuller than this: a disk_full problem at the next sample
+    try:
+        dashboard.wait(lambda _d: dashboard.find("#health-banner").is_displayed(), "the health banner", timeout_s=20)
+        assert "% full (limit 0.1 %)" in dashboard.text("#health-problems")
+        dashboard.screenshot("health-banner.png", "#health-banner")
+    finally:
+        limit(90)
+    dashboard.wait(lambda _d: not dashboard.find("#health-banner").is_displayed(), "the banner gone", timeout_s=20)

@@ -119,3 +119,30 @@ def test_a_patch_that_is_not_json_is_refused_on_the_page(driver, console, fleet_
     wait_for(lambda: "not JSON" in driver.find_element(By.ID, "rollout-result").text, 5, "the page's complaint")
     time.sleep(0.5)
     assert requests.get(fleet.url + "/api/v1/rollouts", headers=auth, timeout=5).json()["rollouts"] == []
+
+
+def test_devices_filter_and_sort_by_their_health(driver, console, fleet_site):
+    fleet, _ = fleet_site
+    mqtt = fleet.service.config.mqtt
+    hot = SimDevice(mqtt.host, mqtt.port, fleet.prefix, "edge-hot").start()
+    hot.publish("health", {"ts": time.time(), "summary": {"temperature_c": 99.4},
+                           "problems": [{"kind": "hot", "subject": "board", "message": "tj-therm at 99.4 °C"},
+                                        {"kind": "throttling", "subject": "soc", "message": "throttled"}]}, retain=True)
+    try:
+        _open(driver, fleet, console)
+        wait_for(lambda: "hot" in _problems(driver).get("edge-hot", ""), 10, "edge-hot with its problems")
+        driver.find_element(By.CSS_SELECTOR, "#problem-filter option[value='hot']").click()
+        wait_for(lambda: list(_problems(driver)) == ["edge-hot"], 10, "only the hot device")
+        driver.find_element(By.CSS_SELECTOR, "#problem-filter option[value='']").click()
+        driver.find_element(By.CSS_SELECTOR, "#device-sort option[value='problems']").click()
+        wait_for(lambda: list(_problems(driver))[:2] == ["edge-north", "edge-hot"], 10, "offline first, then the hot one")
+        cells = driver.execute_script(ROW_CELLS_JS, "#devices tr[data-device='edge-hot']")
+        assert "99.4 °C" in cells[-1]
+    finally:
+        hot.kill()
+
+
+def _problems(driver) -> dict:
+    return {tr["device"]: tr["problems"] for tr in driver.execute_script(
+        "return Array.from(document.querySelectorAll('#devices tr[data-device]')).map((tr) => "
+        "({device: tr.dataset.device, problems: tr.dataset.problems}));")}

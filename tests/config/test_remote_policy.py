@@ -65,6 +65,9 @@ ALLOWED = [
     ("thresholds and classes", {"model": {"conf_threshold": 0.5, "iou_threshold": 0.3, "classes": ["person"]}}),
     ("tracking", {"tracking": {"enabled": False}}),
     ("events settings", {"events": {"enabled": False, "min_frames": 5, "labels": ["car"], "retain_days": 2}}),
+    # health has no path of its own: the folders it watches are the state, events and record folders
+    ("health settings", {"health": {"interval_s": 10, "publish_s": 60,
+                                    "limits": {"temperature_c": 80, "disk_percent": 95, "throttling": False}}}),
 ]
 
 

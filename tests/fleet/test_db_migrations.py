@@ -35,6 +35,21 @@ def test_a_later_migration_is_applied_on_top_of_existing_data(conn):
         assert conn.query("SELECT device_id, site FROM devices") == [("edge-1", None)]
 
 
+def test_a_database_at_version_2_gains_the_health_table_and_keeps_its_devices(conn):
+    # A fleet database written before device health: versions 1 and 2 only.
+    assert migrate(conn, tuple(m for m in MIGRATIONS if m[0] <= 2)) == 2
+    with conn.transaction():
+        conn.execute("INSERT INTO devices (device_id, first_seen, last_seen, unissued_version) VALUES (?, ?, ?, ?)",
+                     ("edge-1", 1.0, 2.0, 7))
+    assert migrate(conn) == LATEST >= 3
+    with conn.transaction():
+        conn.execute("INSERT INTO health (device_id, body, problems, problem_count, received_at) VALUES (?, ?, ?, ?, ?)",
+                     ("edge-1", "{}", " hot ", 1, 3.0))
+    with conn.reading():
+        assert conn.query("SELECT device_id, unissued_version FROM devices") == [("edge-1", 7)]
+        assert conn.query("SELECT device_id, problem_count FROM health") == [("edge-1", 1)]
+
+
 def test_a_failing_migration_leaves_the_previous_version_intact(conn):
     migrate(conn)
     broken = (LATEST + 1, "broken", ("ALTER TABLE devices ADD COLUMN site TEXT", "THIS IS NOT SQL"))

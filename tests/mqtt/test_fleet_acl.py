@@ -198,13 +198,15 @@ def test_the_appliances_own_client_works_under_the_acl(broker, clients):
         while not any(b"0.4" in payload for payload in desired) and time.monotonic() < deadline:
             time.sleep(0.05)
         publisher.publish_config_reported({"version": 1, "status": "applied", "errors": [], "ts": 1.0})
+        publisher.publish_health({"ts": 1.0, "problems": []})
         time.sleep(SETTLE_S)
     finally:
         publisher.stop(timeout_s=2)
     # Its own desired configuration (after what earlier cases left retained there), never sim-b's.
     assert b'"conf_threshold":0.4' in desired[-1] and not any(b"0.9" in payload for payload in desired), desired
     topics = {topic for topic, _ in fleet.received}
-    assert {"edge_app/sim-a/status", "edge_app/sim-a/cameras/cam1/state", "edge_app/sim-a/config/reported"} <= topics, topics
+    assert {"edge_app/sim-a/status", "edge_app/sim-a/cameras/cam1/state", "edge_app/sim-a/config/reported",
+            "edge_app/sim-a/health"} <= topics, topics
 
 
 def test_nothing_the_appliance_contract_sends_is_refused(broker, clients):

@@ -27,7 +27,8 @@ LABELS = ["person", "car"]
 
 # From Home Assistant's MQTT integration documentation (full names; abbreviations are not used here).
 AVAILABILITY = {"availability_topic", "availability_template", "payload_available", "payload_not_available"}
-COMMON = {"p", "unique_id", "name", "icon", "object_id", "enabled_by_default", "entity_category"} | AVAILABILITY
+COMMON = ({"p", "unique_id", "name", "icon", "object_id", "enabled_by_default", "entity_category",
+           "json_attributes_topic", "json_attributes_template"} | AVAILABILITY)
 DOCUMENTED = {
     "binary_sensor": COMMON | {"state_topic", "value_template", "device_class", "payload_on", "payload_off"},
     "sensor": COMMON | {"state_topic", "value_template", "device_class", "state_class", "unit_of_measurement"},
@@ -108,7 +109,20 @@ def test_entities_point_at_the_spec_topics():
     assert {(s["command_topic"], s["state_topic"], s["payload_on"], s["payload_off"]) for s in switches} == {
         (f"{ROOT}/cameras/{cam}/detect/set", f"{ROOT}/cameras/{cam}/detect/state", "ON", "OFF") for cam in ("front", "back")}
     per_camera = 3 * len(LABELS) + 1
-    assert len(message["cmps"]) == 2 * per_camera + 1 + len(LABELS) + 2
+    health = len(ha_discovery.health_entities(Topics("edge_app", "dev1")))
+    assert len(message["cmps"]) == 2 * per_camera + 1 + len(LABELS) + 2 + health
+
+
+def test_device_health_entities_read_r_health():
+    message = _build()
+    on_health = _by_topic(message)
+    sensors = {body["name"]: body for body in on_health[("sensor", f"{ROOT}/health")]}
+    assert set(sensors) == {"Temperature", "GPU load", "Disk used", "Power mode"}
+    assert sensors["Temperature"]["device_class"] == "temperature" and sensors["Temperature"]["unit_of_measurement"] == "°C"
+    assert sensors["Disk used"]["value_template"] == "{{ value_json.summary.disk_used_percent }}"
+    [problem] = on_health[("binary_sensor", f"{ROOT}/health")]
+    assert problem["device_class"] == "problem" and problem["json_attributes_topic"] == f"{ROOT}/health"
+    assert all(body["entity_category"] == "diagnostic" for body in [*sensors.values(), problem])
 
 
 def test_ids_do_not_depend_on_the_order_of_cameras_zones_or_labels():

@@ -113,11 +113,25 @@
         " · queued " + (mqtt.queued ?? "–") + " · dropped " + (mqtt.dropped ?? "–")],
       ["Pipeline", fmtNumber(pipe.fps) + " fps · latency p50 " + fmtNumber(lat.p50) + " ms, p99 " + fmtNumber(lat.p99) + " ms"],
     ];
+    const summary = (s.health || {}).summary;
+    if (summary) {
+      facts.push(["Health", fmtNumber(summary.temperature_c) + " °C · GPU " + fmtNumber(summary.gpu_load_percent) +
+        " % · disk " + fmtNumber(summary.disk_used_percent) + " % · memory " + fmtNumber(summary.memory_used_percent) +
+        " %" + (summary.power_mode ? " · " + summary.power_mode : "")]);
+    }
     const dl = $("status");
     dl.replaceChildren();
     for (const [name, value] of facts) {
       dl.append(el("dt", name), el("dd", value ?? "–"));
     }
+    renderHealthBanner((s.health || {}).problems || []);
+  }
+
+  // A banner while the device has problems (hot, throttling, disk or memory nearly full).
+  function renderHealthBanner(problems) {
+    const list = $("health-problems");
+    list.replaceChildren(...problems.map((p) => el("li", p.message || p.kind)));
+    $("health-banner").hidden = problems.length === 0;
   }
 
   // The header badge: "online" only while the API answers and the appliance reaches its broker;

@@ -6,7 +6,7 @@
 (function () {
   const TOKEN_KEY = "edge-app.fleet-token";
   const POLL_MS = 2000;
-  const PAGE = 200;  // devices per page: the API hands them out in pages, ordered by id
+  const PAGE = 200;  // devices per page: the API hands them out in pages, by id or worst first
   const $ = (id) => document.getElementById(id);
   // cursors[i] is the "after" of page i (null for the first); next is the API's cursor past this page.
   const state = { token: sessionStorage.getItem(TOKEN_KEY) || "", timer: null, rolloutDetails: {}, cursors: [null], next: null };
@@ -64,11 +64,21 @@
       for (const c of d.cameras || []) { const p = pill(c.id, c.state); p.title = c.state + (c.error ? ": " + c.error : ""); cams.appendChild(p); }
       const cfg = d.config || {};
       const cfgCell = cfg.status ? pill(cfg.status + " v" + cfg.desired_version, cfg.status) : el("span", "–", "muted");
-      const tr = row([d.device_id, pill(d.state), d.version, fmtAgo(d.last_seen), cams, cfgCell]);
+      const tr = row([d.device_id, pill(d.state), d.version, fmtAgo(d.last_seen), cams, cfgCell, healthCell(d.health)]);
       tr.dataset.device = d.device_id;
       tr.dataset.state = d.state;
+      tr.dataset.problems = ((d.health || {}).problems || []).join(" ");
       return tr;
-    }), "No devices yet.", 6);
+    }), "No devices yet.", 7);
+  }
+
+  // The latest R/health: its problems as pills, and the hottest temperature.
+  function healthCell(health) {
+    if (!health) return el("span", "–", "muted");
+    const cell = el("span", null, "cams");
+    for (const kind of health.problems || []) cell.appendChild(pill(kind.replace("_", " "), "error"));
+    if (typeof health.temperature_c === "number") cell.appendChild(el("span", health.temperature_c.toFixed(1) + " °C"));
+    return cell;
   }
 
   function renderRollouts(rollouts) {
@@ -99,6 +109,8 @@
     try {
       const query = new URLSearchParams({ limit: String(PAGE) });
       if ($("state-filter").value) query.set("state", $("state-filter").value);
+      if ($("problem-filter").value) query.set("problem", $("problem-filter").value);
+      if ($("device-sort").value) query.set("sort", $("device-sort").value);
       const after = state.cursors[state.cursors.length - 1];
       if (after) query.set("after", after);
       const [page, status, events, rollouts] = await Promise.all([
@@ -153,7 +165,10 @@
     start();
   });
   $("forget-token").addEventListener("click", () => { state.token = ""; sessionStorage.removeItem(TOKEN_KEY); showLogin(); });
-  $("state-filter").addEventListener("change", () => { state.cursors = [null]; refresh(); });
+  // A new filter or order starts again at the first page: the cursors belong to the old one.
+  for (const id of ["state-filter", "problem-filter", "device-sort"]) {
+    $(id).addEventListener("change", () => { state.cursors = [null]; refresh(); });
+  }
   $("page-prev").addEventListener("click", () => { if (state.cursors.length > 1) { state.cursors.pop(); refresh(); } });
   $("page-next").addEventListener("click", () => { if (state.next) { state.cursors.push(state.next); refresh(); } });
 

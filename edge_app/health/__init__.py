@@ -1,0 +1,1 @@
+"""Device health: temperatures, throttling, power, GPU, memory and disk of the box (docs/health.md)."""
