@@ -1,7 +1,9 @@
 """The running appliance: cameras, detector, pipeline and MQTT, wired together.
 
 It implements ``edge_app.reporting.protocol.ApplianceService``; the API gets it passed in explicitly. What
-it builds (detector, MQTT publisher, camera workers) comes from factories that tests replace.
+it builds (detector, MQTT publisher, camera workers) comes from factories that tests replace. Its
+parts do the work: the reads the API makes are ``read_side.ApplianceReads``, model changes are
+``model_change.ModelSwaps``, the analysis of every camera is ``analysis.AnalysisHub``.
 
 It applies the configuration it is given and never writes the file: every change, also those it
 asks for itself (the MQTT detect switch, a model that could not be loaded), goes through the one
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 from edge_app.appliance.analysis import AnalysisHub
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
-from edge_app.config.schema import AppConfig, CameraConfig, ModelConfig
+from edge_app.config.schema import AppConfig, CameraConfig
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.events.model import Event
@@ -25,22 +27,21 @@ from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler
-from edge_app.appliance.model_change import ModelChange, reload_due
+from edge_app.appliance.model_change import ModelSwaps
+from edge_app.appliance.read_side import ApplianceReads, RunningParts
 from edge_app.mqtt import link_health
 from edge_app.mqtt.ha_discovery import event_labels
-from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
+from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline import health as pipeline_health
-from edge_app.pipeline.health import PipelineHealth, assess, readiness_reason
+from edge_app.pipeline.health import PipelineHealth
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
 from edge_app.config_change.plan import model_reload_needed, plan_changes
 from edge_app.config_change.detect_switch import DetectSwitch
-from edge_app.detect.detections import Detections
-from edge_app.appliance.report_builders import camera_report, model_report, pipeline_report
-from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, MqttReport, RemoteConfigReport,
-                                         StatusReport, UnknownCamera)
+from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, RemoteConfigReport,
+                                         StatusReport)
 from edge_app.version import __version__
 
 if TYPE_CHECKING:
@@ -62,10 +63,6 @@ class StartCancelled(DetectorError):
     """The appliance was asked to stop while it was still starting."""
 
 
-#: how long a replaced detector may take to finish its batches before it is closed anyway
-RETIRE_TIMEOUT_S = 10.0
-
-
 class Appliance:
     def __init__(self, config: AppConfig, stall_after_s: Optional[float] = None,
                  *, detector_factory: Callable[..., Detector] = create_detector,
@@ -79,13 +76,7 @@ class Appliance:
         self._detector_factory = detector_factory
         self._publisher_factory = publisher_factory
         self._camera_factory = camera_factory
-        self.stall_after_s = pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s
         self._apply_lock = threading.RLock()
-        self._started_mono_s = time.monotonic()
-        self._detector: Optional[Detector] = None
-        self._detector_model: Optional[ModelConfig] = None  # what the running detector was loaded from
-        self._model_change: Optional[ModelChange] = None
-        self._broken_reload_s: Optional[float] = None  # when a model that could not run was last loaded again
         self._cameras: Dict[str, CameraWorker] = {}
         self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
         self._changes: Optional["ConfigChanges"] = None  # the one change path (use_changes)
@@ -111,6 +102,22 @@ class Appliance:
         self._health = health or HealthSampler(config.health, health_dirs(config))
         self._health.set_publisher(self._publish_health)
         self._remote_config_report: Optional[Callable[[], RemoteConfigReport]] = None
+        self._models = ModelSwaps(self._apply_lock, self._load_detector, self._pipeline, config=lambda: self._config,
+                                  changes=lambda: self._changes, stopping=self._cancel, swapped=self._model_swapped)
+        self._reads = ApplianceReads(
+            self._running, results=self._results, pipeline=self._pipeline, analysis=self._analysis,
+            event_store=event_store, health=self._health,
+            stall_after_s=pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s)
+
+    @property
+    def _detector(self) -> Optional[Detector]:
+        return self._models.detector
+
+    def _running(self) -> RunningParts:
+        change = self._models.change
+        return RunningParts(self._config, self._models.detector, self._loading, self._cameras, self._detecting,
+                            self._publisher, change.report if change is not None else None, self._build_status,
+                            self._remote_config_report)
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -130,7 +137,7 @@ class Appliance:
             if self._cancel.is_set():
                 detector.close()
                 raise StartCancelled("the appliance was stopped while the model was loading")
-            self._detector, self._detector_model = detector, self._config.model
+            self._models.set_running(detector, self._config.model)
             if detector.runs_on_host_cpu:
                 # OpenCV's resize threads would compete with the model's for the same cores.
                 import cv2
@@ -158,10 +165,7 @@ class Appliance:
         self._cancel.set()
         with self._lifecycle_lock:  # a start() finishing now either completes first or sees the cancel
             pass
-        with self._apply_lock:
-            change = self._model_change
-        if change is not None:
-            change.cancel()
+        self._models.cancel()
         if self._detect_switch is not None:
             self._detect_switch.stop(timeout_s=1.0)
         self._stats_stop.set()
@@ -234,10 +238,10 @@ class Appliance:
         while not self._stats_stop.wait(1.0):
             try:
                 self._analysis.tick()  # objects of a camera that went quiet still leave
-                self._reload_broken_model(time.monotonic())
+                self._models.reload_broken(time.monotonic())
                 if time.monotonic() >= next_stats_s:
                     next_stats_s = time.monotonic() + self._config.mqtt.stats_interval_s
-                    self._publisher.publish_stats(self.stats_payload())
+                    self._publisher.publish_stats(self._reads.stats_payload())
             except Exception:
                 log.exception("publishing stats failed")
 
@@ -266,16 +270,17 @@ class Appliance:
             old = self._config
             plan = plan_changes(old, new_config)
             # Back to the model that runs (a failed model taken out, say): nothing to load.
-            load = plan.reload_model and (self._detector_model is None
-                                          or model_reload_needed(self._detector_model, new_config.model))
+            running_model = self._models.detector_model
+            load = plan.reload_model and (running_model is None
+                                          or model_reload_needed(running_model, new_config.model))
             self._config = new_config
             if load:
-                self._begin_model_change(new_config)
+                self._models.begin(new_config)
             else:
                 if plan.reload_model:
-                    self._cancel_model_change()
-                if plan.reload_model or self._model_change_pending() is None:
-                    self._retune_detector(new_config)
+                    self._models.cancel_pending()
+                if plan.reload_model or self._models.pending() is None:
+                    self._models.retune(new_config)
             if plan.reconnect_mqtt:
                 self._swap_publisher(new_config)
             for cid in plan.cameras_removed + plan.cameras_changed:
@@ -296,74 +301,9 @@ class Appliance:
             log.info("configuration applied: %s", plan)
             return ApplyResult(new_config, plan.restart_required, ["model"] if load else [])
 
-    # -- model changes: loaded beside the running model, swapped in when ready ----------------------
-    def _model_change_pending(self) -> Optional[ModelChange]:
-        change = self._model_change
-        return change if change is not None and change.report.state == "loading" else None
-
-    def _cancel_model_change(self) -> None:
-        previous = self._model_change_pending()
-        if previous is not None:
-            previous.cancel()  # superseded: only the newest model is worth loading
-
-    def _begin_model_change(self, config: AppConfig) -> None:
-        self._cancel_model_change()
-        self._model_change = ModelChange(config, self._load_detector, self._install_detector,
-                                         self._model_change_failed).start()
-
-    def _reload_broken_model(self, now_s: float) -> None:
-        """A model that can run no batch (its engine process died) is loaded again, as a change."""
-        failure = self._detector.failure if self._detector is not None else None
-        with self._apply_lock:
-            if self._model_change_pending() is not None or not reload_due(failure, self._broken_reload_s, now_s):
-                return
-            self._broken_reload_s = now_s
-            log.error("model %s cannot run (%s); loading it again", self._config.model.path, failure)
-            self._begin_model_change(self._config)
-
-    def _install_detector(self, change: ModelChange, detector: Detector) -> bool:
-        with self._apply_lock:
-            if change is not self._model_change or change.cancelled or self._cancel.is_set():
-                return False
-            self._retune(detector, self._config)
-            old, self._detector, self._detector_model = self._detector, detector, change.config.model
-            self._reconfigure_pipeline()
-            self._publish_ha_discovery()  # a new model may know other labels
-        log.info("model %s is running", change.config.model.path)
-        if old is not None:
-            threading.Thread(target=self._retire_detector, args=(old,), name="model:retire", daemon=True).start()
-        return True
-
-    def _retire_detector(self, detector: Detector) -> None:
-        # Batches prepared by the old model read its buffers until they are decoded.
-        if not self._pipeline.wait_drained(detector, RETIRE_TIMEOUT_S):
-            log.warning("the replaced model still had batches in flight after %.0f s; closing it", RETIRE_TIMEOUT_S)
-        detector.close()
-
-    def _model_change_failed(self, change: ModelChange, message: str) -> None:
-        """Keep file and running state in agreement: the model section goes back to the running one."""
-        with self._apply_lock:
-            running = self._detector_model
-            if change is not self._model_change or running is None or self._changes is None:
-                return
-        # Through the change path, under its lock: a change being validated now cannot undo this.
-        if self._changes.revert_model(change.config.model, running) is not None:
-            log.error("model %s could not be loaded (%s); the configuration keeps %s", change.config.model.path,
-                      message, running.path)
-
-    def _retune_detector(self, config: AppConfig) -> None:
-        if self._detector is not None:
-            self._retune(self._detector, config)
-
-    @staticmethod
-    def _retune(detector: Optional[Detector], config: AppConfig) -> None:
-        if detector is None:
-            return
-        try:
-            detector.retune(conf_threshold=config.model.conf_threshold,
-                            iou_threshold=config.model.iou_threshold, classes=config.model.classes)
-        except DetectorError as err:  # validated against the model file before saving; keep going
-            log.error("model settings not applied: %s", err)
+    def _model_swapped(self) -> None:
+        self._reconfigure_pipeline()
+        self._publish_ha_discovery()  # a new model may know other labels
 
     def _swap_publisher(self, config: AppConfig) -> None:
         old = self._publisher
@@ -394,36 +334,9 @@ class Appliance:
     def publish_config_reported(self, body: Dict[str, Any]) -> bool:
         return self._publisher.publish_config_reported(body)
 
-    # -- what the API reads -----------------------------------------------------------------------
-    def _worker(self, camera_id: str) -> Optional[CameraWorker]:
-        if self._config.camera(camera_id) is None:
-            raise UnknownCamera(camera_id)
-        return self._cameras.get(camera_id)
-
-    def cameras(self) -> List[CameraReport]:
-        reports = []
-        for cam in self._config.cameras:
-            worker = self._cameras.get(cam.id)
-            reports.append(camera_report(cam, worker.stats() if worker else {}, self._results.camera_figures(cam.id)))
-        return reports
-
+    # -- what the API reads: edge_app.appliance.read_side -------------------------------------------
     def status(self) -> StatusReport:
-        detector = self._detector
-        return StatusReport(
-            device_id=self._config.device_id,
-            version=__version__,
-            uptime_s=round(time.monotonic() - self._started_mono_s, 1),
-            backend=detector.backend_name if detector else None,
-            model=model_report(self._config.model, detector),
-            mqtt=MqttReport(**self._publisher.stats()),
-            cameras=self.cameras(),
-            pipeline=pipeline_report(self._results.pipeline_figures(), self._pipeline.errors, self.pipeline_health()),
-            engine_build=self.engine_build(),
-            model_change=self._model_change.report if self._model_change is not None else None,
-            events=self._event_store.health() if self._event_store is not None else None,
-            health=self._health.latest(),
-            remote_config=self._remote_config_report() if self._remote_config_report is not None else None,
-        )
+        return self._reads.status()
 
     def device_health(self) -> HealthReport:
         return self._health.latest()
@@ -431,76 +344,44 @@ class Appliance:
     def _publish_health(self, report: HealthReport) -> None:
         self._publisher.publish_health(report.to_dict())
 
+    def readiness(self) -> Tuple[bool, List[str]]:
+        return self._reads.readiness()
+
+    def cameras(self) -> List[CameraReport]:
+        return self._reads.cameras()
+
     def pipeline_health(self) -> PipelineHealth:
-        return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)
+        return self._reads.pipeline_health()
 
     def mqtt_health(self) -> link_health.LinkHealth:
-        """Whether the MQTT link is stalled (never while MQTT is off or the broker is merely away)."""
-        return self._publisher.link_health()
+        return self._reads.mqtt_health()
 
     def engine_build(self) -> Optional[Dict[str, Any]]:
-        """The TensorRT engine build's latest progress report, or None."""
-        return self._build_status.snapshot() if self._build_status is not None else None
+        return self._reads.engine_build()
 
     def stats_payload(self) -> Dict[str, Any]:
-        return stats_payload_for(self.status())
-
-    def readiness(self) -> Tuple[bool, List[str]]:
-        reasons = []
-        if self._detector is None:
-            reasons.append("the model is still loading" if self._loading else "the model is not loaded")
-        if not any(w.state == StreamState.STREAMING for w in self._cameras.values()):
-            reasons.append("no camera is streaming")
-        stalled = readiness_reason(self.pipeline_health())
-        if stalled:
-            reasons.append(stalled)
-        mqtt_stalled = link_health.readiness_reason(self.mqtt_health())
-        if mqtt_stalled:
-            reasons.append(mqtt_stalled)
-        return (not reasons, reasons)
-
-    def _unanalysed(self, camera_id: str, frame) -> Optional[AnalysedFrame]:
-        """A captured frame of a camera whose detection is off, as a frame without detections."""
-        if frame is None:
-            return None
-        labels = self._detector.labels if self._detector is not None else ()
-        return AnalysedFrame(camera_id, frame.frame_id, frame.ts, frame.image, Detections.empty(labels))
-
-    def _detection_off(self, camera_id: str) -> bool:
-        return camera_id in self._cameras and camera_id not in self._detecting
+        return self._reads.stats_payload()
 
     def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
-        self._worker(camera_id)
-        worker = self._cameras.get(camera_id)
-        if worker is not None and self._detection_off(camera_id):
-            return self._unanalysed(camera_id, worker.peek())
-        return self._results.latest_frame(camera_id)
+        return self._reads.latest_frame(camera_id)
 
     def latest_detections(self, camera_id: str) -> Optional[Dict[str, Any]]:
-        self._worker(camera_id)
-        frame = self._results.latest_frame(camera_id)
-        return None if frame is None else detections_payload_for(self._config.device_id, frame)
+        return self._reads.latest_detections(camera_id)
 
     def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
-        self._worker(camera_id)
-        worker = self._cameras.get(camera_id)
-        if worker is None or not self._detection_off(camera_id):
-            return self._results.wait_frame(camera_id, after_frame_id, timeout_s)
-        # Live view of a camera that streams without analysis: its newest captured frame.
-        return self._unanalysed(camera_id, worker.wait_newer(after_frame_id, timeout_s))
+        return self._reads.wait_frame(camera_id, after_frame_id, timeout_s)
 
     def counts(self) -> CountsReport:
-        return self._analysis.counts()
+        return self._reads.counts()
 
-    # -- stored events: none without a store --------------------------------------------------------
     def events(self, query: EventQuery) -> List[Event]:
-        return [] if self._event_store is None else self._event_store.events(query)
+        return self._reads.events(query)
 
     def event(self, event_id: str) -> Optional[Event]:
-        return None if self._event_store is None else self._event_store.get(event_id)
+        return self._reads.event(event_id)
 
     def event_snapshot(self, event_id: str) -> Optional[bytes]:
-        return None if self._event_store is None else self._event_store.snapshot(event_id)
+        return self._reads.event_snapshot(event_id)
 
     def delete_event(self, event_id: str) -> bool:
-        return False if self._event_store is None else self._event_store.delete(event_id)
+        return self._reads.delete_event(event_id)

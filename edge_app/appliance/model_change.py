@@ -6,6 +6,9 @@ every other change needs. So the request only validates and saves, and a ``Model
 loads the model on its own thread while the old one keeps running. When the load succeeds the
 appliance swaps the detector and retires the old one once its last batch has been decoded; when
 it fails, the old model stays and the report says why. A newer change cancels an older one.
+
+``ModelSwaps`` holds the running detector and wires these jobs to the appliance: it starts them,
+installs what they load, retires the old model and reloads one that can no longer run.
 """
 from __future__ import annotations
 
@@ -13,17 +16,24 @@ import logging
 import threading
 import time
 from dataclasses import replace
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
-from edge_app.config.schema import AppConfig
-from edge_app.detect.base import Detector
+from edge_app.config.schema import AppConfig, ModelConfig
+from edge_app.detect.base import Detector, DetectorError
+from edge_app.pipeline.runner import Pipeline
 from edge_app.reporting.protocol import ModelChangeReport
+
+if TYPE_CHECKING:
+    from edge_app.config_change.changes import ConfigChanges
 
 log = logging.getLogger(__name__)
 
 #: a model that can run no batch (``Detector.failure``) is loaded again at most this often: a GPU
 #: that kills every engine process must not become a loop of loads
 BROKEN_RELOAD_EVERY_S = 30.0
+
+#: how long a replaced detector may take to finish its batches before it is closed anyway
+RETIRE_TIMEOUT_S = 10.0
 
 #: load(config, cancel) -> Detector; raises DetectorError (or anything) when it cannot load
 Loader = Callable[[AppConfig, threading.Event], Detector]
@@ -98,3 +108,107 @@ def reload_due(failure: Optional[str], last_reload_s: Optional[float], now_s: fl
     """Whether a model that reports ``failure`` (None: it works) should be loaded again now, the
     last such load having begun at ``last_reload_s`` (None: never)."""
     return failure is not None and (last_reload_s is None or now_s - last_reload_s >= every_s)
+
+
+class ModelSwaps:
+    """The running detector and the ``ModelChange`` that may replace it.
+
+    ``lock`` is the appliance's lock for applying configuration: a swap and an apply never
+    interleave. ``config`` gives the configuration in force, ``changes`` the one change path
+    (None before it is set), ``stopping`` is set once the appliance stops, and ``swapped`` runs,
+    under ``lock``, after a new detector has been installed.
+    """
+
+    def __init__(self, lock: threading.RLock, load: Loader, pipeline: Pipeline, *, config: Callable[[], AppConfig],
+                 changes: Callable[[], Optional["ConfigChanges"]], stopping: threading.Event,
+                 swapped: Callable[[], None]) -> None:
+        self._apply_lock = lock
+        self._load_detector = load
+        self._pipeline = pipeline
+        self._config = config
+        self._changes = changes
+        self._cancel = stopping
+        self._swapped = swapped
+        self.detector: Optional[Detector] = None
+        self.detector_model: Optional[ModelConfig] = None  # what the running detector was loaded from
+        self.change: Optional[ModelChange] = None
+        self._broken_reload_s: Optional[float] = None  # when a model that could not run was last loaded again
+
+    def set_running(self, detector: Detector, model: ModelConfig) -> None:
+        """The first detector, loaded by the appliance's start."""
+        self.detector, self.detector_model = detector, model
+
+    def cancel(self) -> None:
+        """Stop the change in progress, if any (the appliance is stopping)."""
+        with self._apply_lock:
+            change = self.change
+        if change is not None:
+            change.cancel()
+
+    def pending(self) -> Optional[ModelChange]:
+        change = self.change
+        return change if change is not None and change.report.state == "loading" else None
+
+    def cancel_pending(self) -> None:
+        previous = self.pending()
+        if previous is not None:
+            previous.cancel()  # superseded: only the newest model is worth loading
+
+    def begin(self, config: AppConfig) -> None:
+        self.cancel_pending()
+        self.change = ModelChange(config, self._load_detector, self._install_detector,
+                                  self._model_change_failed).start()
+
+    def reload_broken(self, now_s: float) -> None:
+        """A model that can run no batch (its engine process died) is loaded again, as a change."""
+        failure = self.detector.failure if self.detector is not None else None
+        with self._apply_lock:
+            if self.pending() is not None or not reload_due(failure, self._broken_reload_s, now_s):
+                return
+            self._broken_reload_s = now_s
+            config = self._config()
+            log.error("model %s cannot run (%s); loading it again", config.model.path, failure)
+            self.begin(config)
+
+    def _install_detector(self, change: ModelChange, detector: Detector) -> bool:
+        with self._apply_lock:
+            if change is not self.change or change.cancelled or self._cancel.is_set():
+                return False
+            retune(detector, self._config())
+            old, self.detector, self.detector_model = self.detector, detector, change.config.model
+            self._swapped()
+        log.info("model %s is running", change.config.model.path)
+        if old is not None:
+            threading.Thread(target=self._retire_detector, args=(old,), name="model:retire", daemon=True).start()
+        return True
+
+    def _retire_detector(self, detector: Detector) -> None:
+        # Batches prepared by the old model read its buffers until they are decoded.
+        if not self._pipeline.wait_drained(detector, RETIRE_TIMEOUT_S):
+            log.warning("the replaced model still had batches in flight after %.0f s; closing it", RETIRE_TIMEOUT_S)
+        detector.close()
+
+    def _model_change_failed(self, change: ModelChange, message: str) -> None:
+        """Keep file and running state in agreement: the model section goes back to the running one."""
+        with self._apply_lock:
+            running = self.detector_model
+            changes = self._changes()
+            if change is not self.change or running is None or changes is None:
+                return
+        # Through the change path, under its lock: a change being validated now cannot undo this.
+        if changes.revert_model(change.config.model, running) is not None:
+            log.error("model %s could not be loaded (%s); the configuration keeps %s", change.config.model.path,
+                      message, running.path)
+
+    def retune(self, config: AppConfig) -> None:
+        retune(self.detector, config)
+
+
+def retune(detector: Optional[Detector], config: AppConfig) -> None:
+    if detector is None:
+        return
+    try:
+        detector.retune(conf_threshold=config.model.conf_threshold,
+                        iou_threshold=config.model.iou_threshold, classes=config.model.classes)
+    except DetectorError as err:  # validated against the model file before saving; keep going
+        log.error("model settings not applied: %s", err)

@@ -1,0 +1,177 @@
+"""What the API reads of the running appliance: status, readiness, cameras, frames, detections,
+counts and stored events (the read part of ``edge_app.reporting.protocol.ApplianceService``).
+
+The appliance's wiring changes what runs (configuration, detector, cameras, publisher); the reads
+see it through ``RunningParts``, taken afresh for every read, and never change it.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from edge_app.appliance.analysis import AnalysisHub
+from edge_app.appliance.report_builders import camera_report, model_report, pipeline_report
+from edge_app.capture.camera import CameraWorker
+from edge_app.capture.state import StreamState
+from edge_app.config.schema import AppConfig
+from edge_app.detect.base import Detector
+from edge_app.detect.detections import Detections
+from edge_app.events.model import Event
+from edge_app.events.query import EventQuery
+from edge_app.events.store import EventStore
+from edge_app.health.sampler import HealthSampler
+from edge_app.mqtt import link_health
+from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
+from edge_app.mqtt.publisher import MqttPublisher
+from edge_app.pipeline.health import PipelineHealth, assess, readiness_reason
+from edge_app.pipeline.results import ResultStore
+from edge_app.pipeline.runner import Pipeline
+from edge_app.reporting.protocol import (AnalysedFrame, CameraReport, CountsReport, ModelChangeReport, MqttReport,
+                                         RemoteConfigReport, StatusReport, UnknownCamera)
+from edge_app.version import __version__
+
+if TYPE_CHECKING:
+    from edge_app.detect.tensorrt.progress import BuildStatus
+
+
+@dataclass(frozen=True)
+class RunningParts:
+    """What runs at the moment of a read; a configuration change or a model swap replaces these."""
+
+    config: AppConfig
+    detector: Optional[Detector]
+    loading: bool  # the first model is being loaded
+    cameras: Mapping[str, CameraWorker]  # the enabled cameras' workers
+    detecting: Mapping[str, CameraWorker]  # those whose frames go through the model
+    publisher: MqttPublisher
+    model_change: Optional[ModelChangeReport]
+    build_status: Optional["BuildStatus"]  # a TensorRT engine build's progress
+    remote_config: Optional[Callable[[], RemoteConfigReport]]  # the fleet agent's, if any
+
+
+class ApplianceReads:
+    """The read side of the appliance, over the parts it runs (``running`` gives them as they are now)."""
+
+    def __init__(self, running: Callable[[], RunningParts], *, results: ResultStore, pipeline: Pipeline,
+                 analysis: AnalysisHub, event_store: Optional[EventStore], health: HealthSampler,
+                 stall_after_s: float):
+        self._running = running
+        self._results = results
+        self._pipeline = pipeline
+        self._analysis = analysis
+        self._event_store = event_store
+        self._health = health
+        self.stall_after_s = stall_after_s
+        self._started_mono_s = time.monotonic()
+
+    def _worker(self, running: RunningParts, camera_id: str) -> Optional[CameraWorker]:
+        if running.config.camera(camera_id) is None:
+            raise UnknownCamera(camera_id)
+        return running.cameras.get(camera_id)
+
+    def cameras(self) -> List[CameraReport]:
+        running = self._running()
+        reports = []
+        for cam in running.config.cameras:
+            worker = running.cameras.get(cam.id)
+            reports.append(camera_report(cam, worker.stats() if worker else {}, self._results.camera_figures(cam.id)))
+        return reports
+
+    def status(self) -> StatusReport:
+        running = self._running()
+        detector = running.detector
+        return StatusReport(
+            device_id=running.config.device_id,
+            version=__version__,
+            uptime_s=round(time.monotonic() - self._started_mono_s, 1),
+            backend=detector.backend_name if detector else None,
+            model=model_report(running.config.model, detector),
+            mqtt=MqttReport(**running.publisher.stats()),
+            cameras=self.cameras(),
+            pipeline=pipeline_report(self._results.pipeline_figures(), self._pipeline.errors, self.pipeline_health()),
+            engine_build=self.engine_build(),
+            model_change=running.model_change,
+            events=self._event_store.health() if self._event_store is not None else None,
+            health=self._health.latest(),
+            remote_config=running.remote_config() if running.remote_config is not None else None,
+        )
+
+    def pipeline_health(self) -> PipelineHealth:
+        return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)
+
+    def mqtt_health(self) -> link_health.LinkHealth:
+        """Whether the MQTT link is stalled (never while MQTT is off or the broker is merely away)."""
+        return self._running().publisher.link_health()
+
+    def engine_build(self) -> Optional[Dict[str, Any]]:
+        """The TensorRT engine build's latest progress report, or None."""
+        build_status = self._running().build_status
+        return build_status.snapshot() if build_status is not None else None
+
+    def stats_payload(self) -> Dict[str, Any]:
+        return stats_payload_for(self.status())
+
+    def readiness(self) -> Tuple[bool, List[str]]:
+        running = self._running()
+        reasons = []
+        if running.detector is None:
+            reasons.append("the model is still loading" if running.loading else "the model is not loaded")
+        if not any(w.state == StreamState.STREAMING for w in running.cameras.values()):
+            reasons.append("no camera is streaming")
+        stalled = readiness_reason(self.pipeline_health())
+        if stalled:
+            reasons.append(stalled)
+        mqtt_stalled = link_health.readiness_reason(self.mqtt_health())
+        if mqtt_stalled:
+            reasons.append(mqtt_stalled)
+        return (not reasons, reasons)
+
+    @staticmethod
+    def _unanalysed(running: RunningParts, camera_id: str, frame) -> Optional[AnalysedFrame]:
+        """A captured frame of a camera whose detection is off, as a frame without detections."""
+        if frame is None:
+            return None
+        labels = running.detector.labels if running.detector is not None else ()
+        return AnalysedFrame(camera_id, frame.frame_id, frame.ts, frame.image, Detections.empty(labels))
+
+    @staticmethod
+    def _detection_off(running: RunningParts, camera_id: str) -> bool:
+        return camera_id in running.cameras and camera_id not in running.detecting
+
+    def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
+        running = self._running()
+        worker = self._worker(running, camera_id)
+        if worker is not None and self._detection_off(running, camera_id):
+            return self._unanalysed(running, camera_id, worker.peek())
+        return self._results.latest_frame(camera_id)
+
+    def latest_detections(self, camera_id: str) -> Optional[Dict[str, Any]]:
+        running = self._running()
+        self._worker(running, camera_id)
+        frame = self._results.latest_frame(camera_id)
+        return None if frame is None else detections_payload_for(running.config.device_id, frame)
+
+    def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
+        running = self._running()
+        worker = self._worker(running, camera_id)
+        if worker is None or not self._detection_off(running, camera_id):
+            return self._results.wait_frame(camera_id, after_frame_id, timeout_s)
+        # Live view of a camera that streams without analysis: its newest captured frame.
+        return self._unanalysed(running, camera_id, worker.wait_newer(after_frame_id, timeout_s))
+
+    def counts(self) -> CountsReport:
+        return self._analysis.counts()
+
+    # -- stored events: none without a store --------------------------------------------------------
+    def events(self, query: EventQuery) -> List[Event]:
+        return [] if self._event_store is None else self._event_store.events(query)
+
+    def event(self, event_id: str) -> Optional[Event]:
+        return None if self._event_store is None else self._event_store.get(event_id)
+
+    def event_snapshot(self, event_id: str) -> Optional[bytes]:
+        return None if self._event_store is None else self._event_store.snapshot(event_id)
+
+    def delete_event(self, event_id: str) -> bool:
+        return False if self._event_store is None else self._event_store.delete(event_id)
