@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Protocol
 
 from edge_app.capture.backoff import is_stalled, reconnect_delay_s, watchdog_limit_s
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, Pacer, file_fps, policy_for
@@ -44,6 +44,14 @@ logger = logging.getLogger(__name__)
 StateCallback = Callable[[str, StreamState, Optional[str]], None]
 
 MAX_ABANDONED = 3
+
+
+class FrameAdmission(Protocol):
+    """Whether a frame goes on to the pipeline (``edge_app.motion.watch.MotionWatch``)."""
+
+    def admit(self, image: Any, now_s: float) -> bool: ...
+
+    def report(self) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,10 @@ class CameraWorker:
         self._outage_since_mono_s = 0.0  # when the current run of failures began
         self._last_error: Optional[str] = None
         self._frame_hook_failed = False
+        # The motion gate, if any (use_motion): frames it holds back stay in the slot for
+        # snapshots and live view but are never offered to the pipeline.
+        self._admission: Optional[FrameAdmission] = None
+        self._newest_held_back = False
 
     # ----------------------------------------------------------------- public API
 
@@ -168,6 +180,22 @@ class CameraWorker:
             if self._machine.state not in (StreamState.STOPPED, StreamState.ERROR):
                 self._set_state(self._generation, StreamState.STOPPED, None)
 
+    def use_motion(self, admission: Optional[FrameAdmission]) -> None:
+        """Gate this camera's frames from now on (None: every frame goes to the pipeline)."""
+        with self._lock:
+            self._admission = admission
+            self._newest_held_back = False
+
+    @property
+    def motion_report(self) -> Any:
+        admission = self._admission
+        return admission.report() if admission is not None else None
+
+    @property
+    def newest_held_back(self) -> bool:
+        """Whether the newest frame was held back by the motion gate (live view shows it unanalysed)."""
+        return self._newest_held_back
+
     def take(self) -> Optional[Frame]:
         """The newest unconsumed frame, or None; never blocks (releases a waiting file reader)."""
         return self._slot.take()
@@ -181,7 +209,7 @@ class CameraWorker:
         return self._slot.wait_newer(after_frame_id, timeout_s)
 
     def stats(self) -> Dict[str, Any]:
-        """state, fps (sliding window), frames_captured, frames_dropped, reconnects, last_error."""
+        """state, fps (sliding window), frames_captured, frames_dropped, reconnects, last_error, motion."""
         with self._lock:
             return {
                 "state": self._machine.state.value,
@@ -190,6 +218,7 @@ class CameraWorker:
                 "frames_dropped": self._slot.dropped + self._source_drops + _dropped_by(self._source),
                 "reconnects": self._reconnects,
                 "last_error": self._last_error,
+                "motion": self.motion_report,
             }
 
     # ------------------------------------------------------------ state and threads
@@ -364,6 +393,12 @@ class CameraWorker:
             self._meter.tick(frame.mono_ts)
             if self._machine.state is not StreamState.STREAMING:
                 self._set_state(generation, StreamState.STREAMING, None)
+        admission = self._admission
+        if admission is not None and not self._admitted(admission, frame):
+            self._newest_held_back = True
+            self._slot.show(frame)
+            return True
+        self._newest_held_back = False
         if not self._slot.put(frame):  # WAIT policy blocks here until the consumer takes
             return False
         if self._on_frame is not None:
@@ -374,6 +409,15 @@ class CameraWorker:
                     self._frame_hook_failed = True
                     logger.exception("camera %s: frame hook failed", self.camera_id)
         return True
+
+    def _admitted(self, admission: FrameAdmission, frame: Frame) -> bool:
+        try:
+            return admission.admit(frame.image, frame.mono_ts)
+        except Exception:  # a bug in the gate must not cost frames: let them through
+            if not self._frame_hook_failed:
+                self._frame_hook_failed = True
+                logger.exception("camera %s: motion gate failed", self.camera_id)
+            return True
 
     def _end_of_file(self, generation: int) -> None:
         if self.config.loop:

@@ -10,29 +10,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from typing import Callable, Optional
 
 from edge_app.config.schema import CameraConfig, MotionConfig
 from edge_app.gpu_image import FrameImage
 from edge_app.motion.detector import MotionDetector, MotionSettings, small_grey
 from edge_app.motion.gate import MotionGate
+from edge_app.service import MotionReport
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class MotionReport:
-    """``status.cameras[].motion`` (docs/rest-api.md)."""
-
-    enabled: bool
-    motion: bool
-    frames_checked: int
-    frames_skipped: int  # held back by the gate: never reached the model
-    last_reason: Optional[str]  # why the newest frame was analysed or not: motion, objects, keepalive, idle
-    masked_fraction: Optional[float]  # of the frame, once the first frame was seen
-    keepalive_only: bool  # the masks cover the whole frame: analysed on keepalive and objects only
-    cost_ms: float  # CPU per frame checked, moving average
 
 
 def gating_enabled(camera: CameraConfig, motion: MotionConfig) -> bool:
@@ -85,6 +71,6 @@ class MotionWatch:
     def report(self) -> MotionReport:
         with self._lock:
             masked = self._detector.masked_fraction
-            return MotionReport(True, self._gate.motion, self._checked, self._skipped, self._reason,
+            return MotionReport(self._gate.motion, self._checked, self._skipped, self._reason,
                                 None if masked is None else round(masked, 4),
                                 masked is not None and masked >= 1.0, round(self._cost_ms, 3))
