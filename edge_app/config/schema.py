@@ -289,6 +289,14 @@ class ModelConfig(_Strict):
                     "from the appliance's Python threads; auto: on for a discrete GPU with NVIDIA MPS running, off on "
                     "a Jetson (no CUDA IPC) and without MPS (the reason is logged and shown by selftest)")
 
+    @field_validator("engine_process", mode="before")
+    @classmethod
+    def _auto_or_switch(cls, value: object) -> object:
+        # One clear error rather than one per member of the union.
+        if value != "auto" and not isinstance(value, bool):
+            raise ValueError("engine_process must be auto, true or false")
+        return value
+
     @field_validator("path")
     @classmethod
     def _model_suffix(cls, value: str) -> str:
