@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol
 from edge_app.capture.backoff import is_stalled, reconnect_delay_s, watchdog_limit_s
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, Pacer, file_fps, policy_for
 from edge_app.capture.decoders import CameraOpener, Opener
+from edge_app.capture.early_drop import EarlyDrop
 from edge_app.capture.frame import Frame
 from edge_app.capture.sources import FrameSource, SourceError, SourceSpec, check_backend
 from edge_app.capture.state import StateMachine, StreamState
@@ -122,6 +123,10 @@ class CameraWorker:
         # snapshots and live view but are never offered to the pipeline.
         self._admission: Optional[FrameAdmission] = None
         self._newest_held_back = False
+        # frames dropped before conversion (fps_limit, an idle motion gate); never for files
+        # read with realtime: false, which lose no frame
+        self._early_drop = EarlyDrop(config.fps_limit) if self.policy is BufferPolicy.DROP_OLDEST else None
+        self._dropped_early = 0
 
     # ----------------------------------------------------------------- public API
 
@@ -215,7 +220,8 @@ class CameraWorker:
                 "state": self._machine.state.value,
                 "fps": round(self._meter.rate(self._clock.monotonic()), 2),
                 "frames_captured": self._frames_captured,
-                "frames_dropped": self._slot.dropped + self._source_drops + _dropped_by(self._source),
+                "frames_dropped": (self._slot.dropped + self._source_drops + _dropped_by(self._source)
+                                   + self._dropped_early),
                 "reconnects": self._reconnects,
                 "last_error": self._last_error,
                 "motion": self.motion_report,
@@ -362,9 +368,13 @@ class CameraWorker:
         while self._active(generation):
             if pacer is not None and not pacer.wait_turn():
                 return "stopped"
+            early = self._early_drop
+            skip = early is not None and not early.keep(self._clock.monotonic(), self._newest_held_back)
+            # Grabbed only: decoded (the next frames need it) but never converted or copied out.
+            grab = getattr(source, "grab", None) if skip else None
             self._enter_call(generation, "read")
             try:
-                image = source.read()
+                image = source.read() if grab is None else (True if grab() else None)
             except Exception as exc:  # e.g. cv2.error from a backend: reopen like any read failure
                 self._leave_call(generation)
                 self._fail(generation, f"reading {self.source_masked} failed: {exc}")
@@ -379,6 +389,9 @@ class CameraWorker:
                 self._fail(generation, f"no frame from {self.source_masked}: {what}")
                 return "failed"
             delivered += 1
+            if skip:
+                self._skip(generation)
+                continue
             if not self._deliver(generation, image):
                 return "stopped"
         return "stopped"
@@ -409,6 +422,15 @@ class CameraWorker:
                     self._frame_hook_failed = True
                     logger.exception("camera %s: frame hook failed", self.camera_id)
         return True
+
+    def _skip(self, generation: int) -> None:
+        """A frame dropped before it cost anything: it still counts (frame ids show the gap)."""
+        with self._lock:
+            if self._active(generation):
+                self._frames_captured += 1
+                self._dropped_early += 1
+                self._failures = 0
+                self._meter.tick(self._clock.monotonic())
 
     def _admitted(self, admission: FrameAdmission, frame: Frame) -> bool:
         try:
