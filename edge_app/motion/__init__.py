@@ -2,5 +2,6 @@
 
 ``detector`` finds motion on a small grey picture of each frame; ``gate`` decides, with the time
 passed in, whether a camera's frame goes to the model; ``watch`` joins both for one camera on its
-capture thread. Nothing here knows of cameras, MQTT or the pipeline.
+capture thread; ``gating`` gives each camera of the appliance its watch as the configuration
+says. None of it knows of MQTT or the pipeline: the appliance passes in what to call.
 """
