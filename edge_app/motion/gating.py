@@ -3,7 +3,8 @@
 ``configure`` is called whenever the configuration or the set of camera workers changes; a
 camera whose motion settings, detect switch and worker stayed keeps its watch (and its
 background), any other gets a new one or none. A camera's MQTT ``R/cameras/<id>/motion`` starts
-``OFF`` with its watch and goes back to ``OFF`` when gating is switched off.
+``OFF`` with its watch and goes back to ``OFF`` when gating is switched off. Files read with
+``realtime: false`` are never gated: they hand every frame to the model (docs/configuration.md).
 """
 from __future__ import annotations
 
@@ -42,7 +43,9 @@ class MotionGating:
                 camera = config.camera(camera_id)
                 if camera is None:
                     continue
-                gated = camera.enabled and camera.detect and gating_enabled(camera, config.motion)
+                # A file read with realtime: false hands every frame to the model by contract.
+                gated = (camera.enabled and camera.detect and gating_enabled(camera, config.motion)
+                         and not getattr(worker, "waits_for_consumer", False))
                 key = (camera.motion, config.motion) if gated else None
                 installed = self._installed.get(camera_id)
                 if installed is not None and installed[0] is worker and installed[1] == key:

@@ -69,8 +69,9 @@ def test_held_back_frames_are_never_offered_but_stay_the_newest():
 
 
 class _Worker:
-    def __init__(self):
+    def __init__(self, waits_for_consumer=False):
         self.admission = "unset"
+        self.waits_for_consumer = waits_for_consumer
 
     def use_motion(self, admission):
         self.admission = admission
@@ -100,6 +101,9 @@ def test_watches_follow_the_configuration_and_publish_off():
     new_worker = _Worker()
     gating.configure(_config(), {"cam1": new_worker})  # the camera was restarted
     assert isinstance(new_worker.admission, MotionWatch)
+    file_worker = _Worker(waits_for_consumer=True)  # a file read with realtime: false loses no frame
+    gating.configure(_config(), {"cam1": file_worker})
+    assert file_worker.admission in ("unset", None)
 
 
 def test_a_whole_frame_mask_runs_on_keepalive_and_says_so():
