@@ -108,7 +108,7 @@ def build_capped_discovery(config: AppConfig, topics: Topics, version: str, labe
             "state_topic": topics.camera_detect_state(cam.id),
             "payload_on": "ON", "payload_off": "OFF", "icon": "mdi:motion-sensor",
         })
-        if cam.detect and config.motion.enabled and cam.motion.enabled:
+        if config.motion.enabled and cam.motion.enabled:  # not on detect: the switch must change no entity
             add("binary_sensor", ("motion", cam.id), f"{cam.id} motion", {
                 "state_topic": topics.camera_motion(cam.id), "payload_on": "ON", "payload_off": "OFF",
                 "device_class": "motion",
