@@ -158,7 +158,7 @@ class _CountingDetector:
 
 def run_appliance(static: Path, walking: Path, model: Path, backend: str, decoder: str, gating: bool,
                   warmup_s: float, window_s: float, max_batch: int) -> GatingRun:
-    from edge_app.appliance import Appliance
+    from edge_app.appliance.appliance import Appliance
     from edge_app.config.schema import AppConfig
     from edge_app.detect.factory import create_detector
 
@@ -225,7 +225,7 @@ def motion_cost_ms(size: Tuple[int, int], frames: int = 300) -> Dict[str, float]
     """CPU ms per frame of the motion check (picture and detector), one thread, static noisy frames."""
     import cv2
 
-    from edge_app.gpu_image import HostNv12Image
+    from edge_app.capture.gpu_image import HostNv12Image
     from edge_app.motion.detector import MotionDetector, small_grey
 
     cv2.setNumThreads(1)

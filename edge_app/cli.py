@@ -1,4 +1,4 @@
-"""The ``edge-app`` command line (README "Command line"): run, check-config, detect, build-engine, selftest.
+"""The ``edge-app`` command line (README "Command line"): run, check-config, detect, build-engine, selftest, fleet, fleet-reset.
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid configuration. Errors are one clear
 sentence each on stderr, never a bare traceback.
@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from edge_app.config.store import ConfigError, load_config
-from edge_app.redact import install_log_masking, mask_secrets
+from edge_app.config.file import ConfigError, load_config
+from edge_app.config.redact import install_log_masking, mask_secrets
 from edge_app.version import __version__
 
 
@@ -61,6 +61,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
     fleet = sub.add_parser("fleet", help="run the fleet service (inventory, events, rollouts) until SIGINT/SIGTERM")
     fleet.add_argument("-c", "--config", required=True, type=Path)
+
+    reset = sub.add_parser("fleet-reset", help="forget the last desired configuration version acted on (R/config/desired)")
+    reset.add_argument("-c", "--config", required=True, type=Path)
     return parser
 
 
@@ -79,7 +82,7 @@ def _load(path: Path, runnable: bool = False):
     try:
         config = load_config(path)
         if runnable:
-            from edge_app.checks import check_runtime
+            from edge_app.config_change.checks import check_runtime
 
             problems = check_runtime(config)
             if problems:
@@ -151,7 +154,7 @@ def cmd_build_engine(args) -> int:
 
 def cmd_selftest(args) -> int:
     try:
-        from edge_app.selftest import selftest_command
+        from edge_app.commands.selftest import selftest_command
     except ImportError as err:
         print(f"edge-app: selftest is not available: {err}", file=sys.stderr)
         return EXIT_FAILURE
@@ -167,11 +170,11 @@ def cmd_selftest(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from edge_app.shutdown import StopSignals, finish_process
-    from edge_app.systemd import SystemdNotifier
+    from edge_app.process.shutdown import StopSignals, finish_process
+    from edge_app.process.systemd import SystemdNotifier
 
     # Before anything can start a thread: every thread inherits the blocked stop signals, and
-    # only the main thread takes them (edge_app.shutdown says why).
+    # only the main thread takes them (edge_app.process.shutdown says why).
     signals = StopSignals()
     signals.install()
     config = _load(args.config, runnable=True)
@@ -180,15 +183,15 @@ def cmd_run(args) -> int:
     _setup_logging(config.logging.level)
     # A native crash (SIGSEGV in a driver, SIGABRT from C++) leaves every thread's stack in the journal.
     faulthandler.enable(all_threads=True)
-    from edge_app.runtime import run_appliance
+    from edge_app.commands.run_appliance import run_appliance
 
     return finish_process(run_appliance(config, args.config, signals, SystemdNotifier.from_environment()))
 
 
 def cmd_fleet(args) -> int:
-    from edge_app.fleet.config import load_fleet_config
-    from edge_app.fleet.run import run_fleet
-    from edge_app.shutdown import StopSignals, finish_process
+    from edge_app.fleet_service.config import load_fleet_config
+    from edge_app.fleet_service.run import run_fleet
+    from edge_app.process.shutdown import StopSignals, finish_process
 
     signals = StopSignals()
     signals.install()
@@ -201,7 +204,26 @@ def cmd_fleet(args) -> int:
     return finish_process(run_fleet(config, signals))
 
 
-COMMANDS = {"fleet": cmd_fleet, "run": cmd_run, "check-config": cmd_check_config, "detect": cmd_detect, "build-engine": cmd_build_engine, "selftest": cmd_selftest}
+def cmd_fleet_reset(args) -> int:
+    from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
+
+    if _load(args.config) is None:
+        return EXIT_USAGE
+    store = DesiredVersionStore(state_path_for(args.config))
+    try:
+        version = store.reset()
+    except OSError as err:
+        print(f"edge-app: cannot remove {store.path}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_FAILURE
+    if version is None:
+        print(f"{store.path}: no desired configuration version saved; nothing to reset")
+    else:
+        print(f"{store.path}: removed (last version acted on: {version}); restart the appliance so it acts on "
+              "the next desired configuration as the first")
+    return EXIT_OK
+
+
+COMMANDS = {"fleet": cmd_fleet, "fleet-reset": cmd_fleet_reset, "run": cmd_run, "check-config": cmd_check_config, "detect": cmd_detect, "build-engine": cmd_build_engine, "selftest": cmd_selftest}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -34,7 +34,7 @@ if [ ! -f "$STATE/engines/$MODEL" ]; then
   fi
 fi
 if [ ! -f "$STATE/demo.mp4" ]; then
-  .venv/bin/python -m edge_app.demo_clip --images "$SHARED/images" --out "$STATE/demo.mp4"
+  .venv/bin/python -m edge_app.commands.demo_clip --images "$SHARED/images" --out "$STATE/demo.mp4"
 fi
 # A copy, so that changes made through the dashboard are saved there and not in the checkout.
 [ -f "$STATE/config.yaml" ] || cp configs/demo.yaml "$STATE/config.yaml"

@@ -33,7 +33,7 @@ def _appliance_config() -> str:
 
 def _fleet_config() -> str:
     from edge_app.config.reference import config_table
-    from edge_app.fleet.config import FleetConfig
+    from edge_app.fleet_service.config import FleetConfig
     return config_table(FleetConfig)
 
 

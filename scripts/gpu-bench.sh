@@ -3,7 +3,7 @@
 # Python 3, PyTorch with CUDA, cuda-python, numpy and OpenCV, even one that cannot reach a
 # package index:
 #
-#   scripts/gpu-bench.sh [--wheels DIR] [--debs DIR] [--out DIR] [-- ARGS for python -m bench.gpu_pipeline]
+#   scripts/gpu-bench.sh [--wheels DIR] [--debs DIR] [--out DIR] [-- ARGS for python -m bench.gpu pipeline]
 #
 # --wheels DIR  installs the wheels in DIR (onnx2torch, paho-mqtt, pydantic, PyNvVideoCodec, av ... for
 #               this Python) into a private folder put on PYTHONPATH, without touching the system's
@@ -56,4 +56,4 @@ for _ in $(seq 50); do
 done
 echo "mosquitto $(LD_LIBRARY_PATH="${mosquitto_libs:-${LD_LIBRARY_PATH:-}}" "$mosquitto" -h 2>/dev/null | head -1 | awk '{print $3}') on 127.0.0.1:$port"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-PYTHONUNBUFFERED=1 "$python" -m bench.gpu_pipeline --mqtt-port "$port" --json "$out/gpu.json" --markdown "$out/gpu.md" "$@"
+PYTHONUNBUFFERED=1 "$python" -m bench.gpu pipeline --mqtt-port "$port" --json "$out/gpu.json" --markdown "$out/gpu.md" "$@"

@@ -10,10 +10,10 @@ import inspect
 
 import pytest
 
-from edge_app.analysis import AnalysisHub
-from edge_app.config.store import parse_config
+from edge_app.appliance.analysis import AnalysisHub
+from edge_app.config.file import parse_config
 from edge_app.mqtt.publisher import MqttPublisher
-from edge_app.service import AnalysedFrame
+from edge_app.reporting.protocol import AnalysedFrame
 from tests.events.scene import FPS, T0, Obj, detections_at, image, moving
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from edge_app.appliance import Appliance
-from edge_app.config.store import ConfigFile, config_to_dict, load_config, parse_config, save_config
-from edge_app.config_changes import ConfigChanges
+from edge_app.appliance.appliance import Appliance
+from edge_app.config.file import ConfigFile, config_to_dict, load_config, parse_config, save_config
+from edge_app.config_change.changes import ConfigChanges
 from edge_app.detect.factory import create_detector
 
 

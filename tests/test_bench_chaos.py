@@ -1,8 +1,8 @@
 """The chaos soak's schedule and its verdicts, without running anything (the run itself is
 tests/e2e/test_chaos_short.py)."""
-from bench.chaos import plan_events
-from bench.chaos_probes import ProcessSample
-from bench.chaos_report import CameraOutage, ChaosReport, ChaosSettings
+from bench.chaos.probes import ProcessSample
+from bench.chaos.report import CameraOutage, ChaosReport, ChaosSettings
+from bench.chaos.soak import plan_events
 
 
 def test_the_short_schedule_holds_every_kind_of_disturbance():

@@ -1,4 +1,4 @@
-"""``bench.fleet_bench`` at a small scale keeps working on both engines and measures what it says.
+"""``bench.fleet server`` at a small scale keeps working on both engines and measures what it says.
 
 No timing is asserted beyond generous bounds: the figures depend on the machine and its load.
 What must hold at any scale: every appliance online, the rollout applied by all, the killed
@@ -18,7 +18,7 @@ DEVICES, KILL = 20, 3
 def test_a_small_fleet_benchmark_on_both_engines(repo_root, tmp_path):
     out = tmp_path / "fleet-bench.json"
     done = subprocess.run(
-        [sys.executable, "-m", "bench.fleet_bench", "--devices", str(DEVICES), "--cameras", "2", "--duration-s", "30",
+        [sys.executable, "-m", "bench.fleet", "server", "--devices", str(DEVICES), "--cameras", "2", "--duration-s", "30",
          "--kill", str(KILL), "--kill-at-s", "22", "--settle-s", "1", "--event-period-s", "5", "--json", str(out)],
         cwd=repo_root, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]

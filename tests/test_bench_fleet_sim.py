@@ -1,4 +1,4 @@
-"""``bench.fleet_sim`` speaks the appliance's contract: 20 simulated appliances and a real ``edge-app run``
+"""``bench.fleet sim`` speaks the appliance's contract: 20 simulated appliances and a real ``edge-app run``
 on one real Mosquitto, their topics and payload shapes compared kind by kind.
 
 The real appliance loops a clip of bus.jpg (people and a bus: events and counts) with tracking
@@ -17,10 +17,13 @@ from typing import Any, Dict
 import paho.mqtt.publish as mqtt_publish
 import pytest
 
+from bench.fleet.device import bench_desired_key
+from edge_app.fleet_agent.desired_signature import sign_desired
 from tests.e2e.appliance import wait_until
 from tests.e2e.conftest import appliance_factory  # noqa: F401  (a fixture: a real `edge-app run`)
 
 DEVICES, KILL = 20, 3
+REAL_KEY = "e2e-desired-key-0123456789abcdef01"
 SPEC_KEYS = {
     "status": {"state", "device_id", "version", "ts"},
     "cameras/+/state": {"state", "ts", "error"},
@@ -31,6 +34,11 @@ SPEC_KEYS = {
 STATS_KEYS = {"fps", "latency_ms", "queue", "dropped"}
 EVENT_KEYS = {"id", "camera_id", "label", "track_id", "score", "top_score", "box", "frame_time", "start_time",
               "end_time", "current_zones", "entered_zones", "has_snapshot"}
+
+
+def signed(key: str, device: str, version: int, patch: Dict[str, Any]) -> str:
+    """A desired message as the fleet service sends it to an appliance with ``fleet.desired_key``."""
+    return json.dumps({"version": version, "patch": patch, "sig": sign_desired(key, device, version, patch)})
 
 
 def kind_of(topic: str, root: str) -> str:
@@ -65,25 +73,26 @@ def test_simulated_appliances_speak_the_real_appliances_contract(
     collector = mqtt_collector(mosquitto_broker, "edge_app/#")
     real = appliance_factory(
         [{"id": "bus", "source": str(bus_clip), "loop": True}], model_path, mosquitto_broker,
-        mqtt={"stats_interval_s": 1}, tracking={"enabled": True},
+        mqtt={"stats_interval_s": 1}, tracking={"enabled": True}, fleet={"remote_config": True, "desired_key": REAL_KEY},
         events={"enabled": True, "dir": str(tmp_path / "events"), "min_frames": 2, "snapshots": False})
     real_root = "edge_app/e2e"
     collector.wait_for_message(f"{real_root}/events", timeout_s=90)
     patch = {"model": {"conf_threshold": 0.3}}
-    mqtt_publish.single(f"{real_root}/config/desired", json.dumps({"version": 1, "patch": patch}), qos=1, retain=True,
+    mqtt_publish.single(f"{real_root}/config/desired", signed(REAL_KEY, "e2e", 1, patch), qos=1, retain=True,
                         hostname=mosquitto_broker.host, port=mosquitto_broker.port)
 
     sim = subprocess.Popen(
-        [sys.executable, "-m", "bench.fleet_sim", "--broker", f"{mosquitto_broker.host}:{mosquitto_broker.port}",
+        [sys.executable, "-m", "bench.fleet", "sim", "--broker", f"{mosquitto_broker.host}:{mosquitto_broker.port}",
          "--prefix", "edge_app", "--devices", str(DEVICES), "--cameras", "4", "--duration-s", "12",
          "--stats-interval-s", "2", "--event-period-s", "5", "--kill", str(KILL), "--kill-at-s", "8",
          "--rollout-at-s", "5", "--rollout-invalid", "2"],
         cwd=repo_root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         collector.wait_for_count(DEVICES, "edge_app/+/status", timeout_s=20)
-        for device, body in (("sim-0000", {"version": 1, "patch": patch}),
-                             ("sim-0001", {"version": 1, "patch": {"cameras": [{"id": "x", "source": "rtsp://h/s", "fps_limit": -1}]}})):
-            mqtt_publish.single(f"edge_app/{device}/config/desired", json.dumps(body), qos=1, retain=True,
+        for device, body in (("sim-0000", patch),
+                             ("sim-0001", {"cameras": [{"id": "x", "source": "rtsp://h/s", "fps_limit": -1}]})):
+            mqtt_publish.single(f"edge_app/{device}/config/desired", signed(bench_desired_key(device), device, 1, body),
+                                qos=1, retain=True,
                                 hostname=mosquitto_broker.host, port=mosquitto_broker.port)
         # The last wills of the killed appliances arrive while the simulator still runs.
         offline = lambda: [m for m in collector.messages("edge_app/+/status") if m.json()["state"] == "offline"]  # noqa: E731
@@ -154,7 +163,7 @@ def test_simulated_appliances_speak_the_real_appliances_contract(
     (["--rollout-patch", "[1]"], "must be a JSON object"),
 ])
 def test_options_that_cannot_run_are_refused_before_anything_starts(argv, problem):
-    from bench.fleet_sim import build_parser, check_args
+    from bench.fleet.sim import build_parser, check_args
 
     found = check_args(build_parser().parse_args(argv))
     assert (found is None) if problem is None else (problem in found), found

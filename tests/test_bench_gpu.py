@@ -8,12 +8,12 @@ import time
 import numpy as np
 import pytest
 
-from bench.gpu_parity import compare, iou_xyxy
-from bench.gpu_pipeline import _engine_work
-from bench.gpu_report import appliance_cpu_ms, cpu_comparison, finish, markdown, targets
-from bench.rtsp_serve import MAX_PAYLOAD, group_frames, packetize, split_nals
+from bench.gpu.parity import compare, iou_xyxy
+from bench.gpu.pipeline import _engine_work
+from bench.gpu.report import appliance_cpu_ms, cpu_comparison, finish, markdown, targets
+from bench.gpu.rtsp_serve import MAX_PAYLOAD, group_frames, packetize, split_nals
 from edge_app.detect.tensorrt.engine_process import EngineWork
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 
 
 def _raw(batch, images_per_s):
@@ -135,8 +135,8 @@ def test_packetize_fragments_large_nal_units_as_fu_a(size, packets):
 @pytest.mark.slow
 def test_rtsp_server_streams_a_real_clip_to_ffmpeg(tmp_path, images_dir):
     cv2 = pytest.importorskip("cv2")
-    from bench.media import ensure_clip
-    from bench.rtsp_launch import RtspServerProcess
+    from bench.common.media import ensure_clip
+    from bench.gpu.rtsp_launch import RtspServerProcess
 
     clip = ensure_clip(images_dir, tmp_path, (320, 240), 1.0, 30)
     server = RtspServerProcess(clip, 30.0, ["cam0", "cam1"])
@@ -168,7 +168,7 @@ class _Steps:
 
 
 def test_step_timer_records_nested_calls_and_tells_waiting_from_working():
-    from bench.gpu_stage_waits import StepTimer
+    from bench.gpu.stage_waits import StepTimer
 
     timer = StepTimer()
     timer.wrap(_Steps, "outer", "outer")
@@ -187,7 +187,7 @@ def test_step_timer_records_nested_calls_and_tells_waiting_from_working():
 
 
 def test_stage_waits_table_lists_the_steps_timed_in_the_pipeline():
-    from bench.gpu_stage_waits import STEPS, markdown
+    from bench.gpu.stage_waits import STEPS, markdown
 
     row = {"calls": 3, "wall_ms_p50": 2.0, "cpu_ms_p50": 0.5, "waited_ms_p50": 1.5}
     labels = [label for *_rest, label in STEPS]
@@ -215,7 +215,7 @@ def test_goals_are_also_given_with_the_model_in_an_engine_process_when_measured(
 
 @pytest.mark.parametrize("name, group", [("engine", "engine"), ("decode:/clips/cam1.mp4", "decoders"), ("", "decoders")])
 def test_child_processes_are_counted_by_their_name(name, group):
-    from bench.resources import child_group
+    from bench.common.resources import child_group
 
     assert child_group(name) == group
 
@@ -233,7 +233,7 @@ def test_the_engine_process_busy_figures(work, batch_times_s, expected):
 
 def test_a_repeated_clip_holds_every_frame_of_each_pass(tmp_path, images_dir):
     cv2 = pytest.importorskip("cv2")
-    from bench.media import ensure_clip, repeat_clip
+    from bench.common.media import ensure_clip, repeat_clip
 
     clip = ensure_clip(images_dir, tmp_path, (320, 240), 0.5, 30)
     longer = repeat_clip(clip, 3)

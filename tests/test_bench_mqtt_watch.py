@@ -11,8 +11,8 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from bench.mqtt_watch import WatcherProcess
-from bench.resources import ResourceMeter, children_cpu_s
+from bench.common.mqtt_watch import WatcherProcess
+from bench.common.resources import ResourceMeter, children_cpu_s
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ def test_smoke_run_writes_every_section(repo_root, int8_model_path, model_path, 
     out = tmp_path / "bench.json"
     env = dict(os.environ, EDGE_APP_SHARED=str(images_dir.parent))
     done = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--smoke", "--json", str(out), "--model", str(int8_model_path),
+        [sys.executable, "-m", "bench.cpu", "run", "--smoke", "--json", str(out), "--model", str(int8_model_path),
          "--batch-model", str(model_path), "--mqtt-host", mosquitto_broker.host, "--mqtt-port", str(mosquitto_broker.port)],
         cwd=repo_root, env=env, capture_output=True, text=True, timeout=240,
     )

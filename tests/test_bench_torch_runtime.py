@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 onnx2torch = pytest.importorskip("onnx2torch")
 onnx = pytest.importorskip("onnx")
 
-from bench.torch_runtime import alias_newer_opsets, freeze_constant_slices  # noqa: E402
+from bench.gpu.torch_runtime import alias_newer_opsets, freeze_constant_slices  # noqa: E402
 
 
 @pytest.fixture(scope="module")

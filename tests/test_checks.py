@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from edge_app.capture.decoders import detect_decoders
-from edge_app.checks import check_runtime
+from edge_app.config_change.checks import check_runtime
 from edge_app.config.schema import AppConfig
 
 from tests.support.gst import require_gi
@@ -61,3 +61,23 @@ def test_check_config_exits_2_naming_the_decoder_field(tmp_path, model_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert "cameras.0.decoder: decoder gstreamer reads rtsp://" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("change", [{"conf_threshold": 0.6}, {"iou_threshold": 0.3},
+                                    {"conf_threshold": 0.1, "iou_threshold": 0.9}])
+def test_a_threshold_change_reads_no_model_file(tmp_path, model_path, change):
+    """Thresholds read no file: a storm of threshold PATCHes must not load the model's metadata
+    once per request (that grew the appliance by hundreds of MB in the chaos soak). The model
+    file is gone here, so any read of it would be a refusal."""
+    copy = tmp_path / "model.onnx"
+    copy.write_bytes(model_path.read_bytes())
+    running = AppConfig(model={"path": str(copy)})
+    copy.unlink()
+    assert check_runtime(running.model_copy(update={"model": running.model.model_copy(update=change)}),
+                         previous=running) == []
+
+
+def test_a_changed_model_file_is_still_checked(tmp_path, model_path):
+    running = AppConfig(model={"path": str(model_path)})
+    moved = running.model_copy(update={"model": running.model.model_copy(update={"path": str(tmp_path / "none.onnx")})})
+    assert [p.loc for p in check_runtime(moved, previous=running)] == ["model.path"]

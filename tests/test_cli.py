@@ -146,3 +146,24 @@ def test_labels_unfit_for_mqtt_topics_are_refused_wherever_they_come_from(tmp_pa
     assert result.returncode == 2, result.stderr
     assert "model.path" in result.stderr and "'bus/#'" in result.stderr and "model.labels" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_fleet_reset_forgets_the_desired_version_and_says_so(tmp_path, model_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(f"model:\n  path: {model_path}\nfleet:\n  remote_config: true\n")
+    state = tmp_path / "config.desired.json"
+    state.write_text('{"version": 9007199254740992, "reported": null}')
+    result = edge_app("fleet-reset", "-c", config)
+    assert result.returncode == 0, result.stderr
+    assert "9007199254740992" in result.stdout and not state.exists()
+    again = edge_app("fleet-reset", "-c", config)
+    assert again.returncode == 0 and "nothing to reset" in again.stdout
+
+
+def test_fleet_reset_with_an_invalid_configuration_is_exit_2_and_keeps_the_state(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("model:\n  path: m.onnx\nfleet:\n  remote_cfg: true\n")
+    state = tmp_path / "config.desired.json"
+    state.write_text('{"version": 3, "reported": null}')
+    result = edge_app("fleet-reset", "-c", config)
+    assert result.returncode == 2 and "fleet.remote_cfg" in result.stderr and state.exists()

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from edge_app import demo_clip
-from edge_app.config.store import load_config
+from edge_app.commands import demo_clip
+from edge_app.config.file import load_config
 
 
 def test_the_demo_configuration_is_valid_and_shows_a_zone_and_a_line(repo_root):
@@ -32,7 +32,7 @@ def test_the_clip_maker_says_where_images_are_missing_without_a_traceback(tmp_pa
     folder = tmp_path / "images"
     if what == "empty":
         folder.mkdir()
-    done = subprocess.run([sys.executable, "-m", "edge_app.demo_clip", "--images", str(folder), "--out",
+    done = subprocess.run([sys.executable, "-m", "edge_app.commands.demo_clip", "--images", str(folder), "--out",
                            str(tmp_path / "demo.mp4")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr and str(folder) in done.stderr

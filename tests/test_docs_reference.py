@@ -16,8 +16,8 @@ import pytest
 
 from edge_app.config.reference import config_keys
 from edge_app.config.schema import AppConfig
-from edge_app.fleet.app import create_fleet_app
-from edge_app.fleet.config import FleetConfig
+from edge_app.fleet_service.app import create_fleet_app
+from edge_app.fleet_service.config import FleetConfig
 from edge_app.mqtt.reference import topic_pattern, undocumented_topics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +89,8 @@ def test_every_topic_is_described():
 def test_every_fleet_route_is_in_the_rest_reference():
     config = FleetConfig()
     app = create_fleet_app(SimpleNamespace(config=config, current_config=lambda: config))
-    routes = {(method, rule.rule) for rule in app.url_map.iter_rules() if rule.endpoint != "fleet_page.static"
+    routes = {(method, rule.rule) for rule in app.url_map.iter_rules()
+              if rule.endpoint not in ("fleet_page.static", "fleet_page.shared_static")  # the page's files
               for method in rule.methods - {"HEAD", "OPTIONS"}}
     assert ("PATCH", "/api/v1/fleet/config") in routes
     text = (ROOT / "docs" / "rest-api.md").read_text(encoding="utf-8")

@@ -10,12 +10,17 @@ import threading
 
 import pytest
 
-from edge_app.config.store import ConfigFile, load_config, parse_config, save_config
-from edge_app.config_changes import ConfigChanges, ConfigRefused, Origin
-from edge_app.fleet_agent import FleetAgent
-from edge_app.fleet_state import DesiredVersionStore, state_path_for
+from edge_app.config.file import ConfigFile, load_config, parse_config, save_config
+from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
+from edge_app.fleet_agent.desired_gate import DesiredGate
+from edge_app.fleet_agent.agent import MAX_VERSION_STEP, FleetAgent
+from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
 from edge_app.mqtt.payloads import config_desired_payload, encode
+from edge_app.mqtt.anonymous_probe import AnonymousProbe, ProbeOutcome
+from edge_app.fleet_agent.desired_signature import SIGNATURE_KEY, sign_desired
 from tests.api.in_memory_service import InMemoryService
+
+KEY = "shared-desired-key-0123456789abcdef"
 
 
 @pytest.fixture
@@ -23,7 +28,8 @@ def setup(tmp_path, model_path):
     config_path = tmp_path / "config.yaml"
     config = parse_config({"device_id": "dev", "cameras": [{"id": "cam", "source": "test://bars"}],
                            "model": {"path": str(model_path)}, "mqtt": {"enabled": False},
-                           "api": {"allow_unsafe_sources": True}})
+                           "api": {"allow_unsafe_sources": True},
+                           "fleet": {"remote_config": True, "desired_key": KEY}})
     save_config(config, config_path)
     service = InMemoryService(config, config_path)
     changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(config_path))
@@ -35,8 +41,9 @@ def setup(tmp_path, model_path):
     return config_path, service, changes, reports, agent
 
 
-def desired(version, patch):
-    return encode(config_desired_payload(version, patch))
+def desired(version, patch, key=KEY, device="dev"):
+    """A desired message as the fleet service sends it: signed for ``device`` with ``key``."""
+    return encode({**config_desired_payload(version, patch), SIGNATURE_KEY: sign_desired(key, device, version, patch)})
 
 
 def threshold(value):
@@ -117,3 +124,108 @@ def test_queued_messages_are_applied_in_arrival_order_on_the_agents_thread(setup
     assert [r["version"] for r in reports] == list(range(1, 21))
     assert set(seen_threads) == {"fleet:config"}
     assert service.current_config().model.conf_threshold == 0.2
+
+
+# -- who may configure the appliance (docs/fleet.md, "Who may configure an appliance": the broker is not trusted) ---------
+
+def test_the_issue_attack_signed_or_not_never_changes_the_api_token(setup):
+    """The retained ``{"version":1,"patch":{"api":{"token":...}}}`` from the issue, unsigned then signed."""
+    config_path, service, _, reports, make_agent = setup
+    before = config_path.read_bytes()
+    attack = {"api": {"token": "attacker-owned-token-1234567890"}}
+    agent = make_agent()
+    unsigned = agent.handle(encode(config_desired_payload(1, attack)))
+    assert (unsigned.status, unsigned.version, unsigned.errors[0].loc) == ("rejected", None, "sig")
+    signed = agent.handle(desired(2, attack))  # even the fleet service may not touch api.*
+    assert signed.status == "rejected" and [e.loc for e in signed.errors] == ["api.token"]
+    assert config_path.read_bytes() == before and service.current_config().api.token is None
+    assert "attacker-owned" not in json.dumps(reports)
+
+
+@pytest.mark.parametrize("message", [
+    encode(config_desired_payload(5, threshold(0.3))),                                   # unsigned
+    desired(5, threshold(0.3), key="another-key-0123456789abcdef0123"),                    # another key
+    desired(5, threshold(0.3), device="other"),                                          # signed for another device
+    encode({**config_desired_payload(5, threshold(0.3)), "sig": sign_desired(KEY, "dev", 5, threshold(0.9))}),  # another patch
+    encode({"version": 2 ** 53, "patch": 5}),                                              # malformed, cannot be checked
+    encode({"version": 2 ** 53, "patch": {}, "sig": "hmac-sha256:" + "0" * 64}),
+])
+def test_a_message_without_a_valid_signature_is_refused_before_anything_and_moves_no_version(setup, message):
+    config_path, service, _, reports, make_agent = setup
+    before = config_path.read_bytes()
+    agent = make_agent()
+    report = agent.handle(message)
+    assert (report.status, report.version, report.errors[0].loc) == ("rejected", None, "sig")
+    assert reports[-1]["version"] is None and reports[-1]["status"] == "rejected"
+    assert agent.version == 0 and not state_path_for(config_path).exists()
+    assert config_path.read_bytes() == before and service.apply_calls == 0
+    assert agent.gate.report().refused == 1
+    # The real fleet's version 1 still goes through afterwards.
+    assert agent.handle(desired(1, threshold(0.3))).status == "applied"
+
+
+def test_remote_configuration_switched_off_refuses_even_signed_messages(setup):
+    _, service, changes, _, make_agent = setup
+    changes.patch({"fleet": {"remote_config": False}}, Origin.API)
+    report = make_agent().handle(desired(1, threshold(0.3)))
+    assert (report.status, report.version, report.errors[0].loc) == ("rejected", None, "fleet.remote_config")
+    assert service.current_config().model.conf_threshold == 0.25
+
+
+def test_a_version_may_not_jump_more_than_the_bounded_step(setup):
+    config_path, _, _, reports, make_agent = setup
+    agent = make_agent()
+    assert agent.handle(desired(MAX_VERSION_STEP, threshold(0.3))).status == "applied"
+    pinned = agent.handle(desired(2 ** 53, threshold(0.4)))
+    assert (pinned.status, pinned.version, pinned.errors[0].loc) == ("rejected", 2 ** 53, "version")
+    assert "fleet-reset" in pinned.errors[0].msg
+    assert agent.version == MAX_VERSION_STEP == json.loads(state_path_for(config_path).read_text())["version"]
+    assert agent.handle(desired(2 * MAX_VERSION_STEP + 1, threshold(0.4))).status == "rejected"
+    assert agent.handle(desired(MAX_VERSION_STEP + 1, threshold(0.4))).status == "applied"
+
+
+def test_the_reset_forgets_the_version_so_a_fleet_that_started_over_is_heard(setup):
+    config_path, _, _, _, make_agent = setup
+    make_agent().handle(desired(40, threshold(0.3)))
+    store = DesiredVersionStore(state_path_for(config_path))
+    assert make_agent().handle(desired(1, threshold(0.4))) is None  # acted on already
+    assert store.reset() == 40 and store.reset() is None
+    assert make_agent().handle(desired(1, threshold(0.4))).status == "applied"
+
+
+class _Probe:
+    def __init__(self, outcome):
+        self.outcome, self.calls = outcome, 0
+
+    def __call__(self, mqtt):
+        self.calls += 1
+        return AnonymousProbe(self.outcome, "as the test says", mqtt.host, mqtt.port)
+
+
+@pytest.mark.parametrize("outcome, username, status, loc", [
+    (ProbeOutcome.REFUSED, "dev", "applied", None),
+    (ProbeOutcome.ACCEPTED, "dev", "rejected", "mqtt"),
+    (ProbeOutcome.UNKNOWN, "dev", "rejected", "mqtt"),
+    (ProbeOutcome.REFUSED, None, "rejected", "fleet.desired_key"),
+])
+def test_without_a_key_only_a_broker_that_refuses_anonymous_clients_is_trusted(tmp_path, model_path, outcome, username, status, loc):
+    config_path = tmp_path / "config.yaml"
+    config = parse_config({"device_id": "dev", "cameras": [{"id": "cam", "source": "test://bars"}],
+                           "model": {"path": str(model_path)},
+                           "mqtt": {"host": "127.0.0.1", "username": username, "password": "pw" if username else None},
+                           "fleet": {"remote_config": True}})
+    save_config(config, config_path)
+    service = InMemoryService(config, config_path)
+    changes = ConfigChanges(service, service.current_config)
+    probe = _Probe(outcome)
+    gate = DesiredGate(changes.current, probe=probe)
+    agent = FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), lambda body: None, gate=gate)
+    report = agent.handle(encode(config_desired_payload(1, threshold(0.3))))
+    assert report.status == status
+    assert (report.errors[0].loc if report.errors else None) == loc
+    assert agent.version == (1 if status == "applied" else 0)
+    gate.probe_broker()  # as the appliance does at start, whatever remote configuration says
+    status_report = gate.report()
+    assert probe.calls == (2 if outcome is ProbeOutcome.UNKNOWN else 1)  # a definitive answer is kept
+    assert status_report.enabled and status_report.broker_anonymous is {ProbeOutcome.ACCEPTED: True, ProbeOutcome.REFUSED: False}.get(outcome)
+    assert bool(status_report.warnings) == (status == "rejected")

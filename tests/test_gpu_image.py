@@ -7,8 +7,8 @@ import cv2
 import numpy as np
 import pytest
 
-from edge_app.gpu_image import (DeviceNv12Image, HostNv12Image, Nv12Planes, bgr_image, image_hw, nv12_hw,
-                                nv12_to_bgr, nv12_to_bgr_reference)
+from edge_app.capture.gpu_image import (DeviceNv12Image, HostNv12Image, Nv12Planes, bgr_image, image_hw, nv12_hw,
+                                        nv12_to_bgr, nv12_to_bgr_reference)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

@@ -14,10 +14,10 @@ import paho.mqtt.client as mqtt
 import paho.mqtt.publish as mqtt_publish
 import pytest
 
-from edge_app.appliance import Appliance
-from edge_app.checks import check_runtime
-from edge_app.config.store import ConfigFile, load_config, parse_config, save_config
-from edge_app.config_changes import ConfigChanges
+from edge_app.appliance.appliance import Appliance
+from edge_app.config_change.checks import check_runtime
+from edge_app.config.file import ConfigFile, load_config, parse_config, save_config
+from edge_app.config_change.changes import ConfigChanges
 from tests.support.waiting import wait_for
 
 DEVICE = "one-path"

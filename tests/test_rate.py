@@ -1,7 +1,7 @@
 """RateMeter: one meter for capture fps and analysed fps."""
 import pytest
 
-from edge_app.rate import RateMeter
+from edge_app.capture.rate import RateMeter
 
 
 def test_rate_meter_sliding_window():

@@ -4,7 +4,7 @@ import logging
 import pytest
 
 from edge_app.mqtt.payloads import camera_state_payload
-from edge_app.redact import SecretMaskingFilter, mask_secrets, unmask
+from edge_app.config.redact import SecretMaskingFilter, mask_secrets, unmask
 
 CASES = [
     # URL userinfo: the password goes, the user name stays

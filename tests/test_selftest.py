@@ -3,7 +3,7 @@ import io
 
 import pytest
 
-from edge_app.selftest import FAIL, PASS, SKIP, Report, check_decoders
+from edge_app.commands.selftest import FAIL, PASS, SKIP, Report, check_decoders
 
 from tests.support.gst import require_gi
 from tests.support.media import require_tool
@@ -45,3 +45,17 @@ def test_a_decoder_asked_for_but_missing_fails(decoder, status):
     check_decoders(report, decoder)
     assert (status, f"decode with {decoder}") in lines(report)
     assert (SKIP, f"decoder {decoder}") in lines(report)
+
+
+@pytest.mark.parametrize("users, status", [(None, "WARN"), ({"dev1": "dev1-Pa55"}, PASS)])
+def test_the_broker_section_warns_when_the_broker_lets_anyone_in(mosquitto_factory, users, status):
+    from edge_app.config.file import parse_config
+    from edge_app.commands.selftest import check_broker
+
+    broker = mosquitto_factory(users=users)
+    config = parse_config({"model": {"path": "m.onnx"},
+                           "mqtt": {"host": broker.host, "port": broker.port, "username": "dev1", "password": "dev1-Pa55"}})
+    report = Report(stream=io.StringIO())
+    check_broker(report, config)
+    assert lines(report) == [(status, f"MQTT broker {broker.host}:{broker.port}")]
+    assert report.exit_code == 0  # a warning, not a failed device

@@ -12,9 +12,9 @@ from typing import List, Optional
 from edge_app.detect.base import DetectorError
 from edge_app.mqtt.link_health import LinkHealth
 from edge_app.pipeline.health import PipelineHealth
-from edge_app.shutdown import StopSignals
-from edge_app.service import MqttReport
-from edge_app.supervise import Supervisor, status_line
+from edge_app.process.shutdown import StopSignals
+from edge_app.reporting.protocol import MqttReport
+from edge_app.appliance.supervise import Supervisor, status_line
 from tests.support.reports import camera_report, pipeline_report, status_report
 
 

@@ -18,7 +18,7 @@ import pytest
 import requests
 import yaml
 
-from edge_app.systemd import SystemdNotifier, watchdog_interval_s
+from edge_app.process.systemd import SystemdNotifier, watchdog_interval_s
 from tests.e2e.appliance import wait_until
 from tests.support.notify import NotifySocket
 from tests.support.net import free_port

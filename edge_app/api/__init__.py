@@ -1,6 +1,6 @@
 """The REST API: a Flask app built by ``create_app`` and served by ``ApiServer`` (cheroot).
 
-It is written against ``edge_app.service.ApplianceService`` only; nothing below the API
+It is written against ``edge_app.reporting.protocol.ApplianceService`` only; nothing below the API
 imports it.
 """
 from edge_app.api.app import create_app

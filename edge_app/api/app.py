@@ -16,7 +16,7 @@ from edge_app.api.camera_edits import camera_edits_blueprint
 from edge_app.api.cameras import cameras_blueprint
 from edge_app.api.config_routes import config_blueprint
 from edge_app.api.config_writer import ConfigWriter
-from edge_app.config_changes import ConfigChanges
+from edge_app.config_change.changes import ConfigChanges
 from edge_app.api.dashboard import dashboard_blueprint
 from edge_app.api.errors import register_error_handlers
 from edge_app.api.events import events_blueprint
@@ -24,7 +24,7 @@ from edge_app.api.health import health_blueprint
 from edge_app.api.hosts import install_host_check
 from edge_app.api.metrics import metrics_blueprint
 from edge_app.api.openapi import openapi_blueprint
-from edge_app.service import ApplianceService
+from edge_app.reporting.protocol import ApplianceService
 from edge_app.api.status import status_blueprint
 from edge_app.config.schema import AppConfig
 

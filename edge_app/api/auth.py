@@ -4,18 +4,26 @@ The token is read from the running configuration on every request, so a token ch
 ``PATCH /api/v1/config`` applies to the very next request without a restart. A client that
 sends wrong tokens too often is refused with 429 for a while, whatever it sends, so the token
 cannot be guessed at network speed; the log says so once a minute per client, not per guess.
+
+Whether a token is needed at all follows where the server really listens (see
+:mod:`edge_app.config.exposure`): a running configuration without a usable token on a listener
+off loopback is a mistake the change path refuses to make, and should one still be running,
+clients from other machines get 503 rather than an unprotected API. Clients on the machine
+itself keep working, so the owner can set a token.
 """
 from __future__ import annotations
 
 import hmac
 import logging
-from typing import Callable, Collection, Optional
+from typing import Callable, Collection, List, Optional
 
 from flask import Flask, Response, request
 
 from edge_app.api.errors import error_response
+from edge_app.api.listening import request_listening_hosts
 from edge_app.api.throttle import FailureThrottle, LogLimiter
-from edge_app.config.schema import AppConfig
+from edge_app.config.exposure import MAKE_TOKEN, describe_hosts, exposed_hosts, usable_token
+from edge_app.config.schema import AppConfig, is_loopback_host
 
 logger = logging.getLogger(__name__)
 
@@ -65,15 +73,29 @@ def install_auth(
             more = f" ({suppressed} more since the last such line)" if suppressed else ""
             logger.info("rejected a request to %r with a wrong token from %s%s", path, client, more)
 
+    unprotected_log_limiter = LogLimiter(failures.policy.window_s)
+
+    def log_unprotected(exposed: List[str]) -> None:
+        if unprotected_log_limiter.allow("")[0]:
+            logger.error("the API listens on %s without a usable api.token; refusing every other machine "
+                         "until one is set", describe_hosts(exposed))
+
     @app.before_request
     def _require_token() -> Optional[Response]:
         path = request.path
         if path != PROTECTED_PREFIX and not path.startswith(PROTECTED_PREFIX + "/"):
             return None
         expected = config_getter().api.token
+        client = request.remote_addr or "?"
+        if not usable_token(expected) and not is_loopback_host(client):
+            exposed = exposed_hosts(request_listening_hosts())
+            if exposed:
+                log_unprotected(exposed)
+                return error_response(503, f"the API listens on {describe_hosts(exposed)} without a usable api.token "
+                                           f"and answers only this machine itself; {MAKE_TOKEN}, or restart it "
+                                           f"on a loopback api.host")
         if not expected:
             return None
-        client = request.remote_addr or "?"
         retry_after_s = failures.retry_after_s(client)
         if retry_after_s is not None:
             return error_response(429, f"too many wrong tokens from {client}; retry in {retry_after_s} s",

@@ -16,8 +16,8 @@ from edge_app.api.config_writer import ConfigWriter
 from edge_app.api.errors import ApiError
 from edge_app.api.json_body import read_json_body
 from edge_app.config.schema import AppConfig
-from edge_app.config.store import merge_patch, redacted_dict
-from edge_app.service import ApplyResult, UnknownCamera
+from edge_app.config.file import merge_patch, redacted_dict
+from edge_app.reporting.protocol import ApplyResult, UnknownCamera
 
 
 def _index_of(cameras: List[Any], camera_id: Any) -> int:

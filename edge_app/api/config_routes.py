@@ -10,8 +10,8 @@ from flask import Blueprint, Response, jsonify
 
 from edge_app.api.config_writer import ConfigWriter
 from edge_app.api.json_body import read_json_body
-from edge_app.config.store import redacted_dict
-from edge_app.service import ApplyResult
+from edge_app.config.file import redacted_dict
+from edge_app.reporting.protocol import ApplyResult
 
 
 def _answer(result: ApplyResult) -> Response:
@@ -36,7 +36,7 @@ def config_blueprint(writer: ConfigWriter) -> Blueprint:
 
     @bp.patch("/api/v1/config")
     def patch_config() -> Response:
-        # The same change path as the fleet's R/config/desired (edge_app.config_changes).
+        # The same change path as the fleet's R/config/desired (edge_app.config_change.changes).
         return _answer(writer.patch(read_json_body()))
 
     return bp

@@ -1,4 +1,4 @@
-"""The REST API's side of :class:`edge_app.config_changes.ConfigChanges`: refusals become 400s.
+"""The REST API's side of :class:`edge_app.config_change.changes.ConfigChanges`: refusals become 400s.
 
 ``PUT``/``PATCH /api/v1/config`` and the per-camera routes all go through one
 :class:`ConfigWriter` in front of the appliance's one ``ConfigChanges`` (shared with the fleet's
@@ -11,9 +11,9 @@ from typing import Any, Callable, Dict, List
 
 from edge_app.api.errors import ApiError
 from edge_app.config.schema import AppConfig
-from edge_app.config.store import Problem
-from edge_app.config_changes import ConfigBuilder, ConfigChanges, ConfigRefused
-from edge_app.service import ApplyResult
+from edge_app.config.file import Problem
+from edge_app.config_change.changes import ConfigBuilder, ConfigChanges, ConfigRefused
+from edge_app.reporting.protocol import ApplyResult
 
 
 def refusal(what: str, problems: List[Problem]) -> ApiError:

@@ -10,6 +10,8 @@ from pathlib import Path
 from flask import Blueprint, Response, send_from_directory
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
+#: the CSS and JavaScript helpers this dashboard and the fleet page both load, from ``/static/shared/``
+SHARED_STATIC_DIR = Path(__file__).resolve().parent / "shared_static"
 
 # Everything the page loads comes from the appliance itself; the live view is an <img>.
 CONTENT_SECURITY_POLICY = (
@@ -19,8 +21,13 @@ CONTENT_SECURITY_POLICY = (
 
 
 def static_page_blueprint(name: str, static_dir: Path) -> Blueprint:
-    """``/`` serves ``static_dir/index.html`` and ``/static/`` the rest, under the page's CSP."""
+    """``/`` serves ``static_dir/index.html``, ``/static/shared/`` the files every page shares and
+    ``/static/`` the rest of ``static_dir``, under the page's CSP."""
     bp = Blueprint(name, __name__, static_folder=str(static_dir), static_url_path="/static")
+
+    @bp.get("/static/shared/<path:filename>")
+    def shared_static(filename: str) -> Response:
+        return send_from_directory(SHARED_STATIC_DIR, filename)
 
     @bp.get("/")
     def index() -> Response:

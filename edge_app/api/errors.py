@@ -11,8 +11,8 @@ from typing import Any, Dict, List, Mapping, Optional
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from edge_app.service import UnknownCamera
-from edge_app.redact import mask_secrets
+from edge_app.reporting.protocol import UnknownCamera
+from edge_app.config.redact import mask_secrets
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from edge_app.api.errors import ApiError, error_response
 from edge_app.config.schema import label_problem
 from edge_app.events.query import DEFAULT_LIMIT, EVENT_ID_PATTERN, MAX_LIMIT, EventQuery, valid_event_id
 from edge_app.events.recovery import EventDatabaseUnusable
-from edge_app.service import ApplianceService
+from edge_app.reporting.protocol import ApplianceService
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # camera ids and zone names (docs/configuration.md)
 LARGEST_TIME_S = 1e11  # Unix seconds, the year 5138: beyond it a number is a mistake

@@ -5,7 +5,7 @@ import logging
 
 from flask import Blueprint, Response, jsonify
 
-from edge_app.service import ApplianceService
+from edge_app.reporting.protocol import ApplianceService
 
 logger = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from typing import Callable, Dict, Iterator, Optional, Tuple
 import cv2
 import numpy as np
 
-from edge_app.annotate import encode_jpeg
-from edge_app.service import AnalysedFrame, ApplianceService, UnknownCamera
+from edge_app.detect.annotate import encode_jpeg
+from edge_app.reporting.protocol import AnalysedFrame, ApplianceService, UnknownCamera
 
 logger = logging.getLogger(__name__)
 
@@ -57,10 +57,6 @@ class LiveViewSlots:
                 self._per_camera[camera_id] = left
             else:
                 self._per_camera.pop(camera_id, None)
-
-    def open_views(self) -> int:
-        with self._lock:
-            return sum(self._per_camera.values())
 
 
 def placeholder_jpeg(message: str = "no frame yet") -> bytes:

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
-from edge_app.service import ApplianceService, CameraReport, MqttReport, PipelineReport, StatusReport
+from edge_app.reporting.protocol import ApplianceService, CameraReport, MqttReport, PipelineReport, StatusReport
 from edge_app.mqtt.payloads import CAMERA_STATES
 
 logger = logging.getLogger(__name__)

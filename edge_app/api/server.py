@@ -12,10 +12,11 @@ import re
 import ssl
 import threading
 import time
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import Any, Callable, Iterable, Optional, Tuple, Union
 
 from edge_app.api.http_limits import DEFAULT_LIMITS, HttpLimits
 from edge_app.api.http_protocol import DeferredHandshakeSSLAdapter, GuardedWsgiServer
+from edge_app.api.listening import LISTENING_ENVIRON_KEY
 from edge_app.config.schema import APIConfig
 
 logger = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class ApiServer:
 
     def _wsgi(self, environ: dict, start_response: Callable[..., Any]) -> Iterable[bytes]:
         environ[SHUTDOWN_ENVIRON_KEY] = self._stopping
+        environ[LISTENING_ENVIRON_KEY] = self.listening_hosts()
         return self._app(environ, start_response)
 
     @property
@@ -114,6 +116,18 @@ class ApiServer:
         if self._server is not None and isinstance(self._server.bind_addr, tuple):
             return int(self._server.bind_addr[1])
         return self._requested_port
+
+    def listening_hosts(self) -> Tuple[str, ...]:
+        """The addresses the server is bound to (``0.0.0.0``/``::`` for all), empty before :meth:`start`.
+
+        What decides whether the API needs a token (:mod:`edge_app.config.exposure`): a changed
+        ``api.host`` moves the listener only at a restart. Still reported once stopped, which
+        errs on the side of asking for a token.
+        """
+        server = self._server
+        if server is None or not isinstance(server.bind_addr, tuple):
+            return ()
+        return (str(server.bind_addr[0]),)
 
     @property
     def url(self) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from edge_app.service import ApplianceService
+from edge_app.reporting.protocol import ApplianceService
 
 
 def status_blueprint(service: ApplianceService) -> Blueprint:

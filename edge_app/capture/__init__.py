@@ -11,7 +11,7 @@ from edge_app.capture.sources import (
     SourceError, SourceKind, SourceSpec, SourceUnavailable, open_source,
 )
 from edge_app.capture.state import ALLOWED_TRANSITIONS, IllegalTransition, StreamState
-from edge_app.config.sources import parse_source
+from edge_app.config.source_spec import parse_source
 
 __all__ = [
     "ALLOWED_TRANSITIONS", "BufferPolicy", "CameraWorker", "Frame", "FrameSlot", "IllegalTransition",

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 import numpy as np
 
 from edge_app.capture.sources import SourceError, SourceUnavailable
-from edge_app.redact import mask_secrets
+from edge_app.config.redact import mask_secrets
 
 log = logging.getLogger(__name__)
 

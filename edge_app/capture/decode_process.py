@@ -41,9 +41,9 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from edge_app.capture.ipc_ring import SlotStates
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.config.schema import CaptureConfig
-from edge_app.config.sources import SourceSpec, parse_source
-from edge_app.named_callable import resolve
-from edge_app.redact import mask_secrets
+from edge_app.config.source_spec import SourceSpec, parse_source
+from edge_app.process.named_callable import resolve
+from edge_app.config.redact import mask_secrets
 
 log = logging.getLogger(__name__)
 

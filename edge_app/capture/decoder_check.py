@@ -16,8 +16,8 @@ from typing import Optional, Tuple
 
 from edge_app.capture.decoders import CameraOpener
 from edge_app.config.schema import CaptureConfig
-from edge_app.config.sources import parse_source
-from edge_app.gpu_image import bgr_image
+from edge_app.config.source_spec import parse_source
+from edge_app.capture.gpu_image import bgr_image
 
 CLIP_SIZE = (640, 480)
 CLIP_FPS = 10

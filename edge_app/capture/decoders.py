@@ -30,8 +30,8 @@ from typing import Callable, Dict, Mapping, Tuple
 from edge_app.capture.gst_pipeline import Codec, FrameFormat, plan_pipeline
 from edge_app.capture.sources import FrameSource, check_backend, open_source
 from edge_app.config.schema import CaptureConfig
-from edge_app.config.sources import SourceError, SourceKind, SourceSpec
-from edge_app.redact import mask_secrets
+from edge_app.config.source_spec import SourceError, SourceKind, SourceSpec
+from edge_app.config.redact import mask_secrets
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from edge_app.cuda.base import CudaDevice, DeviceBuffer, KernelArg, Kernel, kernel_options_for, launch_grid_2d
 from edge_app.cuda.kernels.letterbox import KERNEL_COPY_PITCHED, SOURCE
-from edge_app.gpu_image import DeviceNv12Image, Nv12Planes
+from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from edge_app.gpu_image import FrameImage, bgr_image, image_hw
+from edge_app.capture.gpu_image import FrameImage, bgr_image, image_hw
 
 
 @dataclass(frozen=True, eq=False)

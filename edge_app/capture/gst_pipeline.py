@@ -28,7 +28,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Mapping, Optional, Tuple
 
-from edge_app.config.sources import SourceError, SourceKind, SourceSpec
+from edge_app.config.source_spec import SourceError, SourceKind, SourceSpec
 
 #: the element whose pads carry the streams (rtspsrc, or parsebin after filesrc)
 DEMUX_NAME = "demux"

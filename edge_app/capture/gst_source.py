@@ -39,9 +39,9 @@ from edge_app.capture.gst_pipeline import (
     Codec, codec_from_caps, plan_pipeline,
 )
 from edge_app.capture.sources import SourceUnavailable, frame_too_large
-from edge_app.gpu_image import HostNv12Image
-from edge_app.config.sources import SourceError, SourceKind, SourceSpec
-from edge_app.redact import mask_secrets
+from edge_app.capture.gpu_image import HostNv12Image
+from edge_app.config.source_spec import SourceError, SourceKind, SourceSpec
+from edge_app.config.redact import mask_secrets
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from edge_app.capture.sources import SourceError
 from edge_app.cuda import CudaError, open_device
-from edge_app.gpu_image import DeviceNv12Image, Nv12Planes
+from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
 
 log = logging.getLogger(__name__)
 

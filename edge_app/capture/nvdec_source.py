@@ -28,10 +28,10 @@ from edge_app.capture.av_demux import NVDEC_CODECS, AvDemuxer
 from edge_app.capture.device_frames import DEFAULT_MAX_FRAMES, DeviceFramePool
 from edge_app.capture.sources import SourceError, SourceUnavailable, frame_too_large
 from edge_app.config.schema import CaptureConfig
-from edge_app.config.sources import SourceKind, SourceSpec
+from edge_app.config.source_spec import SourceKind, SourceSpec
 from edge_app.cuda import CudaError, open_device
-from edge_app.gpu_image import DeviceNv12Image, Nv12Planes
-from edge_app.redact import mask_secrets
+from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
+from edge_app.config.redact import mask_secrets
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """From a configured source string to an open frame source.
 
-``edge_app.config.sources.parse_source`` turns ``cameras[].source`` (docs/configuration.md) into a ``SourceSpec``: which OpenCV backend
+``edge_app.config.source_spec.parse_source`` turns ``cameras[].source`` (docs/configuration.md) into a ``SourceSpec``: which OpenCV backend
 opens it, what string that backend gets, and whether it is live. ``open_source`` opens a spec and
 returns a ``FrameSource``. Two kinds of failure are told apart because the camera treats them
 differently:
@@ -24,8 +24,8 @@ import numpy as np
 
 from edge_app.capture.synthetic import SyntheticSource
 # The grammar lives with the configuration; it is re-exported here for the capture code.
-from edge_app.config.sources import SourceError, SourceKind, SourceSpec
-from edge_app.redact import mask_secrets
+from edge_app.config.source_spec import SourceError, SourceKind, SourceSpec
+from edge_app.config.redact import mask_secrets
 
 FFMPEG_OPTIONS_ENV = "OPENCV_FFMPEG_CAPTURE_OPTIONS"
 FFMPEG_DEFAULT_OPTIONS = "rtsp_transport;tcp"

@@ -17,7 +17,7 @@ from typing import Callable, Dict, Optional
 
 import numpy as np
 
-from edge_app.config.sources import TEST_PATTERNS as PATTERNS  # the names parse_source accepts
+from edge_app.config.source_spec import TEST_PATTERNS as PATTERNS  # the names parse_source accepts
 
 # BGR colour bars: white, yellow, cyan, green, magenta, red, blue, black.
 _BARS_BGR = ((255, 255, 255), (0, 255, 255), (255, 255, 0), (0, 255, 0),

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Iterable, List, Optional, Set, Tuple, Union
 
 from edge_app.config.schema import AppConfig
-from edge_app.config.sources import is_pipeline_source, source_file
-from edge_app.config.store import Problem
+from edge_app.config.source_spec import is_pipeline_source, source_file
+from edge_app.config.file import Problem
 
 _UNSAFE = "set api.allow_unsafe_sources: true in the configuration file to allow it"
 

@@ -1,7 +1,7 @@
 """Markdown reference of a pydantic configuration model: every key with type, default, bounds, description.
 
 ``docs/configuration.md`` is generated from :class:`edge_app.config.schema.AppConfig` and
-:class:`edge_app.fleet.config.FleetConfig` with this module (``python scripts/gen_reference.py``),
+:class:`edge_app.fleet_service.config.FleetConfig` with this module (``python scripts/gen_reference.py``),
 so the reference is the schema itself and cannot drift from it.
 """
 from __future__ import annotations

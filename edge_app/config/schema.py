@@ -13,7 +13,7 @@ from typing import List, Literal, Optional, Tuple, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from typing_extensions import Annotated
 
-from edge_app.config.sources import parse_source
+from edge_app.config.source_spec import parse_source
 
 ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 MAX_CAMERAS = 64
@@ -28,6 +28,9 @@ MAX_AREA_LABELS = 128
 MAX_LABEL_CHARS = 128
 #: characters no label may hold: labels become MQTT topic levels (zone and line counts)
 LABEL_TOPIC_CHARS = "#+/"
+#: A shorter desired-message key is guessable off-line from one captured signed message.
+MIN_DESIRED_KEY_CHARS = 32
+MAX_DESIRED_KEY_CHARS = 1024
 # A point of a zone or line: fractions of the frame, x to the right, y down.
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 NormPoint = Tuple[Fraction, Fraction]
@@ -40,14 +43,17 @@ _INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Zl", "Zp", "Cs"})
 
 
 def is_loopback_host(host: str) -> bool:
-    """True when ``host`` listens on loopback only (127.0.0.0/8, ::1, localhost)."""
+    """True when ``host`` is loopback only (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104, localhost)."""
     name = host.strip().strip("[]").lower()
     if name == "localhost":
         return True
     try:
-        return ipaddress.ip_address(name).is_loopback
+        address = ipaddress.ip_address(name)
     except ValueError:
         return False
+    # ::ffff:127.0.0.1 is how a dual-stack socket shows a loopback IPv4 peer.
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
 
 
 def _invisible_chars(text: str) -> str:
@@ -446,6 +452,33 @@ class CaptureConfig(_Strict):
                                               "of the appliance (less CPU and GPU memory)")
 
 
+class FleetConfig(_Strict):
+    """docs/fleet.md, "Who may configure an appliance": whether and how ``R/config/desired`` may change this appliance."""
+
+    remote_config: bool = Field(
+        False, title="Remote configuration",
+        description="Act on R/config/desired from the fleet service; needs desired_key or a broker that requires a login",
+    )
+    # Length checked in the validator, not the field: the API shows the key as "***" (documented schema).
+    desired_key: Optional[str] = Field(
+        None, title="Desired-configuration key",
+        description=f"Shared secret (at least {MIN_DESIRED_KEY_CHARS} characters, e.g. openssl rand -hex 32); "
+                    "when set, only desired configurations the fleet service signed with it are acted on",
+    )
+
+    @field_validator("desired_key")
+    @classmethod
+    def _key_chars(cls, value: Optional[str]) -> Optional[str]:
+        if value is None:
+            return value
+        if not MIN_DESIRED_KEY_CHARS <= len(value) <= MAX_DESIRED_KEY_CHARS:
+            raise ValueError(f"desired_key must have {MIN_DESIRED_KEY_CHARS} to {MAX_DESIRED_KEY_CHARS} characters "
+                             "(openssl rand -hex 32)")
+        if not value.strip() or _CONTROL_CHARS.search(value):
+            raise ValueError("desired_key may not be blank nor contain control characters")
+        return value
+
+
 class AppConfig(_Strict):
     device_id: str = Field("edge-01", title="Device id", pattern=ID_PATTERN)
     cameras: List[CameraConfig] = Field(default_factory=list, title="Cameras", max_length=MAX_CAMERAS)
@@ -458,6 +491,7 @@ class AppConfig(_Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig, title="Tracking")
     events: EventsConfig = Field(default_factory=EventsConfig, title="Events")
     homeassistant: HomeAssistantConfig = Field(default_factory=HomeAssistantConfig, title="Home Assistant")
+    fleet: FleetConfig = Field(default_factory=FleetConfig, title="Fleet")
     motion: MotionConfig = Field(default_factory=MotionConfig, title="Motion")
 
     @field_validator("cameras")

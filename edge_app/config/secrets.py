@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
 from edge_app.config.schema import AppConfig
-from edge_app.config.store import Problem
-from edge_app.redact import MASK, unmask
+from edge_app.config.file import SECRET_PATHS, Problem
+from edge_app.config.redact import MASK, unmask
 
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?:[^\s?#]*@)?(?P<host>[^/?#\s]*)", re.DOTALL)
 
@@ -52,7 +52,8 @@ def restore_secrets(data: Any, current: AppConfig) -> Tuple[Any, List[RestoredSe
     data = copy.deepcopy(data)
     restored: List[RestoredSecret] = []
     problems: List[Problem] = []
-    for section, key, stored in (("mqtt", "password", current.mqtt.password), ("api", "token", current.api.token)):
+    for section, key in SECRET_PATHS:
+        stored = getattr(getattr(current, section), key)
         block = data.get(section)
         if isinstance(block, dict) and block.get(key) == MASK:
             block[key] = stored

@@ -10,51 +10,20 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
-from edge_app.detections import Detections
+# DetectorError, LetterboxMeta and PreparedBatch live below decode, labels and letterbox, which
+# need them; they are part of the plugin interface, so backends keep importing them from here.
+from edge_app.detect.batch import LetterboxMeta, PreparedBatch
+from edge_app.detect.decode import DecoderTuning, YoloDecoder
+from edge_app.detect.errors import DetectorError
+from edge_app.detect.detections import Detections
 
-if TYPE_CHECKING:  # decode imports this module
-    from edge_app.detect.decode import DecoderTuning, YoloDecoder
+__all__ = ["Detector", "DetectorError", "LetterboxMeta", "PreparedBatch"]
 
 log = logging.getLogger(__name__)
-
-
-class DetectorError(RuntimeError):
-    """A model that cannot be loaded or run; the message is meant for the user."""
-
-
-@dataclass(frozen=True)
-class LetterboxMeta:
-    """How one source frame was placed into the model input (see detect.letterbox)."""
-
-    src_hw: tuple  # (height, width) of the source frame
-    scale: float  # model pixels per source pixel
-    pad_xy: tuple  # (left, top) padding in model pixels
-
-
-@dataclass
-class PreparedBatch:
-    """A batch ready for the model: either a host tensor or images already in device memory."""
-
-    #: (N, 3, H, W) float32, RGB, 0..1; None when the images were placed on the device
-    tensor: Optional[np.ndarray]
-    metas: List[LetterboxMeta]
-    #: the backend's device input slot holding the images, when ``tensor`` is None
-    device_slot: Optional[int] = None
-
-    def __post_init__(self) -> None:
-        if (self.tensor is None) == (self.device_slot is None):
-            raise ValueError("a prepared batch holds either a host tensor or a device slot")
-        if self.tensor is not None and self.tensor.shape[0] != len(self.metas):
-            raise ValueError(f"tensor of {self.tensor.shape[0]} images for {len(self.metas)} frames")
-
-    @property
-    def size(self) -> int:
-        return len(self.metas)
 
 
 class Detector(ABC):

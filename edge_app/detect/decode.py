@@ -21,11 +21,11 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from edge_app.detect.base import LetterboxMeta
+from edge_app.detect.batch import LetterboxMeta
 from edge_app.detect.labels import class_ids_for
 from edge_app.detect.letterbox import boxes_to_source
 from edge_app.detect.nms import DEFAULT_MAX_DET, batched_nms
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 
 log = logging.getLogger(__name__)
 

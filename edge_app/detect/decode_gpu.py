@@ -23,7 +23,7 @@ from edge_app.cuda.kernels.yolo_nms import (CANDIDATE_CAP, KERNEL_CANDIDATES_F16
                                             ROW_VALUES, SOURCE)
 from edge_app.detect.base import LetterboxMeta
 from edge_app.detect.decode import DecoderTuning, YoloDecoder
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from edge_app.config.schema import label_problem
-from edge_app.detect.base import DetectorError
+from edge_app.detect.errors import DetectorError
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from typing import List, Optional, Sequence, Tuple
 import cv2
 import numpy as np
 
-from edge_app.detect.base import LetterboxMeta, PreparedBatch
-from edge_app.gpu_image import DeviceNv12Image, HostNv12Image
+from edge_app.detect.batch import LetterboxMeta, PreparedBatch
+from edge_app.capture.gpu_image import DeviceNv12Image, HostNv12Image
 
 log = logging.getLogger(__name__)
 

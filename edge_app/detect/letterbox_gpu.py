@@ -20,7 +20,7 @@ from edge_app.cuda.base import CudaDevice, DeviceBuffer, KernelArg, Stream, kern
 from edge_app.cuda.kernels.letterbox import KERNEL_F16, KERNEL_F32, KERNEL_NV12_F16, KERNEL_NV12_F32, SOURCE
 from edge_app.detect.base import LetterboxMeta
 from edge_app.detect.letterbox import PAD_VALUE, as_bgr, letterbox_meta, resized_wh
-from edge_app.gpu_image import DeviceNv12Image, FrameImage, HostNv12Image, Nv12Planes
+from edge_app.capture.gpu_image import DeviceNv12Image, FrameImage, HostNv12Image, Nv12Planes
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The reference for the NV12 letterbox kernel: NV12 -> letterboxed model input, without a GPU.
 
 It chains the two references the GPU kernels are held to: the colour conversion in plain numpy
-with OpenCV's integer BT.601 coefficients (``edge_app.gpu_image.nv12_to_bgr_reference``, equal
+with OpenCV's integer BT.601 coefficients (``edge_app.capture.gpu_image.nv12_to_bgr_reference``, equal
 to ``cv2.cvtColor(COLOR_YUV2BGR_NV12)``) and the CPU letterbox (resize, pad, RGB, /255, CHW).
 The kernel does both in one pass and must match this within 1/255 per value.
 """
@@ -13,7 +13,7 @@ import numpy as np
 
 from edge_app.detect.base import LetterboxMeta
 from edge_app.detect.letterbox import letterbox
-from edge_app.gpu_image import nv12_to_bgr_reference
+from edge_app.capture.gpu_image import nv12_to_bgr_reference
 
 
 def letterbox_nv12_reference(nv12: np.ndarray, input_hw: Tuple[int, int]) -> Tuple[np.ndarray, LetterboxMeta]:

@@ -26,8 +26,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from edge_app.detections import Detections
-from edge_app.gpu_image import FrameImage, bgr_image, image_hw
+from edge_app.detect.detections import Detections
+from edge_app.capture.gpu_image import FrameImage, bgr_image, image_hw
 from edge_app.events.counts import LabelCounts, LineCounts, LineTotals
 from edge_app.events.lifecycle import DEFAULT_UPDATE_INTERVAL_S, EventBook
 from edge_app.events.model import Event, EventMessage, Snapshot

@@ -16,8 +16,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from edge_app.annotate import draw_detections, encode_jpeg
-from edge_app.detections import Detections
+from edge_app.detect.annotate import draw_detections, encode_jpeg
+from edge_app.detect.detections import Detections
 from edge_app.events.model import Event, Snapshot
 
 log = logging.getLogger(__name__)
@@ -70,6 +70,3 @@ class SnapshotKeeper:
     def forget(self, event_id: str) -> None:
         self._best.pop(event_id, None)
 
-    def best_score(self, event_id: str):
-        best = self._best.get(event_id)
-        return None if best is None else best.score

@@ -25,7 +25,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from edge_app.gpu_image import DeviceNv12Image, FrameImage, HostNv12Image
+from edge_app.capture.gpu_image import DeviceNv12Image, FrameImage, HostNv12Image
 
 #: width of the picture motion is found on (height keeps the frame's aspect)
 WIDTH_PX = 320

@@ -13,10 +13,10 @@ import time
 from typing import Callable, Optional
 
 from edge_app.config.schema import CameraConfig, MotionConfig
-from edge_app.gpu_image import FrameImage
+from edge_app.capture.gpu_image import FrameImage
 from edge_app.motion.detector import MotionDetector, MotionSettings, small_grey
 from edge_app.motion.gate import MotionGate
-from edge_app.service import MotionReport
+from edge_app.reporting.protocol import MotionReport
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ import time
 from typing import Any, Iterable, Mapping, Optional, Union
 
 from edge_app.capture.state import StreamState
-from edge_app.service import AnalysedFrame, StatusReport
-from edge_app.redact import mask_secrets
+from edge_app.reporting.protocol import AnalysedFrame, StatusReport
+from edge_app.config.redact import mask_secrets
 
 DEVICE_STATES = ("online", "offline")
 #: camera states (docs/mqtt.md), in the order the state machine defines them
@@ -66,7 +66,7 @@ def detections_payload(
 ) -> dict:
     """``R/cameras/<id>/detections``.
 
-    ``detections`` is an ``edge_app.detections.Detections`` or an iterable of mappings with
+    ``detections`` is an ``edge_app.detect.detections.Detections`` or an iterable of mappings with
     ``class_id``, ``label``, ``confidence`` and ``bbox`` (``[x1, y1, x2, y2]`` in source pixels).
     """
     return {

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 from edge_app.events.model import UPDATE, Event, EventMessage
 from edge_app.mqtt import payloads
 from edge_app.mqtt.topics import Topics
@@ -25,7 +25,7 @@ _SAMPLES = {"camera_id": "CAMERAID", "label": "LABEL", "zone": "ZONE", "line": "
 _ROOT = Topics("PREFIX", "DEVICE")
 
 #: members of Topics that are subscription filters or parse topics, not topics a message goes to
-NOT_TOPICS = frozenset({"root", "all_detect_set", "all_detections", "all_camera_states", "everything",
+NOT_TOPICS = frozenset({"root", "all_detect_set", "all_detections", "everything",
                         "camera_of", "is_camera_state", "detect_set_camera", "is_detect_state"})
 
 

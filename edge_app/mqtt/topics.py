@@ -113,10 +113,6 @@ class Topics:
         return f"{self.root}/cameras/+/detections"
 
     @property
-    def all_camera_states(self) -> str:
-        return f"{self.root}/cameras/+/state"
-
-    @property
     def everything(self) -> str:
         """Subscription filter for every topic of this device."""
         return f"{self.root}/#"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Optional
 
 #: longest time work may wait for a completed batch; a first TensorRT batch takes a few seconds
 STALL_AFTER_S = 20.0
@@ -48,11 +48,6 @@ def assess(activity: PipelineActivity, now_s: float, stall_after_s: float = STAL
             reason += f" (last error: {activity.last_error})"
         return PipelineHealth(True, reason, age_s)
     return PipelineHealth(False, None, age_s)
-
-
-def status_fields(health: PipelineHealth) -> Dict[str, Any]:
-    """The stall fields of ``pipeline`` in ``/api/v1/status``."""
-    return {"stalled": health.stalled, "stall_reason": health.reason, "last_batch_age_s": health.last_batch_age_s}
 
 
 def readiness_reason(health: PipelineHealth) -> Optional[str]:

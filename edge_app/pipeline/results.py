@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Optional
 
 from edge_app.capture.frame import Frame
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 from edge_app.pipeline.stats import LatencyWindow
-from edge_app.rate import RateMeter
-from edge_app.service import AnalysedFrame, LatencyReport
+from edge_app.capture.rate import RateMeter
+from edge_app.reporting.protocol import AnalysedFrame, LatencyReport
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class ResultStore:
     def __init__(self, sink: Callable[[AnalysedFrame], None], clock: Callable[[], float] = time.monotonic,
                  analyse: Optional[Callable[[AnalysedFrame], AnalysedFrame]] = None):
         self._sink = sink
-        # Tracking, zones and events (edge_app.analysis): adds track ids before anything is published.
+        # Tracking, zones and events (edge_app.appliance.analysis): adds track ids before anything is published.
         self._analyse = analyse
         self._clock = clock
         self._cond = threading.Condition()

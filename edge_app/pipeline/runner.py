@@ -22,7 +22,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Protocol
 
 from edge_app.capture.frame import Frame
 from edge_app.detect.base import Detector, PreparedBatch
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 from edge_app.pipeline.inflight import InFlight
 from edge_app.pipeline.errorlog import RateLimitedErrorLog
 from edge_app.pipeline.health import ActivityTracker, PipelineActivity

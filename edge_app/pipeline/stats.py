@@ -1,4 +1,4 @@
-"""Rolling pipeline figures: capture-to-publish latency percentiles (rates: edge_app.rate)."""
+"""Rolling pipeline figures: capture-to-publish latency percentiles (rates: edge_app.capture.rate)."""
 from __future__ import annotations
 
 import threading

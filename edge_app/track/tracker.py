@@ -22,7 +22,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 from edge_app.track.kalman import STATE_DIM, BoxKalman, KalmanNoise, xyah_to_xyxy, xyxy_to_xyah
 from edge_app.track.matching import assign, iou_cost
 

@@ -13,9 +13,10 @@ import pytest
 import requests
 
 from edge_app.api import ApiServer, create_app
-from edge_app.config.store import ConfigFile, merge_patch, parse_config
-from edge_app.config_changes import ConfigChanges
-from edge_app.detections import Detections
+from edge_app.api.listening import request_listening_hosts
+from edge_app.config.file import ConfigFile, merge_patch, parse_config
+from edge_app.config_change.changes import ConfigChanges
+from edge_app.detect.detections import Detections
 from tests.api.in_memory_service import InMemoryService
 
 TOKEN = "t0ken-for-tests"
@@ -87,7 +88,9 @@ def make_api(tmp_path, bus_image, model_path) -> Callable[..., RunningApi]:
         config = parse_config(merge_patch(base, config_patch or {}))
         config_path = tmp_path / f"config-{len(started)}.yaml"
         service = InMemoryService(config, config_path)
-        changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(config_path))
+        # As edge_app/commands/run_appliance.py wires it: the token rule asks the server that answers where it listens.
+        changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(config_path),
+                                listening_hosts=request_listening_hosts)
         if publish:
             service.publish("front", bus_image, bus_detections())
         server = ApiServer(create_app(service, config_changes=changes, **app_kwargs), "127.0.0.1", 0)

@@ -17,17 +17,17 @@ import numpy as np
 
 from edge_app.capture.frame import Frame
 from edge_app.config.schema import AppConfig
-from edge_app.config.store import ConfigError, save_config
-from edge_app.detections import Detections
+from edge_app.config.file import ConfigError, save_config
+from edge_app.detect.detections import Detections
 from edge_app.events.model import Event, Snapshot
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
 from edge_app.pipeline.health import PipelineActivity, assess, readiness_reason
 from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.pipeline.results import ResultStore
-from edge_app.redact import mask_secrets
-from edge_app.service import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, LatencyReport, ModelReport,
-                              MqttReport, PipelineReport, StatusReport, UnknownCamera)
+from edge_app.config.redact import mask_secrets
+from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, LatencyReport, ModelReport,
+                                         MqttReport, PipelineReport, StatusReport, UnknownCamera)
 from edge_app.version import __version__
 
 RESTART_KEYS = (("api", "host"), ("api", "port"))

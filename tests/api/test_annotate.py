@@ -1,10 +1,10 @@
-"""Drawing detections and encoding JPEGs (edge_app.annotate)."""
+"""Drawing detections and encoding JPEGs (edge_app.detect.annotate)."""
 import cv2
 import numpy as np
 import pytest
 
-from edge_app.annotate import class_color, draw_detections, encode_jpeg
-from edge_app.detections import Detections
+from edge_app.detect.annotate import class_color, draw_detections, encode_jpeg
+from edge_app.detect.detections import Detections
 from tests.api.conftest import bus_detections
 
 

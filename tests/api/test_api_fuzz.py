@@ -26,7 +26,7 @@ from schemathesis.specs.openapi.checks import (content_type_conformance, negativ
                                                status_code_conformance)
 
 from edge_app.api.openapi import build_openapi
-from edge_app.config.store import merge_patch, parse_config
+from edge_app.config.file import merge_patch, parse_config
 from tests.api.conftest import BASE_CONFIG, TOKEN, bus_detections
 from tests.api.test_events_routes import NOW, event
 from tests.support.paths import shared_dir

@@ -2,7 +2,7 @@
 rule of the config routes (secrets, schema, API change policy, runtime checks), all or nothing."""
 import pytest
 
-from edge_app.config.store import ConfigError, Problem, load_config
+from edge_app.config.file import ConfigError, Problem, load_config
 from tests.api.conftest import CAMERA_PASSWORD, MQTT_PASSWORD, TOKEN
 
 FRONT_SOURCE = f"rtsp://admin:{CAMERA_PASSWORD}@10.0.0.5:554/stream1"

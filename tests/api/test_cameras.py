@@ -197,7 +197,7 @@ def test_nv12_frames_are_converted_once_and_only_for_viewers(make_api, bus_image
     """A hardware decoder's NV12 frame: converted to BGR when a snapshot is asked for, once for
     all viewers, and the snapshot shows the same picture as OpenCV's conversion."""
     from edge_app.detect.nv12_reference import bgr_to_nv12
-    from edge_app.gpu_image import HostNv12Image
+    from edge_app.capture.gpu_image import HostNv12Image
 
     nv12 = bgr_to_nv12(bus_image)
     image = HostNv12Image(nv12)

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from edge_app.config.store import ConfigError, Problem, load_config
+from edge_app.config.file import ConfigError, Problem, load_config
 from tests.api.conftest import CAMERA_PASSWORD, MQTT_PASSWORD, TOKEN
 
 JSON = {"Content-Type": "application/json"}

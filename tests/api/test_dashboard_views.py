@@ -11,7 +11,7 @@ import pytest
 
 from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event
-from edge_app.service import CountsReport
+from edge_app.reporting.protocol import CountsReport
 from tests.api.conftest import BASE_CONFIG, TOKEN, bus_detections
 from tests.api.dashboard_page import run_dashboard
 

@@ -9,7 +9,7 @@ from edge_app.config.schema import MAX_LABEL_CHARS
 from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event
 from edge_app.events.query import snapshot_file_name
-from edge_app.service import CountsReport
+from edge_app.reporting.protocol import CountsReport
 from tests.api.conftest import TOKEN
 
 NOW = 1_800_000_000.0

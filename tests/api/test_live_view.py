@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from edge_app.api.live_view import KEEPALIVE_S, PLACEHOLDER_SIZE
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 from tests.api import raw_http
 from tests.api.conftest import BASE_CONFIG, TOKEN, bus_detections
 from tests.api.dashboard_page import run_dashboard

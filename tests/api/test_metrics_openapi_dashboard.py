@@ -89,17 +89,37 @@ def test_openapi_describes_every_spec_route(api):
     assert "cameras" in document["components"]["schemas"]["AppConfig"]["properties"]
 
 
+#: the routes of the app that serve the dashboard's files and are no part of the API (the page itself, ``/``, is)
+NOT_API = {
+    "dashboard.static": "the dashboard's own CSS and JavaScript",
+    "dashboard.shared_static": "the CSS and JavaScript the dashboard shares with the fleet page",
+}
+
+
 def test_openapi_documents_exactly_the_routes_of_the_app(api):
+    """Route by route, method by method: what the blueprints serve is what edge_app/api/openapi.py says."""
     document = api.get("/api/openapi.json").json()
     app = create_app(api.service, config_changes=api.changes)
-    routes = set()
-    for rule in app.url_map.iter_rules():
-        if rule.endpoint.endswith("static"):
+    rules = list(app.url_map.iter_rules())
+    assert set(NOT_API) <= {rule.endpoint for rule in rules}, "NOT_API names a route the app no longer has"
+    served = set()
+    for rule in rules:
+        if rule.endpoint in NOT_API:
             continue
         path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule)
-        routes |= {(m.lower(), path) for m in rule.methods - {"HEAD", "OPTIONS"}}
+        served |= {(m.lower(), path) for m in rule.methods - {"HEAD", "OPTIONS"}}
     documented = {(m, p) for p, ops in document["paths"].items() for m in ops}
-    assert routes == documented
+    assert sorted(served - documented) == [], "served but missing from _paths in edge_app/api/openapi.py"
+    assert sorted(documented - served) == [], "in _paths of edge_app/api/openapi.py but served by no blueprint"
+
+
+def test_openapi_declares_every_path_parameter_of_every_operation(api):
+    paths = api.get("/api/openapi.json").json()["paths"]
+    for path, operations in paths.items():
+        in_path = set(re.findall(r"{([^}]+)}", path))
+        for method, operation in operations.items():
+            declared = {param["name"] for param in operation.get("parameters", []) if param["in"] == "path"}
+            assert declared == in_path, f"{method.upper()} {path}"
 
 
 def collect_refs(node, found):
@@ -130,11 +150,12 @@ def test_dashboard_page_and_its_assets(secured_api):
     html = response.text
     assert "<title>edge-app</title>" in html
     assets = re.findall(r'(?:src|href)="(static/[^"]+)"', html)
-    scripts = ["static/logic.js", "static/events.js", "static/areas.js", "static/cameras.js", "static/config.js",
-               "static/dashboard.js"]
-    # dashboard.js comes last: the views in the other files register themselves before it starts.
+    scripts = ["static/shared/page.js", "static/logic.js", "static/events.js", "static/areas.js", "static/cameras.js",
+               "static/config.js", "static/dashboard.js"]
+    # page.js comes first (the helpers every file uses); dashboard.js last: the views in the other
+    # files register themselves before it starts.
     assert [asset for asset in assets if asset.endswith(".js")] == scripts
-    assert "static/dashboard.css" in assets
+    assert [asset for asset in assets if asset.endswith(".css")] == ["static/shared/page.css", "static/dashboard.css"]
     for asset in assets:
         kind = "javascript" if asset.endswith(".js") else "text/css"
         asset_response = secured_api.get("/" + asset)

@@ -10,8 +10,8 @@ import inspect
 
 import pytest
 
-from edge_app.appliance import Appliance
-from edge_app.service import ApplianceService
+from edge_app.appliance.appliance import Appliance
+from edge_app.reporting.protocol import ApplianceService
 from tests.api.in_memory_service import InMemoryService
 
 PROTOCOL_METHODS = sorted(

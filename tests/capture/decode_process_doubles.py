@@ -26,7 +26,7 @@ import numpy as np
 
 from edge_app.capture.ipc_ring import CudaIpcSlots, SlotStates
 from edge_app.capture.sources import SourceError, SourceUnavailable
-from edge_app.gpu_image import HostNv12Image, Nv12Planes
+from edge_app.capture.gpu_image import HostNv12Image, Nv12Planes
 
 WIDTH, HEIGHT = 32, 16
 

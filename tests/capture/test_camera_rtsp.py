@@ -8,7 +8,7 @@ import pytest
 
 from edge_app.capture import CameraWorker, StreamState
 from edge_app.capture.sources import open_source
-from edge_app.config.sources import parse_source
+from edge_app.config.source_spec import parse_source
 from edge_app.config.schema import CaptureConfig
 
 from tests.capture.helpers import FAST, StateLog, camera, timed_stop, wait_for

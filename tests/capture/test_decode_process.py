@@ -10,7 +10,7 @@ from edge_app.capture.decode_process import DecodeProcessOpener
 from edge_app.capture.ipc_ring import CudaIpcSlotWriter, CudaIpcSlots, SlotStates
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.config.schema import CaptureConfig
-from edge_app.config.sources import parse_source
+from edge_app.config.source_spec import parse_source
 
 DOUBLES = "tests.capture.decode_process_doubles"
 CAPTURE = CaptureConfig(open_timeout_s=5, stall_timeout_s=5)

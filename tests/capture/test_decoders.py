@@ -8,7 +8,7 @@ from edge_app.capture.decoders import (
 from edge_app.capture.sources import opencv_has_gstreamer
 from edge_app.capture.synthetic import SyntheticSource
 from edge_app.config.schema import CaptureConfig
-from edge_app.config.sources import SourceError, parse_source
+from edge_app.config.source_spec import SourceError, parse_source
 
 from tests.support.gst import require_gi
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from edge_app.capture.frame import Frame
-from edge_app.gpu_image import HostNv12Image, nv12_to_bgr
+from edge_app.capture.gpu_image import HostNv12Image, nv12_to_bgr
 
 
 @pytest.mark.parametrize("height, width", [(480, 640), (1080, 1920), (2, 2)])

@@ -5,7 +5,7 @@ import pytest
 
 from edge_app.capture import CameraWorker, StreamState
 from edge_app.capture.sources import MAX_FRAME_SIDE_PX, OpenCVSource, open_source
-from edge_app.config.sources import SourceError, parse_source
+from edge_app.config.source_spec import SourceError, parse_source
 
 from tests.capture.helpers import FAST, camera, timed_stop, wait_for
 

@@ -6,7 +6,7 @@ import pytest
 from edge_app.capture.gst_pipeline import (
     Codec, FrameFormat, GstPlatform, MissingElements, PipelineOptions, codec_from_caps, plan_pipeline, quote_value,
 )
-from edge_app.config.sources import SourceError, SourceKind, SourceSpec, parse_source
+from edge_app.config.source_spec import SourceError, SourceKind, SourceSpec, parse_source
 
 SOFTWARE = frozenset({"rtspsrc", "rtph264depay", "rtph265depay", "rtpjpegdepay", "h264parse", "h265parse", "jpegparse",
                       "avdec_h264", "avdec_h265", "jpegdec", "filesrc", "parsebin", "videoconvert", "appsink", "v4l2src",

@@ -17,8 +17,8 @@ from edge_app.capture.decoders import CameraOpener
 from edge_app.capture.gst_pipeline import Codec, FrameFormat
 from edge_app.capture.gst_source import GstSource, Nv12Frames
 from edge_app.capture.sources import SourceUnavailable
-from edge_app.config.sources import parse_source
-from edge_app.gpu_image import HostNv12Image
+from edge_app.config.source_spec import parse_source
+from edge_app.capture.gpu_image import HostNv12Image
 
 from tests.capture.helpers import FAST, StateLog, camera, drain, timed_stop, wait_for
 from tests.support.gst import require_gi
@@ -277,7 +277,7 @@ def test_without_pygobject_decoder_gstreamer_names_what_to_install():
     """A Python without gi (simulated by blocking the import) gets the error a user would."""
     code = ("import sys; sys.modules['gi'] = None\n"
             "from edge_app.capture.decoders import CameraOpener\n"
-            "from edge_app.config.sources import SourceError, parse_source\n"
+            "from edge_app.config.source_spec import SourceError, parse_source\n"
             "try:\n    CameraOpener('gstreamer').check(parse_source('rtsp://cam/x'))\n"
             "except SourceError as err:\n    print(err)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -9,7 +9,7 @@ import pytest
 from edge_app.capture import CameraWorker, StreamState
 from edge_app.capture.nvdec_source import MISSING_MESSAGE, check_nvdec, open_nvdec
 from edge_app.capture.sources import SourceError, SourceUnavailable
-from edge_app.config.sources import parse_source
+from edge_app.config.source_spec import parse_source
 from tests.capture.helpers import FAST, StateLog, camera, timed_stop, wait_for
 
 HAS_NVC = importlib.util.find_spec("PyNvVideoCodec") is not None

@@ -6,7 +6,7 @@ import pytest
 from edge_app.capture.sources import (
     NO_GSTREAMER_MESSAGE, SourceUnavailable, check_backend, open_source, opencv_has_gstreamer,
 )
-from edge_app.config.sources import SourceError, SourceKind, parse_source
+from edge_app.config.source_spec import SourceError, SourceKind, parse_source
 from edge_app.capture.synthetic import PATTERNS, SyntheticSource
 
 BUILD_WITH_GST = "  Video I/O:\n    FFMPEG:                      YES\n    GStreamer:                   YES (1.20.3)\n"

@@ -2,7 +2,7 @@
 import pytest
 
 from edge_app.config.schema import AppConfig, EventsConfig
-from edge_app.config.store import ConfigError, parse_config
+from edge_app.config.file import ConfigError, parse_config
 
 BASE = {"model": {"path": "m.onnx"}, "cameras": [{"id": "cam1", "source": "rtsp://h/s"}]}
 

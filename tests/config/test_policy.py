@@ -3,9 +3,9 @@ import os
 
 import pytest
 
-from edge_app.config.sources import SourceKind, parse_source
+from edge_app.config.source_spec import SourceKind, parse_source
 from edge_app.config.policy import source_file, unsafe_changes
-from edge_app.config.store import ConfigError, merge_patch, parse_config
+from edge_app.config.file import ConfigError, merge_patch, parse_config
 
 
 @pytest.fixture

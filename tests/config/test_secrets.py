@@ -2,7 +2,7 @@
 import pytest
 
 from edge_app.config.secrets import misdirected_secrets, restore_secrets
-from edge_app.config.store import merge_patch, parse_config, redacted_dict
+from edge_app.config.file import merge_patch, parse_config, redacted_dict
 
 STORED = {
     "cameras": [{"id": "front", "source": "rtsp://admin:p@ss@10.0.0.5:554/s1"}, {"id": "back", "source": "test://bars"}],

@@ -7,7 +7,7 @@ import sys
 import pytest
 import yaml
 
-from edge_app.config.store import (
+from edge_app.config.file import (
     REDACTED,
     ConfigError,
     load_config,
@@ -146,7 +146,7 @@ def test_save_is_atomic_and_round_trips(tmp_path):
 
 CRASH_MID_SAVE = """
 import os, sys
-from edge_app.config.store import parse_config, save_config
+from edge_app.config.file import parse_config, save_config
 os.replace = lambda *args: os._exit(9)  # the power goes between writing the temp file and renaming it
 save_config(parse_config({"cameras": [], "model": {"path": "y.onnx"}, "api": {"token": "the-token-of-this-box-1234"}}),
             sys.argv[1])
@@ -174,7 +174,7 @@ def test_temp_files_of_a_save_that_never_finished_are_removed_and_nothing_else(t
     for other in kept[2:]:
         other.write_text("someone else's\n")
 
-    caplog.set_level(logging.INFO, logger="edge_app.config.store")
+    caplog.set_level(logging.INFO, logger="edge_app.config.file")
     assert remove_stale_temp_files(path) == [stale[0]]
     assert not stale[0].exists()
     assert all(p.is_symlink() or p.exists() for p in kept) and target.read_text() == "not ours\n"

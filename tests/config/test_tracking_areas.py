@@ -4,7 +4,7 @@ import copy
 import pytest
 
 from edge_app.config.schema import AppConfig
-from edge_app.config.store import ConfigError, parse_config
+from edge_app.config.file import ConfigError, parse_config
 
 ZONE = {"name": "driveway", "polygon": [[0.1, 0.5], [0.6, 0.5], [0.6, 1.0], [0.1, 1.0]], "labels": []}
 LINE = {"name": "gate", "points": [[0.5, 0.0], [0.5, 1.0]], "labels": []}

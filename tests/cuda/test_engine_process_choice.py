@@ -1,7 +1,7 @@
 """model.engine_process: auto decides from the host's facts, passed in; true and false are obeyed."""
 import pytest
 
-from edge_app.config.store import ConfigError, parse_config
+from edge_app.config.file import ConfigError, parse_config
 from edge_app.cuda.engine_process_choice import HostFacts, choose, is_jetson
 
 DGPU_MPS = HostFacts(jetson=False, mps_running=True, mps_pipe_directory="/run/edge-app-mps")

@@ -9,7 +9,7 @@ import pytest
 
 from edge_app.detect.letterbox import Letterboxer, letterbox
 from edge_app.detect.nv12_reference import bgr_to_nv12, letterbox_nv12_reference
-from edge_app.gpu_image import HostNv12Image
+from edge_app.capture.gpu_image import HostNv12Image
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"
 

@@ -1,11 +1,11 @@
-"""The chaos soak (bench/chaos.py) in two minutes: a real ``edge-app run`` with four RTSP cameras
+"""The chaos soak (bench/chaos/soak.py) in two minutes: a real ``edge-app run`` with four RTSP cameras
 whose servers are killed and restarted, a broker restarted, a PATCH storm and a slowloris burst;
 it must come out with no crash, no lost detection, no leaked thread or descriptor, and every
 camera streaming again within 10 s of its server's return."""
 import pytest
 
-from bench.chaos import run_chaos
-from bench.chaos_report import ChaosSettings, write_json
+from bench.chaos.report import ChaosSettings, write_json
+from bench.chaos.soak import run_chaos
 
 pytestmark = pytest.mark.slow
 

@@ -40,6 +40,8 @@ class FleetDevice:
             "model": {"path": str(model_path), "max_batch": 1},
             "mqtt": {"host": self.broker.host, "port": self.broker.port, "username": "fleet1", "password": BROKER_PASSWORD},
             "api": {"host": "127.0.0.1", "port": free_port()},
+            # No desired_key: trusted because the broker refuses clients without a login.
+            "fleet": {"remote_config": True},
         }
         self.app = ApplianceProcess(config, workdir)
         self.reports = MqttCollector(self.broker.host, self.broker.port, REPORTED, username="fleet1", password=BROKER_PASSWORD).start()
@@ -125,6 +127,12 @@ REJECTED = [
                                     "cameras": [_bars(), {"id": "door", "source": "rtsp://admin:Cam-S3cret@10.0.0.9/s", "fps_limit": -3}]},
      "mqtt.keepalive", ["n3w-S3cret!", "Cam-S3cret"]),
     ("patch not an object", [1, 2], "patch", None),
+    # Outside the allow-list of what the broker may change (docs/fleet.md, "Who may configure an appliance").
+    ("the api token", {"api": {"token": "attacker-owned-token-1234567890"}}, "api.token", ["attacker-owned-token-1234567890"]),
+    ("the api address", {"api": {"host": "0.0.0.0", "token": "attacker-owned-token-1234567890"}}, "api.host", None),
+    ("an mqtt setting", {"mqtt": {"keepalive": 25}}, "mqtt.keepalive", None),
+    ("the device id", {"device_id": "other"}, "device_id", None),
+    ("remote configuration itself", {"fleet": {"remote_config": False}}, "fleet.remote_config", None),
 ]
 
 
@@ -181,10 +189,10 @@ def test_a_repeated_or_older_version_is_ignored(device, offset):
 
 
 def test_after_an_mqtt_change_the_new_connection_reports_and_keeps_listening(device):
-    """A change of the mqtt section replaces the appliance's MQTT client; both subscriptions follow it."""
-    version = device.next_version()
-    device.desire(version, {"mqtt": {"keepalive": 25}})  # "***" stays: same broker, same password
-    assert device.reported(version)["status"] == "applied"
+    """A change of the mqtt section (the owner's, through the API: never the broker's) replaces the
+    appliance's MQTT client; both subscriptions follow it."""
+    response = device.app.request("PATCH", "/api/v1/config", json={"mqtt": {"keepalive": 25}})  # "***" stays
+    assert response.status_code == 200, response.text
     assert yaml.safe_load(device.app.config_path.read_text())["mqtt"]["password"] == BROKER_PASSWORD
     version = device.next_version()
     device.desire(version, {"model": {"conf_threshold": 0.3}})

@@ -6,7 +6,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 from edge_app.events.camera_analysis import CameraAnalysis, FrameAnalysis
 
 LABELS = ("person", "bicycle", "car")

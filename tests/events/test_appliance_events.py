@@ -1,11 +1,11 @@
 """The appliance answers the event routes from the event store it is given."""
 from __future__ import annotations
 
-from edge_app.appliance import Appliance
-from edge_app.config.store import parse_config
+from edge_app.appliance.appliance import Appliance
+from edge_app.config.file import parse_config
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
-from edge_app.service import CountsReport
+from edge_app.reporting.protocol import CountsReport
 from tests.events.test_store import JPEG, event, snapshot
 
 CONFIG = {"device_id": "dev", "cameras": [{"id": "cam1", "source": "test://box"}], "model": {"path": "m.onnx"},

@@ -3,7 +3,7 @@ import cv2
 import numpy as np
 import pytest
 
-from edge_app.annotate import class_color
+from edge_app.detect.annotate import class_color
 from edge_app.events.camera_analysis import AnalysisSettings, CameraAnalysis
 from edge_app.events.counts import LineCounts, LineTotals
 from edge_app.events.snapshots import SnapshotSettings
@@ -84,7 +84,7 @@ def test_nv12_frames_are_converted_only_for_the_snapshots_taken():
     """Frames from a hardware decoder are NV12 (on the GPU, downloaded when converted): only the
     frames a snapshot is taken of may be converted, and the snapshot shows the picture."""
     from edge_app.detect.nv12_reference import bgr_to_nv12
-    from edge_app.gpu_image import HostNv12Image
+    from edge_app.capture.gpu_image import HostNv12Image
 
     grey = np.full((HEIGHT, WIDTH, 3), 90, np.uint8)
     frames = [HostNv12Image(bgr_to_nv12(grey)) for _ in range(30)]
@@ -202,7 +202,7 @@ def test_end_all_drops_zone_counts_and_keeps_line_totals():
 
 
 def test_from_config():
-    from edge_app.config.store import parse_config
+    from edge_app.config.file import parse_config
     cfg = parse_config({
         "model": {"path": "m.onnx"},
         "cameras": [{"id": "cam1", "source": "rtsp://h/s",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_app.analysis import EventSink
+from edge_app.appliance.analysis import EventSink
 from edge_app.events.counts import LineTotals
 from edge_app.events.database import DB_NAME, SNAPSHOT_DIR
 from edge_app.events.model import Event, Snapshot

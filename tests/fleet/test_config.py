@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from edge_app.config.store import ConfigError
-from edge_app.fleet.config import load_fleet_config, parse_fleet_config
+from edge_app.config.file import ConfigError
+from edge_app.fleet_service.config import load_fleet_config, parse_fleet_config
 
 
 def test_the_example_configuration_is_valid(repo_root):
@@ -17,6 +17,13 @@ def test_defaults():
     config = parse_fleet_config({})
     assert (config.topic_prefix, config.database.url, config.api.port) == ("edge_app", "sqlite:///fleet.db", 8080)
     assert config.mqtt_client_id == "edge-app-fleet"
+    assert (config.devices.allow, config.devices.max, config.rollouts.timeout_s) == (["*"], 1000, 86400)
+    assert config.ingest.message_bytes["stats"] == 65536
+
+
+def test_message_limits_name_only_the_kinds_they_change():
+    limits = parse_fleet_config({"ingest": {"message_bytes": {"stats": 2048}}}).ingest.message_bytes
+    assert limits["stats"] == 2048 and limits["event"] == 65536
 
 
 @pytest.mark.parametrize("data, prefix", [
@@ -38,6 +45,12 @@ def test_one_topic_prefix_from_either_place(data, prefix):
     ({"database": {"path": "x"}}, "database.path", "unknown key"),
     ({"database": {"events_retain_dys": 3}}, "database.events_retain_dys", "did you mean events_retain_days?"),
     ({"api": {"host": "0.0.0.0", "token": "short"}}, "api.token", "16 characters"),
+    ({"devices": {"allow": ["shop/#"]}}, "devices.allow", "device id pattern"),
+    ({"devices": {"max": 0}}, "devices.max", "greater than or equal to 1"),
+    ({"ingest": {"message_bytes": {"detections": 100}}}, "ingest.message_bytes", "unknown kind"),
+    ({"ingest": {"message_bytes": {"stats": 10 ** 9}}}, "ingest.message_bytes", "1048576"),
+    ({"ingest": {"stuck_after_s": 0}}, "ingest.stuck_after_s", "greater than 0"),
+    ({"rollouts": {"timeout_s": float("inf")}}, "rollouts.timeout_s", "finite"),
 ])
 def test_problems_name_their_field(data, loc, words):
     with pytest.raises(ConfigError) as caught:

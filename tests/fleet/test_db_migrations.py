@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from edge_app.fleet.db import DatabaseError, connect, dialect_of
-from edge_app.fleet.migrations import MIGRATIONS, migrate, schema_version
+from edge_app.fleet_service.db import DatabaseError, connect, dialect_of
+from edge_app.fleet_service.migrations import MIGRATIONS, migrate, schema_version
 
 LATEST = max(m[0] for m in MIGRATIONS)
 EXTRA = (LATEST + 1, "a column for a test", ("ALTER TABLE devices ADD COLUMN site TEXT",))

@@ -5,8 +5,12 @@ import json
 
 import pytest
 
-from edge_app.fleet.rollouts import compose_patches
+from edge_app.fleet_service.rollouts import compose_patches
 from tests.support.waiting import wait_for
+
+
+def _tally(**counts: int) -> dict:
+    return {**dict.fromkeys(("pending", "applied", "rejected", "timed_out", "cancelled"), 0), **counts}
 
 
 def _rollout(fleet, rollout_id: str) -> dict:
@@ -36,7 +40,7 @@ def test_a_rollout_to_all_is_applied_except_where_rejected_with_the_error_shown(
     assert body["versions"] == {"edge-0": 1, "edge-1": 1, "edge-2": 1, "edge-picky": 1}
 
     result = wait_for(lambda: _settled(fleet, body["rollout_id"]), 10, "every device reported")
-    assert result["devices"] == {"pending": 0, "applied": 3, "rejected": 1}
+    assert result["devices"] == _tally(applied=3, rejected=1)
     by_device = {r["device_id"]: r for r in result["results"]}
     assert by_device["edge-picky"]["status"] == "rejected"
     assert by_device["edge-picky"]["errors"] == [{"loc": "model", "msg": "invalid value"}]
@@ -49,7 +53,7 @@ def test_a_rollout_to_all_is_applied_except_where_rejected_with_the_error_shown(
     assert fleet.device("edge-picky")["config"]["errors"] == [{"loc": "model", "msg": "invalid value"}]
     listed = fleet.get("/api/v1/rollouts").json()["rollouts"]
     assert [r["rollout_id"] for r in listed] == [body["rollout_id"]]
-    assert listed[0]["devices"] == {"pending": 0, "applied": 3, "rejected": 1}
+    assert listed[0]["devices"] == _tally(applied=3, rejected=1)
 
 
 def test_a_device_away_during_two_rollouts_applies_both_when_it_returns(fleet_factory, sim_devices, mosquitto_broker,
@@ -67,7 +71,7 @@ def test_a_device_away_during_two_rollouts_applies_both_when_it_returns(fleet_fa
     assert second.status_code == 202
     assert second.json()["version"] == 2
     wait_for(lambda: _rollout(fleet, first["rollout_id"])["devices"]["applied"] == 1, 5, "edge-stay applied")
-    assert _rollout(fleet, first["rollout_id"])["devices"] == {"pending": 1, "applied": 1, "rejected": 0}
+    assert _rollout(fleet, first["rollout_id"])["devices"] == _tally(pending=1, applied=1)
     assert stay.config == {"mqtt": {"publish_empty": True}}
     # Both rollouts are on the broker before the device returns.
     watcher = mqtt_collector(mosquitto_broker, f"{fleet.prefix}/edge-away/config/desired")
@@ -77,24 +81,77 @@ def test_a_device_away_during_two_rollouts_applies_both_when_it_returns(fleet_fa
     wait_for(lambda: _settled(fleet, second.json()["rollout_id"]), 10, "the returning device reported")
     assert back.config == {"mqtt": {"publish_empty": True}, "logging": {"level": "DEBUG"}}
     assert [r["version"] for r in back.reports] == [2]  # only the newest retained version, carrying both
-    assert _rollout(fleet, first["rollout_id"])["devices"] == {"pending": 0, "applied": 2, "rejected": 0}
+    assert _rollout(fleet, first["rollout_id"])["devices"] == _tally(applied=2)
     assert fleet.device("edge-away")["config"]["status"] == "applied"
 
 
-def test_versions_continue_above_what_the_device_reported_before(fleet_factory, sim_devices, mosquitto_broker,
-                                                                mqtt_collector):
+def test_a_spoofed_report_of_2_53_moves_nothing_and_the_next_rollout_is_applied(fleet_factory, sim_devices,
+                                                                                  mosquitto_broker, mqtt_collector):
     fleet = fleet_factory()
     device = sim_devices(fleet.prefix, "edge-a")
-    # What an appliance reported to an earlier fleet database (retained on the broker).
-    device.applied_version = 7
-    device.publish("config/reported", {"version": 7, "status": "applied", "errors": [], "ts": 1.0}, retain=True)
-    wait_for(lambda: fleet.device("edge-a").get("config", {}).get("reported_version") == 7, 10, "version 7 seen")
+    _online(fleet, 1)
+    # Anyone on the broker (or the device itself under the documented ACL) can claim a version.
+    device.publish("config/reported", {"version": 2 ** 53, "status": "applied", "errors": [], "ts": 1.0}, retain=True)
+    wait_for(lambda: fleet.get("/api/v1/status").json()["mqtt"]["unissued_reports"] == 1, 10, "the report ignored")
+    assert fleet.device("edge-a")["config"]["reported_version"] == 0
+    assert fleet.device("edge-a")["config"]["unissued_version"] == 2 ** 53
     watcher = mqtt_collector(mosquitto_broker, f"{fleet.prefix}/edge-a/config/desired")
-    response = fleet.patch("/api/v1/devices/edge-a/config", {"api": {"max_body_bytes": 100000}})
-    assert response.json()["version"] == 8
-    message = watcher.wait_for_message(timeout_s=5)
-    assert json.loads(message.payload) == {"version": 8, "patch": {"api": {"max_body_bytes": 100000}}}
-    wait_for(lambda: device.config, 5, "applied")
+    response = fleet.patch("/api/v1/devices/edge-a/config", {"model": {"conf_threshold": 0.4}})
+    assert response.json()["version"] == 1
+    assert json.loads(watcher.wait_for_message(timeout_s=5).payload)["version"] == 1
+    result = wait_for(lambda: _settled(fleet, response.json()["rollout_id"]), 10, "the device reported")
+    assert result["devices"] == _tally(applied=1)
+    assert device.config == {"model": {"conf_threshold": 0.4}}
+
+
+def test_versions_no_device_answers_time_out_with_the_reason_and_a_reset_moves_on(fleet_factory, sim_devices):
+    fleet = fleet_factory(rollouts={"timeout_s": 1})
+    away = sim_devices(fleet.prefix, "edge-away")
+    ahead = sim_devices(fleet.prefix, "edge-ahead")
+    _online(fleet, 2)
+    away.stop()
+    # What an appliance reported to an earlier fleet database: above anything this fleet issued.
+    ahead.applied_version = 7
+    ahead.publish("config/reported", {"version": 7, "status": "applied", "errors": [], "ts": 1.0}, retain=True)
+    wait_for(lambda: fleet.device("edge-ahead")["config"].get("unissued_version") == 7, 10, "version 7 seen")
+    assert fleet.device("edge-away")["state"] == "offline"
+
+    first = fleet.patch("/api/v1/fleet/config", {"devices": "all", "patch": {"model": {"conf_threshold": 0.4}}}).json()
+    assert first["versions"] == {"edge-ahead": 1, "edge-away": 1}  # the ahead device ignores its 1
+    result = wait_for(lambda: (lambda r: r if r["devices"]["timed_out"] == 2 else None)(
+        _rollout(fleet, first["rollout_id"])), 10, "both timed out")
+    reasons = {r["device_id"]: r["errors"][0]["msg"] for r in result["results"]}
+    assert "no report of version 1 within 1 s: the device is offline" == reasons["edge-away"]
+    assert "reported version 7, which this fleet never issued" in reasons["edge-ahead"]
+    assert "/api/v1/devices/edge-ahead/config/reset" in reasons["edge-ahead"]
+
+    reset = fleet.post("/api/v1/devices/edge-ahead/config/reset", {"version": 7})
+    assert reset.status_code == 200, reset.text
+    assert reset.json() == {"device_id": "edge-ahead", "version": 7, "cancelled": 1}
+    second = fleet.patch("/api/v1/devices/edge-ahead/config", {"logging": {"level": "DEBUG"}}).json()
+    assert second["version"] == 8
+    wait_for(lambda: _settled(fleet, second["rollout_id"]), 10, "version 8 applied")
+    assert ahead.config == {"logging": {"level": "DEBUG"}}
+    assert _rollout(fleet, first["rollout_id"])["devices"] == _tally(timed_out=1, cancelled=1)
+
+    back = sim_devices(fleet.prefix, "edge-away")  # a late answer still settles its version
+    wait_for(lambda: _rollout(fleet, first["rollout_id"])["devices"]["applied"] == 1, 10, "the late report")
+    assert back.config == {"model": {"conf_threshold": 0.4}}
+
+
+@pytest.mark.parametrize("body, status, word", [
+    ({"version": 2 ** 53}, 400, "2^53"), ({"version": -1}, 400, "version"), ({"version": "7"}, 400, "version"),
+    ({"version": True}, 400, "version"), ({}, 400, "version"), ({"version": 1, "x": 2}, 400, "version"),
+])
+def test_bad_resets_answer_400_and_change_nothing(fleet_factory, sim_devices, body, status, word):
+    fleet = fleet_factory()
+    sim_devices(fleet.prefix, "edge-a")
+    _online(fleet, 1)
+    response = fleet.post("/api/v1/devices/edge-a/config/reset", body)
+    assert response.status_code == status, response.text
+    assert word in response.json()["error"]
+    assert fleet.device("edge-a")["config"]["desired_version"] == 0
+    assert fleet.post("/api/v1/devices/edge-nobody/config/reset", {"version": 1}).status_code == 404
 
 
 @pytest.mark.parametrize("path, body, status, word", [
@@ -127,3 +184,23 @@ def test_bad_rollouts_answer_errors_and_change_nothing(fleet_factory, sim_device
 ])
 def test_composed_patches_do_what_both_do_in_order(first, second, combined):
     assert compose_patches(first, second) == combined
+
+
+def test_desired_configurations_are_signed_for_devices_with_a_key_and_the_key_never_shows(
+        fleet_factory, sim_devices, mqtt_collector, mosquitto_broker):
+    from edge_app.fleet_agent.desired_signature import signature_valid
+
+    key = "edge-keyed-desired-key-0123456789ab"
+    fleet = fleet_factory(desired_keys={"edge-keyed": key})
+    sim_devices(fleet.prefix, "edge-keyed")
+    sim_devices(fleet.prefix, "edge-plain")
+    _online(fleet, 2)
+    desired = mqtt_collector(mosquitto_broker, f"{fleet.prefix}/+/config/desired")
+    response = fleet.patch("/api/v1/fleet/config", {"devices": "all", "patch": {"model": {"conf_threshold": 0.4}}})
+    assert response.status_code == 202, response.text
+    keyed = desired.wait_for_message(f"{fleet.prefix}/edge-keyed/config/desired", timeout_s=10).json()
+    plain = desired.wait_for_message(f"{fleet.prefix}/edge-plain/config/desired", timeout_s=10).json()
+    assert signature_valid(key, "edge-keyed", keyed["version"], keyed["patch"], keyed["sig"])
+    assert "sig" not in plain
+    config = fleet.service.config
+    assert key not in repr(config) and key not in json.dumps(config.model_dump(mode="json"))

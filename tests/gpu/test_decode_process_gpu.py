@@ -11,8 +11,8 @@ import pytest
 from edge_app.capture.decode_process import DecodeProcessOpener
 from edge_app.capture.nvdec_source import open_nvdec
 from edge_app.config.schema import CaptureConfig
-from edge_app.config.sources import SourceKind, SourceSpec
-from edge_app.gpu_image import DeviceNv12Image
+from edge_app.config.source_spec import SourceKind, SourceSpec
+from edge_app.capture.gpu_image import DeviceNv12Image
 
 pytestmark = pytest.mark.gpu
 

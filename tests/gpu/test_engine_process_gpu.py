@@ -1,7 +1,7 @@
 """model.engine_process on a real GPU, through real CUDA IPC. The engine is NOT TensorRT.
 
 TensorRT is not installed where these run, so the engine is the benchmark's PyTorch FP16
-stand-in (``bench.torch_engine``), which is the product's ``TensorRTDetector`` with its engine
+stand-in (``bench.gpu.torch_engine``), which is the product's ``TensorRTDetector`` with its engine
 loaded by onnx2torch. In an engine process its input slots are the CUDA layer's memory,
 exported by the child and written by the appliance's GPU letterbox; the detections must be the
 ones the same stand-in gives in-process.
@@ -24,7 +24,7 @@ pytest.importorskip("pydantic")
 def images():
     import cv2
 
-    from bench.settings import shared_dir
+    from bench.common.settings import shared_dir
 
     found = [cv2.imread(str(shared_dir() / "images" / name)) for name in ("bus.jpg", "zidane.jpg")]
     if any(image is None for image in found) or not torch.cuda.is_available():
@@ -34,9 +34,9 @@ def images():
 
 @pytest.fixture(scope="module")
 def pair(images):
-    from bench.detectors import model_config
-    from bench.settings import shared_dir
-    from bench.torch_engine import TorchFp16StandIn
+    from bench.common.detectors import model_config
+    from bench.common.settings import shared_dir
+    from bench.gpu.torch_engine import TorchFp16StandIn
 
     model = model_config(shared_dir() / "models" / "yolov8n_coco_dynbatch.onnx", 4)
     local = TorchFp16StandIn(model)
@@ -61,9 +61,9 @@ def test_the_engine_process_gives_the_in_process_detections(pair, images):
 
 
 def test_a_killed_engine_process_fails_batches_with_a_clear_error(images):
-    from bench.detectors import model_config
-    from bench.settings import shared_dir
-    from bench.torch_engine import TorchFp16StandIn
+    from bench.common.detectors import model_config
+    from bench.common.settings import shared_dir
+    from bench.gpu.torch_engine import TorchFp16StandIn
     from edge_app.detect.base import DetectorError
 
     detector = TorchFp16StandIn(model_config(shared_dir() / "models" / "yolov8n_coco_dynbatch.onnx", 1), engine_process=True)
@@ -78,10 +78,10 @@ def test_a_killed_engine_process_fails_batches_with_a_clear_error(images):
 def test_the_appliance_replaces_a_killed_engine_process(images, tmp_path):
     """Through real CUDA IPC: the killed child's input slots stay mapped in the appliance until
     the broken model is retired, and a new child serves the camera's frames."""
-    from bench.settings import shared_dir
-    from bench.torch_engine import TorchFp16StandIn
-    from edge_app.appliance import Appliance
-    from edge_app.config.store import parse_config
+    from bench.common.settings import shared_dir
+    from bench.gpu.torch_engine import TorchFp16StandIn
+    from edge_app.appliance.appliance import Appliance
+    from edge_app.config.file import parse_config
     from tests.support.waiting import wait_for
 
     made = []

@@ -75,7 +75,7 @@ def test_greyscale_and_bgra_frames(device):
 
 @pytest.mark.parametrize("name", ["1080p", "4K"])
 def test_timing_against_opencv_on_the_cpu(device, name, sample_frame, gpu_results, capsys):
-    from bench.gpu_preprocess import measure
+    from bench.gpu.preprocess import measure
 
     frame = _frame(name, FRAME_SIZES[name], sample_frame)
     timings = {k: round(v, 3) for k, v in measure(device, frame, iterations=100).items()}

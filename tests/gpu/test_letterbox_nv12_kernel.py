@@ -10,7 +10,7 @@ import pytest
 from edge_app.detect.letterbox_gpu import GpuLetterbox
 from edge_app.detect.nv12_reference import bgr_to_nv12, letterbox_nv12_reference
 from edge_app.detect.letterbox import letterbox
-from edge_app.gpu_image import DeviceNv12Image, HostNv12Image, Nv12Planes
+from edge_app.capture.gpu_image import DeviceNv12Image, HostNv12Image, Nv12Planes
 from tests.gpu.counting import CountingDevice
 
 pytestmark = pytest.mark.gpu

@@ -11,11 +11,11 @@ import pytest
 
 from edge_app.capture.device_frames import FramePoolExhausted
 from edge_app.capture.nvdec_source import open_nvdec
-from edge_app.config.sources import SourceKind, SourceSpec
+from edge_app.config.source_spec import SourceKind, SourceSpec
 from edge_app.cuda import open_device
 from edge_app.detect.letterbox_gpu import GpuLetterbox
 from edge_app.detect.nv12_reference import letterbox_nv12_reference
-from edge_app.gpu_image import DeviceNv12Image
+from edge_app.capture.gpu_image import DeviceNv12Image
 from tests.gpu.counting import CountingDevice
 
 pytestmark = pytest.mark.gpu

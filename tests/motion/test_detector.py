@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from edge_app.gpu_image import HostNv12Image
+from edge_app.capture.gpu_image import HostNv12Image
 from edge_app.motion.detector import MotionDetector, MotionSettings, mask_raster, small_grey
 
 FPS = 10.0

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from edge_app.appliance import Appliance
-from edge_app.config.store import parse_config
+from edge_app.appliance.appliance import Appliance
+from edge_app.config.file import parse_config
 
 
 def _config(model_path, tmp_path, source, motion=None):

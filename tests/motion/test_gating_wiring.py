@@ -5,7 +5,7 @@ import time
 import numpy as np
 
 from edge_app.capture import CameraWorker
-from edge_app.config.store import parse_config
+from edge_app.config.file import parse_config
 from edge_app.motion.gating import MotionGating
 from edge_app.motion.watch import MotionWatch
 from tests.capture.helpers import FAST, camera, wait_for

@@ -1,7 +1,7 @@
 """Motion settings and masks are validated with bounds; a mask over the whole frame is allowed."""
 import pytest
 
-from edge_app.config.store import ConfigError, parse_config
+from edge_app.config.file import ConfigError, parse_config
 
 
 def _raw(motion=None, camera_motion=None):

@@ -1,7 +1,7 @@
 """Signatures of desired configurations: what they bind together and what they refuse."""
 import pytest
 
-from edge_app.mqtt.desired_signature import sign_desired, signature_valid
+from edge_app.fleet_agent.desired_signature import sign_desired, signature_valid
 
 KEY = "k" * 40
 PATCH = {"cameras": [{"id": "cam1", "detect": False}], "detect": {"conf_threshold": 0.4}}

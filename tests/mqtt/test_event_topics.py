@@ -131,7 +131,7 @@ def test_disabled_publisher_publishes_nothing_and_checks_nothing():
 def test_detections_carry_track_ids_once_tracked():
     import numpy as np
 
-    from edge_app.detections import Detections
+    from edge_app.detect.detections import Detections
     from edge_app.mqtt import detections_payload
     dets = Detections(np.array([[1, 2, 3, 4], [5, 6, 7, 8]], np.float32), np.array([0.9, 0.8], np.float32),
                       np.array([0, 0], np.int32), ("person",))

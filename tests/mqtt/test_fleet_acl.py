@@ -213,7 +213,7 @@ def test_nothing_the_appliance_contract_sends_is_refused(broker, clients):
     fleet = clients(FLEET)
     fleet.subscribe("edge_app/#")
     done = subprocess.run(
-        [sys.executable, "-m", "bench.fleet_sim", "--broker", f"127.0.0.1:{broker.port}", "--devices", "3",
+        [sys.executable, "-m", "bench.fleet", "sim", "--broker", f"127.0.0.1:{broker.port}", "--devices", "3",
          "--duration-s", "8", "--stats-interval-s", "1", "--event-period-s", "4", "--rollout-at-s", "3",
          "--username", "{device_id}", "--password", "pw-{device_id}", "--tls-ca", str(broker.ca),
          "--fleet-username", FLEET, "--fleet-password", PASSWORDS[FLEET]],

@@ -13,9 +13,9 @@ import time
 import paho.mqtt.publish as mqtt_publish
 import pytest
 
-from edge_app.appliance import Appliance
-from edge_app.config.store import ConfigError, ConfigFile, parse_config
-from edge_app.config_changes import ConfigChanges
+from edge_app.appliance.appliance import Appliance
+from edge_app.config.file import ConfigError, ConfigFile, parse_config
+from edge_app.config_change.changes import ConfigChanges
 from edge_app.mqtt import ha_discovery
 from edge_app.mqtt.topics import Topics
 from tests.mqtt.conftest import VERSION

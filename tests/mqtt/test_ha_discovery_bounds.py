@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from edge_app.config.store import ConfigError, parse_config
+from edge_app.config.file import ConfigError, parse_config
 from edge_app.mqtt import ha_discovery
 from edge_app.mqtt.topics import Topics
 from tests.mqtt.conftest import VERSION

@@ -7,8 +7,8 @@ import threading
 import paho.mqtt.publish as mqtt_publish
 import pytest
 
-from edge_app.appliance import Appliance
-from edge_app.config.store import parse_config
+from edge_app.appliance.appliance import Appliance
+from edge_app.config.file import parse_config
 from tests.mqtt.helpers import detection, wait_until
 
 ROOT = "edge_app/dev1"

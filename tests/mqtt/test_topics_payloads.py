@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from edge_app.config.schema import MQTTConfig
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 from edge_app.mqtt import (
     MqttPublisher,
     Topics,

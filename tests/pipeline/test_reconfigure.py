@@ -1,8 +1,8 @@
 """plan_changes: what a configuration edit restarts, reloads or reconnects."""
 import pytest
 
-from edge_app.config.store import merge_patch, parse_config
-from edge_app.reconfigure import plan_changes
+from edge_app.config.file import merge_patch, parse_config
+from edge_app.config_change.plan import plan_changes
 
 BASE = {
     "device_id": "edge-01",

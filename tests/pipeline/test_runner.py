@@ -13,7 +13,7 @@ import pytest
 
 from edge_app.capture.frame import Frame
 from edge_app.detect.base import Detector, LetterboxMeta, PreparedBatch
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler

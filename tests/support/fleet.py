@@ -8,9 +8,9 @@ from typing import Any
 import requests
 
 from edge_app.api.server import ApiServer
-from edge_app.fleet.app import create_fleet_app
-from edge_app.fleet.config import FleetConfig
-from edge_app.fleet.service import FleetService
+from edge_app.fleet_service.app import create_fleet_app
+from edge_app.fleet_service.config import FleetConfig
+from edge_app.fleet_service.service import FleetService
 
 
 @dataclass
@@ -28,6 +28,9 @@ class RunningFleet:
 
     def patch(self, path: str, body, **kwargs) -> requests.Response:
         return requests.patch(self.url + path, json=body, timeout=10, **kwargs)
+
+    def post(self, path: str, body, **kwargs) -> requests.Response:
+        return requests.post(self.url + path, json=body, timeout=10, **kwargs)
 
     def device(self, device_id: str) -> dict:
         response = self.get(f"/api/v1/devices/{device_id}")

@@ -54,6 +54,8 @@ class SimDevice:
         self._connected.set()
 
     def _on_message(self, client, userdata, message) -> None:
+        if not message.payload:
+            return  # a deleted retained message is not a request
         desired = json.loads(message.payload)
         version, patch = desired.get("version"), desired.get("patch")
         with self._lock:

@@ -9,7 +9,7 @@ import pytest
 
 def require_gi() -> None:
     from edge_app.capture.gst_source import import_gst
-    from edge_app.config.sources import SourceError
+    from edge_app.config.source_spec import SourceError
 
     try:
         import_gst()

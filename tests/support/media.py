@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pytest
 
-from edge_app import demo_clip
+from edge_app.commands import demo_clip
 
 CLIP_FPS = 10
 CLIP_SECONDS_PER_IMAGE = 2.0

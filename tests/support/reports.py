@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Optional
 
-from edge_app.service import CameraReport, LatencyReport, ModelReport, MqttReport, PipelineReport, StatusReport
+from edge_app.reporting.protocol import CameraReport, LatencyReport, ModelReport, MqttReport, PipelineReport, StatusReport
 
 
 def camera_report(camera_id: str = "cam", state: str = "streaming", **changes) -> CameraReport:

@@ -102,7 +102,7 @@ def test_nv12_frames_from_a_hardware_decoder_take_the_gpu_path(standin_trt, make
     """A device NV12 frame goes to the NV12 kernel where it lies (no copy at all) and a host NV12
     frame is uploaded once; detections match the CPU detector on the same pictures."""
     from edge_app.detect.nv12_reference import bgr_to_nv12
-    from edge_app.gpu_image import DeviceNv12Image, HostNv12Image, Nv12Planes, nv12_to_bgr
+    from edge_app.capture.gpu_image import DeviceNv12Image, HostNv12Image, Nv12Planes, nv12_to_bgr
 
     device = HostMemoryCudaDevice(emulate_kernels=True)
     det = TensorRTDetector(make_model(max_batch=2), device=device)

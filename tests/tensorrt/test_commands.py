@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from edge_app import selftest
+from edge_app.commands import selftest
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.detect.tensorrt import commands
-from edge_app.selftest import compare_detections, selftest_command
-from edge_app.detections import Detections
+from edge_app.commands.selftest import compare_detections, selftest_command
+from edge_app.detect.detections import Detections
 from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
 

@@ -12,10 +12,10 @@ import signal
 
 import pytest
 
-from edge_app.appliance import Appliance
-from edge_app.config.store import parse_config
+from edge_app.appliance.appliance import Appliance
+from edge_app.config.file import parse_config
 from edge_app.detect.tensorrt import TensorRTDetector
-from edge_app.model_change import BROKEN_RELOAD_EVERY_S, reload_due
+from edge_app.appliance.model_change import BROKEN_RELOAD_EVERY_S, reload_due
 from tests.support.waiting import wait_for
 from tests.tensorrt_standin.shared_host_cuda import SharedHostCudaDevice
 

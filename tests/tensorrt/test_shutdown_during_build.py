@@ -16,7 +16,7 @@ import uuid
 import pytest
 import requests
 
-from edge_app.appliance import Appliance
+from edge_app.appliance.appliance import Appliance
 from edge_app.config.schema import AppConfig
 from tests.e2e.appliance import ApplianceProcess, wait_until
 from tests.support.net import free_port

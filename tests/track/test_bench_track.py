@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from bench.track import iou_distances, run_scene, table
-from bench.track_scenes import FRAME_H, FRAME_W, SceneSpec, generate
+from bench.track.compare import iou_distances, run_scene, table
+from bench.track.scenes import FRAME_H, FRAME_W, SceneSpec, generate
 
 
 def test_scenes_are_reproducible_and_consistent():

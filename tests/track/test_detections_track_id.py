@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 
 
 def dets(n: int = 3, **kw) -> Detections:

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 from edge_app.track import Line, LineCounter, Tracker, Zone, ZoneTracker, reference_points
 
 W, H = 1920, 1080
@@ -40,7 +40,7 @@ def test_one_crossing_each_and_zone_entries(noise_px):
 
 
 def test_zones_and_lines_from_the_configuration():
-    from edge_app.config.store import parse_config
+    from edge_app.config.file import parse_config
 
     cfg = parse_config({"model": {"path": "m.onnx"}, "cameras": [{
         "id": "cam1", "source": "rtsp://h/s",

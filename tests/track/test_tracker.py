@@ -4,7 +4,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 import pytest
 
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 from edge_app.track import UNTRACKED, Tracker, TrackerSettings
 from edge_app.track.matching import assign, iou_matrix
 

@@ -1,5 +1,6 @@
 // The built-in dashboard: polls the REST API and renders it. No libraries, no build step.
-// Text from the appliance is always set with textContent, never parsed as HTML.
+// Text from the appliance is always set with textContent, never parsed as HTML. shared/page.js
+// (loaded first) brings what the fleet page uses too: api(), el(), setLink().
 // The views in events.js, areas.js, cameras.js and config.js are loaded before this file and
 // register a factory in globalThis.EdgeDashboardParts; this file hands each the shared `app`
 // (requests with the token, the configuration, the live view's camera) and calls their hooks.
@@ -28,24 +29,8 @@
     tick: 0,
   };
 
-  class Unauthorized extends Error {}
-
-  async function api(path, options = {}) {
-    const headers = Object.assign({ Accept: "application/json" }, options.headers || {});
-    if (state.token) headers.Authorization = "Bearer " + state.token;
-    const response = await fetch(path, Object.assign({}, options, { headers }));
-    if (response.status === 401) throw new Unauthorized();
-    let body = null;
-    try { body = await response.json(); } catch (_) { body = null; }
-    return { status: response.status, ok: response.ok, body };
-  }
-
-  function el(tag, text, className) {
-    const node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    if (className) node.className = className;
-    return node;
-  }
+  const { Unauthorized, el, setLink } = globalThis.EdgePage;
+  const api = globalThis.EdgePage.apiClient(() => state.token);
 
   // Puts `nodes` in `parent` in this order, touching the DOM only when something moved, so
   // pictures stay loaded and elements stay the same between refreshes.
@@ -80,12 +65,6 @@
 
   function cameraPath(id, leaf) {
     return "api/v1/cameras/" + encodeURIComponent(id) + "/" + leaf;
-  }
-
-  function setLink(text, cls) {
-    const link = $("link");
-    link.textContent = text;
-    link.className = "pill " + cls;
   }
 
   // ---- login -------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from edge_app.cuda.mps import mps_status
 from edge_app.detect.base import Detector, DetectorError, PreparedBatch
 from edge_app.detect.decode import LayoutError, OutputLayout, YoloDecoder, detect_layout
 from edge_app.detect.decode_gpu import GpuDecoded, GpuYoloDecoder, detections_from
-from edge_app.detections import Detections
+from edge_app.detect.detections import Detections
 from edge_app.detect.labels import resolve_labels
 from edge_app.detect.letterbox import Letterboxer
 from edge_app.detect.tensorrt.api import import_tensorrt, is_standin

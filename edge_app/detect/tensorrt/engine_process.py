@@ -52,7 +52,7 @@ import numpy as np
 from edge_app.detect.base import DetectorError
 from edge_app.detect.decode_gpu import GpuDecoded, GpuYoloDecoder
 from edge_app.detect.tensorrt.runtime import ROTATION, EngineRuntime, TensorSpec
-from edge_app.named_callable import resolve
+from edge_app.process.named_callable import resolve
 
 log = logging.getLogger(__name__)
 

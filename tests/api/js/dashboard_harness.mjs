@@ -465,8 +465,12 @@ const scenarios = {
 const steps = {};
 const scripts = [...readFileSync(indexPath, "utf8").matchAll(/<script src="static\/([^"]+)"><\/script>/g)].map((m) => m[1]);
 vm.createContext(context);
+// static/shared/ is served from the folder beside static/ that the fleet page loads too.
+const scriptFile = (script) => script.startsWith("shared/")
+  ? path.join(path.dirname(indexPath), "..", "shared_static", script.slice("shared/".length))
+  : path.join(path.dirname(indexPath), script);
 for (const script of scripts) {
-  vm.runInContext(readFileSync(path.join(path.dirname(indexPath), script), "utf8"), context, { filename: script });
+  vm.runInContext(readFileSync(scriptFile(script), "utf8"), context, { filename: script });
 }
 await scenarios[scenario](steps);
 console.log(JSON.stringify(steps));

@@ -1,0 +1,15 @@
+"""``python -m bench.fleet COMMAND``: a simulated fleet of appliances (docs/fleet.md, docs/fleet-benchmark.md)."""
+from __future__ import annotations
+
+import sys
+
+from bench.common.commands import Command, run_command
+
+DESCRIPTION = "A simulated fleet of appliances (docs/fleet.md, docs/fleet-benchmark.md)."
+COMMANDS = {
+    "sim": Command("bench.fleet.sim", "N simulated appliances on a broker; kills, a timed configuration rollout"),
+    "server": Command("bench.fleet.server", "the fleet server (edge-app fleet) under simulated appliances, SQLite and PostgreSQL"),
+}
+
+if __name__ == "__main__":
+    sys.exit(run_command("python -m bench.fleet", DESCRIPTION, COMMANDS))

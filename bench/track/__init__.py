@@ -1,0 +1,1 @@
+"""The tracker on synthetic scenes (``scenes``) against the reference ByteTrack (``compare``)."""

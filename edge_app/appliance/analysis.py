@@ -1,0 +1,162 @@
+"""Tracking, zones, lines and events for every camera, and where their results go.
+
+The pipeline hands each analysed frame to ``AnalysisHub.analyse`` (on its publish thread);
+the camera's ``CameraAnalysis`` adds track ids and produces events, counts and crossings,
+which go out over MQTT and into the event store. A camera gets an analysis while it is
+enabled, its ``detect`` switch is on and ``tracking.enabled`` is set; switching it off (or
+shutting down) ends its open events and sets its counts to 0. Line totals outlive both: they
+are seeded from the store, so they survive restarts.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import replace
+from typing import Callable, Dict, Optional, Protocol
+
+from edge_app.config.schema import AppConfig, CameraConfig
+from edge_app.events.camera_analysis import CameraAnalysis, FrameAnalysis
+from edge_app.events.counts import LineTotals
+from edge_app.events.model import Event, Snapshot
+from edge_app.mqtt.publisher import MqttPublisher
+from edge_app.reporting.protocol import AnalysedFrame, CountsReport
+
+log = logging.getLogger(__name__)
+
+
+class EventSink(Protocol):
+    """Where events, snapshots and line totals are kept (``edge_app.events.store.EventStore``)."""
+
+    def save_event(self, event: Event) -> None: ...
+
+    def save_snapshot(self, snapshot: Snapshot) -> None: ...
+
+    def save_line_counts(self, camera_id: str, totals: Dict[str, LineTotals]) -> None: ...
+
+    def load_line_counts(self) -> Dict[str, Dict[str, LineTotals]]: ...
+
+
+def _analysis_key(camera: CameraConfig, config: AppConfig) -> tuple:
+    """What an analysis is built from: a change of any of it builds a new one."""
+    return (camera.zones, camera.lines, config.events, config.tracking, config.snapshots.jpeg_quality)
+
+
+def analyses_camera(camera: CameraConfig, config: AppConfig) -> bool:
+    return camera.enabled and camera.detect and config.tracking.enabled
+
+
+class AnalysisHub:
+    def __init__(self, publisher: Callable[[], MqttPublisher], store: Optional[EventSink] = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._publisher = publisher
+        self._store = store
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._analyses: Dict[str, CameraAnalysis] = {}
+        self._keys: Dict[str, tuple] = {}
+        # Line totals of cameras without an analysis right now, kept for when it comes back.
+        self._line_totals: Dict[str, Dict[str, LineTotals]] = store.load_line_counts() if store is not None else {}
+
+    # -- configuration (API thread, under the appliance's apply lock) -------------------------------
+    def configure(self, config: AppConfig) -> None:
+        """Build, keep or end the analysis of every camera to match ``config``."""
+        wanted = {c.id: c for c in config.cameras if analyses_camera(c, config)}
+        with self._lock:
+            for camera_id in list(self._analyses):
+                camera = wanted.get(camera_id)
+                if camera is None or _analysis_key(camera, config) != self._keys[camera_id]:
+                    self._end(camera_id)
+            for camera_id, camera in wanted.items():
+                if camera_id not in self._analyses:
+                    seed = {name: (t.count_in, t.count_out) for name, t in self._line_totals.get(camera_id, {}).items()}
+                    self._analyses[camera_id] = CameraAnalysis.from_config(
+                        camera, config.events, jpeg_quality=config.snapshots.jpeg_quality, line_seed=seed)
+                    self._keys[camera_id] = _analysis_key(camera, config)
+
+    def _end(self, camera_id: str) -> None:
+        analysis = self._analyses.pop(camera_id)
+        self._keys.pop(camera_id, None)
+        result = analysis.end_all(self._clock())
+        self._line_totals[camera_id] = analysis.line_counts.totals()
+        self._send(result)
+
+    def end_all(self) -> None:
+        """At shutdown: every open event ends, counts go to 0 (before the publisher stops)."""
+        with self._lock:
+            for camera_id in list(self._analyses):
+                self._end(camera_id)
+
+    # -- per frame (the pipeline's publish thread) --------------------------------------------------
+    def analyse(self, frame: AnalysedFrame) -> AnalysedFrame:
+        """The frame with track ids on its detections; events and counts sent on."""
+        # Under the lock: a CameraAnalysis is fed from one thread at a time, and configure()
+        # (API thread) or tick() (stats thread) must not end or age it half way through a frame.
+        with self._lock:
+            analysis = self._analyses.get(frame.camera_id)
+            if analysis is None:
+                return frame
+            try:
+                result = analysis.process(frame.frame_id, frame.ts, frame.image, frame.detections)
+            except Exception:  # a bug in analysis must not stop detections
+                log.exception("analysing a frame of camera %s failed", frame.camera_id)
+                return frame
+            self._send(result)
+        return replace(frame, detections=result.detections)
+
+    def has_objects(self, camera_id: str) -> Optional[bool]:
+        """Whether the camera's tracker holds tracks now (tentative ones too); None without an analysis.
+
+        Read by the camera's capture thread (motion gating) without the lock: a track count
+        read half a frame late only lets one frame more or less through."""
+        analysis = self._analyses.get(camera_id)
+        return None if analysis is None else len(analysis.tracker) > 0
+
+    def tick(self) -> None:
+        """Ages the tracks of cameras that sent nothing for a while, so their events still end."""
+        now = self._clock()
+        with self._lock:
+            for analysis in list(self._analyses.values()):
+                if analysis.idle_s(now) >= 1.0:
+                    self._send(analysis.tick(now))
+
+    def counts(self) -> CountsReport:
+        cameras, zones, lines = {}, {}, {}
+        for camera_id, analysis in list(self._analyses.items()):
+            snapshot = analysis.counts()
+            cameras[camera_id] = dict(snapshot.objects)
+            for zone, labels in snapshot.zones.items():
+                zones[zone] = dict(labels)
+            for line, totals in snapshot.lines.items():
+                lines[line] = totals.to_dict()
+        for camera_id, totals in self._line_totals.items():
+            if camera_id not in self._analyses:
+                for line, total in totals.items():
+                    lines.setdefault(line, total.to_dict())
+        return CountsReport(cameras=cameras, zones=zones, lines=lines)
+
+    # -- where results go ---------------------------------------------------------------------------
+    def _send(self, result: FrameAnalysis) -> None:
+        publisher, camera_id, ts = self._publisher(), result.camera_id, result.ts
+        for message in result.events:
+            publisher.publish_event(message)
+            if self._store is not None:
+                self._store.save_event(message.after)
+        for snapshot in result.snapshots:
+            if self._store is not None:
+                self._store.save_snapshot(snapshot)
+        for label, snapshot in result.label_snapshots.items():
+            publisher.publish_snapshot(camera_id, label, snapshot.jpeg)
+        for label, count in result.object_counts.items():
+            publisher.publish_object_count(camera_id, label, count, ts)
+        for (zone, label), count in result.zone_counts.items():
+            publisher.publish_zone_count(zone, label, count, ts)
+        for crossing in result.crossings:
+            publisher.publish_line_crossing(camera_id, crossing.line, crossing.event_id, crossing.track_id,
+                                            crossing.label, crossing.direction, crossing.ts)
+        for line, totals in result.line_counts.items():
+            publisher.publish_line_count(camera_id, line, totals.count_in, totals.count_out, ts)
+        if result.line_counts and self._store is not None:
+            analysis = self._analyses.get(camera_id)
+            totals = analysis.line_counts.totals() if analysis is not None else dict(result.line_counts)
+            self._store.save_line_counts(camera_id, totals)

@@ -1,0 +1,502 @@
+"""The running appliance: cameras, detector, pipeline and MQTT, wired together.
+
+It implements ``edge_app.reporting.protocol.ApplianceService``; the API gets it passed in explicitly. What
+it builds (detector, MQTT publisher, camera workers) comes from factories that tests replace.
+
+It applies the configuration it is given and never writes the file: every change, also those it
+asks for itself (the MQTT detect switch, a model that could not be loaded), goes through the one
+``edge_app.config_change.changes.ConfigChanges`` handed to :meth:`Appliance.use_changes`.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+
+from edge_app.appliance.analysis import AnalysisHub
+from edge_app.capture.camera import CameraWorker
+from edge_app.capture.state import StreamState
+from edge_app.config.schema import AppConfig, CameraConfig, ModelConfig
+from edge_app.detect.base import Detector, DetectorError
+from edge_app.detect.factory import choose_backend, create_detector
+from edge_app.events.model import Event
+from edge_app.events.query import EventQuery
+from edge_app.events.store import EventStore
+from edge_app.appliance.model_change import ModelChange, reload_due
+from edge_app.motion.gating import MotionGating
+from edge_app.mqtt import link_health
+from edge_app.mqtt.ha_discovery import event_labels
+from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
+from edge_app.mqtt.publisher import MqttPublisher
+from edge_app.pipeline import health as pipeline_health
+from edge_app.pipeline.health import PipelineHealth, assess, readiness_reason
+from edge_app.pipeline.results import ResultStore
+from edge_app.pipeline.runner import Pipeline
+from edge_app.pipeline.scheduler import BatchScheduler
+from edge_app.config_change.plan import model_reload_needed, plan_changes
+from edge_app.config_change.detect_switch import DetectSwitch
+from edge_app.detect.detections import Detections
+from edge_app.appliance.report_builders import camera_report, model_report, pipeline_report
+from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, MqttReport, RemoteConfigReport,
+                                         StatusReport, UnknownCamera)
+from edge_app.version import __version__
+
+if TYPE_CHECKING:
+    from edge_app.config_change.changes import ConfigChanges
+
+log = logging.getLogger(__name__)
+
+
+class StartCancelled(DetectorError):
+    """The appliance was asked to stop while it was still starting."""
+
+
+#: how long a replaced detector may take to finish its batches before it is closed anyway
+RETIRE_TIMEOUT_S = 10.0
+
+
+class Appliance:
+    def __init__(self, config: AppConfig, stall_after_s: Optional[float] = None,
+                 *, detector_factory: Callable[..., Detector] = create_detector,
+                 publisher_factory: Callable[..., MqttPublisher] = MqttPublisher,
+                 camera_factory: Callable[..., CameraWorker] = CameraWorker,
+                 event_store: Optional[EventStore] = None):
+        self._config = config
+        # Optional: without one events are only published, and the event routes answer [] and 404.
+        # Whoever makes the store closes it, after stop() has ended the open events.
+        self._event_store = event_store
+        self._detector_factory = detector_factory
+        self._publisher_factory = publisher_factory
+        self._camera_factory = camera_factory
+        self.stall_after_s = pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s
+        self._apply_lock = threading.RLock()
+        self._started_mono_s = time.monotonic()
+        self._detector: Optional[Detector] = None
+        self._detector_model: Optional[ModelConfig] = None  # what the running detector was loaded from
+        self._model_change: Optional[ModelChange] = None
+        self._broken_reload_s: Optional[float] = None  # when a model that could not run was last loaded again
+        self._cameras: Dict[str, CameraWorker] = {}
+        self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
+        self._changes: Optional["ConfigChanges"] = None  # the one change path (use_changes)
+        self._detect_switch: Optional[DetectSwitch] = None
+        self._analysis = AnalysisHub(lambda: self._publisher, store=event_store)
+        self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse)
+        # Frames of a camera where nothing moves and nothing is tracked never reach the model.
+        self._motion = MotionGating(self._has_objects, lambda cid, motion: self._publisher.publish_motion(cid, motion))
+        # The cameras whose frames go through the model: enabled with their detect switch on.
+        self._detecting: Dict[str, CameraWorker] = {}
+        self._pipeline = Pipeline(
+            detector_getter=lambda: self._detector,
+            sources_getter=lambda: self._detecting,
+            sink=self._results,
+            scheduler=BatchScheduler(config.model.max_batch, config.model.batch_timeout_ms / 1000.0),
+        )
+        self._build_status = None
+        self._loading = False
+        # Set once the appliance is stopping: cancels a model load or engine build in progress.
+        self._cancel = threading.Event()
+        self._lifecycle_lock = threading.Lock()
+        self._stats_stop = threading.Event()
+        self._stats_thread: Optional[threading.Thread] = None
+        self._config_desired: Optional[Callable[[bytes], None]] = None  # the fleet agent, if any
+        self._remote_config_report: Optional[Callable[[], RemoteConfigReport]] = None
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Load the model (raises DetectorError), then start MQTT, cameras and the pipeline.
+
+        May run on its own thread: ``stop`` (or ``cancel_start``) from another thread cancels a
+        TensorRT engine build in progress, and ``start`` then raises ``StartCancelled``.
+        """
+        self._publisher.start()
+        self._loading = True
+        try:
+            detector = self._load_detector(self._config, self._cancel)
+        finally:
+            self._loading = False
+        with self._lifecycle_lock:
+            if self._cancel.is_set():
+                detector.close()
+                raise StartCancelled("the appliance was stopped while the model was loading")
+            self._detector, self._detector_model = detector, self._config.model
+            if detector.runs_on_host_cpu:
+                # OpenCV's resize threads would compete with the model's for the same cores.
+                import cv2
+
+                cv2.setNumThreads(1)
+            for cam in self._config.cameras:
+                self._start_camera(cam)
+            self._analysis.configure(self._config)
+            self._publish_detect_states(self._config)
+            self._publish_ha_discovery()
+            if self._detect_switch is not None:
+                self._detect_switch.start()
+            self._subscribe_commands()  # only now: a command or desired change must not race the start
+            self._reconfigure_pipeline()
+            self._pipeline.start()
+            self._stats_thread = threading.Thread(target=self._stats_loop, name="stats:mqtt", daemon=True)
+            self._stats_thread.start()
+
+    def cancel_start(self) -> None:
+        """Stop a model load or engine build in progress (from any thread); nothing starts after it."""
+        self._cancel.set()
+
+    def stop(self, timeout_s: float = 4.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        self._cancel.set()
+        with self._lifecycle_lock:  # a start() finishing now either completes first or sees the cancel
+            pass
+        with self._apply_lock:
+            change = self._model_change
+        if change is not None:
+            change.cancel()
+        if self._detect_switch is not None:
+            self._detect_switch.stop(timeout_s=1.0)
+        self._stats_stop.set()
+        workers = list(self._cameras.values())
+        stoppers = [threading.Thread(target=w.stop, kwargs={"timeout_s": 2.0}, name=f"stop:{w.config.id}") for w in workers]
+        for t in stoppers:
+            t.start()
+        self._pipeline.stop(timeout_s=max(0.5, deadline - time.monotonic() - 1.0))
+        for t in stoppers:
+            t.join(max(0.0, deadline - time.monotonic() - 1.0))
+        try:
+            self._analysis.end_all()  # open events end now, counts fall to 0, before MQTT goes
+        except Exception:
+            log.exception("ending the open events failed")
+        if self._event_store is not None:
+            # What the end of the open events wrote must reach the disk; MQTT keeps its share of the budget.
+            self._event_store.close(timeout_s=max(0.3, min(1.5, deadline - time.monotonic() - 1.0)))
+        self._publisher.stop(timeout_s=max(0.5, deadline - time.monotonic()))
+        if self._detector is not None:
+            self._detector.close()
+
+    def _load_detector(self, config: AppConfig, cancel: threading.Event) -> Detector:
+        options = {}
+        if choose_backend(config.model) == "tensorrt":
+            # Building an engine takes minutes on a Jetson: /api/v1/status shows its progress.
+            from edge_app.detect.tensorrt.progress import BuildStatus
+
+            self._build_status = BuildStatus()
+            options["progress"] = self._build_status
+            options["cancel"] = cancel
+        detector = self._detector_factory(config.model, **options)
+        log.info("model %s loaded with %s (input %s, max batch %d)", config.model.path, detector.backend_name,
+                 "x".join(map(str, detector.input_hw)), detector.max_batch)
+        return detector
+
+    def _start_camera(self, cam: CameraConfig) -> None:
+        if not cam.enabled:
+            self._publisher.publish_camera_state(cam.id, StreamState.STOPPED.value, None)
+            return
+        worker = self._camera_factory(cam, self._config.capture, on_state=self._on_camera_state, on_frame=self._pipeline.notify_frame)
+        self._cameras = {**self._cameras, cam.id: worker}
+        worker.start()
+
+    def _stop_camera(self, camera_id: str) -> None:
+        workers = dict(self._cameras)
+        worker = workers.pop(camera_id, None)
+        self._cameras = workers
+        if worker is not None:
+            worker.stop(timeout_s=3.0)
+        self._results.forget(camera_id)
+
+    def _publish_frame(self, frame: AnalysedFrame) -> None:
+        # Read at call time: a configuration change may have replaced the publisher or device id.
+        self._publisher.publish_detections(frame.camera_id, detections_payload_for(self._config.device_id, frame))
+
+    def _on_camera_state(self, camera_id: str, state: StreamState, error: Optional[str]) -> None:
+        self._publisher.publish_camera_state(camera_id, state.value, error)
+
+    def _reconfigure_pipeline(self) -> None:
+        model = self._config.model
+        max_batch = min(model.max_batch, self._detector.max_batch if self._detector else model.max_batch)
+        detecting = {c.id for c in self._config.cameras if c.enabled and c.detect}
+        self._detecting = {cid: worker for cid, worker in self._cameras.items() if cid in detecting}
+        fps_limits = {c.id: c.fps_limit for c in self._config.cameras if c.id in detecting}
+        self._pipeline.reconfigure(fps_limits, max_batch, model.batch_timeout_ms / 1000.0)
+        self._motion.configure(self._config, self._cameras)
+
+    def _has_objects(self, camera_id: str) -> bool:
+        """Whether a camera has tracked objects (or, without tracking, detections in its newest result)."""
+        tracked = self._analysis.has_objects(camera_id)
+        if tracked is not None:
+            return tracked
+        latest = self._results.latest_frame(camera_id)
+        return latest is not None and len(latest.detections) > 0
+
+    def _stats_loop(self) -> None:
+        next_stats_s = time.monotonic() + self._config.mqtt.stats_interval_s
+        while not self._stats_stop.wait(1.0):
+            try:
+                self._analysis.tick()  # objects of a camera that went quiet still leave
+                self._reload_broken_model(time.monotonic())
+                if time.monotonic() >= next_stats_s:
+                    next_stats_s = time.monotonic() + self._config.mqtt.stats_interval_s
+                    self._publisher.publish_stats(self.stats_payload())
+            except Exception:
+                log.exception("publishing stats failed")
+
+    def _publish_detect_states(self, config: AppConfig) -> None:
+        for camera in config.cameras:
+            self._publisher.publish_detect_state(camera.id, camera.detect)
+
+    def _publish_ha_discovery(self) -> None:
+        labels = self._detector.labels if self._detector is not None else ()
+        self._publisher.set_ha_discovery(self._config, event_labels(self._config, labels))
+
+    # -- live configuration -----------------------------------------------------------------------
+    def current_config(self) -> AppConfig:
+        return self._config
+
+    def use_changes(self, changes: "ConfigChanges") -> None:
+        """The one change path (before ``start``): what the appliance asks to change itself, the
+        MQTT detect switch and a model that could not be loaded, goes through ``changes`` too."""
+        self._changes = changes
+        self._detect_switch = DetectSwitch(changes, lambda cid, on: self._publisher.publish_detect_state(cid, on))
+
+    def apply_config(self, new_config: AppConfig) -> ApplyResult:
+        """Apply ``new_config`` (validated and saved by ``ConfigChanges``); a new model is loaded
+        in the background (``applying``)."""
+        with self._apply_lock:
+            old = self._config
+            plan = plan_changes(old, new_config)
+            # Back to the model that runs (a failed model taken out, say): nothing to load.
+            load = plan.reload_model and (self._detector_model is None
+                                          or model_reload_needed(self._detector_model, new_config.model))
+            self._config = new_config
+            if load:
+                self._begin_model_change(new_config)
+            else:
+                if plan.reload_model:
+                    self._cancel_model_change()
+                if plan.reload_model or self._model_change_pending() is None:
+                    self._retune_detector(new_config)
+            if plan.reconnect_mqtt:
+                self._swap_publisher(new_config)
+            for cid in plan.cameras_removed + plan.cameras_changed:
+                self._stop_camera(cid)
+                if cid in plan.cameras_removed:
+                    self._publisher.publish_camera_state(cid, StreamState.STOPPED.value, None)
+                    self._publisher.forget_camera(cid)
+            for cid in plan.cameras_added + plan.cameras_changed:
+                self._start_camera(new_config.camera(cid))
+            self._analysis.configure(new_config)
+            if self._event_store is not None:
+                self._event_store.set_retention(new_config.events.retain_days, new_config.events.max_mb)
+            self._publish_detect_states(new_config)
+            self._publish_ha_discovery()
+            self._reconfigure_pipeline()
+            logging.getLogger().setLevel(new_config.logging.level)
+            log.info("configuration applied: %s", plan)
+            return ApplyResult(new_config, plan.restart_required, ["model"] if load else [])
+
+    # -- model changes: loaded beside the running model, swapped in when ready ----------------------
+    def _model_change_pending(self) -> Optional[ModelChange]:
+        change = self._model_change
+        return change if change is not None and change.report.state == "loading" else None
+
+    def _cancel_model_change(self) -> None:
+        previous = self._model_change_pending()
+        if previous is not None:
+            previous.cancel()  # superseded: only the newest model is worth loading
+
+    def _begin_model_change(self, config: AppConfig) -> None:
+        self._cancel_model_change()
+        self._model_change = ModelChange(config, self._load_detector, self._install_detector,
+                                         self._model_change_failed).start()
+
+    def _reload_broken_model(self, now_s: float) -> None:
+        """A model that can run no batch (its engine process died) is loaded again, as a change."""
+        failure = self._detector.failure if self._detector is not None else None
+        with self._apply_lock:
+            if self._model_change_pending() is not None or not reload_due(failure, self._broken_reload_s, now_s):
+                return
+            self._broken_reload_s = now_s
+            log.error("model %s cannot run (%s); loading it again", self._config.model.path, failure)
+            self._begin_model_change(self._config)
+
+    def _install_detector(self, change: ModelChange, detector: Detector) -> bool:
+        with self._apply_lock:
+            if change is not self._model_change or change.cancelled or self._cancel.is_set():
+                return False
+            self._retune(detector, self._config)
+            old, self._detector, self._detector_model = self._detector, detector, change.config.model
+            self._reconfigure_pipeline()
+            self._publish_ha_discovery()  # a new model may know other labels
+        log.info("model %s is running", change.config.model.path)
+        if old is not None:
+            threading.Thread(target=self._retire_detector, args=(old,), name="model:retire", daemon=True).start()
+        return True
+
+    def _retire_detector(self, detector: Detector) -> None:
+        # Batches prepared by the old model read its buffers until they are decoded.
+        if not self._pipeline.wait_drained(detector, RETIRE_TIMEOUT_S):
+            log.warning("the replaced model still had batches in flight after %.0f s; closing it", RETIRE_TIMEOUT_S)
+        detector.close()
+
+    def _model_change_failed(self, change: ModelChange, message: str) -> None:
+        """Keep file and running state in agreement: the model section goes back to the running one."""
+        with self._apply_lock:
+            running = self._detector_model
+            if change is not self._model_change or running is None or self._changes is None:
+                return
+        # Through the change path, under its lock: a change being validated now cannot undo this.
+        if self._changes.revert_model(change.config.model, running) is not None:
+            log.error("model %s could not be loaded (%s); the configuration keeps %s", change.config.model.path,
+                      message, running.path)
+
+    def _retune_detector(self, config: AppConfig) -> None:
+        if self._detector is not None:
+            self._retune(self._detector, config)
+
+    @staticmethod
+    def _retune(detector: Optional[Detector], config: AppConfig) -> None:
+        if detector is None:
+            return
+        try:
+            detector.retune(conf_threshold=config.model.conf_threshold,
+                            iou_threshold=config.model.iou_threshold, classes=config.model.classes)
+        except DetectorError as err:  # validated against the model file before saving; keep going
+            log.error("model settings not applied: %s", err)
+
+    def _swap_publisher(self, config: AppConfig) -> None:
+        old = self._publisher
+        old.withdraw_ha_discovery_unless(config.device_id)  # a renamed device must not leave its old self in HA
+        old.stop(timeout_s=2.0)
+        self._publisher = self._publisher_factory(config.mqtt, config.device_id, __version__)
+        self._publisher.start()
+        self._subscribe_commands()  # a new client has no subscriptions
+        for cid, worker in self._cameras.items():
+            self._publisher.publish_camera_state(cid, worker.state.value, worker.stats().get("last_error"))
+
+    # -- the fleet (edge_app.fleet_agent) -------------------------------------------------------------
+    def on_config_desired(self, handler: Callable[[bytes], None]) -> None:
+        """Hand every ``R/config/desired`` payload to ``handler`` once started, across MQTT reconnects."""
+        self._config_desired = handler
+
+    def on_remote_config_report(self, provider: Callable[[], RemoteConfigReport]) -> None:
+        """Where ``status()`` reads whether and how remote configuration is authenticated."""
+        self._remote_config_report = provider
+
+    def _subscribe_commands(self) -> None:
+        if self._detect_switch is not None:
+            self._publisher.on_detect_set(self._detect_switch.on_command,
+                                          camera_known=lambda cid: self._config.camera(cid) is not None)
+        if self._config_desired is not None:
+            self._publisher.on_config_desired(self._config_desired)
+
+    def publish_config_reported(self, body: Dict[str, Any]) -> bool:
+        return self._publisher.publish_config_reported(body)
+
+    # -- what the API reads -----------------------------------------------------------------------
+    def _worker(self, camera_id: str) -> Optional[CameraWorker]:
+        if self._config.camera(camera_id) is None:
+            raise UnknownCamera(camera_id)
+        return self._cameras.get(camera_id)
+
+    def cameras(self) -> List[CameraReport]:
+        reports = []
+        for cam in self._config.cameras:
+            worker = self._cameras.get(cam.id)
+            reports.append(camera_report(cam, worker.stats() if worker else {}, self._results.camera_figures(cam.id)))
+        return reports
+
+    def status(self) -> StatusReport:
+        detector = self._detector
+        return StatusReport(
+            device_id=self._config.device_id,
+            version=__version__,
+            uptime_s=round(time.monotonic() - self._started_mono_s, 1),
+            backend=detector.backend_name if detector else None,
+            model=model_report(self._config.model, detector),
+            mqtt=MqttReport(**self._publisher.stats()),
+            cameras=self.cameras(),
+            pipeline=pipeline_report(self._results.pipeline_figures(), self._pipeline.errors, self.pipeline_health()),
+            engine_build=self.engine_build(),
+            model_change=self._model_change.report if self._model_change is not None else None,
+            events=self._event_store.health() if self._event_store is not None else None,
+            remote_config=self._remote_config_report() if self._remote_config_report is not None else None,
+        )
+
+    def pipeline_health(self) -> PipelineHealth:
+        return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)
+
+    def mqtt_health(self) -> link_health.LinkHealth:
+        """Whether the MQTT link is stalled (never while MQTT is off or the broker is merely away)."""
+        return self._publisher.link_health()
+
+    def engine_build(self) -> Optional[Dict[str, Any]]:
+        """The TensorRT engine build's latest progress report, or None."""
+        return self._build_status.snapshot() if self._build_status is not None else None
+
+    def stats_payload(self) -> Dict[str, Any]:
+        return stats_payload_for(self.status())
+
+    def readiness(self) -> Tuple[bool, List[str]]:
+        reasons = []
+        if self._detector is None:
+            reasons.append("the model is still loading" if self._loading else "the model is not loaded")
+        if not any(w.state == StreamState.STREAMING for w in self._cameras.values()):
+            reasons.append("no camera is streaming")
+        stalled = readiness_reason(self.pipeline_health())
+        if stalled:
+            reasons.append(stalled)
+        mqtt_stalled = link_health.readiness_reason(self.mqtt_health())
+        if mqtt_stalled:
+            reasons.append(mqtt_stalled)
+        return (not reasons, reasons)
+
+    def _unanalysed(self, camera_id: str, frame) -> Optional[AnalysedFrame]:
+        """A captured frame of a camera whose detection is off, as a frame without detections."""
+        if frame is None:
+            return None
+        labels = self._detector.labels if self._detector is not None else ()
+        return AnalysedFrame(camera_id, frame.frame_id, frame.ts, frame.image, Detections.empty(labels))
+
+    def _detection_off(self, camera_id: str) -> bool:
+        return camera_id in self._cameras and camera_id not in self._detecting
+
+    def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
+        self._worker(camera_id)
+        worker = self._cameras.get(camera_id)
+        if worker is not None and self._detection_off(camera_id):
+            return self._unanalysed(camera_id, worker.peek())
+        return self._results.latest_frame(camera_id)
+
+    def latest_detections(self, camera_id: str) -> Optional[Dict[str, Any]]:
+        self._worker(camera_id)
+        frame = self._results.latest_frame(camera_id)
+        return None if frame is None else detections_payload_for(self._config.device_id, frame)
+
+    def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
+        self._worker(camera_id)
+        worker = self._cameras.get(camera_id)
+        if worker is not None and worker.newest_held_back and not self._detection_off(camera_id):
+            # Nothing moves: the motion gate holds frames back, live view shows them as they come.
+            frame = worker.wait_newer(after_frame_id, timeout_s)
+            analysed = self._results.latest_frame(camera_id)
+            if frame is not None and analysed is not None and analysed.frame_id == frame.frame_id:
+                return analysed
+            return self._unanalysed(camera_id, frame)
+        if worker is None or not self._detection_off(camera_id):
+            return self._results.wait_frame(camera_id, after_frame_id, timeout_s)
+        # Live view of a camera that streams without analysis: its newest captured frame.
+        return self._unanalysed(camera_id, worker.wait_newer(after_frame_id, timeout_s))
+
+    def counts(self) -> CountsReport:
+        return self._analysis.counts()
+
+    # -- stored events: none without a store --------------------------------------------------------
+    def events(self, query: EventQuery) -> List[Event]:
+        return [] if self._event_store is None else self._event_store.events(query)
+
+    def event(self, event_id: str) -> Optional[Event]:
+        return None if self._event_store is None else self._event_store.get(event_id)
+
+    def event_snapshot(self, event_id: str) -> Optional[bytes]:
+        return None if self._event_store is None else self._event_store.snapshot(event_id)
+
+    def delete_event(self, event_id: str) -> bool:
+        return False if self._event_store is None else self._event_store.delete(event_id)

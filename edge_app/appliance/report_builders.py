@@ -1,0 +1,49 @@
+"""The typed reports of edge_app.reporting.protocol, built from what the appliance's parts know.
+
+Pure functions: the appliance gathers the figures, these decide what each report field means
+(one place for "frames dropped", "state before the first frame", "input size once loaded").
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from edge_app.capture.state import StreamState
+from edge_app.config.schema import CameraConfig, ModelConfig
+from edge_app.detect.base import Detector
+from edge_app.pipeline.health import PipelineHealth
+from edge_app.pipeline.results import CameraFigures, PipelineFigures
+from edge_app.config.redact import mask_secrets
+from edge_app.reporting.protocol import CameraReport, ModelReport, PipelineReport
+
+
+def camera_report(camera: CameraConfig, capture: Mapping[str, Any], figures: CameraFigures) -> CameraReport:
+    """``capture`` is ``CameraWorker.stats()``, empty for a camera without a worker."""
+    before_start = StreamState.STOPPED.value if not camera.enabled else StreamState.CONNECTING.value
+    return CameraReport(
+        id=camera.id,
+        source=mask_secrets(camera.source),
+        enabled=camera.enabled,
+        state=capture.get("state", before_start),
+        fps=capture.get("fps", 0.0),
+        analyzed_fps=figures.analyzed_fps,
+        frames_captured=capture.get("frames_captured", 0),
+        frames_analyzed=figures.frames_analyzed,
+        # Dropped at capture (the slot held a newer frame) or stale in the pipeline: never analysed.
+        frames_dropped=capture.get("frames_dropped", 0) + figures.frames_stale,
+        reconnects=capture.get("reconnects", 0),
+        last_error=capture.get("last_error"),
+        motion=capture.get("motion"),
+    )
+
+
+def model_report(model: ModelConfig, detector: Optional[Detector]) -> ModelReport:
+    if detector is None:
+        return ModelReport(path=model.path, input_size=model.input_size, precision=model.precision,
+                           max_batch=model.max_batch)
+    return ModelReport(path=model.path, input_size=list(detector.input_hw),
+                       precision=detector.describe().get("precision", model.precision), max_batch=detector.max_batch)
+
+
+def pipeline_report(figures: PipelineFigures, errors: int, health: PipelineHealth) -> PipelineReport:
+    return PipelineReport(fps=figures.fps, latency_ms=figures.latency_ms, stage_ms=figures.stage_ms, errors=errors,
+                          stalled=health.stalled, stall_reason=health.reason, last_batch_age_s=health.last_batch_age_s)

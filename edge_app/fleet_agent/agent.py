@@ -1,0 +1,252 @@
+"""The appliance's side of the fleet (docs/fleet.md): ``R/config/desired`` in, ``R/config/reported`` out.
+
+A desired configuration is applied exactly like ``PATCH /api/v1/config`` (through the one
+``ConfigChanges``, origin ``BROKER``: all or nothing, secrets re-used only where they went before,
+no unsafe sources even when the file allows them to API clients), then its outcome is published,
+retained, on ``R/config/reported``. Secrets never leave: the report carries no configuration,
+and error texts are masked, also of any secret value the patch itself carried.
+
+Trust: nothing is acted on unless ``edge_app.fleet_agent.desired_gate`` lets the message through (remote
+configuration on in the file, and a valid signature or a broker that requires a login). A
+refused message is reported with ``"version": null`` and never moves the version, so an
+anonymous client can neither pin the version nor settle the fleet's rollouts. What an
+authenticated patch may change is ``edge_app.config.remote_policy``'s allow-list.
+
+Versions: each version is acted on once, in order. A version not above the last one acted on
+is ignored and the retained report stays as it was. A version more than ``MAX_VERSION_STEP``
+above the last one acted on is refused without moving the version, so no single message can
+pin it near 2**53; ``edge-app fleet-reset`` clears the saved version when a fleet starts over. The version and its report are saved
+(``edge_app.fleet_agent.desired_versions``) after the change is applied, so a crash in between applies the same
+merge patch again on restart (harmless) rather than losing it. An appliance that was away gets
+the retained desired message when it subscribes again, and applies it if it is new.
+
+Threads: paho's network thread only queues the payload (``on_desired``); the ``fleet:config``
+thread applies, because applying may replace the MQTT client itself (an ``mqtt`` change).
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set
+
+from edge_app.config.file import Problem
+from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
+from edge_app.fleet_agent.desired_gate import DesiredGate
+from edge_app.fleet_agent.desired_versions import APPLIED, REJECTED, ConfigReport, DesiredVersionStore, state_path_for
+from edge_app.fleet_agent.desired_config import DesiredConfigError, parse_desired
+from edge_app.config.redact import MASK, mask_secrets
+
+log = logging.getLogger(__name__)
+
+#: Publishes one ``R/config/reported`` payload (retained, QoS 1).
+ReportPublisher = Callable[[Dict[str, Any]], Any]
+_SECRET_KEYS = ("password", "token", "secret", "key", "pass", "pwd")
+#: How far above the last version acted on a desired version may be (the fleet counts up by one).
+MAX_VERSION_STEP = 1_000_000
+#: Refusals of unauthenticated messages are logged at most this often (an open broker can flood).
+REFUSAL_LOG_EVERY_S = 60.0
+
+
+def _secret_values(patch: Any, in_secret: bool = False) -> Set[str]:
+    """Strings a patch carries under secret-looking keys, and whole sources holding credentials."""
+    found: Set[str] = set()
+    if isinstance(patch, dict):
+        for key, value in patch.items():
+            secret_key = isinstance(key, str) and any(word in key.lower() for word in _SECRET_KEYS)
+            found |= _secret_values(value, in_secret or secret_key)
+    elif isinstance(patch, list):
+        for value in patch:
+            found |= _secret_values(value, in_secret)
+    elif isinstance(patch, str) and patch and patch != MASK and (in_secret or mask_secrets(patch) != patch):
+        found.add(patch)
+    return found
+
+
+def scrub(problems: Iterable[Problem], patch: Any) -> List[Problem]:
+    """Problems fit to publish: credentials masked, and no secret value of the patch in any text."""
+    secrets = sorted(_secret_values(patch), key=len, reverse=True)
+    scrubbed = []
+    for problem in problems:
+        msg = problem.msg
+        for secret in secrets:
+            msg = msg.replace(secret, mask_secrets(secret) if mask_secrets(secret) != secret else MASK)
+        scrubbed.append(Problem(problem.loc, mask_secrets(msg)))
+    return scrubbed
+
+
+class FleetAgent:
+    def __init__(self, changes: ConfigChanges, store: DesiredVersionStore, publish_reported: ReportPublisher,
+                 *, gate: Optional[DesiredGate] = None, max_pending: int = 64, clock: Callable[[], float] = time.time) -> None:
+        self._changes = changes
+        self.gate = gate if gate is not None else DesiredGate(changes.current)
+        self._refusals_unlogged = 0
+        self._refusal_logged_mono_s: Optional[float] = None
+        self._store = store
+        self._publish_reported = publish_reported
+        self._max_pending = max(1, max_pending)
+        self._clock = clock
+        self._version, self._last_report = store.load()
+        self._cond = threading.Condition()
+        self._pending: Deque[bytes] = collections.deque()
+        self._stopping = False
+        self._busy = False
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def version(self) -> int:
+        """The last desired version acted on (0: none yet)."""
+        return self._version
+
+    def start(self) -> "FleetAgent":
+        # The retained report on the broker may be older than the saved one (a crash before its
+        # PUBACK); publishing it again costs one message and makes both agree.
+        if self._last_report is not None:
+            self._publish_reported(self._last_report.to_payload())
+        self._thread = threading.Thread(target=self._run, name="fleet:config", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def on_desired(self, payload: bytes) -> None:
+        """Queue one ``R/config/desired`` payload (called on paho's network thread)."""
+        if not payload:
+            return  # an empty retained message clears the topic on the broker; it asks for nothing
+        with self._cond:
+            if len(self._pending) >= self._max_pending:
+                self._pending.popleft()
+                log.warning("more than %d desired configurations waiting; dropping the oldest", self._max_pending)
+            self._pending.append(bytes(payload))
+            self._cond.notify_all()
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """True once nothing is queued or being applied (for tests and orderly stops)."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._pending or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                payload = self._pending.popleft()
+                self._busy = True
+            try:
+                self.handle(payload)
+            except Exception:  # the agent must outlive any one message
+                log.exception("acting on a desired configuration failed")
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def handle(self, payload: bytes) -> Optional[ConfigReport]:
+        """Act on one desired message; the report published, or None when it was ignored."""
+        try:
+            desired = parse_desired(payload)
+        except DesiredConfigError as err:
+            refusal = self.gate.refusal(None)
+            if refusal is not None:
+                return self._refuse_unauthenticated(refusal)
+            if err.version is not None and err.version <= self._version:
+                return self._ignore(err.version)
+            report = ConfigReport(err.version, REJECTED, tuple(scrub(err.problems, None)), self._clock())
+            log.warning("desired configuration %s rejected: %s", err.version if err.version is not None else "(no version)", err)
+            return self._conclude(report)
+        refusal = self.gate.refusal(desired)  # before anything looks at the patch
+        if refusal is not None:
+            return self._refuse_unauthenticated(refusal)
+        if desired.version <= self._version:
+            return self._ignore(desired.version)
+        if desired.version - self._version > MAX_VERSION_STEP:
+            problem = Problem("version", f"more than {MAX_VERSION_STEP} above version {self._version}, the last one "
+                                         "acted on; after the fleet started over, run edge-app fleet-reset on this appliance")
+            log.warning("desired configuration %d rejected: %s", desired.version, problem.msg)
+            report = ConfigReport(desired.version, REJECTED, (problem,), self._clock())
+            self._publish_reported(report.to_payload())  # the version does not move
+            return report
+        try:
+            result = self._changes.patch(desired.patch, Origin.BROKER)
+        except ConfigRefused as err:
+            problems = scrub(err.problems, desired.patch)
+            log.warning("desired configuration %d rejected: %s", desired.version, ConfigRefused(err.what, problems).summary())
+            return self._conclude(ConfigReport(desired.version, REJECTED, tuple(problems), self._clock()))
+        except Exception as err:  # saving the file failed, say: report it, keep the version order
+            problems = scrub([Problem("", f"applying failed: {type(err).__name__}: {err}")], desired.patch)
+            log.error("desired configuration %d could not be applied: %s", desired.version, problems[0].msg)
+            return self._conclude(ConfigReport(desired.version, REJECTED, tuple(problems), self._clock()))
+        if result.restart_required:
+            log.info("desired configuration %d applied; after a restart: %s", desired.version, ", ".join(result.restart_required))
+        else:
+            log.info("desired configuration %d applied", desired.version)
+        return self._conclude(ConfigReport(desired.version, APPLIED, (), self._clock()))
+
+    def _refuse_unauthenticated(self, problem: Problem) -> ConfigReport:
+        """Refuse without a version: the message's claims, its version included, are not to be believed."""
+        self.gate.note_refusal(problem)
+        now_mono_s = time.monotonic()
+        due = self._refusal_logged_mono_s is None or now_mono_s - self._refusal_logged_mono_s >= REFUSAL_LOG_EVERY_S
+        if due:
+            more = f" ({self._refusals_unlogged} more refused since the last note)" if self._refusals_unlogged else ""
+            log.warning("desired configuration refused: %s%s", problem, more)
+            self._refusal_logged_mono_s, self._refusals_unlogged = now_mono_s, 0
+        else:
+            self._refusals_unlogged += 1
+        report = ConfigReport(None, REJECTED, (problem,), self._clock())
+        self._publish_reported(report.to_payload())
+        return report
+
+    def _ignore(self, version: int) -> None:
+        log.info("desired configuration %d ignored: version %d was acted on already", version, self._version)
+        return None
+
+    def _conclude(self, report: ConfigReport) -> ConfigReport:
+        if report.version is not None:
+            try:
+                self._store.save(report.version, report)
+            except OSError as err:
+                # Applied and reported, but a restart may act on this version again (idempotent).
+                log.error("could not save the desired configuration version to %s: %s", self._store.path, err)
+            self._version, self._last_report = report.version, report
+        self._publish_reported(report.to_payload())
+        return report
+
+
+def start_fleet_agent(appliance: Any, changes: ConfigChanges, config_path: Path) -> Optional[FleetAgent]:
+    """Wire the fleet side to ``appliance`` (an ``edge_app.appliance.appliance.Appliance``); None when remote configuration is off.
+
+    The broker is probed for anonymous access in any case (on a thread of its own, it may take
+    seconds), so the status warns about an open broker whether or not remote configuration is on.
+    """
+    gate = DesiredGate(changes.current)
+    appliance.on_remote_config_report(gate.report)
+    threading.Thread(target=gate.probe_broker, name="fleet:probe", daemon=True).start()
+    config = changes.current()
+    if not config.fleet.remote_config:
+        log.info("remote configuration is off (fleet.remote_config: false): R/config/desired is not subscribed to")
+        return None
+    how = ("signed with fleet.desired_key" if config.fleet.desired_key
+           else "from a broker that requires a login" if config.mqtt.username else "(none: nothing authenticates them)")
+    log.info("remote configuration is on: acting on desired configurations %s", how)
+    agent = FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), appliance.publish_config_reported, gate=gate)
+    appliance.on_config_desired(agent.on_desired)
+    return agent.start()
+
+
+__all__ = ["FleetAgent", "scrub", "start_fleet_agent"]

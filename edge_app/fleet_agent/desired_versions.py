@@ -1,0 +1,99 @@
+"""What the appliance remembers of the fleet's desired configurations across restarts.
+
+One small JSON file next to the configuration file (``config.yaml`` -> ``config.desired.json``):
+the last desired version acted on and the outcome reported for it. The configuration folder is
+the one the service may write (systemd's ``/etc/edge-app``), and keeping the version beside the
+configuration it produced means a restored backup of the folder restores both together.
+Written to a temporary file, flushed and renamed, so a crash leaves the old or the new state.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+from edge_app.config.file import Problem
+from edge_app.mqtt.payloads import config_reported_payload
+
+log = logging.getLogger(__name__)
+
+APPLIED, REJECTED = "applied", "rejected"
+
+
+@dataclass(frozen=True)
+class ConfigReport:
+    """The outcome of one desired version, as published on ``R/config/reported``."""
+
+    version: Optional[int]
+    status: str  # APPLIED or REJECTED
+    errors: Tuple[Problem, ...] = ()
+    ts: float = field(default=0.0)
+
+    def to_payload(self) -> Dict[str, Any]:
+        return config_reported_payload(self.version, self.status, [p.as_dict() for p in self.errors], self.ts)
+
+    @classmethod
+    def from_payload(cls, data: Dict[str, Any]) -> "ConfigReport":
+        errors = tuple(Problem(str(e["loc"]), str(e["msg"])) for e in data.get("errors") or ())
+        return cls(int(data["version"]), str(data["status"]), errors, float(data["ts"]))
+
+
+def state_path_for(config_path: Path) -> Path:
+    return Path(config_path).with_suffix(".desired.json")
+
+
+class DesiredVersionStore:
+    """Loads and saves ``{"version": N, "reported": {...}}``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def load(self) -> Tuple[int, Optional[ConfigReport]]:
+        """(last version acted on, its outcome); (0, None) when there is none yet."""
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            version = data["version"]
+            if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+                raise ValueError(f"version {version!r} is not a count")
+            reported = data.get("reported")
+            return version, (ConfigReport.from_payload(reported) if reported else None)
+        except FileNotFoundError:
+            return 0, None
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            # Starting from 0 re-applies at most the retained (latest) desired patch, which
+            # leaves a configuration already carrying it unchanged.
+            log.error("%s is unreadable (%s); acting on the next desired configuration as if new", self.path, err)
+            return 0, None
+
+    def reset(self) -> Optional[int]:
+        """Forget the saved state (``edge-app fleet-reset``): the version it held, None when there was none.
+
+        The next desired configuration is then acted on as the first one, whatever its version
+        (within ``edge_app.fleet_agent.agent.MAX_VERSION_STEP``): the way back after the fleet service
+        started over with a new database, or after a version was pinned too high.
+        """
+        if not self.path.exists():
+            return None
+        version, _ = self.load()
+        self.path.unlink()
+        return version
+
+    def save(self, version: int, report: ConfigReport) -> None:
+        body = json.dumps({"version": version, "reported": report.to_payload()}, indent=1).encode("utf-8")
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=str(self.path.parent))
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(body)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise

@@ -1,0 +1,87 @@
+"""Which devices the fleet keeps, and how much each may send.
+
+Anyone who can publish under the topic prefix can claim any device id, so neither the ids
+nor the bytes behind them are trusted: a device id is admitted when it matches a pattern of
+``devices.allow`` and fewer than ``devices.max`` devices are stored; everything else is
+counted and never stored. Each admitted device has a byte budget per minute
+(``ingest.device_bytes_per_min``); what goes over it is dropped until the minute is over.
+
+Both checks run on paho's network thread, in memory: the database is never asked.
+"""
+from __future__ import annotations
+
+import fnmatch
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, List, Set
+
+#: Distinct refused ids are remembered up to this many (the count of messages goes on).
+MAX_REFUSED_TRACKED = 10_000
+BUDGET_WINDOW_S = 60.0
+
+
+@dataclass(frozen=True)
+class AdmissionStats:
+    """``GET /api/v1/status`` ``admission``: what was kept out."""
+
+    devices: int
+    max_devices: int
+    refused_messages: int
+    refused_devices: int
+    over_budget: int
+
+
+class Admission:
+    """Admits device ids by pattern and number, and meters each one's bytes per minute."""
+
+    def __init__(self, allow: List[str], max_devices: int, budget_bytes: int, known: Iterable[str] = (),
+                 clock: Callable[[], float] = time.monotonic):
+        self._allow = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in allow)) if allow else None
+        self._max = max_devices
+        self._budget = budget_bytes
+        self._clock = clock
+        self._admitted: Set[str] = set(known)
+        self._refused: Set[str] = set()
+        self._refused_messages = 0
+        self._over_budget = 0
+        # device id -> (window start, bytes in it); only admitted devices, so it is bounded by max.
+        self._spent: Dict[str, tuple] = {}
+        self._lock = threading.Lock()
+
+    def allowed(self, device_id: str) -> bool:
+        """Whether ``device_id`` matches ``devices.allow`` (stored or not)."""
+        return self._allow is not None and self._allow.fullmatch(device_id) is not None
+
+    def admit(self, device_id: str) -> bool:
+        """Whether a message of ``device_id`` may be kept; a refusal is counted."""
+        with self._lock:
+            if device_id in self._admitted:
+                return True
+            if self.allowed(device_id) and len(self._admitted) < self._max:
+                self._admitted.add(device_id)
+                return True
+            self._refused_messages += 1
+            if len(self._refused) < MAX_REFUSED_TRACKED:
+                self._refused.add(device_id)
+            return False
+
+    def spend(self, device_id: str, size: int) -> bool:
+        """Whether ``size`` more bytes of an admitted device fit its budget this minute."""
+        now = self._clock()
+        with self._lock:
+            start, spent = self._spent.get(device_id, (now, 0))
+            if now - start >= BUDGET_WINDOW_S:
+                start, spent = now, 0
+            if spent + size > self._budget:
+                self._spent[device_id] = (start, spent)
+                self._over_budget += 1
+                return False
+            self._spent[device_id] = (start, spent + size)
+            return True
+
+    def stats(self) -> AdmissionStats:
+        with self._lock:
+            return AdmissionStats(len(self._admitted), self._max, self._refused_messages, len(self._refused),
+                                  self._over_budget)

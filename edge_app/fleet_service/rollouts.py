@@ -1,0 +1,187 @@
+"""Configuration rollouts: a merge patch for one device, a list or all, and its fate per device.
+
+Each device gets the next version of its own (one above the last this fleet issued to it) as
+the retained ``R/config/desired``; a report claiming any other version moves nothing
+(:func:`edge_app.fleet_service.ingest_batch._settle`). Only the newest retained message reaches an
+appliance that was away, so the patch sent with version N is the composition of every patch of
+that device still pending below N and the new one: a device that missed two rollouts applies
+both when it returns, in order. Merge patches are idempotent, so sending a patch again to a
+device that did apply it changes nothing. A report of N settles every pending version up to N
+(:func:`edge_app.fleet_service.ingest_batch._settle`); a rejected patch is never sent again.
+
+A version no report answers within ``rollouts.timeout_s`` is marked ``timed_out`` with the
+reason (a late report still settles it). :meth:`Rollouts.reset` is the operator's way to set a
+device's version, for a device reset on its side or a database started anew.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+
+from edge_app.fleet_service.db import Connection
+from edge_app.fleet_service.messages import MAX_INT, desired_topic
+from edge_app.fleet_agent.desired_signature import SIGNATURE_KEY, sign_desired
+
+logger = logging.getLogger(__name__)
+
+Publish = Callable[[str, bytes], None]
+
+
+class UnknownDevices(LookupError):
+    def __init__(self, device_ids: Sequence[str]):
+        super().__init__(", ".join(device_ids))
+        self.device_ids = list(device_ids)
+
+
+def compose_patches(first: Any, second: Any) -> Any:
+    """One merge patch doing what ``first`` then ``second`` do (RFC 7396 is idempotent and nests)."""
+    if not isinstance(first, dict) or not isinstance(second, dict):
+        return copy.deepcopy(second)
+    result = copy.deepcopy(first)
+    for key, value in second.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = compose_patches(result[key], value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+@dataclass(frozen=True)
+class Rollout:
+    rollout_id: str
+    versions: Dict[str, int]
+
+
+class Rollouts:
+    """Creates rollouts on ``conn`` and publishes them through ``publish(topic, payload)``."""
+
+    def __init__(self, conn: Connection, prefix: str, publish: Publish, clock: Callable[[], float] = time.time,
+                 desired_keys: Callable[[], Mapping[str, Any]] = dict):
+        self._conn = conn
+        # device id -> SecretStr key (FleetConfig.desired_keys), read at every rollout
+        self._desired_keys = desired_keys
+        self._prefix = prefix
+        self._publish = publish
+        self._clock = clock
+        # One rollout at a time: two at once could hand one device the same version twice.
+        self._lock = threading.Lock()
+
+    def start(self, targets: Union[str, List[str]], patch: Dict[str, Any]) -> Rollout:
+        """Store and publish a rollout of ``patch`` to ``targets`` ("all" or device ids)."""
+        now = self._clock()
+        rollout_id = uuid.uuid4().hex
+        patch_text = json.dumps(patch)
+        with self._lock:
+            with self._conn.transaction() as conn:
+                rows = conn.query("SELECT device_id, desired_version, reported_version FROM devices ORDER BY device_id")
+                known = {dev: int(issued) for dev, issued, _reported in rows}
+                if targets == "all":
+                    chosen = sorted(known)
+                else:
+                    missing = [dev for dev in targets if dev not in known]
+                    if missing:
+                        raise UnknownDevices(missing)
+                    chosen = list(dict.fromkeys(targets))
+                pending = self._pending_patches(conn, set(chosen))
+                versions = {dev: known[dev] + 1 for dev in chosen}
+                conn.execute("INSERT INTO rollouts (rollout_id, created_at, target, patch) VALUES (?, ?, ?, ?)",
+                             (rollout_id, now, json.dumps(targets), patch_text))
+                conn.executemany(
+                    "INSERT INTO rollout_devices (rollout_id, device_id, version, patch, status, errors, updated_at) "
+                    "VALUES (?, ?, ?, ?, 'pending', NULL, ?)",
+                    [(rollout_id, dev, versions[dev], patch_text, now) for dev in chosen])
+                conn.executemany("UPDATE devices SET desired_version = ? WHERE device_id = ?",
+                                 [(versions[dev], dev) for dev in chosen])
+            # Published after the commit: a report can only ever answer a stored version.
+            for dev in chosen:
+                composed: Any = patch
+                earlier = pending.get(dev, [])
+                if earlier:
+                    composed = earlier[0]
+                    for later in earlier[1:] + [patch]:
+                        composed = compose_patches(composed, later)
+                message: Dict[str, Any] = {"version": versions[dev], "patch": composed}
+                key = self._desired_keys().get(dev)
+                if key is not None:  # the appliance's fleet.desired_key: it acts only on what this signs
+                    message[SIGNATURE_KEY] = sign_desired(key.get_secret_value(), dev, versions[dev], composed)
+                body = json.dumps(message).encode("utf-8")
+                self._publish(desired_topic(self._prefix, dev), body)
+        logger.info("rollout %s: version(s) %s to %d device(s)", rollout_id,
+                    sorted(set(versions.values())) if len(set(versions.values())) <= 5 else "…", len(chosen))
+        return Rollout(rollout_id, versions)
+
+    @staticmethod
+    def _pending_patches(conn: Connection, devices: set) -> Dict[str, List[Any]]:
+        """Per device, the patches still unanswered (pending or timed out) above what it reported, oldest first."""
+        rows = conn.query(
+            "SELECT rd.device_id, rd.patch FROM rollout_devices rd JOIN devices d ON d.device_id = rd.device_id "
+            "WHERE rd.status IN ('pending', 'timed_out') AND rd.version > d.reported_version "
+            "ORDER BY rd.device_id, rd.version")
+        found: Dict[str, List[Any]] = {}
+        for dev, patch in rows:
+            if dev in devices:
+                found.setdefault(dev, []).append(json.loads(patch))
+        return found
+
+    def expire(self, timeout_s: float) -> int:
+        """Mark versions pending for longer than ``timeout_s`` as timed out, each with its reason."""
+        now = self._clock()
+        with self._lock:
+            with self._conn.transaction() as conn:
+                rows = conn.query(
+                    "SELECT rd.rollout_id, rd.device_id, rd.version, d.state, d.reported_version, d.unissued_version "
+                    "FROM rollout_devices rd JOIN devices d ON d.device_id = rd.device_id "
+                    "WHERE rd.status = 'pending' AND rd.updated_at < ?", (now - timeout_s,))
+                conn.executemany(
+                    "UPDATE rollout_devices SET status = 'timed_out', errors = ?, updated_at = ? "
+                    "WHERE rollout_id = ? AND device_id = ? AND status = 'pending'",
+                    [(json.dumps([{"loc": "version", "msg": _timeout_reason(dev, int(v), timeout_s, state, int(r),
+                                                                             u)}]), now, rid, dev)
+                     for rid, dev, v, state, r, u in rows])
+        if rows:
+            logger.warning("%d configuration version(s) timed out after %.0f s without a report", len(rows), timeout_s)
+        return len(rows)
+
+    def reset(self, device_id: str, version: int) -> int:
+        """Set ``device_id``'s version to ``version`` (issued and reported); returns how many versions were cancelled.
+
+        What was pending or timed out for it is cancelled, and its retained desired message is
+        deleted, so a device reset on its side is not handed an old version again.
+        """
+        if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version < MAX_INT:
+            raise ValueError("version must be an integer from 0 to 2^53 - 1")
+        now = self._clock()
+        reason = json.dumps([{"loc": "version", "msg": f"cancelled: the device's version was reset to {version}"}])
+        with self._lock:
+            with self._conn.transaction() as conn:
+                if conn.query_one("SELECT 1 FROM devices WHERE device_id = ?", (device_id,)) is None:
+                    raise UnknownDevices([device_id])
+                cancelled = conn.query_one(
+                    "SELECT COUNT(*) FROM rollout_devices WHERE device_id = ? AND status IN ('pending', 'timed_out')",
+                    (device_id,))
+                conn.execute("UPDATE rollout_devices SET status = 'cancelled', errors = ?, updated_at = ? "
+                             "WHERE device_id = ? AND status IN ('pending', 'timed_out')", (reason, now, device_id))
+                conn.execute("UPDATE devices SET desired_version = ?, reported_version = ?, reported_status = NULL, "
+                             "reported_errors = NULL, unissued_version = NULL, unissued_ts = NULL WHERE device_id = ?",
+                             (version, version, device_id))
+            self._publish(desired_topic(self._prefix, device_id), b"")
+        logger.warning("the configuration version of %s was reset to %d", device_id, version)
+        return int(cancelled[0]) if cancelled else 0
+
+
+def _timeout_reason(device_id: str, version: int, timeout_s: float, state: str, reported: int,
+                    unissued: Optional[int]) -> str:
+    reason = f"no report of version {version} within {timeout_s:g} s"
+    if unissued is not None and unissued >= version:
+        return (f"{reason}: the device reported version {unissued}, which this fleet never issued, and ignores "
+                f"lower versions; if the device really is at {unissued}, reset it with "
+                f"POST /api/v1/devices/{device_id}/config/reset {{\"version\": {unissued}}}")
+    if state != "online":
+        return f"{reason}: the device is {state}"
+    return f"{reason}: the device last reported version {reported}"

@@ -1,0 +1,4 @@
+"""The process around the appliance and the fleet service: stop signals that always arrive and an
+exit that cannot abort (``shutdown``), systemd's notify protocol (``systemd``), callables named
+across ``spawn`` for child processes (``named_callable``).
+"""

@@ -1,0 +1,228 @@
+"""What the running appliance offers to its front ends, and the typed reports it answers with.
+
+The appliance implements ``ApplianceService``; the REST API, the metrics, the MQTT stats message
+and the systemd status line are all built from the same ``StatusReport``, so a figure cannot
+mean one thing in one place and another elsewhere. This module sits below the pipeline and
+the API and depends on neither, so both may use it without importing each other.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional, Protocol, Tuple
+
+import numpy as np
+
+from edge_app.config.schema import AppConfig
+from edge_app.detect.detections import Detections
+from edge_app.events.model import Event
+from edge_app.events.query import EventQuery, StoreHealth
+from edge_app.capture.gpu_image import FrameImage, bgr_image
+
+
+class UnknownCamera(KeyError):
+    """Raised for a camera id that is not configured (the API answers 404)."""
+
+
+@dataclass
+class ApplyResult:
+    config: AppConfig
+    restart_required: List[str] = field(default_factory=list)  # e.g. ["api.port"]
+    #: parts still being applied in the background when the answer is sent, e.g. ["model"];
+    #: their progress is ``StatusReport.model_change`` (and ``engine_build`` for TensorRT)
+    applying: List[str] = field(default_factory=list)
+
+
+@dataclass
+class AnalysedFrame:
+    """The newest analysed frame of one camera, with the detections found in it."""
+
+    camera_id: str
+    frame_id: int
+    ts: float  # capture time, Unix seconds
+    image: FrameImage  # source size: BGR, or NV12 from a hardware decoder (use ``bgr()``)
+    detections: Detections
+    latency_ms: float = 0.0  # capture to the end of decoding
+
+    def bgr(self) -> np.ndarray:
+        """BGR pixels for snapshots and live view; a GPU frame is downloaded only when asked."""
+        return bgr_image(self.image)
+
+
+@dataclass(frozen=True)
+class MotionReport:
+    """A camera's motion gating (``CameraReport.motion``; docs/configuration.md, ``motion``)."""
+
+    motion: bool  # something moves now (R/cameras/<id>/motion)
+    frames_checked: int
+    frames_skipped: int  # held back by the gate: never reached the model
+    last_reason: Optional[str]  # of the newest frame: motion, objects, keepalive (analysed) or idle (held back)
+    masked_fraction: Optional[float]  # of the frame under the masks, once a frame was seen
+    keepalive_only: bool  # the masks cover the whole frame: analysed on keepalive and tracked objects only
+    cost_ms: float  # CPU per frame checked (moving average)
+
+
+@dataclass(frozen=True)
+class CameraReport:
+    """One camera in ``GET /api/v1/cameras`` and ``status.cameras`` (docs/rest-api.md, CameraReport)."""
+
+    id: str
+    source: str  # credentials masked
+    enabled: bool
+    state: str  # a StreamState value
+    fps: float  # frames per second delivered by the camera
+    analyzed_fps: float  # frames per second run through the detector
+    frames_captured: int
+    frames_analyzed: int
+    frames_dropped: int  # captured but never analysed (fps_limit, or the detector was busy)
+    reconnects: int
+    last_error: Optional[str]
+    motion: Optional[MotionReport] = None  # None: motion gating is off for this camera
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ModelReport:
+    path: str
+    input_size: Any  # [height, width] once loaded, else the configured side (or None)
+    precision: str
+    max_batch: int
+
+
+@dataclass(frozen=True)
+class MqttReport:
+    connected: bool
+    published: int
+    queued: int  # not yet acknowledged by the broker
+    dropped: int  # dropped because the offline queue was full
+    stalled: bool = False  # connected but nothing moves, or paho's network thread is gone
+    stall_reason: Optional[str] = None
+    loop_restarts: int = 0  # times paho's network thread was found dead and started again
+    callback_errors: Dict[str, int] = field(default_factory=dict)  # exceptions caught per paho callback
+
+
+@dataclass(frozen=True)
+class LatencyReport:
+    p50: Optional[float]
+    p99: Optional[float]
+
+
+@dataclass(frozen=True)
+class PipelineReport:
+    fps: float
+    latency_ms: LatencyReport  # capture to publish
+    stage_ms: Dict[str, float]  # mean per frame of each stage
+    errors: int
+    stalled: bool
+    stall_reason: Optional[str]
+    last_batch_age_s: Optional[float]  # None before the first batch
+
+
+@dataclass(frozen=True)
+class ModelChangeReport:
+    """The latest model change made through the configuration, loaded in the background."""
+
+    state: str  # "loading", then "applied", "failed" or "cancelled" (a newer change replaced it)
+    path: str  # the model being loaded
+    started_ts: float  # Unix seconds
+    finished_ts: Optional[float] = None
+    error: Optional[str] = None  # why it failed; the previous model keeps running
+
+
+@dataclass(frozen=True)
+class CountsReport:
+    """The body of ``GET /api/v1/counts`` (docs/rest-api.md, Counts)."""
+
+    cameras: Dict[str, Dict[str, int]] = field(default_factory=dict)  # camera -> label -> objects in view
+    zones: Dict[str, Dict[str, int]] = field(default_factory=dict)  # zone -> label -> objects in the zone
+    # line -> {"in": n, "out": n} since the counts were last reset
+    lines: Dict[str, Dict[str, int]] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RemoteConfigReport:
+    """Whether ``R/config/desired`` is acted on, how it is authenticated, and what the broker allows."""
+
+    enabled: bool  # fleet.remote_config
+    authentication: Optional[str]  # "signature", "broker login", or None (off, or nothing to trust)
+    broker_anonymous: Optional[bool]  # True: the broker accepted a client without a login; None: not known
+    warnings: List[str] = field(default_factory=list)
+    refused: int = 0  # desired messages refused before their patch was looked at
+    last_refusal: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """The body of ``GET /api/v1/status``."""
+
+    device_id: str
+    version: str
+    uptime_s: float
+    backend: Optional[str]  # None while the model loads
+    model: ModelReport
+    mqtt: MqttReport
+    cameras: List[CameraReport]
+    pipeline: PipelineReport
+    engine_build: Optional[Dict[str, Any]] = None  # the latest TensorRT build progress report
+    model_change: Optional[ModelChangeReport] = None
+    events: Optional[StoreHealth] = None  # the event store: on disk, or why not (a full disk, say)
+    remote_config: Optional[RemoteConfigReport] = None  # R/config/desired (docs/fleet.md, "Who may configure an appliance")
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def frames_dropped(self) -> int:
+        """Everything lost on the way: frames never analysed plus MQTT messages dropped."""
+        return sum(camera.frames_dropped for camera in self.cameras) + self.mqtt.dropped
+
+
+class ApplianceService(Protocol):
+    """What the front ends (REST API, metrics, systemd notifier) need of the running appliance."""
+
+    def status(self) -> StatusReport:
+        ...
+
+    def readiness(self) -> Tuple[bool, List[str]]:
+        """(ready, reasons): ready once the model is loaded and at least one camera streams."""
+
+    def current_config(self) -> AppConfig:
+        ...
+
+    def apply_config(self, new_config: AppConfig) -> ApplyResult:
+        """Apply live and persist atomically. ``new_config`` is already validated.
+
+        Raises ``edge_app.config.ConfigError`` when the configuration is valid in form but cannot
+        be applied (the model file does not exist, say); nothing has changed then.
+        """
+
+    def cameras(self) -> List[CameraReport]:
+        ...
+
+    def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
+        """None while the camera has no analysed frame yet; raises UnknownCamera."""
+
+    def latest_detections(self, camera_id: str) -> Optional[Dict[str, Any]]:
+        """The last detections payload as published on MQTT; None before the first; raises UnknownCamera."""
+
+    def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
+        """Block until an analysed frame newer than ``after_frame_id`` exists (for MJPEG), or timeout."""
+
+    def events(self, query: EventQuery) -> List[Event]:
+        """Stored events matching ``query``, newest first, at most ``query.bounded_limit``."""
+
+    def event(self, event_id: str) -> Optional[Event]:
+        """One stored event, or None when unknown."""
+
+    def event_snapshot(self, event_id: str) -> Optional[bytes]:
+        """The JPEG of the event's best snapshot, or None when it has none (or is unknown)."""
+
+    def delete_event(self, event_id: str) -> bool:
+        """Delete an event and its snapshot; False when it was unknown."""
+
+    def counts(self) -> CountsReport:
+        ...

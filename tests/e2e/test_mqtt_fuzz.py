@@ -1,0 +1,168 @@
+"""The MQTT fuzz run: hostile payloads on every topic a real appliance and a real fleet service hear.
+
+Beside the HTTP fuzz run (tests/api/test_api_fuzz.py): an anonymous client on the broker sends
+each topic the appliance and the fleet service subscribe to deep nesting, huge numbers, NaN,
+wrong types, binary, 10 MB bodies, a takeover patch and floods of 10,000 messages, some of them
+retained. In the middle of it, the fleet's own signed desired configuration must still be
+applied. Afterwards both processes still publish, ingest and answer; their threads and memory
+are back within bounds; the appliance's configuration file holds the legitimate change and
+nothing else.
+
+The run lasts one round by default (a few minutes of broker traffic on this small machine);
+``EDGE_APP_MQTT_FUZZ_S=300`` keeps it going for five minutes.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict
+
+import pytest
+import requests
+import yaml
+
+from edge_app.fleet_agent.desired_signature import sign_desired
+from tests.e2e.appliance import default_stop_signals
+from tests.support.mqtt_fuzz import FuzzClient, fuzz_topics
+from tests.support.net import free_port
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.slow
+
+DEVICE = "fz"
+PREFIX = "edge_app"
+TOKEN = "fuzz-token-0123456789abcdef"
+DESIRED_KEY = "fuzz-desired-key-0123456789abcdef0123"
+FUZZ_S = float(os.environ.get("EDGE_APP_MQTT_FUZZ_S", "0"))
+
+
+def _proc_status(pid: int) -> Dict[str, int]:
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("Threads", "VmRSS"):
+            fields[key] = int(value.split()[0])
+    return fields
+
+
+def _appliance_config(broker, model_path) -> dict:
+    return {
+        "device_id": DEVICE,
+        "cameras": [{"id": "cam1", "source": "test://bars", "fps_limit": 5}],
+        "model": {"path": str(model_path), "max_batch": 1},
+        "mqtt": {"host": broker.host, "port": broker.port, "topic_prefix": PREFIX, "stats_interval_s": 1,
+                 "publish_empty": True, "keepalive": 5},
+        "api": {"host": "127.0.0.1", "port": free_port(), "token": TOKEN},
+        "homeassistant": {"enabled": True},
+        "fleet": {"remote_config": True, "desired_key": DESIRED_KEY},
+    }
+
+
+def _fleet_config(broker, tmp_path: Path) -> dict:
+    return {"mqtt": {"host": broker.host, "port": broker.port, "keepalive": 5},
+            "topic_prefix": PREFIX, "database": {"url": f"sqlite:///{tmp_path / 'fleet.db'}"},
+            "api": {"host": "127.0.0.1", "port": free_port(), "token": TOKEN},
+            "desired_keys": {DEVICE: DESIRED_KEY}}
+
+
+def _start(tmp_path: Path, name: str, argv, config: dict) -> subprocess.Popen:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    log = open(tmp_path / f"{name}.log", "wb")
+    return subprocess.Popen([sys.executable, "-m", "edge_app", *argv, "-c", str(path)], cwd=tmp_path,
+                            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                            preexec_fn=default_stop_signals)
+
+
+def _get(url: str, path: str) -> requests.Response:
+    return requests.get(url + path, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
+
+
+def _answers(url: str, path: str) -> bool:
+    try:
+        return _get(url, path).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def test_hostile_mqtt_traffic_leaves_appliance_and_fleet_working(tmp_path, mosquitto_factory, mqtt_collector,
+                                                                  model_path):
+    broker = mosquitto_factory(extra_config=["max_queued_messages 100000"])
+    app_config = _appliance_config(broker, model_path)
+    fleet_config = _fleet_config(broker, tmp_path)
+    app_url, fleet_url = (f"http://127.0.0.1:{c['api']['port']}" for c in (app_config, fleet_config))
+    appliance = _start(tmp_path, "appliance", ["run"], app_config)
+    fleet = _start(tmp_path, "fleet", ["fleet"], fleet_config)
+    fuzzer = FuzzClient(broker.host, broker.port)
+    try:
+        wait_for(lambda: _answers(app_url, "/api/v1/status"), 90, "the appliance's API")
+        wait_for(lambda: _answers(fleet_url, "/api/v1/devices"), 60, "the fleet's API")
+        wait_for(lambda: _get(fleet_url, f"/api/v1/devices/{DEVICE}").status_code == 200, 60,
+                 "the fleet to know the appliance")
+        time.sleep(3)  # both settled: their thread counts and memory are the baseline
+        baseline = {"appliance": _proc_status(appliance.pid), "fleet": _proc_status(fleet.pid)}
+        config_before = yaml.safe_load((tmp_path / "appliance.yaml").read_text())
+
+        root = f"{PREFIX}/{DEVICE}"
+        topics = [f"{root}/config/desired", f"{root}/cameras/cam1/detect/set", f"{root}/cameras/nope/detect/set",
+                  f"homeassistant/device/{DEVICE}/config", "homeassistant/status",
+                  f"{root}/status", f"{root}/stats", f"{root}/events", f"{root}/cameras/cam1/state",
+                  f"{root}/cameras/cam1/objects/person", f"{root}/zones/yard/person", f"{root}/cameras/cam1/lines/gate",
+                  f"{root}/config/reported", f"{PREFIX}/ghost-1/status", f"{PREFIX}/ghost-2/config/reported"]
+
+        def legitimate_change() -> None:
+            # What the fleet itself would send: signed, the next version, a setting the broker may change.
+            response = requests.patch(f"{fleet_url}/api/v1/devices/{DEVICE}/config",
+                                      json={"model": {"conf_threshold": 0.31}},
+                                      headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
+            assert response.status_code == 202, response.text
+
+        report = fuzz_topics(fuzzer, topics, seed=20261204, duration_s=FUZZ_S, between=legitimate_change)
+        assert report.sent > 15 * 10_000
+        # Retained hostile messages stay on the broker; clear them so a later test does not meet them.
+        fuzzer.clear_retained([t for t in topics if not t.endswith("/config/desired")])
+
+        assert appliance.poll() is None, (tmp_path / "appliance.log").read_text()[-3000:]
+        assert fleet.poll() is None, (tmp_path / "fleet.log").read_text()[-3000:]
+
+        # Both still answer, the appliance still publishes and the fleet still ingests.
+        wait_for(lambda: _get(app_url, "/readyz").status_code == 200, 60, "the appliance to be ready again")
+        collector = mqtt_collector(broker, f"{root}/#")
+        collector.wait_for_count(2, f"{root}/stats", timeout_s=30)
+        collector.wait_for_message(f"{root}/cameras/cam1/detections", timeout_s=30)
+        seen_before = _get(fleet_url, f"/api/v1/devices/{DEVICE}").json()["last_seen"]
+        wait_for(lambda: _get(fleet_url, f"/api/v1/devices/{DEVICE}").json()["last_seen"] != seen_before, 30,
+                 "the fleet to ingest the appliance's messages again")
+        assert _get(fleet_url, "/readyz").status_code == 200
+
+        # The legitimate change landed, and nothing else did.
+        config_after = yaml.safe_load((tmp_path / "appliance.yaml").read_text())
+        assert config_after["model"]["conf_threshold"] == 0.31
+        config_after["model"].pop("conf_threshold")
+        config_before["model"].pop("conf_threshold", None)
+        assert config_after == config_before
+        assert _get(app_url, "/api/v1/config").status_code == 200  # the owner's token still works
+
+        # Threads back within bounds (no thread per message) and memory not run away.
+        time.sleep(2)
+        for name, proc in (("appliance", appliance), ("fleet", fleet)):
+            now = _proc_status(proc.pid)
+            assert now["Threads"] <= baseline[name]["Threads"] + 8, (name, baseline[name], now)
+            assert now["VmRSS"] <= baseline[name]["VmRSS"] + 200 * 1024, (name, baseline[name], now)
+    finally:
+        fuzzer.close()
+        _stop(appliance)
+        _stop(fleet)
