@@ -115,8 +115,10 @@ def test_gating_gives_the_same_events_for_less_work_and_a_static_scene_costs_not
     assert cameras["gated"]["motion"]["frames_skipped"] > 0, cameras["gated"]
     share = {cid: cameras[cid]["frames_analyzed"] / cameras[cid]["frames_captured"] for cid in ("gated", "ungated")}
     assert share["gated"] < share["ungated"], (share, cameras)
-    gated_motion = cameras["gated"]["motion"]  # the empty scene is over a third of the loop
-    assert gated_motion["frames_skipped"] >= 0.2 * gated_motion["frames_checked"], gated_motion
+    # the empty scene is over a third of the loop: its frames are held back, or dropped before the gate
+    gated_camera = cameras["gated"]
+    offered = gated_camera["motion"]["frames_checked"] - gated_camera["motion"]["frames_skipped"]
+    assert gated_camera["motion"]["frames_skipped"] > 0 and offered <= 0.85 * gated_camera["frames_captured"], gated_camera
 
     # the static scene: light switched on and off every loop, sensor noise, and nothing else
     static = cameras["static"]
