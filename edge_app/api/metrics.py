@@ -71,14 +71,23 @@ class ApplianceCollector:
         state = GaugeMetricFamily(
             f"{PREFIX}_camera_state", "1 for the camera's current state, 0 for the others", labels=["camera", "state"]
         )
+        motion = GaugeMetricFamily(f"{PREFIX}_camera_motion",
+                                   "1 while something moves in the camera (cameras with motion gating on)", labels=labels)
+        skipped = CounterMetricFamily(f"{PREFIX}_camera_frames_skipped_motion",
+                                      "Frames the motion gate held back from the model (nothing moved, nothing tracked)",
+                                      labels=labels)
         for camera in cameras:
             for family, field_name in families:
                 family.add_metric([camera.id], float(getattr(camera, field_name)))
             for name in CAMERA_STATES:
                 state.add_metric([camera.id, name], 1.0 if camera.state == name else 0.0)
+            if camera.motion is not None:
+                motion.add_metric([camera.id], float(camera.motion.motion))
+                skipped.add_metric([camera.id], float(camera.motion.frames_skipped))
         yield from (family for family, _ in families if family.samples)
         if state.samples:
             yield state
+        yield from (family for family in (motion, skipped) if family.samples)
 
     @staticmethod
     def _mqtt(mqtt: MqttReport) -> Iterator[Metric]:

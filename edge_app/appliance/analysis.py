@@ -104,6 +104,14 @@ class AnalysisHub:
             self._send(result)
         return replace(frame, detections=result.detections)
 
+    def has_objects(self, camera_id: str) -> Optional[bool]:
+        """Whether the camera's tracker holds tracks now (tentative ones too); None without an analysis.
+
+        Read by the camera's capture thread (motion gating) without the lock: a track count
+        read half a frame late only lets one frame more or less through."""
+        analysis = self._analyses.get(camera_id)
+        return None if analysis is None else len(analysis.tracker) > 0
+
     def tick(self) -> None:
         """Ages the tracks of cameras that sent nothing for a while, so their events still end."""
         now = self._clock()

@@ -29,6 +29,7 @@ from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler
 from edge_app.appliance.model_change import ModelSwaps
 from edge_app.appliance.read_side import ApplianceReads, RunningParts
+from edge_app.motion.gating import MotionGating
 from edge_app.mqtt import link_health
 from edge_app.mqtt.ha_discovery import event_labels
 from edge_app.mqtt.payloads import detections_payload_for
@@ -83,6 +84,8 @@ class Appliance:
         self._detect_switch: Optional[DetectSwitch] = None
         self._analysis = AnalysisHub(lambda: self._publisher, store=event_store)
         self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse)
+        # Frames of a camera where nothing moves and nothing is tracked never reach the model.
+        self._motion = MotionGating(self._has_objects, lambda cid, motion: self._publisher.publish_motion(cid, motion))
         # The cameras whose frames go through the model: enabled with their detect switch on.
         self._detecting: Dict[str, CameraWorker] = {}
         self._pipeline = Pipeline(
@@ -232,6 +235,15 @@ class Appliance:
         self._detecting = {cid: worker for cid, worker in self._cameras.items() if cid in detecting}
         fps_limits = {c.id: c.fps_limit for c in self._config.cameras if c.id in detecting}
         self._pipeline.reconfigure(fps_limits, max_batch, model.batch_timeout_ms / 1000.0)
+        self._motion.configure(self._config, self._cameras)
+
+    def _has_objects(self, camera_id: str) -> bool:
+        """Whether a camera has tracked objects (or, without tracking, detections in its newest result)."""
+        tracked = self._analysis.has_objects(camera_id)
+        if tracked is not None:
+            return tracked
+        latest = self._results.latest_frame(camera_id)
+        return latest is not None and len(latest.detections) > 0
 
     def _stats_loop(self) -> None:
         next_stats_s = time.monotonic() + self._config.mqtt.stats_interval_s

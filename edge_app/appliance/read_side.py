@@ -155,6 +155,13 @@ class ApplianceReads:
     def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
         running = self._running()
         worker = self._worker(running, camera_id)
+        if worker is not None and worker.newest_held_back and not self._detection_off(running, camera_id):
+            # Nothing moves: the motion gate holds frames back, live view shows them as they come.
+            frame = worker.wait_newer(after_frame_id, timeout_s)
+            analysed = self._results.latest_frame(camera_id)
+            if frame is not None and analysed is not None and analysed.frame_id == frame.frame_id:
+                return analysed
+            return self._unanalysed(running, camera_id, frame)
         if worker is None or not self._detection_off(running, camera_id):
             return self._results.wait_frame(camera_id, after_frame_id, timeout_s)
         # Live view of a camera that streams without analysis: its newest captured frame.

@@ -32,6 +32,7 @@ def camera_report(camera: CameraConfig, capture: Mapping[str, Any], figures: Cam
         frames_dropped=capture.get("frames_dropped", 0) + figures.frames_stale,
         reconnects=capture.get("reconnects", 0),
         last_error=capture.get("last_error"),
+        motion=capture.get("motion"),
     )
 
 

@@ -69,6 +69,15 @@ class FrameSlot:
             self._cond.notify_all()
             return True
 
+    def show(self, frame: Frame) -> None:
+        """Keep ``frame`` as the newest (snapshots, live view) without offering it to the consumer:
+        a frame the motion gate held back."""
+        with self._cond:
+            if self._closed:
+                return
+            self._latest = frame
+            self._cond.notify_all()
+
     def take(self) -> Optional[Frame]:
         """The oldest unconsumed frame, or None; never blocks. Makes room for a waiting producer."""
         with self._cond:

@@ -26,11 +26,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Protocol
 
 from edge_app.capture.backoff import is_stalled, reconnect_delay_s, watchdog_limit_s
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, Pacer, file_fps, policy_for
 from edge_app.capture.decoders import CameraOpener, Opener
+from edge_app.capture.early_drop import EarlyDrop
 from edge_app.capture.frame import Frame
 from edge_app.capture.sources import FrameSource, SourceError, SourceSpec, check_backend
 from edge_app.capture.state import StateMachine, StreamState
@@ -44,6 +45,14 @@ logger = logging.getLogger(__name__)
 StateCallback = Callable[[str, StreamState, Optional[str]], None]
 
 MAX_ABANDONED = 3
+
+
+class FrameAdmission(Protocol):
+    """Whether a frame goes on to the pipeline (``edge_app.motion.watch.MotionWatch``)."""
+
+    def admit(self, image: Any, now_s: float) -> bool: ...
+
+    def report(self) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,14 @@ class CameraWorker:
         self._outage_since_mono_s = 0.0  # when the current run of failures began
         self._last_error: Optional[str] = None
         self._frame_hook_failed = False
+        # The motion gate, if any (use_motion): frames it holds back stay in the slot for
+        # snapshots and live view but are never offered to the pipeline.
+        self._admission: Optional[FrameAdmission] = None
+        self._newest_held_back = False
+        # frames dropped before conversion (fps_limit, an idle motion gate); never for files
+        # read with realtime: false, which lose no frame
+        self._early_drop = EarlyDrop(config.fps_limit) if self.policy is BufferPolicy.DROP_OLDEST else None
+        self._dropped_early = 0
 
     # ----------------------------------------------------------------- public API
 
@@ -168,6 +185,22 @@ class CameraWorker:
             if self._machine.state not in (StreamState.STOPPED, StreamState.ERROR):
                 self._set_state(self._generation, StreamState.STOPPED, None)
 
+    def use_motion(self, admission: Optional[FrameAdmission]) -> None:
+        """Gate this camera's frames from now on (None: every frame goes to the pipeline)."""
+        with self._lock:
+            self._admission = admission
+            self._newest_held_back = False
+
+    @property
+    def motion_report(self) -> Any:
+        admission = self._admission
+        return admission.report() if admission is not None else None
+
+    @property
+    def newest_held_back(self) -> bool:
+        """Whether the newest frame was held back by the motion gate (live view shows it unanalysed)."""
+        return self._newest_held_back
+
     def take(self) -> Optional[Frame]:
         """The newest unconsumed frame, or None; never blocks (releases a waiting file reader)."""
         return self._slot.take()
@@ -181,15 +214,17 @@ class CameraWorker:
         return self._slot.wait_newer(after_frame_id, timeout_s)
 
     def stats(self) -> Dict[str, Any]:
-        """state, fps (sliding window), frames_captured, frames_dropped, reconnects, last_error."""
+        """state, fps (sliding window), frames_captured, frames_dropped, reconnects, last_error, motion."""
         with self._lock:
             return {
                 "state": self._machine.state.value,
                 "fps": round(self._meter.rate(self._clock.monotonic()), 2),
                 "frames_captured": self._frames_captured,
-                "frames_dropped": self._slot.dropped + self._source_drops + _dropped_by(self._source),
+                "frames_dropped": (self._slot.dropped + self._source_drops + _dropped_by(self._source)
+                                   + self._dropped_early),
                 "reconnects": self._reconnects,
                 "last_error": self._last_error,
+                "motion": self.motion_report,
             }
 
     # ------------------------------------------------------------ state and threads
@@ -333,9 +368,13 @@ class CameraWorker:
         while self._active(generation):
             if pacer is not None and not pacer.wait_turn():
                 return "stopped"
+            early = self._early_drop
+            skip = early is not None and not early.keep(self._clock.monotonic(), self._newest_held_back)
+            # Grabbed only: decoded (the next frames need it) but never converted or copied out.
+            grab = getattr(source, "grab", None) if skip else None
             self._enter_call(generation, "read")
             try:
-                image = source.read()
+                image = source.read() if grab is None else (True if grab() else None)
             except Exception as exc:  # e.g. cv2.error from a backend: reopen like any read failure
                 self._leave_call(generation)
                 self._fail(generation, f"reading {self.source_masked} failed: {exc}")
@@ -350,6 +389,9 @@ class CameraWorker:
                 self._fail(generation, f"no frame from {self.source_masked}: {what}")
                 return "failed"
             delivered += 1
+            if skip:
+                self._skip(generation)
+                continue
             if not self._deliver(generation, image):
                 return "stopped"
         return "stopped"
@@ -364,6 +406,12 @@ class CameraWorker:
             self._meter.tick(frame.mono_ts)
             if self._machine.state is not StreamState.STREAMING:
                 self._set_state(generation, StreamState.STREAMING, None)
+        admission = self._admission
+        if admission is not None and not self._admitted(admission, frame):
+            self._newest_held_back = True
+            self._slot.show(frame)
+            return True
+        self._newest_held_back = False
         if not self._slot.put(frame):  # WAIT policy blocks here until the consumer takes
             return False
         if self._on_frame is not None:
@@ -374,6 +422,24 @@ class CameraWorker:
                     self._frame_hook_failed = True
                     logger.exception("camera %s: frame hook failed", self.camera_id)
         return True
+
+    def _skip(self, generation: int) -> None:
+        """A frame dropped before it cost anything: it still counts (frame ids show the gap)."""
+        with self._lock:
+            if self._active(generation):
+                self._frames_captured += 1
+                self._dropped_early += 1
+                self._failures = 0
+                self._meter.tick(self._clock.monotonic())
+
+    def _admitted(self, admission: FrameAdmission, frame: Frame) -> bool:
+        try:
+            return admission.admit(frame.image, frame.mono_ts)
+        except Exception:  # a bug in the gate must not cost frames: let them through
+            if not self._frame_hook_failed:
+                self._frame_hook_failed = True
+                logger.exception("camera %s: motion gate failed", self.camera_id)
+            return True
 
     def _end_of_file(self, generation: int) -> None:
         if self.config.loop:

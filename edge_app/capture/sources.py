@@ -101,6 +101,11 @@ class OpenCVSource:
             raise SourceError(too_large)
         return image
 
+    def grab(self) -> bool:
+        """Decode the next frame without converting it to BGR or copying it out (a frame that
+        will not be analysed); False at the end or on failure, like ``read`` returning None."""
+        return bool(self._capture.grab())
+
     def release(self) -> None:
         self._capture.release()
 

@@ -139,6 +139,16 @@ def _check_cuda(report: Report, required: bool) -> Optional[Any]:
     return device
 
 
+def _check_engine_process(report: Report, model: ModelConfig, gpu: bool) -> None:
+    """What ``model.engine_process`` comes to on this host, and why (``auto`` decides here)."""
+    from edge_app.cuda.engine_process_choice import choose, host_facts
+    if not gpu and model.engine_process == "auto":
+        report.add(SKIP, "engine process", NOT_APPLICABLE)
+        return
+    choice = choose(model.engine_process, host_facts())
+    report.add(PASS if choice.enabled else SKIP, "engine process", f"{'on' if choice.enabled else 'off'} - {choice.reason}")
+
+
 def _onnx_for(model: ModelConfig) -> Optional[Path]:
     path = Path(model.path)
     if path.suffix.lower() == ".onnx":
@@ -328,6 +338,7 @@ def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os
     check_decoders(report, decoder)
     trt = _check_tensorrt(report, required=gpu or _needs_tensorrt(model))
     device = _check_cuda(report, required=gpu or _needs_tensorrt(model))
+    _check_engine_process(report, model, gpu)
     trt_det = ort_det = None
     try:
         with tempfile.TemporaryDirectory(prefix="edge-app-selftest-") as work_dir:

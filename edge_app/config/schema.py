@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import unicodedata
-from typing import List, Literal, Optional, Tuple
+from typing import List, Literal, Optional, Tuple, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from typing_extensions import Annotated
@@ -23,6 +23,7 @@ MIN_TOKEN_CHARS = 16
 MAX_ZONES_PER_CAMERA = 32
 MAX_LINES_PER_CAMERA = 32
 MAX_POLYGON_POINTS = 64
+MAX_MOTION_MASKS = 32
 MAX_AREA_LABELS = 128
 MAX_LABEL_CHARS = 128
 #: characters no label may hold: labels become MQTT topic levels (zone and line counts)
@@ -101,6 +102,14 @@ def _clean_labels(labels: List[str]) -> List[str]:
     return labels
 
 
+def _polygon_with_area(value: List[NormPoint]) -> List[NormPoint]:
+    """The one rule for polygons in frame fractions (zones, motion masks): they enclose an area."""
+    twice_area = sum(x1 * y2 - x2 * y1 for (x1, y1), (x2, y2) in zip(value, value[1:] + value[:1]))
+    if abs(twice_area) < 1e-9:
+        raise ValueError("the polygon encloses no area")
+    return value
+
+
 class ZoneConfig(_Strict):
     """A polygon in which objects are counted and events note their presence."""
 
@@ -114,10 +123,7 @@ class ZoneConfig(_Strict):
     @field_validator("polygon")
     @classmethod
     def _has_area(cls, value: List[NormPoint]) -> List[NormPoint]:
-        twice_area = sum(x1 * y2 - x2 * y1 for (x1, y1), (x2, y2) in zip(value, value[1:] + value[:1]))
-        if abs(twice_area) < 1e-9:
-            raise ValueError("the polygon encloses no area")
-        return value
+        return _polygon_with_area(value)
 
     @field_validator("labels")
     @classmethod
@@ -227,6 +233,44 @@ class HealthConfig(_Strict):
     limits: HealthLimitsConfig = Field(default_factory=HealthLimitsConfig, title="Limits")
 
 
+MaskPolygon = Annotated[List[NormPoint], Field(min_length=3, max_length=MAX_POLYGON_POINTS)]
+
+
+class MotionConfig(_Strict):
+    """Motion gating: a camera's frames go to the model while something moves in it, while it has
+    tracked objects, and every keepalive_s otherwise."""
+
+    enabled: bool = Field(True, title="Motion gating", description="Off: every frame goes to the model")
+    threshold: int = Field(25, title="Motion threshold", ge=1, le=255,
+                           description="Grey levels (of 255) a pixel must change by to count as moving")
+    min_area: float = Field(0.0005, title="Smallest motion (fraction of the frame)", gt=0, le=1, allow_inf_nan=False,
+                            description="A moving region at least this large is motion; 0.0005 is about 1000 px of 1080p")
+    keepalive_s: float = Field(5.0, title="Keepalive (s)", ge=0.1, le=3600, allow_inf_nan=False,
+                               description="A camera without motion or tracked objects is still analysed this often")
+
+
+class CameraMotionConfig(_Strict):
+    """A camera's motion gating: on or off, and where motion does not count."""
+
+    enabled: bool = Field(True, title="Motion gating", description="Off: every frame of this camera goes to the model "
+                                                                    "(also off while motion.enabled is off)")
+    masks: List[MaskPolygon] = Field(
+        default_factory=list, title="Motion masks", max_length=MAX_MOTION_MASKS,
+        description="Polygons of at least 3 [x, y] points, fractions of the frame, where motion does not count "
+                    "(trees, a clock, a road outside the scene); masking the whole frame leaves the keepalive",
+    )
+
+    @field_validator("masks")
+    @classmethod
+    def _masks_have_area(cls, value: List[List[NormPoint]]) -> List[List[NormPoint]]:
+        for index, polygon in enumerate(value):
+            try:
+                _polygon_with_area(polygon)
+            except ValueError as err:
+                raise ValueError(f"masks[{index}]: {err}") from None
+        return value
+
+
 class CameraConfig(_Strict):
     id: str = Field(title="Camera id", pattern=ID_PATTERN, description="Unique id used in MQTT topics and API paths")
     source: str = Field(title="Source", min_length=1, description="rtsp://, http(s)://, file, /dev/videoN, csi://N, gst:..., test://")
@@ -242,6 +286,7 @@ class CameraConfig(_Strict):
     detect: bool = Field(True, title="Detect", description="Analyse this camera; off keeps it streaming without detections")
     zones: List[ZoneConfig] = Field(default_factory=list, title="Zones", max_length=MAX_ZONES_PER_CAMERA)
     lines: List[LineConfig] = Field(default_factory=list, title="Lines", max_length=MAX_LINES_PER_CAMERA)
+    motion: CameraMotionConfig = Field(default_factory=CameraMotionConfig, title="Motion")
 
     @field_validator("source")
     @classmethod
@@ -267,9 +312,19 @@ class ModelConfig(_Strict):
     calibration_dir: Optional[str] = Field(None, title="INT8 calibration images")
     dla_core: Optional[int] = Field(None, title="DLA core (Jetson Orin/Xavier)", ge=0, le=1)
     workspace_mb: int = Field(1024, title="TensorRT workspace (MiB)", ge=16)
-    engine_process: bool = Field(False, title="Engine in its own process (TensorRT)",
-                                 description="run the TensorRT engine and its GPU decoding in a child process fed "
-                                             "through CUDA IPC (dGPU hosts), away from the appliance's Python threads")
+    engine_process: Union[Literal["auto"], bool] = Field(
+        "auto", title="Engine in its own process (TensorRT)",
+        description="run the TensorRT engine and its GPU decoding in a child process fed through CUDA IPC, away "
+                    "from the appliance's Python threads; auto: on for a discrete GPU with NVIDIA MPS running, off on "
+                    "a Jetson (no CUDA IPC) and without MPS (the reason is logged and shown by selftest)")
+
+    @field_validator("engine_process", mode="before")
+    @classmethod
+    def _auto_or_switch(cls, value: object) -> object:
+        # One clear error rather than one per member of the union.
+        if value != "auto" and not isinstance(value, bool):
+            raise ValueError("engine_process must be auto, true or false")
+        return value
 
     @field_validator("path")
     @classmethod
@@ -461,6 +516,7 @@ class AppConfig(_Strict):
     homeassistant: HomeAssistantConfig = Field(default_factory=HomeAssistantConfig, title="Home Assistant")
     health: HealthConfig = Field(default_factory=HealthConfig, title="Device health")
     fleet: FleetConfig = Field(default_factory=FleetConfig, title="Fleet")
+    motion: MotionConfig = Field(default_factory=MotionConfig, title="Motion")
 
     @field_validator("cameras")
     @classmethod

@@ -13,7 +13,7 @@ from edge_app.config.schema import AppConfig, ModelConfig
 # Model settings the decoder reads on every batch: changing these needs no model reload.
 _DECODE_ONLY_KEYS = {"conf_threshold", "iou_threshold", "classes", "batch_timeout_ms"}
 # Camera settings read by the analysis (edge_app.appliance.analysis), not by capture: no camera restart.
-_ANALYSIS_KEYS = {"detect", "zones", "lines"}
+_ANALYSIS_KEYS = {"detect", "zones", "lines", "motion"}
 
 
 def _capture_settings(camera) -> dict:

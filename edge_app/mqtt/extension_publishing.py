@@ -1,4 +1,4 @@
-"""Topics of the publisher beyond detections, states and stats: events, counts, crossings, snapshots, detect.
+"""Topics of the publisher beyond detections, states and stats: events, counts, crossings, snapshots, detect, motion.
 
 A mixin of :class:`edge_app.mqtt.publisher.MqttPublisher`, kept apart so each module stays
 readable; it relies on the publisher's queue (``_enqueue``), lock (``_cond``) and state.
@@ -72,6 +72,13 @@ class ExtensionPublishing:
             if self._connected:
                 self._priority.append(msg)
                 self._cond.notify_all()
+        return True
+
+    def publish_motion(self, camera_id: str, motion: bool) -> bool:
+        """Retained ``ON``/``OFF`` on ``R/cameras/<id>/motion`` (QoS 1); while offline only the latest is kept."""
+        if not self.enabled:
+            return False
+        self._enqueue_latest(Message(self.topics.camera_motion(camera_id), payloads.motion_payload(motion), 1, True, EVENTS))
         return True
 
     def on_detect_set(self, handler: DetectSetHandler, camera_known: Optional[Callable[[str], bool]] = None) -> None:

@@ -2,7 +2,7 @@
 
 One device-based discovery message on ``<discovery_prefix>/device/<device_id>/config`` with
 ``dev``, ``o`` and ``cmps``. Every entity points at a topic the appliance already publishes
-(counts, line totals, snapshots, ``detect/state``), so Home Assistant needs nothing but its MQTT
+(counts, line totals, snapshots, ``detect/state``, ``motion``), so Home Assistant needs nothing but its MQTT
 integration.
 
 Component keys and unique ids are derived from the device id, the camera/zone/line name, the
@@ -14,7 +14,7 @@ is sent again without them.
 
 Bounds, both ways. What is published: at most ``homeassistant.max_entities`` components and
 ``MAX_DISCOVERY_BYTES``; over either, the least useful kinds are left out first (snapshots, then
-zone, line, occupancy and count sensors; the detection switches last). What is read back from the
+zone, line, occupancy and count sensors, motion; the detection switches last). What is read back from the
 broker (anyone may publish there): at most ``MAX_INBOUND_BYTES`` nested ``MAX_INBOUND_DEPTH`` deep,
 parsed by ``edge_app.mqtt.inbound``; only keys shaped like :func:`component_key` with one of
 our platforms count as components of an earlier run, and at most ``max_entities`` of them.
@@ -43,8 +43,9 @@ MAX_DISCOVERY_BYTES = 512 * 1024
 MAX_INBOUND_BYTES = 2 * MAX_DISCOVERY_BYTES
 MAX_INBOUND_DEPTH = 8  # ours nests 4 deep ({"cmps": {key: {"p": ...}}}, {"dev": {"ids": [...]}})
 PLATFORMS = ("switch", "sensor", "binary_sensor", "image")
-#: kept first when over a bound: device health and detection switches, counts, occupancy, lines, zones, snapshots
-_PRIORITY = {"health": 0, "detect": 0, "count": 1, "occupancy": 2, "line": 3, "zone": 4, "snapshot": 5}
+#: kept first when over a bound: device health and detection switches, motion, counts, occupancy, lines, zones,
+#: snapshots
+_PRIORITY = {"health": 0, "detect": 0, "motion": 1, "count": 2, "occupancy": 3, "line": 4, "zone": 5, "snapshot": 6}
 _OUR_KEY = re.compile(r"[A-Za-z0-9_-]{0,120}_[0-9a-f]{10}")
 
 
@@ -108,6 +109,11 @@ def build_capped_discovery(config: AppConfig, topics: Topics, version: str, labe
             "state_topic": topics.camera_detect_state(cam.id),
             "payload_on": "ON", "payload_off": "OFF", "icon": "mdi:motion-sensor",
         })
+        if config.motion.enabled and cam.motion.enabled:  # not on detect: the switch must change no entity
+            add("binary_sensor", ("motion", cam.id), f"{cam.id} motion", {
+                "state_topic": topics.camera_motion(cam.id), "payload_on": "ON", "payload_off": "OFF",
+                "device_class": "motion",
+            })
         for label in labels:
             objects = topics.camera_objects(cam.id, label)
             add("binary_sensor", ("occupancy", cam.id, label), f"{cam.id} {label} occupancy", {

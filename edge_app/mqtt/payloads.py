@@ -119,6 +119,11 @@ def detect_state_payload(enabled: bool) -> bytes:
     return (DETECT_ON if enabled else DETECT_OFF).encode("ascii")
 
 
+def motion_payload(motion: bool) -> bytes:
+    """``R/cameras/<id>/motion``: plain ``ON`` or ``OFF`` (a Home Assistant binary sensor's states)."""
+    return (DETECT_ON if motion else DETECT_OFF).encode("ascii")
+
+
 def parse_detect_command(payload: bytes) -> Optional[bool]:
     """``detect/set`` payload to on (True) / off (False); None for anything that is not ON or OFF.
 

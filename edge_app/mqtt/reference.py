@@ -114,6 +114,10 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                                          "1796290950.1-front-17", 17, "person", "in", _TS))),
     "camera_detect_state": TopicDoc("yes", "`ON` or `OFF`: whether the camera is analysed",
                                     lambda: payloads.detect_state_payload(True)),
+    "camera_motion": TopicDoc("yes", "`ON` or `OFF`: whether something moves in the camera (cameras with motion gating "
+                                     "on; `OFF` when gating is switched off); the camera is analysed while `ON`, while it "
+                                     "has tracked objects, and every `motion.keepalive_s`",
+                              lambda: payloads.motion_payload(True)),
     "camera_detect_set": TopicDoc("subscribed", "`ON` or `OFF` (case and spaces forgiven; anything else is ignored): "
                                                 "analysis of that camera on or off, saved like a configuration change",
                                   lambda: b"OFF"),

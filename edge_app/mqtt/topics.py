@@ -86,6 +86,10 @@ class Topics:
         """Retained ``ON``/``OFF``: whether a camera is analysed."""
         return f"{self.root}/cameras/{_check_camera_id(camera_id)}/detect/state"
 
+    def camera_motion(self, camera_id: str) -> str:
+        """Retained ``ON``/``OFF``: whether something moves in a camera with motion gating on."""
+        return f"{self.root}/cameras/{_check_camera_id(camera_id)}/motion"
+
     def camera_detect_set(self, camera_id: str) -> str:
         return f"{self.root}/cameras/{_check_camera_id(camera_id)}/detect/set"
 

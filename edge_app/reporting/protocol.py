@@ -50,6 +50,19 @@ class AnalysedFrame:
 
 
 @dataclass(frozen=True)
+class MotionReport:
+    """A camera's motion gating (``CameraReport.motion``; docs/configuration.md, ``motion``)."""
+
+    motion: bool  # something moves now (R/cameras/<id>/motion)
+    frames_checked: int
+    frames_skipped: int  # held back by the gate: never reached the model
+    last_reason: Optional[str]  # of the newest frame: motion, objects, keepalive (analysed) or idle (held back)
+    masked_fraction: Optional[float]  # of the frame under the masks, once a frame was seen
+    keepalive_only: bool  # the masks cover the whole frame: analysed on keepalive and tracked objects only
+    cost_ms: float  # CPU per frame checked (moving average)
+
+
+@dataclass(frozen=True)
 class CameraReport:
     """One camera in ``GET /api/v1/cameras`` and ``status.cameras`` (docs/rest-api.md, CameraReport)."""
 
@@ -64,6 +77,7 @@ class CameraReport:
     frames_dropped: int  # captured but never analysed (fps_limit, or the detector was busy)
     reconnects: int
     last_error: Optional[str]
+    motion: Optional[MotionReport] = None  # None: motion gating is off for this camera
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

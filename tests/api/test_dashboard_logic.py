@@ -57,6 +57,7 @@ def test_labels_from_the_text_field(call_logic, text, expected):
     ("zone", " yard ", [[0.1, 0.1], [0.5, 0.1], [0.5, 0.5]], "person",
      {"name": "yard", "polygon": [[0.1, 0.1], [0.5, 0.1], [0.5, 0.5]], "labels": ["person"]}),
     ("line", "gate", GATE, "", {"name": "gate", "points": GATE, "labels": []}),
+    ("mask", "ignored", [[0, 0], [0.3, 0], [0.3, 0.2]], "person", {"polygon": [[0, 0], [0.3, 0], [0.3, 0.2]]}),
 ])
 def test_the_area_being_drawn(call_logic, kind, name, points, labels, expected):
     assert call_logic("buildArea", kind, name, points, labels) == expected
@@ -64,6 +65,8 @@ def test_the_area_being_drawn(call_logic, kind, name, points, labels, expected):
 
 NEW_ZONE = {"name": "yard", "polygon": [[0, 0], [1, 0], [1, 1]], "labels": []}
 NEW_LINE = {"name": "gate", "points": GATE, "labels": ["car"]}
+TREE = [[0, 0], [0.3, 0], [0.3, 0.2]]
+CLOCK = [[0.9, 0], [1, 0], [1, 0.1]]
 
 
 @pytest.mark.parametrize("camera, kind, area, expected", [
@@ -72,6 +75,10 @@ NEW_LINE = {"name": "gate", "points": GATE, "labels": ["car"]}
     ({"id": "front"}, "zone", NEW_ZONE, {"zones": [NEW_ZONE]}),
     ({"id": "front", "zones": [DRIVEWAY], "lines": [NEW_LINE]}, "line", {**NEW_LINE, "name": "exit"},
      {"lines": [NEW_LINE, {**NEW_LINE, "name": "exit"}]}),
+    # motion masks: the camera's whole list under motion (a merge patch keeps motion.enabled)
+    ({"id": "front", "motion": {"enabled": True, "masks": [TREE]}}, "mask", {"polygon": CLOCK},
+     {"motion": {"masks": [TREE, CLOCK]}}),
+    ({"id": "front"}, "mask", {"polygon": TREE}, {"motion": {"masks": [TREE]}}),
 ])
 def test_the_patch_that_adds_an_area(call_logic, camera, kind, area, expected):
     assert call_logic("areaPatch", camera, kind, area) == expected
@@ -81,9 +88,18 @@ def test_the_patch_that_adds_an_area(call_logic, camera, kind, area, expected):
     ({"zones": [DRIVEWAY, NEW_ZONE]}, "zone", "driveway", {"zones": [NEW_ZONE]}),
     ({"zones": [DRIVEWAY], "lines": [NEW_LINE]}, "line", "gate", {"lines": []}),
     ({"zones": [DRIVEWAY]}, "zone", "unknown", {"zones": [DRIVEWAY]}),
+    ({"motion": {"masks": [TREE, CLOCK]}}, "mask", "mask 1", {"motion": {"masks": [CLOCK]}}),
+    ({"motion": {"masks": [TREE, CLOCK]}}, "mask", "mask 2", {"motion": {"masks": [TREE]}}),
 ])
 def test_the_patch_that_removes_an_area(call_logic, camera, kind, name, expected):
     assert call_logic("areaRemovalPatch", camera, kind, name) == expected
+
+
+def test_motion_masks_are_listed_after_zones_and_lines_by_their_place(call_logic):
+    camera = {"zones": [DRIVEWAY], "lines": [NEW_LINE], "motion": {"masks": [TREE, CLOCK]}}
+    assert [(a["kind"], a["name"]) for a in call_logic("cameraAreas", camera)] == [
+        ("zone", "driveway"), ("line", "gate"), ("mask", "mask 1"), ("mask", "mask 2")]
+    assert call_logic("cameraAreas", camera)[3]["points"] == CLOCK
 
 
 @pytest.mark.parametrize("kind, points, finished, expected", [
@@ -92,6 +108,9 @@ def test_the_patch_that_removes_an_area(call_logic, camera, kind, name, expected
     ("zone", GATE, True, "A zone needs at least 3 points."),
     ("zone", DRIVEWAY["polygon"], False, "Finish the zone first."),
     ("zone", DRIVEWAY["polygon"], True, ""),
+    ("mask", GATE, True, "A motion mask needs at least 3 points."),
+    ("mask", TREE, False, "Finish the motion mask first."),
+    ("mask", TREE, True, ""),
 ])
 def test_what_a_drawing_still_lacks(call_logic, kind, points, finished, expected):
     problem = call_logic("drawingProblem", kind, points, finished)

@@ -324,3 +324,25 @@ def test_a_health_problem_shows_a_banner_until_it_clears(dashboard, appliance):
     finally:
         limit(90)
     dashboard.wait(lambda _d: not dashboard.find("#health-banner").is_displayed(), "the banner gone", timeout_s=20)
+
+
+def test_a_motion_mask_drawn_with_the_mouse_is_saved_shown_and_deleted(dashboard, appliance):
+    points = [(0.60, 0.10), (0.95, 0.10), (0.95, 0.40), (0.60, 0.40)]
+    before = camera_config(appliance, WALK_CAMERA)["motion"]["masks"]
+    draw(dashboard, "mask", "", points)
+    dashboard.find("button#editor-finish").click()
+    dashboard.find("button#editor-save").click()
+    name = f"mask {len(before) + 1}"
+    dashboard.shown(f'#editor-areas li[data-area="{name}"]')
+    masks = dashboard.wait(lambda _d: (lambda m: m if len(m) == len(before) + 1 else None)(
+        camera_config(appliance, WALK_CAMERA)["motion"]["masks"]), "the mask in the configuration")
+    assert masks[:-1] == before
+    for got, want in zip(masks[-1], points):
+        assert got == pytest.approx(list(want), abs=POINT_TOLERANCE), f"drawn {points}, saved {masks[-1]}"
+    assert camera_config(appliance, WALK_CAMERA)["motion"]["enabled"] is True  # the patch kept the rest of motion
+
+    dashboard.view_live(WALK_CAMERA)
+    assert_drawn_at(dashboard, f'svg#live-overlay polygon[data-mask="{name}"]', points)
+
+    dashboard.find(f'#editor-areas li[data-area="{name}"] button.delete').click()
+    dashboard.wait(lambda _d: camera_config(appliance, WALK_CAMERA)["motion"]["masks"] == before, "the mask deleted")

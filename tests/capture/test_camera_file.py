@@ -185,3 +185,47 @@ def test_start_twice_is_refused_and_stop_before_start_is_harmless():
     worker.stop()
     worker.stop()
     assert worker.state is S.STOPPED
+
+
+def test_frames_beyond_fps_limit_are_only_grabbed_never_converted(bus_clip):
+    """fps_limit 2 on a 10 fps file played in real time: four frames in five are decoded but
+    never converted to BGR or handed over; a file read with realtime: false loses none."""
+    from edge_app.capture.decoders import CameraOpener
+
+    calls = {"read": 0, "grab": 0}
+
+    class Counting:
+        def __init__(self, source):
+            self._source, self.fps = source, source.fps
+
+        def read(self):
+            calls["read"] += 1
+            return self._source.read()
+
+        def grab(self):
+            calls["grab"] += 1
+            return self._source.grab()
+
+        def release(self):
+            self._source.release()
+
+    opener = CameraOpener("ffmpeg")
+    counting = lambda spec, capture: Counting(opener(spec, capture))  # noqa: E731
+    worker = CameraWorker(camera(str(bus_clip), realtime=True, fps_limit=2), FAST, opener=counting)
+    worker.start()
+    try:
+        taken = drain(worker, until=lambda: worker.state is S.STOPPED, timeout_s=15)
+        assert [f.frame_id for f in taken] == [1, 6, 11, 16]  # frame ids count the grabbed frames too
+        stats = worker.stats()
+        assert stats["frames_captured"] == 20 and stats["frames_dropped"] == 16, stats
+        assert calls["grab"] == 16 and calls["read"] in (4, 5), calls  # (and the read that finds the end)
+    finally:
+        worker.stop()
+
+    every = CameraWorker(camera(str(bus_clip), realtime=False, fps_limit=2), FAST)
+    every.start()
+    try:
+        frames = drain(every, until=lambda: every.state is S.STOPPED, timeout_s=20)
+        assert [f.frame_id for f in frames] == list(range(1, 21))
+    finally:
+        every.stop()

@@ -108,7 +108,10 @@ def test_entities_point_at_the_spec_topics():
     switches = [body for body in message["cmps"].values() if body["p"] == "switch"]
     assert {(s["command_topic"], s["state_topic"], s["payload_on"], s["payload_off"]) for s in switches} == {
         (f"{ROOT}/cameras/{cam}/detect/set", f"{ROOT}/cameras/{cam}/detect/state", "ON", "OFF") for cam in ("front", "back")}
-    per_camera = 3 * len(LABELS) + 1
+    motion = [body for body in message["cmps"].values() if body.get("device_class") == "motion"]
+    assert {(m["p"], m["state_topic"], m["payload_on"], m["payload_off"]) for m in motion} == {
+        ("binary_sensor", f"{ROOT}/cameras/{cam}/motion", "ON", "OFF") for cam in ("front", "back")}
+    per_camera = 3 * len(LABELS) + 2
     health = len(ha_discovery.health_entities(Topics("edge_app", "dev1")))
     assert len(message["cmps"]) == 2 * per_camera + 1 + len(LABELS) + 2 + health
 
@@ -125,6 +128,14 @@ def test_device_health_entities_read_r_health():
     assert all(body["entity_category"] == "diagnostic" for body in [*sensors.values(), problem])
 
 
+def test_no_motion_sensor_where_motion_gating_is_off():
+    raw = _raw()
+    raw["cameras"][1]["motion"] = {"enabled": False}
+    assert [b["state_topic"] for b in _build(raw)["cmps"].values() if b.get("device_class") == "motion"] == [
+        f"{ROOT}/cameras/front/motion"]
+    assert not any(b.get("device_class") == "motion" for b in _build(dict(raw, motion={"enabled": False}))["cmps"].values())
+
+
 def test_ids_do_not_depend_on_the_order_of_cameras_zones_or_labels():
     raw = _raw()
     reordered = _raw(cameras=[raw["cameras"][1], {**raw["cameras"][0], "zones": raw["cameras"][0]["zones"][::-1]}])
@@ -139,7 +150,7 @@ def test_a_removed_camera_zone_or_line_vanishes_and_is_named_for_removal():
     gone = set(before["cmps"]) - set(after["cmps"])
     assert not any("back" in json.dumps(body) for body in after["cmps"].values())
     assert not any("porch" in json.dumps(body) or "gate" in json.dumps(body) for body in after["cmps"].values())
-    assert len(gone) == (3 * len(LABELS) + 1) + len(LABELS) + 2
+    assert len(gone) == (3 * len(LABELS) + 2) + len(LABELS) + 2
     removal = ha_discovery.removal_message(after, ha_discovery.platforms(before))
     assert {key: body for key, body in removal["cmps"].items() if key in gone} == {
         key: {"p": before["cmps"][key]["p"]} for key in gone}

@@ -144,12 +144,14 @@ def make_walking_clip(
     walk_s: float = 7.0,
     tail_s: float = 5.0,
     grey: int = 128,
+    noise_sigma: float = 0.0,
 ) -> WalkingClip:
     """Slide ``crop`` of ``picture`` (scaled by ``scale``) from the left edge of a grey canvas to
     the right edge; frames drawn with OpenCV, encoded by ffmpeg like ``make_clip`` (baseline
     H.264, no B-frames, a keyframe every half second). The empty lead is long because an RTSP
     client needs a few seconds from connecting to its first decoded frame, and the test server
-    starts the clip when the first client connects: a client then sees the whole walk."""
+    starts the clip when the first client connects: a client then sees the whole walk.
+    ``noise_sigma`` adds sensor noise (grey levels) to every frame, the same noise for the same seed."""
     import cv2  # the test extra has it; the package itself must not need OpenCV here
 
     ffmpeg = require_tool("ffmpeg")
@@ -186,8 +188,9 @@ def make_walking_clip(
     )
     assert encoder.stdin is not None
     frames: List[np.ndarray] = [canvas] * lead + [walking_frame(i) for i in range(walk)] + [canvas] * tail
+    rng = np.random.default_rng(0)
     for frame in frames:
-        encoder.stdin.write(frame.tobytes())
+        encoder.stdin.write(_noisy(frame, rng, noise_sigma).tobytes())
     encoder.stdin.close()
     if encoder.wait() != 0:
         raise RuntimeError(f"ffmpeg failed to encode {out}")
@@ -197,6 +200,44 @@ def make_walking_clip(
         cv2.imwrite(str(still), walking_frame(i))
         stills.append(still)
     return WalkingClip(out, width, height, fps, lead, walk, tail, pic_w, tuple(stills))
+
+
+def _noisy(frame: np.ndarray, rng: np.random.Generator, sigma: float) -> np.ndarray:
+    if sigma <= 0:
+        return frame
+    noise = rng.normal(0.0, sigma, frame.shape[:2]).astype(np.float32)[:, :, None]  # luma noise, like a sensor
+    return np.clip(frame.astype(np.float32) + noise, 0, 255).astype(np.uint8)
+
+
+def make_static_clip(out: Path, size: Tuple[int, int] = (640, 360), fps: int = CLIP_FPS, seconds: float = 8.0,
+                     noise_sigma: float = 4.0, light_step_at_s: float = 4.0, light_step: int = 60) -> Path:
+    """A scene where nothing moves: smooth grey shapes with sensor noise, and at ``light_step_at_s``
+    the whole picture turns ``light_step`` grey levels brighter (lights switched on)."""
+    import cv2
+
+    ffmpeg = require_tool("ffmpeg")
+    width, height = size
+    coarse = np.random.default_rng(1).integers(40, 170, (9, 16), dtype=np.uint8)
+    scene = cv2.cvtColor(cv2.resize(coarse, (width, height), interpolation=cv2.INTER_CUBIC), cv2.COLOR_GRAY2BGR)
+    lit = np.clip(scene.astype(np.int16) + light_step, 0, 255).astype(np.uint8)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    keyint = max(1, fps // 2)
+    encoder = subprocess.Popen(
+        [ffmpeg, "-hide_banner", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "bgr24",
+         "-s", f"{width}x{height}", "-framerate", str(fps), "-i", "-",
+         "-c:v", "libx264", "-preset", "veryfast", "-profile:v", "baseline", "-bf", "0",
+         "-g", str(keyint), "-keyint_min", str(keyint), "-pix_fmt", "yuv420p", "-r", str(fps), "-an", str(out)],
+        stdin=subprocess.PIPE,
+    )
+    assert encoder.stdin is not None
+    rng = np.random.default_rng(0)
+    for index in range(int(round(seconds * fps))):
+        frame = lit if index >= light_step_at_s * fps else scene
+        encoder.stdin.write(_noisy(frame, rng, noise_sigma).tobytes())
+    encoder.stdin.close()
+    if encoder.wait() != 0:
+        raise RuntimeError(f"ffmpeg failed to encode {out}")
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -52,7 +52,9 @@ def make_model(tmp_path, model_path):
     from edge_app.config.schema import ModelConfig
 
     def factory(**overrides) -> "ModelConfig":
-        values = {"path": str(model_path), "engine_dir": str(tmp_path / "engines"), "max_batch": 4}
+        # engine_process off unless asked: "auto" would follow whether this machine runs MPS
+        values = {"path": str(model_path), "engine_dir": str(tmp_path / "engines"), "max_batch": 4,
+                  "engine_process": False}
         values.update(overrides)
         return ModelConfig(**values)
 

@@ -229,3 +229,33 @@ def test_the_pipelines_threads_run_every_frame_through_the_engine_process(pair, 
     expected = dict(zip(("bus", "zidane"), local.detect([bus_image, zidane_image])))
     for frame in published:
         assert_same_detections(frame.detections, expected[frame.camera_id])
+
+
+@pytest.mark.parametrize("mps_running", [False, True])
+def test_auto_runs_the_engine_process_where_mps_answers_and_says_why(standin_trt, make_model, shared_device_in_child,
+                                                                   shared_device, monkeypatch, tmp_path, caplog,
+                                                                   mps_running):
+    """model.engine_process: auto (the default) on a host without /etc/nv_tegra_release: the MPS
+    daemon answering decides, and the log says which way and why."""
+    from edge_app.cuda import engine_process_choice
+
+    monkeypatch.setattr(engine_process_choice, "is_jetson", lambda: False)
+    pipes = tmp_path / "nvidia-mps"
+    pipes.mkdir()
+    daemon = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    daemon.bind(str(pipes / "control"))
+    if mps_running:
+        daemon.listen(1)
+    monkeypatch.setenv("CUDA_MPS_PIPE_DIRECTORY", str(pipes))
+    caplog.set_level("INFO", logger="edge_app.detect.tensorrt.backend")
+    model = make_model(max_batch=1, engine_process="auto")
+    detector = TensorRTDetector(model, device=shared_device)
+    try:
+        assert isinstance(detector._runtime, EngineProcess) is mps_running
+        said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("model.engine_process")]
+        assert said == [f"model.engine_process {'on' if mps_running else 'off'}: " + (
+            "auto: on, a discrete GPU with NVIDIA MPS running" if mps_running else
+            engine_process_choice.choose("auto", engine_process_choice.host_facts()).reason)]
+    finally:
+        detector.close()
+        daemon.close()

@@ -1,5 +1,6 @@
-// Zones and lines: drawn over the live view of the picked camera, and the editor that adds and
-// removes them (PATCH /api/v1/cameras/<id> with the camera's whole zones or lines list).
+// Zones, lines and motion masks: drawn over the live view of the picked camera, and the editor that
+// adds and removes them (PATCH /api/v1/cameras/<id> with the camera's whole zones, lines or
+// motion.masks list).
 // Both SVGs use the picture's own pixels as their viewBox, so points are normalised <-> pixels
 // with the picture's natural size, whatever size the browser shows it at.
 "use strict";
@@ -63,11 +64,19 @@
     return Math.max(12, Math.round(Math.min(w, h) / 30));
   }
 
+  // A motion mask: a zone's shape, hatched, where motion does not count.
+  function maskShape(area, w, h, attributes) {
+    const group = zoneShape(area, w, h, attributes);
+    group.setAttribute("class", "motion-mask");
+    return group;
+  }
+
   function drawAreas(camera, w, h) {
     const nodes = [];
     for (const area of L.cameraAreas(camera)) {
-      nodes.push(area.kind === "zone" ? zoneShape(area, w, h, { "data-zone": area.name })
-        : lineShape(area, w, h, { "data-line": area.name }));
+      if (area.kind === "zone") nodes.push(zoneShape(area, w, h, { "data-zone": area.name }));
+      else if (area.kind === "mask") nodes.push(maskShape(area, w, h, { "data-mask": area.name }));
+      else nodes.push(lineShape(area, w, h, { "data-line": area.name }));
     }
     return nodes;
   }
@@ -97,7 +106,13 @@
   // ---- the editor ----------------------------------------------------------------------------
 
   function kind() {
-    return $("editor-kind").value === "line" ? "line" : "zone";
+    const value = $("editor-kind").value;
+    return value === "line" || value === "mask" ? value : "zone";
+  }
+
+  // Drawn as a polygon and finished by a click on "Finish" (or by saving): zones and masks.
+  function isPolygon() {
+    return kind() !== "line";
   }
 
   function showErrors(messages) {
@@ -139,8 +154,10 @@
       const remove = el("button", "Delete", "secondary delete");
       remove.type = "button";
       remove.addEventListener("click", () => removeArea(area).catch(app.handleError));
-      const labels = area.labels.length ? area.labels.join(", ") : "every label";
-      li.append(el("span", area.kind + " " + area.name, "area-title"), el("span", " · " + labels + " ", "muted"), remove);
+      const labels = area.kind === "mask" ? "motion does not count here"
+        : area.labels.length ? area.labels.join(", ") : "every label";
+      const title = area.kind === "mask" ? "motion " + area.name : area.kind + " " + area.name;
+      li.append(el("span", title, "area-title"), el("span", " · " + labels + " ", "muted"), remove);
       return li;
     });
     $("editor-areas").replaceChildren(...items);
@@ -214,7 +231,7 @@
   }
 
   function finish() {
-    if (kind() === "zone" && editor.points.length >= 3) {
+    if (isPolygon() && editor.points.length >= 3) {
       editor.finished = true;
       showErrors([]);
       renderCanvas();
@@ -238,7 +255,7 @@
       return;
     }
     // Two or more points of a zone are finished by saving it.
-    if (kind() === "zone" && editor.points.length >= 3) editor.finished = true;
+    if (isPolygon() && editor.points.length >= 3) editor.finished = true;
     const problem = L.drawingProblem(kind(), editor.points, editor.finished);
     if (problem) {
       showErrors([problem]);
@@ -254,7 +271,7 @@
         $("editor-name").value = "";
         await app.reloadConfig();  // before saying so: the list and the overlays show it then
         showErrors([]);
-        showResult("saved " + kind() + " " + area.name);
+        showResult(kind() === "mask" ? "saved the motion mask" : "saved " + kind() + " " + area.name);
       } else {
         showErrors(L.problemMessages(result.status, result.body));
       }
@@ -270,7 +287,7 @@
     if (result.ok) {
       await app.reloadConfig();
       showErrors([]);
-      showResult("deleted " + area.kind + " " + area.name);
+      showResult("deleted " + (area.kind === "mask" ? "motion " : area.kind + " ") + area.name);
     } else {
       showErrors(L.problemMessages(result.status, result.body));
     }

@@ -4,6 +4,7 @@
 
 (function () {
   const AREA_KEY = { zone: "zones", line: "lines" };  // the editor's kinds -> camera config keys
+  const MASK_NAME = "mask ";  // motion masks have no name in the configuration: "mask 1" is the first
   const POINT_DIGITS = 4;  // 1/10000 of the frame: finer than any camera's pixels
 
   function clamp01(value) {
@@ -41,8 +42,9 @@
     return labels;
   }
 
-  // The zone or line being drawn, as the configuration holds it.
+  // The zone, line or motion mask being drawn, as the configuration holds it (a mask: {polygon}).
   function buildArea(kind, name, points, labelsText) {
+    if (kind === "mask") return { polygon: points.map((p) => [p[0], p[1]]) };
     const area = { name: String(name || "").trim() };
     area[kind === "line" ? "points" : "polygon"] = points.map((p) => [p[0], p[1]]);
     area.labels = parseLabels(labelsText);
@@ -55,28 +57,40 @@
     if (kind === "line") {
       return points.length === 2 ? "" : "A line needs 2 points: click where it starts (P1), then where it ends (P2).";
     }
-    if (points.length < 3) return "A zone needs at least 3 points.";
-    return finished ? "" : "Finish the zone first.";
+    const what = kind === "mask" ? "motion mask" : "zone";
+    if (points.length < 3) return "A " + what + " needs at least 3 points.";
+    return finished ? "" : "Finish the " + what + " first.";
   }
 
   // The PATCH /api/v1/cameras/<id> body that appends `area` to the camera's zones or lines. The
   // whole list is sent: a merge patch replaces lists whole.
   function areaPatch(camera, kind, area) {
+    if (kind === "mask") return { motion: { masks: cameraMasks(camera).concat([area.polygon]) } };
     const key = AREA_KEY[kind];
     return { [key]: (camera[key] || []).concat([area]) };
   }
 
   // The PATCH body that removes the zone or line called `name` from the camera.
   function areaRemovalPatch(camera, kind, name) {
+    if (kind === "mask") {
+      const index = Number(String(name).slice(MASK_NAME.length)) - 1;
+      return { motion: { masks: cameraMasks(camera).filter((_, i) => i !== index) } };
+    }
     const key = AREA_KEY[kind];
     return { [key]: (camera[key] || []).filter((area) => area.name !== name) };
   }
 
-  // Every zone and line of a camera, as {kind, name, points, labels}, zones first.
+  function cameraMasks(camera) {
+    return (camera && camera.motion && camera.motion.masks) || [];
+  }
+
+  // Every zone, line and motion mask of a camera, as {kind, name, points, labels}, zones first;
+  // masks are named by their place in the list ("mask 1").
   function cameraAreas(camera) {
     const zones = (camera && camera.zones || []).map((z) => ({ kind: "zone", name: z.name, points: z.polygon, labels: z.labels || [] }));
     const lines = (camera && camera.lines || []).map((l) => ({ kind: "line", name: l.name, points: l.points, labels: l.labels || [] }));
-    return zones.concat(lines);
+    const masks = cameraMasks(camera).map((polygon, i) => ({ kind: "mask", name: MASK_NAME + (i + 1), points: polygon, labels: [] }));
+    return zones.concat(lines, masks);
   }
 
   // The messages of a refused request: one per problem ("loc: msg") when the API lists them,

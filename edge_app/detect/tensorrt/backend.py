@@ -25,6 +25,7 @@ from edge_app.detect.labels import resolve_labels
 from edge_app.detect.letterbox import Letterboxer
 from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
 from edge_app.detect.model_metadata import is_engine_file, metadata_bool
+from edge_app.cuda import engine_process_choice
 from edge_app.detect.tensorrt.engine_process import CUDA_DEVICE, EnginePlan, EngineProcess, EngineWork, PendingBatch
 from edge_app.detect.tensorrt.prepare import EngineCache, PreparedEngine, load_user_engine
 from edge_app.detect.tensorrt.progress import ProgressCallback
@@ -63,7 +64,8 @@ class TensorRTDetector(Detector):
         self._runtime: Optional[Union[EngineRuntime, EngineProcess]] = None
         self.engine: Optional[PreparedEngine] = None
         self._decodes_in_engine_process = False
-        wanted = getattr(model, "engine_process", False) if engine_process is None else engine_process
+        wanted = self._engine_process_wanted(getattr(model, "engine_process", False) if engine_process is None
+                                             else engine_process)
         #: why the engine runs in this process although ``model.engine_process`` asked otherwise
         self.engine_process_problem: Optional[str] = None
         if wanted and (gpu_preprocess is False or not self._device.has_nvrtc):
@@ -96,6 +98,13 @@ class TensorRTDetector(Detector):
                 log.warning("model.engine_process: %s", mps.describe())
 
     # -- loading ------------------------------------------------------------------------------
+    @staticmethod
+    def _engine_process_wanted(setting: Union[str, bool]) -> bool:
+        """``model.engine_process`` (``auto``: edge_app.cuda.engine_process_choice), with the reason logged."""
+        choice = engine_process_choice.choose(setting, engine_process_choice.host_facts())
+        log.info("model.engine_process %s: %s", "on" if choice.enabled else "off", choice.reason)
+        return choice.enabled
+
     @staticmethod
     def _open_device() -> CudaDevice:
         try:

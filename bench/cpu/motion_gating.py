@@ -1,0 +1,338 @@
+"""Motion gating, measured: 8 cameras, 6 showing a static scene with sensor noise and 2 people walking.
+
+    python -m bench.cpu motion-gating [--model PATH] [--backend auto|onnxruntime|tensorrt] [--decoder auto|ffmpeg|nvdec]
+                                  [--window-s 20] [--warmup-s 6] [--size 1280x720] [--fps 5]
+
+The real ``Appliance`` runs in this process on looped H.264 files (720p at 5 frames/s by default:
+eight 1080p streams at 10 frames/s take both cores of a 2-core machine to decode alone) played in real time (like
+live cameras), tracking on, MQTT off, once with ``motion.enabled: false`` and once with it on
+(two rounds, the second in reverse order). What it prints (and writes to
+``bench/results/motion_gating.json``):
+
+* engine batches/s and analysed frames/s, gating off vs on (the detector's ``infer`` is counted);
+* CPU per camera: the capture thread's own CPU (decode, conversion, motion) plus the camera's
+  share of the pipeline's CPU (gather, model, publish) by its analysed frames, static vs walking;
+* what the motion check costs per 1080p frame (CPU, one thread), from a BGR frame and from the
+  Y plane of NV12, and what a frame dropped before conversion saves (``grab`` vs ``read``);
+* whether the walking cameras gave the same events with gating on as off (count per label).
+
+Nothing here needs a GPU; with ``--backend tensorrt --decoder nvdec`` it runs the GPU path too
+(the motion check then reads the Y plane of each NV12 frame; see docs/gpu-benchmark.md).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("EDGE_APP_SHARED", REPO.parent / "shared"))
+DEFAULT_MODEL = SHARED / "models" / "yolov8n_coco_dynbatch.onnx"
+BUS_JPG = SHARED / "images" / "bus.jpg"
+STATIC_CAMERAS = 6
+WALKING_CAMERAS = 2
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+log = logging.getLogger("bench.cpu.motion_gating")
+
+
+# -- the clips ---------------------------------------------------------------------------------------
+def _encode(frames: Callable[[int], np.ndarray], count: int, size: Tuple[int, int], fps: int, out: Path) -> Path:
+    width, height = size
+    encoder = subprocess.Popen(
+        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "bgr24",
+         "-s", f"{width}x{height}", "-framerate", str(fps), "-i", "-", "-c:v", "libx264", "-preset", "veryfast",
+         "-bf", "0", "-g", str(fps), "-pix_fmt", "yuv420p", "-an", str(out)], stdin=subprocess.PIPE)
+    assert encoder.stdin is not None
+    for index in range(count):
+        encoder.stdin.write(frames(index).tobytes())
+    encoder.stdin.close()
+    if encoder.wait() != 0:
+        raise RuntimeError(f"ffmpeg failed to encode {out}")
+    return out
+
+
+def _noisy(frame: np.ndarray, rng: np.random.Generator, sigma: float) -> np.ndarray:
+    noise = rng.normal(0.0, sigma, frame.shape[:2]).astype(np.float32)[:, :, None]
+    return np.clip(frame.astype(np.float32) + noise, 0, 255).astype(np.uint8)
+
+
+def static_scene(size: Tuple[int, int]) -> np.ndarray:
+    """Smooth grey shapes, like a room or a yard: what a camera shows when nobody is there."""
+    import cv2
+
+    coarse = np.random.default_rng(1).integers(40, 200, (9, 16), dtype=np.uint8)
+    return cv2.cvtColor(cv2.resize(coarse, size, interpolation=cv2.INTER_CUBIC), cv2.COLOR_GRAY2BGR)
+
+
+def make_clips(work_dir: Path, size: Tuple[int, int], fps: int, seconds: float = 10.0, noise: float = 4.0
+               ) -> Tuple[Path, Path]:
+    """(static, walking): the static scene with sensor noise; the same scene with the people of
+    bus.jpg walking across it from edge to edge, the whole clip long."""
+    import cv2
+
+    count = int(round(seconds * fps))
+    scene = static_scene(size)
+    static = work_dir / f"static_{size[0]}x{size[1]}_{fps}fps.mp4"
+    walking = work_dir / f"walking_{size[0]}x{size[1]}_{fps}fps.mp4"
+    if not static.exists():
+        rng = np.random.default_rng(0)
+        _encode(lambda i: _noisy(scene, rng, noise), count, size, fps, static)
+    if not walking.exists():
+        people = cv2.imread(str(BUS_JPG))[300:950, 50:810]
+        scale = 0.75 * size[1] / 1080
+        people = cv2.resize(people, (int(people.shape[1] * scale), int(people.shape[0] * scale)),
+                            interpolation=cv2.INTER_AREA)
+        top = size[1] - people.shape[0] - 20
+        rng = np.random.default_rng(2)
+
+        def frame(i: int) -> np.ndarray:
+            out = scene.copy()
+            left = int((size[0] - people.shape[1]) * i / (count - 1))
+            out[top:top + people.shape[0], left:left + people.shape[1]] = people
+            return _noisy(out, rng, noise)
+        _encode(frame, count, size, fps, walking)
+    return static, walking
+
+
+# -- CPU of threads ----------------------------------------------------------------------------------
+def _thread_cpu_s() -> Dict[str, float]:
+    """CPU seconds of each Python thread of this process, by name (from /proc)."""
+    names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
+    cpu: Dict[str, float] = {}
+    for tid, name in names.items():
+        try:
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        cpu[name] = cpu.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return cpu
+
+
+# -- the appliance run ---------------------------------------------------------------------------------
+@dataclass
+class GatingRun:
+    gating: bool
+    window_s: float
+    batches_per_s: float
+    frames_per_s: float
+    offered_per_s: float  # frames handed to the pipeline (not dropped early, not held back by the gate)
+    analysed: Dict[str, int]
+    capture_cpu_s: Dict[str, float]
+    pipeline_cpu_s: float
+    process_cpu_s: float
+    events: Dict[str, Dict[str, int]] = field(default_factory=dict)  # camera -> label -> events started
+
+    def camera_cpu_percent(self, camera_id: str) -> float:
+        """The camera's capture thread plus its share of the pipeline (by analysed frames), % of one CPU."""
+        total = sum(self.analysed.values())
+        share = self.pipeline_cpu_s * self.analysed.get(camera_id, 0) / total if total else 0.0
+        return 100.0 * (self.capture_cpu_s.get(camera_id, 0.0) + share) / self.window_s
+
+
+class _CountingDetector:
+    """The detector, with its ``infer`` calls (engine batches) counted."""
+
+    def __init__(self, detector: Any) -> None:
+        self._detector = detector
+        self.batches = 0
+
+    def infer(self, batch: Any) -> Any:
+        self.batches += 1
+        return self._detector.infer(batch)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._detector, name)
+
+
+def run_appliance(static: Path, walking: Path, model: Path, backend: str, decoder: str, gating: bool,
+                  warmup_s: float, window_s: float, max_batch: int) -> GatingRun:
+    from edge_app.appliance.appliance import Appliance
+    from edge_app.config.schema import AppConfig
+    from edge_app.detect.factory import create_detector
+
+    cameras = [{"id": f"static{i}", "source": str(static)} for i in range(STATIC_CAMERAS)]
+    cameras += [{"id": f"walk{i}", "source": str(walking)} for i in range(WALKING_CAMERAS)]
+    config = AppConfig.model_validate({
+        "device_id": "bench-motion",
+        "cameras": [dict(c, loop=True, realtime=True, decoder=decoder) for c in cameras],
+        "model": {"path": str(model), "backend": backend, "max_batch": max_batch},
+        "mqtt": {"enabled": False}, "api": {"enabled": False},
+        "tracking": {"enabled": True}, "events": {"enabled": True},
+        "motion": {"enabled": gating},
+    })
+    counted: List[_CountingDetector] = []
+
+    def factory(model_config: Any, **options: Any) -> Any:
+        detector = _CountingDetector(create_detector(model_config, **options))
+        counted.append(detector)
+        return detector
+
+    appliance = Appliance(config, detector_factory=factory)
+    started: Counter = Counter()
+    appliance._publisher.publish_event = lambda message: (  # type: ignore[method-assign]
+        started.update([(message.after.camera_id, message.after.label)]) if message.type == "new" else None) or True
+    appliance.start()
+    try:
+        time.sleep(warmup_s)
+        analysed_before = {c.id: c.frames_analyzed for c in appliance.cameras()}
+        offered_before = _offered(appliance)
+        batches_before = sum(d.batches for d in counted)
+        threads_before, process_before = _thread_cpu_s(), time.process_time()
+        started.clear()
+        time.sleep(window_s)
+        threads_after, process_after = _thread_cpu_s(), time.process_time()
+        batches = sum(d.batches for d in counted) - batches_before
+        analysed = {c.id: c.frames_analyzed - analysed_before.get(c.id, 0) for c in appliance.cameras()}
+        offered = _offered(appliance) - offered_before
+    finally:
+        appliance.stop()
+    cpu = {name: threads_after[name] - threads_before.get(name, 0.0) for name in threads_after}
+    capture = {cid: cpu.get(f"capture:{cid}", 0.0) for cid in analysed}
+    pipeline = sum(seconds for name, seconds in cpu.items() if name.startswith("pipeline:"))
+    events: Dict[str, Dict[str, int]] = {}
+    for (camera_id, label), n in started.items():
+        events.setdefault(camera_id, {})[label] = n
+    return GatingRun(gating, window_s, round(batches / window_s, 2), round(sum(analysed.values()) / window_s, 2),
+                     round(offered / window_s, 2), analysed, {k: round(v, 3) for k, v in capture.items()}, round(pipeline, 3),
+                     round(process_after - process_before, 3), events)
+
+
+def _offered(appliance: Any) -> int:
+    """Frames the cameras handed to the pipeline so far: captured, less those dropped before
+    conversion and those the motion gate held back."""
+    total = 0
+    for worker in appliance._cameras.values():
+        stats = worker.stats()
+        motion = stats.get("motion")
+        total += stats["frames_captured"] - getattr(worker, "_dropped_early", 0) - (motion.frames_skipped if motion else 0)
+    return total
+
+
+# -- per frame costs ---------------------------------------------------------------------------------
+def motion_cost_ms(size: Tuple[int, int], frames: int = 300) -> Dict[str, float]:
+    """CPU ms per frame of the motion check (picture and detector), one thread, static noisy frames."""
+    import cv2
+
+    from edge_app.capture.gpu_image import HostNv12Image
+    from edge_app.motion.detector import MotionDetector, small_grey
+
+    cv2.setNumThreads(1)
+    rng = np.random.default_rng(0)
+    scene = static_scene(size)
+    bgr = [_noisy(scene, rng, 4.0) for _ in range(8)]
+    nv12 = [HostNv12Image(np.ascontiguousarray(cv2.cvtColor(f, cv2.COLOR_BGR2YUV_I420))) for f in bgr]
+    out = {}
+    for name, images in (("bgr", bgr), ("nv12_y_plane", nv12)):
+        detector = MotionDetector()
+        detector.detect(small_grey(images[0]), 0.0)
+        start = time.process_time()
+        for k in range(frames):
+            detector.detect(small_grey(images[k % len(images)]), k / 10)
+        out[name] = round((time.process_time() - start) * 1000.0 / frames, 3)
+    return out
+
+
+def early_drop_saving_ms(clip: Path, frames: int = 100) -> Dict[str, float]:
+    """CPU ms per frame of ``read`` (decode + BGR conversion + copy) and ``grab`` (decode only)."""
+    import cv2
+
+    out = {}
+    for name in ("read", "grab"):
+        capture = cv2.VideoCapture(str(clip), cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, 1])
+        start = time.process_time()
+        done = 0
+        while done < frames and (capture.read()[0] if name == "read" else capture.grab()):
+            done += 1
+        out[name] = round((time.process_time() - start) * 1000.0 / max(1, done), 3)
+        capture.release()
+    out["saved"] = round(out["read"] - out["grab"], 3)
+    return out
+
+
+# -- report ----------------------------------------------------------------------------------------------
+def _tables(runs: List[GatingRun], motion: Dict[str, float], drop: Dict[str, float], size: Tuple[int, int]) -> str:
+    off = [r for r in runs if not r.gating]
+    on = [r for r in runs if r.gating]
+
+    def mean(values: List[float]) -> float:
+        return round(sum(values) / len(values), 2) if values else 0.0
+
+    def per_camera(group: List[GatingRun], prefix: str) -> float:
+        return mean([mean([r.camera_cpu_percent(c) for c in r.analysed if c.startswith(prefix)]) for r in group])
+
+    lines = ["| gating | frames offered to the pipeline/s | analysed frames/s | engine batches/s "
+             "| CPU % per static camera | CPU % per walking camera | static / walking |", "|---|---|---|---|---|---|---|"]
+    for name, group in (("off", off), ("on", on)):
+        static, busy = per_camera(group, "static"), per_camera(group, "walk")
+        lines.append(f"| {name} | {mean([r.offered_per_s for r in group])} | {mean([r.frames_per_s for r in group])} "
+                     f"| {mean([r.batches_per_s for r in group])} | {static} | {busy} "
+                     f"| {round(static / busy, 2) if busy else '-'} |")
+    for what, key in (("frames offered", "offered_per_s"), ("frames analysed", "frames_per_s"),
+                      ("engine batches", "batches_per_s")):
+        before, after = mean([getattr(r, key) for r in off]), mean([getattr(r, key) for r in on])
+        if before and on:
+            change = 100.0 * (after / before - 1.0)
+            lines.append(f"\n{what}/s with gating on: {abs(change):.0f} % {'fewer' if change <= 0 else 'more'}")
+    lines += ["", f"| per frame, one thread (motion: 1920x1080; read and grab: {size[0]}x{size[1]}) | CPU ms |", "|---|---|",
+              f"| motion check from BGR | {motion['bgr']} |", f"| motion check from the NV12 Y plane | {motion['nv12_y_plane']} |",
+              f"| read (decode, BGR conversion, copy) | {drop['read']} |", f"| grab (decode only: a frame dropped early) | {drop['grab']} |",
+              f"| saved per frame dropped before conversion | {drop['saved']} |"]
+    lines += ["", "| round | gating | walking cameras' events started in the window |", "|---|---|---|"]
+    for index, run in enumerate(runs):
+        walking = {c: e for c, e in sorted(run.events.items()) if c.startswith("walk")}
+        static_events = sum(sum(e.values()) for c, e in run.events.items() if c.startswith("static"))
+        lines.append(f"| {index + 1} | {'on' if run.gating else 'off'} | {walking} (static cameras: {static_events}) |")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    parser.add_argument("--backend", default="onnxruntime", choices=["auto", "onnxruntime", "tensorrt"])
+    parser.add_argument("--decoder", default="ffmpeg", choices=["auto", "ffmpeg", "gstreamer", "nvdec"])
+    parser.add_argument("--max-batch", type=int, default=8)
+    parser.add_argument("--warmup-s", type=float, default=6.0)
+    parser.add_argument("--window-s", type=float, default=20.0)
+    parser.add_argument("--rounds", type=int, default=2, help="each round runs off and on; even rounds in reverse")
+    parser.add_argument("--size", default="1280x720")
+    parser.add_argument("--fps", type=int, default=5)
+    parser.add_argument("--work-dir", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "motion_gating.json")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    size = tuple(int(v) for v in args.size.split("x"))
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    static, walking = make_clips(args.work_dir, size, args.fps)
+    motion = motion_cost_ms((1920, 1080))
+    drop = early_drop_saving_ms(static)
+    runs: List[GatingRun] = []
+    for round_index in range(args.rounds):
+        order = (False, True) if round_index % 2 == 0 else (True, False)
+        for gating in order:
+            run = run_appliance(static, walking, args.model, args.backend, args.decoder, gating, args.warmup_s,
+                                args.window_s, args.max_batch)
+            log.warning("gating %s: %.1f batches/s, %.1f frames/s", "on" if gating else "off", run.batches_per_s,
+                        run.frames_per_s)
+            runs.append(run)
+    report = _tables(runs, motion, drop, size)
+    print(report)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "motion_cost_ms": motion,
+                                    "early_drop_ms": drop, "runs": [asdict(r) for r in runs]}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,46 @@
+"""Which frames a camera drops before they cost anything: no colour conversion, no copy.
+
+A frame that the pipeline would not analyse anyway is only *grabbed* (decoded, which the codec
+needs for the frames after it) where the source can do that (``OpenCVSource.grab``: FFmpeg
+decodes but skips the YUV to BGR conversion and the copy out, about half the CPU of a frame):
+
+* frames sooner than ``fps_limit`` allows (the scheduler would drop them as stale);
+* while the motion gate is idle (nothing moves, nothing tracked), frames between two motion
+  checks: the gate looks ``IDLE_CHECKS_PER_S`` times a second, which delays noticing the first
+  motion by at most 1 / ``IDLE_CHECKS_PER_S`` s.
+
+Files read with ``realtime: false`` never lose a frame: they drop nothing here. Pure: time is
+passed in.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+#: motion checks per second of an idle camera
+IDLE_CHECKS_PER_S = 5.0
+#: a frame up to this part of an interval early is kept (arrival jitter of a steady stream)
+EARLY_TOLERANCE = 0.1
+
+
+class EarlyDrop:
+    """Keeps frames on a schedule of one per interval, anchored at the first kept frame, so a
+    stream whose rate is not a multiple of the limit still averages the limit."""
+
+    def __init__(self, fps_limit: float) -> None:
+        self.interval_s = 1.0 / fps_limit if fps_limit > 0 else 0.0
+        self._next_s: Optional[float] = None
+
+    def keep(self, now_s: float, idle: bool = False) -> bool:
+        """Whether the frame arriving at ``now_s`` is converted and handed on; ``idle``: the
+        motion gate held back the last frame it saw."""
+        interval_s = max(self.interval_s, 1.0 / IDLE_CHECKS_PER_S if idle else 0.0)
+        due_s = self._next_s
+        if interval_s <= 0:
+            self._next_s = None
+            return True
+        if due_s is not None and now_s < due_s - EARLY_TOLERANCE * interval_s:
+            return False
+        # on schedule; a stream that fell behind (a gap, a slower rate) starts a new schedule
+        on_time = due_s is not None and now_s - due_s < interval_s
+        self._next_s = (due_s if on_time else now_s) + interval_s
+        return True

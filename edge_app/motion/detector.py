@@ -1,0 +1,156 @@
+"""Motion on a small grey picture: running-average background, difference, threshold, regions.
+
+The picture is the frame scaled to ``WIDTH_PX`` wide: the Y plane of an NV12 frame is already
+grey, a BGR frame is scaled first and converted second (a 1080p frame costs about 0.4 ms in
+all on one core). Then, per frame (Frigate's motion detector works the same way):
+
+* blur: sensor noise is independent from pixel to pixel and averages out, a moving object does not;
+* gain: the picture is scaled to the background's mean brightness, so an exposure or gain step
+  of the camera changes nothing;
+* difference with the background, threshold, dilate, and regions (contours): motion is a region
+  of at least ``min_area`` of the frame outside the masks;
+* a change over more than ``GLOBAL_CHANGE_FRACTION`` of the unmasked picture at once, before or
+  after the gain (clipped highlights defeat a gain), is not motion but light (lights on, a cloud, the camera's night mode): the background starts again
+  from this picture, so the change never becomes permanent motion;
+* the background follows the picture with a time constant of ``BACKGROUND_TAU_S`` seconds (time
+  passed in), whatever the frame rate, so slow light changes and objects that stay fade into it.
+
+Pure apart from OpenCV: no clock, no threads.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+from edge_app.capture.gpu_image import DeviceNv12Image, FrameImage, HostNv12Image
+
+#: width of the picture motion is found on (height keeps the frame's aspect)
+WIDTH_PX = 320
+BLUR_PX = 5
+DILATE_ITERATIONS = 2
+#: a change over this fraction of the unmasked picture at once is light, not motion
+GLOBAL_CHANGE_FRACTION = 0.5
+BACKGROUND_TAU_S = 5.0
+#: below this mean brightness (of 255) gain normalisation would only amplify noise
+MIN_MEAN_FOR_GAIN = 8.0
+
+Polygon = Sequence[Tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class MotionSettings:
+    threshold: int = 25  # grey levels (of 255) a pixel must differ from the background
+    min_area: float = 0.0005  # smallest moving region, fraction of the frame
+
+
+@dataclass(frozen=True)
+class MotionResult:
+    motion: bool
+    #: unmasked pixels that differ from the background, fraction of the unmasked picture
+    changed_fraction: float
+    #: largest moving region, fraction of the frame
+    largest_area: float
+    #: the background started again from this picture (first frame, new size, light change)
+    reseeded: bool
+
+
+def small_grey(image: FrameImage, width_px: int = WIDTH_PX) -> np.ndarray:
+    """A grey uint8 picture of ``image`` ``width_px`` wide: the Y plane of NV12, else BGR to grey."""
+    import cv2
+
+    if isinstance(image, HostNv12Image):
+        grey = image.nv12[:image.height]
+    elif isinstance(image, DeviceNv12Image):
+        # The Y plane only is needed; the host copy is kept by the image for whoever asks next.
+        grey = image.nv12_host()[:image.height]
+    else:
+        grey = image
+    height, width = int(grey.shape[0]), int(grey.shape[1])
+    size = (min(width_px, width), max(1, round(height * min(width_px, width) / width)))
+    small = cv2.resize(grey, size, interpolation=cv2.INTER_LINEAR)  # scaled first: 1/36 of the pixels to convert
+    return small if small.ndim == 2 else cv2.cvtColor(small, cv2.COLOR_BGR2GRAY)
+
+
+def mask_raster(masks: Sequence[Polygon], width_px: int, height_px: int) -> np.ndarray:
+    """uint8 ``(height_px, width_px)``: 1 where motion counts, 0 under a mask."""
+    import cv2
+
+    keep = np.ones((height_px, width_px), np.uint8)
+    for polygon in masks:
+        points = np.array([[round(x * (width_px - 1)), round(y * (height_px - 1))] for x, y in polygon], np.int32)
+        cv2.fillPoly(keep, [points], 0)
+    return keep
+
+
+class MotionDetector:
+    """Motion of one camera; feed it every picture in time order (``detect``)."""
+
+    def __init__(self, settings: MotionSettings = MotionSettings(), masks: Sequence[Polygon] = ()) -> None:
+        self.settings = settings
+        self.masks = tuple(tuple((float(x), float(y)) for x, y in polygon) for polygon in masks)
+        self._background: Optional[np.ndarray] = None
+        self._keep: Optional[np.ndarray] = None
+        self._last_s: Optional[float] = None
+
+    @property
+    def masked_fraction(self) -> Optional[float]:
+        """How much of the frame the masks cover (None before the first picture)."""
+        return None if self._keep is None else 1.0 - float(self._keep.mean())
+
+    def detect(self, grey: np.ndarray, now_s: float) -> MotionResult:
+        """Motion in ``grey`` (``small_grey``) at ``now_s`` seconds (any monotonic clock)."""
+        import cv2
+
+        picture = cv2.GaussianBlur(grey, (BLUR_PX, BLUR_PX), 0).astype(np.float32)
+        if self._background is None or self._background.shape != picture.shape:
+            self._keep = mask_raster(self.masks, picture.shape[1], picture.shape[0])
+            return self._reseed(picture, now_s)
+        keep = self._keep
+        unmasked = int(keep.sum())
+        if unmasked == 0:  # the whole frame is masked: never motion
+            self._last_s = now_s
+            return MotionResult(False, 0.0, 0.0, False)
+        changed_fraction = self._changed_fraction(picture, keep, unmasked)
+        if changed_fraction > GLOBAL_CHANGE_FRACTION:  # light (clipped highlights defeat the gain)
+            return self._reseed(picture, now_s, changed_fraction)
+        mean_now = float(cv2.mean(picture, keep)[0])
+        mean_background = float(cv2.mean(self._background, keep)[0])
+        if mean_now >= MIN_MEAN_FOR_GAIN and mean_background >= MIN_MEAN_FOR_GAIN:
+            picture = picture * (mean_background / mean_now)
+        changed = (cv2.absdiff(picture, self._background) > self.settings.threshold).astype(np.uint8) & keep
+        changed_fraction = float(changed.sum()) / unmasked
+        if changed_fraction > GLOBAL_CHANGE_FRACTION:
+            return self._reseed(picture, now_s, changed_fraction)
+        largest_px = 0.0
+        if changed_fraction > 0:
+            grown = cv2.dilate(changed, None, iterations=DILATE_ITERATIONS) & keep
+            contours, _ = cv2.findContours(grown, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+            # a region's pixel count: contourArea of a 1-pixel-wide region is 0
+            largest_px = max((max(cv2.contourArea(c), float(len(c))) for c in contours), default=0.0)
+        frame_px = picture.shape[0] * picture.shape[1]
+        min_px = max(1.0, self.settings.min_area * frame_px)
+        self._follow(picture, now_s)
+        return MotionResult(largest_px >= min_px, changed_fraction, largest_px / frame_px, False)
+
+    def _changed_fraction(self, picture: np.ndarray, keep: np.ndarray, unmasked: int) -> float:
+        import cv2
+
+        changed = cv2.absdiff(picture, self._background) > self.settings.threshold
+        return float(np.count_nonzero(changed & keep.astype(bool))) / unmasked
+
+    def _reseed(self, picture: np.ndarray, now_s: float, changed_fraction: float = 0.0) -> MotionResult:
+        self._background = picture.astype(np.float32, copy=True)
+        self._last_s = now_s
+        return MotionResult(False, changed_fraction, 0.0, True)
+
+    def _follow(self, picture: np.ndarray, now_s: float) -> None:
+        import cv2
+
+        elapsed_s = max(0.0, now_s - (self._last_s if self._last_s is not None else now_s))
+        self._last_s = now_s
+        alpha = 1.0 - math.exp(-elapsed_s / BACKGROUND_TAU_S)
+        if alpha > 0:
+            cv2.accumulateWeighted(picture, self._background, min(1.0, alpha))
