@@ -1,7 +1,7 @@
 """Topics of the publisher beyond detections, states and stats: events, counts, crossings, snapshots, detect, motion.
 
-A mixin of :class:`edge_app.mqtt.publisher.MqttPublisher`, kept apart so each module stays
-readable; it relies on the publisher's queue (``_enqueue``), lock (``_cond``) and state.
+A part of :class:`edge_app.mqtt.publisher.MqttPublisher`, kept apart so each module stays
+readable; it uses only the public methods of the publisher's :class:`~edge_app.mqtt.outbox.Outbox`.
 Events and crossings go through the publisher's bounded offline queue like detections, all with
 QoS 1. Counts, line totals and snapshots are retained, so only the latest value of a topic
 matters: while the broker is away, only that is kept per topic (a JPEG per label rather than
@@ -15,70 +15,74 @@ anything else on that topic is ignored (``edge_app.mqtt.commands``).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from edge_app.events.model import EventMessage
 from edge_app.mqtt import payloads
 from edge_app.mqtt.commands import DetectSetCommands, DetectSetHandler
 from edge_app.mqtt.message import EVENTS, STATE, Message
+from edge_app.mqtt.outbox import Outbox
 
 
-class ExtensionPublishing:
+class ExtensionPublisher:
     """Publish methods for the topics of events, counts, lines, snapshots (docs/mqtt.md) and the ``detect/set`` subscription."""
+
+    def __init__(self, outbox: Outbox) -> None:
+        self._outbox = outbox
+        self.topics = outbox.topics
+        self._lock = threading.Lock()
+        self._commands: Optional[DetectSetCommands] = None
 
     def publish_event(self, message: EventMessage) -> bool:
         """Queue one ``R/events`` message (QoS 1, not retained)."""
-        return self._enqueue_json(lambda: self.topics.events, lambda: message.to_dict(), retain=False)
+        return self._outbox.enqueue_json(lambda: self.topics.events, lambda: message.to_dict(), retain=False)
 
     def publish_object_count(self, camera_id: str, label: str, count: int, ts: Optional[float] = None) -> bool:
         """Retained ``R/cameras/<id>/objects/<label>`` ``{"count", "ts"}`` (QoS 1)."""
-        return self._enqueue_json(lambda: self.topics.camera_objects(camera_id, label),
+        return self._outbox.enqueue_json(lambda: self.topics.camera_objects(camera_id, label),
                                   lambda: payloads.count_payload(count, ts), retain=True)
 
     def publish_zone_count(self, zone: str, label: str, count: int, ts: Optional[float] = None) -> bool:
         """Retained ``R/zones/<zone>/<label>`` ``{"count", "ts"}`` (QoS 1)."""
-        return self._enqueue_json(lambda: self.topics.zone_objects(zone, label),
+        return self._outbox.enqueue_json(lambda: self.topics.zone_objects(zone, label),
                                   lambda: payloads.count_payload(count, ts), retain=True)
 
     def publish_line_count(self, camera_id: str, line: str, count_in: int, count_out: int, ts: Optional[float] = None) -> bool:
         """Retained ``R/cameras/<id>/lines/<line>`` ``{"in", "out", "ts"}`` (QoS 1)."""
-        return self._enqueue_json(lambda: self.topics.camera_line(camera_id, line),
+        return self._outbox.enqueue_json(lambda: self.topics.camera_line(camera_id, line),
                                   lambda: payloads.line_count_payload(count_in, count_out, ts), retain=True)
 
     def publish_line_crossing(self, camera_id: str, line: str, event_id: Optional[str], track_id: int, label: str,
                               direction: str, ts: Optional[float] = None) -> bool:
         """``R/cameras/<id>/lines/<line>/crossing`` (QoS 1, not retained)."""
-        return self._enqueue_json(lambda: self.topics.camera_line_crossing(camera_id, line),
+        return self._outbox.enqueue_json(lambda: self.topics.camera_line_crossing(camera_id, line),
                                   lambda: payloads.line_crossing_payload(event_id, track_id, label, direction, ts), retain=False)
 
     def publish_snapshot(self, camera_id: str, label: str, jpeg: bytes) -> bool:
         """Retained raw JPEG on ``R/cameras/<id>/<label>/snapshot`` (QoS 1)."""
-        if not self.enabled:
+        if not self._outbox.enabled:
             return False
-        self._enqueue_latest(Message(self.topics.camera_label_snapshot(camera_id, label), bytes(jpeg), 1, True, EVENTS))
+        self._outbox.enqueue_latest(Message(self.topics.camera_label_snapshot(camera_id, label), bytes(jpeg), 1, True, EVENTS))
         return True
 
     def publish_health(self, body: Dict[str, Any]) -> bool:
         """Retained compact ``R/health`` (QoS 1); while offline only the latest is kept, then sent."""
-        return self._enqueue_json(lambda: self.topics.health, lambda: body, retain=True)
+        return self._outbox.enqueue_json(lambda: self.topics.health, lambda: body, retain=True)
 
     def publish_detect_state(self, camera_id: str, enabled: bool) -> bool:
         """Retained ``ON``/``OFF`` on ``R/cameras/<id>/detect/state`` (QoS 1); re-published after every reconnect."""
-        if not self.enabled:
+        if not self._outbox.enabled:
             return False
         msg = Message(self.topics.camera_detect_state(camera_id), payloads.detect_state_payload(enabled), 1, True, STATE)
-        with self._cond:
-            self._detect_states[camera_id] = msg
-            if self._connected:
-                self._priority.append(msg)
-                self._cond.notify_all()
+        self._outbox.keep_state("detect", camera_id, msg)
         return True
 
     def publish_motion(self, camera_id: str, motion: bool) -> bool:
         """Retained ``ON``/``OFF`` on ``R/cameras/<id>/motion`` (QoS 1); while offline only the latest is kept."""
-        if not self.enabled:
+        if not self._outbox.enabled:
             return False
-        self._enqueue_latest(Message(self.topics.camera_motion(camera_id), payloads.motion_payload(motion), 1, True, EVENTS))
+        self._outbox.enqueue_latest(Message(self.topics.camera_motion(camera_id), payloads.motion_payload(motion), 1, True, EVENTS))
         return True
 
     def on_detect_set(self, handler: DetectSetHandler, camera_known: Optional[Callable[[str], bool]] = None) -> None:
@@ -89,17 +93,14 @@ class ExtensionPublishing:
         before or after :meth:`start`; the subscription follows every (re)connect.
         """
         commands = DetectSetCommands(self.topics, handler, camera_known)
-        with self._cond:
+        with self._lock:
             self._commands = commands
-            client = self._client if self._connected else None
-        if client is not None:
-            client.subscribe(commands.subscription, qos=1)
+        self._outbox.subscribe([(commands.subscription, 1)])
 
     @property
     def commands_subscribed(self) -> bool:
         """True while the broker has acknowledged the ``detect/set`` subscription of this connection."""
-        with self._cond:
-            return self._subscribed
+        return self._outbox.subscribed
 
     @property
     def ignored_commands(self) -> int:
@@ -107,20 +108,14 @@ class ExtensionPublishing:
         commands = self._commands
         return 0 if commands is None else commands.ignored
 
-    def _enqueue_json(self, topic: Callable[[], str], body: Callable[[], Dict[str, Any]], retain: bool) -> bool:
-        # Built lazily: with MQTT off, a bad label must not cost (or raise) anything.
-        if not self.enabled:
-            return False
-        message = Message(topic(), payloads.encode(body()), 1, retain, EVENTS)
-        if retain:
-            self._enqueue_latest(message)
-        else:
-            self._enqueue(message)
+    def handle(self, topic: str, payload: bytes, retained: bool = False) -> bool:
+        """Offered every inbound message after the others: hands it to the ``detect/set`` commands."""
+        commands = self._commands
+        if commands is not None:
+            commands.handle(topic, payload)
         return True
 
-    def _enqueue_latest(self, message: Message) -> None:
-        with self._cond:
-            if not self._connected:
-                self._offline_retained[message.topic] = message
-                return
-        self._enqueue(message)
+    def connect_subscriptions(self) -> List[Tuple[str, int]]:
+        with self._lock:
+            commands = self._commands
+        return [(commands.subscription, 1)] if commands is not None else []

@@ -1,7 +1,7 @@
 """Home Assistant discovery on the publisher: sent, re-sent and withdrawn at the right moments.
 
-A mixin of :class:`edge_app.mqtt.publisher.MqttPublisher`, like ``extension_publishing``; it
-relies on the publisher's queue (``_enqueue``), lock (``_cond``) and connection state.
+A part of :class:`edge_app.mqtt.publisher.MqttPublisher`, like ``extension_publishing``; it
+uses only the public methods of the publisher's :class:`~edge_app.mqtt.outbox.Outbox`.
 
 * ``set_ha_discovery(config, labels)`` builds the message (``edge_app.mqtt.ha_discovery``) and
   sends it retained with QoS 1 when it differs from the last one, with a removal message first
@@ -18,12 +18,14 @@ relies on the publisher's queue (``_enqueue``), lock (``_cond``) and connection 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import List, Optional, Sequence, Tuple
 
 from edge_app.config.schema import AppConfig
 from edge_app.mqtt import ha_discovery, payloads
 from edge_app.mqtt.message import EVENTS, Message
+from edge_app.mqtt.outbox import Outbox
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +33,15 @@ log = logging.getLogger(__name__)
 RESEND_MIN_INTERVAL_S = 5.0
 
 
-class HaPublishing:
+class HaPublisher:
     """Home Assistant MQTT discovery of the publisher's device."""
 
-    def _ha_init(self) -> None:
+    def __init__(self, outbox: Outbox, device_id: str, version: str) -> None:
+        self._outbox = outbox
+        self.topics = outbox.topics
+        self._device_id = device_id
+        self._version = version
+        self._lock = threading.Lock()  # guards the attributes below; never held while calling the outbox
         self._ha_topic: Optional[str] = None  # the discovery topic in use; None while discovery is off
         self._ha_birth: Optional[str] = None
         self._ha_message: Optional[dict] = None
@@ -44,18 +51,18 @@ class HaPublishing:
 
     def set_ha_discovery(self, config: AppConfig, labels: Sequence[str]) -> bool:
         """Publish the discovery of ``config`` (or clear it when disabled); False when nothing changed."""
-        if not self.enabled:
+        if not self._outbox.enabled:
             return False
         settings = config.homeassistant
-        with self._cond:
+        with self._lock:
             old_topic, old_message = self._ha_topic, self._ha_message
         if not settings.enabled:
             if old_topic is None:
                 return False
-            with self._cond:
+            with self._lock:
                 self._ha_topic = self._ha_birth = self._ha_message = None
                 self._ha_pending = []
-            self._enqueue(Message(old_topic, b"", 1, True, EVENTS))
+            self._outbox.enqueue(Message(old_topic, b"", 1, True, EVENTS))
             log.info("Home Assistant discovery withdrawn from %s", old_topic)
             return True
         build = ha_discovery.build_capped_discovery(config, self.topics, self._version, labels)
@@ -68,15 +75,15 @@ class HaPublishing:
         if topic == old_topic and message == old_message:
             return False
         removal = ha_discovery.removal_message(message, ha_discovery.platforms(old_message)) if topic == old_topic else None
-        with self._cond:
+        with self._lock:
             self._ha_topic, self._ha_birth, self._ha_message = topic, birth, message
             self._ha_max_entities = settings.max_entities
             if removal is not None:
                 self._ha_pending.append(Message(topic, payloads.encode(removal), 1, True, EVENTS))
-            connected, client = self._connected, self._client
+        client = self._outbox.client if self._outbox.online else None
         if old_topic is not None and old_topic != topic:
-            self._enqueue(Message(old_topic, b"", 1, True, EVENTS))  # the prefix moved: no device left behind
-        if connected and client is not None:
+            self._outbox.enqueue(Message(old_topic, b"", 1, True, EVENTS))  # the prefix moved: no device left behind
+        if client is not None:
             if topic != old_topic:
                 # Before the message itself, so the retained one of an earlier run is read back first.
                 client.subscribe([(sub, 1) for sub in self._ha_subscriptions()])
@@ -86,36 +93,40 @@ class HaPublishing:
 
     def withdraw_ha_discovery_unless(self, device_id: str) -> None:
         """Before this publisher stops for one of a new device id: clear its device from Home Assistant."""
-        with self._cond:
+        with self._lock:
             topic = self._ha_topic
             self._ha_topic = self._ha_birth = self._ha_message = None
         if topic is not None and device_id != self._device_id:
-            self._enqueue(Message(topic, b"", 1, True, EVENTS))
+            self._outbox.enqueue(Message(topic, b"", 1, True, EVENTS))
 
     def _ha_subscriptions(self) -> List[str]:
-        with self._cond:
+        with self._lock:
             return [] if self._ha_topic is None else [self._ha_birth, self._ha_topic]
 
     def _ha_send(self, extra_removal: Optional[dict] = None) -> None:
         """Queue the pending removals, then the full message (retained, QoS 1)."""
-        with self._cond:
+        with self._lock:
             topic, message, pending = self._ha_topic, self._ha_message, self._ha_pending
             self._ha_pending = []
         if topic is None or message is None:
             return
         for removal in pending:
-            self._enqueue(removal)
+            self._outbox.enqueue(removal)
         if extra_removal is not None:
-            self._enqueue(Message(topic, payloads.encode(extra_removal), 1, True, EVENTS))
-        self._enqueue(Message(topic, payloads.encode(message), 1, True, EVENTS))
+            self._outbox.enqueue(Message(topic, payloads.encode(extra_removal), 1, True, EVENTS))
+        self._outbox.enqueue(Message(topic, payloads.encode(message), 1, True, EVENTS))
 
-    def _ha_connect_subscriptions(self) -> List[Tuple[str, int]]:
-        """Subscribed on every connect, before :meth:`_ha_send` queues the discovery again."""
+    def connect_subscriptions(self) -> List[Tuple[str, int]]:
+        """Subscribed on every connect, before :meth:`on_connected` queues the discovery again."""
         return [(sub, 1) for sub in self._ha_subscriptions()]
 
-    def _ha_handle(self, topic: str, payload: bytes, retained: bool = False) -> bool:
+    def on_connected(self) -> None:
+        """Queue the discovery again on every connect (the retained copy may be gone)."""
+        self._ha_send()
+
+    def handle(self, topic: str, payload: bytes, retained: bool = False) -> bool:
         """A message on Home Assistant's birth topic or our discovery topic; False for anything else."""
-        with self._cond:
+        with self._lock:
             ha_topic, birth, message = self._ha_topic, self._ha_birth, self._ha_message
             max_entities = self._ha_max_entities
         if ha_topic is None or message is None or topic not in (ha_topic, birth):
@@ -136,7 +147,7 @@ class HaPublishing:
 
     def _ha_may_answer(self) -> bool:
         now_mono_s = time.monotonic()
-        with self._cond:
+        with self._lock:
             last = self._ha_answered_mono_s
             if last is not None and now_mono_s - last < RESEND_MIN_INTERVAL_S:
                 log.debug("Home Assistant discovery answered %.1f s ago; not again yet", now_mono_s - last)

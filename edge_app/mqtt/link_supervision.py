@@ -1,4 +1,4 @@
-"""The publisher's network loop, guarded and supervised (a mixin of ``MqttPublisher``).
+"""The publisher's network loop, guarded and supervised (a part of ``MqttPublisher``).
 
 * Every paho callback is installed through one :class:`CallbackGuard`, so no exception ever
   leaves a callback into paho; paho's own ``suppress_exceptions`` is set as a second net.
@@ -11,8 +11,7 @@
   reported as stalled (``edge_app.mqtt.link_health``); a thread stuck in a callback cannot be
   taken back from inside the process, so the systemd watchdog stops being fed then.
 
-Relies on the publisher's ``_cond``, ``_send_lock``, ``_client``, ``_connected``, queues and
-``_note_error``.
+Uses only the public methods of the publisher's :class:`~edge_app.mqtt.outbox.Outbox`.
 """
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ from typing import Any, Callable, Dict, Mapping, Optional
 
 from edge_app.mqtt.callback_guard import CallbackGuard
 from edge_app.mqtt.link_health import LinkActivity, LinkHealth, LinkTracker, assess_link, stall_after_s_for
+from edge_app.mqtt.outbox import Outbox
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +39,15 @@ def loop_alive(client: Any) -> bool:
     return isinstance(thread, threading.Thread) and thread.is_alive()
 
 
-class LinkSupervision:
+class LinkSupervisor:
     """Callback guard, stall detection and restart of the network loop for :class:`MqttPublisher`."""
 
-    def _link_init(self, stall_after_s: Optional[float]) -> None:
+    def __init__(self, outbox: Outbox, stall_after_s: Optional[float]) -> None:
+        self._outbox = outbox
         self._guard = CallbackGuard()
         self._link = LinkTracker()
-        self._stall_after_s = stall_after_s_for(self._config.keepalive) if stall_after_s is None else stall_after_s
+        self._stall_after_s = stall_after_s_for(outbox.config.keepalive) if stall_after_s is None else stall_after_s
+        self._lock = threading.Lock()  # guards the restart count and _link_running; never held while calling the outbox
         self._loop_restarts = 0
         self._restart_gap_s = 0.0  # doubles while the thread keeps dying; back to 0 once a restart held
         self._restart_due_s = 0.0
@@ -54,29 +56,29 @@ class LinkSupervision:
         self._supervisor: Optional[threading.Thread] = None
         self._supervisor_stop = threading.Event()
 
-    def link_health(self) -> LinkHealth:
+    def health(self) -> LinkHealth:
         """Whether the MQTT link is stalled, and why."""
         now_s = time.monotonic()
         return assess_link(self._link_activity(now_s), now_s, self._stall_after_s)
 
     def _link_activity(self, now_s: float) -> LinkActivity:
-        with self._cond:
-            client, running, connected = self._client, self._link_running, self._connected
-            waiting = len(self._queue) + len(self._priority) + len(self._unacked) if connected else 0
+        client, _stopping, connected, waiting = self._outbox.waiting()
+        with self._lock:
+            running = self._link_running
         since_s = self._link.observe(waiting, now_s)
         return LinkActivity(running, client is not None and loop_alive(client), connected, waiting, since_s)
 
-    def _link_stats(self) -> Dict[str, Any]:
+    def stats(self) -> Dict[str, Any]:
         """The link's fields of ``stats()``; ``connected`` is true only while paho's thread reads the link."""
         now_s = time.monotonic()
         activity = self._link_activity(now_s)
         health = assess_link(activity, now_s, self._stall_after_s)
-        with self._cond:
+        with self._lock:
             restarts = self._loop_restarts
         return {"connected": activity.connected and activity.loop_alive, "stalled": health.stalled,
                 "stall_reason": health.reason, "loop_restarts": restarts, "callback_errors": self._guard.errors()}
 
-    def _link_install(self, client: Any, callbacks: Mapping[str, Callable[..., Any]]) -> None:
+    def install(self, client: Any, callbacks: Mapping[str, Callable[..., Any]]) -> None:
         client.suppress_exceptions = True  # under the guard, in case anything gets past it
 
         def moving(callback: Callable[..., Any]) -> Callable[..., Any]:
@@ -88,17 +90,17 @@ class LinkSupervision:
 
         self._guard.install(client, {name: moving(cb) if name in _TRAFFIC else cb for name, cb in callbacks.items()})
 
-    def _link_start(self) -> None:
+    def start(self) -> None:
         """Call right after ``loop_start()``."""
-        with self._cond:
+        with self._lock:
             self._link_running = True
         self._supervisor_stop.clear()
         self._supervisor = threading.Thread(target=self._supervise, name="mqtt:supervisor", daemon=True)
         self._supervisor.start()
 
-    def _link_stop(self, timeout_s: float) -> None:
+    def stop(self, timeout_s: float) -> None:
         """Call before disconnecting, so that no restart races the stop."""
-        with self._cond:
+        with self._lock:
             self._link_running = False
         self._supervisor_stop.set()
         supervisor = self._supervisor
@@ -113,8 +115,9 @@ class LinkSupervision:
                 self._guard.caught("supervisor", err)
 
     def _supervise_once(self) -> None:
-        with self._cond:
-            client, running = self._client, self._link_running and not self._stopping
+        client, stopping, _connected, _waiting = self._outbox.waiting()
+        with self._lock:
+            running = self._link_running and not stopping
         now_s = time.monotonic()
         if client is not None and running and not loop_alive(client):
             if now_s >= self._restart_due_s:
@@ -124,7 +127,7 @@ class LinkSupervision:
             return
         if now_s >= self._restart_due_s + self._restart_gap_s:
             self._restart_gap_s = 0.0  # the last restart held for a while
-        health = self.link_health()
+        health = self.health()
         if health.stalled and not self._link_stalled:
             log.error("the MQTT link is stalled: %s", health.reason)
         elif self._link_stalled and not health.stalled:
@@ -133,18 +136,18 @@ class LinkSupervision:
 
     def _restart_loop(self, client: Any) -> None:
         # Under the send lock: the sender would otherwise write on the socket reconnect() replaces.
-        with self._send_lock:
-            with self._cond:
-                if self._stopping or not self._link_running or self._client is not client:
+        with self._outbox.sending():
+            with self._lock:
+                if not self._link_running:
                     return
-                self._connected = False
-                self._subscribed = False
+            if not self._outbox.mark_link_lost(client):
+                return
+            with self._lock:
                 self._loop_restarts += 1
                 restarts = self._loop_restarts
-                self._cond.notify_all()
             log.error("the MQTT network thread has stopped; restarting it (%d restarts so far)", restarts)
             try:
                 client.reconnect()
             except (OSError, ValueError) as err:  # the restarted loop keeps retrying with its backoff
-                self._note_error(f"MQTT reconnect after restarting the network thread failed: {err}; retrying")
+                self._outbox.note_error(f"MQTT reconnect after restarting the network thread failed: {err}; retrying")
             client.loop_start()
