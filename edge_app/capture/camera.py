@@ -35,7 +35,8 @@ from edge_app.capture.early_drop import EarlyDrop
 from edge_app.capture.frame import Frame
 from edge_app.capture.sources import FrameSource, SourceError, SourceSpec, check_backend
 from edge_app.capture.state import StateMachine, StreamState
-from edge_app.config.schema import CameraConfig, CaptureConfig
+from edge_app.config.schema import CaptureConfig
+from edge_app.config.schema_cameras import CameraConfig
 from edge_app.config.source_spec import parse_source
 from edge_app.capture.rate import RateMeter
 from edge_app.config.redact import mask_secrets
