@@ -216,7 +216,8 @@ def _offered(appliance: Any) -> int:
     for worker in appliance._cameras.values():
         stats = worker.stats()
         motion = stats.get("motion")
-        total += stats["frames_captured"] - getattr(worker, "_dropped_early", 0) - (motion.frames_skipped if motion else 0)
+        dropped_early = getattr(getattr(worker, "_gate", None), "dropped_early", 0)
+        total += stats["frames_captured"] - dropped_early - (motion.frames_skipped if motion else 0)
     return total
 
 

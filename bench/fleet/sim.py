@@ -65,7 +65,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from bench.fleet.device import DeviceSettings, SimulatedAppliance
 from bench.fleet.rollout import RolloutProbe, RolloutResult
-from edge_app.config.schema import ID_PATTERN
+from edge_app.config.schema_rules import ID_PATTERN
 
 log = logging.getLogger("bench.fleet.sim")
 

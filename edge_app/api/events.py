@@ -14,7 +14,7 @@ from typing import Mapping, Optional
 from flask import Blueprint, Response, jsonify, request
 
 from edge_app.api.errors import ApiError, error_response
-from edge_app.config.schema import label_problem
+from edge_app.config.schema_rules import label_problem
 from edge_app.events.query import DEFAULT_LIMIT, EVENT_ID_PATTERN, MAX_LIMIT, EventQuery, valid_event_id
 from edge_app.events.recovery import EventDatabaseUnusable
 from edge_app.reporting.protocol import ApplianceService

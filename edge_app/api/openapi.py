@@ -13,7 +13,8 @@ from flask import Blueprint, Response, jsonify
 from pydantic import TypeAdapter
 
 from edge_app.api.events import LARGEST_TIME_S
-from edge_app.config.schema import LABEL_TOPIC_CHARS, MAX_LABEL_CHARS, AppConfig
+from edge_app.config.schema import AppConfig
+from edge_app.config.schema_rules import LABEL_TOPIC_CHARS, MAX_LABEL_CHARS
 from edge_app.events.model import Event
 from edge_app.events.query import EVENT_ID_PATTERN, MAX_LIMIT
 from edge_app.mqtt.payloads import CAMERA_STATES

@@ -3,20 +3,8 @@
 Threads
     ``capture:<camera_id>`` opens the source, reads frames and hands them to a ``FrameSlot``; on a
     failure it goes to ``reconnecting``, sleeps the backoff delay (cut short by ``stop``) and
-    reopens. ``capture-watchdog:<camera_id>`` only watches the clock.
-
-Why a watchdog thread
-    FFmpeg sources (RTSP, HTTP, files) get open and read timeouts, so a dead stream makes the
-    capture thread's own ``read`` fail after ``stall_timeout_s`` and it reconnects by itself. Other
-    backends (GStreamer appsink, some V4L2 drivers) can block inside one C call forever, and no
-    Python code can interrupt that. When one backend call has been running past
-    ``watchdog_limit_s``, the watchdog abandons that thread: it bumps the worker's *generation*,
-    renames the stuck thread ``capture:<camera_id>:abandoned`` and starts a fresh capture thread.
-    The stuck thread notices it is stale when (if ever) its call returns, releases its capture
-    object and exits without touching the worker. Every side effect is checked against the
-    generation under the worker's lock, so a stale thread can never publish a frame or a state.
-    At most ``MAX_ABANDONED`` stuck threads are kept alive per camera; beyond that the camera
-    waits in ``reconnecting`` until one of them returns.
+    reopens. ``capture-watchdog:<camera_id>`` only watches the clock, and abandons a capture
+    thread stuck in a backend call (why: ``edge_app.capture.watchdog``).
 
 Nothing here is shared between cameras, so one camera failing never affects another.
 """
@@ -25,43 +13,25 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Protocol
+from typing import Any, Callable, Dict, Optional
 
-from edge_app.capture.backoff import is_stalled, reconnect_delay_s, watchdog_limit_s
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, Pacer, file_fps, policy_for
+from edge_app.capture.counters import CaptureCounters
 from edge_app.capture.decoders import CameraOpener, Opener
 from edge_app.capture.early_drop import EarlyDrop
 from edge_app.capture.frame import Frame
+from edge_app.capture.frame_gate import FrameAdmission, FrameGate
 from edge_app.capture.sources import FrameSource, SourceError, SourceSpec, check_backend
 from edge_app.capture.state import StateMachine, StreamState
-from edge_app.config.schema import CameraConfig, CaptureConfig
+from edge_app.capture.watchdog import BackendCall, BackendCalls, watch
+from edge_app.config.schema import CaptureConfig
+from edge_app.config.schema_cameras import CameraConfig
 from edge_app.config.source_spec import parse_source
-from edge_app.capture.rate import RateMeter
 from edge_app.config.redact import mask_secrets
 
 logger = logging.getLogger(__name__)
 
 StateCallback = Callable[[str, StreamState, Optional[str]], None]
-
-MAX_ABANDONED = 3
-
-
-class FrameAdmission(Protocol):
-    """Whether a frame goes on to the pipeline (``edge_app.motion.watch.MotionWatch``)."""
-
-    def admit(self, image: Any, now_s: float) -> bool: ...
-
-    def report(self) -> Any: ...
-
-
-@dataclass(frozen=True)
-class _Call:
-    """A backend call in progress on the current capture thread (for the watchdog)."""
-
-    generation: int
-    kind: str  # "open" | "read"
-    started_mono_s: float
 
 
 class CameraWorker:
@@ -99,7 +69,6 @@ class CameraWorker:
         live = self._spec.live if self._spec is not None else True
         self.policy: BufferPolicy = policy_for(live, config.realtime)
         self._slot = FrameSlot(self.policy)
-        self._meter = RateMeter()
         self._machine = StateMachine()
         self._lock = threading.RLock()
         self._stop_event = threading.Event()
@@ -107,26 +76,11 @@ class CameraWorker:
         self._generation = 0
         self._thread: Optional[threading.Thread] = None
         self._watchdog: Optional[threading.Thread] = None
-        self._abandoned: List[threading.Thread] = []
-        self._call: Optional[_Call] = None
-        self._frames_captured = 0
-        # pictures a source itself dropped (a decoder process of a live stream): those of sources
-        # already closed, and the source being read
-        self._source_drops = 0
-        self._source: Optional[FrameSource] = None
-        self._reconnects = 0
-        self._failures = 0  # consecutive, drives the backoff
-        self._outage_since_mono_s = 0.0  # when the current run of failures began
+        self._calls = BackendCalls(self.capture_config)
+        self._counts = CaptureCounters()
         self._last_error: Optional[str] = None
         self._frame_hook_failed = False
-        # The motion gate, if any (use_motion): frames it holds back stay in the slot for
-        # snapshots and live view but are never offered to the pipeline.
-        self._admission: Optional[FrameAdmission] = None
-        self._newest_held_back = False
-        # frames dropped before conversion (fps_limit, an idle motion gate); never for files
-        # read with realtime: false, which lose no frame
-        self._early_drop = EarlyDrop(config.fps_limit) if self.policy is BufferPolicy.DROP_OLDEST else None
-        self._dropped_early = 0
+        self._gate = FrameGate(config.id, EarlyDrop(config.fps_limit) if self.policy is BufferPolicy.DROP_OLDEST else None)
 
     # ----------------------------------------------------------------- public API
 
@@ -157,7 +111,9 @@ class CameraWorker:
             self._set_state(self._generation, StreamState.CONNECTING, None)
             self._spawn_capture()
             self._watchdog = threading.Thread(
-                target=self._watch, name=f"capture-watchdog:{self.camera_id}", daemon=True)
+                target=watch, args=(self.camera_id, self.capture_config.stall_timeout_s, self._stop_event,
+                                    lambda: self._check_watchdog(self._clock.monotonic())),
+                name=f"capture-watchdog:{self.camera_id}", daemon=True)
             self._watchdog.start()
 
     def stop(self, timeout_s: float = 5.0) -> None:
@@ -181,25 +137,23 @@ class CameraWorker:
             getattr(self._opener, "close", lambda: None)()
         with self._lock:
             self._generation += 1  # whatever still runs is stale from now on
-            self._call = None
+            self._calls.current = None
             if self._machine.state not in (StreamState.STOPPED, StreamState.ERROR):
                 self._set_state(self._generation, StreamState.STOPPED, None)
 
     def use_motion(self, admission: Optional[FrameAdmission]) -> None:
         """Gate this camera's frames from now on (None: every frame goes to the pipeline)."""
         with self._lock:
-            self._admission = admission
-            self._newest_held_back = False
+            self._gate.use(admission)
 
     @property
     def motion_report(self) -> Any:
-        admission = self._admission
-        return admission.report() if admission is not None else None
+        return self._gate.report()
 
     @property
     def newest_held_back(self) -> bool:
         """Whether the newest frame was held back by the motion gate (live view shows it unanalysed)."""
-        return self._newest_held_back
+        return self._gate.newest_held_back
 
     def take(self) -> Optional[Frame]:
         """The newest unconsumed frame, or None; never blocks (releases a waiting file reader)."""
@@ -218,11 +172,10 @@ class CameraWorker:
         with self._lock:
             return {
                 "state": self._machine.state.value,
-                "fps": round(self._meter.rate(self._clock.monotonic()), 2),
-                "frames_captured": self._frames_captured,
-                "frames_dropped": (self._slot.dropped + self._source_drops + _dropped_by(self._source)
-                                   + self._dropped_early),
-                "reconnects": self._reconnects,
+                "fps": round(self._counts.meter.rate(self._clock.monotonic()), 2),
+                "frames_captured": self._counts.frames_captured,
+                "frames_dropped": self._slot.dropped + self._counts.dropped_by_sources() + self._gate.dropped_early,
+                "reconnects": self._counts.reconnects,
                 "last_error": self._last_error,
                 "motion": self.motion_report,
             }
@@ -273,28 +226,23 @@ class CameraWorker:
 
     def _count_failure(self) -> None:
         with self._lock:
-            if self._failures == 0:
-                self._outage_since_mono_s = self._clock.monotonic()
-            self._failures += 1
-            self._reconnects += 1
+            self._counts.failure(self._clock.monotonic())
 
     def _reconnect_delay_s(self) -> float:
         with self._lock:
-            failures = self._failures
-            outage_s = self._clock.monotonic() - self._outage_since_mono_s if failures else 0.0
-        return reconnect_delay_s(failures, self.capture_config.backoff_initial_s,
-                                 self.capture_config.backoff_max_s, outage_s)
+            return self._counts.reconnect_delay_s(self._clock.monotonic(), self.capture_config.backoff_initial_s,
+                                                  self.capture_config.backoff_max_s)
 
     def _enter_call(self, generation: int, kind: str) -> None:
         with self._lock:
             if generation == self._generation:
-                self._call = _Call(generation, kind, self._clock.monotonic())
+                self._calls.current = BackendCall(generation, kind, self._clock.monotonic())
 
     def _leave_call(self, generation: int) -> bool:
         """End a backend call; False when this thread was abandoned or the camera is stopping."""
         with self._lock:
             if generation == self._generation:
-                self._call = None
+                self._calls.current = None
             return self._active(generation)
 
     # ------------------------------------------------------------------ capture loop
@@ -325,14 +273,13 @@ class CameraWorker:
             if source is None:
                 continue
             with self._lock:
-                self._source = source
+                self._counts.source = source
             try:
                 outcome = self._stream(generation, spec, source)
             finally:
                 source.release()
                 with self._lock:
-                    self._source_drops += _dropped_by(source)
-                    self._source = None
+                    self._counts.source_closed()
             if outcome == "eof":
                 self._end_of_file(generation)
                 if not self.config.loop:
@@ -368,8 +315,7 @@ class CameraWorker:
         while self._active(generation):
             if pacer is not None and not pacer.wait_turn():
                 return "stopped"
-            early = self._early_drop
-            skip = early is not None and not early.keep(self._clock.monotonic(), self._newest_held_back)
+            skip = self._gate.skips(self._clock.monotonic())
             # Grabbed only: decoded (the next frames need it) but never converted or copied out.
             grab = getattr(source, "grab", None) if skip else None
             self._enter_call(generation, "read")
@@ -400,18 +346,14 @@ class CameraWorker:
         with self._lock:
             if not self._active(generation):
                 return False
-            self._frames_captured += 1
-            self._failures = 0
-            frame = Frame(self.camera_id, self._frames_captured, self._clock.time(), self._clock.monotonic(), image)
-            self._meter.tick(frame.mono_ts)
+            frame = Frame(self.camera_id, self._counts.frames_captured + 1, self._clock.time(), self._clock.monotonic(),
+                          image)
+            self._counts.frame(frame.mono_ts)
             if self._machine.state is not StreamState.STREAMING:
                 self._set_state(generation, StreamState.STREAMING, None)
-        admission = self._admission
-        if admission is not None and not self._admitted(admission, frame):
-            self._newest_held_back = True
+        if not self._gate.admits(frame):
             self._slot.show(frame)
             return True
-        self._newest_held_back = False
         if not self._slot.put(frame):  # WAIT policy blocks here until the consumer takes
             return False
         if self._on_frame is not None:
@@ -427,19 +369,8 @@ class CameraWorker:
         """A frame dropped before it cost anything: it still counts (frame ids show the gap)."""
         with self._lock:
             if self._active(generation):
-                self._frames_captured += 1
-                self._dropped_early += 1
-                self._failures = 0
-                self._meter.tick(self._clock.monotonic())
-
-    def _admitted(self, admission: FrameAdmission, frame: Frame) -> bool:
-        try:
-            return admission.admit(frame.image, frame.mono_ts)
-        except Exception:  # a bug in the gate must not cost frames: let them through
-            if not self._frame_hook_failed:
-                self._frame_hook_failed = True
-                logger.exception("camera %s: motion gate failed", self.camera_id)
-            return True
+                self._counts.frame(self._clock.monotonic())
+                self._gate.dropped_early += 1
 
     def _end_of_file(self, generation: int) -> None:
         if self.config.loop:
@@ -453,43 +384,22 @@ class CameraWorker:
 
     # ---------------------------------------------------------------------- watchdog
 
-    def _watch(self) -> None:
-        period_s = max(0.05, min(1.0, self.capture_config.stall_timeout_s / 4))
-        while not self._stop_event.wait(period_s):
-            try:
-                self._check_watchdog(self._clock.monotonic())
-            except Exception:
-                logger.exception("camera %s: watchdog check failed", self.camera_id)
-
     def _check_watchdog(self, now_mono_s: float) -> None:
         with self._lock:
             if self._stop_event.is_set():
                 return
-            call = self._call
-            if call is not None and call.generation == self._generation:
-                limit_s = watchdog_limit_s(call.kind, self.capture_config.stall_timeout_s,
-                                           self.capture_config.open_timeout_s)
-                if is_stalled(call.started_mono_s, now_mono_s, limit_s):
-                    self._abandon(call, now_mono_s - call.started_mono_s)
-            self._abandoned = [t for t in self._abandoned if t.is_alive()]
+            call = self._calls.stalled(self._generation, now_mono_s)
+            if call is not None:
+                self._abandon(call, now_mono_s - call.started_mono_s)
             if self._thread is None and self._machine.state is not StreamState.ERROR:
-                if len(self._abandoned) < MAX_ABANDONED:
+                if self._calls.room_for_another():
                     self._spawn_capture()
 
-    def _abandon(self, call: _Call, elapsed_s: float) -> None:
+    def _abandon(self, call: BackendCall, elapsed_s: float) -> None:
         message = (f"no frame from {self.source_masked} for {elapsed_s:.1f} s "
                    f"(the video backend's {call.kind} never returned); reopening")
-        stuck = self._thread
-        if stuck is not None:
-            stuck.name = f"capture:{self.camera_id}:abandoned"
-            self._abandoned.append(stuck)
+        self._calls.abandon(self._thread, f"capture:{self.camera_id}:abandoned")
         self._thread = None
-        self._call = None
         self._count_failure()
         self._generation += 1
         self._set_state(self._generation, StreamState.RECONNECTING, message)
-
-
-def _dropped_by(source: Optional[FrameSource]) -> int:
-    """Pictures ``source`` read but could not hand over (sources that never drop have no count)."""
-    return int(getattr(source, "dropped", 0) or 0) if source is not None else 0

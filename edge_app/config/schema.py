@@ -7,39 +7,21 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import unicodedata
-from typing import List, Literal, Optional, Tuple, Union
+from typing import List, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
-from typing_extensions import Annotated
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from edge_app.config.source_spec import parse_source
+from edge_app.config.schema_cameras import CameraConfig, MotionConfig
+from edge_app.config.schema_rules import (_CONTROL_CHARS, ID_PATTERN, MAX_AREA_LABELS, _clean_labels,
+                                          _no_control_chars, _Strict)
 
-ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 MAX_CAMERAS = 64
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_MQTT_QUEUE = 1_000_000
 MIN_TOKEN_CHARS = 16
-MAX_ZONES_PER_CAMERA = 32
-MAX_LINES_PER_CAMERA = 32
-MAX_POLYGON_POINTS = 64
-MAX_MOTION_MASKS = 32
-MAX_AREA_LABELS = 128
-MAX_LABEL_CHARS = 128
-#: characters no label may hold: labels become MQTT topic levels (zone and line counts)
-LABEL_TOPIC_CHARS = "#+/"
 #: A shorter desired-message key is guessable off-line from one captured signed message.
 MIN_DESIRED_KEY_CHARS = 32
 MAX_DESIRED_KEY_CHARS = 1024
-# A point of a zone or line: fractions of the frame, x to the right, y down.
-Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
-NormPoint = Tuple[Fraction, Fraction]
-# MQTT topic and client id characters that brokers reject or that break topic filters.
-_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
-# Characters that show as nothing or reorder the text after them (bidirectional overrides and
-# isolates, zero-width marks: category Cf), C1 controls, line and paragraph separators, lone
-# surrogates: a name or label holding one reads as something else in a dashboard, a log, Home Assistant.
-_INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Zl", "Zp", "Cs"})
 
 
 def is_loopback_host(host: str) -> bool:
@@ -54,104 +36,6 @@ def is_loopback_host(host: str) -> bool:
     # ::ffff:127.0.0.1 is how a dual-stack socket shows a loopback IPv4 peer.
     mapped = getattr(address, "ipv4_mapped", None)
     return (mapped or address).is_loopback
-
-
-def _invisible_chars(text: str) -> str:
-    """The invisible or reordering characters in ``text`` as "U+202E, U+2066", or "" when none."""
-    found = sorted({ch for ch in text if unicodedata.category(ch) in _INVISIBLE_CATEGORIES})
-    return ", ".join(f"U+{ord(ch):04X}" for ch in found)
-
-
-def _no_control_chars(value: Optional[str], what: str) -> Optional[str]:
-    if value is not None and _CONTROL_CHARS.search(value):
-        raise ValueError(f"{what} may not contain control characters")
-    hidden = _invisible_chars(value or "")
-    if hidden:
-        raise ValueError(f"{what} may not contain invisible or bidirectional formatting characters ({hidden})")
-    return value
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-def label_problem(label: str) -> Optional[str]:
-    """Why ``label`` cannot be a class label (None: it can), wherever it comes from.
-
-    The one rule for configured labels, labels files, model metadata and the events API's
-    ``label`` filter alike: labels become MQTT topic levels (counts per label, zones, lines). The answer never quotes the label, so a caller
-    reading a file that may hold anything decides what to show.
-    """
-    if not label.strip():
-        return "may not be empty"
-    if len(label) > MAX_LABEL_CHARS:
-        return f"may have at most {MAX_LABEL_CHARS} characters"
-    if any(ch in label for ch in LABEL_TOPIC_CHARS) or _CONTROL_CHARS.search(label):
-        return "may not contain #, +, / or control characters"
-    hidden = _invisible_chars(label)
-    if hidden:
-        return f"may not contain invisible or bidirectional formatting characters ({hidden})"
-    return None
-
-
-def _clean_labels(labels: List[str]) -> List[str]:
-    for index, label in enumerate(labels):
-        why = label_problem(label)
-        if why:
-            raise ValueError(f"labels[{index}]: label {label[:MAX_LABEL_CHARS]!r} {why}")
-    return labels
-
-
-def _polygon_with_area(value: List[NormPoint]) -> List[NormPoint]:
-    """The one rule for polygons in frame fractions (zones, motion masks): they enclose an area."""
-    twice_area = sum(x1 * y2 - x2 * y1 for (x1, y1), (x2, y2) in zip(value, value[1:] + value[:1]))
-    if abs(twice_area) < 1e-9:
-        raise ValueError("the polygon encloses no area")
-    return value
-
-
-class ZoneConfig(_Strict):
-    """A polygon in which objects are counted and events note their presence."""
-
-    name: str = Field(title="Zone name", pattern=ID_PATTERN, description="Unique across the whole device")
-    polygon: List[NormPoint] = Field(
-        title="Polygon", min_length=3, max_length=MAX_POLYGON_POINTS,
-        description="At least 3 [x, y] points, fractions of the frame (x right, y down)",
-    )
-    labels: List[str] = Field(default_factory=list, title="Labels", max_length=MAX_AREA_LABELS, description="Labels that count here; empty = every label")
-
-    @field_validator("polygon")
-    @classmethod
-    def _has_area(cls, value: List[NormPoint]) -> List[NormPoint]:
-        return _polygon_with_area(value)
-
-    @field_validator("labels")
-    @classmethod
-    def _labels(cls, value: List[str]) -> List[str]:
-        return _clean_labels(value)
-
-
-class LineConfig(_Strict):
-    """A tripwire from P1 to P2 counting crossings in both directions."""
-
-    name: str = Field(title="Line name", pattern=ID_PATTERN, description="Unique across the whole device")
-    points: List[NormPoint] = Field(
-        title="Points", min_length=2, max_length=2,
-        description="[P1, P2], fractions of the frame; with P1 above P2, moving from right to left is 'in'",
-    )
-    labels: List[str] = Field(default_factory=list, title="Labels", max_length=MAX_AREA_LABELS, description="Labels that count here; empty = every label")
-
-    @field_validator("points")
-    @classmethod
-    def _two_different_points(cls, value: List[NormPoint]) -> List[NormPoint]:
-        if tuple(value[0]) == tuple(value[1]):
-            raise ValueError("the two points of a line must differ")
-        return value
-
-    @field_validator("labels")
-    @classmethod
-    def _labels(cls, value: List[str]) -> List[str]:
-        return _clean_labels(value)
 
 
 class TrackingConfig(_Strict):
@@ -231,70 +115,6 @@ class HealthConfig(_Strict):
     publish_s: float = Field(30, title="Publish R/health every (s)", ge=1, le=86400, allow_inf_nan=False,
                              description="Retained compact JSON on R/health; also sent when the problems change")
     limits: HealthLimitsConfig = Field(default_factory=HealthLimitsConfig, title="Limits")
-
-
-MaskPolygon = Annotated[List[NormPoint], Field(min_length=3, max_length=MAX_POLYGON_POINTS)]
-
-
-class MotionConfig(_Strict):
-    """Motion gating: a camera's frames go to the model while something moves in it, while it has
-    tracked objects, and every keepalive_s otherwise."""
-
-    enabled: bool = Field(True, title="Motion gating", description="Off: every frame goes to the model")
-    threshold: int = Field(25, title="Motion threshold", ge=1, le=255,
-                           description="Grey levels (of 255) a pixel must change by to count as moving")
-    min_area: float = Field(0.0005, title="Smallest motion (fraction of the frame)", gt=0, le=1, allow_inf_nan=False,
-                            description="A moving region at least this large is motion; 0.0005 is about 1000 px of 1080p")
-    keepalive_s: float = Field(5.0, title="Keepalive (s)", ge=0.1, le=3600, allow_inf_nan=False,
-                               description="A camera without motion or tracked objects is still analysed this often")
-
-
-class CameraMotionConfig(_Strict):
-    """A camera's motion gating: on or off, and where motion does not count."""
-
-    enabled: bool = Field(True, title="Motion gating", description="Off: every frame of this camera goes to the model "
-                                                                    "(also off while motion.enabled is off)")
-    masks: List[MaskPolygon] = Field(
-        default_factory=list, title="Motion masks", max_length=MAX_MOTION_MASKS,
-        description="Polygons of at least 3 [x, y] points, fractions of the frame, where motion does not count "
-                    "(trees, a clock, a road outside the scene); masking the whole frame leaves the keepalive",
-    )
-
-    @field_validator("masks")
-    @classmethod
-    def _masks_have_area(cls, value: List[List[NormPoint]]) -> List[List[NormPoint]]:
-        for index, polygon in enumerate(value):
-            try:
-                _polygon_with_area(polygon)
-            except ValueError as err:
-                raise ValueError(f"masks[{index}]: {err}") from None
-        return value
-
-
-class CameraConfig(_Strict):
-    id: str = Field(title="Camera id", pattern=ID_PATTERN, description="Unique id used in MQTT topics and API paths")
-    source: str = Field(title="Source", min_length=1, description="rtsp://, http(s)://, file, /dev/videoN, csi://N, gst:..., test://")
-    enabled: bool = Field(True, title="Enabled")
-    fps_limit: float = Field(0, title="FPS limit", ge=0, description="Max analysed frames/s; 0 = as many as arrive")
-    loop: bool = Field(False, title="Loop file")
-    realtime: bool = Field(True, title="Real-time file pacing")
-    decoder: Literal["auto", "ffmpeg", "gstreamer", "nvdec"] = Field(
-        "auto",
-        title="Decoder",
-        description="auto: hardware decode where the device has it (GStreamer on Jetson, NVDEC on dGPU hosts), else ffmpeg",
-    )
-    detect: bool = Field(True, title="Detect", description="Analyse this camera; off keeps it streaming without detections")
-    zones: List[ZoneConfig] = Field(default_factory=list, title="Zones", max_length=MAX_ZONES_PER_CAMERA)
-    lines: List[LineConfig] = Field(default_factory=list, title="Lines", max_length=MAX_LINES_PER_CAMERA)
-    motion: CameraMotionConfig = Field(default_factory=CameraMotionConfig, title="Motion")
-
-    @field_validator("source")
-    @classmethod
-    def _known_source(cls, value: str) -> str:
-        # The one grammar of sources (capture opens what it accepts); SourceError is a ValueError.
-        value = value.strip()
-        parse_source(value)
-        return value
 
 
 class ModelConfig(_Strict):

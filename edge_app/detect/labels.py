@@ -15,7 +15,7 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from edge_app.config.schema import label_problem
+from edge_app.config.schema_rules import label_problem
 from edge_app.detect.errors import DetectorError
 
 log = logging.getLogger(__name__)

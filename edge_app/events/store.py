@@ -1,8 +1,7 @@
 """The event store: events, their best snapshots and line counts in SQLite, written by one thread.
 
-Callers on the capture, inference and publish threads hand over work with ``put_nowait`` on a
-bounded queue and never wait for the disk; when the queue is full the write is dropped, counted
-and logged (at most every few seconds). The writer thread batches what it finds in the queue
+Callers on the capture, inference and publish threads hand over work on a bounded queue and
+never wait for the disk (``write_queue``). The writer thread batches what it finds in the queue
 into one transaction, and runs retention (by age and by total size) between batches.
 
 A disk that is full or a folder that cannot be written never raises into a caller: the writes
@@ -19,7 +18,6 @@ import queue
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
@@ -30,24 +28,15 @@ from edge_app.events.pending import PendingBatch, PendingWrites
 from edge_app.events.query import EventQuery, StoreHealth
 from edge_app.events.reader import DISK_ERRORS, EventReader
 from edge_app.events.recovery import CorruptionWatch, confirm, is_corrupt
+from edge_app.events.write_queue import QUEUE_SIZE, Item, Reply, WriteQueue
 
 log = logging.getLogger(__name__)
 
-QUEUE_SIZE = 512
-#: snapshots waiting in the queue, in bytes: 1080p JPEGs are large and the queue must stay small in memory
-MAX_QUEUED_SNAPSHOT_BYTES = 32 * 1024 * 1024
 MAINTENANCE_INTERVAL_S = 30.0
-DROP_LOG_INTERVAL_S = 10.0
 BATCH_MAX = 256
 DELETE_WAIT_S = 5.0
 RECENTLY_DELETED = 1000
 SECONDS_PER_DAY = 86400.0
-
-
-@dataclass
-class _Reply:  # filled in by the writer thread for a caller that waits (delete, flush, close)
-    done: threading.Event
-    result: Any = None
 
 
 class EventStore:
@@ -61,16 +50,12 @@ class EventStore:
         self.max_bytes = int(float(max_mb) * 1024 * 1024)
         self._maintenance_interval_s = maintenance_interval_s
         self._clock = clock
-        self._queue: "queue.Queue[Tuple[str, Any, Optional[_Reply]]]" = queue.Queue(maxsize=queue_size)
+        self._queue = WriteQueue(self.directory, queue_size)
         self._pending = PendingWrites()
         self._corruption = CorruptionWatch(self.directory, clock)
         self._reader = EventReader(self.directory, self._pending, on_corrupt=self._corrupt_file_read)
         self._lock = threading.Lock()
         self._problem: Optional[str] = None
-        self._dropped = 0
-        self._queued_snapshot_bytes = 0
-        self._last_drop_log = float("-inf")
-        self._closing = False
         self._recently_deleted: "OrderedDict[str, None]" = OrderedDict()  # writer thread only
         self._db: Optional[EventDatabase] = self._open_database()
         self._thread = threading.Thread(target=self._run, name="events:writer", daemon=True)
@@ -79,47 +64,20 @@ class EventStore:
     # -- writes: never block, never raise ----------------------------------------------------------
     def save_event(self, event: Event) -> bool:
         """Insert or update ``event`` (its latest state). False if it was dropped (queue full)."""
-        return self._offer("event", event)
+        return self._queue.offer("event", event)
 
     def save_snapshot(self, snapshot: Snapshot) -> bool:
         """Keep ``snapshot.jpeg`` as the best picture of its event, replacing an older one."""
-        return self._offer("snapshot", snapshot)
+        return self._queue.offer("snapshot", snapshot)
 
     def save_line_counts(self, camera_id: str, totals: Mapping[str, LineTotals]) -> bool:
         """The crossing totals of ``camera_id``'s lines; lines not named keep their counts."""
-        return self._offer("lines", {camera_id: {line: {"in": int(t.count_in), "out": int(t.count_out)}
+        return self._queue.offer("lines", {camera_id: {line: {"in": int(t.count_in), "out": int(t.count_out)}
                                                  for line, t in totals.items()}})
 
     def set_retention(self, retain_days: float, max_mb: float) -> None:
         """New limits (a configuration change); the writer applies them at its next retention run."""
         self.retain_days, self.max_bytes = float(retain_days), int(float(max_mb) * 1024 * 1024)
-
-    def _offer(self, kind: str, payload: Any) -> bool:
-        size = len(payload.jpeg) if kind == "snapshot" else 0
-        if not self._closing and self._reserve(size):
-            try:
-                self._queue.put_nowait((kind, payload, None))
-                return True
-            except queue.Full:
-                self._reserve(-size)
-        with self._lock:
-            self._dropped += 1
-            dropped = self._dropped
-            now = time.monotonic()
-            due = now - self._last_drop_log >= DROP_LOG_INTERVAL_S
-            if due:
-                self._last_drop_log = now
-        if due:
-            log.warning("event store %s: %d writes dropped so far (%s)", self.directory, dropped,
-                        "closed" if self._closing else "the writer is behind; the queue is full")
-        return False
-
-    def _reserve(self, size: int) -> bool:
-        with self._lock:
-            if size > 0 and self._queued_snapshot_bytes + size > MAX_QUEUED_SNAPSHOT_BYTES:
-                return False
-            self._queued_snapshot_bytes += size
-            return True
 
     def delete(self, event_id: str) -> bool:
         """Delete an event and its snapshot (waits for the writer); False when it was unknown."""
@@ -137,29 +95,21 @@ class EventStore:
         reply = self._ask("flush", None, timeout_s)
         return reply is not None and reply.done.is_set()
 
-    def _ask(self, kind: str, payload: Any, timeout_s: float) -> Optional[_Reply]:
-        """Queue a request that the writer answers; None when it could not even be queued."""
-        if self._closing or not self._thread.is_alive():
+    def _ask(self, kind: str, payload: Any, timeout_s: float) -> Optional[Reply]:
+        if self._queue.closing or not self._thread.is_alive():
             return None
-        reply = _Reply(threading.Event())
-        try:
-            self._queue.put((kind, payload, reply), timeout=timeout_s)
-        except queue.Full:
-            return None
-        reply.done.wait(timeout_s)
-        return reply
+        return self._queue.ask(kind, payload, timeout_s)
 
     def close(self, end_time: Optional[float] = None, timeout_s: float = 5.0) -> None:
         """End every open event at ``end_time`` (default now), write everything queued, close."""
-        if self._closing:
+        if self._queue.closing:
             return
         end = self._clock() if end_time is None else float(end_time)
-        reply = _Reply(threading.Event())
         try:
-            self._queue.put(("close", end, reply), timeout=timeout_s)
+            self._queue.put(("close", end, Reply(threading.Event())), timeout_s)
         except queue.Full:
             log.error("event store %s: the writer did not take the shutdown in %.0f s", self.directory, timeout_s)
-        self._closing = True
+        self._queue.closing = True
         self._thread.join(timeout_s)
         if self._thread.is_alive():
             log.error("event store %s: the writer did not finish within %.0f s", self.directory, timeout_s)
@@ -182,8 +132,9 @@ class EventStore:
                 for camera, lines in self._reader.line_counts().items()}
 
     def health(self) -> StoreHealth:
+        dropped = self._queue.dropped
         with self._lock:
-            problem, dropped = self._problem, self._dropped
+            problem = self._problem
         return StoreHealth(directory=str(self.directory), on_disk=problem is None, problem=problem,
                            queued=self._queue.qsize(), dropped=dropped, held_in_memory=len(self._pending),
                            database=self._corruption.report())
@@ -226,16 +177,12 @@ class EventStore:
     def _run(self) -> None:
         next_maintenance = time.monotonic() + self._maintenance_interval_s
         while True:
-            try:
-                item = self._queue.get(timeout=max(0.0, next_maintenance - time.monotonic()))
-            except queue.Empty:
-                item = None
+            item = self._queue.get(max(0.0, next_maintenance - time.monotonic()))
             batch = [] if item is None else [item]
             while item is not None and len(batch) < BATCH_MAX and batch[-1][0] not in ("close", "delete", "flush"):
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
+                item = self._queue.get_nowait()
+                if item is not None:
+                    batch.append(item)
             try:
                 if self._handle(batch):
                     return
@@ -246,14 +193,14 @@ class EventStore:
             except Exception:  # a bug here must not end the writer: events would stop being kept
                 log.exception("event store writer: unexpected error")
 
-    def _handle(self, batch: List[Tuple[str, Any, Optional[_Reply]]]) -> bool:
+    def _handle(self, batch: List[Item]) -> bool:
         """Write ``batch``; True once it held the close request."""
         writes = [(kind, payload) for kind, payload, _ in batch if kind in ("event", "snapshot", "lines", "delete")]
         snapshot_bytes = sum(len(payload.jpeg) for kind, payload in writes if kind == "snapshot")
         try:
             results = self._write(writes) if writes else []
         finally:  # only now: the batch in the writer's hands counts against the budget too
-            self._reserve(-snapshot_bytes)
+            self._queue.reserve(-snapshot_bytes)
         closing = False
         for kind, payload, reply in batch:
             result: Any = True
@@ -359,10 +306,7 @@ class EventStore:
     def _corrupt_file_read(self, err: BaseException) -> None:
         """A reader found the file corrupt: the writer acts on it now, not at its next maintenance."""
         if self._corruption.suspect(err):
-            try:
-                self._queue.put_nowait(("wake", None, None))
-            except queue.Full:
-                pass  # the writer is busy, and looks again after its batch
+            self._queue.wake()
 
     def _start_again_if_corrupt(self) -> None:
         """Writer thread: a read or write found the file corrupt; confirmed, it is moved aside."""

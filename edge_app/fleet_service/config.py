@@ -11,8 +11,8 @@ from typing import Any, Dict, List, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from edge_app.config.schema import (ID_PATTERN, MAX_DESIRED_KEY_CHARS, MIN_DESIRED_KEY_CHARS, APIConfig, LoggingConfig,
-                                    MQTTConfig)
+from edge_app.config.schema import MAX_DESIRED_KEY_CHARS, MIN_DESIRED_KEY_CHARS, APIConfig, LoggingConfig, MQTTConfig
+from edge_app.config.schema_rules import ID_PATTERN
 from edge_app.config.file import ConfigError, Problem, problems_from, read_yaml
 
 DEFAULT_DATABASE_URL = "sqlite:///fleet.db"

@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Callable, Optional
 
-from edge_app.config.schema import CameraConfig, MotionConfig
+from edge_app.config.schema_cameras import CameraConfig, MotionConfig
 from edge_app.capture.gpu_image import FrameImage
 from edge_app.motion.detector import MotionDetector, MotionSettings, small_grey
 from edge_app.motion.gate import MotionGate

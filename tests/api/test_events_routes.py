@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from edge_app.config.schema import MAX_LABEL_CHARS
+from edge_app.config.schema_rules import MAX_LABEL_CHARS
 from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event
 from edge_app.events.query import snapshot_file_name

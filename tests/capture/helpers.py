@@ -6,7 +6,8 @@ import time
 from typing import Callable, List, Optional, Tuple
 
 from edge_app.capture import CameraWorker, Frame, StreamState
-from edge_app.config.schema import CameraConfig, CaptureConfig
+from edge_app.config.schema import CaptureConfig
+from edge_app.config.schema_cameras import CameraConfig
 
 # Short timings so failure paths finish in seconds; the open timeout leaves room for an RTSP
 # client's stream probing (about two seconds at the clips' 10 fps).

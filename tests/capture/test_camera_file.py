@@ -7,7 +7,7 @@ import pytest
 from edge_app.capture import CameraWorker, StreamState
 from edge_app.capture.buffer import BufferPolicy
 from edge_app.capture.sources import NO_GSTREAMER_MESSAGE, opencv_has_gstreamer
-from edge_app.config.schema import CameraConfig
+from edge_app.config.schema_cameras import CameraConfig
 
 from tests.capture.helpers import FAST, StateLog, camera, drain, timed_stop, wait_for
 

@@ -221,7 +221,7 @@ def test_stopping_a_camera_ends_the_decoder_process_its_file_left_parked(tmp_pat
                                  slots=f"{DOUBLES}:SharedMemorySlots", slot_count=4)  # drain() holds every frame
     from edge_app.capture import CameraWorker, StreamState
     from edge_app.capture.decoders import CameraOpener
-    from edge_app.config.schema import CameraConfig
+    from edge_app.config.schema_cameras import CameraConfig
     from tests.capture.helpers import drain, wait_for
 
     spec = _source(tmp_path, frames=3)

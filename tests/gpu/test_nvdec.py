@@ -243,7 +243,8 @@ def test_camera_streams_device_frames(device, pynvvideocodec, h264_clips, decode
     """The configured path: cameras[].decoder picks NVDEC (auto does on a dGPU host without a
     hardware GStreamer), and the camera hands on NV12 frames in device memory."""
     from edge_app.capture import CameraWorker, StreamState
-    from edge_app.config.schema import CameraConfig, CaptureConfig
+    from edge_app.config.schema import CaptureConfig
+    from edge_app.config.schema_cameras import CameraConfig
 
     worker = CameraWorker(CameraConfig(id="gpu", source=str(h264_clips[0]), decoder=decoder), CaptureConfig())
     worker.start()

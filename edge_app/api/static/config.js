@@ -46,7 +46,7 @@
       return;
     }
     $("config-apply").disabled = true;
-    // The change may restart the camera in the live view (see holdLive in dashboard.js).
+    // The change may restart the camera in the live view (see holdLive in liveview.js).
     const live = app.liveCamera();
     if (live !== null) await app.holdLive(live);
     let result = { ok: false };
