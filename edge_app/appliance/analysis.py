@@ -15,7 +15,8 @@ import time
 from dataclasses import replace
 from typing import Callable, Dict, Optional, Protocol
 
-from edge_app.config.schema import AppConfig, CameraConfig
+from edge_app.config.schema import AppConfig
+from edge_app.config.schema_cameras import CameraConfig
 from edge_app.events.camera_analysis import CameraAnalysis, FrameAnalysis
 from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event, Snapshot

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 from edge_app.appliance.analysis import AnalysisHub
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
-from edge_app.config.schema import AppConfig, CameraConfig
+from edge_app.config.schema import AppConfig
+from edge_app.config.schema_cameras import CameraConfig
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.events.model import Event

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 from edge_app.capture.state import StreamState
-from edge_app.config.schema import CameraConfig, ModelConfig
+from edge_app.config.schema import ModelConfig
+from edge_app.config.schema_cameras import CameraConfig
 from edge_app.detect.base import Detector
 from edge_app.pipeline.health import PipelineHealth
 from edge_app.pipeline.results import CameraFigures, PipelineFigures
