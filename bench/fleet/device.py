@@ -194,6 +194,8 @@ class SimulatedAppliance:
         for camera_id in self._camera_ids:
             self._publish(self.topics.camera_state(camera_id), payloads.camera_state_payload("streaming"), retain=True)
             self._publish_raw(self.topics.camera_detect_state(camera_id), payloads.detect_state_payload(True), retain=True)
+            # Motion gating's retained state, as an appliance with a camera whose scene moves sends it.
+            self._publish_raw(self.topics.camera_motion(camera_id), payloads.motion_payload(True), retain=True)
         client.subscribe(self.topics.config_desired, qos=1)
         if not self._tasks:
             self._tasks = [self._loop.create_task(self._stats_loop())]
