@@ -66,14 +66,8 @@ class DetectSwitch:
 
     def wait_idle(self, timeout_s: float) -> bool:
         """True once no command waits and none is being applied."""
-        deadline = time.monotonic() + timeout_s
         with self._cond:
-            while self._wanted or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-        return True
+            return self._cond.wait_for(lambda: not (self._wanted or self._busy), timeout_s)
 
     def _run(self) -> None:
         while True:

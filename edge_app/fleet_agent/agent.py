@@ -129,14 +129,8 @@ class FleetAgent:
 
     def wait_idle(self, timeout_s: float) -> bool:
         """True once nothing is queued or being applied (for tests and orderly stops)."""
-        deadline = time.monotonic() + timeout_s
         with self._cond:
-            while self._pending or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-        return True
+            return self._cond.wait_for(lambda: not (self._pending or self._busy), timeout_s)
 
     def _run(self) -> None:
         while True:
