@@ -119,9 +119,10 @@ class Appliance:
 
     def _running(self) -> RunningParts:
         change = self._models.change
-        return RunningParts(self._config, self._models.detector, self._loading, self._cameras, self._detecting,
-                            self._publisher, change.report if change is not None else None, self._build_status,
-                            self._remote_config_report)
+        return RunningParts(config=self._config, detector=self._models.detector, loading=self._loading,
+                            cameras=self._cameras, detecting=self._detecting, publisher=self._publisher,
+                            model_change=change.report if change is not None else None,
+                            build_status=self._build_status, remote_config=self._remote_config_report)
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
