@@ -1,0 +1,68 @@
+"""The recording store's typed reports, shared by the recorder, the appliance and the API.
+
+Paths in these reports are relative to the recording directory; ``RecordingReader.resolve`` is
+the only way from such a path to a file, and it refuses anything outside that directory.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Protocol
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    """One continuous-recording segment file."""
+
+    camera_id: str
+    start: float  # Unix seconds of its first frame
+    end: float  # Unix seconds of its last frame (grows while it is written)
+    bytes: int
+    path: str  # relative to the recording directory
+
+
+@dataclass(frozen=True)
+class ClipInfo:
+    """The clip of one event."""
+
+    event_id: str
+    camera_id: str
+    start: float
+    end: float
+    bytes: int
+    path: str  # relative to the recording directory
+    complete: bool  # False while it is still written (post_s not over yet)
+
+    @property
+    def duration_s(self) -> float:
+        return max(0.0, self.end - self.start)
+
+
+@dataclass(frozen=True)
+class CameraRecordingStatus:
+    """What the camera's status, metrics and the dashboard say about its recording."""
+
+    camera_id: str
+    events_enabled: bool
+    continuous_enabled: bool
+    recording: bool  # packets are being written now
+    unavailable: Optional[str] = None  # "recording unavailable: <why>" for sources without packets
+    paused: Optional[str] = None  # why writing stopped (disk below its reserve), None when writing
+    bytes_written: int = 0
+    packets_dropped: int = 0
+
+
+class RecordingReader(Protocol):
+    """The read side the API uses."""
+
+    def clip(self, event_id: str) -> Optional[ClipInfo]:
+        ...
+
+    def segments(self, camera_id: Optional[str], start: float, end: float) -> List[SegmentInfo]:
+        ...
+
+    def resolve(self, relative_path: str) -> Path:
+        """The file for a path from a report; ValueError for anything outside the recording directory."""
+
+    def export(self, camera_id: str, start: float, end: float, out: Path) -> Optional[Path]:
+        """One MP4 of the range by stream copy into ``out``; None when no segment covers it."""
