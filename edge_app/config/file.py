@@ -22,7 +22,7 @@ from edge_app.config.redact import MASK as REDACTED, mask_secrets
 
 log = logging.getLogger(__name__)
 
-SECRET_PATHS = (("mqtt", "password"), ("api", "token"), ("fleet", "desired_key"))
+SECRET_PATHS = (("mqtt", "password"), ("api", "token"), ("fleet", "desired_key"), ("fleet", "token"))
 #: ``save_config``'s temp file beside ``<name>``: ".<name>.<random>.tmp" (tempfile's random part)
 TEMP_SUFFIX = ".tmp"
 TEMP_RANDOM_PATTERN = r"[A-Za-z0-9_]{1,32}"

@@ -8,6 +8,8 @@ field whose value would change is named and compared with this list. The broker 
 * cameras (their sources under the API's rules, ``edge_app.config.policy``), with their zones,
   lines, ``detect`` switches and ``record``/``motion``/``model`` choices;
 * the detection thresholds and classes (``model.conf_threshold``, ``iou_threshold``, ``classes``);
+* the fleet artifact's version (``model.artifact.version``, ``models[i].artifact.version``), a rollout
+  of a model the fleet service holds; never its name, nor the artifact section as a whole;
 * ``tracking``, ``events`` (not ``events.dir``), ``record`` (not ``record.dir``), ``motion`` and
   ``health`` settings;
 * the ``version`` of each entry of ``models``, and its thresholds and classes.
@@ -35,6 +37,7 @@ ALLOWED: Tuple[Pattern, ...] = (
     ("cameras", "*", "lines"), ("cameras", "*", "record"), ("cameras", "*", "motion"),
     ("cameras", "*", "model"),
     ("model", "conf_threshold"), ("model", "iou_threshold"), ("model", "classes"),
+    ("model", "artifact", "version"), ("models", "*", "artifact", "version"),
     ("models", "*", "version"), ("models", "*", "conf_threshold"), ("models", "*", "iou_threshold"),
     ("models", "*", "classes"),
     ("tracking",), ("events",), ("record",), ("motion",), ("health",),

@@ -117,6 +117,27 @@ class HealthConfig(_Strict):
     limits: HealthLimitsConfig = Field(default_factory=HealthLimitsConfig, title="Limits")
 
 
+#: Names and versions of fleet artifacts (docs/fleet.md, "Models and engines over the air").
+ARTIFACT_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+ARTIFACT_VERSION_PATTERN = r"^[A-Za-z0-9_.-]{1,32}$"
+
+
+class ArtifactConfig(_Strict):
+    """A model the fleet service holds: its files are fetched, verified and staged by the appliance."""
+
+    name: str = Field(title="Artifact name", pattern=ARTIFACT_NAME_PATTERN, description="The model's name on the fleet service")
+    version: str = Field(title="Artifact version", pattern=ARTIFACT_VERSION_PATTERN,
+                         description="The version to run; a fleet rollout changes only this")
+
+    @field_validator("name", "version")
+    @classmethod
+    def _not_dots(cls, value: str) -> str:
+        # They become folder names under the engine cache: "." and ".." would leave it.
+        if value.strip(".") == "":
+            raise ValueError("may not consist of dots only")
+        return value
+
+
 class ModelConfig(_Strict):
     path: str = Field(title="Model path", min_length=1, description=".onnx, or a TensorRT .engine/.plan")
     backend: Literal["auto", "tensorrt", "onnxruntime"] = Field("auto", title="Backend")
@@ -137,6 +158,11 @@ class ModelConfig(_Strict):
         description="run the TensorRT engine and its GPU decoding in a child process fed through CUDA IPC, away "
                     "from the appliance's Python threads; auto: on for a discrete GPU with NVIDIA MPS running, off on "
                     "a Jetson (no CUDA IPC) and without MPS (the reason is logged and shown by selftest)")
+    artifact: Optional[ArtifactConfig] = Field(
+        None, title="Fleet artifact",
+        description="Run this model version from the fleet service (fleet.url) instead of path: its ONNX, labels and "
+                    "a prebuilt engine for this device are downloaded, verified and staged under "
+                    "<engine_dir>/fleet/<name>/<version>/; path stays the model used until one was staged")
 
     @field_validator("engine_process", mode="before")
     @classmethod
@@ -309,6 +335,33 @@ class FleetConfig(_Strict):
                     "when set, only desired configurations the fleet service signed with it are acted on",
     )
 
+    url: Optional[str] = Field(
+        None, title="Fleet service URL",
+        description="https://host:port of the fleet service, for model files and engines; http only for 127.0.0.1, "
+                    "::1 and localhost")
+    # Length checked in the validator, not the field: the API shows the token as "***" (documented schema).
+    token: Optional[str] = Field(
+        None, title="Fleet token",
+        description=f"This device's bearer token on the fleet service (at least {MIN_TOKEN_CHARS} characters)")
+    ca_certs: Optional[str] = Field(None, title="Fleet CA certificates",
+                                    description="PEM file of a private CA that signed the fleet service's certificate")
+
+    @field_validator("url")
+    @classmethod
+    def _url_form(cls, value: Optional[str]) -> Optional[str]:
+        return _fleet_url(value)
+
+    @field_validator("token")
+    @classmethod
+    def _token_chars(cls, value: Optional[str]) -> Optional[str]:
+        if value is None:
+            return value
+        if not MIN_TOKEN_CHARS <= len(value) <= MAX_DESIRED_KEY_CHARS:
+            raise ValueError(f"fleet.token must have {MIN_TOKEN_CHARS} to {MAX_DESIRED_KEY_CHARS} characters")
+        if not value.strip() or _CONTROL_CHARS.search(value) or " " in value:
+            raise ValueError("fleet.token may not contain spaces nor control characters")
+        return value
+
     @field_validator("desired_key")
     @classmethod
     def _key_chars(cls, value: Optional[str]) -> Optional[str]:
@@ -320,6 +373,17 @@ class FleetConfig(_Strict):
         if not value.strip() or _CONTROL_CHARS.search(value):
             raise ValueError("desired_key may not be blank nor contain control characters")
         return value
+
+
+def _fleet_url(value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return value
+    match = re.match(r"^(https?)://(\[[^\]]+\]|[^/:?#@\s]+)(:\d{1,5})?/?$", value)
+    if match is None:
+        raise ValueError("fleet.url must be https://host[:port] (no path, no user name)")
+    if match.group(1) == "http" and not is_loopback_host(match.group(2)):
+        raise ValueError("fleet.url must use https unless the fleet service runs on this machine (127.0.0.1, ::1, localhost)")
+    return value.rstrip("/")
 
 
 class AppConfig(_Strict):

@@ -83,6 +83,10 @@ def misdirected_secrets(new: AppConfig, current: AppConfig, restored: List[Resto
             old, now = current.mqtt, new.mqtt
             if (old.host, old.port, old.tls) != (now.host, now.port, now.tls):
                 problems.append(_again(item.loc, "mqtt.host, mqtt.port or mqtt.tls changed"))
+        elif item.loc == "fleet.token" and new.fleet.token is not None:
+            # The token opens this device's downloads: it goes to the fleet service it was set for.
+            if (current.fleet.url, current.fleet.ca_certs) != (new.fleet.url, new.fleet.ca_certs):
+                problems.append(_again(item.loc, "fleet.url or fleet.ca_certs changed"))
         elif item.camera_id is not None:
             cam, old_cam = new.camera(item.camera_id), old_cams.get(item.camera_id)
             if cam is None or old_cam is None or source_destination(cam.source) != source_destination(old_cam.source):
