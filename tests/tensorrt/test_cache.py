@@ -12,7 +12,7 @@ from edge_app.detect.tensorrt.cache import (EngineKey, check_cached_engine, engi
                                             split_ultralytics_header, timing_cache_path, write_atomic, write_engine)
 
 KEY = EngineKey(onnx_sha256="a" * 64, tensorrt_version="10.3.0", gpu_name="Orin", compute_capability="8.7",
-                precision="fp16", max_batch=4, input_size=(640, 640), dla_core=None)
+                precision="fp16", max_batch=4, input_size=(640, 640), dla_core=None, platform="L4T R36.4.0")
 ENGINE = b"\x01engine-bytes\x02" * 100
 
 
@@ -37,6 +37,7 @@ def test_key_round_trips_through_json():
     ({"max_batch": 8}, "max_batch 4 -> 8"),
     ({"input_size": (480, 640)}, "input size 640x640 -> 640x480"),
     ({"dla_core": 0}, "DLA core none -> 0"),
+    ({"platform": "L4T R36.4.3"}, "platform L4T R36.4.0 -> L4T R36.4.3"),
 ])
 def test_every_key_field_is_a_reason_to_rebuild(change, words):
     reasons = replace(KEY, **change).differences(KEY)

@@ -27,7 +27,7 @@ from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
 from edge_app.detect.model_metadata import is_engine_file, metadata_bool
 from edge_app.cuda import engine_process_choice
 from edge_app.detect.tensorrt.engine_process import CUDA_DEVICE, EnginePlan, EngineProcess, EngineWork, PendingBatch
-from edge_app.detect.tensorrt.prepare import EngineCache, PreparedEngine, load_user_engine
+from edge_app.detect.tensorrt.prepare import EngineCache, PreparedEngine, device_identity, load_user_engine
 from edge_app.detect.tensorrt.progress import ProgressCallback
 from edge_app.detect.tensorrt.runtime import ROTATION, EngineRuntime
 
@@ -139,7 +139,7 @@ class TensorRTDetector(Detector):
             return EngineRuntime(trt, data, self._device, model.max_batch, label)
 
         if is_engine_file(self.model_path):
-            return load_user_engine(Path(self.model_path), deserialize)
+            return load_user_engine(Path(self.model_path), deserialize, device_identity(trt, self._device))
         return EngineCache(trt, model, self._device, progress, cancel).load(deserialize, force=force)
 
     def _refuse_engine_process(self, reason: str) -> None:

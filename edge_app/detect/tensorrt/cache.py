@@ -38,6 +38,8 @@ class EngineKey:
     max_batch: int
     input_size: Tuple[int, int]
     dla_core: Optional[int]
+    #: "L4T R35.4.1" on a Jetson, "driver 580.65.06" on a discrete GPU (edge_app.detect.tensorrt.platform)
+    platform: str
 
     def to_dict(self) -> Dict[str, Any]:
         data = asdict(self)
@@ -53,7 +55,18 @@ class EngineKey:
         values = {name: data[name] for name in names}
         values["input_size"] = tuple(int(v) for v in values["input_size"])
         values["max_batch"] = int(values["max_batch"])
+        for name in ("onnx_sha256", "tensorrt_version", "gpu_name", "compute_capability", "precision", "platform"):
+            if not isinstance(values[name], str):
+                raise ValueError(f"key field {name} is not text")
+        if values["dla_core"] is not None and not isinstance(values["dla_core"], int):
+            raise ValueError("key field dla_core is not a number")
+        if len(values["input_size"]) != 2:
+            raise ValueError("key field input_size is not [height, width]")
         return cls(**values)
+
+    def canonical_json(self) -> str:
+        """The key as the fleet protocol writes it (X-Engine-Key): sorted keys, no spaces."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     def differences(self, cached: "EngineKey") -> List[str]:
         """Human-readable reasons why an engine built for ``cached`` does not fit this key."""
@@ -62,7 +75,7 @@ class EngineKey:
             reasons.append("the ONNX file changed")
         labels = (("tensorrt_version", "TensorRT"), ("gpu_name", "GPU"), ("compute_capability", "compute capability"),
                   ("precision", "precision"), ("max_batch", "max_batch"), ("input_size", "input size"),
-                  ("dla_core", "DLA core"))
+                  ("dla_core", "DLA core"), ("platform", "platform"))
         for name, label in labels:
             old, new = getattr(cached, name), getattr(self, name)
             if old != new:
@@ -180,6 +193,10 @@ def check_cached_engine(paths: EnginePaths, expected: EngineKey) -> CacheCheck:
         return CacheCheck(False, f"engine {paths.engine.name} has no sidecar {paths.sidecar.name}, so its origin is unknown")
     try:
         sidecar = read_sidecar(paths.sidecar)
+        if set(sidecar["key"]) == {f.name for f in fields(EngineKey)} - {"platform"}:
+            # Written before the key named the L4T release or driver: it may be from before an upgrade.
+            return CacheCheck(False, f"engine {paths.engine.name} was cached before edge-app recorded the platform "
+                                     "(L4T release or driver)", sidecar)
         cached = EngineKey.from_dict(sidecar["key"])
     except (ValueError, TypeError) as err:
         return CacheCheck(False, f"sidecar {paths.sidecar.name} is corrupt ({err})")

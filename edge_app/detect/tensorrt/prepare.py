@@ -10,7 +10,7 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
@@ -20,9 +20,11 @@ from filelock import FileLock, Timeout
 from edge_app.detect.base import DetectorError
 from edge_app.detect.tensorrt.build import BuildSettings, EngineBuildError, build_engine
 from edge_app.detect.tensorrt.cache import (MAX_HEADER_BYTES, CacheCheck, EngineKey, EnginePaths, check_cached_engine,
-                                            engine_paths, split_ultralytics_header, timing_cache_path, write_engine)
+                                            engine_paths, read_sidecar, split_ultralytics_header, timing_cache_path,
+                                            write_engine)
 from edge_app.detect.model_metadata import resolve_input_hw
 from edge_app.detect.tensorrt.onnx_info import file_sha256, read_onnx_info
+from edge_app.detect.tensorrt.platform import device_platform
 from edge_app.detect.tensorrt.progress import BuildReporter, ProgressCallback
 from edge_app.detect.tensorrt.runtime import EngineLoadError
 from edge_app.version import __version__
@@ -66,10 +68,52 @@ def user_engine_metadata(path: Path, header: Optional[Dict[str, Any]] = None) ->
     return {}
 
 
-def load_user_engine(path: Path, deserialize: Callable[[bytes, str], T]) -> Tuple[T, PreparedEngine]:
-    """A user-supplied engine, used as it is; a clear DetectorError if it does not load here."""
+def device_identity(trt: Any, device: Any) -> Dict[str, str]:
+    """The key fields that name this device (not the model nor the settings)."""
+    major, minor = device.compute_capability
+    return {"tensorrt_version": str(trt.__version__), "gpu_name": device.name,
+            "compute_capability": f"{major}.{minor}", "platform": device_platform()}
+
+
+def user_engine_key_problem(path: Path, identity: Dict[str, str]) -> Optional[str]:
+    """Why a user engine whose sidecar names another device must not be deserialised (None: go ahead).
+
+    Deserialising an engine built for another TensorRT, GPU or driver can crash the process, so
+    a sidecar that says so is believed; an engine without a sidecar is tried as before.
+    """
+    sidecar_path = path.with_name(path.name + ".json")
+    if not sidecar_path.is_file():
+        return None
+    try:
+        data = read_sidecar(sidecar_path)
+    except ValueError:
+        return None  # a user's own JSON file of another kind: not a statement about the device
+    recorded = dict(data["key"])
+    if "platform" not in recorded:
+        log.warning("engine %s was recorded without its platform (L4T release or driver); it is tried as is", path)
+        recorded["platform"] = identity["platform"]
+    try:
+        built_for = EngineKey.from_dict(recorded)
+    except (ValueError, TypeError) as err:
+        return f"its sidecar {sidecar_path.name} has a corrupt key ({err})"
+    reasons = replace(built_for, **identity).differences(built_for)
+    return "; ".join(reasons) if reasons else None
+
+
+def load_user_engine(path: Path, deserialize: Callable[[bytes, str], T],
+                     identity: Optional[Dict[str, str]] = None) -> Tuple[T, PreparedEngine]:
+    """A user-supplied engine, used as it is; a clear DetectorError if it does not load here.
+
+    With ``identity`` (``device_identity``), an engine whose sidecar names another device is
+    refused before it is read.
+    """
     if not path.is_file():
         raise DetectorError(f"engine file {path} does not exist")
+    problem = user_engine_key_problem(path, identity) if identity is not None else None
+    if problem is not None:
+        raise DetectorError(f"engine {path} was built for another device ({problem}); it is not loaded, because an "
+                            f"engine only runs with the TensorRT, GPU and driver it was built for: point model.path "
+                            f"at the .onnx and edge-app builds and caches one for this device")
     header, engine = split_ultralytics_header(path.read_bytes())
     metadata = user_engine_metadata(path, header)
     try:
@@ -82,11 +126,12 @@ def load_user_engine(path: Path, deserialize: Callable[[bytes, str], T]) -> Tupl
 
 
 def engine_key(model: Any, onnx_sha256: str, input_hw: Tuple[int, int], trt_version: str, gpu_name: str,
-               compute_capability: Tuple[int, int], max_batch: int) -> EngineKey:
+               compute_capability: Tuple[int, int], max_batch: int, platform: str) -> EngineKey:
     return EngineKey(
         onnx_sha256=onnx_sha256, tensorrt_version=trt_version, gpu_name=gpu_name,
         compute_capability=f"{compute_capability[0]}.{compute_capability[1]}", precision=model.precision,
         max_batch=int(max_batch), input_size=(int(input_hw[0]), int(input_hw[1])), dla_core=model.dla_core,
+        platform=platform,
     )
 
 
@@ -110,7 +155,7 @@ class EngineCache:
                      model.max_batch, self.max_batch)
         self.onnx_sha256 = file_sha256(self.onnx_path)
         self.key = engine_key(model, self.onnx_sha256, self.input_hw, str(trt.__version__), device.name,
-                              device.compute_capability, self.max_batch)
+                              device.compute_capability, self.max_batch, device_platform())
         self.paths: EnginePaths = engine_paths(self.engine_dir, self.onnx_path.stem, self.key)
         self._last_sidecar: Optional[Dict[str, Any]] = None
         self._reporter: Optional[BuildReporter] = None
