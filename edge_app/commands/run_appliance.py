@@ -54,7 +54,14 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     # Relative to the working directory, like every path of the configuration.
     store = (EventStore(Path(config.events.dir), config.events.retain_days, config.events.max_mb)
              if config.events.enabled else None)
-    appliance = Appliance(config, event_store=store)
+    from edge_app.detect.factory import create_detector
+    from edge_app.fleet_agent.artifacts_models import FleetModels
+    from edge_app.fleet_agent.artifacts_state import ModelsState
+
+    # Models from the fleet service (model.artifact) are fetched, verified and staged by the factory.
+    models_state = ModelsState()
+    fleet_models = FleetModels(create_detector, lambda: appliance.current_config(), models_state)
+    appliance = Appliance(config, event_store=store, detector_factory=fleet_models)
     server: Optional[ApiServer] = None
     # One change path for the API, the fleet's R/config/desired, the detect switch and model
     # reloads: one set of rules, one lock, the one writer of the file. Whether a change may leave
@@ -62,7 +69,7 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(config_path),
                             listening_hosts=lambda: server.listening_hosts() if server is not None else ())
     appliance.use_changes(changes)
-    start_fleet_agent(appliance, changes, config_path)
+    start_fleet_agent(appliance, changes, config_path, models_state)
     # The API comes up first so /api/v1/status can show a TensorRT engine build in progress.
     if config.api.enabled:
         server = ApiServer.from_config(create_app(appliance, config_changes=changes), config.api,
@@ -75,4 +82,7 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
         except OSError as err:
             print(f"edge-app: cannot serve the API on {config.api.host}:{config.api.port}: {err.strerror or err}", file=sys.stderr)
             return 1
-    return Supervisor(appliance, server, signals, notifier).run()
+    try:
+        return Supervisor(appliance, server, signals, notifier).run()
+    finally:
+        fleet_models.close()

@@ -34,6 +34,7 @@ from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set
 
 from edge_app.config.file import Problem
 from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
+from edge_app.fleet_agent.artifacts_state import ModelsState
 from edge_app.fleet_agent.desired_gate import DesiredGate
 from edge_app.fleet_agent.desired_versions import APPLIED, REJECTED, ConfigReport, DesiredVersionStore, state_path_for
 from edge_app.fleet_agent.desired_config import DesiredConfigError, parse_desired
@@ -79,8 +80,12 @@ def scrub(problems: Iterable[Problem], patch: Any) -> List[Problem]:
 
 class FleetAgent:
     def __init__(self, changes: ConfigChanges, store: DesiredVersionStore, publish_reported: ReportPublisher,
-                 *, gate: Optional[DesiredGate] = None, max_pending: int = 64, clock: Callable[[], float] = time.time) -> None:
+                 *, gate: Optional[DesiredGate] = None, max_pending: int = 64, clock: Callable[[], float] = time.time,
+                 models_state: Optional[Callable[[], Dict[str, Any]]] = None) -> None:
         self._changes = changes
+        # models_state (edge_app.fleet_agent.artifacts_state) rides along in every report
+        self._models_state = models_state
+        self._publish_lock = threading.Lock()
         self.gate = gate if gate is not None else DesiredGate(changes.current)
         self._refusals_unlogged = 0
         self._refusal_logged_mono_s: Optional[float] = None
@@ -104,7 +109,7 @@ class FleetAgent:
         # The retained report on the broker may be older than the saved one (a crash before its
         # PUBACK); publishing it again costs one message and makes both agree.
         if self._last_report is not None:
-            self._publish_reported(self._last_report.to_payload())
+            self._publish(self._last_report.to_payload())
         self._thread = threading.Thread(target=self._run, name="fleet:config", daemon=True)
         self._thread.start()
         return self
@@ -173,7 +178,7 @@ class FleetAgent:
                                          "acted on; after the fleet started over, run edge-app fleet-reset on this appliance")
             log.warning("desired configuration %d rejected: %s", desired.version, problem.msg)
             report = ConfigReport(desired.version, REJECTED, (problem,), self._clock())
-            self._publish_reported(report.to_payload())  # the version does not move
+            self._publish(report.to_payload())  # the version does not move
             return report
         try:
             result = self._changes.patch(desired.patch, Origin.BROKER)
@@ -203,7 +208,7 @@ class FleetAgent:
         else:
             self._refusals_unlogged += 1
         report = ConfigReport(None, REJECTED, (problem,), self._clock())
-        self._publish_reported(report.to_payload())
+        self._publish(report.to_payload())
         return report
 
     def _ignore(self, version: int) -> None:
@@ -218,11 +223,24 @@ class FleetAgent:
                 # Applied and reported, but a restart may act on this version again (idempotent).
                 log.error("could not save the desired configuration version to %s: %s", self._store.path, err)
             self._version, self._last_report = report.version, report
-        self._publish_reported(report.to_payload())
+        self._publish(report.to_payload())
         return report
 
+    def _publish(self, payload: Dict[str, Any]) -> None:
+        with self._publish_lock:  # the newest models_state is the one published last
+            if self._models_state is not None:
+                payload = {**payload, "models_state": self._models_state()}
+            self._publish_reported(payload)
 
-def start_fleet_agent(appliance: Any, changes: ConfigChanges, config_path: Path) -> Optional[FleetAgent]:
+    def republish(self) -> None:
+        """The last report again with the current ``models_state`` (a model's state changed)."""
+        report = self._last_report
+        if report is not None:
+            self._publish(report.to_payload())
+
+
+def start_fleet_agent(appliance: Any, changes: ConfigChanges, config_path: Path,
+                      models_state: Optional[ModelsState] = None) -> Optional[FleetAgent]:
     """Wire the fleet side to ``appliance`` (an ``edge_app.appliance.appliance.Appliance``); None when remote configuration is off.
 
     The broker is probed for anonymous access in any case (on a thread of its own, it may take
@@ -238,7 +256,10 @@ def start_fleet_agent(appliance: Any, changes: ConfigChanges, config_path: Path)
     how = ("signed with fleet.desired_key" if config.fleet.desired_key
            else "from a broker that requires a login" if config.mqtt.username else "(none: nothing authenticates them)")
     log.info("remote configuration is on: acting on desired configurations %s", how)
-    agent = FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), appliance.publish_config_reported, gate=gate)
+    agent = FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), appliance.publish_config_reported, gate=gate,
+                       models_state=models_state.snapshot if models_state is not None else None)
+    if models_state is not None:
+        models_state.on_change(agent.republish)
     appliance.on_config_desired(agent.on_desired)
     return agent.start()
 

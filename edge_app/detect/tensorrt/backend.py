@@ -27,7 +27,8 @@ from edge_app.detect.tensorrt.api import import_tensorrt, is_standin
 from edge_app.detect.model_metadata import is_engine_file, metadata_bool
 from edge_app.cuda import engine_process_choice
 from edge_app.detect.tensorrt.engine_process import CUDA_DEVICE, EnginePlan, EngineProcess, EngineWork, PendingBatch
-from edge_app.detect.tensorrt.prepare import EngineCache, PreparedEngine, device_identity, load_user_engine
+from edge_app.detect.tensorrt.prepare import (EngineCache, PrebuiltSource, PreparedEngine, device_identity,
+                                              load_user_engine)
 from edge_app.detect.tensorrt.progress import ProgressCallback
 from edge_app.detect.tensorrt.runtime import ROTATION, EngineRuntime
 
@@ -40,7 +41,8 @@ class TensorRTDetector(Detector):
     ``device`` injects a CUDA layer (default: ``edge_app.cuda.open_device()``); ``progress``
     receives engine build reports; ``gpu_preprocess`` forces the GPU (True) or CPU (False)
     letterbox, default GPU when NVRTC is available; ``gpu_decode`` likewise for decoding and NMS
-    on the GPU (YOLOv8/v11 outputs only); setting ``cancel`` stops an engine build.
+    on the GPU (YOLOv8/v11 outputs only); setting ``cancel`` stops an engine build; ``prebuilt`` may supply
+    an engine built elsewhere for exactly this device's key (the fleet), used instead of a build.
     """
 
     runs_on_host_cpu = False
@@ -53,8 +55,9 @@ class TensorRTDetector(Detector):
     def __init__(self, model: Any, *, device: Optional[CudaDevice] = None, progress: Optional[ProgressCallback] = None,
                  gpu_preprocess: Optional[bool] = None, force_build: bool = False,
                  cancel: Optional[threading.Event] = None, gpu_decode: Optional[bool] = None,
-                 engine_process: Optional[bool] = None) -> None:
+                 engine_process: Optional[bool] = None, prebuilt: Optional[PrebuiltSource] = None) -> None:
         trt = self._import_runtime()
+        self._prebuilt = prebuilt
         if is_standin(trt):
             log.warning("the tensorrt module in use is the test stand-in, not TensorRT")
         self._owns_device = device is None
@@ -140,7 +143,7 @@ class TensorRTDetector(Detector):
 
         if is_engine_file(self.model_path):
             return load_user_engine(Path(self.model_path), deserialize, device_identity(trt, self._device))
-        return EngineCache(trt, model, self._device, progress, cancel).load(deserialize, force=force)
+        return EngineCache(trt, model, self._device, progress, cancel, self._prebuilt).load(deserialize, force=force)
 
     def _refuse_engine_process(self, reason: str) -> None:
         self.engine_process_problem = reason

@@ -36,12 +36,16 @@ LOCK_TIMEOUT_S = 3600.0
 
 T = TypeVar("T")
 
+#: prebuilt(key) -> the bytes of an engine built elsewhere for exactly ``key`` (digest already verified), or
+#: None to build here; what offers it (the fleet: edge_app.fleet_agent) checks the key before fetching it
+PrebuiltSource = Callable[[EngineKey], Optional[bytes]]
+
 
 @dataclass
 class PreparedEngine:
     """Where an engine came from, for logs, ``describe()`` and the selftest."""
 
-    source: str  # "user", "cache" or "built"
+    source: str  # "user", "cache", "prebuilt" (fetched from the fleet) or "built"
     path: Path
     metadata: Dict[str, str] = field(default_factory=dict)  # the ONNX's metadata_props (names, imgsz, ...)
     sidecar: Optional[Dict[str, Any]] = None
@@ -139,8 +143,9 @@ class EngineCache:
     """Loads or builds the engine for one ModelConfig on one device."""
 
     def __init__(self, trt: Any, model: Any, device: Any, progress: Optional[ProgressCallback] = None,
-                 cancel: Optional[threading.Event] = None) -> None:
+                 cancel: Optional[threading.Event] = None, prebuilt: Optional[PrebuiltSource] = None) -> None:
         self.trt = trt
+        self.prebuilt = prebuilt
         self.model = model
         self.device = device
         self.progress = progress
@@ -218,6 +223,10 @@ class EngineCache:
                 return loaded
             missing = not self.paths.engine.exists()
             reason = check.reason if not check.usable else f"cached engine {self.paths.engine.name} did not deserialise"
+            if self.prebuilt is not None and not failed_to_load:
+                loaded = self._load_prebuilt(deserialize)
+                if loaded is not None:
+                    return loaded
         level = logging.INFO if missing else logging.WARNING
         log.log(level, "building TensorRT engine %s: %s", self.paths.engine, reason)
         engine = self._build()
@@ -226,6 +235,27 @@ class EngineCache:
         except EngineLoadError as err:
             raise DetectorError(f"{err}; the TensorRT installation looks broken") from None
         return loaded, PreparedEngine("built", self.paths.engine, dict(self.info.metadata), None, reason)
+
+    def _load_prebuilt(self, deserialize: Callable[[bytes, str], T]) -> Optional[Tuple[T, PreparedEngine]]:
+        """An engine built elsewhere for exactly this key, cached like a build of this device's; None: build."""
+        engine = self.prebuilt(self.key) if self.prebuilt is not None else None
+        if engine is None:
+            return None
+        extra = {"model": {"onnx": str(self.onnx_path.resolve()), "metadata": dict(self.info.metadata),
+                           "input_name": self.info.input_name},
+                 "prebuilt": {"fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}}
+        try:
+            write_engine(self.paths, engine, self.key, extra)
+        except OSError as err:
+            log.warning("could not cache the prebuilt engine in %s (%s)", self.engine_dir, err.strerror)
+        check = check_cached_engine(self.paths, self.key)
+        loaded = self._try_deserialize(check, deserialize) if check.usable else None
+        if loaded is None:
+            log.warning("the prebuilt engine for %s did not deserialise; building one here", self.onnx_path)
+            return None
+        log.info("using the prebuilt engine %s instead of building one", self.paths.engine.name)
+        engine_loaded, prepared = loaded
+        return engine_loaded, PreparedEngine("prebuilt", prepared.path, prepared.metadata, prepared.sidecar)
 
     def _build(self) -> bytes:
         model = self.model

@@ -1,0 +1,159 @@
+"""The appliance's detector factory for models from the fleet service (``model.artifact``).
+
+docs/fleet.md, "Models and engines over the air". Given a ModelConfig with an artifact, the
+version is fetched and staged (``artifacts_stage``), the model is loaded from the staged files,
+and with TensorRT an engine the fleet service holds for exactly this device's engine key is
+used instead of a build (``prebuilt``; the key is compared before anything is fetched, so an
+engine of another device is never deserialised). An engine built here is offered to the fleet
+service in the background. This runs inside the appliance's background model change
+(``edge_app.appliance.model_change``): raising keeps the old model running, and the reason goes
+to ``models_state`` and the log.
+
+While the fleet service cannot be reached the fetch is tried again (a cut download resumes),
+until it succeeds, the configuration asks for another version, or the appliance stops. At
+start, with no model running yet, a fetch that fails once falls back to ``model.path``.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from edge_app.config.schema import AppConfig, ModelConfig
+from edge_app.detect.base import Detector, DetectorError
+from edge_app.detect.tensorrt.cache import EngineKey, read_sidecar
+from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
+from edge_app.fleet_agent.artifacts_manifest import ManifestError, engine_for
+from edge_app.fleet_agent.artifacts_stage import ENGINE_FILE, StagedModel, Stager, file_sha256
+from edge_app.fleet_agent.artifacts_state import ModelsState
+
+log = logging.getLogger(__name__)
+
+RETRY_FIRST_S = 2.0
+RETRY_MAX_S = 60.0
+
+
+class FleetModels:
+    """``create_detector`` with ``model.artifact`` resolved through the fleet service."""
+
+    def __init__(self, create: Callable[..., Detector], config: Callable[[], AppConfig], state: ModelsState,
+                 stager: Optional[Stager] = None, retry_first_s: float = RETRY_FIRST_S) -> None:
+        self._create = create
+        self._config = config
+        self.state = state
+        self._stager = stager if stager is not None else Stager(config, state)
+        self._retry_first_s = retry_first_s
+        self._started = False
+        self._stop = threading.Event()
+
+    def close(self) -> None:
+        """Stop retrying (the appliance stops)."""
+        self._stop.set()
+
+    def __call__(self, model: ModelConfig, **options: Any) -> Detector:
+        artifact = model.artifact
+        if artifact is None:
+            return self._create(model, **options)
+        first, self._started = not self._started, True
+        name, version = artifact.name, artifact.version
+        cancel = options.get("cancel") or self._stop
+        try:
+            staged, client = self._stage(model, cancel, retry=not first)
+        except (FleetUnreachable, FleetRefused, ManifestError, OSError) as err:
+            reason = str(err)
+            if first:
+                self.state.set(name, version, "failed", reason=f"{reason}; running {model.path} until it is fetched")
+                return self._create(model, **options)
+            self.state.set(name, version, "failed", reason=reason)
+            raise DetectorError(f"model {name} version {version} could not be fetched: {reason}") from None
+        resolved = model.model_copy(update={"path": str(staged.onnx), "engine_dir": str(staged.dir),
+                                            "labels": str(staged.labels) if staged.labels else model.labels})
+        if "cancel" in options:  # TensorRT: an engine from the fleet, else a build reported as "building"
+            options["prebuilt"] = lambda key: self._prebuilt(model, staged, client, key, cancel)
+            options["progress"] = self._building(model, options.get("progress"))
+        try:
+            detector = self._create(resolved, **options)
+        except Exception as err:
+            self.state.set(name, version, "failed", reason=str(err) or type(err).__name__)
+            raise
+        self.state.set(name, version, "running")
+        engine = getattr(detector, "engine", None)
+        if engine is not None and engine.source == "built":
+            threading.Thread(target=self._offer, args=(client, Path(engine.path)), name=f"fleet:offer:{name}",
+                             daemon=True).start()
+        return detector
+
+    def _stage(self, model: ModelConfig, cancel: threading.Event, retry: bool):
+        delay_s = self._retry_first_s
+        while True:
+            try:
+                return self._stager.stage(model, cancel)
+            except FleetUnreachable as err:
+                if not retry or cancel.is_set() or self._stop.is_set():
+                    raise
+                artifact = model.artifact
+                self.state.set(artifact.name, artifact.version, "failed",
+                               reason=f"{err}; trying again in {delay_s:.0f} s")
+                if cancel.wait(delay_s) or self._stop.is_set():
+                    raise FleetUnreachable(f"{err} (the appliance stopped, or another model was asked for)") from None
+                if self._config().model.artifact != artifact:
+                    raise FleetUnreachable(f"{err} (another version was asked for meanwhile)") from None
+                delay_s = min(delay_s * 2, RETRY_MAX_S)
+
+    def _building(self, model: ModelConfig, sink: Optional[Callable[[Any], None]]) -> Callable[[Any], None]:
+        artifact = model.artifact
+
+        def report(progress: Any) -> None:
+            if progress.state == "building":
+                current = self.state.get(artifact.name)
+                reason = current.reason if current is not None and current.state == "building" else None
+                self.state.set(artifact.name, artifact.version, "building", progress.fraction, reason)
+            if sink is not None:
+                sink(progress)
+        return report
+
+    def _prebuilt(self, model: ModelConfig, staged: StagedModel, client: FleetClient, key: EngineKey,
+                  cancel: threading.Event) -> Optional[bytes]:
+        """The fleet's engine for exactly ``key``, digest-checked; None (with the reason) to build here."""
+        artifact = model.artifact
+        engine, reasons = engine_for(staged.manifest, key)
+        if engine is None:
+            reason = f"no prebuilt engine for this device ({'; '.join(reasons)}); building one here"
+            log.info("model %s version %s: %s", artifact.name, artifact.version, reason)
+            self.state.set(artifact.name, artifact.version, "building", 0.0, reason)
+            return None
+        dest = staged.dir / ENGINE_FILE
+        self.state.set(artifact.name, artifact.version, "downloading", 0.0, "the prebuilt engine for this device")
+        try:
+            client.download(engine.sha256, engine.bytes, dest, cancel=cancel,
+                            progress=lambda n: self.state.set(artifact.name, artifact.version, "downloading",
+                                                              n / max(engine.bytes, 1),
+                                                              "the prebuilt engine for this device"))
+        except FleetUnreachable as err:
+            reason = f"the prebuilt engine could not be fetched ({err}); building one here"
+            self.state.set(artifact.name, artifact.version, "building", 0.0, reason)
+            return None
+        except FleetRefused as err:  # wrong bytes under a signed digest: nothing of this version runs
+            raise DetectorError(f"the prebuilt engine was refused: {err}") from None
+        try:
+            return dest.read_bytes()
+        finally:
+            dest.unlink(missing_ok=True)  # the engine cache keeps its own copy
+
+    def _offer(self, client: FleetClient, engine_path: Path) -> None:
+        """Offer an engine built here to the fleet service; any failure is only logged."""
+        try:
+            sidecar = read_sidecar(engine_path.with_name(engine_path.name + ".json"))
+            key = EngineKey.from_dict(sidecar["key"])
+            sha256 = file_sha256(engine_path)
+            if sha256 != sidecar["engine"]["sha256"]:
+                raise ValueError("the engine changed since it was built")
+            answer = client.offer_engine(key.canonical_json(), sha256, engine_path)
+            log.info("offered engine %s to the fleet service: %s", engine_path.name,
+                     "stored" if answer.get("stored") else "it already had one for this key")
+        except (FleetUnreachable, FleetRefused, ValueError, OSError, TypeError) as err:
+            log.warning("could not offer engine %s to the fleet service: %s", engine_path.name, err)
+
+
+__all__ = ["FleetModels"]

@@ -1,0 +1,132 @@
+"""Staging a fleet model version: its verified manifest and files under ``<engine_dir>/fleet/<name>/<version>/``.
+
+The folder's name comes from the configuration (``model.artifact``, checked by the schema) and
+is checked again to lie inside the engine cache; the files in it are named by their role
+(``model.onnx``, ``labels.txt``), never by anything the fleet service sends. The verified
+manifest is written last (``manifest.json``): an appliance that restarts while the fleet
+service is away uses a staged version again, after checking the signature and every file's
+SHA-256 once more.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional, Tuple
+
+from edge_app.config.schema import AppConfig, ModelConfig
+from edge_app.detect.tensorrt.cache import write_atomic
+from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
+from edge_app.fleet_agent.artifacts_manifest import ROLE_FILES, Manifest, ManifestError, verify_manifest
+from edge_app.fleet_agent.artifacts_state import ModelsState
+
+log = logging.getLogger(__name__)
+
+MANIFEST_FILE = "manifest.json"
+#: the name a fetched engine is downloaded to before the engine cache takes it
+ENGINE_FILE = "fleet.engine"
+
+
+@dataclass(frozen=True)
+class StagedModel:
+    dir: Path
+    onnx: Path
+    labels: Optional[Path]
+    manifest: Manifest
+
+
+def stage_dir(engine_dir: str, name: str, version: str) -> Path:
+    base = (Path(engine_dir) / "fleet").resolve()
+    folder = (base / name / version).resolve()
+    if folder.parent.parent != base:
+        raise ManifestError(f"model {name!r} version {version!r} would be staged outside {base}")
+    return folder
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def make_client(config: AppConfig) -> FleetClient:
+    fleet = config.fleet
+    if not fleet.url or not fleet.token:
+        raise FleetRefused("model.artifact needs fleet.url and fleet.token (and fleet.desired_key to verify manifests)")
+    return FleetClient(fleet.url, fleet.token, config.device_id, fleet.ca_certs)
+
+
+class Stager:
+    """Fetches, verifies and stages one model version; reports ``downloading`` on ``state``."""
+
+    def __init__(self, config: Callable[[], AppConfig], state: ModelsState,
+                 client_factory: Callable[[AppConfig], FleetClient] = make_client) -> None:
+        self._config = config
+        self._state = state
+        self._client_factory = client_factory
+
+    def client(self) -> FleetClient:
+        return self._client_factory(self._config())
+
+    def stage(self, model: ModelConfig, cancel: threading.Event) -> Tuple[StagedModel, FleetClient]:
+        """The staged version of ``model.artifact``; FleetUnreachable (try later), FleetRefused or ManifestError."""
+        artifact = model.artifact
+        assert artifact is not None
+        config = self._config()
+        folder = stage_dir(model.engine_dir, artifact.name, artifact.version)
+        client = self.client()
+        verify = lambda body: verify_manifest(body, desired_key=config.fleet.desired_key, device_id=config.device_id,
+                                              name=artifact.name, version=artifact.version)
+        self._state.set(artifact.name, artifact.version, "downloading", 0.0)
+        try:
+            body = client.manifest(artifact.name, artifact.version)
+        except FleetUnreachable as err:
+            staged = self._staged_before(folder, verify)
+            if staged is None:
+                raise
+            log.warning("%s; using model %s version %s as staged before", err, artifact.name, artifact.version)
+            return staged, client
+        manifest = verify(body)
+        total = sum(f.bytes for f in manifest.files) or 1
+        done = 0
+        for entry in manifest.files:
+            dest = folder / ROLE_FILES[entry.role]
+            if not (dest.is_file() and dest.stat().st_size == entry.bytes and file_sha256(dest) == entry.sha256):
+                base = done
+                client.download(entry.sha256, entry.bytes, dest, cancel=cancel,
+                                progress=lambda n: self._state.set(artifact.name, artifact.version, "downloading",
+                                                                   (base + n) / total))
+            done += entry.bytes
+        write_atomic(folder / MANIFEST_FILE, body)
+        self._state.set(artifact.name, artifact.version, "downloading", 1.0)
+        return self._checked(folder, manifest), client
+
+    def _staged_before(self, folder: Path, verify: Callable[[bytes], Manifest]) -> Optional[StagedModel]:
+        try:
+            body = (folder / MANIFEST_FILE).read_bytes()
+        except OSError:
+            return None
+        return self._checked(folder, verify(body))
+
+    @staticmethod
+    def _checked(folder: Path, manifest: Manifest) -> StagedModel:
+        """Every file's SHA-256 compared with the manifest, right before it is used."""
+        for entry in manifest.files:
+            path = folder / ROLE_FILES[entry.role]
+            try:
+                matches = path.stat().st_size == entry.bytes and file_sha256(path) == entry.sha256
+            except OSError:
+                matches = False
+            if not matches:
+                path.unlink(missing_ok=True)
+                (folder / MANIFEST_FILE).unlink(missing_ok=True)
+                raise FleetRefused(f"the staged {ROLE_FILES[entry.role]} does not match the manifest's SHA-256")
+        labels = folder / ROLE_FILES["labels"] if manifest.file("labels") is not None else None
+        return StagedModel(folder, folder / ROLE_FILES["onnx"], labels, manifest)
+
+
+__all__ = ["ENGINE_FILE", "MANIFEST_FILE", "StagedModel", "Stager", "make_client", "stage_dir"]
