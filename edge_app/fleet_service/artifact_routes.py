@@ -59,6 +59,13 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
         service.artifacts.note_blob(blob)
         return blob
 
+    def refuse(status: int, err: Exception, *blobs: Optional[StoredBlob]) -> ApiError:
+        """The error of a refused upload, with what it stored and nothing else names removed again."""
+        for blob in blobs:
+            if blob is not None and service.artifacts.forget_if_unused(blob.sha256):
+                service.blobs.remove(blob.sha256)
+        return ApiError(status, str(err))
+
     @bp.put("/api/v1/models/<name>/<version>")
     def put_model(name: str, version: str) -> Response:
         _name(name, version)
@@ -74,11 +81,11 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
         else:
             onnx, labels = store(request.stream, max_bytes), None
         if onnx.bytes == 0:
-            raise ApiError(400, "the ONNX file is empty")
+            raise refuse(400, ValueError("the ONNX file is empty"), onnx, labels)
         try:
             created = service.artifacts.add_model(name, version, onnx, labels)
         except ArtifactConflict as err:
-            raise ApiError(409, str(err)) from None
+            raise refuse(409, err, onnx, labels) from None
         logger.info("model %s version %s %s (onnx %s, %d bytes)", name, version,
                     "stored" if created else "uploaded again", onnx.sha256, onnx.bytes)
         response = jsonify(service.artifacts.model(name, version).to_dict())  # type: ignore[union-attr]
@@ -94,9 +101,9 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
         try:
             service.artifacts.set_labels(name, version, labels)
         except ArtifactConflict as err:
-            raise ApiError(409, str(err)) from None
+            raise refuse(409, err, labels) from None
         except LookupError as err:
-            raise ApiError(404, str(err)) from None
+            raise refuse(404, err, labels) from None
         return jsonify(service.artifacts.model(name, version).to_dict())  # type: ignore[union-attr]
 
     @bp.get("/api/v1/models")
@@ -158,7 +165,7 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
             try:
                 stored = service.artifacts.add_engine(key, blob, device_id)
             except ArtifactConflict as err:
-                raise ApiError(409, str(err)) from None
+                raise refuse(409, err, blob) from None
         else:
             stored = False
         if stored:

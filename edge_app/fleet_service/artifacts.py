@@ -132,6 +132,16 @@ class Artifacts:
             conn.execute("INSERT INTO blobs (sha256, bytes, created_at) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING",
                          (blob.sha256, blob.bytes, self._clock()))
 
+    def forget_if_unused(self, sha256: str) -> bool:
+        """Drop the record of a blob no model or engine names (a refused upload); True when dropped."""
+        with self._conn.transaction() as conn:
+            used = conn.query_one(
+                "SELECT 1 FROM models WHERE onnx_sha256 = ? OR labels_sha256 = ? "
+                "UNION SELECT 1 FROM engines WHERE sha256 = ?", (sha256, sha256, sha256))
+            if used is None:
+                conn.execute("DELETE FROM blobs WHERE sha256 = ?", (sha256,))
+        return used is None
+
     def blob_bytes(self, sha256: str) -> Optional[int]:
         with self._conn.reading() as conn:
             row = conn.query_one("SELECT bytes FROM blobs WHERE sha256 = ?", (sha256,))

@@ -110,6 +110,16 @@ class BlobStore:
                     self._used_bytes -= reserved
             temp.unlink(missing_ok=True)
 
+    def remove(self, sha256: str) -> None:
+        path = self.blob_path(sha256)
+        with self._lock:
+            try:
+                size = path.stat().st_size
+                path.unlink()
+            except FileNotFoundError:
+                return
+            self._used_bytes -= size
+
     def _reserve(self, size: int) -> None:
         with self._lock:
             if self._used_bytes + size > self._max_total_bytes:
