@@ -52,6 +52,7 @@ def install_auth(
     config_getter: Callable[[], AppConfig],
     query_token_endpoints: Collection[str] = (),
     throttle: Optional[FailureThrottle] = None,
+    authenticated_elsewhere: Callable[[], bool] = lambda: False,
 ) -> None:
     """Require the configured token on ``/api/v1/*``.
 
@@ -59,6 +60,8 @@ def install_auth(
     an MJPEG stream in a browser cannot send an Authorization header. Everywhere else the query
     parameter is ignored, so tokens do not spread into URLs that need not carry them.
     ``throttle`` counts wrong tokens per client address (default: 10 a minute).
+    A request for which ``authenticated_elsewhere()`` is true is left to its route, which must
+    authenticate it itself (the fleet's device routes check a device token instead).
     """
     failures = throttle or FailureThrottle()
     log_limiter = LogLimiter(failures.policy.window_s)
@@ -84,6 +87,8 @@ def install_auth(
     def _require_token() -> Optional[Response]:
         path = request.path
         if path != PROTECTED_PREFIX and not path.startswith(PROTECTED_PREFIX + "/"):
+            return None
+        if authenticated_elsewhere():
             return None
         expected = config_getter().api.token
         client = request.remote_addr or "?"

@@ -9,6 +9,7 @@ under the same deadline, never by the thread that accepts connections).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Tuple
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,10 @@ class HttpLimits:
     header_deadline_s: float = 10.0
     # The whole body must arrive within this; its size is already bounded by api.max_body_bytes.
     body_deadline_s: float = 30.0
+    # PUT/POST bodies to these path prefixes (the fleet's uploads of model files and engines, of
+    # up to gigabytes) get upload_deadline_s instead; their size is bounded by the route.
+    upload_path_prefixes: Tuple[str, ...] = ()
+    upload_deadline_s: float = 900.0
     # Per blocking socket operation otherwise (writing a response, an idle keep-alive socket).
     socket_timeout_s: float = 10.0
     # Request line (method, URL, version): above it 414. Browsers cap URLs well below this.

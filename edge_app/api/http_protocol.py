@@ -154,8 +154,15 @@ class GuardedRequest(server.HTTPRequest):
         except errors.MaxSizeExceeded:
             self.simple_response("431", f"the request headers are larger than {limits.max_header_bytes} bytes")
             return
-        self.conn.read_deadline.arm(limits.body_deadline_s)
+        self.conn.read_deadline.arm(self._body_deadline_s(limits))
         self.ready = True
+
+    def _body_deadline_s(self, limits: HttpLimits) -> float:
+        if limits.upload_path_prefixes and self.method in (b"PUT", b"POST"):
+            path = (self.path or b"").decode("latin-1")
+            if path.startswith(limits.upload_path_prefixes):
+                return limits.upload_deadline_s
+        return limits.body_deadline_s
 
     def respond(self) -> None:
         """cheroot's respond, with a chunked body over the limit answered 413 by the app rather

@@ -5,10 +5,12 @@ the limits of :mod:`edge_app.api.http_limits`), so both answer a LAN the same wa
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
+from typing import Optional
 
-from flask import Blueprint, Flask, Response
+from flask import Blueprint, Flask, Request, Response, request
 
 from edge_app.api.app import install_common_headers
 from edge_app.api.auth import install_auth
@@ -16,9 +18,14 @@ from edge_app.api.dashboard import static_page_blueprint
 from edge_app.api.errors import error_response, register_error_handlers
 from edge_app.api.health import health_blueprint
 from edge_app.api.hosts import install_host_check
+from edge_app.api.http_limits import DEFAULT_LIMITS
+from edge_app.api.server import ApiServer
+from edge_app.fleet_service.artifact_routes import (DEVICE_ENDPOINTS, UPLOAD_ENDPOINTS, UPLOAD_PATH_PREFIXES,
+                                                     artifacts_blueprint)
 from edge_app.fleet_service.db import DatabaseError
+from edge_app.fleet_service.device_auth import DeviceAuth
 from edge_app.fleet_service.routes import fleet_blueprint
-from edge_app.fleet_service.service import FleetService
+from edge_app.fleet_service.service import MIB, FleetService
 
 logger = logging.getLogger(__name__)
 
@@ -29,12 +36,31 @@ def fleet_page_blueprint() -> Blueprint:
     return static_page_blueprint("fleet_page", STATIC_DIR)
 
 
+class _FleetRequest(Request):
+    """api.max_body_bytes for every route but the uploads of model files and engines."""
+
+    upload_limit_bytes = 0
+    body_limit_bytes = 0
+
+    @property
+    def max_content_length(self) -> Optional[int]:  # type: ignore[override]
+        return self.upload_limit_bytes if self.endpoint in UPLOAD_ENDPOINTS else self.body_limit_bytes
+
+
+def _asks_as_device() -> bool:
+    return request.endpoint in DEVICE_ENDPOINTS and DeviceAuth.asks_as_device()
+
+
 def create_fleet_app(service: FleetService) -> Flask:
     app = Flask(__name__, static_folder=None)
     app.json.sort_keys = False
-    app.config["MAX_CONTENT_LENGTH"] = service.config.api.max_body_bytes
+    config = service.config
+    app.request_class = type("FleetRequest", (_FleetRequest,), {
+        "upload_limit_bytes": config.artifacts.max_upload_mb * MIB, "body_limit_bytes": config.api.max_body_bytes})
+    app.config["MAX_CONTENT_LENGTH"] = config.api.max_body_bytes
     install_host_check(app, service.current_config)  # type: ignore[arg-type]
-    install_auth(app, service.current_config)  # type: ignore[arg-type]
+    # Device routes asked with X-Edge-Device check the device's own token (device_auth) instead.
+    install_auth(app, service.current_config, authenticated_elsewhere=_asks_as_device)  # type: ignore[arg-type]
     register_error_handlers(app)
 
     @app.errorhandler(DatabaseError)
@@ -44,8 +70,21 @@ def create_fleet_app(service: FleetService) -> Flask:
 
     app.register_blueprint(health_blueprint(service))  # type: ignore[arg-type]
     app.register_blueprint(fleet_blueprint(service))
+    app.register_blueprint(artifacts_blueprint(service, DeviceAuth(lambda: service.config.device_tokens)))
     app.register_blueprint(fleet_page_blueprint())
 
     install_common_headers(app)
 
     return app
+
+
+def fleet_server(service: FleetService, app: Optional[Flask] = None) -> ApiServer:
+    """The fleet's HTTP server: uploads of model files and engines may be larger and slower than
+    other requests (artifacts.max_upload_mb, artifacts.upload_deadline_s); each route's own limit
+    is then checked by the app before the body is read."""
+    config = service.config
+    limits = dataclasses.replace(DEFAULT_LIMITS, upload_deadline_s=config.artifacts.upload_deadline_s,
+                                 upload_path_prefixes=UPLOAD_PATH_PREFIXES)
+    largest = max(config.api.max_body_bytes, config.artifacts.max_upload_mb * MIB)
+    return ApiServer.from_config(app or create_fleet_app(service), config.api, limits=limits,
+                                 body_limit_bytes=lambda: largest)

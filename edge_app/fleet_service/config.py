@@ -16,6 +16,7 @@ from edge_app.config.schema_rules import ID_PATTERN
 from edge_app.config.file import ConfigError, Problem, problems_from, read_yaml
 
 DEFAULT_DATABASE_URL = "sqlite:///fleet.db"
+MIN_DEVICE_TOKEN_CHARS, MAX_DEVICE_TOKEN_CHARS = 16, 256
 # A prefix is one or more topic levels without wildcards: it is put in front of "/+/status".
 _PREFIX = re.compile(r"^[^#+\x00-\x1f\x7f]{1,128}$")
 # A device id pattern: the characters of a device id, plus the shell-style wildcards * and ?.
@@ -103,6 +104,25 @@ class RolloutsConfig(_Strict):
     )
 
 
+class ArtifactsConfig(_Strict):
+    dir: str = Field(
+        "artifacts", title="Artifact directory", min_length=1, max_length=4096,
+        description="Where model files and engines are kept, each named by its SHA-256 (relative to the working directory)",
+    )
+    max_mb: int = Field(
+        10240, title="Artifacts at most (MiB)", ge=1, le=1 << 24,
+        description="All stored files together; an upload beyond this is refused with 507",
+    )
+    max_upload_mb: int = Field(
+        2048, title="Largest upload (MiB)", ge=1, le=1 << 16,
+        description="One model file or engine; a larger body is refused with 413 before it is read",
+    )
+    upload_deadline_s: float = Field(
+        900, title="Upload deadline (s)", ge=10, le=86400, allow_inf_nan=False,
+        description="A model or engine upload must arrive within this (other requests keep api's 30 s)",
+    )
+
+
 class FleetConfig(_Strict):
     mqtt: MQTTConfig = Field(default_factory=MQTTConfig, title="MQTT broker")
     topic_prefix: str = Field("edge_app", title="Topic prefix", description="The appliances' mqtt.topic_prefix")
@@ -117,6 +137,23 @@ class FleetConfig(_Strict):
         default_factory=dict, title="Desired-configuration keys",
         description="device id -> that appliance's fleet.desired_key; rollouts to a device listed here are signed with it",
     )
+
+    artifacts: ArtifactsConfig = Field(default_factory=ArtifactsConfig, title="Model artifacts")
+    device_tokens: Dict[str, SecretStr] = Field(
+        default_factory=dict, title="Device tokens", max_length=1_000_000,
+        description="device id -> that appliance's fleet.token; a device fetches models and offers engines with it",
+    )
+
+    @field_validator("device_tokens")
+    @classmethod
+    def _usable_tokens(cls, value: Dict[str, SecretStr]) -> Dict[str, SecretStr]:
+        for device_id, token in value.items():
+            if not re.match(ID_PATTERN, device_id):
+                raise ValueError(f"{device_id[:64]!r} is not a device id")
+            if not MIN_DEVICE_TOKEN_CHARS <= len(token.get_secret_value()) <= MAX_DEVICE_TOKEN_CHARS:
+                raise ValueError(f"the token of {device_id} must have {MIN_DEVICE_TOKEN_CHARS} to "
+                                 f"{MAX_DEVICE_TOKEN_CHARS} characters (openssl rand -hex 32)")
+        return value
 
     @field_validator("desired_keys")
     @classmethod

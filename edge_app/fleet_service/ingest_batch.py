@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from edge_app.fleet_service import messages as m
 from edge_app.fleet_service.db import Connection
 from edge_app.fleet_service.health import health_row
+from edge_app.fleet_service.model_state import parse_models_state
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ class _Plan:
     events: Dict[Tuple[str, str], Tuple] = field(default_factory=dict)
     reported: List[Tuple] = field(default_factory=list)
     health: Dict[str, Tuple] = field(default_factory=dict)
+    models_state: Dict[str, Tuple] = field(default_factory=dict)
 
 
 def _plan_one(plan: _Plan, heard: m.Heard, body: Any) -> None:
@@ -77,6 +79,7 @@ def _plan_one(plan: _Plan, heard: m.Heard, body: Any) -> None:
         if state not in ("online", "offline"):
             raise ValueError(f"status state {state!r} is neither online nor offline")
         plan.status[dev] = (state, _text(body.get("version"), 64), _number(body.get("ts")), dev)
+        _plan_models_state(plan, heard, body)
     elif heard.kind == m.CAMERA_STATE:
         state = body.get("state")
         if state not in CAMERA_STATES:
@@ -107,8 +110,16 @@ def _plan_one(plan: _Plan, heard: m.Heard, body: Any) -> None:
             raise ValueError(f"reported status {status!r} is neither applied nor rejected")
         errors = body.get("errors") if isinstance(body.get("errors"), list) else []
         plan.reported.append((dev, version, status, json.dumps(errors[:100]), _number(body.get("ts")) or heard.received_s))
+        _plan_models_state(plan, heard, body)
     else:
         raise ValueError(f"the fleet does not keep {heard.kind} messages")
+
+
+def _plan_models_state(plan: _Plan, heard: m.Heard, body: Dict[str, Any]) -> None:
+    """The newest ``models_state`` of a device, from whichever of its messages carried one last."""
+    if "models_state" in body:
+        state = parse_models_state(body["models_state"])
+        plan.models_state[heard.device_id] = (json.dumps(state), heard.received_s, heard.device_id)
 
 
 def plan_batch(batch: Sequence[m.Heard], result: BatchResult) -> _Plan:
@@ -165,6 +176,8 @@ def write_plan(conn: Connection, plan: _Plan) -> int:
             "problems = excluded.problems, problem_count = excluded.problem_count, "
             "temperature_c = excluded.temperature_c, ts = excluded.ts, received_at = excluded.received_at",
             plan.health.values())
+        conn.executemany("UPDATE devices SET models_state = ?, models_state_ts = ? WHERE device_id = ?",
+                         plan.models_state.values())
         return sum(not _settle(conn, dev, version, status, errors, ts) for dev, version, status, errors, ts in plan.reported)
 
 

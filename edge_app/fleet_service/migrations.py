@@ -99,6 +99,37 @@ MIGRATIONS: Tuple[Migration, ...] = (
         )""",
         "CREATE INDEX health_problem_count ON health (problem_count)",
     )),
+    (4, "model artifacts, prebuilt engines and each device's model state", (
+        """CREATE TABLE blobs (
+            sha256 TEXT PRIMARY KEY,
+            bytes BIGINT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL
+        )""",
+        """CREATE TABLE models (
+            name TEXT NOT NULL,
+            version TEXT NOT NULL,
+            onnx_sha256 TEXT NOT NULL,
+            onnx_bytes BIGINT NOT NULL,
+            labels_sha256 TEXT,
+            labels_bytes BIGINT,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (name, version)
+        )""",
+        "CREATE INDEX models_onnx ON models (onnx_sha256)",
+        """CREATE TABLE engines (
+            engine_key TEXT PRIMARY KEY,
+            onnx_sha256 TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            bytes BIGINT NOT NULL,
+            device_id TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX engines_onnx ON engines (onnx_sha256)",
+        "ALTER TABLE devices ADD COLUMN models_state TEXT",
+        "ALTER TABLE devices ADD COLUMN models_state_ts DOUBLE PRECISION",
+        "ALTER TABLE rollouts ADD COLUMN model_name TEXT",
+        "ALTER TABLE rollouts ADD COLUMN model_version TEXT",
+    )),
 )
 
 

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from edge_app.events.query import EventQuery
 from edge_app.fleet_service.db import Connection
+from edge_app.fleet_service.model_state import MODEL_STATES, rollout_model_state
 
 #: ``GET /api/v1/devices`` answers this many devices when no ``limit`` is asked for, and never more than MAX.
 DEFAULT_PAGE = 1000
@@ -73,13 +74,16 @@ class DeviceDetail:
     rollouts: List[Dict[str, Any]] = field(default_factory=list)
     unissued_version: Optional[int] = None  # the last version reported that this fleet never issued
     health_report: Optional[Dict[str, Any]] = None  # the latest R/health as the device sent it
+    models_state: Dict[str, Any] = field(default_factory=dict)  # its latest reported models_state, checked
+    models_state_at: Optional[float] = None
 
     def to_dict(self) -> Dict[str, Any]:
         body = self.summary.to_dict()
         body["config"].update(errors=self.config_errors, reported_at=self.reported_at,
                               unissued_version=self.unissued_version)
         body.update(stats=self.stats, stats_received_at=self.stats_received_at, counts=self.counts,
-                    rollouts=self.rollouts, health_report=self.health_report)
+                    rollouts=self.rollouts, health_report=self.health_report, models_state=self.models_state,
+                    models_state_at=self.models_state_at)
         return body
 
 
@@ -210,8 +214,8 @@ def device_counts(rows: List[tuple]) -> Dict[str, Dict[str, Any]]:
 
 def get_device(conn: Connection, device_id: str) -> Optional[DeviceDetail]:
     with conn.reading():
-        row = conn.query_one(f"SELECT {_DEVICE_COLUMNS}, stats, stats_ts, unissued_version FROM devices WHERE device_id = ?",
-                             (device_id,))
+        row = conn.query_one(f"SELECT {_DEVICE_COLUMNS}, stats, stats_ts, unissued_version, models_state, "
+                             "models_state_ts FROM devices WHERE device_id = ?", (device_id,))
         if row is None:
             return None
         cameras = _cameras_by_device(conn, device_id).get(device_id, [])
@@ -228,7 +232,8 @@ def get_device(conn: Connection, device_id: str) -> Optional[DeviceDetail]:
         stats=json.loads(row[10]) if row[10] else None, stats_received_at=row[11], counts=device_counts(count_rows),
         rollouts=[{"rollout_id": r, "version": int(v), "status": s, "errors": json.loads(e) if e else [],
                    "updated_at": u} for r, v, s, e, u in rollouts],
-        unissued_version=None if row[12] is None else int(row[12]))
+        unissued_version=None if row[12] is None else int(row[12]),
+        models_state=json.loads(row[13]) if row[13] else {}, models_state_at=row[14])
 
 
 def _like_member(value: str) -> str:
@@ -281,16 +286,30 @@ def list_rollouts(conn: Connection, limit: int = 20) -> List[Dict[str, Any]]:
 
 def get_rollout(conn: Connection, rollout_id: str) -> Optional[Dict[str, Any]]:
     with conn.reading():
-        row = conn.query_one("SELECT rollout_id, created_at, target, patch FROM rollouts WHERE rollout_id = ?", (rollout_id,))
+        row = conn.query_one("SELECT rollout_id, created_at, target, patch, model_name, model_version FROM rollouts "
+                             "WHERE rollout_id = ?", (rollout_id,))
         if row is None:
             return None
         devices = conn.query(
-            "SELECT device_id, version, status, errors, updated_at FROM rollout_devices WHERE rollout_id = ? "
-            "ORDER BY device_id", (rollout_id,))
-    per_device = [{"device_id": d, "version": int(v), "status": s, "errors": json.loads(e) if e else [], "updated_at": u}
-                  for d, v, s, e, u in devices]
+            "SELECT rd.device_id, rd.version, rd.status, rd.errors, rd.updated_at, d.models_state "
+            "FROM rollout_devices rd LEFT JOIN devices d ON d.device_id = rd.device_id WHERE rd.rollout_id = ? "
+            "ORDER BY rd.device_id", (rollout_id,))
+    model_name, model_version = row[4], row[5]
+    per_device = []
+    for d, v, s, e, u, models_state in devices:
+        item = {"device_id": d, "version": int(v), "status": s, "errors": json.loads(e) if e else [], "updated_at": u}
+        if model_name is not None:
+            item["model"] = rollout_model_state(model_name, model_version, json.loads(models_state or "{}"), s,
+                                                item["errors"])
+        per_device.append(item)
     tally = dict.fromkeys(ROLLOUT_STATES, 0)
     for item in per_device:
         tally[item["status"]] = tally.get(item["status"], 0) + 1
-    return {"rollout_id": row[0], "created_at": row[1], "target": json.loads(row[2]), "patch": json.loads(row[3]),
+    body = {"rollout_id": row[0], "created_at": row[1], "target": json.loads(row[2]), "patch": json.loads(row[3]),
             "devices": tally, "results": per_device}
+    if model_name is not None:
+        states: Dict[str, int] = dict.fromkeys(("waiting", *MODEL_STATES), 0)
+        for item in per_device:
+            states[item["model"]["state"]] += 1
+        body["model"] = {"name": model_name, "version": model_version, "devices": states}
+    return body

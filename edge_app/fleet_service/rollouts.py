@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from edge_app.fleet_service.db import Connection
 from edge_app.fleet_service.messages import MAX_INT, desired_topic
@@ -72,8 +72,13 @@ class Rollouts:
         # One rollout at a time: two at once could hand one device the same version twice.
         self._lock = threading.Lock()
 
-    def start(self, targets: Union[str, List[str]], patch: Dict[str, Any]) -> Rollout:
-        """Store and publish a rollout of ``patch`` to ``targets`` ("all" or device ids)."""
+    def start(self, targets: Union[str, List[str]], patch: Dict[str, Any],
+              model: Optional[Tuple[str, str]] = None) -> Rollout:
+        """Store and publish a rollout of ``patch`` to ``targets`` ("all" or device ids).
+
+        ``model`` (name, version) marks a rollout of a model version, whose per-device state the
+        rollout then shows from the devices' ``models_state``.
+        """
         now = self._clock()
         rollout_id = uuid.uuid4().hex
         patch_text = json.dumps(patch)
@@ -90,8 +95,9 @@ class Rollouts:
                     chosen = list(dict.fromkeys(targets))
                 pending = self._pending_patches(conn, set(chosen))
                 versions = {dev: known[dev] + 1 for dev in chosen}
-                conn.execute("INSERT INTO rollouts (rollout_id, created_at, target, patch) VALUES (?, ?, ?, ?)",
-                             (rollout_id, now, json.dumps(targets), patch_text))
+                conn.execute("INSERT INTO rollouts (rollout_id, created_at, target, patch, model_name, model_version) "
+                             "VALUES (?, ?, ?, ?, ?, ?)", (rollout_id, now, json.dumps(targets), patch_text,
+                                                           *(model or (None, None))))
                 conn.executemany(
                     "INSERT INTO rollout_devices (rollout_id, device_id, version, patch, status, errors, updated_at) "
                     "VALUES (?, ?, ?, ?, 'pending', NULL, ?)",

@@ -41,7 +41,7 @@ def _patch(value: Any, where: str) -> Dict[str, Any]:
     return value
 
 
-def _targets(value: Any) -> Union[str, List[str]]:
+def parse_targets(value: Any) -> Union[str, List[str]]:
     if value == "all":
         return "all"
     if not isinstance(value, list) or not value:
@@ -125,7 +125,7 @@ def fleet_blueprint(service: FleetService) -> Blueprint:
         body = read_json_body()
         if not isinstance(body, dict) or set(body) - {"devices", "patch"} or "patch" not in body or "devices" not in body:
             raise ApiError(400, 'the body must be {"devices": [...] | "all", "patch": {...}}')
-        targets = _targets(body["devices"])
+        targets = parse_targets(body["devices"])
         patch = _patch(body["patch"], "patch")
         try:
             rollout = service.start_rollout(targets, patch)

@@ -15,8 +15,8 @@ WAIT_SLICE_S = 0.5
 
 
 def run_fleet(config: FleetConfig, signals: StopSignals) -> int:
-    from edge_app.api.server import ApiServer, TLSSetupError
-    from edge_app.fleet_service.app import create_fleet_app
+    from edge_app.api.server import TLSSetupError
+    from edge_app.fleet_service.app import fleet_server
     from edge_app.fleet_service.db import DatabaseError
     from edge_app.fleet_service.service import FleetService
 
@@ -29,7 +29,7 @@ def run_fleet(config: FleetConfig, signals: StopSignals) -> int:
         return EXIT_FAILURE
     server = None
     if config.api.enabled:
-        server = ApiServer.from_config(create_fleet_app(service), config.api)
+        server = fleet_server(service)
         try:
             server.start()
         except TLSSetupError as err:

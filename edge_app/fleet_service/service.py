@@ -5,10 +5,13 @@ import logging
 import threading
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from edge_app.fleet_service import queries
 from edge_app.fleet_service.admission import Admission, AdmissionStats
+from edge_app.fleet_service.artifacts import Artifacts
+from edge_app.fleet_service.blobs import BlobStore
 from edge_app.fleet_service.config import FleetConfig
 from edge_app.fleet_service.db import Connection, connect
 from edge_app.fleet_service.ingest import FleetIngest, IngestStats
@@ -20,6 +23,7 @@ from edge_app.version import __version__
 logger = logging.getLogger(__name__)
 
 TIMEOUTS_THREAD = "fleet:timeouts"
+MIB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,8 @@ class FleetService:
         self._api_conn: Optional[Connection] = None
         self._ingest: Optional[FleetIngest] = None
         self._rollouts: Optional[Rollouts] = None
+        self._blobs: Optional[BlobStore] = None
+        self._artifacts: Optional[Artifacts] = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._timeouts: Optional[threading.Thread] = None
@@ -58,6 +64,9 @@ class FleetService:
         self._writer_conn = connect(url)
         migrate(self._writer_conn)
         self._api_conn = connect(url)
+        self._blobs = BlobStore(Path(self.config.artifacts.dir), self.config.artifacts.max_mb * MIB)
+        # A connection of its own: a long upload or download never waits behind the API's reads.
+        self._artifacts = Artifacts(connect(url))
         with self._api_conn.reading() as conn:
             known = [dev for (dev,) in conn.query("SELECT device_id FROM devices")]
         devices, ingest = self.config.devices, self.config.ingest
@@ -90,7 +99,7 @@ class FleetService:
             self._timeouts.join(timeout_s)
         if self._ingest is not None:
             self._ingest.stop(timeout_s)
-        for conn in (self._api_conn, self._writer_conn):
+        for conn in (self._api_conn, self._writer_conn, self._artifacts.conn if self._artifacts else None):
             if conn is not None:
                 conn.close()
 
@@ -103,6 +112,16 @@ class FleetService:
     def conn(self) -> Connection:
         assert self._api_conn is not None, "the fleet service is not started"
         return self._api_conn
+
+    @property
+    def blobs(self) -> BlobStore:
+        assert self._blobs is not None, "the fleet service is not started"
+        return self._blobs
+
+    @property
+    def artifacts(self) -> Artifacts:
+        assert self._artifacts is not None, "the fleet service is not started"
+        return self._artifacts
 
     # -- what the API asks
     def current_config(self) -> FleetConfig:
@@ -141,9 +160,10 @@ class FleetService:
     def rollout(self, rollout_id: str) -> Optional[Dict[str, Any]]:
         return queries.get_rollout(self.conn, rollout_id)
 
-    def start_rollout(self, targets: Union[str, List[str]], patch: Dict[str, Any]) -> Rollout:
+    def start_rollout(self, targets: Union[str, List[str]], patch: Dict[str, Any],
+                      model: Optional[Tuple[str, str]] = None) -> Rollout:
         assert self._rollouts is not None, "the fleet service is not started"
-        return self._rollouts.start(targets, patch)
+        return self._rollouts.start(targets, patch, model)
 
     def reset_version(self, device_id: str, version: int) -> int:
         assert self._rollouts is not None, "the fleet service is not started"

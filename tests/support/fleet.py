@@ -8,7 +8,7 @@ from typing import Any
 import requests
 
 from edge_app.api.server import ApiServer
-from edge_app.fleet_service.app import create_fleet_app
+from edge_app.fleet_service.app import fleet_server
 from edge_app.fleet_service.config import FleetConfig
 from edge_app.fleet_service.service import FleetService
 
@@ -61,6 +61,6 @@ def start_fleet(broker: Any, db_url: str, **overrides: Any) -> RunningFleet:
     if not service.ingest.wait_subscribed(10):
         service.stop()
         raise AssertionError("the fleet service did not subscribe")
-    server = ApiServer.from_config(create_fleet_app(service), config.api)
+    server = fleet_server(service)
     server.start()
     return RunningFleet(service, server, prefix)

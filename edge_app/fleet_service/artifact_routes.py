@@ -1,0 +1,193 @@
+"""Models and engines over the air (docs/fleet.md, "Models and engines over the air").
+
+Admin routes (the fleet's api.token): upload and list model versions, roll a version out.
+Device routes (``Authorization: Bearer <fleet.token>`` + ``X-Edge-Device``): the device's own
+signed manifest, blobs by digest (admins may fetch them too), and offering a built engine.
+Nothing from a request reaches the filesystem but a checked SHA-256 digest.
+"""
+from __future__ import annotations
+
+import io
+import logging
+from typing import Optional
+
+from flask import Blueprint, Response, jsonify, request, send_file
+
+from edge_app.api.errors import ApiError
+from edge_app.api.json_body import read_json_body
+from edge_app.fleet_service.artifacts import ArtifactConflict, check_name, parse_engine_key
+from edge_app.fleet_service.blobs import BlobError, StoredBlob, is_sha256
+from edge_app.fleet_service.device_auth import DeviceAuth
+from edge_app.fleet_service.rollouts import UnknownDevices
+from edge_app.fleet_service.routes import parse_targets
+from edge_app.fleet_service.service import MIB, FleetService
+
+logger = logging.getLogger(__name__)
+
+MAX_LABELS_BYTES = 1 << 20
+#: Endpoints whose body is a file: they get artifacts.max_upload_mb instead of api.max_body_bytes.
+UPLOAD_ENDPOINTS = frozenset({"artifacts.put_model", "artifacts.put_engine", "artifacts.post_labels"})
+#: Paths of those uploads, for the server's longer body deadline (it decides before any routing).
+UPLOAD_PATH_PREFIXES = ("/api/v1/models/", "/api/v1/engines")
+#: Endpoints a device calls; with X-Edge-Device they authenticate the device, not the admin token.
+DEVICE_ENDPOINTS = frozenset({"artifacts.blob", "artifacts.manifest", "artifacts.put_engine"})
+
+
+def _name(name: str, version: str) -> None:
+    try:
+        check_name(name, version)
+    except ValueError as err:
+        raise ApiError(400, str(err)) from None
+
+
+def _sha_header(name: str) -> str:
+    value = request.headers.get(name, "")
+    if not is_sha256(value):
+        raise ApiError(400, f"{name} must be 64 lowercase hexadecimal digits")
+    return value
+
+
+def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Blueprint:
+    bp = Blueprint("artifacts", __name__)
+    limits = service.config.artifacts
+
+    def store(stream, max_bytes: int, expected: Optional[str] = None) -> StoredBlob:
+        try:
+            blob = service.blobs.write(stream, max_bytes, expected)
+        except BlobError as err:
+            raise ApiError(err.status, str(err)) from None
+        service.artifacts.note_blob(blob)
+        return blob
+
+    def refuse(status: int, err: Exception, *blobs: Optional[StoredBlob]) -> ApiError:
+        """The error of a refused upload, with what it stored and nothing else names removed again."""
+        for blob in blobs:
+            if blob is not None and service.artifacts.forget_if_unused(blob.sha256):
+                service.blobs.remove(blob.sha256)
+        return ApiError(status, str(err))
+
+    @bp.put("/api/v1/models/<name>/<version>")
+    def put_model(name: str, version: str) -> Response:
+        _name(name, version)
+        max_bytes = limits.max_upload_mb * MIB
+        if request.mimetype == "multipart/form-data":
+            onnx_part, labels_part = request.files.get("onnx"), request.files.get("labels")
+            if onnx_part is None:
+                raise ApiError(400, "a multipart upload needs an 'onnx' part (and may have a 'labels' part)")
+            onnx = store(onnx_part.stream, max_bytes)
+            labels = store(labels_part.stream, MAX_LABELS_BYTES) if labels_part is not None else None
+            if labels is None and request.form.get("labels"):
+                labels = store(io.BytesIO(request.form["labels"].encode("utf-8")), MAX_LABELS_BYTES)
+        else:
+            onnx, labels = store(request.stream, max_bytes), None
+        if onnx.bytes == 0:
+            raise refuse(400, ValueError("the ONNX file is empty"), onnx, labels)
+        try:
+            created = service.artifacts.add_model(name, version, onnx, labels)
+        except ArtifactConflict as err:
+            raise refuse(409, err, onnx, labels) from None
+        logger.info("model %s version %s %s (onnx %s, %d bytes)", name, version,
+                    "stored" if created else "uploaded again", onnx.sha256, onnx.bytes)
+        response = jsonify(service.artifacts.model(name, version).to_dict())  # type: ignore[union-attr]
+        response.status_code = 201 if created else 200
+        return response
+
+    @bp.post("/api/v1/models/<name>/<version>/labels")
+    def post_labels(name: str, version: str) -> Response:
+        _name(name, version)
+        if service.artifacts.model(name, version) is None:
+            raise ApiError(404, f"unknown model {name} version {version}")
+        labels = store(request.stream, MAX_LABELS_BYTES)
+        try:
+            service.artifacts.set_labels(name, version, labels)
+        except ArtifactConflict as err:
+            raise refuse(409, err, labels) from None
+        except LookupError as err:
+            raise refuse(404, err, labels) from None
+        return jsonify(service.artifacts.model(name, version).to_dict())  # type: ignore[union-attr]
+
+    @bp.get("/api/v1/models")
+    def models() -> Response:
+        name = request.args.get("name") or None
+        if name is not None:
+            _name(name, "0")
+        records = service.artifacts.models(name)
+        body = []
+        for record in records:
+            item = record.to_dict()
+            item["engines"] = [e.to_dict() for e in service.artifacts.engines(record.onnx.sha256)]
+            body.append(item)
+        return jsonify({"models": body, "used_bytes": service.blobs.used_bytes})
+
+    @bp.get("/api/v1/blobs/<sha256>")
+    def blob(sha256: str) -> Response:
+        if device_auth.asks_as_device():
+            device_auth.require()
+        if not is_sha256(sha256):
+            raise ApiError(400, "a blob is named by its SHA-256: 64 lowercase hexadecimal digits")
+        if service.artifacts.blob_bytes(sha256) is None or not service.blobs.has(sha256):
+            raise ApiError(404, f"no blob {sha256}")
+        # conditional: Range (206, 416) and If-Range against the digest as ETag, so a cut download resumes.
+        response = send_file(service.blobs.blob_path(sha256), mimetype="application/octet-stream",
+                             conditional=True, etag=sha256, max_age=0, download_name=sha256)
+        return response
+
+    @bp.get("/api/v1/devices/<device_id>/models/<name>/<version>/manifest")
+    def manifest(device_id: str, name: str, version: str) -> Response:
+        asking = device_auth.require()
+        if asking != device_id:
+            raise ApiError(403, "a device may fetch only its own manifests")
+        _name(name, version)
+        record = service.artifacts.model(name, version)
+        if record is None:
+            raise ApiError(404, f"unknown model {name} version {version}")
+        key = service.config.desired_keys.get(device_id)
+        if key is None:
+            raise ApiError(409, f"no desired key for {device_id} in FLEET.yaml desired_keys: "
+                                "a manifest is signed with it, and the appliance needs fleet.desired_key")
+        return jsonify(service.artifacts.manifest(device_id, record, key.get_secret_value()))
+
+    @bp.put("/api/v1/engines")
+    def put_engine() -> Response:
+        device_id = device_auth.require()
+        try:
+            key = parse_engine_key(request.headers.get("X-Engine-Key", ""))
+        except ValueError as err:
+            raise ApiError(400, f"X-Engine-Key: {err}") from None
+        sha256 = _sha_header("X-Content-SHA256")
+        if not service.artifacts.onnx_known(key["onnx_sha256"]):
+            raise ApiError(404, f"the engine key names ONNX {key['onnx_sha256']}, which no model of this fleet has")
+        kept = service.artifacts.engine_sha(key)
+        if kept is not None and kept != sha256:
+            raise ApiError(409, f"another engine ({kept}) is kept for this key; the first one offered wins")
+        if kept is None:
+            blob = store(request.stream, limits.max_upload_mb * MIB, sha256)
+            try:
+                stored = service.artifacts.add_engine(key, blob, device_id)
+            except ArtifactConflict as err:
+                raise refuse(409, err, blob) from None
+        else:
+            stored = False
+        if stored:
+            logger.info("engine %s from %s kept for %s on %s", sha256, device_id, key.get("gpu_name"), key["platform"])
+        return jsonify({"sha256": sha256, "stored": stored})
+
+    @bp.post("/api/v1/models/<name>/<version>/rollout")
+    def rollout(name: str, version: str) -> Response:
+        _name(name, version)
+        body = read_json_body()
+        if not isinstance(body, dict) or set(body) != {"devices"}:
+            raise ApiError(400, 'the body must be {"devices": [...] | "all"}')
+        targets = parse_targets(body["devices"])
+        if service.artifacts.model(name, version) is None:
+            raise ApiError(404, f"unknown model {name} version {version}: upload it first")
+        patch = {"model": {"artifact": {"version": version}}}
+        try:
+            started = service.start_rollout(targets, patch, (name, version))
+        except UnknownDevices as err:
+            raise ApiError(400, f"unknown device(s): {', '.join(err.device_ids[:20])}") from None
+        response = jsonify({"versions": started.versions, "rollout_id": started.rollout_id})
+        response.status_code = 202
+        return response
+
+    return bp
