@@ -233,10 +233,15 @@ class FleetAgent:
             self._publish_reported(payload)
 
     def republish(self) -> None:
-        """The last report again with the current ``models_state`` (a model's state changed)."""
+        """The last report again with the current ``models_state`` (a model's state changed).
+
+        Before any desired version was acted on, that is version 0, applied: the starting point
+        the fleet service counts from, which settles none of its rollouts.
+        """
         report = self._last_report
-        if report is not None:
-            self._publish(report.to_payload())
+        if report is None:
+            report = ConfigReport(0, APPLIED, (), self._clock())
+        self._publish(report.to_payload())
 
 
 def start_fleet_agent(appliance: Any, changes: ConfigChanges, config_path: Path,
