@@ -81,6 +81,10 @@ class CutProxy:
             sockets, self._sockets = self._sockets, []
             listener, self._listener = self._listener, None
         if listener is not None:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept(); close alone does not
+            except OSError:
+                pass
             listener.close()
         for sock in sockets:
             try:
