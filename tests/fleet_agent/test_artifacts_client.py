@@ -1,0 +1,216 @@
+"""The appliance's side of model artifacts against hostile input: manifests, HTTP answers, staging paths.
+
+The HTTP tests run a real HTTP server on loopback that answers as a broken or hostile fleet
+service would.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from edge_app.detect.tensorrt.cache import EngineKey
+from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
+from edge_app.fleet_agent.artifacts_manifest import ManifestError, engine_for, manifest_signature, verify_manifest
+from edge_app.fleet_agent.artifacts_stage import stage_dir
+from edge_app.fleet_agent.artifacts_state import ModelsState
+
+KEY = "desired-key-of-edge-b-0123456789abcdef"
+ONNX = b"onnx bytes " * 1000
+ENGINE_KEY = EngineKey(onnx_sha256=hashlib.sha256(ONNX).hexdigest(), tensorrt_version="10.3.0", gpu_name="Orin",
+                       compute_capability="8.7", precision="fp16", max_batch=1, input_size=(640, 640), dla_core=None,
+                       platform="L4T R36.4.0")
+
+
+def manifest(key: str = KEY, **changes) -> bytes:
+    body = {"device_id": "edge-b", "model": "gate", "version": "3", "issued": 1733350000,
+            "files": [{"role": "onnx", "sha256": hashlib.sha256(ONNX).hexdigest(), "bytes": len(ONNX)}],
+            "engines": [{"key": ENGINE_KEY.to_dict(), "sha256": "e" * 64, "bytes": 100}]}
+    body.update(changes)
+    body["signature"] = manifest_signature(key, body)
+    return json.dumps(body).encode()
+
+
+def verify(body: bytes, key=KEY, device_id="edge-b"):
+    return verify_manifest(body, desired_key=key, device_id=device_id, name="gate", version="3")
+
+
+def test_a_signed_manifest_for_this_device_is_accepted():
+    found = verify(manifest())
+    assert found.file("onnx").bytes == len(ONNX) and found.engines[0].key == ENGINE_KEY.to_dict()
+
+
+@pytest.mark.parametrize("body, words", [
+    (manifest(key="another-key-0123456789abcdef0123456789"), "signature does not verify"),
+    (manifest()[:-2] + b"}}", "not JSON"),
+    (json.dumps(dict(json.loads(manifest()), issued=1)).encode(), "signature does not verify"),
+    (manifest(device_id="edge-a"), "for device 'edge-a'"),
+    (manifest(version="4"), "not gate version 3"),
+    (manifest(files=[]), "files must list"),
+    (manifest(files=[{"role": "labels", "sha256": "a" * 64, "bytes": 1}]), "no ONNX"),
+    (manifest(files=[{"role": "../../etc/passwd", "sha256": "a" * 64, "bytes": 1}]), "role"),
+    (manifest(files=[{"role": "onnx", "sha256": "A" * 64, "bytes": 1}]), "SHA-256"),
+    (manifest(files=[{"role": "onnx", "sha256": "a" * 64, "bytes": 1 << 40}]), "whole number"),
+    (manifest(files=[{"role": "onnx", "sha256": "a" * 64, "bytes": True}]), "whole number"),
+    (manifest(engines=[{"key": {}, "sha256": "a" * 64, "bytes": 1}] * 65), "at most 64"),
+    (b"[" * 10 + b"]" * 10, "not a JSON object"),
+])
+def test_manifests_this_appliance_must_not_act_on(body, words):
+    with pytest.raises(ManifestError, match=words):
+        verify(body)
+
+
+def test_no_manifest_is_verified_without_a_desired_key():
+    with pytest.raises(ManifestError, match="fleet.desired_key is not set"):
+        verify(manifest(), key=None)
+
+
+def test_only_an_engine_of_exactly_this_key_is_picked():
+    found = verify(manifest())
+    engine, reasons = engine_for(found, ENGINE_KEY)
+    assert engine is not None and reasons == []
+    from dataclasses import replace
+
+    engine, reasons = engine_for(found, replace(ENGINE_KEY, platform="L4T R36.4.3"))
+    assert engine is None and reasons == ["platform L4T R36.4.0 -> L4T R36.4.3"]
+    odd = verify(manifest(engines=[{"key": dict(ENGINE_KEY.to_dict(), extra=1), "sha256": "e" * 64, "bytes": 1}]))
+    assert engine_for(odd, ENGINE_KEY)[0] is None
+
+
+@pytest.mark.parametrize("name, version", [("..", "1"), ("gate", ".."), ("a/../..", "1"), ("gate", "/etc")])
+def test_staging_never_leaves_the_engine_cache(tmp_path, name, version):
+    with pytest.raises(ManifestError, match="outside"):
+        stage_dir(str(tmp_path), name, version)
+    assert stage_dir(str(tmp_path), "gate", "3") == (tmp_path / "fleet" / "gate" / "3").resolve()
+
+
+class _Server:
+    """A real HTTP server on loopback; ``answer(handler)`` decides each answer."""
+
+    def __init__(self, answer):
+        seen = self.seen = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                seen.append((self.path, dict(self.headers)))
+                answer(self)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def make(answer):
+        servers.append(_Server(answer))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+def _send(handler, status, body=b"", headers=()):
+    handler.send_response(status)
+    handler.send_header("Content-Length", str(len(body)))
+    for name, value in headers:
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def test_requests_carry_the_token_and_device_and_redirects_are_not_followed(serve):
+    elsewhere = serve(lambda h: _send(h, 200, manifest()))
+    fleet = serve(lambda h: _send(h, 302, headers=[("Location", elsewhere.url + "/steal")]))
+    client = FleetClient(fleet.url, "device-token-0123456789", "edge-b")
+    with pytest.raises(FleetRefused, match="302"):
+        client.manifest("gate", "3")
+    path, headers = fleet.seen[0]
+    assert path == "/api/v1/devices/edge-b/models/gate/3/manifest"
+    assert headers["Authorization"] == "Bearer device-token-0123456789" and headers["X-Edge-Device"] == "edge-b"
+    assert elsewhere.seen == []  # the token never went anywhere else
+
+
+def test_plain_http_is_refused_off_loopback():
+    with pytest.raises(FleetRefused, match="https"):
+        FleetClient("http://10.0.0.2:8090", "device-token-0123456789", "edge-b")
+
+
+def test_a_download_stops_at_the_size_the_manifest_allows(serve, tmp_path):
+    server = serve(lambda h: _send(h, 200, ONNX + b"more than promised"))
+    client = FleetClient(server.url, "device-token-0123456789", "edge-b")
+    with pytest.raises(FleetRefused, match=f"manifest says {len(ONNX)}"):
+        client.download(hashlib.sha256(ONNX).hexdigest(), len(ONNX), tmp_path / "model.onnx")
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_cut_download_resumes_with_a_range_and_a_full_answer_starts_over(serve, tmp_path):
+    digest = hashlib.sha256(ONNX).hexdigest()
+    answers = []
+
+    def answer(handler):
+        wanted = handler.headers.get("Range")
+        answers.append(wanted)
+        if len(answers) == 1:  # promises all, sends half, hangs up
+            handler.send_response(200)
+            handler.send_header("Content-Length", str(len(ONNX)))
+            handler.end_headers()
+            handler.wfile.write(ONNX[:len(ONNX) // 2])
+            handler.wfile.flush()
+            handler.close_connection = True
+            return
+        if len(answers) == 2:
+            start = int(wanted.split("=")[1].rstrip("-"))
+            _send(handler, 206, ONNX[start:], [("Content-Range", f"bytes {start}-{len(ONNX) - 1}/{len(ONNX)}")])
+            return
+        _send(handler, 200, ONNX)  # ignores the range: the client must start over
+
+    server = serve(answer)
+    client = FleetClient(server.url, "device-token-0123456789", "edge-b", timeout_s=5)
+    progress = []
+    dest = tmp_path / "model.onnx"
+    with pytest.raises(FleetUnreachable, match="stopped at"):
+        client.download(digest, len(ONNX), dest, progress.append)
+    assert (tmp_path / "model.onnx.part").stat().st_size == len(ONNX) // 2
+    client.download(digest, len(ONNX), dest, progress.append)
+    assert dest.read_bytes() == ONNX and answers[1] == f"bytes={len(ONNX) // 2}-"
+    assert progress[-1] == len(ONNX)
+    # a part left over, and a service that sends everything again: still exactly the file
+    dest.unlink()
+    (tmp_path / "model.onnx.part").write_bytes(ONNX[:100])
+    client.download(digest, len(ONNX), dest)
+    assert dest.read_bytes() == ONNX and answers[2] == "bytes=100-"
+
+
+def test_a_wrong_digest_removes_what_was_downloaded(serve, tmp_path):
+    server = serve(lambda h: _send(h, 200, ONNX.replace(b"o", b"0", 1)))
+    client = FleetClient(server.url, "device-token-0123456789", "edge-b")
+    with pytest.raises(FleetRefused, match="does not match the SHA-256"):
+        client.download(hashlib.sha256(ONNX).hexdigest(), len(ONNX), tmp_path / "model.onnx")
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_state_reports_progress_in_steps_and_every_change_of_state():
+    state = ModelsState()
+    calls = []
+    state.on_change(lambda: calls.append(state.snapshot()["gate"]))
+    for step in range(101):
+        state.set("gate", "3", "downloading", step / 100)
+    assert 10 <= len(calls) <= 12 and calls[-1]["progress"] == 1.0
+    state.set("gate", "3", "failed", reason="https://user:secret@fleet.example refused")
+    assert calls[-1] == {"version": "3", "state": "failed", "progress": None,
+                         "reason": "https://user:***@fleet.example refused"}
