@@ -1,0 +1,39 @@
+"""``models_state`` rides along in ``R/config/reported``: with every report, and again whenever it changes."""
+from __future__ import annotations
+
+from edge_app.config.file import ConfigFile, parse_config, save_config
+from edge_app.config_change.changes import ConfigChanges
+from edge_app.fleet_agent.agent import FleetAgent
+from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.fleet_agent.desired_signature import SIGNATURE_KEY, sign_desired
+from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
+from edge_app.mqtt.payloads import config_desired_payload, encode
+from tests.api.in_memory_service import InMemoryService
+
+KEY = "shared-desired-key-0123456789abcdef"
+
+
+def test_models_state_is_published_with_reports_and_on_its_own_changes(tmp_path, model_path):
+    config_path = tmp_path / "config.yaml"
+    config = parse_config({"device_id": "dev", "model": {"path": str(model_path)}, "mqtt": {"enabled": False},
+                           "fleet": {"remote_config": True, "desired_key": KEY}})
+    save_config(config, config_path)
+    service = InMemoryService(config, config_path)
+    changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(config_path))
+    reports = []
+    state = ModelsState()
+    agent = FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), reports.append,
+                       models_state=state.snapshot)
+    state.on_change(agent.republish)
+
+    # before any desired version: version 0, applied (the fleet's starting point), with the state
+    state.set("gate", "3", "downloading", 0.0)
+    assert reports[-1]["version"] == 0 and reports[-1]["status"] == "applied"
+    assert reports[-1]["models_state"] == {"gate": {"version": "3", "state": "downloading", "progress": 0.0,
+                                                    "reason": None}}
+    patch = {"model": {"conf_threshold": 0.4}}
+    message = encode({**config_desired_payload(1, patch), SIGNATURE_KEY: sign_desired(KEY, "dev", 1, patch)})
+    agent.handle(message)
+    assert reports[-1]["version"] == 1 and reports[-1]["models_state"]["gate"]["state"] == "downloading"
+    state.set("gate", "3", "failed", reason="the fleet service at https://fleet.example cannot be reached")
+    assert reports[-1]["version"] == 1 and reports[-1]["models_state"]["gate"]["state"] == "failed"
