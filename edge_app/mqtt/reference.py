@@ -127,7 +127,9 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                                              "([fleet](fleet.md#desired-and-reported-configuration))",
                                lambda: payloads.encode(payloads.config_desired_payload(
                                    7, {"model": {"conf_threshold": 0.35}}))),
-    "config_reported": TopicDoc("yes", "the outcome of the latest desired version acted on",
+    "config_reported": TopicDoc("yes", "the outcome of the latest desired version acted on; with fleet models "
+                                       "(`model.artifact`) also `models_state`, published again when it changes "
+                                       "([fleet](fleet.md#models-and-engines-over-the-air))",
                                 lambda: payloads.encode(payloads.config_reported_payload(
                                     8, "rejected", [{"loc": "cameras.0.fps_limit",
                                                      "msg": "Input should be greater than or equal to 0"}], _TS))),
