@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import json
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -141,9 +142,11 @@ class SimAppliance:
             self._state("failed", None, str(err)[:200])
             self.done.add(False)
 
-    def close(self) -> None:
-        self.client.loop_stop()
+    def disconnect(self) -> None:
         self.client.disconnect()
+
+    def join(self) -> None:
+        self.client.loop_stop()
 
 
 class Tally:
@@ -166,6 +169,7 @@ def _median(values: Sequence[float]) -> float:
 
 
 def run(devices: int, model_mb: float, timeout_s: float, work: Path) -> ModelRolloutResult:
+    begun = time.monotonic()
     ids = [f"edge-{i:04d}" for i in range(devices)]
     prefix = f"bench{uuid.uuid4().hex[:6]}"
     broker = Broker(work, devices)
@@ -173,6 +177,7 @@ def run(devices: int, model_mb: float, timeout_s: float, work: Path) -> ModelRol
              "artifacts": {"dir": str(work / "artifacts"), "max_mb": 1024, "max_upload_mb": 256}}
     fleet = FleetProcess(work, broker.port, prefix, f"sqlite:///{work / 'fleet.db'}", ids, extra)
     admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    print(f"broker and fleet service up after {time.monotonic() - begun:.1f} s", file=sys.stderr, flush=True)
     appliances: List[SimAppliance] = []
     try:
         model = os.urandom(int(model_mb * (1 << 20)))
@@ -185,6 +190,7 @@ def run(devices: int, model_mb: float, timeout_s: float, work: Path) -> ModelRol
         _wait(lambda: requests.get(f"{fleet.url}/api/v1/status", headers=admin, timeout=10).json()["devices"]
               .get("online", 0) == devices, 120, f"{devices} appliances online")
 
+        print(f"{devices} appliances online after {time.monotonic() - begun:.1f} s", file=sys.stderr, flush=True)
         cpu_before, started = fleet.cpu_s(), time.monotonic()
         answer = requests.post(f"{fleet.url}/api/v1/models/{MODEL}/{VERSION}/rollout", json={"devices": "all"},
                                headers=admin, timeout=60)
@@ -212,8 +218,10 @@ def run(devices: int, model_mb: float, timeout_s: float, work: Path) -> ModelRol
             served_mb_per_s=round(served / all_running_s / 1e6, 1), failed=tally.failed,
             load_avg_1m=round(os.getloadavg()[0], 1))
     finally:
+        for appliance in appliances:  # every disconnect first: each loop then ends at once
+            appliance.disconnect()
         for appliance in appliances:
-            appliance.close()
+            appliance.join()
         fleet.stop()
         broker.stop()
 
