@@ -8,6 +8,7 @@ from bench.common.commands import Command, run_command
 DESCRIPTION = "A simulated fleet of appliances (docs/fleet.md, docs/fleet-benchmark.md)."
 COMMANDS = {
     "sim": Command("bench.fleet.sim", "N simulated appliances on a broker; kills, a timed configuration rollout"),
+    "models": Command("bench.fleet.models", "a model version rolled out over the air to N simulated appliances"),
     "server": Command("bench.fleet.server", "the fleet server (edge-app fleet) under simulated appliances, SQLite and PostgreSQL"),
 }
 

@@ -118,7 +118,8 @@ def _accepts(port: int) -> bool:
 
 
 class FleetProcess:
-    def __init__(self, work: Path, broker_port: int, prefix: str, db_url: str, device_ids: Sequence[str] = ()):
+    def __init__(self, work: Path, broker_port: int, prefix: str, db_url: str, device_ids: Sequence[str] = (),
+                 extra: Optional[dict] = None):
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = {"mqtt": {"host": "127.0.0.1", "port": broker_port, "keepalive": 30, "client_id": f"fleet-{prefix}"},
@@ -126,6 +127,8 @@ class FleetProcess:
                   "api": {"host": "127.0.0.1", "port": self.port}, "logging": {"level": "WARNING"},
                   # The simulated appliances act only on what is signed with their keys (bench.fleet.device).
                   "desired_keys": {device_id: bench_desired_key(device_id) for device_id in device_ids}}
+        for section, value in (extra or {}).items():  # a section given is merged over the one above
+            config[section] = {**config.get(section, {}), **value} if isinstance(value, dict) else value
         (work / "FLEET.yaml").write_text(yaml.safe_dump(config))
         self.log = open(work / "fleet.log", "wb")
         self.process = subprocess.Popen([sys.executable, "-m", "edge_app", "fleet", "-c", str(work / "FLEET.yaml")],
