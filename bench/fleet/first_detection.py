@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 import threading
@@ -144,6 +145,7 @@ def one_round(index: int, model: Path, build_step_s: float, timeout_s: float) ->
         watch.stop()
         fleet.stop()
         broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
     return starts
 
 
