@@ -93,6 +93,16 @@ def _start(app: StandinAppliance) -> StandinAppliance:
     return app
 
 
+def _cut(proxy: CutProxy) -> bool:
+    """Make one connection through the proxy, which then goes away; True once it is down."""
+    if not proxy.down:
+        try:
+            requests.get(proxy.url + "/healthz", timeout=2)
+        except requests.RequestException:
+            pass
+    return proxy.down
+
+
 def _blob(tmp_path: Path, digest: str) -> Path:
     found = [p for p in (tmp_path / "artifacts").rglob("*") if p.is_file() and digest in p.name]
     assert found, f"no blob {digest} under the fleet's artifacts"
@@ -194,6 +204,14 @@ def test_broken_downloads_keep_the_old_model_and_say_why(fleet, mosquitto_broker
         assert "resuming the download of" in b.log_text()
         assert (b.workdir / "engines" / "fleet" / "gate" / "4" / "model.onnx").read_bytes() == versions["4"]
         assert _running(b) == "4"
+
+        # 4. Restarted while the service is away: the staged version runs again, its files verified again.
+        b.close()
+        proxy.cut_after(0)
+        wait_for(lambda: _cut(proxy), 10, "the fleet service to go away")
+        _start(b)
+        assert "using model gate version 4 as staged before" in b.log_text()
+        assert "using the prebuilt engine" not in b.log_text() and "building TensorRT engine" not in b.log_text()
     finally:
         b.close()
         proxy.close()

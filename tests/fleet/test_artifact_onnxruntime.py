@@ -1,0 +1,58 @@
+"""A fleet model on a real ``edge-app run`` with ONNX Runtime: staged, run, rolled forward and back.
+
+No engine is involved (ONNX Runtime runs the ONNX as it is), so this is the path of every
+appliance without TensorRT. The fleet service is the real one, on SQLite and PostgreSQL.
+"""
+from __future__ import annotations
+
+import pytest
+import requests
+
+from tests.e2e.appliance import ApplianceProcess
+from tests.fleet.artifact_helpers import ADMIN, ADMIN_TOKEN, KEYS, TOKENS, upload
+from tests.support.net import free_port
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def test_an_onnxruntime_appliance_runs_fleet_versions_and_rolls_back(fleet_factory, mosquitto_broker, tmp_path,
+                                                                     model_path):
+    fleet = fleet_factory(api={"token": ADMIN_TOKEN}, device_tokens=TOKENS, desired_keys=KEYS,
+                          artifacts={"dir": str(tmp_path / "artifacts"), "max_mb": 512, "max_upload_mb": 64})
+    onnx = model_path.read_bytes()
+    assert upload(fleet, "gate", "1", onnx, b"\n".join([b"human"] + [b"c%d" % i for i in range(1, 80)])).status_code == 201
+    assert upload(fleet, "gate", "2", onnx).status_code == 201
+    workdir = tmp_path / "edge-b"
+    workdir.mkdir()
+    config = {"device_id": "edge-b", "cameras": [{"id": "bars", "source": "test://bars?width=160&height=120&fps=2",
+                                                  "detect": False}],
+              "model": {"path": str(model_path), "backend": "onnxruntime", "max_batch": 1,
+                        "engine_dir": str(workdir / "engines"), "artifact": {"name": "gate", "version": "1"}},
+              "events": {"dir": str(workdir / "events")},
+              "mqtt": {"host": mosquitto_broker.host, "port": mosquitto_broker.port, "topic_prefix": fleet.prefix},
+              "api": {"host": "127.0.0.1", "port": free_port()},
+              "fleet": {"remote_config": True, "desired_key": KEYS["edge-b"], "url": fleet.url,
+                        "token": TOKENS["edge-b"]}}
+    app = ApplianceProcess(config, workdir).start()
+
+    def state():
+        return (fleet.get("/api/v1/devices/edge-b", headers=ADMIN).json().get("models_state") or {}).get("gate") or {}
+
+    try:
+        wait_for(lambda: state() == {"version": "1", "state": "running", "progress": None, "reason": None}, 60,
+                 f"gate 1 running ({app.log_tail()})")
+        assert (workdir / "engines" / "fleet" / "gate" / "1" / "model.onnx").read_bytes() == onnx
+        assert (workdir / "engines" / "fleet" / "gate" / "1" / "labels.txt").read_text().startswith("human\n")
+        shown = app.get("/api/v1/config").json()["fleet"]
+        assert shown["token"] == "***" and TOKENS["edge-b"] not in app.get("/api/v1/config").text
+        for version in ("2", "1"):  # forward, then the rollback: a rollout of the previous version
+            response = requests.post(f"{fleet.url}/api/v1/models/gate/{version}/rollout", json={"devices": ["edge-b"]},
+                                     headers=ADMIN, timeout=10)
+            assert response.status_code == 202
+            wait_for(lambda: state().get("version") == version and state().get("state") == "running", 60,
+                     f"gate {version} running ({app.log_tail()})")
+            assert app.get("/api/v1/config").json()["model"]["artifact"]["version"] == version
+        assert not list((workdir / "engines").rglob("*.part"))
+    finally:
+        app.close()
