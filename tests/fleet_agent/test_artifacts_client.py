@@ -214,3 +214,23 @@ def test_the_state_reports_progress_in_steps_and_every_change_of_state():
     state.set("gate", "3", "failed", reason="https://user:secret@fleet.example refused")
     assert calls[-1] == {"version": "3", "state": "failed", "progress": None,
                          "reason": "https://user:***@fleet.example refused"}
+
+
+def test_a_failed_engine_offer_is_only_logged(serve, tmp_path, caplog):
+    from edge_app.detect.tensorrt.cache import engine_paths, write_engine
+    from edge_app.fleet_agent.artifacts_models import FleetModels
+
+    paths = engine_paths(tmp_path, "model", ENGINE_KEY)
+    write_engine(paths, b"engine bytes" * 10, ENGINE_KEY, {})
+    offers = []
+    server = serve(lambda h: _send(h, 503, b"busy"))
+    server.server.RequestHandlerClass.do_PUT = lambda h: (offers.append(h.headers), _send(h, 503, b"busy"))
+    models = FleetModels(lambda model, **options: None, lambda: None, ModelsState())
+    models._offer(FleetClient(server.url, "device-token-0123456789", "edge-b"), paths.engine)
+    assert "could not offer engine" in caplog.text and "503" in caplog.text
+    assert offers[0]["X-Engine-Key"] == ENGINE_KEY.canonical_json()
+    assert offers[0]["X-Content-SHA256"] == hashlib.sha256(b"engine bytes" * 10).hexdigest()
+    # an engine changed after its build is not offered at all
+    paths.engine.write_bytes(b"something else")
+    models._offer(FleetClient(server.url, "device-token-0123456789", "edge-b"), paths.engine)
+    assert len(offers) == 1 and "changed since it was built" in caplog.text
