@@ -123,10 +123,6 @@ class Artifacts:
         self._conn = conn
         self._clock = clock
 
-    @property
-    def conn(self) -> Connection:
-        return self._conn
-
     def note_blob(self, blob: StoredBlob) -> None:
         with self._conn.transaction() as conn:
             conn.execute("INSERT INTO blobs (sha256, bytes, created_at) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING",

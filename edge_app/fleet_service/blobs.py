@@ -49,9 +49,10 @@ class BlobStore:
         self.root = Path(root)
         self._max_total_bytes = max_total_bytes
         self._lock = threading.Lock()
-        (self.root / _TEMP_DIR).mkdir(parents=True, exist_ok=True)
-        for stale in (self.root / _TEMP_DIR).iterdir():  # uploads cut off by a stop: never complete
-            stale.unlink(missing_ok=True)
+        # Created at the first upload: a fleet that never stores a model leaves no directory behind.
+        if (self.root / _TEMP_DIR).is_dir():
+            for stale in (self.root / _TEMP_DIR).iterdir():  # uploads cut off by a stop: never complete
+                stale.unlink(missing_ok=True)
         self._used_bytes = sum(p.stat().st_size for p in self.root.glob("??/*") if is_sha256(p.name))
 
     def blob_path(self, sha256: str) -> Path:
@@ -70,6 +71,7 @@ class BlobStore:
     def write(self, stream: BinaryIO, max_bytes: int, expected_sha256: Optional[str] = None) -> StoredBlob:
         """Store what ``stream`` holds; BlobError 413 above ``max_bytes``, 507 when the store is full,
         400 when ``expected_sha256`` is given and the bytes do not have it."""
+        (self.root / _TEMP_DIR).mkdir(parents=True, exist_ok=True)
         temp = self.root / _TEMP_DIR / f"{uuid.uuid4().hex}.part"
         digest = hashlib.sha256()
         size = 0

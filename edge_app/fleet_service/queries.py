@@ -16,7 +16,7 @@ MAX_PAGE = 10_000
 ROLLOUT_STATES = ("pending", "applied", "rejected", "timed_out", "cancelled")
 
 _DEVICE_COLUMNS = ("device_id, state, version, last_seen, first_seen, desired_version, reported_version, "
-                   "reported_status, reported_errors, reported_ts")
+                   "reported_status, reported_errors, reported_ts, models_state")
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class DeviceSummary:
     cameras: List[CameraSummary]
     config: ConfigState
     health: Optional[HealthState] = None  # None until the device sent R/health
+    models_state: Dict[str, Any] = field(default_factory=dict)  # its latest reported models_state, checked
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -74,7 +75,6 @@ class DeviceDetail:
     rollouts: List[Dict[str, Any]] = field(default_factory=list)
     unissued_version: Optional[int] = None  # the last version reported that this fleet never issued
     health_report: Optional[Dict[str, Any]] = None  # the latest R/health as the device sent it
-    models_state: Dict[str, Any] = field(default_factory=dict)  # its latest reported models_state, checked
     models_state_at: Optional[float] = None
 
     def to_dict(self) -> Dict[str, Any]:
@@ -82,8 +82,7 @@ class DeviceDetail:
         body["config"].update(errors=self.config_errors, reported_at=self.reported_at,
                               unissued_version=self.unissued_version)
         body.update(stats=self.stats, stats_received_at=self.stats_received_at, counts=self.counts,
-                    rollouts=self.rollouts, health_report=self.health_report, models_state=self.models_state,
-                    models_state_at=self.models_state_at)
+                    rollouts=self.rollouts, health_report=self.health_report, models_state_at=self.models_state_at)
         return body
 
 
@@ -94,9 +93,10 @@ def _config_status(desired: int, reported: int, status: Optional[str]) -> Option
 
 
 def _device(row: tuple, cameras: List[CameraSummary]) -> DeviceSummary:
-    dev, state, version, last_seen, first_seen, desired, reported, status, _errors, _ts = row
+    dev, state, version, last_seen, first_seen, desired, reported, status, _errors, _ts, models_state = row
     config = ConfigState(int(desired), int(reported), _config_status(int(desired), int(reported), status))
-    return DeviceSummary(dev, state, version, last_seen, first_seen, cameras, config)
+    return DeviceSummary(dev, state, version, last_seen, first_seen, cameras, config,
+                         models_state=json.loads(models_state) if models_state else {})
 
 
 @dataclass(frozen=True)
@@ -214,8 +214,8 @@ def device_counts(rows: List[tuple]) -> Dict[str, Dict[str, Any]]:
 
 def get_device(conn: Connection, device_id: str) -> Optional[DeviceDetail]:
     with conn.reading():
-        row = conn.query_one(f"SELECT {_DEVICE_COLUMNS}, stats, stats_ts, unissued_version, models_state, "
-                             "models_state_ts FROM devices WHERE device_id = ?", (device_id,))
+        row = conn.query_one(f"SELECT {_DEVICE_COLUMNS}, stats, stats_ts, unissued_version, models_state_ts "
+                             "FROM devices WHERE device_id = ?", (device_id,))
         if row is None:
             return None
         cameras = _cameras_by_device(conn, device_id).get(device_id, [])
@@ -227,13 +227,12 @@ def get_device(conn: Connection, device_id: str) -> Optional[DeviceDetail]:
             "ORDER BY version DESC LIMIT 20", (device_id,))
     health = HealthState(health_row[1].split(), health_row[2], health_row[3]) if health_row else None
     return DeviceDetail(
-        summary=dataclasses.replace(_device(row[:10], cameras), health=health),
+        summary=dataclasses.replace(_device(row[:11], cameras), health=health),
         health_report=json.loads(health_row[0]) if health_row else None, config_errors=json.loads(row[8]) if row[8] else [], reported_at=row[9],
-        stats=json.loads(row[10]) if row[10] else None, stats_received_at=row[11], counts=device_counts(count_rows),
+        stats=json.loads(row[11]) if row[11] else None, stats_received_at=row[12], counts=device_counts(count_rows),
         rollouts=[{"rollout_id": r, "version": int(v), "status": s, "errors": json.loads(e) if e else [],
                    "updated_at": u} for r, v, s, e, u in rollouts],
-        unissued_version=None if row[12] is None else int(row[12]),
-        models_state=json.loads(row[13]) if row[13] else {}, models_state_at=row[14])
+        unissued_version=None if row[13] is None else int(row[13]), models_state_at=row[14])
 
 
 def _like_member(value: str) -> str:
@@ -271,7 +270,8 @@ def list_events(conn: Connection, query: EventQuery, device: Optional[str] = Non
 
 def list_rollouts(conn: Connection, limit: int = 20) -> List[Dict[str, Any]]:
     with conn.reading():
-        rows = conn.query("SELECT rollout_id, created_at, target, patch FROM rollouts ORDER BY created_at DESC LIMIT ?", (limit,))
+        rows = conn.query("SELECT rollout_id, created_at, target, patch, model_name, model_version FROM rollouts "
+                          "ORDER BY created_at DESC LIMIT ?", (limit,))
         ids = [r[0] for r in rows]
         tallies: Dict[str, Dict[str, int]] = {i: dict.fromkeys(ROLLOUT_STATES, 0) for i in ids}
         if ids:
@@ -281,7 +281,8 @@ def list_rollouts(conn: Connection, limit: int = 20) -> List[Dict[str, Any]]:
                     "GROUP BY rollout_id, status", ids):
                 tallies[rid][status] = int(n)
     return [{"rollout_id": rid, "created_at": created, "target": json.loads(target), "patch": json.loads(patch),
-             "devices": tallies[rid]} for rid, created, target, patch in rows]
+             "devices": tallies[rid], "model": {"name": name, "version": version} if name is not None else None}
+            for rid, created, target, patch, name, version in rows]
 
 
 def get_rollout(conn: Connection, rollout_id: str) -> Optional[Dict[str, Any]]:

@@ -65,8 +65,8 @@ class FleetService:
         migrate(self._writer_conn)
         self._api_conn = connect(url)
         self._blobs = BlobStore(Path(self.config.artifacts.dir), self.config.artifacts.max_mb * MIB)
-        # A connection of its own: a long upload or download never waits behind the API's reads.
-        self._artifacts = Artifacts(connect(url))
+        # The API's connection: every artifact query is short, and files never pass through a transaction.
+        self._artifacts = Artifacts(self._api_conn)
         with self._api_conn.reading() as conn:
             known = [dev for (dev,) in conn.query("SELECT device_id FROM devices")]
         devices, ingest = self.config.devices, self.config.ingest
@@ -99,7 +99,7 @@ class FleetService:
             self._timeouts.join(timeout_s)
         if self._ingest is not None:
             self._ingest.stop(timeout_s)
-        for conn in (self._api_conn, self._writer_conn, self._artifacts.conn if self._artifacts else None):
+        for conn in (self._api_conn, self._writer_conn):
             if conn is not None:
                 conn.close()
 

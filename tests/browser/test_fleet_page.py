@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 
+import paho.mqtt.publish as publish
 import pytest
 import requests
 from selenium.webdriver.common.by import By
@@ -146,3 +147,28 @@ def _problems(driver) -> dict:
     return {tr["device"]: tr["problems"] for tr in driver.execute_script(
         "return Array.from(document.querySelectorAll('#devices tr[data-device]')).map((tr) => "
         "({device: tr.dataset.device, problems: tr.dataset.problems}));")}
+
+
+def test_a_model_rollout_shows_each_devices_model_state(driver, console, fleet_site):
+    fleet, auth = fleet_site
+    upload = requests.put(fleet.url + "/api/v1/models/gate/3", data=b"onnx stand-in bytes", headers=auth, timeout=5)
+    assert upload.status_code == 201, upload.text
+    started = requests.post(fleet.url + "/api/v1/models/gate/3/rollout", json={"devices": ["edge-east"]},
+                            headers=auth, timeout=5)
+    assert started.status_code == 202, started.text
+    mqtt = fleet.service.config.mqtt
+    # What the appliance reports about its models, in its retained status (docs/fleet.md).
+    status = {"state": "online", "version": "sim", "models_state": {
+        "gate": {"version": "3", "state": "failed", "progress": None, "reason": "sha256 mismatch"}}}
+    publish.single(f"{fleet.prefix}/edge-east/status", json.dumps(status), qos=1, retain=True,
+                   hostname=mqtt.host, port=mqtt.port)
+    _open(driver, fleet, console)
+    wait_for(lambda: "gate v3 failed" in (driver.execute_script(ROW_CELLS_JS, "#devices tr[data-device='edge-east']")
+                                          or [""] * 8)[6], 10, "the model state in the device row")
+
+    def rollout_cells():
+        cells = driver.execute_script(ROW_CELLS_JS, f"#rollouts tr[data-rollout='{started.json()['rollout_id']}']")
+        return cells if cells and "sha256 mismatch" in cells[-1] else None
+
+    cells = wait_for(rollout_cells, 15, "the model rollout's states on the page")
+    assert "gate v3: 1 failed" in cells[-1]

@@ -4,11 +4,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import time
 
 import requests
 
+from edge_app.api.http_limits import HttpLimits
+from edge_app.api.server import ApiServer
+from edge_app.fleet_service.app import create_fleet_app
+from edge_app.fleet_service.artifact_routes import UPLOAD_PATH_PREFIXES
 from edge_app.fleet_service.artifacts import canonical_json
-from tests.fleet.artifact_helpers import (ADMIN, KEYS, as_device, artifact_fleet, engine_key, model_bytes, offer, sha,
+from tests.api import raw_http
+from tests.fleet.artifact_helpers import (ADMIN, ADMIN_TOKEN, KEYS, as_device, artifact_fleet, engine_key, model_bytes, offer, sha,
                                           upload)
 
 LABELS = b"person\nbicycle\ncar\n"
@@ -169,3 +175,33 @@ def test_hostile_names_digests_and_headers_never_reach_the_filesystem(fleet_fact
     after = sorted(p for p in tmp_path.rglob("*") if "artifacts" in p.parts or p.name.startswith("x"))
     assert after == before
     assert requests.get(f"{fleet.url}/api/v1/models", headers=ADMIN, timeout=10).json()["models"][0]["name"] == "gate"
+
+
+def _slow_send(server_url: str, head: bytes, body: bytes, seconds: float):
+    with raw_http.connect(server_url) as sock:
+        sock.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body))
+        started, sent = time.monotonic(), 0
+        try:
+            while sent < len(body):  # each byte well inside the socket timeout; the whole past the body deadline
+                sock.send(body[sent:sent + 1])
+                sent += 1
+                time.sleep(seconds / len(body))
+        except OSError:
+            pass
+        return raw_http.read_response(sock)
+
+
+def test_an_upload_may_take_longer_than_other_bodies(fleet_factory, tmp_path):
+    fleet = artifact_fleet(fleet_factory, tmp_path)
+    limits = HttpLimits(body_deadline_s=1.0, upload_path_prefixes=UPLOAD_PATH_PREFIXES, upload_deadline_s=30.0)
+    server = ApiServer(create_fleet_app(fleet.service), "127.0.0.1", 0, limits=limits)
+    server.start()
+    try:
+        auth = f"Authorization: Bearer {ADMIN_TOKEN}\r\nHost: 127.0.0.1\r\n".encode()
+        upload = _slow_send(server.url, b"PUT /api/v1/models/slow/1 HTTP/1.1\r\n" + auth, b"0123456789" * 2, 1.6)
+        assert upload.status == 201, upload.json()
+        other = _slow_send(server.url, b"PATCH /api/v1/fleet/config HTTP/1.1\r\nContent-Type: application/json\r\n" + auth,
+                           b'{"devices": "all", "patch": {"a": 1}}', 1.6)
+        assert other.status == 408
+    finally:
+        server.stop(timeout_s=3)

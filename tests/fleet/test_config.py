@@ -19,6 +19,14 @@ def test_defaults():
     assert config.mqtt_client_id == "edge-app-fleet"
     assert (config.devices.allow, config.devices.max, config.rollouts.timeout_s) == (["*"], 1000, 86400)
     assert config.ingest.message_bytes["stats"] == 65536
+    assert (config.artifacts.dir, config.artifacts.max_mb, config.artifacts.max_upload_mb) == ("artifacts", 10240, 2048)
+    assert config.device_tokens == {}
+
+
+def test_device_tokens_are_secret():
+    config = parse_fleet_config({"device_tokens": {"edge-01": "token-of-edge-01-0123456789"}})
+    assert config.device_tokens["edge-01"].get_secret_value() == "token-of-edge-01-0123456789"
+    assert "token-of-edge-01" not in repr(config) and "token-of-edge-01" not in config.model_dump_json()
 
 
 def test_message_limits_name_only_the_kinds_they_change():
@@ -51,6 +59,13 @@ def test_one_topic_prefix_from_either_place(data, prefix):
     ({"ingest": {"message_bytes": {"stats": 10 ** 9}}}, "ingest.message_bytes", "1048576"),
     ({"ingest": {"stuck_after_s": 0}}, "ingest.stuck_after_s", "greater than 0"),
     ({"rollouts": {"timeout_s": float("inf")}}, "rollouts.timeout_s", "finite"),
+    ({"device_tokens": {"edge-01": "short"}}, "device_tokens", "16 to 256 characters"),
+    ({"device_tokens": {"../edge": "0123456789abcdef0"}}, "device_tokens", "not a device id"),
+    ({"artifacts": {"max_mb": 0}}, "artifacts.max_mb", "greater than or equal to 1"),
+    ({"artifacts": {"max_upload_mb": 1 << 20}}, "artifacts.max_upload_mb", "less than or equal to 65536"),
+    ({"artifacts": {"upload_deadline_s": 1}}, "artifacts.upload_deadline_s", "greater than or equal to 10"),
+    ({"artifacts": {"dir": ""}}, "artifacts.dir", "at least 1 character"),
+    ({"artifacts": {"path": "x"}}, "artifacts.path", "unknown key"),
 ])
 def test_problems_name_their_field(data, loc, words):
     with pytest.raises(ConfigError) as caught:

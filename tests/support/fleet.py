@@ -1,9 +1,11 @@
 """A fleet service running in the test process on a real broker, reached over real HTTP."""
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import requests
 
@@ -18,6 +20,7 @@ class RunningFleet:
     service: FleetService
     server: ApiServer
     prefix: str
+    artifacts_dir: Optional[str] = None  # a temporary one of this fleet's own, removed at stop
 
     @property
     def url(self) -> str:
@@ -39,6 +42,8 @@ class RunningFleet:
     def stop(self) -> None:
         self.server.stop(2)
         self.service.stop(2)
+        if self.artifacts_dir is not None:
+            shutil.rmtree(self.artifacts_dir, ignore_errors=True)
 
 
 
@@ -53,6 +58,9 @@ def start_fleet(broker: Any, db_url: str, **overrides: Any) -> RunningFleet:
                      "client_id": f"fleet-{uuid.uuid4().hex[:8]}"},
             "topic_prefix": prefix, "database": {"url": db_url},
             "api": {"host": "127.0.0.1", "port": 0}}
+    own_artifacts = None if "artifacts" in overrides else tempfile.mkdtemp(prefix="fleet-artifacts-")
+    if own_artifacts is not None:  # never the default "artifacts" in the working directory
+        data["artifacts"] = {"dir": own_artifacts}
     for key, value in overrides.items():
         data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
     config = FleetConfig.model_validate(data)
@@ -63,4 +71,4 @@ def start_fleet(broker: Any, db_url: str, **overrides: Any) -> RunningFleet:
         raise AssertionError("the fleet service did not subscribe")
     server = fleet_server(service)
     server.start()
-    return RunningFleet(service, server, prefix)
+    return RunningFleet(service, server, prefix, own_artifacts)

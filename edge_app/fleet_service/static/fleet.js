@@ -64,12 +64,30 @@
       for (const c of d.cameras || []) { const p = pill(c.id, c.state); p.title = c.state + (c.error ? ": " + c.error : ""); cams.appendChild(p); }
       const cfg = d.config || {};
       const cfgCell = cfg.status ? pill(cfg.status + " v" + cfg.desired_version, cfg.status) : el("span", "–", "muted");
-      const tr = row([d.device_id, pill(d.state), d.version, fmtAgo(d.last_seen), cams, cfgCell, healthCell(d.health)]);
+      const tr = row([d.device_id, pill(d.state), d.version, fmtAgo(d.last_seen), cams, cfgCell, modelsCell(d.models_state),
+        healthCell(d.health)]);
       tr.dataset.device = d.device_id;
       tr.dataset.state = d.state;
       tr.dataset.problems = ((d.health || {}).problems || []).join(" ");
       return tr;
-    }), "No devices yet.", 7);
+    }), "No devices yet.", 8);
+  }
+
+  // Each model's reported state (models_state): version, state, download progress, why it failed.
+  const MODEL_PILL = { running: "ok", downloading: "warn", building: "warn", failed: "error", waiting: "pending" };
+  function modelPill(name, m) {
+    const progress = m.state === "downloading" && typeof m.progress === "number" ? " " + Math.round(m.progress * 100) + " %" : "";
+    const p = pill(name + " v" + m.version + " " + m.state + progress, MODEL_PILL[m.state] || "pending");
+    if (m.reason) p.title = m.reason;
+    return p;
+  }
+
+  function modelsCell(models) {
+    const names = Object.keys(models || {});
+    if (!names.length) return el("span", "–", "muted");
+    const cell = el("span", null, "models");
+    for (const name of names) cell.appendChild(modelPill(name, models[name]));
+    return cell;
   }
 
   // The latest R/health: its problems as pills, and the hottest temperature.
@@ -85,7 +103,13 @@
     replace($("rollouts"), rollouts.map((r) => {
       const detail = state.rolloutDetails[r.rollout_id];
       const errors = el("span");
-      if (detail) {
+      if (detail && detail.model) {  // a model rollout: devices per model state, and why some failed
+        const counts = Object.entries(detail.model.devices).filter(([, n]) => n).map(([k, n]) => n + " " + k);
+        errors.appendChild(el("div", detail.model.name + " v" + detail.model.version + ": " + counts.join(", ")));
+        for (const item of detail.results.filter((x) => x.model && x.model.state === "failed").slice(0, 10)) {
+          errors.appendChild(el("div", item.device_id + " – " + (item.model.reason || "failed"), "error"));
+        }
+      } else if (detail) {
         for (const item of detail.results.filter((x) => x.status === "rejected")) {
           const msgs = (item.errors || []).map((e) => (e.loc ? e.loc + ": " : "") + e.msg).join("; ");
           errors.appendChild(el("div", item.device_id + " – " + msgs, "error"));
@@ -123,7 +147,10 @@
       if (rollouts.ok) {
         // Per-device errors of rollouts that have rejections (a few at most on one page).
         for (const r of rollouts.body.rollouts.slice(0, 5)) {
-          if (r.devices.rejected && !(state.rolloutDetails[r.rollout_id] && !r.devices.pending)) {
+          const known = state.rolloutDetails[r.rollout_id];
+          const modelBusy = r.model && !(known && known.model && known.model.devices.running + known.model.devices.failed ===
+            Object.values(r.devices).reduce((a, b) => a + b, 0));
+          if (modelBusy || (r.devices.rejected && !(known && !r.devices.pending))) {
             const detail = await api("api/v1/rollouts/" + encodeURIComponent(r.rollout_id));
             if (detail.ok) state.rolloutDetails[r.rollout_id] = detail.body;
           }
