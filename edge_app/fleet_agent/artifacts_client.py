@@ -13,6 +13,7 @@ file, and the next attempt asks for the rest with ``Range`` (a 200 instead of a 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import logging
 import os
@@ -80,7 +81,7 @@ class FleetClient:
             if err.code >= 500 or err.code == 429:
                 raise FleetUnreachable(f"the fleet service answered {err.code} to {method} {path}: {detail}") from None
             raise FleetRefused(f"the fleet service answered {err.code} to {method} {path}: {detail}") from None
-        except (urllib.error.URLError, OSError) as err:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
             reason = getattr(err, "reason", err)
             raise FleetUnreachable(f"the fleet service at {self.base_url} cannot be reached: {reason}") from None
 
@@ -150,7 +151,7 @@ class FleetClient:
                         break
                     if progress is not None:
                         progress(have)
-            except (OSError, ValueError) as err:  # the connection cut mid-body (http.client.IncompleteRead is one)
+            except (OSError, ValueError, http.client.HTTPException) as err:  # the connection cut mid-body
                 handle.flush()
                 raise FleetUnreachable(f"the download stopped at {have} of {size} bytes: {err}") from None
             finally:

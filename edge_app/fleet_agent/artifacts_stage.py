@@ -79,8 +79,11 @@ class Stager:
         config = self._config()
         folder = stage_dir(model.engine_dir, artifact.name, artifact.version)
         client = self.client()
-        verify = lambda body: verify_manifest(body, desired_key=config.fleet.desired_key, device_id=config.device_id,
-                                              name=artifact.name, version=artifact.version)
+
+        def verify(body: bytes) -> Manifest:
+            return verify_manifest(body, desired_key=config.fleet.desired_key, device_id=config.device_id,
+                                   name=artifact.name, version=artifact.version)
+
         self._state.set(artifact.name, artifact.version, "downloading", 0.0)
         try:
             body = client.manifest(artifact.name, artifact.version)
