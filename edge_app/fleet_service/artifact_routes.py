@@ -13,7 +13,9 @@ from typing import Optional
 
 from flask import Blueprint, Response, jsonify, request, send_file
 
-from edge_app.api.errors import ApiError
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from edge_app.api.errors import ApiError, error_response
 from edge_app.api.json_body import read_json_body
 from edge_app.fleet_service.artifacts import ArtifactConflict, check_name, parse_engine_key
 from edge_app.fleet_service.blobs import BlobError, StoredBlob, is_sha256
@@ -50,6 +52,14 @@ def _sha_header(name: str) -> str:
 def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Blueprint:
     bp = Blueprint("artifacts", __name__)
     limits = service.config.artifacts
+
+    @bp.errorhandler(RequestEntityTooLarge)
+    def _too_large(err: RequestEntityTooLarge) -> Response:
+        # The app-wide answer names api.max_body_bytes; these routes have their own limits.
+        if request.endpoint == "artifacts.post_labels":
+            return error_response(413, f"labels are at most {MAX_LABELS_BYTES} bytes")
+        return error_response(413, f"the file is larger than the limit of {limits.max_upload_mb * MIB} bytes "
+                                   "(artifacts.max_upload_mb)")
 
     def store(stream, max_bytes: int, expected: Optional[str] = None) -> StoredBlob:
         try:

@@ -14,7 +14,7 @@ from edge_app.fleet_service.app import create_fleet_app
 from edge_app.fleet_service.artifact_routes import UPLOAD_PATH_PREFIXES
 from edge_app.fleet_service.artifacts import canonical_json
 from tests.api import raw_http
-from tests.fleet.artifact_helpers import (ADMIN, ADMIN_TOKEN, KEYS, as_device, artifact_fleet, engine_key, model_bytes, offer, sha,
+from tests.fleet.artifact_helpers import (ADMIN, ADMIN_TOKEN, KEYS, TOKENS, as_device, artifact_fleet, engine_key, model_bytes, offer, sha,
                                           upload)
 
 LABELS = b"person\nbicycle\ncar\n"
@@ -128,7 +128,7 @@ def test_engines_are_offered_verified_kept_once_and_listed_in_manifests(fleet_fa
     other = offer(fleet, "edge-b", key, model_bytes(1000, seed=8))
     assert other.status_code == 409
     too_large = offer(fleet, "edge-b", engine_key(sha(onnx), precision="int8"), model_bytes(1024 * 1024 + 1, seed=9))
-    assert too_large.status_code == 413
+    assert too_large.status_code == 413 and "artifacts.max_upload_mb" in too_large.json()["error"]
     unknown = offer(fleet, "edge-a", engine_key("ab" * 32), engine)
     assert unknown.status_code == 404 and "ONNX" in unknown.json()["error"]
     no_platform = {k: v for k, v in key.items() if k != "platform"}
@@ -205,3 +205,16 @@ def test_an_upload_may_take_longer_than_other_bodies(fleet_factory, tmp_path):
         assert other.status == 408
     finally:
         server.stop(timeout_s=3)
+
+
+def test_a_refused_upload_closes_the_connection_instead_of_reading_the_rest(fleet_factory, tmp_path):
+    fleet = artifact_fleet(fleet_factory, tmp_path)
+    upload(fleet, "gate", "1", b"onnx")
+    with raw_http.connect(fleet.url) as sock:
+        sock.sendall((f"PUT /api/v1/engines HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKENS['edge-a']}\r\n"
+                      f"X-Edge-Device: edge-a\r\nX-Engine-Key: {json.dumps(engine_key('ab' * 32))}\r\n"
+                      f"X-Content-SHA256: {sha(b'x')}\r\nContent-Length: 3000000\r\n\r\n").encode() + b"x" * 1000)
+        answer = raw_http.read_response(sock)
+        assert answer.status == 404  # an ONNX file the fleet does not hold: refused before the body is read
+        assert answer.headers["connection"] == "close"
+        assert raw_http.wait_closed(sock, 5)  # not after the 2,999,000 bytes never sent
