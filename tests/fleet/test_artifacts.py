@@ -218,3 +218,15 @@ def test_a_refused_upload_closes_the_connection_instead_of_reading_the_rest(flee
         assert answer.status == 404  # an ONNX file the fleet does not hold: refused before the body is read
         assert answer.headers["connection"] == "close"
         assert raw_http.wait_closed(sock, 5)  # not after the 2,999,000 bytes never sent
+
+
+def test_a_relative_artifact_directory_is_under_the_working_directory(fleet_factory, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fleet = fleet_factory(api={"token": ADMIN_TOKEN}, device_tokens=TOKENS, desired_keys=KEYS,
+                          artifacts={"dir": "store"})
+    onnx = model_bytes(70_000)
+    assert upload(fleet, "gate", "1", onnx).status_code == 201
+    assert (tmp_path / "store" / sha(onnx)[:2] / sha(onnx)).read_bytes() == onnx
+    monkeypatch.chdir("/")  # the store stays where it was when the service started
+    got = requests.get(f"{fleet.url}/api/v1/blobs/{sha(onnx)}", headers=as_device("edge-a", Range="bytes=1-"), timeout=10)
+    assert got.status_code == 206 and got.content == onnx[1:]
