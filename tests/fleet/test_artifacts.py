@@ -230,3 +230,15 @@ def test_a_relative_artifact_directory_is_under_the_working_directory(fleet_fact
     monkeypatch.chdir("/")  # the store stays where it was when the service started
     got = requests.get(f"{fleet.url}/api/v1/blobs/{sha(onnx)}", headers=as_device("edge-a", Range="bytes=1-"), timeout=10)
     assert got.status_code == 206 and got.content == onnx[1:]
+
+
+def test_wrong_device_tokens_are_throttled_per_device_not_per_address(fleet_factory, tmp_path):
+    fleet = artifact_fleet(fleet_factory, tmp_path)
+    onnx = model_bytes(100)
+    upload(fleet, "gate", "1", onnx)
+    url = f"{fleet.url}/api/v1/blobs/{sha(onnx)}"
+    answers = [requests.get(url, headers=as_device("edge-b", "guessed-token-0123456789"), timeout=10).status_code
+               for _ in range(11)]
+    assert answers == [401] * 10 + [429]
+    assert requests.get(url, headers=as_device("edge-b"), timeout=10).status_code == 429  # for a while, even right
+    assert requests.get(url, headers=as_device("edge-a"), timeout=10).status_code == 200  # same address, other device
