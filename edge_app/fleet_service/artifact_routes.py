@@ -7,6 +7,7 @@ Nothing from a request reaches the filesystem but a checked SHA-256 digest.
 """
 from __future__ import annotations
 
+import fnmatch
 import io
 import logging
 from typing import Optional
@@ -160,6 +161,8 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
     @bp.put("/api/v1/engines")
     def put_engine() -> Response:
         device_id = device_auth.require()
+        if not any(fnmatch.fnmatchcase(device_id, pattern) for pattern in limits.engines_from):
+            raise ApiError(403, f"engines from {device_id} are not accepted (artifacts.engines_from)")
         try:
             key = parse_engine_key(request.headers.get("X-Engine-Key", ""))
         except ValueError as err:

@@ -242,3 +242,12 @@ def test_wrong_device_tokens_are_throttled_per_device_not_per_address(fleet_fact
     assert answers == [401] * 10 + [429]
     assert requests.get(url, headers=as_device("edge-b"), timeout=10).status_code == 429  # for a while, even right
     assert requests.get(url, headers=as_device("edge-a"), timeout=10).status_code == 200  # same address, other device
+
+
+def test_engines_are_taken_only_from_the_devices_allowed_to_offer_them(fleet_factory, tmp_path):
+    fleet = artifact_fleet(fleet_factory, tmp_path, artifacts={"engines_from": ["edge-a"]})
+    onnx = model_bytes(100)
+    upload(fleet, "gate", "1", onnx)
+    refused = offer(fleet, "edge-b", engine_key(sha(onnx)), b"engine from b")
+    assert refused.status_code == 403 and "artifacts.engines_from" in refused.json()["error"]
+    assert offer(fleet, "edge-a", engine_key(sha(onnx)), b"engine from a").json()["stored"] is True
