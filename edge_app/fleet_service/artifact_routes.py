@@ -70,11 +70,14 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
         service.artifacts.note_blob(blob)
         return blob
 
-    def refuse(status: int, err: Exception, *blobs: Optional[StoredBlob]) -> ApiError:
-        """The error of a refused upload, with what it stored and nothing else names removed again."""
+    def forget(*blobs: Optional[StoredBlob]) -> None:
+        """Remove again what a refused upload stored, unless a model or engine names it."""
         for blob in blobs:
             if blob is not None and service.artifacts.forget_if_unused(blob.sha256):
                 service.blobs.remove(blob.sha256)
+
+    def refuse(status: int, err: Exception, *blobs: Optional[StoredBlob]) -> ApiError:
+        forget(*blobs)
         return ApiError(status, str(err))
 
     @bp.put("/api/v1/models/<name>/<version>")
@@ -86,9 +89,13 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
             if onnx_part is None:
                 raise ApiError(400, "a multipart upload needs an 'onnx' part (and may have a 'labels' part)")
             onnx = store(onnx_part.stream, max_bytes)
-            labels = store(labels_part.stream, MAX_LABELS_BYTES) if labels_part is not None else None
-            if labels is None and request.form.get("labels"):
-                labels = store(io.BytesIO(request.form["labels"].encode("utf-8")), MAX_LABELS_BYTES)
+            try:
+                labels = store(labels_part.stream, MAX_LABELS_BYTES) if labels_part is not None else None
+                if labels is None and request.form.get("labels"):
+                    labels = store(io.BytesIO(request.form["labels"].encode("utf-8")), MAX_LABELS_BYTES)
+            except ApiError:
+                forget(onnx)
+                raise
         else:
             onnx, labels = store(request.stream, max_bytes), None
         if onnx.bytes == 0:

@@ -251,3 +251,12 @@ def test_engines_are_taken_only_from_the_devices_allowed_to_offer_them(fleet_fac
     refused = offer(fleet, "edge-b", engine_key(sha(onnx)), b"engine from b")
     assert refused.status_code == 403 and "artifacts.engines_from" in refused.json()["error"]
     assert offer(fleet, "edge-a", engine_key(sha(onnx)), b"engine from a").json()["stored"] is True
+
+
+def test_an_upload_refused_for_its_labels_keeps_nothing(fleet_factory, tmp_path):
+    fleet = artifact_fleet(fleet_factory, tmp_path)
+    refused = upload(fleet, "gate", "1", model_bytes(5000), labels=b"x" * (1024 * 1024 + 1))
+    assert refused.status_code == 413
+    listed = requests.get(f"{fleet.url}/api/v1/models", headers=ADMIN, timeout=10).json()
+    assert listed == {"models": [], "used_bytes": 0}
+    assert [p for p in (tmp_path / "artifacts").rglob("*") if p.is_file()] == []
