@@ -31,3 +31,16 @@ def test_a_small_fleet_benchmark_on_both_engines(repo_root, tmp_path):
         assert r["events_seen"] > 0 and r["events_lost"] == 0 and r["ends_lost"] == 0
         assert r["ingest_msgs_per_s"] > 0 and r["cpu_cores_steady"] > 0 and r["rss_max_mb"] > 0
     assert "| events lost / seen by the witness |" in done.stdout
+
+
+def test_a_small_model_rollout_benchmark_reaches_every_appliance(repo_root, tmp_path):
+    out = tmp_path / "models-bench.json"
+    done = subprocess.run([sys.executable, "-m", "bench.fleet", "models", "--devices", "10", "--model-mb", "1",
+                           "--json", str(out)], cwd=repo_root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["devices"] == 10 and result["failed"] == 0
+    # every appliance received the whole model (and its manifest), verified by its SHA-256
+    assert result["bytes_served"] >= 10 * result["model_bytes"]
+    assert result["fleet_cpu_s"] > 0 and result["all_running_s"] > 0
+    assert "| bytes served |" in done.stdout

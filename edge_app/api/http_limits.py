@@ -23,6 +23,8 @@ class HttpLimits:
     # up to gigabytes) get upload_deadline_s instead; their size is bounded by the route.
     upload_path_prefixes: Tuple[str, ...] = ()
     upload_deadline_s: float = 900.0
+    # What a 413 answered by the server itself names as the limit (the setting to change).
+    body_limit_setting: str = "api.max_body_bytes"
     # Per blocking socket operation otherwise (writing a response, an idle keep-alive socket).
     socket_timeout_s: float = 10.0
     # Request line (method, URL, version): above it 414. Browsers cap URLs well below this.

@@ -180,6 +180,11 @@ class GuardedRequest(server.HTTPRequest):
     def send_headers(self) -> None:
         # cheroot reads what the app left of the body before answering on a kept-alive
         # connection; a body that is late then closes the connection instead of raising here.
+        # A 413, or an answer saying "Connection: close" (a refused upload of gigabytes), closes
+        # the connection instead of reading a body nobody wants.
+        if bytes(self.status[:3]) == b"413" or (b"connection", b"close") in (
+                (key.lower(), value.lower()) for key, value in self.outheaders):
+            self.close_connection = True
         if not self.close_connection and not self.chunked_read and getattr(self.rfile, "remaining", 0) > 0:
             try:
                 self.rfile.read(self.rfile.remaining)
@@ -214,7 +219,7 @@ class GuardedRequest(server.HTTPRequest):
                     f"its body within {limits.body_deadline_s:g} s)")
         if code == 413:
             return (f"the request body is larger than the limit of {self.server.max_request_body_size} bytes "
-                    "(api.max_body_bytes)")
+                    f"({limits.body_limit_setting})")
         if code == 500:
             return "internal error; the appliance log has the details"
         return message.strip().rstrip(".") or _reason(code)

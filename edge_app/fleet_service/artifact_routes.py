@@ -7,13 +7,16 @@ Nothing from a request reaches the filesystem but a checked SHA-256 digest.
 """
 from __future__ import annotations
 
+import fnmatch
 import io
 import logging
 from typing import Optional
 
 from flask import Blueprint, Response, jsonify, request, send_file
 
-from edge_app.api.errors import ApiError
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from edge_app.api.errors import ApiError, error_response
 from edge_app.api.json_body import read_json_body
 from edge_app.fleet_service.artifacts import ArtifactConflict, check_name, parse_engine_key
 from edge_app.fleet_service.blobs import BlobError, StoredBlob, is_sha256
@@ -51,6 +54,14 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
     bp = Blueprint("artifacts", __name__)
     limits = service.config.artifacts
 
+    @bp.errorhandler(RequestEntityTooLarge)
+    def _too_large(err: RequestEntityTooLarge) -> Response:
+        # The app-wide answer names api.max_body_bytes; these routes have their own limits.
+        if request.endpoint == "artifacts.post_labels":
+            return error_response(413, f"labels are at most {MAX_LABELS_BYTES} bytes")
+        return error_response(413, f"the file is larger than the limit of {limits.max_upload_mb * MIB} bytes "
+                                   "(artifacts.max_upload_mb)")
+
     def store(stream, max_bytes: int, expected: Optional[str] = None) -> StoredBlob:
         try:
             blob = service.blobs.write(stream, max_bytes, expected)
@@ -59,11 +70,14 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
         service.artifacts.note_blob(blob)
         return blob
 
-    def refuse(status: int, err: Exception, *blobs: Optional[StoredBlob]) -> ApiError:
-        """The error of a refused upload, with what it stored and nothing else names removed again."""
+    def forget(*blobs: Optional[StoredBlob]) -> None:
+        """Remove again what a refused upload stored, unless a model or engine names it."""
         for blob in blobs:
             if blob is not None and service.artifacts.forget_if_unused(blob.sha256):
                 service.blobs.remove(blob.sha256)
+
+    def refuse(status: int, err: Exception, *blobs: Optional[StoredBlob]) -> ApiError:
+        forget(*blobs)
         return ApiError(status, str(err))
 
     @bp.put("/api/v1/models/<name>/<version>")
@@ -75,9 +89,13 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
             if onnx_part is None:
                 raise ApiError(400, "a multipart upload needs an 'onnx' part (and may have a 'labels' part)")
             onnx = store(onnx_part.stream, max_bytes)
-            labels = store(labels_part.stream, MAX_LABELS_BYTES) if labels_part is not None else None
-            if labels is None and request.form.get("labels"):
-                labels = store(io.BytesIO(request.form["labels"].encode("utf-8")), MAX_LABELS_BYTES)
+            try:
+                labels = store(labels_part.stream, MAX_LABELS_BYTES) if labels_part is not None else None
+                if labels is None and request.form.get("labels"):
+                    labels = store(io.BytesIO(request.form["labels"].encode("utf-8")), MAX_LABELS_BYTES)
+            except ApiError:
+                forget(onnx)
+                raise
         else:
             onnx, labels = store(request.stream, max_bytes), None
         if onnx.bytes == 0:
@@ -150,6 +168,8 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
     @bp.put("/api/v1/engines")
     def put_engine() -> Response:
         device_id = device_auth.require()
+        if not any(fnmatch.fnmatchcase(device_id, pattern) for pattern in limits.engines_from):
+            raise ApiError(403, f"engines from {device_id} are not accepted (artifacts.engines_from)")
         try:
             key = parse_engine_key(request.headers.get("X-Engine-Key", ""))
         except ValueError as err:

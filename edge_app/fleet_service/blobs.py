@@ -46,7 +46,9 @@ class BlobStore:
     """Files under ``root/<2 digits>/<digest>``; ``max_total_bytes`` bounds them all together."""
 
     def __init__(self, root: Path, max_total_bytes: int):
-        self.root = Path(root)
+        # Absolute from the start: a relative artifacts.dir means the working directory at start,
+        # never the directory a web framework would resolve it against.
+        self.root = Path(root).absolute()
         self._max_total_bytes = max_total_bytes
         self._lock = threading.Lock()
         # Created at the first upload: a fleet that never stores a model leaves no directory behind.

@@ -117,10 +117,23 @@ class ArtifactsConfig(_Strict):
         2048, title="Largest upload (MiB)", ge=1, le=1 << 16,
         description="One model file or engine; a larger body is refused with 413 before it is read",
     )
+    engines_from: List[str] = Field(
+        default_factory=lambda: ["*"], title="Engines accepted from", max_length=10_000,
+        description="Device id patterns (shop-*) whose built engines are kept and handed to other devices; [] keeps none",
+    )
     upload_deadline_s: float = Field(
         900, title="Upload deadline (s)", ge=10, le=86400, allow_inf_nan=False,
         description="A model or engine upload must arrive within this (other requests keep api's 30 s)",
     )
+
+
+    @field_validator("engines_from")
+    @classmethod
+    def _engine_patterns(cls, value: List[str]) -> List[str]:
+        for pattern in value:
+            if not _DEVICE_PATTERN.match(pattern):
+                raise ValueError(f"{pattern[:80]!r} is not a device id pattern ([A-Za-z0-9_-] with * and ?)")
+        return value
 
 
 class FleetConfig(_Strict):

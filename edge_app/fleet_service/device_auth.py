@@ -3,7 +3,8 @@
 Each device has its own token (FLEET.yaml ``device_tokens``), so a device can be told apart from
 another and one leaked token does not open the rest of the fleet. Tokens are compared in constant
 time, and an unknown device is compared against a stand-in token so the answer takes as long as
-for a known one with a wrong token. A client sending wrong pairs too often is refused with 429.
+for a known one with a wrong token. An address sending wrong tokens for one device id too often is
+refused with 429 for that device id.
 """
 from __future__ import annotations
 
@@ -38,20 +39,23 @@ class DeviceAuth:
         return DEVICE_HEADER in request.headers
 
     def require(self) -> str:
-        client = request.remote_addr or "?"
-        retry_after_s = self._throttle.retry_after_s(client)
-        if retry_after_s is not None:
-            raise ApiError(429, f"too many wrong device tokens from {client}; retry in {retry_after_s} s",
-                           headers={"Retry-After": str(retry_after_s)})
         device_id = request.headers.get(DEVICE_HEADER, "")
         presented = bearer_token(request.headers.get("Authorization"))
         if presented is None or len(presented) > 1024 or not _DEVICE_ID.fullmatch(device_id):
             raise ApiError(401, f"a device sends 'Authorization: Bearer <fleet.token>' and '{DEVICE_HEADER}: <device id>'",
                            headers=CHALLENGE)
+        # Counted per address and device id: appliances behind one NAT address are not locked out
+        # by one of them with a wrong token, and each token can still be tried only slowly.
+        client = f"{request.remote_addr or '?'} {device_id}"
+        retry_after_s = self._throttle.retry_after_s(client)
+        if retry_after_s is not None:
+            raise ApiError(429, f"too many wrong tokens for {device_id} from {request.remote_addr}; "
+                                f"retry in {retry_after_s} s", headers={"Retry-After": str(retry_after_s)})
         expected = self._tokens().get(device_id)
         wanted = expected.get_secret_value().encode("utf-8") if expected is not None else _NOBODY
         if not hmac.compare_digest(presented.encode("utf-8"), wanted) or expected is None:
             if self._throttle.record_failure(client):
-                logger.warning("%s sent too many wrong device tokens; refusing it for a while", client)
+                logger.warning("too many wrong tokens for %s from %s; refusing them for a while", device_id,
+                               request.remote_addr)
             raise ApiError(401, "unknown device or wrong token (FLEET.yaml device_tokens)", headers=CHALLENGE)
         return device_id

@@ -18,8 +18,9 @@ PLATFORM = "driver 580.65"
 
 
 def artifact_fleet(fleet_factory, tmp_path: Path, max_upload_mb: int = 4, **overrides: Any):
-    return fleet_factory(api={"token": ADMIN_TOKEN}, device_tokens=TOKENS, desired_keys=KEYS,
-                         artifacts={"dir": str(tmp_path / "artifacts"), "max_mb": 64, "max_upload_mb": max_upload_mb},
+    artifacts = {"dir": str(tmp_path / "artifacts"), "max_mb": 64, "max_upload_mb": max_upload_mb,
+                 **overrides.pop("artifacts", {})}
+    return fleet_factory(api={"token": ADMIN_TOKEN}, device_tokens=TOKENS, desired_keys=KEYS, artifacts=artifacts,
                          **overrides)
 
 

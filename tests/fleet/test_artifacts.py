@@ -14,7 +14,7 @@ from edge_app.fleet_service.app import create_fleet_app
 from edge_app.fleet_service.artifact_routes import UPLOAD_PATH_PREFIXES
 from edge_app.fleet_service.artifacts import canonical_json
 from tests.api import raw_http
-from tests.fleet.artifact_helpers import (ADMIN, ADMIN_TOKEN, KEYS, as_device, artifact_fleet, engine_key, model_bytes, offer, sha,
+from tests.fleet.artifact_helpers import (ADMIN, ADMIN_TOKEN, KEYS, TOKENS, as_device, artifact_fleet, engine_key, model_bytes, offer, sha,
                                           upload)
 
 LABELS = b"person\nbicycle\ncar\n"
@@ -128,7 +128,7 @@ def test_engines_are_offered_verified_kept_once_and_listed_in_manifests(fleet_fa
     other = offer(fleet, "edge-b", key, model_bytes(1000, seed=8))
     assert other.status_code == 409
     too_large = offer(fleet, "edge-b", engine_key(sha(onnx), precision="int8"), model_bytes(1024 * 1024 + 1, seed=9))
-    assert too_large.status_code == 413
+    assert too_large.status_code == 413 and "artifacts.max_upload_mb" in too_large.json()["error"]
     unknown = offer(fleet, "edge-a", engine_key("ab" * 32), engine)
     assert unknown.status_code == 404 and "ONNX" in unknown.json()["error"]
     no_platform = {k: v for k, v in key.items() if k != "platform"}
@@ -205,3 +205,58 @@ def test_an_upload_may_take_longer_than_other_bodies(fleet_factory, tmp_path):
         assert other.status == 408
     finally:
         server.stop(timeout_s=3)
+
+
+def test_a_refused_upload_closes_the_connection_instead_of_reading_the_rest(fleet_factory, tmp_path):
+    fleet = artifact_fleet(fleet_factory, tmp_path)
+    upload(fleet, "gate", "1", b"onnx")
+    with raw_http.connect(fleet.url) as sock:
+        sock.sendall((f"PUT /api/v1/engines HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKENS['edge-a']}\r\n"
+                      f"X-Edge-Device: edge-a\r\nX-Engine-Key: {json.dumps(engine_key('ab' * 32))}\r\n"
+                      f"X-Content-SHA256: {sha(b'x')}\r\nContent-Length: 3000000\r\n\r\n").encode() + b"x" * 1000)
+        answer = raw_http.read_response(sock)
+        assert answer.status == 404  # an ONNX file the fleet does not hold: refused before the body is read
+        assert answer.headers["connection"] == "close"
+        assert raw_http.wait_closed(sock, 5)  # not after the 2,999,000 bytes never sent
+
+
+def test_a_relative_artifact_directory_is_under_the_working_directory(fleet_factory, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fleet = fleet_factory(api={"token": ADMIN_TOKEN}, device_tokens=TOKENS, desired_keys=KEYS,
+                          artifacts={"dir": "store"})
+    onnx = model_bytes(70_000)
+    assert upload(fleet, "gate", "1", onnx).status_code == 201
+    assert (tmp_path / "store" / sha(onnx)[:2] / sha(onnx)).read_bytes() == onnx
+    monkeypatch.chdir("/")  # the store stays where it was when the service started
+    got = requests.get(f"{fleet.url}/api/v1/blobs/{sha(onnx)}", headers=as_device("edge-a", Range="bytes=1-"), timeout=10)
+    assert got.status_code == 206 and got.content == onnx[1:]
+
+
+def test_wrong_device_tokens_are_throttled_per_device_not_per_address(fleet_factory, tmp_path):
+    fleet = artifact_fleet(fleet_factory, tmp_path)
+    onnx = model_bytes(100)
+    upload(fleet, "gate", "1", onnx)
+    url = f"{fleet.url}/api/v1/blobs/{sha(onnx)}"
+    answers = [requests.get(url, headers=as_device("edge-b", "guessed-token-0123456789"), timeout=10).status_code
+               for _ in range(11)]
+    assert answers == [401] * 10 + [429]
+    assert requests.get(url, headers=as_device("edge-b"), timeout=10).status_code == 429  # for a while, even right
+    assert requests.get(url, headers=as_device("edge-a"), timeout=10).status_code == 200  # same address, other device
+
+
+def test_engines_are_taken_only_from_the_devices_allowed_to_offer_them(fleet_factory, tmp_path):
+    fleet = artifact_fleet(fleet_factory, tmp_path, artifacts={"engines_from": ["edge-a"]})
+    onnx = model_bytes(100)
+    upload(fleet, "gate", "1", onnx)
+    refused = offer(fleet, "edge-b", engine_key(sha(onnx)), b"engine from b")
+    assert refused.status_code == 403 and "artifacts.engines_from" in refused.json()["error"]
+    assert offer(fleet, "edge-a", engine_key(sha(onnx)), b"engine from a").json()["stored"] is True
+
+
+def test_an_upload_refused_for_its_labels_keeps_nothing(fleet_factory, tmp_path):
+    fleet = artifact_fleet(fleet_factory, tmp_path)
+    refused = upload(fleet, "gate", "1", model_bytes(5000), labels=b"x" * (1024 * 1024 + 1))
+    assert refused.status_code == 413
+    listed = requests.get(f"{fleet.url}/api/v1/models", headers=ADMIN, timeout=10).json()
+    assert listed == {"models": [], "used_bytes": 0}
+    assert [p for p in (tmp_path / "artifacts").rglob("*") if p.is_file()] == []
