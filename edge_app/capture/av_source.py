@@ -140,8 +140,7 @@ def open_recorded(spec: SourceSpec, open_timeout_s: float, read_timeout_s: float
             return AvSource(spec, open_timeout_s, read_timeout_s, packet_sink)
         except PyAvMissing as err:  # the analysis must not stop because the recorder's library is missing
             packet_sink.unavailable(f"recording unavailable: {err}")
-    source = open_source(spec, open_timeout_s=open_timeout_s, read_timeout_s=read_timeout_s)
     reason = NO_PACKETS.get(spec.kind)
     if reason is not None:
         packet_sink.unavailable(f"recording unavailable: {reason}")
-    return source
+    return open_source(spec, open_timeout_s=open_timeout_s, read_timeout_s=read_timeout_s)

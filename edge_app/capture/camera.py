@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Optional
 
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, Pacer, file_fps, policy_for
 from edge_app.capture.counters import CaptureCounters
-from edge_app.capture.decoders import CameraOpener, Opener
+from edge_app.capture.decoders import CameraOpener, Opener, default_openers
 from edge_app.capture.early_drop import EarlyDrop
 from edge_app.capture.frame import Frame
 from edge_app.capture.frame_gate import FrameAdmission, FrameGate
@@ -64,8 +64,6 @@ class CameraWorker:
         self._on_state = on_state
         self._on_frame = on_frame
         self._clock = clock
-        # Without an opener, cameras[].decoder picks one (edge_app.capture.decoders).
-        self._opener = opener if opener is not None else CameraOpener(config.decoder)
         # The compressed stream for recording, from the same demuxer as the analysed frames
         # (edge_app.capture.packets); the opener is called with packet_sink= only when there is one.
         self._packets = PacketTee(config.id, packet_sink) if packet_sink is not None else None
@@ -77,6 +75,10 @@ class CameraWorker:
             self._spec_error = str(exc)
         live = self._spec.live if self._spec is not None else True
         self.policy: BufferPolicy = policy_for(live, config.realtime)
+        # Without an opener, cameras[].decoder picks one (edge_app.capture.decoders); fps_limit
+        # reaches decoders that drop frames inside their pipeline (never a file read without loss).
+        drop_fps = config.fps_limit if self.policy is BufferPolicy.DROP_OLDEST else 0.0
+        self._opener = opener if opener is not None else CameraOpener(config.decoder, default_openers(drop_fps))
         self._slot = FrameSlot(self.policy)
         self._machine = StateMachine()
         self._lock = threading.RLock()
