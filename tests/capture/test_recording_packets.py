@@ -156,3 +156,33 @@ def test_without_a_sink_the_opencv_path_is_unchanged(bus_clip):
         timed_stop(worker)
     assert opened and not any(isinstance(source, AvSource) for source in opened)
     assert type(opened[0]).__name__ == "OpenCVSource"
+
+
+def test_gstreamer_drops_frames_above_fps_limit_before_conversion(rtsp_server_factory, bus_clip):
+    """videorate after the decoder: 2 of the stream's 10 frames/s reach the appsink, while every
+    packet still reaches the sink."""
+    require_gi()
+    from edge_app.capture.gst_source import GstSource
+    from edge_app.config.source_spec import parse_source
+
+    server = rtsp_server_factory({"cam": bus_clip})
+    sink = CollectingSink()
+    source = GstSource(parse_source(server.url("cam")), open_timeout_s=10, read_timeout_s=5, packet_sink=sink,
+                       max_fps=2)
+    frames = 0
+    try:
+        assert "videorate drop-only=true max-rate=2" in source.plan.launch_line(source.codec)
+        while sink.count("packet") < 8 * GOP:
+            assert source.read() is not None
+            frames += 1
+    finally:
+        source.release()
+    packets = len(sink.connections()[0].packets)
+    assert 2 <= frames <= packets * 2 / 10 + 2
+
+
+def test_the_camera_hands_its_fps_limit_to_decoder_gstreamer():
+    worker = CameraWorker(camera("rtsp://cam/1", decoder="gstreamer", fps_limit=2.5), FAST)
+    assert worker._opener.openers["gstreamer"].keywords == {"max_fps": 2.5}
+    files = CameraWorker(camera("/v/a.mp4", decoder="gstreamer", fps_limit=2.5, realtime=False), FAST)
+    assert not hasattr(files._opener.openers["gstreamer"], "keywords")  # a file read without loss drops nothing
