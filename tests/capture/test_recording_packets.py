@@ -2,6 +2,8 @@
 and H.265 clips, decoders ffmpeg (PyAV) and gstreamer (Debian's software pipeline), a collecting
 PacketSink, ffprobe as the judge. One connection per camera: the packets and the analysed
 frames come from the same demuxer."""
+from fractions import Fraction
+
 import pytest
 
 from edge_app.capture import CameraWorker, StreamState
@@ -85,12 +87,15 @@ def test_a_killed_rtsp_server_closes_the_stream_then_it_opens_again(rtsp_server_
     assert sink.count("unavailable") == 0
 
 
-@pytest.mark.parametrize("clip_name,codec", [("bus_clip", "h264"), ("bus_clip_h265", "hevc")])
-def test_a_file_hands_over_every_packet_ffprobe_lists(request, clip_name, codec):
+@pytest.mark.parametrize("decoder,clip_name,codec", [
+    ("ffmpeg", "bus_clip", "h264"), ("ffmpeg", "bus_clip_h265", "hevc"),
+    ("gstreamer", "bus_clip", "h264"), ("gstreamer", "bus_clip_h265", "hevc"),
+])
+def test_a_file_hands_over_every_packet_ffprobe_lists(request, decoder, clip_name, codec, tmp_path):
     clip = request.getfixturevalue(clip_name)
     probed_codec, flags = ffprobe_packets(clip)
     sink = CollectingSink()
-    worker = CameraWorker(camera(str(clip), decoder="ffmpeg", realtime=False), FAST, packet_sink=sink)
+    worker = worker_for(str(clip), decoder, sink, realtime=False)
     worker.start()
     try:
         frames = drain(worker, lambda: worker.state is S.STOPPED, 30)
@@ -99,8 +104,12 @@ def test_a_file_hands_over_every_packet_ffprobe_lists(request, clip_name, codec)
     [connection] = sink.connections()
     assert connection.closed == "end of file"
     assert connection.info.codec == probed_codec == codec
-    assert connection.info.extradata and connection.info.template is not None  # avcC/hvcC for a stream copy
     assert [packet.keyframe for packet in connection.packets] == flags
+    if decoder == "ffmpeg":  # PyAV: the MP4's own packets, avcC/hvcC and the stream for a stream copy
+        assert connection.info.extradata and connection.info.template is not None
+    else:  # GStreamer: Annex B access units with their parameter sets in band
+        assert connection.info.extradata == b"" and connection.info.time_base == 1 / Fraction(10 ** 9)
+        assert ffprobe_packets(connection.write_annexb(tmp_path / "file.raw"), codec) == (codec, flags)
     assert len(frames) == len(flags)  # every frame analysed too (realtime: false)
 
 
