@@ -304,6 +304,7 @@ class GstSource:
                 return self._image(sample)
             if sink.get_property("eos"):
                 self._check_bus(opening)
+                self._take_packets()  # the last ones passed the tee before the last frame
                 return None
         return None
 

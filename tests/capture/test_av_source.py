@@ -79,6 +79,21 @@ def test_recorded_sources_without_packets_say_so_before_opening():
                                       "no compressed stream"]
 
 
+@pytest.mark.parametrize("source,why", [
+    ("gst:videotestsrc ! videoconvert ! appsink", "a gst: pipeline is the operator's own"),
+    ("/dev/video63", "USB cameras are read as raw frames"),
+    ("csi://0", "CSI cameras deliver raw frames"),
+])
+def test_sources_without_packets_say_why_even_when_they_cannot_open_here(source, why):
+    """Said before opening: the camera's status explains the recording whatever the open does."""
+    sink = CollectingSink()
+    try:
+        open_recorded(parse_source(source), 1.0, 1.0, sink).release()
+    except (SourceError, SourceUnavailable):
+        pass  # no such device / no GStreamer in this OpenCV
+    assert sink.kinds() == ["unavailable"] and why in sink.of("unavailable")[0]
+
+
 @pytest.mark.slow
 def test_a_frozen_stream_reconnects_without_the_watchdog(rtsp_server_factory, bus_clip):
     server = rtsp_server_factory({"bus": bus_clip})
