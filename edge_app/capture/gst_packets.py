@@ -12,6 +12,7 @@ presentation time gets its decode time, one without either the last plus its dur
 """
 from __future__ import annotations
 
+import threading
 import time
 from fractions import Fraction
 from typing import Any, Callable, Optional
@@ -26,10 +27,14 @@ CAPS_CODECS = {"video/x-h264": "h264", "video/x-h265": "hevc"}
 class GstPackets:
     """Moves samples from the packets appsink to a sink; ``drain`` on the capture thread only."""
 
-    def __init__(self, Gst: Any, sink: PacketSink, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, Gst: Any, sink: PacketSink, no_packets: Optional[str] = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self._Gst = Gst
         self._sink = sink
         self._clock = clock
+        self._lock = threading.Lock()
+        #: why there are no packets (a USB, CSI or MJPEG pipeline), said to the sink at the next drain
+        self._no_packets = no_packets
         self._appsink: Any = None
         self._open = False
         self._last_dts: Optional[int] = None
@@ -39,8 +44,17 @@ class GstPackets:
         """The packets appsink of the branch just linked (GStreamer's streaming thread)."""
         self._appsink = appsink
 
+    def none(self, reason: str) -> None:
+        """The linked branch has no packets to record (GStreamer's streaming thread)."""
+        with self._lock:
+            self._no_packets = reason
+
     def drain(self) -> None:
         """Hand over every packet waiting in the appsink, without waiting for more."""
+        with self._lock:
+            no_packets, self._no_packets = self._no_packets, None
+        if no_packets is not None:
+            self._sink.unavailable(f"recording unavailable: {no_packets}")
         appsink = self._appsink
         if appsink is None:
             return

@@ -162,9 +162,7 @@ class GstSource:
         self._linked_video = False
         self.codec: Optional[Codec] = None  # of the stream being decoded, once known
         self._pending: Optional[np.ndarray] = None
-        self._packet_sink = packet_sink
-        self._packets = GstPackets(self._Gst, packet_sink) if packet_sink is not None else None
-        self._no_packets: Optional[str] = self.plan.no_packets  # said to the sink from the capture thread
+        self._packets = GstPackets(self._Gst, packet_sink, self.plan.no_packets) if packet_sink is not None else None
         self._pipeline = self._build()
         try:
             self._start(open_timeout_s)
@@ -179,6 +177,14 @@ class GstSource:
             image, self._pending = self._pending, None
             return image
         return self._pull(self._read_timeout_s)
+
+    def grab(self) -> bool:
+        """The next frame taken without copying it out of GStreamer's buffer or converting it (a
+        frame the camera will not analyse); False at the end or when none came, like ``read``."""
+        if self._pending is not None:
+            self._pending = None
+            return True
+        return self._pull(self._read_timeout_s, convert=False) is not None
 
     def release(self) -> None:
         if self._packets is not None:
@@ -251,8 +257,7 @@ class GstSource:
         if self._packets is not None:
             self._packets.attach(branch.get_by_name(PACKETS_NAME))
             if codec is Codec.JPEG:
-                with self._lock:
-                    self._no_packets = "the stream is MJPEG, which is not recorded without re-encoding"
+                self._packets.none("the stream is MJPEG, which is not recorded without re-encoding")
         with self._lock:
             self.codec = codec
             self._sink = branch.get_by_name(SINK_NAME)
@@ -282,8 +287,9 @@ class GstSource:
 
     # ---------------------------------------------------------------------- reading
 
-    def _pull(self, timeout_s: float, opening: bool = False) -> Optional[np.ndarray]:
-        """The next frame within ``timeout_s``; None at end of stream or when none came."""
+    def _pull(self, timeout_s: float, opening: bool = False, convert: bool = True) -> Any:
+        """The next frame within ``timeout_s`` (``convert`` False: True for it); None at end of
+        stream or when none came."""
         deadline_s = time.monotonic() + timeout_s
         while self._pipeline is not None:
             self._check_bus(opening)
@@ -301,7 +307,7 @@ class GstSource:
                 continue
             sample = sink.emit("try-pull-sample", int(slice_s * NS_PER_S))
             if sample is not None:
-                return self._image(sample)
+                return self._image(sample) if convert else True
             if sink.get_property("eos"):
                 self._check_bus(opening)
                 self._take_packets()  # the last ones passed the tee before the last frame
@@ -310,13 +316,8 @@ class GstSource:
 
     def _take_packets(self) -> None:
         """A recorded camera's packets go to its sink on the capture thread, never GStreamer's."""
-        if self._packets is None:
-            return
-        with self._lock:
-            no_packets, self._no_packets = self._no_packets, None
-        if no_packets is not None:
-            self._packet_sink.unavailable(f"recording unavailable: {no_packets}")
-        self._packets.drain()
+        if self._packets is not None:
+            self._packets.drain()
 
     def _check_bus(self, opening: bool) -> None:
         bus = self._pipeline.get_bus()
@@ -388,6 +389,9 @@ class Nv12Frames:
     def read(self) -> Optional[HostNv12Image]:
         planes = self.source.read()
         return None if planes is None else HostNv12Image(planes)
+
+    def grab(self) -> bool:
+        return self.source.grab()
 
     def release(self) -> None:
         self.source.release()
