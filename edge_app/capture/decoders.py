@@ -17,6 +17,11 @@ speak MJPEG), uses ffmpeg. ``test://`` sources are drawn in Python whatever the 
 
 ``CameraOpener`` is what ``CameraWorker`` calls: it resolves the configured decoder for the
 source and dispatches through a plain dict of decoder name -> opener function.
+
+A recorded camera's opener is called with ``packet_sink=``: every decoder then tees the
+compressed packets of the one connection it reads to the sink (docs/recording-sources.md):
+ffmpeg reads RTSP, HTTP and files with PyAV instead of OpenCV (``av_source``), gstreamer adds a
+``tee`` after the parser (``gst_packets``), nvdec tees its PyAV demuxer (``av_demux``).
 """
 from __future__ import annotations
 
@@ -25,9 +30,10 @@ import importlib
 import importlib.util
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Mapping, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from edge_app.capture.gst_pipeline import Codec, FrameFormat, plan_pipeline
+from edge_app.capture.packets import PacketSink
 from edge_app.capture.sources import FrameSource, check_backend, open_source
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.source_spec import SourceError, SourceKind, SourceSpec
@@ -35,7 +41,9 @@ from edge_app.config.redact import mask_secrets
 
 logger = logging.getLogger(__name__)
 
-Opener = Callable[[SourceSpec, CaptureConfig], FrameSource]
+#: ``opener(spec, capture)``, or ``opener(spec, capture, packet_sink=sink)`` for a camera that is
+#: recorded: the source then tees its compressed packets to the sink (``edge_app.capture.packets``)
+Opener = Callable[..., FrameSource]
 
 DECODERS = ("ffmpeg", "gstreamer", "nvdec")
 #: sources ``auto`` hands to hardware GStreamer / NVDEC; the rest stay with ffmpeg
@@ -151,23 +159,29 @@ def resolve_decoder(requested: str, spec: SourceSpec, inventory: DecoderInventor
     return requested
 
 
-def open_ffmpeg(spec: SourceSpec, capture: CaptureConfig) -> FrameSource:
-    """OpenCV (or a synthetic source); a read waits at most ``stall_timeout_s``."""
+def open_ffmpeg(spec: SourceSpec, capture: CaptureConfig, packet_sink: Optional[PacketSink] = None) -> FrameSource:
+    """OpenCV (or a synthetic source); a read waits at most ``stall_timeout_s``. A recorded
+    camera's stream is read with PyAV instead, which hands out its packets (``av_source``)."""
+    if packet_sink is not None:
+        from edge_app.capture.av_source import open_recorded
+
+        return open_recorded(spec, capture.open_timeout_s, capture.stall_timeout_s, packet_sink)
     return open_source(spec, open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s)
 
 
-def open_gstreamer(spec: SourceSpec, capture: CaptureConfig) -> FrameSource:
+def open_gstreamer(spec: SourceSpec, capture: CaptureConfig, packet_sink: Optional[PacketSink] = None,
+                   max_fps: float = 0.0) -> FrameSource:
+    """``max_fps``: the camera's fps_limit, whose surplus frames the pipeline drops before conversion."""
     from edge_app.capture.gst_source import GstSource, Nv12Frames, probe_platform
 
     platform = probe_platform()
+    common: Dict[str, Any] = dict(open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s,
+                                  platform=platform, packet_sink=packet_sink, max_fps=max_fps)
     if platform.jetson:
         # Jetson decoders hand over NV12: the GPU letterbox kernel converts it in the same pass
         # that scales it, and only snapshots or a CPU detector pay for a BGR conversion.
-        return Nv12Frames(GstSource(spec, open_timeout_s=capture.open_timeout_s,
-                                    read_timeout_s=capture.stall_timeout_s,
-                                    frame_format=FrameFormat.NV12, platform=platform))
-    return GstSource(spec, open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s,
-                     platform=platform)
+        return Nv12Frames(GstSource(spec, frame_format=FrameFormat.NV12, **common))
+    return GstSource(spec, **common)
 
 
 def check_gstreamer(spec: SourceSpec) -> None:
@@ -193,9 +207,13 @@ def check_nvdec(spec: SourceSpec) -> None:
     check_with_nvdec(spec)
 
 
-def default_openers() -> Dict[str, Opener]:
-    """Decoder name -> opener. A new decoder adds its line here (and its check to ``default_checks``)."""
-    return {"ffmpeg": open_ffmpeg, "gstreamer": open_gstreamer, "nvdec": nvdec_process_opener()}
+def default_openers(max_fps: float = 0.0) -> Dict[str, Opener]:
+    """Decoder name -> opener. A new decoder adds its line here (and its check to ``default_checks``).
+
+    ``max_fps``: a camera's fps_limit, for decoders that drop the frames above it inside their
+    pipeline (gstreamer's ``videorate``); the others leave it to the camera's gate (``grab``)."""
+    gstreamer = functools.partial(open_gstreamer, max_fps=max_fps) if max_fps > 0 else open_gstreamer
+    return {"ffmpeg": open_ffmpeg, "gstreamer": gstreamer, "nvdec": nvdec_process_opener()}
 
 
 def default_checks() -> Dict[str, Callable[[SourceSpec], None]]:
@@ -224,12 +242,15 @@ class CameraOpener:
         if check is not None:
             check(spec)
 
-    def __call__(self, spec: SourceSpec, capture: CaptureConfig) -> FrameSource:
+    def __call__(self, spec: SourceSpec, capture: CaptureConfig,
+                 packet_sink: Optional[PacketSink] = None) -> FrameSource:
         name = self._require(spec)
         if name != self._last_logged:  # once, not on every reconnect
             self._last_logged = name
             logger.info("%s: decoder %s (configured: %s)", mask_secrets(spec.target), name, self.decoder)
-        return self.openers[name](spec, capture)
+        if packet_sink is None:
+            return self.openers[name](spec, capture)
+        return self.openers[name](spec, capture, packet_sink=packet_sink)
 
     def close(self) -> None:
         """The camera stops for good: openers that keep something for a reopen let it go (a
