@@ -79,6 +79,10 @@ class Outbox:
         return self.config.enabled
 
     @property
+    def max_inflight(self) -> int:
+        return self._max_inflight
+
+    @property
     def online(self) -> bool:
         """True between a CONNACK and the loss of that connection (paho's thread may be gone: see the publisher)."""
         with self._cond:
@@ -175,6 +179,13 @@ class Outbox:
         with self._cond:
             queued = len(self._queue) + len(self._priority) + len(self._unacked) + len(self._offline_retained)
             return self._published, queued, self._dropped
+
+    def lag_s(self) -> float:
+        """While connected, how long the oldest message not yet handed to paho has waited; 0 otherwise."""
+        with self._cond:
+            if not self._connected or not self._queue:
+                return 0.0
+            return max(0.0, time.monotonic() - self._queue[0].created_s)
 
     def waiting(self) -> Tuple[Optional[mqtt.Client], bool, bool, int]:
         """``(client, stopping, connected, messages waiting for the broker while connected)``."""

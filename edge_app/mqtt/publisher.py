@@ -66,6 +66,9 @@ from edge_app.mqtt.topics import Topics
 
 log = logging.getLogger(__name__)
 
+#: the oldest queued message has waited this long: status says publishing is behind, and why
+BEHIND_AFTER_MS = 1000.0
+
 
 class MqttPublisher:
     """The appliance's MQTT client. Thread-safe; ``start()`` never waits for the broker.
@@ -131,7 +134,7 @@ class MqttPublisher:
 
     def stats(self) -> Dict[str, Any]:
         """``{"connected", "published", "queued", "dropped", "stalled", "stall_reason", "loop_restarts",
-        "callback_errors"}``.
+        "callback_errors", "lag_ms", "behind_reason"}``.
 
         ``queued`` counts messages not yet acknowledged by the broker: waiting in the offline
         queue plus handed to the network but not acknowledged. ``callback_errors`` maps a paho
@@ -140,8 +143,17 @@ class MqttPublisher:
         """
         link = self._link.stats()
         published, queued, dropped = self._outbox.counts()
+        lag_ms = round(self._outbox.lag_s() * 1000.0, 1)
         return {"connected": link.pop("connected"), "published": published, "queued": queued,
-                "dropped": dropped, **link}
+                "dropped": dropped, **link, "lag_ms": lag_ms, "behind_reason": self._behind_reason(lag_ms)}
+
+    def _behind_reason(self, lag_ms: float) -> Optional[str]:
+        """Why messages wait, once the oldest has waited over ``BEHIND_AFTER_MS``; None otherwise."""
+        if lag_ms < BEHIND_AFTER_MS:
+            return None
+        return (f"publishing is {lag_ms / 1000.0:.1f} s behind: messages come faster than the broker link takes them "
+                f"(QoS {self._config.qos}, at most {self._outbox.max_inflight} unacknowledged; a busy interpreter "
+                "slows paho's network thread). Lower the cameras' fps_limit, use QoS 0, or leave publish_empty off")
 
     def link_health(self) -> LinkHealth:
         """Whether the MQTT link is stalled, and why."""
