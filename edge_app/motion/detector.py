@@ -2,7 +2,8 @@
 
 The picture is the frame scaled to ``WIDTH_PX`` wide: the Y plane of an NV12 frame is already
 grey, a BGR frame is scaled first and converted second (a 1080p frame costs about 0.4 ms in
-all on one core). Then, per frame (Frigate's motion detector works the same way):
+all on one core). A frame in device memory (NVDEC) is scaled on the GPU by box averaging
+(``DeviceNv12Image.small_grey``) and only the small picture comes to the host. Then, per frame (Frigate's motion detector works the same way):
 
 * blur: sensor noise is independent from pixel to pixel and averages out, a moving object does not;
 * gain: the picture is scaled to the background's mean brightness, so an exposure or gain step
@@ -61,15 +62,17 @@ def small_grey(image: FrameImage, width_px: int = WIDTH_PX) -> np.ndarray:
     """A grey uint8 picture of ``image`` ``width_px`` wide: the Y plane of NV12, else BGR to grey."""
     import cv2
 
+    height, width = int(image.shape[0]), int(image.shape[1])
+    size = (min(width_px, width), max(1, round(height * min(width_px, width) / width)))
     if isinstance(image, HostNv12Image):
         grey = image.nv12[:image.height]
     elif isinstance(image, DeviceNv12Image):
-        # The Y plane only is needed; the host copy is kept by the image for whoever asks next.
-        grey = image.nv12_host()[:image.height]
+        small = image.small_grey(*size)  # scaled on the GPU: only the small picture comes to the host
+        if small is not None:
+            return small
+        grey = image.nv12_host()[:image.height]  # an owner that cannot: the Y plane, downloaded once
     else:
         grey = image
-    height, width = int(grey.shape[0]), int(grey.shape[1])
-    size = (min(width_px, width), max(1, round(height * min(width_px, width) / width)))
     small = cv2.resize(grey, size, interpolation=cv2.INTER_LINEAR)  # scaled first: 1/36 of the pixels to convert
     return small if small.ndim == 2 else cv2.cvtColor(small, cv2.COLOR_BGR2GRAY)
 
