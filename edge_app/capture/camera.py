@@ -315,7 +315,7 @@ class CameraWorker:
         while self._active(generation):
             if pacer is not None and not pacer.wait_turn():
                 return "stopped"
-            skip = self._gate.skips(self._clock.monotonic())
+            skip = self._gate.skips_from(source, self._clock.monotonic())
             # Grabbed only: decoded (the next frames need it) but never converted or copied out.
             grab = getattr(source, "grab", None) if skip else None
             self._enter_call(generation, "read")
@@ -335,6 +335,8 @@ class CameraWorker:
                 self._fail(generation, f"no frame from {self.source_masked}: {what}")
                 return "failed"
             delivered += 1
+            for _ in range(getattr(source, "take_skipped", int)()):  # dropped by the source on its schedule
+                self._skip(generation)
             if skip:
                 self._skip(generation)
                 continue

@@ -17,9 +17,17 @@ free slot (no frame is lost); a live stream's child keeps reading and drops a pi
 slot is taken, counted.
 
 Messages (pickled tuples on a ``multiprocessing`` pipe), child to parent: ``("opened", info)``
-with the first picture's size, ``("frame", slot, width, height, dropped)``, ``("end", dropped)``,
+with the first picture's size, ``("frame", slot, width, height, dropped, skipped)``, ``("end", dropped)``,
 ``("error", kind, text)``; parent to child: ``("slots", handles, slot_nbytes)`` in answer to
-every ``opened`` (``handles`` None: keep the slots it has), ``("reopen",)``, ``("stop",)``. At the
+every ``opened`` (``handles`` None: keep the slots it has), ``("reopen",)``, ``("stop",)``, and
+``("pace", interval_s)`` whenever the camera's schedule changes.
+
+Pictures the appliance would drop before converting them (``fps_limit``, an idle motion gate:
+``early_drop``) are dropped here, before they are copied out of the decoder's surface: the
+camera tells the child the interval between kept frames (``pace``), the child keeps its own
+schedule (in stream time for a file, arrival time for a stream), decodes every picture (the
+next ones need it) but copies, announces and hands over only the kept ones, and counts the rest
+(``skipped`` in each ``frame`` message), so a static camera costs the decoder and nothing after it. At the
 end of a file the child waits to be told to start again (``loop: true`` reopens through the same
 process, without a new one and a new CUDA context every pass, and rewinds the file on the
 decoder it has where the source can: ``NvdecSource.rewind``) or to stop; unused for
@@ -35,9 +43,11 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from edge_app.capture.early_drop import EarlyDrop
 from edge_app.capture.ipc_ring import SlotStates
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.config.schema import CaptureConfig
@@ -48,7 +58,7 @@ from edge_app.config.redact import mask_secrets
 log = logging.getLogger(__name__)
 
 OPENED, FRAME, END, ERROR = "opened", "frame", "end", "error"
-SLOTS, REOPEN, STOP = "slots", "reopen", "stop"
+SLOTS, REOPEN, STOP, PACE = "slots", "reopen", "stop", "pace"
 #: frames of one camera the appliance may hold at once (read ahead, batches under way, the
 #: newest for snapshots and live view) plus the one the child is writing: 50 MB at 1080p
 RING_SLOTS = 16
@@ -82,6 +92,8 @@ class _Child:
         self.geometry: Optional[Tuple[int, int]] = None
         #: a file's source that ended, kept to start it over (``rewind``) when told to reopen
         self.ended: Any = None
+        self.schedule = EarlyDrop(0.0)  # the camera's, from its ``pace`` messages
+        self.skipped = 0
 
     def run(self) -> None:
         try:
@@ -153,6 +165,9 @@ class _Child:
     def _take_slots(self) -> None:
         """Wait for the parent's answer to ``opened``: new slots to map, or keep the old ones."""
         message = self.conn.recv()
+        while message[0] == PACE:
+            self._set_pace(message[1])
+            message = self.conn.recv()
         if message[0] == STOP:
             raise _Stopped()
         _, handles, slot_nbytes = message
@@ -165,6 +180,7 @@ class _Child:
     def _stream(self, source: Any, frame: Any) -> int:
         """Hand frames over until the source ends; the pictures dropped on the way."""
         dropped = 0
+        self.index = 0
         while frame is not None:
             if (frame.width, frame.height) != self.geometry:
                 raise SourceError(f"the picture size changed from {self.geometry} to {(frame.width, frame.height)}")
@@ -180,14 +196,37 @@ class _Child:
                 except BaseException:
                     self.states.release(slot)
                     raise
-                self.conn.send((FRAME, slot, frame.width, frame.height, dropped))
+                self.conn.send((FRAME, slot, frame.width, frame.height, dropped, self.skipped))
             self._check_stop(0.0)
-            frame = source.read()
+            frame = self._next_kept(source)
         return dropped
 
+    def _next_kept(self, source: Any) -> Any:
+        """The next picture on the camera's schedule; those before it are decoded, never copied out."""
+        grab = getattr(source, "grab", None)
+        while True:
+            self.index += 1
+            # a file's pictures come faster than real time (read ahead): its schedule runs on stream time
+            now_s = self.index / source.fps if not source.live and source.fps else time.monotonic()
+            if self.schedule.keep(now_s):
+                return source.read()
+            if not (grab() if grab is not None else source.read() is not None):
+                return None
+            self.skipped += 1
+
+    def _set_pace(self, interval_s: Any) -> None:
+        interval_s = float(interval_s)
+        if interval_s != self.schedule.interval_s:
+            self.schedule = EarlyDrop(1.0 / interval_s if interval_s > 0 else 0.0)
+
     def _check_stop(self, timeout_s: float) -> None:
-        if self.conn.poll(timeout_s) and self.conn.recv()[0] == STOP:
-            raise _Stopped()
+        while self.conn.poll(timeout_s):
+            message = self.conn.recv()
+            if message[0] == STOP:
+                raise _Stopped()
+            if message[0] == PACE:
+                self._set_pace(message[1])
+            timeout_s = 0.0
 
     def _wait_for_reopen(self) -> bool:
         while self.conn.poll(PARK_TIMEOUT_S):
@@ -229,6 +268,20 @@ class ProcessSource:
         self.fps = float(info["fps"] or 0.0)
         self.dropped = 0
         self._ended = False
+        self._pace_s: Optional[float] = None
+        self._skipped = self._skipped_counted = 0
+
+    def pace(self, interval_s: float) -> None:
+        """Keep one picture per ``interval_s`` (0: all); the process drops the others before copying them."""
+        child = self._child
+        if child is not None and interval_s != self._pace_s:
+            self._pace_s = interval_s
+            child.conn.send((PACE, float(interval_s)))
+
+    def take_skipped(self) -> int:
+        """Pictures the process dropped on the schedule since the last call."""
+        count, self._skipped_counted = self._skipped - self._skipped_counted, self._skipped
+        return max(0, count)
 
     def read(self) -> Any:
         child = self._child
@@ -242,7 +295,8 @@ class ProcessSource:
             child.process.join(1.0)
             raise RuntimeError(f"the decoder process for {self._what} exited (code {child.process.exitcode})") from None
         if message[0] == FRAME:
-            _, slot, width, height, self.dropped = message
+            _, slot, width, height, self.dropped = message[:5]
+            self._skipped = int(message[5]) if len(message) > 5 else self._skipped
             try:
                 return child.slots.frame(int(slot), int(width), int(height))
             except BaseException:

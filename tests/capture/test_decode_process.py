@@ -239,3 +239,20 @@ def test_stopping_a_camera_ends_the_decoder_process_its_file_left_parked(tmp_pat
         opener.close()
     process.join(5)
     assert not process.is_alive()
+
+
+def test_pictures_off_the_cameras_schedule_are_dropped_in_the_process_and_counted(opener, tmp_path):
+    """One picture in three kept (10 of a 30 fps file's): the others never reach a slot or the pipe."""
+    source = opener(_source(tmp_path, frames=60), CAPTURE)
+    source.pace(0.1)
+    frames, skipped = [], 0
+    while True:
+        frame = source.read()
+        if frame is None:
+            break
+        frames.append(int(frame.nv12_host()[0, 0]))
+        skipped += source.take_skipped()
+    assert frames == sorted(frames) and len(frames) + skipped == 60
+    assert all(later - earlier == 3 for earlier, later in zip(frames[5:], frames[6:]))  # once the pace arrived
+    assert len(frames) <= 25
+    source.release()
