@@ -181,6 +181,8 @@ class _Child:
         """Hand frames over until the source ends; the pictures dropped on the way."""
         dropped = 0
         self.index = 0
+        # a new pass of a file starts its stream time again: so does the schedule
+        self.schedule = EarlyDrop(1.0 / self.schedule.interval_s if self.schedule.interval_s > 0 else 0.0)
         while frame is not None:
             if (frame.width, frame.height) != self.geometry:
                 raise SourceError(f"the picture size changed from {self.geometry} to {(frame.width, frame.height)}")
