@@ -327,6 +327,8 @@ class CameraWorker:
                 return "failed"
             if not self._leave_call(generation):
                 return "stopped"
+            for _ in range(getattr(source, "take_skipped", int)()):  # dropped by the source on its schedule
+                self._skip(generation)
             if image is None:
                 if not spec.live and delivered > 0:
                     return "eof"
@@ -335,8 +337,6 @@ class CameraWorker:
                 self._fail(generation, f"no frame from {self.source_masked}: {what}")
                 return "failed"
             delivered += 1
-            for _ in range(getattr(source, "take_skipped", int)()):  # dropped by the source on its schedule
-                self._skip(generation)
             if skip:
                 self._skip(generation)
                 continue

@@ -17,8 +17,8 @@ free slot (no frame is lost); a live stream's child keeps reading and drops a pi
 slot is taken, counted.
 
 Messages (pickled tuples on a ``multiprocessing`` pipe), child to parent: ``("opened", info)``
-with the first picture's size, ``("frame", slot, width, height, dropped, skipped)``, ``("end", dropped)``,
-``("error", kind, text)``; parent to child: ``("slots", handles, slot_nbytes)`` in answer to
+with the first picture's size, ``("frame", slot, width, height, dropped, skipped)``,
+``("end", dropped, skipped)``, ``("error", kind, text)``; parent to child: ``("slots", handles, slot_nbytes)`` in answer to
 every ``opened`` (``handles`` None: keep the slots it has), ``("reopen",)``, ``("stop",)``, and
 ``("pace", interval_s)`` whenever the camera's schedule changes.
 
@@ -118,7 +118,8 @@ class _Child:
             self.geometry = (frame.width, frame.height)
             self.conn.send((OPENED, {"fps": source.fps, "live": source.live, "width": frame.width, "height": frame.height}))
             self._take_slots()
-            self.conn.send((END, self._stream(source, frame)))
+            dropped = self._stream(source, frame)
+            self.conn.send((END, dropped, self.skipped))
             if not source.live and callable(getattr(source, "rewind", None)):  # a file, to start over
                 self.ended, source = source, None
             return True
@@ -180,7 +181,7 @@ class _Child:
     def _stream(self, source: Any, frame: Any) -> int:
         """Hand frames over until the source ends; the pictures dropped on the way."""
         dropped = 0
-        self.index = 0
+        self.index = self.skipped = 0  # counted per pass: each pass has a ProcessSource of its own
         # a new pass of a file starts its stream time again: so does the schedule
         self.schedule = EarlyDrop(1.0 / self.schedule.interval_s if self.schedule.interval_s > 0 else 0.0)
         while frame is not None:
@@ -306,6 +307,7 @@ class ProcessSource:
                 raise
         if message[0] == END:
             self._ended, self.dropped = True, int(message[1])
+            self._skipped = int(message[2]) if len(message) > 2 else self._skipped
             return None
         raise RuntimeError(f"decoding {self._what} failed: {message[2] if len(message) > 2 else message}")
 
