@@ -22,12 +22,10 @@ with the first picture's size, ``("frame", slot, width, height, dropped, skipped
 every ``opened`` (``handles`` None: keep the slots it has), ``("reopen",)``, ``("stop",)``, and
 ``("pace", interval_s)`` whenever the camera's schedule changes.
 
-Pictures the appliance would drop before converting them (``fps_limit``, an idle motion gate:
-``early_drop``) are dropped here, before they are copied out of the decoder's surface: the
-camera tells the child the interval between kept frames (``pace``), the child keeps its own
-schedule (in stream time for a file, arrival time for a stream), decodes every picture (the
-next ones need it) but copies, announces and hands over only the kept ones, and counts the rest
-(``skipped`` in each ``frame`` message), so a static camera costs the decoder and nothing after it. At the
+Pictures the appliance would drop before converting them (``fps_limit``, an idle motion gate)
+are dropped in the child, before they are copied out of the decoder's surface (``pace.Pace``):
+only the kept ones are copied, announced and handed over, the rest are counted (``skipped``),
+so a static camera costs the decoder and nothing after it. At the
 end of a file the child waits to be told to start again (``loop: true`` reopens through the same
 process, without a new one and a new CUDA context every pass, and rewinds the file on the
 decoder it has where the source can: ``NvdecSource.rewind``) or to stop; unused for
@@ -43,11 +41,10 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from edge_app.capture.early_drop import EarlyDrop
+from edge_app.capture.pace import Pace
 from edge_app.capture.ipc_ring import SlotStates
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.config.schema import CaptureConfig
@@ -92,8 +89,7 @@ class _Child:
         self.geometry: Optional[Tuple[int, int]] = None
         #: a file's source that ended, kept to start it over (``rewind``) when told to reopen
         self.ended: Any = None
-        self.schedule = EarlyDrop(0.0)  # the camera's, from its ``pace`` messages
-        self.skipped = 0
+        self.pace = Pace()  # the camera's schedule, from its ``pace`` messages
 
     def run(self) -> None:
         try:
@@ -119,7 +115,7 @@ class _Child:
             self.conn.send((OPENED, {"fps": source.fps, "live": source.live, "width": frame.width, "height": frame.height}))
             self._take_slots()
             dropped = self._stream(source, frame)
-            self.conn.send((END, dropped, self.skipped))
+            self.conn.send((END, dropped, self.pace.skipped))
             if not source.live and callable(getattr(source, "rewind", None)):  # a file, to start over
                 self.ended, source = source, None
             return True
@@ -167,7 +163,7 @@ class _Child:
         """Wait for the parent's answer to ``opened``: new slots to map, or keep the old ones."""
         message = self.conn.recv()
         while message[0] == PACE:
-            self._set_pace(message[1])
+            self.pace = self.pace.with_interval(message[1])
             message = self.conn.recv()
         if message[0] == STOP:
             raise _Stopped()
@@ -181,9 +177,7 @@ class _Child:
     def _stream(self, source: Any, frame: Any) -> int:
         """Hand frames over until the source ends; the pictures dropped on the way."""
         dropped = 0
-        self.index = self.skipped = 0  # counted per pass: each pass has a ProcessSource of its own
-        # a new pass of a file starts its stream time again: so does the schedule
-        self.schedule = EarlyDrop(1.0 / self.schedule.interval_s if self.schedule.interval_s > 0 else 0.0)
+        self.pace = self.pace.new_pass()  # a file's stream time starts again; each pass counts its own
         while frame is not None:
             if (frame.width, frame.height) != self.geometry:
                 raise SourceError(f"the picture size changed from {self.geometry} to {(frame.width, frame.height)}")
@@ -199,28 +193,10 @@ class _Child:
                 except BaseException:
                     self.states.release(slot)
                     raise
-                self.conn.send((FRAME, slot, frame.width, frame.height, dropped, self.skipped))
+                self.conn.send((FRAME, slot, frame.width, frame.height, dropped, self.pace.skipped))
             self._check_stop(0.0)
-            frame = self._next_kept(source)
+            frame = self.pace.next_kept(source)
         return dropped
-
-    def _next_kept(self, source: Any) -> Any:
-        """The next picture on the camera's schedule; those before it are decoded, never copied out."""
-        grab = getattr(source, "grab", None)
-        while True:
-            self.index += 1
-            # a file's pictures come faster than real time (read ahead): its schedule runs on stream time
-            now_s = self.index / source.fps if not source.live and source.fps else time.monotonic()
-            if self.schedule.keep(now_s):
-                return source.read()
-            if not (grab() if grab is not None else source.read() is not None):
-                return None
-            self.skipped += 1
-
-    def _set_pace(self, interval_s: Any) -> None:
-        interval_s = float(interval_s)
-        if interval_s != self.schedule.interval_s:
-            self.schedule = EarlyDrop(1.0 / interval_s if interval_s > 0 else 0.0)
 
     def _check_stop(self, timeout_s: float) -> None:
         while self.conn.poll(timeout_s):
@@ -228,7 +204,7 @@ class _Child:
             if message[0] == STOP:
                 raise _Stopped()
             if message[0] == PACE:
-                self._set_pace(message[1])
+                self.pace = self.pace.with_interval(message[1])
             timeout_s = 0.0
 
     def _wait_for_reopen(self) -> bool:
