@@ -40,7 +40,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]  # the repository: bench/cpu/ is two levels down
 SHARED = Path(os.environ.get("EDGE_APP_SHARED", REPO.parent / "shared"))
 DEFAULT_MODEL = SHARED / "models" / "yolov8n_coco_dynbatch.onnx"
 BUS_JPG = SHARED / "images" / "bus.jpg"
