@@ -159,3 +159,12 @@ def test_status_line_names_device_health_problems():
                                    "10.0 fps; cameras: a streaming")
     assert status_line(status_report([camera_report("a", "streaming")], pipeline_report(10.0),
                                      health=not_sampled_yet(0.0))) == "10.0 fps; cameras: a streaming"
+
+
+def test_status_line_says_when_publishing_is_behind():
+    from edge_app.reporting.protocol import MqttReport
+
+    behind = MqttReport(connected=True, published=42, queued=900, dropped=0, lag_ms=2400.0,
+                        behind_reason="publishing is 2.4 s behind: ...")
+    status = status_report([camera_report("a", "streaming")], pipeline_report(10.0), mqtt=behind)
+    assert status_line(status) == "MQTT BEHIND (publishing is 2.4 s behind: ...); 10.0 fps; cameras: a streaming"

@@ -17,7 +17,11 @@ live cameras), tracking on, MQTT off, once with ``motion.enabled: false`` and on
 * whether the walking cameras gave the same events with gating on as off (count per label).
 
 Nothing here needs a GPU; with ``--backend tensorrt --decoder nvdec`` it runs the GPU path too
-(the motion check then reads the Y plane of each NV12 frame; see docs/gpu-benchmark.md).
+(the motion check then shrinks the Y plane of each NV12 frame on the GPU; see docs/gpu-benchmark.md).
+``--backend torch-standin`` runs the model on ``bench.gpu.torch_engine.TorchFp16StandIn`` (PyTorch
+FP16, NOT TensorRT) where TensorRT is not installed. With NVDEC decoder processes, each camera's
+decoder process CPU is counted as that camera's (each camera reads its own link to the clip, so
+the processes can be told apart), and the motion check is also timed on a device frame.
 """
 from __future__ import annotations
 
@@ -36,10 +40,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]  # the repository: bench/cpu/ is two levels down
 SHARED = Path(os.environ.get("EDGE_APP_SHARED", REPO.parent / "shared"))
 DEFAULT_MODEL = SHARED / "models" / "yolov8n_coco_dynbatch.onnx"
 BUS_JPG = SHARED / "images" / "bus.jpg"
+STANDIN = "torch-standin"
 STATIC_CAMERAS = 6
 WALKING_CAMERAS = 2
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -162,12 +167,13 @@ def run_appliance(static: Path, walking: Path, model: Path, backend: str, decode
     from edge_app.config.schema import AppConfig
     from edge_app.detect.factory import create_detector
 
-    cameras = [{"id": f"static{i}", "source": str(static)} for i in range(STATIC_CAMERAS)]
-    cameras += [{"id": f"walk{i}", "source": str(walking)} for i in range(WALKING_CAMERAS)]
+    cameras = [{"id": f"static{i}", "source": str(_own_link(static, f"static{i}"))} for i in range(STATIC_CAMERAS)]
+    cameras += [{"id": f"walk{i}", "source": str(_own_link(walking, f"walk{i}"))} for i in range(WALKING_CAMERAS)]
+    by_source = {c["source"]: c["id"] for c in cameras}
     config = AppConfig.model_validate({
         "device_id": "bench-motion",
         "cameras": [dict(c, loop=True, realtime=True, decoder=decoder) for c in cameras],
-        "model": {"path": str(model), "backend": backend, "max_batch": max_batch},
+        "model": {"path": str(model), "backend": "tensorrt" if backend == STANDIN else backend, "max_batch": max_batch},
         "mqtt": {"enabled": False}, "api": {"enabled": False},
         "tracking": {"enabled": True}, "events": {"enabled": True},
         "motion": {"enabled": gating},
@@ -175,7 +181,13 @@ def run_appliance(static: Path, walking: Path, model: Path, backend: str, decode
     counted: List[_CountingDetector] = []
 
     def factory(model_config: Any, **options: Any) -> Any:
-        detector = _CountingDetector(create_detector(model_config, **options))
+        if backend == STANDIN:
+            from bench.gpu.torch_engine import TorchFp16StandIn
+
+            options = {k: v for k, v in options.items() if k == "engine_process"}
+            detector = _CountingDetector(TorchFp16StandIn(model_config, **options))
+        else:
+            detector = _CountingDetector(create_detector(model_config, **options))
         counted.append(detector)
         return detector
 
@@ -190,16 +202,20 @@ def run_appliance(static: Path, walking: Path, model: Path, backend: str, decode
         offered_before = _offered(appliance)
         batches_before = sum(d.batches for d in counted)
         threads_before, process_before = _thread_cpu_s(), time.process_time()
+        decoders_before = _decoder_cpu_s(by_source)
         started.clear()
         time.sleep(window_s)
         threads_after, process_after = _thread_cpu_s(), time.process_time()
+        decoders_after = _decoder_cpu_s(by_source)
         batches = sum(d.batches for d in counted) - batches_before
         analysed = {c.id: c.frames_analyzed - analysed_before.get(c.id, 0) for c in appliance.cameras()}
         offered = _offered(appliance) - offered_before
     finally:
         appliance.stop()
     cpu = {name: threads_after[name] - threads_before.get(name, 0.0) for name in threads_after}
-    capture = {cid: cpu.get(f"capture:{cid}", 0.0) for cid in analysed}
+    # a camera's capture: its thread, and its decoder process where it has one (NVDEC)
+    capture = {cid: cpu.get(f"capture:{cid}", 0.0) + decoders_after.get(cid, 0.0) - decoders_before.get(cid, 0.0)
+               for cid in analysed}
     pipeline = sum(seconds for name, seconds in cpu.items() if name.startswith("pipeline:"))
     events: Dict[str, Dict[str, int]] = {}
     for (camera_id, label), n in started.items():
@@ -207,6 +223,31 @@ def run_appliance(static: Path, walking: Path, model: Path, backend: str, decode
     return GatingRun(gating, window_s, round(batches / window_s, 2), round(sum(analysed.values()) / window_s, 2),
                      round(offered / window_s, 2), analysed, {k: round(v, 3) for k, v in capture.items()}, round(pipeline, 3),
                      round(process_after - process_before, 3), events)
+
+
+def _own_link(clip: Path, camera_id: str) -> Path:
+    """A hard link to ``clip`` for one camera: a decoder process is named after its source."""
+    link = clip.with_name(f"{clip.stem}.{camera_id}{clip.suffix}")
+    if not link.exists():
+        os.link(clip, link)
+    return link
+
+
+def _decoder_cpu_s(by_source: Dict[str, str]) -> Dict[str, float]:
+    """CPU seconds of each camera's decoder process (``decode:<source>``), by camera id."""
+    import multiprocessing
+
+    cpu: Dict[str, float] = {}
+    for child in multiprocessing.active_children():
+        camera_id = by_source.get(child.name.split(":", 1)[1]) if child.name.startswith("decode:") else None
+        if camera_id is None:
+            continue
+        try:
+            fields = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        cpu[camera_id] = cpu.get(camera_id, 0.0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return cpu
 
 
 def _offered(appliance: Any) -> int:
@@ -245,6 +286,44 @@ def motion_cost_ms(size: Tuple[int, int], frames: int = 300) -> Dict[str, float]
     return out
 
 
+def gpu_motion_cost_ms(size: Tuple[int, int], frames: int = 300) -> Optional[Dict[str, float]]:
+    """Wall and CPU ms per frame of the motion check of a 1080p NV12 frame in device memory (the
+    Y plane shrunk on the GPU, only the small picture copied back); None without a GPU."""
+    from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
+    from edge_app.capture.luma_shrinker import LumaShrinker
+    from edge_app.cuda import CudaError, open_device
+    from edge_app.motion.detector import MotionDetector, small_grey
+
+    try:
+        device = open_device()
+    except (CudaError, ImportError):
+        return None
+    width, height = size
+    rng = np.random.default_rng(0)
+    y = _noisy(static_scene(size), rng, 4.0)[..., 0].copy()
+    nv12 = np.concatenate([y, np.full((height // 2, width), 128, np.uint8)])
+    buffer = device.alloc_device(nv12.nbytes)
+    stream = device.create_stream()
+    device.memcpy_htod_async(buffer.ptr, nv12, stream)
+    stream.synchronize()
+    planes = Nv12Planes(buffer.ptr, buffer.ptr + width * height, width, width, width, height)
+    image = DeviceNv12Image(planes, lambda p, host: None, keepalive=buffer, shrink=LumaShrinker(device))
+    detector = MotionDetector()
+    for k in range(20):
+        detector.detect(small_grey(image), k / 10)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    for k in range(frames):
+        detector.detect(small_grey(image), 2 + k / 10)
+    out = {"wall": round((time.perf_counter() - start) * 1000.0 / frames, 4),
+           "cpu": round((time.process_time() - cpu_start) * 1000.0 / frames, 4)}
+    start = time.perf_counter()
+    for k in range(frames):
+        small_grey(image)
+    out["shrink_wall"] = round((time.perf_counter() - start) * 1000.0 / frames, 4)
+    out["downloads"] = image.downloads
+    return out
+
+
 def early_drop_saving_ms(clip: Path, frames: int = 100) -> Dict[str, float]:
     """CPU ms per frame of ``read`` (decode + BGR conversion + copy) and ``grab`` (decode only)."""
     import cv2
@@ -263,7 +342,8 @@ def early_drop_saving_ms(clip: Path, frames: int = 100) -> Dict[str, float]:
 
 
 # -- report ----------------------------------------------------------------------------------------------
-def _tables(runs: List[GatingRun], motion: Dict[str, float], drop: Dict[str, float], size: Tuple[int, int]) -> str:
+def _tables(runs: List[GatingRun], motion: Dict[str, float], drop: Dict[str, float], size: Tuple[int, int],
+            fps: int = 0) -> str:
     off = [r for r in runs if not r.gating]
     on = [r for r in runs if r.gating]
 
@@ -280,6 +360,14 @@ def _tables(runs: List[GatingRun], motion: Dict[str, float], drop: Dict[str, flo
         lines.append(f"| {name} | {mean([r.offered_per_s for r in group])} | {mean([r.frames_per_s for r in group])} "
                      f"| {mean([r.batches_per_s for r in group])} | {static} | {busy} "
                      f"| {round(static / busy, 2) if busy else '-'} |")
+    if on and fps:
+        # what a gated static camera still pays: decoding every frame (grab), which gating cannot avoid
+        static, busy = per_camera(on, "static"), per_camera(on, "walk")
+        decode = round(fps * drop["grab"] / 10.0, 2)
+        lines += ["", "| gating on, per static camera | CPU % of one core |", "|---|---|",
+                  f"| all | {static} |", f"| decoding every frame (grab × {fps} frames/s, CPU path) | {decode} |",
+                  f"| the rest (conversion and motion of checked frames, keepalive analyses) | {round(static - decode, 2)} |",
+                  f"| the rest / walking camera | {round((static - decode) / busy, 2) if busy else '-'} |"]
     for what, key in (("frames offered", "offered_per_s"), ("frames analysed", "frames_per_s"),
                       ("engine batches", "batches_per_s")):
         before, after = mean([getattr(r, key) for r in off]), mean([getattr(r, key) for r in on])
@@ -288,6 +376,8 @@ def _tables(runs: List[GatingRun], motion: Dict[str, float], drop: Dict[str, flo
             lines.append(f"\n{what}/s with gating on: {abs(change):.0f} % {'fewer' if change <= 0 else 'more'}")
     lines += ["", f"| per frame, one thread (motion: 1920x1080; read and grab: {size[0]}x{size[1]}) | CPU ms |", "|---|---|",
               f"| motion check from BGR | {motion['bgr']} |", f"| motion check from the NV12 Y plane | {motion['nv12_y_plane']} |",
+              *([f"| motion check of an NV12 frame in device memory (wall / CPU) | {motion['device_nv12_wall']} / "
+                 f"{motion['device_nv12_cpu']} |"] if "device_nv12_wall" in motion else []),
               f"| read (decode, BGR conversion, copy) | {drop['read']} |", f"| grab (decode only: a frame dropped early) | {drop['grab']} |",
               f"| saved per frame dropped before conversion | {drop['saved']} |"]
     lines += ["", "| round | gating | walking cameras' events started in the window |", "|---|---|---|"]
@@ -301,7 +391,8 @@ def _tables(runs: List[GatingRun], motion: Dict[str, float], drop: Dict[str, flo
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
-    parser.add_argument("--backend", default="onnxruntime", choices=["auto", "onnxruntime", "tensorrt"])
+    parser.add_argument("--backend", default="onnxruntime", choices=["auto", "onnxruntime", "tensorrt", STANDIN],
+                        help=f"{STANDIN}: PyTorch FP16 on CUDA in the TensorRT detector's place (NOT TensorRT)")
     parser.add_argument("--decoder", default="ffmpeg", choices=["auto", "ffmpeg", "gstreamer", "nvdec"])
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--warmup-s", type=float, default=6.0)
@@ -317,6 +408,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     args.work_dir.mkdir(parents=True, exist_ok=True)
     static, walking = make_clips(args.work_dir, size, args.fps)
     motion = motion_cost_ms((1920, 1080))
+    gpu_motion = gpu_motion_cost_ms((1920, 1080))
+    if gpu_motion is not None:
+        motion["device_nv12_wall"], motion["device_nv12_cpu"] = gpu_motion["wall"], gpu_motion["cpu"]
     drop = early_drop_saving_ms(static)
     runs: List[GatingRun] = []
     for round_index in range(args.rounds):
@@ -327,7 +421,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             log.warning("gating %s: %.1f batches/s, %.1f frames/s", "on" if gating else "off", run.batches_per_s,
                         run.frames_per_s)
             runs.append(run)
-    report = _tables(runs, motion, drop, size)
+    report = _tables(runs, motion, drop, size, args.fps if args.decoder == "ffmpeg" else 0)
     print(report)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "motion_cost_ms": motion,

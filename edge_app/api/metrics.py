@@ -99,6 +99,9 @@ class ApplianceCollector:
         yield GaugeMetricFamily(f"{PREFIX}_mqtt_stalled",
                                 "1 while the MQTT link is connected but nothing moves, or its network thread is gone",
                                 value=float(mqtt.stalled))
+        yield GaugeMetricFamily(f"{PREFIX}_mqtt_lag_seconds",
+                                "How long the oldest message not yet handed to the broker link has waited",
+                                value=mqtt.lag_ms / 1000.0)
         yield CounterMetricFamily(f"{PREFIX}_mqtt_loop_restarts", "Times the MQTT network thread was started again",
                                   value=mqtt.loop_restarts)
         errors = CounterMetricFamily(f"{PREFIX}_mqtt_callback_errors",

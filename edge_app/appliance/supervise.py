@@ -37,6 +37,8 @@ def status_line(status: StatusReport) -> str:
     problems = status.health.problems if status.health is not None else []
     if problems:
         line = f"PROBLEMS: {'; '.join(p.message for p in problems)}; {line}"
+    if status.mqtt.behind_reason:
+        line = f"MQTT BEHIND ({status.mqtt.behind_reason}); {line}"
     if status.mqtt.stalled:
         line = f"MQTT STALLED ({status.mqtt.stall_reason}); {line}"
     if pipeline.stalled:

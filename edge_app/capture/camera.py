@@ -328,7 +328,7 @@ class CameraWorker:
         while self._active(generation):
             if pacer is not None and not pacer.wait_turn():
                 return "stopped"
-            skip = self._gate.skips(self._clock.monotonic())
+            skip = self._gate.skips_from(source, self._clock.monotonic())
             # Grabbed only: decoded (the next frames need it) but never converted or copied out.
             grab = getattr(source, "grab", None) if skip else None
             self._enter_call(generation, "read")
@@ -340,6 +340,8 @@ class CameraWorker:
                 return "failed"
             if not self._leave_call(generation):
                 return "stopped"
+            for _ in range(getattr(source, "take_skipped", int)()):  # dropped by the source on its schedule
+                self._skip(generation)
             if image is None:
                 if not spec.live and delivered > 0:
                     return "eof"

@@ -17,11 +17,17 @@ free slot (no frame is lost); a live stream's child keeps reading and drops a pi
 slot is taken, counted.
 
 Messages (pickled tuples on a ``multiprocessing`` pipe), child to parent: ``("opened", info)``
-with the first picture's size, ``("frame", slot, width, height, dropped)``, ``("end", dropped)``,
-``("error", kind, text)``; parent to child: ``("slots", handles, slot_nbytes)`` in answer to
-every ``opened`` (``handles`` None: keep the slots it has), ``("reopen",)``, ``("stop",)``. A
-recorded camera's child also sends its demuxer's packets, in order with the frames
-(``process_packets``); the parent hands them to the camera's sink while it waits for a frame. At the
+with the first picture's size, ``("frame", slot, width, height, dropped, skipped)``,
+``("end", dropped, skipped)``, ``("error", kind, text)``; parent to child: ``("slots", handles, slot_nbytes)`` in answer to
+every ``opened`` (``handles`` None: keep the slots it has), ``("reopen",)``, ``("stop",)``, and
+``("pace", interval_s)`` whenever the camera's schedule changes. A recorded camera's child also
+sends its demuxer's packets, in order with the frames (``process_packets``); the parent hands them
+to the camera's sink while it waits for a frame.
+
+Pictures the appliance would drop before converting them (``fps_limit``, an idle motion gate)
+are dropped in the child, before they are copied out of the decoder's surface (``pace.Pace``):
+only the kept ones are copied, announced and handed over, the rest are counted (``skipped``),
+so a static camera costs the decoder and nothing after it (its packets are still recorded). At the
 end of a file the child waits to be told to start again (``loop: true`` reopens through the same
 process, without a new one and a new CUDA context every pass, and rewinds the file on the
 decoder it has where the source can: ``NvdecSource.rewind``) or to stop; unused for
@@ -41,6 +47,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from edge_app.capture.pace import Pace
 from edge_app.capture.ipc_ring import SlotStates
 from edge_app.capture.packets import PacketSink
 from edge_app.capture.process_packets import PipePacketSink, forward
@@ -53,7 +60,7 @@ from edge_app.config.redact import mask_secrets
 log = logging.getLogger(__name__)
 
 OPENED, FRAME, END, ERROR = "opened", "frame", "end", "error"
-SLOTS, REOPEN, STOP = "slots", "reopen", "stop"
+SLOTS, REOPEN, STOP, PACE = "slots", "reopen", "stop", "pace"
 #: frames of one camera the appliance may hold at once (read ahead, batches under way, the
 #: newest for snapshots and live view) plus the one the child is writing: 50 MB at 1080p
 RING_SLOTS = 16
@@ -88,6 +95,7 @@ class _Child:
         self.geometry: Optional[Tuple[int, int]] = None
         #: a file's source that ended, kept to start it over (``rewind``) when told to reopen
         self.ended: Any = None
+        self.pace = Pace()  # the camera's schedule, from its ``pace`` messages
 
     def run(self) -> None:
         try:
@@ -112,7 +120,8 @@ class _Child:
             self.geometry = (frame.width, frame.height)
             self.conn.send((OPENED, {"fps": source.fps, "live": source.live, "width": frame.width, "height": frame.height}))
             self._take_slots()
-            self.conn.send((END, self._stream(source, frame)))
+            dropped = self._stream(source, frame)
+            self.conn.send((END, dropped, self.pace.skipped))
             if not source.live and callable(getattr(source, "rewind", None)):  # a file, to start over
                 self.ended, source = source, None
             return True
@@ -160,6 +169,9 @@ class _Child:
     def _take_slots(self) -> None:
         """Wait for the parent's answer to ``opened``: new slots to map, or keep the old ones."""
         message = self.conn.recv()
+        while message[0] == PACE:
+            self.pace = self.pace.with_interval(message[1])
+            message = self.conn.recv()
         if message[0] == STOP:
             raise _Stopped()
         _, handles, slot_nbytes = message
@@ -172,6 +184,7 @@ class _Child:
     def _stream(self, source: Any, frame: Any) -> int:
         """Hand frames over until the source ends; the pictures dropped on the way."""
         dropped = 0
+        self.pace = self.pace.new_pass()  # a file's stream time starts again; each pass counts its own
         while frame is not None:
             if (frame.width, frame.height) != self.geometry:
                 raise SourceError(f"the picture size changed from {self.geometry} to {(frame.width, frame.height)}")
@@ -187,14 +200,19 @@ class _Child:
                 except BaseException:
                     self.states.release(slot)
                     raise
-                self.conn.send((FRAME, slot, frame.width, frame.height, dropped))
+                self.conn.send((FRAME, slot, frame.width, frame.height, dropped, self.pace.skipped))
             self._check_stop(0.0)
-            frame = source.read()
+            frame = self.pace.next_kept(source)
         return dropped
 
     def _check_stop(self, timeout_s: float) -> None:
-        if self.conn.poll(timeout_s) and self.conn.recv()[0] == STOP:
-            raise _Stopped()
+        while self.conn.poll(timeout_s):
+            message = self.conn.recv()
+            if message[0] == STOP:
+                raise _Stopped()
+            if message[0] == PACE:
+                self.pace = self.pace.with_interval(message[1])
+            timeout_s = 0.0
 
     def _wait_for_reopen(self) -> bool:
         while self.conn.poll(PARK_TIMEOUT_S):
@@ -237,6 +255,20 @@ class ProcessSource:
         self.fps = float(info["fps"] or 0.0)
         self.dropped = 0
         self._ended = False
+        self._pace_s: Optional[float] = None
+        self._skipped = self._skipped_counted = 0
+
+    def pace(self, interval_s: float) -> None:
+        """Keep one picture per ``interval_s`` (0: all); the process drops the others before copying them."""
+        child = self._child
+        if child is not None and interval_s != self._pace_s:
+            self._pace_s = interval_s
+            child.conn.send((PACE, float(interval_s)))
+
+    def take_skipped(self) -> int:
+        """Pictures the process dropped on the schedule since the last call."""
+        count, self._skipped_counted = self._skipped - self._skipped_counted, self._skipped
+        return max(0, count)
 
     def read(self) -> Any:
         child = self._child
@@ -253,7 +285,8 @@ class ProcessSource:
                 child.process.join(1.0)
                 raise RuntimeError(f"the decoder process for {self._what} exited (code {child.process.exitcode})") from None
         if message[0] == FRAME:
-            _, slot, width, height, self.dropped = message
+            _, slot, width, height, self.dropped = message[:5]
+            self._skipped = int(message[5]) if len(message) > 5 else self._skipped
             try:
                 return child.slots.frame(int(slot), int(width), int(height))
             except BaseException:
@@ -261,6 +294,7 @@ class ProcessSource:
                 raise
         if message[0] == END:
             self._ended, self.dropped = True, int(message[1])
+            self._skipped = int(message[2]) if len(message) > 2 else self._skipped
             return None
         raise RuntimeError(f"decoding {self._what} failed: {message[2] if len(message) > 2 else message}")
 

@@ -25,6 +25,7 @@ import numpy as np
 from edge_app.cuda.base import CudaDevice, DeviceBuffer, KernelArg, Kernel, kernel_options_for, launch_grid_2d
 from edge_app.cuda.kernels.letterbox import KERNEL_COPY_PITCHED, SOURCE
 from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
+from edge_app.capture.luma_shrinker import LumaShrinker
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ class DeviceFramePool:
         self._allocated = 0
         self._copy_kernel: Optional[Kernel] = None
         self.downloads = 0
+        self.shrinker = LumaShrinker(device)  # motion gating's small grey picture, made on the GPU
         weakref.finalize(self, device.close)
 
     @property
@@ -80,7 +82,8 @@ class DeviceFramePool:
             self._copy_rows(surface.y_ptr, surface.y_pitch, packed.y_ptr, width, height)
             self._copy_rows(surface.uv_ptr, surface.uv_pitch, packed.uv_ptr, width, height // 2)
         self.stream.synchronize()
-        return DeviceNv12Image(packed, self._download, keepalive=lease, device_index=self.device_index)
+        return DeviceNv12Image(packed, self._download, keepalive=lease, device_index=self.device_index,
+                               shrink=self.shrinker)
 
     def _copy_rows(self, src_ptr: int, src_pitch: int, dst_ptr: int, width: int, rows: int) -> None:
         if self._copy_kernel is None:

@@ -30,10 +30,15 @@ class EarlyDrop:
         self.interval_s = 1.0 / fps_limit if fps_limit > 0 else 0.0
         self._next_s: Optional[float] = None
 
+    def interval(self, idle: bool = False) -> float:
+        """Seconds between kept frames now (0: every frame); ``idle``: the motion gate held back
+        the last frame it saw."""
+        return max(self.interval_s, 1.0 / IDLE_CHECKS_PER_S if idle else 0.0)
+
     def keep(self, now_s: float, idle: bool = False) -> bool:
         """Whether the frame arriving at ``now_s`` is converted and handed on; ``idle``: the
         motion gate held back the last frame it saw."""
-        interval_s = max(self.interval_s, 1.0 / IDLE_CHECKS_PER_S if idle else 0.0)
+        interval_s = self.interval(idle)
         due_s = self._next_s
         if interval_s <= 0:
             self._next_s = None

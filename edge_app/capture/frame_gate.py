@@ -50,6 +50,16 @@ class FrameGate:
         early = self._early_drop
         return early is not None and not early.keep(now_s, self.newest_held_back)
 
+    def skips_from(self, source: Any, now_s: float) -> bool:
+        """Like :meth:`skips`, for a frame of ``source``. A source that drops frames before it copies
+        them out of the decoder (a decoder process: ``pace(interval_s)``) is told the interval
+        instead, and nothing is dropped here: its frames are already on that schedule."""
+        pace = getattr(source, "pace", None)
+        if pace is None or self._early_drop is None:
+            return self.skips(now_s)
+        pace(self._early_drop.interval(self.newest_held_back))
+        return False
+
     def admits(self, frame: Frame) -> bool:
         """Whether ``frame`` goes on to the pipeline; one held back is still the newest to show."""
         admission = self._admission

@@ -127,6 +127,8 @@ class Nv12Planes:
 
 #: copies a packed NV12 image of ``planes`` into a host array of shape (H * 3 / 2, W)
 Downloader = Callable[[Nv12Planes, np.ndarray], None]
+#: ``(planes, width_px, height_px)`` -> the Y plane scaled down on the device, a uint8 host array
+Shrinker = Callable[[Nv12Planes, int, int], np.ndarray]
 
 
 class DeviceNv12Image:
@@ -138,13 +140,14 @@ class DeviceNv12Image:
     """
 
     def __init__(self, planes: Nv12Planes, download: Downloader, keepalive: Any = None,
-                 device_index: int = 0) -> None:
+                 device_index: int = 0, shrink: Optional[Shrinker] = None) -> None:
         if planes.width % 2 or planes.height % 2 or planes.width <= 0 or planes.height <= 0:
             raise ValueError(f"an NV12 image has an even, positive size, got {planes.width}x{planes.height}")
         self.planes = planes
         self.width, self.height = planes.width, planes.height
         self.device_index = device_index
         self._download = download
+        self._shrink = shrink
         self._keepalive = keepalive
         self._host = _LazyBgr()
         self._bgr = _LazyBgr()
@@ -163,6 +166,13 @@ class DeviceNv12Image:
 
     def bgr(self) -> np.ndarray:
         return self._bgr.get(lambda: nv12_to_bgr(self.nv12_host()))
+
+    def small_grey(self, width_px: int, height_px: int) -> Optional[np.ndarray]:
+        """The Y plane scaled down to ``width_px`` x ``height_px`` on the device, only that copied
+        to the host (motion gating); None where the frame's owner cannot do it (then download)."""
+        if self._shrink is None:
+            return None
+        return self._shrink(self.planes, width_px, height_px)
 
     @property
     def downloads(self) -> int:

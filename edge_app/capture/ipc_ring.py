@@ -26,6 +26,7 @@ import numpy as np
 from edge_app.capture.sources import SourceError
 from edge_app.cuda import CudaError, open_device
 from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
+from edge_app.capture.luma_shrinker import LumaShrinker
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,7 @@ class CudaIpcSlots:
         self._device = device
         self._download_stream = device.create_stream()
         self._download_lock = threading.Lock()
+        self.shrinker = LumaShrinker(device)  # motion gating's small grey picture, made on the GPU
         # after the last frame (each holds this object) and after the decoder process let go
         weakref.finalize(self, _free, device, buffers)
 
@@ -98,7 +100,8 @@ class CudaIpcSlots:
             raise SourceError(f"a {width}x{height} picture does not fit the shared frame slots")
         ptr = self._ptrs[slot]
         planes = Nv12Planes(ptr, ptr + width * height, width, width, width, height)
-        return DeviceNv12Image(planes, self._download, keepalive=_Lease(self, slot), device_index=self.device_index)
+        return DeviceNv12Image(planes, self._download, keepalive=_Lease(self, slot), device_index=self.device_index,
+                               shrink=self.shrinker)
 
     def _download(self, planes: Nv12Planes, host: np.ndarray) -> None:
         # API and event threads download; the capture thread never waits for them

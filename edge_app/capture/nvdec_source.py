@@ -128,7 +128,9 @@ class NvdecSource:
         self.live = live
         self.fps = packets.fps
         self._what = what
-        self._ready: Deque[DeviceNv12Image] = collections.deque()
+        # decoded pictures still in the decoder's surfaces: each is copied out (read) or let go
+        # (grab) before the decoder runs again and reuses the surfaces
+        self._ready: Deque[Any] = collections.deque()
         self._flushed = False
 
     @property
@@ -136,6 +138,15 @@ class NvdecSource:
         return self._pool
 
     def read(self) -> Optional[DeviceNv12Image]:
+        decoded = self._next_decoded()
+        return None if decoded is None else self._copy_out(decoded)
+
+    def grab(self) -> bool:
+        """Decode the next picture (the ones after it need it) but never copy it out of the decoder's
+        surface: a frame dropped before it costs anything (fps_limit, an idle motion gate). False at the end."""
+        return self._next_decoded() is not None
+
+    def _next_decoded(self) -> Any:
         while not self._ready:
             if self._flushed or self._decoder is None:
                 return None
@@ -143,7 +154,7 @@ class NvdecSource:
             if packet is None:
                 packet = self._nvc.PacketData()  # an empty packet: end of stream, hand over what is queued
                 self._flushed = True
-            self._take(self._decode(packet))
+            self._ready.extend(self._decode(packet))
         return self._ready.popleft()
 
     def rewind(self) -> bool:
@@ -168,14 +179,12 @@ class NvdecSource:
         except Exception as err:
             raise RuntimeError(f"NVDEC could not decode {self._what}: {err}") from None
 
-    def _take(self, decoded: list) -> None:
-        # every surface of this batch is copied out before the decoder runs again and reuses it
-        for frame in decoded:
-            surface = surface_planes(frame)
-            too_large = frame_too_large(surface.width, surface.height)
-            if too_large:
-                raise SourceError(too_large)
-            self._ready.append(self._pool.copy_in(surface))
+    def _copy_out(self, frame: Any) -> DeviceNv12Image:
+        surface = surface_planes(frame)
+        too_large = frame_too_large(surface.width, surface.height)
+        if too_large:
+            raise SourceError(too_large)
+        return self._pool.copy_in(surface)
 
     def release(self) -> None:
         # the decoder goes before the demuxer; the pool (and its CUDA context) lives on while

@@ -2,7 +2,8 @@
 
 The picture is the frame scaled to ``WIDTH_PX`` wide: the Y plane of an NV12 frame is already
 grey, a BGR frame is scaled first and converted second (a 1080p frame costs about 0.4 ms in
-all on one core). Then, per frame (Frigate's motion detector works the same way):
+all on one core). A frame in device memory (NVDEC) is scaled on the GPU by box averaging
+(``DeviceNv12Image.small_grey``) and only the small picture comes to the host. Then, per frame (Frigate's motion detector works the same way):
 
 * blur: sensor noise is independent from pixel to pixel and averages out, a moving object does not;
 * gain: the picture is scaled to the background's mean brightness, so an exposure or gain step
@@ -61,15 +62,17 @@ def small_grey(image: FrameImage, width_px: int = WIDTH_PX) -> np.ndarray:
     """A grey uint8 picture of ``image`` ``width_px`` wide: the Y plane of NV12, else BGR to grey."""
     import cv2
 
+    height, width = int(image.shape[0]), int(image.shape[1])
+    size = (min(width_px, width), max(1, round(height * min(width_px, width) / width)))
     if isinstance(image, HostNv12Image):
         grey = image.nv12[:image.height]
     elif isinstance(image, DeviceNv12Image):
-        # The Y plane only is needed; the host copy is kept by the image for whoever asks next.
-        grey = image.nv12_host()[:image.height]
+        small = image.small_grey(*size)  # scaled on the GPU: only the small picture comes to the host
+        if small is not None:
+            return small
+        grey = image.nv12_host()[:image.height]  # an owner that cannot: the Y plane, downloaded once
     else:
         grey = image
-    height, width = int(grey.shape[0]), int(grey.shape[1])
-    size = (min(width_px, width), max(1, round(height * min(width_px, width) / width)))
     small = cv2.resize(grey, size, interpolation=cv2.INTER_LINEAR)  # scaled first: 1/36 of the pixels to convert
     return small if small.ndim == 2 else cv2.cvtColor(small, cv2.COLOR_BGR2GRAY)
 
@@ -93,6 +96,11 @@ class MotionDetector:
         self.masks = tuple(tuple((float(x), float(y)) for x, y in polygon) for polygon in masks)
         self._background: Optional[np.ndarray] = None
         self._keep: Optional[np.ndarray] = None
+        # derived from _keep once per picture size, not per frame (a masked mean or sum of the
+        # whole raster cost more than the rest of the check together)
+        self._keep_bool: Optional[np.ndarray] = None
+        self._keep_f32: Optional[np.ndarray] = None
+        self._unmasked = 0
         self._last_s: Optional[float] = None
 
     @property
@@ -106,22 +114,22 @@ class MotionDetector:
 
         picture = cv2.GaussianBlur(grey, (BLUR_PX, BLUR_PX), 0).astype(np.float32)
         if self._background is None or self._background.shape != picture.shape:
-            self._keep = mask_raster(self.masks, picture.shape[1], picture.shape[0])
+            self._set_keep(mask_raster(self.masks, picture.shape[1], picture.shape[0]))
             return self._reseed(picture, now_s)
-        keep = self._keep
-        unmasked = int(keep.sum())
+        keep, unmasked = self._keep, self._unmasked
         if unmasked == 0:  # the whole frame is masked: never motion
             self._last_s = now_s
             return MotionResult(False, 0.0, 0.0, False)
-        changed_fraction = self._changed_fraction(picture, keep, unmasked)
+        changed_fraction = self._changed_fraction(picture)
         if changed_fraction > GLOBAL_CHANGE_FRACTION:  # light (clipped highlights defeat the gain)
             return self._reseed(picture, now_s, changed_fraction)
-        mean_now = float(cv2.mean(picture, keep)[0])
-        mean_background = float(cv2.mean(self._background, keep)[0])
+        mean_now, mean_background = self._mean(picture), self._mean(self._background)
         if mean_now >= MIN_MEAN_FOR_GAIN and mean_background >= MIN_MEAN_FOR_GAIN:
             picture = picture * (mean_background / mean_now)
-        changed = (cv2.absdiff(picture, self._background) > self.settings.threshold).astype(np.uint8) & keep
-        changed_fraction = float(changed.sum()) / unmasked
+        changed = (cv2.absdiff(picture, self._background) > self.settings.threshold).astype(np.uint8)
+        if self._keep_bool is not None:
+            changed &= keep
+        changed_fraction = float(cv2.countNonZero(changed)) / unmasked
         if changed_fraction > GLOBAL_CHANGE_FRACTION:
             return self._reseed(picture, now_s, changed_fraction)
         largest_px = 0.0
@@ -135,11 +143,28 @@ class MotionDetector:
         self._follow(picture, now_s)
         return MotionResult(largest_px >= min_px, changed_fraction, largest_px / frame_px, False)
 
-    def _changed_fraction(self, picture: np.ndarray, keep: np.ndarray, unmasked: int) -> float:
+    def _set_keep(self, keep: np.ndarray) -> None:
+        self._keep = keep
+        self._unmasked = int(np.count_nonzero(keep))
+        masked = self._unmasked < keep.size
+        self._keep_bool = keep.astype(bool) if masked else None  # None: nothing masked, nothing to apply
+        self._keep_f32 = keep.astype(np.float32) if masked else None
+
+    def _mean(self, picture: np.ndarray) -> float:
+        """Mean of the unmasked pixels of a float32 picture."""
+        import cv2
+
+        if self._keep_f32 is None:
+            return float(cv2.mean(picture)[0])
+        return float(cv2.sumElems(cv2.multiply(picture, self._keep_f32))[0]) / self._unmasked
+
+    def _changed_fraction(self, picture: np.ndarray) -> float:
         import cv2
 
         changed = cv2.absdiff(picture, self._background) > self.settings.threshold
-        return float(np.count_nonzero(changed & keep.astype(bool))) / unmasked
+        if self._keep_bool is not None:
+            changed &= self._keep_bool
+        return float(np.count_nonzero(changed)) / self._unmasked
 
     def _reseed(self, picture: np.ndarray, now_s: float, changed_fraction: float = 0.0) -> MotionResult:
         self._background = picture.astype(np.float32, copy=True)

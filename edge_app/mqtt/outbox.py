@@ -31,6 +31,8 @@ SubscriptionProvider = Callable[[], List[Tuple[str, int]]]
 MessageHandler = Callable[[str, bytes, bool], bool]
 #: the groups of retained states re-published on every connect, in this order
 STATE_GROUPS = ("camera", "detect")
+#: the most messages the sender hands to paho in one go (the in-flight window bounds it too)
+MAX_BURST = 64
 
 
 def message(topic: str, body: Dict[str, Any], qos: int, retain: bool, kind: str) -> _Message:
@@ -75,6 +77,10 @@ class Outbox:
     @property
     def enabled(self) -> bool:
         return self.config.enabled
+
+    @property
+    def max_inflight(self) -> int:
+        return self._max_inflight
 
     @property
     def online(self) -> bool:
@@ -174,6 +180,13 @@ class Outbox:
             queued = len(self._queue) + len(self._priority) + len(self._unacked) + len(self._offline_retained)
             return self._published, queued, self._dropped
 
+    def lag_s(self) -> float:
+        """While connected, how long the oldest message not yet handed to paho has waited; 0 otherwise."""
+        with self._cond:
+            if not self._connected or not self._queue:
+                return 0.0
+            return max(0.0, time.monotonic() - self._queue[0].created_s)
+
     def waiting(self) -> Tuple[Optional[mqtt.Client], bool, bool, int]:
         """``(client, stopping, connected, messages waiting for the broker while connected)``."""
         with self._cond:
@@ -271,6 +284,9 @@ class Outbox:
         return self._connected and bool(self._priority or self._queue) and len(self._unacked) < self._max_inflight
 
     def _send_loop(self) -> None:
+        # Messages go to paho in bursts (as many as the window allows, one lock round for all):
+        # under load every wake-up and every lock hand-over waits for the interpreter lock, so
+        # one per message capped publishing below the engine's rate (bench/cpu/publish_latency.py).
         client = self._client
         while client is not None:
             with self._cond:
@@ -280,17 +296,19 @@ class Outbox:
                     return
             with self._send_lock:
                 with self._cond:
-                    if not self._can_send():
+                    room = min(self._max_inflight - len(self._unacked), MAX_BURST)
+                    burst: List[_Message] = []
+                    while len(burst) < room and (self._priority or self._queue) and self._connected:
+                        burst.append(self._priority.popleft() if self._priority else self._queue.popleft())
+                for msg in burst:
+                    try:
+                        info = client.publish(msg.topic, msg.payload, qos=msg.qos, retain=msg.retain)
+                    except ValueError as exc:  # e.g. a payload over the MQTT size limit
+                        with self._cond:
+                            self._count_drop(why="payload not publishable")
+                        log.error("MQTT message on %s not publishable: %s", msg.topic, exc)
                         continue
-                    msg = self._priority.popleft() if self._priority else self._queue.popleft()
-                try:
-                    info = client.publish(msg.topic, msg.payload, qos=msg.qos, retain=msg.retain)
-                except ValueError as exc:  # e.g. a payload over the MQTT size limit
-                    with self._cond:
-                        self._count_drop(why="payload not publishable")
-                    log.error("MQTT message on %s not publishable: %s", msg.topic, exc)
-                    continue
-                self.record(msg, info)
+                    self.record(msg, info)
 
     def _take_back_unacked(self, returned: List[mqtt.MQTTMessage]) -> None:
         """Called with ``_cond`` held, on connect: re-queue what the last connection left unacknowledged."""
@@ -368,7 +386,10 @@ class Outbox:
                 log.warning("MQTT broker rejected a message on %s: %s", msg.topic, reason_code)
             else:
                 self._published += 1
-            self._cond.notify_all()
+            # Wake the sender when half the window is free (it then sends a burst), not on every
+            # acknowledgement; and whoever waits for everything to be acknowledged (drain).
+            if len(self._unacked) <= self._max_inflight // 2:
+                self._cond.notify_all()
 
     def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
         for handler in self._message_handlers:

@@ -9,6 +9,10 @@ Delivery design
   counts a message as published only when ``on_publish`` fires (PUBACK/PUBCOMP for QoS 1/2,
   written to the socket for QoS 0). Everything else stays in our bounded queue, so a silently
   dead link (noticed only after 1.5 x keepalive) cannot grow paho's unbounded internal store.
+  It hands them over in bursts and is woken when half the window is free, not per message:
+  at the engine's full rate, with the pipeline's threads busy, each wake-up waits for the
+  interpreter lock, and one per message (with a window of 32) held QoS 1 to about 1,000
+  messages/s on a 2-core machine (bench/cpu/publish_latency.py, bench/README.md).
 * paho keeps unacknowledged QoS>0 messages in memory and, whatever ``clean_session`` says,
   re-sends them after the next CONNACK. It does so *after* ``on_connect`` returns, i.e. behind
   anything published from ``on_connect`` or by another thread meanwhile, which would reorder a
@@ -62,6 +66,9 @@ from edge_app.mqtt.topics import Topics
 
 log = logging.getLogger(__name__)
 
+#: the oldest queued message has waited this long: status says publishing is behind, and why
+BEHIND_AFTER_MS = 1000.0
+
 
 class MqttPublisher:
     """The appliance's MQTT client. Thread-safe; ``start()`` never waits for the broker.
@@ -77,7 +84,7 @@ class MqttPublisher:
         *,
         reconnect_min_delay_s: float = 1.0,
         reconnect_max_delay_s: float = 30.0,
-        max_inflight: int = 32,
+        max_inflight: int = 256,
         connect_timeout_s: float = 5.0,
         stall_after_s: Optional[float] = None,
     ) -> None:
@@ -127,7 +134,7 @@ class MqttPublisher:
 
     def stats(self) -> Dict[str, Any]:
         """``{"connected", "published", "queued", "dropped", "stalled", "stall_reason", "loop_restarts",
-        "callback_errors"}``.
+        "callback_errors", "lag_ms", "behind_reason"}``.
 
         ``queued`` counts messages not yet acknowledged by the broker: waiting in the offline
         queue plus handed to the network but not acknowledged. ``callback_errors`` maps a paho
@@ -136,8 +143,17 @@ class MqttPublisher:
         """
         link = self._link.stats()
         published, queued, dropped = self._outbox.counts()
+        lag_ms = round(self._outbox.lag_s() * 1000.0, 1)
         return {"connected": link.pop("connected"), "published": published, "queued": queued,
-                "dropped": dropped, **link}
+                "dropped": dropped, **link, "lag_ms": lag_ms, "behind_reason": self._behind_reason(lag_ms)}
+
+    def _behind_reason(self, lag_ms: float) -> Optional[str]:
+        """Why messages wait, once the oldest has waited over ``BEHIND_AFTER_MS``; None otherwise."""
+        if lag_ms < BEHIND_AFTER_MS:
+            return None
+        return (f"publishing is {lag_ms / 1000.0:.1f} s behind: messages come faster than the broker link takes them "
+                f"(QoS {self._config.qos}, at most {self._outbox.max_inflight} unacknowledged; a busy interpreter "
+                "slows paho's network thread). Lower the cameras' fps_limit, use QoS 0, or leave publish_empty off")
 
     def link_health(self) -> LinkHealth:
         """Whether the MQTT link is stalled, and why."""

@@ -101,6 +101,8 @@ class MqttReport:
     stall_reason: Optional[str] = None
     loop_restarts: int = 0  # times paho's network thread was found dead and started again
     callback_errors: Dict[str, int] = field(default_factory=dict)  # exceptions caught per paho callback
+    lag_ms: float = 0.0  # how long the oldest message not yet handed to the broker link has waited
+    behind_reason: Optional[str] = None  # set while lag_ms is over a second: where the cap is and why
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ def test_metrics_parse_and_carry_per_camera_series(api):
     assert samples[("edge_app_mqtt_connected", ())] == 1
     assert samples[("edge_app_mqtt_messages_published_total", ())] == 42
     assert samples[("edge_app_mqtt_messages_queued", ())] == 3
+    assert samples[("edge_app_mqtt_lag_seconds", ())] == 0.0
     assert samples[("edge_app_mqtt_messages_dropped_total", ())] == 1
     assert samples[("edge_app_pipeline_fps", ())] == 24.5
     assert samples[("edge_app_pipeline_latency_seconds", (("quantile", "0.5"),))] == pytest.approx(0.031)

@@ -103,6 +103,7 @@ class SharedMemorySlots(CudaIpcSlots):
         self._blocks = [shared_memory.SharedMemory(create=True, size=self.slot_nbytes) for _ in range(len(states))]
         self.handles: List[bytes] = [block.name.encode() for block in self._blocks]
         self._ptrs = [int(np.frombuffer(block.buf, np.uint8).ctypes.data) for block in self._blocks]
+        self.shrinker = None  # no GPU: motion downloads the Y plane, as for any owner that cannot shrink
         weakref.finalize(self, _unlink, self._blocks)
 
     def _download(self, planes: Nv12Planes, host: np.ndarray) -> None:

@@ -271,3 +271,40 @@ def test_a_camera_that_is_not_recorded_gets_no_packet_messages(opener, tmp_path)
     source = opener(_source(tmp_path, frames=3), CAPTURE)
     assert _read_all(source) == [(0, 1), (1, 1), (2, 1)]
     source.release()
+
+
+def test_pictures_off_the_cameras_schedule_are_dropped_in_the_process_and_counted(opener, tmp_path):
+    """One picture in three kept (10 of a 30 fps file's): the others never reach a slot or the pipe."""
+    source = opener(_source(tmp_path, frames=60), CAPTURE)
+    source.pace(0.1)
+    frames, skipped = [], 0
+    while True:
+        frame = source.read()
+        if frame is None:
+            break
+        frames.append(int(frame.nv12_host()[0, 0]))
+        skipped += source.take_skipped()
+    skipped += source.take_skipped()  # those after the last kept picture come with the end
+    assert frames == sorted(frames) and len(frames) + skipped == 60
+    assert all(later - earlier == 3 for earlier, later in zip(frames[5:], frames[6:]))  # once the pace arrived
+    assert len(frames) <= 25
+    source.release()
+
+
+def test_a_paced_file_that_starts_over_keeps_its_schedule_from_its_first_picture(opener, tmp_path):
+    """A rewound file's stream time starts again: the schedule must not wait for the last pass's time."""
+    spec = _source(tmp_path, frames=30, rewind="ok")
+    for expected_pass in (1, 2):
+        source = opener(spec, CAPTURE)
+        source.pace(0.1)
+        frames = []
+        while True:
+            frame = source.read()
+            if frame is None:
+                break
+            nv12 = frame.nv12_host()
+            frames.append((int(nv12[0, 0]), int(nv12[0, 1])))
+        assert len(frames) + source.take_skipped() == 30  # each pass counts its own
+        assert frames[-1][0] >= 27 and all(p == expected_pass for _, p in frames)
+        assert 8 <= len(frames) <= 14  # about one in three, a few more before the pace arrived
+        source.release()

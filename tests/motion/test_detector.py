@@ -127,3 +127,36 @@ def test_a_new_frame_size_starts_again():
     assert detector.detect(small, 0.0).reseeded
     assert not detector.detect(small, 0.1).reseeded
     assert detector.detect(small[:90, :160].copy(), 0.2).reseeded
+
+
+def test_a_device_frame_is_shrunk_where_it_lies_and_never_downloaded():
+    from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
+    from edge_app.cuda.kernels.luma_shrink import luma_shrink_reference
+
+    y = _frame(_background(), np.random.default_rng(0), 0)
+    if y.ndim == 3:
+        y = y[..., 0].copy()
+    height, width = y.shape
+    asked = []
+
+    def shrink(planes, width_px, height_px):  # stands for the GPU kernel: same arithmetic, in numpy
+        asked.append((planes.width, planes.height, width_px, height_px))
+        return luma_shrink_reference(y, width_px, height_px)
+
+    planes = Nv12Planes(1 << 20, (1 << 20) + width * height, width, width, width, height)
+    image = DeviceNv12Image(planes, lambda p, host: pytest.fail("motion must not download the frame"), shrink=shrink)
+    small = small_grey(image)
+    assert asked == [(width, height, 320, round(height * 320 / width))]
+    assert small.shape == (round(height * 320 / width), 320) and image.downloads == 0
+    # the box average and OpenCV's resize of the CPU path see the same picture
+    assert np.corrcoef(small.ravel(), small_grey(y).ravel().astype(float))[0, 1] > 0.99
+
+
+def test_a_device_frame_whose_owner_cannot_shrink_is_downloaded_once():
+    from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
+
+    y = np.random.default_rng(1).integers(0, 256, (360, 640), dtype=np.uint8)
+    nv12 = np.concatenate([y, np.full((180, 640), 128, np.uint8)])
+    planes = Nv12Planes(1 << 20, (1 << 20) + 640 * 360, 640, 640, 640, 360)
+    image = DeviceNv12Image(planes, lambda p, host: host.__setitem__(Ellipsis, nv12))
+    assert small_grey(image).shape == (180, 320) and image.downloads == 1

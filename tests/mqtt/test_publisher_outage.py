@@ -136,3 +136,20 @@ def test_no_loss_when_the_broker_restarts_mid_stream(mosquitto_broker, publisher
     ids = [p["frame_id"] for p in sub.payloads(DETECTIONS)]
     assert first_occurrences(ids) == list(range(1, total + 1))
     assert pub.stats()["dropped"] == 0
+
+
+def test_status_says_when_publishing_falls_behind_and_why(mosquitto_broker, publisher_factory):
+    """A link that takes messages more slowly than they come shows as lag with a reason, not only as a queue."""
+    pub = publisher_factory(mosquitto_broker, max_inflight=2)
+    pub.start()
+    wait_until(lambda: pub.connected and pub.stats()["queued"] == 0, 5, "connected")
+    assert pub.stats()["lag_ms"] == 0.0 and pub.stats()["behind_reason"] is None
+    mosquitto_broker.pause()  # connected, nothing acknowledged: the window fills, the rest waits
+    for i in range(1, 6):
+        pub.publish_detections("cam1", detection("cam1", i))
+    wait_until(lambda: pub.stats()["lag_ms"] >= 1000.0, 5, "the oldest queued message waited a second")
+    reason = pub.stats()["behind_reason"]
+    assert reason is not None and "behind" in reason and "QoS 1" in reason and "2 unacknowledged" in reason
+    mosquitto_broker.resume()
+    wait_until(lambda: pub.stats()["queued"] == 0, 10, "caught up")
+    assert pub.stats()["lag_ms"] == 0.0 and pub.stats()["behind_reason"] is None

@@ -131,7 +131,8 @@ def test_disabled_publisher_is_a_no_op_with_stats():
     assert pub.publish_camera_state("cam1", "streaming") is False
     assert pub.publish_stats({"fps": 1}) is False
     assert pub.stats() == {"connected": False, "published": 0, "queued": 0, "dropped": 0,
-                           "stalled": False, "stall_reason": None, "loop_restarts": 0, "callback_errors": {}}
+                           "stalled": False, "stall_reason": None, "loop_restarts": 0, "callback_errors": {},
+                           "lag_ms": 0.0, "behind_reason": None}
     pub.stop()
 
 
@@ -155,4 +156,5 @@ def test_offline_queue_is_bounded_before_any_connection():
     for i in range(5):
         pub.publish_detections("cam1", {"frame_id": i, "detections": [1]})
     assert pub.stats() == {"connected": False, "published": 0, "queued": 3, "dropped": 2,
-                           "stalled": False, "stall_reason": None, "loop_restarts": 0, "callback_errors": {}}
+                           "stalled": False, "stall_reason": None, "loop_restarts": 0, "callback_errors": {},
+                           "lag_ms": 0.0, "behind_reason": None}

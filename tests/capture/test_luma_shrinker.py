@@ -1,0 +1,90 @@
+"""``LumaShrinker``'s plumbing (buffers per size, arguments, the copy back) on a device whose memory
+is host memory and whose kernel is the kernel's numpy reference; the kernel itself runs on a GPU
+in tests/gpu/test_luma_shrink_kernel.py."""
+from __future__ import annotations
+
+import ctypes
+import types
+
+import numpy as np
+import pytest
+
+from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
+from edge_app.capture.luma_shrinker import MAX_SIZES, LumaShrinker
+from edge_app.cuda.kernels.luma_shrink import KERNEL_SHRINK_LUMA, SOURCE, luma_shrink_reference
+
+
+class _HostMemoryDevice:
+    compute_capability = (9, 0)
+
+    def __init__(self):
+        self.memory = {}  # address -> the array that lives there
+        self.launches, self.compiled, self.freed = [], [], 0
+
+    def compile_kernel(self, source, name, options=()):
+        assert source == SOURCE and name == KERNEL_SHRINK_LUMA
+        self.compiled.append(name)
+        return name
+
+    def create_stream(self):
+        return types.SimpleNamespace(synchronize=lambda: None)
+
+    def alloc_device(self, nbytes):
+        array = np.zeros(nbytes, np.uint8)
+        self.memory[array.ctypes.data] = array
+
+        def free():
+            self.freed += 1
+
+        return types.SimpleNamespace(ptr=array.ctypes.data, nbytes=nbytes, free=free)
+
+    def alloc_pinned(self, shape, dtype):
+        return np.zeros(shape, dtype)
+
+    def launch(self, kernel, grid, block, args, stream):
+        y_ptr, pitch, width, height, out_ptr, out_w, out_h = [arg.value for arg in args]
+        assert [arg.kind for arg in args] == ["ptr", "i32", "i32", "i32", "ptr", "i32", "i32"]
+        assert grid[0] * block[0] >= out_w and grid[1] * block[1] >= out_h
+        rows = (ctypes.c_uint8 * (pitch * height)).from_address(y_ptr)
+        y = np.frombuffer(rows, np.uint8).reshape(height, pitch)[:, :width]
+        self.memory[out_ptr][:out_w * out_h] = luma_shrink_reference(y, out_w, out_h).ravel()
+        self.launches.append((out_w, out_h))
+
+    def memcpy_dtoh_async(self, dst, src_ptr, stream):
+        dst[...] = self.memory[src_ptr][:dst.size]
+
+
+def _frame(device, y, pitch, shrinker):
+    height, width = y.shape
+    buffer = device.alloc_device(pitch * height * 3 // 2)
+    plane = device.memory[buffer.ptr][:pitch * height].reshape(height, pitch)
+    plane[:, :width] = y
+    planes = Nv12Planes(buffer.ptr, buffer.ptr + pitch * height, pitch, pitch, width, height)
+    return DeviceNv12Image(planes, lambda p, host: pytest.fail("no download"), keepalive=buffer, shrink=shrinker)
+
+
+def test_the_small_picture_comes_back_and_each_call_gets_its_own_copy():
+    device = _HostMemoryDevice()
+    shrinker = LumaShrinker(device)
+    first_y = np.random.default_rng(0).integers(0, 256, (360, 640), dtype=np.uint8)
+    second_y = np.random.default_rng(1).integers(0, 256, (360, 640), dtype=np.uint8)
+    first = _frame(device, first_y, 704, shrinker).small_grey(320, 180)
+    second = _frame(device, second_y, 640, shrinker).small_grey(320, 180)
+    assert np.array_equal(first, luma_shrink_reference(first_y, 320, 180))  # not overwritten by the second call
+    assert np.array_equal(second, luma_shrink_reference(second_y, 320, 180))
+    assert device.compiled == [KERNEL_SHRINK_LUMA] and shrinker.calls == 2
+
+
+def test_buffers_are_kept_per_size_and_a_few_sizes_at_most():
+    device = _HostMemoryDevice()
+    shrinker = LumaShrinker(device)
+    image = _frame(device, np.zeros((360, 640), np.uint8), 640, shrinker)
+    allocated = len(device.memory)
+    image.small_grey(320, 180)
+    image.small_grey(320, 180)
+    assert len(device.memory) == allocated + 1  # one device buffer for the size, reused
+    for width in range(100, 100 + MAX_SIZES + 1):
+        image.small_grey(width, 90)
+    assert device.freed >= MAX_SIZES  # the old ones went when the set was full
+    with pytest.raises(ValueError):
+        image.small_grey(1280, 720)  # larger than the frame
