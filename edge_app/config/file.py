@@ -137,7 +137,13 @@ def load_config(path: Union[str, Path]) -> AppConfig:
 
 
 def config_to_dict(config: AppConfig) -> Dict[str, Any]:
-    return config.model_dump(mode="json")
+    data = config.model_dump(mode="json")
+    # A configuration with one model is written as it was read: no empty models list, no model: null.
+    if not data.get("models"):
+        data.pop("models", None)
+    if data.get("model", 0) is None:
+        data.pop("model")
+    return data
 
 
 def save_config(config: AppConfig, path: Union[str, Path]) -> None:

@@ -43,6 +43,7 @@ class AnalysedFrame:
     image: FrameImage  # source size: BGR, or NV12 from a hardware decoder (use ``bgr()``)
     detections: Detections
     latency_ms: float = 0.0  # capture to the end of decoding
+    model: str = "default"  # the name of the model that analysed it (cameras[].model)
 
     def bgr(self) -> np.ndarray:
         """BGR pixels for snapshots and live view; a GPU frame is downloaded only when asked."""
@@ -129,6 +130,7 @@ class ModelChangeReport:
     started_ts: float  # Unix seconds
     finished_ts: Optional[float] = None
     error: Optional[str] = None  # why it failed; the previous model keeps running
+    name: str = "default"  # which model (models[].name; the single model is default)
 
 
 @dataclass(frozen=True)
