@@ -91,6 +91,9 @@ def _problems_from(err: ValidationError, model: Optional[Type[BaseModel]] = None
             msg = _unknown_key(model, tuple(item.get("loc", ())))
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
+        located = getattr((item.get("ctx") or {}).get("error"), "loc", None)
+        if not loc and isinstance(located, str):
+            loc = located  # a rule across sections (model names) names the key it is about
         problems.append(Problem(loc, msg))
     return problems
 

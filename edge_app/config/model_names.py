@@ -17,6 +17,14 @@ DEFAULT_MODEL = "default"
 MAX_MODELS = 8
 
 
+class LocatedError(ValueError):
+    """A rule across sections, with the key it is about (``loc``) for the problem report."""
+
+    def __init__(self, loc: str, message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
 def named_models(model: Optional[Any], models: Sequence[Any]) -> Dict[str, Any]:
     """Name -> model section, ``model`` (as ``default``) first, then ``models`` in their order."""
     found: Dict[str, Any] = {}
@@ -38,20 +46,22 @@ def model_location(model: Optional[Any], models: Sequence[Any], name: str) -> st
 
 
 def check_models(model: Optional[Any], models: Sequence[Any], cameras: Iterable[Any]) -> None:
-    """ValueError with the first rule of names the configuration breaks."""
+    """``LocatedError`` with the first rule of names the configuration breaks."""
     if model is None and not models:
-        raise ValueError("a model is required: give model (one model, named default) or models (a list of named models)")
+        raise LocatedError("model", "a model is required: give model (one model, named default) or models "
+                                    "(a list of named models)")
     seen: Dict[str, int] = {}
     for index, entry in enumerate(models):
         if entry.name in seen:
-            raise ValueError(f"models.{index}.name: the name {entry.name!r} is already used by models.{seen[entry.name]}")
+            raise LocatedError(f"models.{index}.name", f"the name {entry.name!r} is already used by models.{seen[entry.name]}")
         seen[entry.name] = index
     if model is not None and DEFAULT_MODEL in seen:
-        raise ValueError(f"model and models.{seen[DEFAULT_MODEL]} both define the model named {DEFAULT_MODEL!r}: "
-                         "move model into models, or give that entry another name")
+        raise LocatedError(f"models.{seen[DEFAULT_MODEL]}.name",
+                           f"model and models.{seen[DEFAULT_MODEL]} both define the model named {DEFAULT_MODEL!r}: "
+                           "move model into models, or give that entry another name")
     names = list(named_models(model, models))
     for index, camera in enumerate(cameras):
         if camera.model not in names:
             hint = "" if camera.model != DEFAULT_MODEL else " (the default: set cameras[].model)"
-            raise ValueError(f"cameras.{index}.model: camera {camera.id!r} uses the model {camera.model!r}{hint}, "
-                             f"but there is no model of that name (models: {', '.join(names)})")
+            raise LocatedError(f"cameras.{index}.model", f"camera {camera.id!r} uses the model {camera.model!r}{hint}, "
+                                                         f"but there is no model of that name (models: {', '.join(names)})")
