@@ -391,9 +391,6 @@ class AppConfig(_Strict):
         """``model`` or ``models.<i>``: where problems with the model called ``name`` are reported."""
         return model_location(self.model, self.models, name)
 
-    def cameras_of(self, name: str) -> List[CameraConfig]:
-        return [cam for cam in self.cameras if cam.model == name]
-
     def with_model(self, name: str, section: ModelConfig) -> "AppConfig":
         """A copy with the model called ``name`` replaced by ``section``."""
         if self.model is not None and name == DEFAULT_MODEL:
