@@ -173,3 +173,13 @@ def test_the_broker_may_add_no_model_but_may_tune_one_and_move_cameras():
     tuned["models"][1].update(conf_threshold=0.3, classes=["car"])
     tuned["cameras"][1]["model"] = "plates"
     assert broker_problems(current, parse_config(tuned)) == []
+
+
+def test_the_two_models_example_is_valid():
+    from pathlib import Path
+
+    from edge_app.config.file import load_config
+
+    config = load_config(Path(__file__).resolve().parents[2] / "configs" / "two-models.yaml")
+    assert list(config.model_configs()) == ["default", "gate"]
+    assert {cam.id: cam.model for cam in config.cameras} == {"yard": "default", "street": "default", "gate": "gate"}
