@@ -210,3 +210,22 @@ def test_removing_a_model_and_moving_its_camera_to_another(start_appliance, tmp_
           what="the camera analysed by the model it moved to")
     assert [m.name for m in appliance.status().models] == ["default"]
     assert appliance.status().models[0].cameras == ["yard", "gate"]
+
+
+def test_a_model_that_failed_at_start_is_loaded_again_once_its_file_is_fixed(start_appliance, tmp_path, models_dir,
+                                                                             int8_model_path):
+    import time
+
+    from edge_app.appliance.model_change import BROKEN_RELOAD_EVERY_S
+
+    appliance, _ = start_appliance(_config(tmp_path, models_dir / "general.onnx", models_dir / "corrupt.onnx"))
+    assert _model(appliance.status(), "second").state == "failed"
+    appliance._models.tick(time.monotonic())
+    assert _model(appliance.status(), "second").state == "failed", "not loaded again at once: a loop of loads"
+    shutil.copy(int8_model_path, models_dir / "corrupt.onnx")  # the file is put right
+
+    appliance._models.tick(time.monotonic() + BROKEN_RELOAD_EVERY_S + 1)  # as the stats thread will, later
+
+    _wait(lambda: _model(appliance.status(), "second").state == "running", what="the second model loaded again")
+    assert _frames_after(appliance, "gate", 2, "once its model runs").model == "second"
+    assert _model(appliance.status(), "second").error is None

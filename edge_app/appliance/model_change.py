@@ -139,6 +139,11 @@ class ModelSwaps:
         self._broken_reload_s: Optional[float] = None  # when a model that could not run was last loaded again
         self.start_error: Optional[str] = None  # why the first load at start failed (the others run)
 
+    def failed_at_start(self, message: str) -> None:
+        """The first load failed (the other models run): tried again ``BROKEN_RELOAD_EVERY_S`` from now."""
+        self.start_error = message
+        self._broken_reload_s = time.monotonic()
+
     @property
     def failure(self) -> Optional[str]:
         """Why this model runs no batch now (None: it runs, or it is still loading)."""
@@ -219,6 +224,10 @@ class ModelSwaps:
         with self._apply_lock:
             running = self.detector_model
             changes = self._changes()
+            if running is None:
+                # Nothing runs to go back to (a model added, or one that failed at start): it is
+                # tried again, by reload_broken, BROKEN_RELOAD_EVERY_S after this failure.
+                self._broken_reload_s = time.monotonic()
             if change is not self.change or running is None or changes is None:
                 return
         # Through the change path, under its lock: a change being validated now cannot undo this.

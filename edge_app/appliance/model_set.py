@@ -153,7 +153,7 @@ class ModelSet:
                 if self._stopping.is_set():
                     break
                 message = str(exc) or type(exc).__name__
-                unit.swaps.start_error = message
+                unit.swaps.failed_at_start(message)
                 errors.append(f"{name}: {message}" if len(config.model_configs()) > 1 else message)
                 log.error("model %s (%s) could not be loaded; the other models run without it: %s",
                           name, model.path, message)
