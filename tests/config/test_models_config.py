@@ -183,3 +183,38 @@ def test_the_two_models_example_is_valid():
     config = load_config(Path(__file__).resolve().parents[2] / "configs" / "two-models.yaml")
     assert list(config.model_configs()) == ["default", "gate"]
     assert {cam.id: cam.model for cam in config.cameras} == {"yard": "default", "street": "default", "gate": "gate"}
+
+
+def _checked(tmp_path, general, second_section):
+    from edge_app.config_change.checks import check_runtime
+
+    config = parse_config({"cameras": [], "model": {"path": str(general)}, "models": [second_section]})
+    return {p.loc: p.msg for p in check_runtime(config)}
+
+
+@pytest.mark.parametrize("labels, classes, loc, words", [
+    ("car\nbad/label\n", [], "models.0.labels", "may not contain #, +, /"),
+    ("car\nplate\n", ["person"], "models.0.classes", "person"),
+    (None, ["no-such-class"], "models.0.classes", "no-such-class"),
+], ids=["a label breaking the label rule", "a class the labels file lacks", "a class the model lacks"])
+def test_the_machine_checks_apply_to_each_model_where_it_is(tmp_path, model_path, int8_model_path, labels, classes,
+                                                            loc, words):
+    section = {"name": "second", "path": str(int8_model_path), "classes": classes}
+    if labels is not None:
+        (tmp_path / "labels.txt").write_text(labels)
+        section["labels"] = str(tmp_path / "labels.txt")
+    found = _checked(tmp_path, model_path, section)
+    assert loc in found and words in found[loc], found
+    assert not any(key.startswith("model.") for key in found), "the other model is fine"
+
+
+def test_a_missing_second_model_file_is_named_and_the_first_is_fine(tmp_path, model_path):
+    found = _checked(tmp_path, model_path, {"name": "second", "path": str(tmp_path / "gone.onnx")})
+    assert list(found) == ["models.0.path"] and "does not exist" in found["models.0.path"]
+
+
+def test_labels_differ_per_model(tmp_path, model_path):
+    """A model with its own labels file: its classes are checked against those, not the other model's."""
+    (tmp_path / "plates.txt").write_text("\n".join(["plate"] + [f"other{i}" for i in range(79)]) + "\n")
+    assert _checked(tmp_path, model_path, {"name": "plates", "path": str(model_path),
+                                           "labels": str(tmp_path / "plates.txt"), "classes": ["plate"]}) == {}
