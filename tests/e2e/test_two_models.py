@@ -36,6 +36,7 @@ def test_each_camera_is_analysed_by_its_model_and_one_model_fails_or_reloads_alo
 ):
     rtsp = rtsp_server_factory({"bus": bus_clip, "zidane": zidane_clip})
     collector = mqtt_collector(mosquitto_broker, "edge_app/e2e/cameras/+/detections")
+    events = mqtt_collector(mosquitto_broker, "edge_app/e2e/events")
     engines = str(models_dir / "engines")
     cameras = [{"id": "bus", "source": rtsp.url("bus"), "fps_limit": 3},
                {"id": "zidane", "source": rtsp.url("zidane"), "fps_limit": 3, "model": "int8"}]
@@ -51,6 +52,15 @@ def test_each_camera_is_analysed_by_its_model_and_one_model_fails_or_reloads_alo
     assert "bus" in {d["label"] for d in bus["detections"]}
     assert [d["label"] for d in zidane["detections"]].count("person") >= 2
     assert app.get("/api/v1/cameras/zidane/detections").json()["model"] == "int8"
+
+    # Events (tracking, zones and events run on each camera's own detections) name the model too.
+    def event_of(camera_id):
+        return next((p["after"] for p in events.payloads() if p["after"]["camera_id"] == camera_id), None)
+
+    assert wait_until(lambda: event_of("zidane"), 90, "an event of the int8 camera")["model"] == "int8"
+    assert wait_until(lambda: event_of("bus"), 90, "an event of the general camera")["model"] == "default"
+    stored = wait_until(lambda: app.get("/api/v1/events?camera=zidane").json()["events"], 30, "a stored event")
+    assert {e["model"] for e in stored} == {"int8"}
 
     models = _models(app)
     assert [(n, m["state"], m["cameras"], m["backend"]) for n, m in models.items()] == [
