@@ -229,3 +229,9 @@ def test_a_model_that_failed_at_start_is_loaded_again_once_its_file_is_fixed(sta
     _wait(lambda: _model(appliance.status(), "second").state == "running", what="the second model loaded again")
     assert _frames_after(appliance, "gate", 2, "once its model runs").model == "second"
     assert _model(appliance.status(), "second").error is None
+
+
+def test_the_stats_payload_names_each_cameras_model(start_appliance, tmp_path, models_dir):
+    appliance, _ = start_appliance(_config(tmp_path, models_dir / "general.onnx", models_dir / "int8.onnx"))
+    cameras = appliance.stats_payload()["cameras"]
+    assert {cid: figures["model"] for cid, figures in cameras.items()} == {"yard": "default", "gate": "second"}

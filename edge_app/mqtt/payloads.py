@@ -172,6 +172,7 @@ def stats_payload(
 def stats_payload_for(status: StatusReport, ts: Optional[float] = None) -> dict:
     """``R/stats`` built from the same report as ``GET /api/v1/status``."""
     latency = status.pipeline.latency_ms
+    model_of = {camera: model.name for model in status.models for camera in model.cameras}
     return stats_payload(
         status.device_id,
         fps=status.pipeline.fps,
@@ -179,7 +180,8 @@ def stats_payload_for(status: StatusReport, ts: Optional[float] = None) -> dict:
         queue=status.mqtt.queued,
         dropped=status.frames_dropped,
         ts=ts,
-        cameras={c.id: {"fps": c.fps, "state": c.state, "frames_dropped": c.frames_dropped} for c in status.cameras},
+        cameras={c.id: {"fps": c.fps, "state": c.state, "frames_dropped": c.frames_dropped,
+                        **({"model": model_of[c.id]} if c.id in model_of else {})} for c in status.cameras},
     )
 
 
