@@ -103,7 +103,9 @@ def cmd_check_config(args) -> int:
     config = _load(args.config, runnable=True)
     if config is None:
         return EXIT_USAGE
-    print(f"{args.config}: valid ({len(config.cameras)} camera(s), model {config.model.path})")
+    models = ", ".join(f"{name} {model.path}" if name != "default" or len(config.model_configs()) > 1 else model.path
+                       for name, model in config.model_configs().items())
+    print(f"{args.config}: valid ({len(config.cameras)} camera(s), model {models})")
     return EXIT_OK
 
 

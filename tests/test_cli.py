@@ -12,12 +12,13 @@ def edge_app(*args, timeout_s=120, cwd=None):
 
 
 @pytest.fixture
-def installed(tmp_path, model_path, bus_clip):
-    """A working directory laid out as the shipped configs expect: the model in engines/, the demo
+def installed(tmp_path, model_path, int8_model_path, bus_clip):
+    """A working directory laid out as the shipped configs expect: the models in engines/, the demo
     clip where scripts/demo.sh puts it in the demo's folder."""
     (tmp_path / "engines").mkdir()
     for name in ("yolov8n.onnx", "yolov8n_coco_dynbatch.onnx"):
         (tmp_path / "engines" / name).symlink_to(model_path)
+    (tmp_path / "engines" / "gate.onnx").symlink_to(int8_model_path)  # two-models.yaml's second model
     (tmp_path / "demo.mp4").symlink_to(bus_clip)
     return tmp_path
 
@@ -41,6 +42,8 @@ def test_check_config_accepts_the_shipped_examples(repo_root, installed):
             continue  # listens on all interfaces: needs the user's own token (next test)
         result = edge_app("check-config", "-c", path, cwd=installed)
         assert result.returncode == 0, (path, result.stderr)
+        if path.name == "two-models.yaml":
+            assert "model default engines/yolov8n.onnx, gate engines/gate.onnx" in result.stdout, result.stdout
 
 
 def test_shipped_lan_example_needs_a_real_token(repo_root, tmp_path, installed):

@@ -15,6 +15,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
 from edge_app.reporting.protocol import ApplianceService, CameraReport, MqttReport, PipelineReport, StatusReport
+from edge_app.api.model_metrics import model_metrics
 from edge_app.health.metrics import health_metrics
 from edge_app.mqtt.payloads import CAMERA_STATES
 
@@ -40,6 +41,7 @@ class ApplianceCollector:
         yield from self._cameras(status.cameras)
         yield from self._mqtt(status.mqtt)
         yield from self._pipeline(status.pipeline)
+        yield from model_metrics(status.models)
         if status.health is not None:
             yield from health_metrics(status.health)
 

@@ -40,7 +40,8 @@ class EventSink(Protocol):
 
 def _analysis_key(camera: CameraConfig, config: AppConfig) -> tuple:
     """What an analysis is built from: a change of any of it builds a new one."""
-    return (camera.zones, camera.lines, config.events, config.tracking, config.snapshots.jpeg_quality)
+    # The model too: another model may know other labels, its tracks and events start afresh.
+    return (camera.zones, camera.lines, config.events, config.tracking, config.snapshots.jpeg_quality, camera.model)
 
 
 def analyses_camera(camera: CameraConfig, config: AppConfig) -> bool:

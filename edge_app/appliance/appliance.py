@@ -2,8 +2,9 @@
 
 It implements ``edge_app.reporting.protocol.ApplianceService``; the API gets it passed in explicitly. What
 it builds (detector, MQTT publisher, camera workers) comes from factories that tests replace. Its
-parts do the work: the reads the API makes are ``read_side.ApplianceReads``, model changes are
-``model_change.ModelSwaps``, the analysis of every camera is ``analysis.AnalysisHub``.
+parts do the work: the reads the API makes are ``read_side.ApplianceReads``, the models (each with
+its detector, background changes and pipeline) are ``model_set.ModelSet``, the analysis of every
+camera is ``analysis.AnalysisHub``.
 
 It applies the configuration it is given and never writes the file: every change, also those it
 asks for itself (the MQTT detect switch, a model that could not be loaded), goes through the one
@@ -19,16 +20,16 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 from edge_app.appliance.analysis import AnalysisHub
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
-from edge_app.config.schema import AppConfig
+from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config.schema_cameras import CameraConfig
-from edge_app.detect.base import Detector, DetectorError
+from edge_app.detect.base import Detector
 from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler
-from edge_app.appliance.model_change import ModelSwaps
+from edge_app.appliance.model_set import ModelSet, StartCancelled
 from edge_app.appliance.read_side import ApplianceReads, RunningParts
 from edge_app.motion.gating import MotionGating
 from edge_app.mqtt import link_health
@@ -38,9 +39,7 @@ from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline import health as pipeline_health
 from edge_app.pipeline.health import PipelineHealth
 from edge_app.pipeline.results import ResultStore
-from edge_app.pipeline.runner import Pipeline
-from edge_app.pipeline.scheduler import BatchScheduler
-from edge_app.config_change.plan import model_reload_needed, plan_changes
+from edge_app.config_change.plan import plan_changes
 from edge_app.config_change.detect_switch import DetectSwitch
 from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, RemoteConfigReport,
                                          StatusReport)
@@ -61,8 +60,7 @@ def health_dirs(config: AppConfig) -> List[str]:
     return dirs
 
 
-class StartCancelled(DetectorError):
-    """The appliance was asked to stop while it was still starting."""
+__all__ = ["Appliance", "StartCancelled", "health_dirs"]
 
 
 class Appliance:
@@ -89,14 +87,7 @@ class Appliance:
         self._motion = MotionGating(self._has_objects, lambda cid, motion: self._publisher.publish_motion(cid, motion))
         # The cameras whose frames go through the model: enabled with their detect switch on.
         self._detecting: Dict[str, CameraWorker] = {}
-        self._pipeline = Pipeline(
-            detector_getter=lambda: self._detector,
-            sources_getter=lambda: self._detecting,
-            sink=self._results,
-            scheduler=BatchScheduler(config.model.max_batch, config.model.batch_timeout_ms / 1000.0),
-        )
         self._build_status = None
-        self._loading = False
         # Set once the appliance is stopping: cancels a model load or engine build in progress.
         self._cancel = threading.Event()
         self._lifecycle_lock = threading.Lock()
@@ -106,23 +97,26 @@ class Appliance:
         self._health = health or HealthSampler(config.health, health_dirs(config))
         self._health.set_publisher(self._publish_health)
         self._remote_config_report: Optional[Callable[[], RemoteConfigReport]] = None
-        self._models = ModelSwaps(self._apply_lock, self._load_detector, self._pipeline, config=lambda: self._config,
-                                  changes=lambda: self._changes, stopping=self._cancel, swapped=self._model_swapped)
+        self._models = ModelSet(self._apply_lock, self._load_detector, self._results, config=lambda: self._config,
+                                changes=lambda: self._changes, stopping=self._cancel, swapped=self._model_swapped)
         self._reads = ApplianceReads(
-            self._running, results=self._results, pipeline=self._pipeline, analysis=self._analysis,
+            self._running, results=self._results, pipeline=self._models, analysis=self._analysis,
             event_store=event_store, health=self._health,
             stall_after_s=pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s)
 
     @property
     def _detector(self) -> Optional[Detector]:
-        return self._models.detector
+        """The detector of the first model (the single model's)."""
+        return self._running().detector
 
     def _running(self) -> RunningParts:
-        change = self._models.change
-        return RunningParts(config=self._config, detector=self._models.detector, loading=self._loading,
+        detectors = self._models.detectors()
+        first = next(iter(self._config.model_configs()))
+        return RunningParts(config=self._config, detector=detectors.get(first), loading=self._models.loading,
                             cameras=self._cameras, detecting=self._detecting, publisher=self._publisher,
-                            model_change=change.report if change is not None else None,
-                            build_status=self._build_status, remote_config=self._remote_config_report)
+                            model_change=self._models.latest_change(),
+                            build_status=self._build_status, remote_config=self._remote_config_report,
+                            models=self._models)
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -133,17 +127,12 @@ class Appliance:
         """
         self._publisher.start()
         self._health.start()  # before the model: a Jetson building an engine may be the one overheating
-        self._loading = True
-        try:
-            detector = self._load_detector(self._config, self._cancel)
-        finally:
-            self._loading = False
+        self._models.load_all(self._config)  # raises when no model loads; one that fails is reported
         with self._lifecycle_lock:
             if self._cancel.is_set():
-                detector.close()
+                self._models.close_all(timeout_s=1.0)
                 raise StartCancelled("the appliance was stopped while the model was loading")
-            self._models.set_running(detector, self._config.model)
-            if detector.runs_on_host_cpu:
+            if any(d.runs_on_host_cpu for d in self._models.detectors().values()):
                 # OpenCV's resize threads would compete with the model's for the same cores.
                 import cv2
 
@@ -157,7 +146,7 @@ class Appliance:
                 self._detect_switch.start()
             self._subscribe_commands()  # only now: a command or desired change must not race the start
             self._reconfigure_pipeline()
-            self._pipeline.start()
+            self._models.start(self._config, self._cameras)
             self._stats_thread = threading.Thread(target=self._stats_loop, name="stats:mqtt", daemon=True)
             self._stats_thread.start()
 
@@ -179,7 +168,7 @@ class Appliance:
         stoppers = [threading.Thread(target=w.stop, kwargs={"timeout_s": 2.0}, name=f"stop:{w.config.id}") for w in workers]
         for t in stoppers:
             t.start()
-        self._pipeline.stop(timeout_s=max(0.5, deadline - time.monotonic() - 1.0))
+        self._models.close_all(timeout_s=max(0.5, deadline - time.monotonic() - 1.0))
         for t in stoppers:
             t.join(max(0.0, deadline - time.monotonic() - 1.0))
         try:
@@ -190,20 +179,18 @@ class Appliance:
             # What the end of the open events wrote must reach the disk; MQTT keeps its share of the budget.
             self._event_store.close(timeout_s=max(0.3, min(1.5, deadline - time.monotonic() - 1.0)))
         self._publisher.stop(timeout_s=max(0.5, deadline - time.monotonic()))
-        if self._detector is not None:
-            self._detector.close()
 
-    def _load_detector(self, config: AppConfig, cancel: threading.Event) -> Detector:
+    def _load_detector(self, model: ModelConfig, cancel: threading.Event) -> Detector:
         options = {}
-        if choose_backend(config.model) == "tensorrt":
+        if choose_backend(model) == "tensorrt":
             # Building an engine takes minutes on a Jetson: /api/v1/status shows its progress.
             from edge_app.detect.tensorrt.progress import BuildStatus
 
             self._build_status = BuildStatus()
             options["progress"] = self._build_status
             options["cancel"] = cancel
-        detector = self._detector_factory(config.model, **options)
-        log.info("model %s loaded with %s (input %s, max batch %d)", config.model.path, detector.backend_name,
+        detector = self._detector_factory(model, **options)
+        log.info("model %s loaded with %s (input %s, max batch %d)", model.path, detector.backend_name,
                  "x".join(map(str, detector.input_hw)), detector.max_batch)
         return detector
 
@@ -211,7 +198,7 @@ class Appliance:
         if not cam.enabled:
             self._publisher.publish_camera_state(cam.id, StreamState.STOPPED.value, None)
             return
-        worker = self._camera_factory(cam, self._config.capture, on_state=self._on_camera_state, on_frame=self._pipeline.notify_frame)
+        worker = self._camera_factory(cam, self._config.capture, on_state=self._on_camera_state, on_frame=self._models.notify_frame)
         self._cameras = {**self._cameras, cam.id: worker}
         worker.start()
 
@@ -231,12 +218,9 @@ class Appliance:
         self._publisher.publish_camera_state(camera_id, state.value, error)
 
     def _reconfigure_pipeline(self) -> None:
-        model = self._config.model
-        max_batch = min(model.max_batch, self._detector.max_batch if self._detector else model.max_batch)
         detecting = {c.id for c in self._config.cameras if c.enabled and c.detect}
         self._detecting = {cid: worker for cid, worker in self._cameras.items() if cid in detecting}
-        fps_limits = {c.id: c.fps_limit for c in self._config.cameras if c.id in detecting}
-        self._pipeline.reconfigure(fps_limits, max_batch, model.batch_timeout_ms / 1000.0)
+        self._models.configure(self._config, self._cameras)  # each model batches its own cameras
         self._motion.configure(self._config, self._cameras)
 
     def _has_objects(self, camera_id: str) -> bool:
@@ -252,7 +236,7 @@ class Appliance:
         while not self._stats_stop.wait(1.0):
             try:
                 self._analysis.tick()  # objects of a camera that went quiet still leave
-                self._models.reload_broken(time.monotonic())
+                self._models.tick(time.monotonic())
                 if time.monotonic() >= next_stats_s:
                     next_stats_s = time.monotonic() + self._config.mqtt.stats_interval_s
                     self._publisher.publish_stats(self._reads.stats_payload())
@@ -264,8 +248,7 @@ class Appliance:
             self._publisher.publish_detect_state(camera.id, camera.detect)
 
     def _publish_ha_discovery(self) -> None:
-        labels = self._detector.labels if self._detector is not None else ()
-        self._publisher.set_ha_discovery(self._config, event_labels(self._config, labels))
+        self._publisher.set_ha_discovery(self._config, event_labels(self._config, self._models.labels()))
 
     # -- live configuration -----------------------------------------------------------------------
     def current_config(self) -> AppConfig:
@@ -283,18 +266,9 @@ class Appliance:
         with self._apply_lock:
             old = self._config
             plan = plan_changes(old, new_config)
-            # Back to the model that runs (a failed model taken out, say): nothing to load.
-            running_model = self._models.detector_model
-            load = plan.reload_model and (running_model is None
-                                          or model_reload_needed(running_model, new_config.model))
             self._config = new_config
-            if load:
-                self._models.begin(new_config)
-            else:
-                if plan.reload_model:
-                    self._models.cancel_pending()
-                if plan.reload_model or self._models.pending() is None:
-                    self._models.retune(new_config)
+            # Each model alone: a changed one loads in the background, the others run on untouched.
+            loading = self._models.apply(old, new_config, plan.models_reloaded)
             if plan.reconnect_mqtt:
                 self._swap_publisher(new_config)
             for cid in plan.cameras_removed + plan.cameras_changed:
@@ -313,9 +287,11 @@ class Appliance:
             self._reconfigure_pipeline()
             logging.getLogger().setLevel(new_config.logging.level)
             log.info("configuration applied: %s", plan)
-            return ApplyResult(new_config, plan.restart_required, ["model"] if load else [])
+            # "model" as ever for the single model; "models.<name>" for one of several.
+            applying = ["model" if new_config.model_location(name) == "model" else f"models.{name}" for name in loading]
+            return ApplyResult(new_config, plan.restart_required, applying)
 
-    def _model_swapped(self) -> None:
+    def _model_swapped(self, name: str) -> None:
         self._reconfigure_pipeline()
         self._publish_ha_discovery()  # a new model may know other labels
 

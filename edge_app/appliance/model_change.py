@@ -7,8 +7,9 @@ loads the model on its own thread while the old one keeps running. When the load
 appliance swaps the detector and retires the old one once its last batch has been decoded; when
 it fails, the old model stays and the report says why. A newer change cancels an older one.
 
-``ModelSwaps`` holds the running detector and wires these jobs to the appliance: it starts them,
-installs what they load, retires the old model and reloads one that can no longer run.
+``ModelSwaps`` holds the running detector of one model (``models``: one per name) and wires these
+jobs to the appliance: it starts them, installs what they load, retires the old model and reloads
+one that can no longer run. The swaps of one model never touch another's detector or pipeline.
 """
 from __future__ import annotations
 
@@ -35,8 +36,8 @@ BROKEN_RELOAD_EVERY_S = 30.0
 #: how long a replaced detector may take to finish its batches before it is closed anyway
 RETIRE_TIMEOUT_S = 10.0
 
-#: load(config, cancel) -> Detector; raises DetectorError (or anything) when it cannot load
-Loader = Callable[[AppConfig, threading.Event], Detector]
+#: load(model, cancel) -> Detector; raises DetectorError (or anything) when it cannot load
+Loader = Callable[[ModelConfig, threading.Event], Detector]
 #: install(change, detector) -> bool: whether the detector was taken (False: close it)
 Installer = Callable[["ModelChange", Detector], bool]
 #: failed(change, message)
@@ -44,17 +45,18 @@ FailureHandler = Callable[["ModelChange", str], None]
 
 
 class ModelChange:
-    """One background load of ``config.model``."""
+    """One background load of ``model`` (the section of the model called ``name``)."""
 
-    def __init__(self, config: AppConfig, load: Loader, install: Installer, failed: FailureHandler,
+    def __init__(self, name: str, model: ModelConfig, load: Loader, install: Installer, failed: FailureHandler,
                  clock: Callable[[], float] = time.time) -> None:
-        self.config = config
+        self.name = name
+        self.model = model
         self.cancel_event = threading.Event()
         self._load, self._install, self._failed = load, install, failed
         self._lock = threading.Lock()
-        self._report = ModelChangeReport(state="loading", path=config.model.path, started_ts=clock())
+        self._report = ModelChangeReport(state="loading", path=model.path, started_ts=clock(), name=name)
         self._clock = clock
-        self._thread = threading.Thread(target=self._run, name="model:load", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"model:load:{name}", daemon=True)
 
     def start(self) -> "ModelChange":
         self._thread.start()
@@ -83,13 +85,14 @@ class ModelChange:
 
     def _run(self) -> None:
         try:
-            detector = self._load(self.config, self.cancel_event)
+            detector = self._load(self.model, self.cancel_event)
         except Exception as exc:  # whatever a backend raises, the running model must stay
             message = str(exc) or type(exc).__name__
             if self.cancelled:
                 self._finish("cancelled", message)
                 return
-            log.error("loading model %s failed; the previous model keeps running: %s", self.config.model.path, message)
+            log.error("loading model %s (%s) failed; the previous detector of this model keeps running, the "
+                      "other models are not touched: %s", self.name, self.model.path, message)
             try:
                 self._failed(self, message)
             finally:
@@ -111,7 +114,7 @@ def reload_due(failure: Optional[str], last_reload_s: Optional[float], now_s: fl
 
 
 class ModelSwaps:
-    """The running detector and the ``ModelChange`` that may replace it.
+    """The running detector of the model called ``name`` and the ``ModelChange`` that may replace it.
 
     ``lock`` is the appliance's lock for applying configuration: a swap and an apply never
     interleave. ``config`` gives the configuration in force, ``changes`` the one change path
@@ -121,7 +124,8 @@ class ModelSwaps:
 
     def __init__(self, lock: threading.RLock, load: Loader, pipeline: Pipeline, *, config: Callable[[], AppConfig],
                  changes: Callable[[], Optional["ConfigChanges"]], stopping: threading.Event,
-                 swapped: Callable[[], None]) -> None:
+                 swapped: Callable[[], None], name: str = "default") -> None:
+        self.name = name
         self._apply_lock = lock
         self._load_detector = load
         self._pipeline = pipeline
@@ -133,6 +137,23 @@ class ModelSwaps:
         self.detector_model: Optional[ModelConfig] = None  # what the running detector was loaded from
         self.change: Optional[ModelChange] = None
         self._broken_reload_s: Optional[float] = None  # when a model that could not run was last loaded again
+        self.start_error: Optional[str] = None  # why the first load at start failed (the others run)
+
+    def failed_at_start(self, message: str) -> None:
+        """The first load failed (the other models run): tried again ``BROKEN_RELOAD_EVERY_S`` from now."""
+        self.start_error = message
+        self._broken_reload_s = time.monotonic()
+
+    @property
+    def failure(self) -> Optional[str]:
+        """Why this model runs no batch now (None: it runs, or it is still loading)."""
+        if self.detector is not None:
+            return self.detector.failure
+        change = self.change
+        if change is not None:
+            report = change.report
+            return report.error if report.state == "failed" else None
+        return self.start_error
 
     def set_running(self, detector: Detector, model: ModelConfig) -> None:
         """The first detector, loaded by the appliance's start."""
@@ -154,30 +175,40 @@ class ModelSwaps:
         if previous is not None:
             previous.cancel()  # superseded: only the newest model is worth loading
 
+    def _section(self, config: AppConfig) -> Optional[ModelConfig]:
+        return config.model_configs().get(self.name)
+
     def begin(self, config: AppConfig) -> None:
+        model = self._section(config)
+        if model is None:
+            return
         self.cancel_pending()
-        self.change = ModelChange(config, self._load_detector, self._install_detector,
+        self.change = ModelChange(self.name, model, self._load_detector, self._install_detector,
                                   self._model_change_failed).start()
 
     def reload_broken(self, now_s: float) -> None:
-        """A model that can run no batch (its engine process died) is loaded again, as a change."""
-        failure = self.detector.failure if self.detector is not None else None
+        """A model that can run no batch (its engine process died), or that never loaded, is
+        loaded again, as a change, at most every ``BROKEN_RELOAD_EVERY_S``."""
+        failure = self.failure
         with self._apply_lock:
             if self.pending() is not None or not reload_due(failure, self._broken_reload_s, now_s):
                 return
             self._broken_reload_s = now_s
             config = self._config()
-            log.error("model %s cannot run (%s); loading it again", config.model.path, failure)
+            model = self._section(config)
+            if model is None:
+                return
+            log.error("model %s (%s) cannot run (%s); loading it again", self.name, model.path, failure)
             self.begin(config)
 
     def _install_detector(self, change: ModelChange, detector: Detector) -> bool:
         with self._apply_lock:
             if change is not self.change or change.cancelled or self._cancel.is_set():
                 return False
-            retune(detector, self._config())
-            old, self.detector, self.detector_model = self.detector, detector, change.config.model
+            retune(detector, self._section(self._config()))
+            old, self.detector, self.detector_model = self.detector, detector, change.model
             self._swapped()
-        log.info("model %s is running", change.config.model.path)
+        log.info("model %s (%s) is running", self.name, change.model.path)
         if old is not None:
             threading.Thread(target=self._retire_detector, args=(old,), name="model:retire", daemon=True).start()
         return True
@@ -193,22 +224,26 @@ class ModelSwaps:
         with self._apply_lock:
             running = self.detector_model
             changes = self._changes()
+            if running is None:
+                # Nothing runs to go back to (a model added, or one that failed at start): it is
+                # tried again, by reload_broken, BROKEN_RELOAD_EVERY_S after this failure.
+                self._broken_reload_s = time.monotonic()
             if change is not self.change or running is None or changes is None:
                 return
         # Through the change path, under its lock: a change being validated now cannot undo this.
-        if changes.revert_model(change.config.model, running) is not None:
-            log.error("model %s could not be loaded (%s); the configuration keeps %s", change.config.model.path,
-                      message, running.path)
+        if changes.revert_model(self.name, change.model, running) is not None:
+            log.error("model %s (%s) could not be loaded (%s); the configuration keeps %s", self.name,
+                      change.model.path, message, running.path)
 
     def retune(self, config: AppConfig) -> None:
-        retune(self.detector, config)
+        retune(self.detector, self._section(config))
 
 
-def retune(detector: Optional[Detector], config: AppConfig) -> None:
-    if detector is None:
+def retune(detector: Optional[Detector], model: Optional[ModelConfig]) -> None:
+    if detector is None or model is None:
         return
     try:
-        detector.retune(conf_threshold=config.model.conf_threshold,
-                        iou_threshold=config.model.iou_threshold, classes=config.model.classes)
+        detector.retune(conf_threshold=model.conf_threshold,
+                        iou_threshold=model.iou_threshold, classes=model.classes)
     except DetectorError as err:  # validated against the model file before saving; keep going
         log.error("model settings not applied: %s", err)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 
 from edge_app.appliance.analysis import AnalysisHub
-from edge_app.appliance.report_builders import camera_report, model_report, pipeline_report
+from edge_app.appliance.report_builders import camera_report, model_report, model_status_report, pipeline_report
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
 from edge_app.config.schema import AppConfig
@@ -24,14 +24,14 @@ from edge_app.health.sampler import HealthSampler
 from edge_app.mqtt import link_health
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
-from edge_app.pipeline.health import PipelineHealth, assess, readiness_reason
+from edge_app.pipeline.health import PipelineActivity, PipelineHealth, assess, readiness_reason
 from edge_app.pipeline.results import ResultStore
-from edge_app.pipeline.runner import Pipeline
-from edge_app.reporting.protocol import (AnalysedFrame, CameraReport, CountsReport, ModelChangeReport, MqttReport,
-                                         RemoteConfigReport, StatusReport, UnknownCamera)
+from edge_app.reporting.protocol import (AnalysedFrame, CameraReport, CountsReport, ModelChangeReport,
+                                         ModelStatusReport, MqttReport, RemoteConfigReport, StatusReport, UnknownCamera)
 from edge_app.version import __version__
 
 if TYPE_CHECKING:
+    from edge_app.appliance.model_set import ModelSet
     from edge_app.detect.tensorrt.progress import BuildStatus
 
 
@@ -48,12 +48,22 @@ class RunningParts:
     model_change: Optional[ModelChangeReport]
     build_status: Optional["BuildStatus"]  # a TensorRT engine build's progress
     remote_config: Optional[Callable[[], RemoteConfigReport]]  # the fleet agent's, if any
+    models: Optional["ModelSet"] = None  # every model with its detector and pipeline
+
+
+class PipelineLike(Protocol):
+    """What the reads need of the pipelines (``Pipeline``, or ``ModelSet`` for every model's)."""
+
+    @property
+    def errors(self) -> int: ...
+
+    def activity(self) -> PipelineActivity: ...
 
 
 class ApplianceReads:
     """The read side of the appliance, over the parts it runs (``running`` gives them as they are now)."""
 
-    def __init__(self, running: Callable[[], RunningParts], *, results: ResultStore, pipeline: Pipeline,
+    def __init__(self, running: Callable[[], RunningParts], *, results: ResultStore, pipeline: "PipelineLike",
                  analysis: AnalysisHub, event_store: Optional[EventStore], health: HealthSampler,
                  stall_after_s: float):
         self._running = running
@@ -81,12 +91,13 @@ class ApplianceReads:
     def status(self) -> StatusReport:
         running = self._running()
         detector = running.detector
+        first = next(iter(running.config.model_configs().values()))
         return StatusReport(
             device_id=running.config.device_id,
             version=__version__,
             uptime_s=round(time.monotonic() - self._started_mono_s, 1),
             backend=detector.backend_name if detector else None,
-            model=model_report(running.config.model, detector),
+            model=model_report(first, detector),
             mqtt=MqttReport(**running.publisher.stats()),
             cameras=self.cameras(),
             pipeline=pipeline_report(self._results.pipeline_figures(), self._pipeline.errors, self.pipeline_health()),
@@ -95,7 +106,18 @@ class ApplianceReads:
             events=self._event_store.health() if self._event_store is not None else None,
             health=self._health.latest(),
             remote_config=running.remote_config() if running.remote_config is not None else None,
+            models=self.models(running),
         )
+
+    def models(self, running: RunningParts) -> List[ModelStatusReport]:
+        """Every model of the configuration with its cameras, state and figures."""
+        reports = []
+        for name, model in running.config.model_configs().items():
+            unit = running.models.unit(name) if running.models is not None else None
+            cameras = [cam.id for cam in running.config.cameras if cam.model == name]
+            fps, latency = self._results.model_figures(name)
+            reports.append(model_status_report(name, model, unit, cameras, fps, latency))
+        return reports
 
     def pipeline_health(self) -> PipelineHealth:
         return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)
@@ -115,7 +137,7 @@ class ApplianceReads:
     def readiness(self) -> Tuple[bool, List[str]]:
         running = self._running()
         reasons = []
-        if running.detector is None:
+        if running.detector is None and (running.models is None or not running.models.detectors()):
             reasons.append("the model is still loading" if running.loading else "the model is not loaded")
         if not any(w.state == StreamState.STREAMING for w in running.cameras.values()):
             reasons.append("no camera is streaming")
@@ -132,8 +154,11 @@ class ApplianceReads:
         """A captured frame of a camera whose detection is off, as a frame without detections."""
         if frame is None:
             return None
-        labels = running.detector.labels if running.detector is not None else ()
-        return AnalysedFrame(camera_id, frame.frame_id, frame.ts, frame.image, Detections.empty(labels))
+        camera = running.config.camera(camera_id)
+        name = camera.model if camera is not None else "default"
+        detector = running.models.detectors().get(name) if running.models is not None else running.detector
+        labels = detector.labels if detector is not None else ()
+        return AnalysedFrame(camera_id, frame.frame_id, frame.ts, frame.image, Detections.empty(labels), model=name)
 
     @staticmethod
     def _detection_off(running: RunningParts, camera_id: str) -> bool:

@@ -5,7 +5,7 @@ Pure functions: the appliance gathers the figures, these decide what each report
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional
 
 from edge_app.capture.state import StreamState
 from edge_app.config.schema import ModelConfig
@@ -14,7 +14,10 @@ from edge_app.detect.base import Detector
 from edge_app.pipeline.health import PipelineHealth
 from edge_app.pipeline.results import CameraFigures, PipelineFigures
 from edge_app.config.redact import mask_secrets
-from edge_app.reporting.protocol import CameraReport, ModelReport, PipelineReport
+from edge_app.reporting.protocol import CameraReport, LatencyReport, ModelReport, ModelStatusReport, PipelineReport
+
+if TYPE_CHECKING:
+    from edge_app.appliance.model_set import ModelUnit
 
 
 def camera_report(camera: CameraConfig, capture: Mapping[str, Any], figures: CameraFigures) -> CameraReport:
@@ -43,6 +46,29 @@ def model_report(model: ModelConfig, detector: Optional[Detector]) -> ModelRepor
                            max_batch=model.max_batch)
     return ModelReport(path=model.path, input_size=list(detector.input_hw),
                        precision=detector.describe().get("precision", model.precision), max_batch=detector.max_batch)
+
+
+def model_status_report(name: str, model: ModelConfig, unit: Optional["ModelUnit"], cameras: List[str],
+                        fps: float, latency: LatencyReport) -> ModelStatusReport:
+    """One model of ``models``: "running" with a detector that can run batches, "loading" while its
+    first load is under way, else "failed" with the reason (the other models run on)."""
+    detector = unit.detector if unit is not None else None
+    change = unit.swaps.change.report if unit is not None and unit.swaps.change is not None else None
+    failure = unit.swaps.failure if unit is not None else None
+    if detector is not None:
+        state = "failed" if detector.failure else "running"
+    elif unit is None or unit.loading or unit.swaps.pending() is not None or failure is None:
+        state = "loading"
+    else:
+        state = "failed"
+    base = model_report(model, detector)
+    return ModelStatusReport(
+        name=name, state=state, backend=detector.backend_name if detector is not None else None,
+        path=mask_secrets(model.path), input_size=base.input_size, precision=base.precision,
+        max_batch=base.max_batch, cameras=cameras,
+        batches_per_s=unit.pipeline.batches_per_s() if unit is not None else 0.0,
+        fps=fps, latency_ms=latency, error=failure if state == "failed" else None, change=change,
+    )
 
 
 def pipeline_report(figures: PipelineFigures, errors: int, health: PipelineHealth) -> PipelineReport:

@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, TextIO, Union
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Union
 
 import numpy as np
 
@@ -83,12 +83,24 @@ class Report:
         return 1 if any(r[0] == FAIL for r in self.results) else 0
 
 
-def _model_config(config_or_model_path: Union[AppConfig, ModelConfig, str, os.PathLike]) -> ModelConfig:
+@dataclass
+class _ModelChecks:
+    """The report, with every check named after the model it is about (several models)."""
+
+    report: Report
+    model_name: str
+
+    def add(self, status: str, name: str, detail: str) -> None:
+        self.report.add(status, f"model {self.model_name}: {name}", detail)
+
+
+def _model_configs(config_or_model_path: Union[AppConfig, ModelConfig, str, os.PathLike]) -> Dict[str, ModelConfig]:
+    """Every model to check by name: each of a configuration's models, or the one given."""
     if isinstance(config_or_model_path, AppConfig):
-        return config_or_model_path.model
+        return config_or_model_path.model_configs()
     if isinstance(config_or_model_path, ModelConfig):
-        return config_or_model_path
-    return ModelConfig(path=str(config_or_model_path))
+        return {"default": config_or_model_path}
+    return {"default": ModelConfig(path=str(config_or_model_path))}
 
 
 def _sample_images(model: ModelConfig, images: Sequence[Any]) -> List[Path]:
@@ -322,22 +334,8 @@ def check_decoders(report: Report, decoder: Optional[str]) -> None:
     report.add(PASS if result.ok else FAIL, f"decode with {chosen}", f"{result.detail} ({why})")
 
 
-def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os.PathLike],
-                     images: Sequence[Any] = (), decoder: Optional[str] = None) -> int:
-    """Run every check, print one line each, return 0 when nothing failed, else 1."""
-    report = Report()
-    try:
-        model = _model_config(config_or_model_path)
-    except Exception as err:  # a bad --model path is a usage problem, reported as a check
-        report.add(FAIL, "model", str(err).splitlines()[0])
-        return report.exit_code
-    gpu = nvidia_gpu_present()
-    print(f"edge-app selftest: model {model.path}, {_what_runs(model, gpu)}", flush=True)
-    samples = _sample_images(model, images)
-    check_broker(report, config_or_model_path)
-    check_decoders(report, decoder)
-    trt = _check_tensorrt(report, required=gpu or _needs_tensorrt(model))
-    device = _check_cuda(report, required=gpu or _needs_tensorrt(model))
+def _check_model(report: Report, model: ModelConfig, gpu: bool, trt: Any, device: Any, samples: List[Path]) -> None:
+    """Load one model with each backend that can run here and run it on the sample images."""
     _check_engine_process(report, model, gpu)
     trt_det = ort_det = None
     try:
@@ -348,11 +346,38 @@ def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os
                 report.add(SKIP, "engine build", "needs TensorRT and a GPU")
             ort_det = _load_onnxruntime(report, model)
             _check_images(report, trt_det, ort_det, samples, model.precision, compare=gpu or _needs_tensorrt(model))
-            _check_gpu_letterbox(report, device, samples)
     finally:
         for detector in (trt_det, ort_det):
             if detector is not None:
                 detector.close()
+
+
+def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os.PathLike],
+                     images: Sequence[Any] = (), decoder: Optional[str] = None) -> int:
+    """Run every check, print one line each, return 0 when nothing failed, else 1."""
+    report = Report()
+    try:
+        models = _model_configs(config_or_model_path)
+    except Exception as err:  # a bad --model path is a usage problem, reported as a check
+        report.add(FAIL, "model", str(err).splitlines()[0])
+        return report.exit_code
+    gpu = nvidia_gpu_present()
+    for name, model in models.items():
+        named = f"{name} " if len(models) > 1 else ""
+        print(f"edge-app selftest: model {named}{model.path}, {_what_runs(model, gpu)}", flush=True)
+    samples = _sample_images(next(iter(models.values())), images)
+    check_broker(report, config_or_model_path)
+    check_decoders(report, decoder)
+    needs_tensorrt = any(_needs_tensorrt(model) for model in models.values())
+    trt = _check_tensorrt(report, required=gpu or needs_tensorrt)
+    device = _check_cuda(report, required=gpu or needs_tensorrt)
+    try:
+        for name, model in models.items():
+            # Each model is checked on its own: one that fails does not hide what the others do.
+            checks = report if len(models) == 1 else _ModelChecks(report, name)
+            _check_model(checks, model, gpu, trt, device, samples)
+        _check_gpu_letterbox(report, device, samples)
+    finally:
         if device is not None:
             device.close()
     failed = sum(1 for r in report.results if r[0] == FAIL)

@@ -91,6 +91,9 @@ def _problems_from(err: ValidationError, model: Optional[Type[BaseModel]] = None
             msg = _unknown_key(model, tuple(item.get("loc", ())))
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
+        located = getattr((item.get("ctx") or {}).get("error"), "loc", None)
+        if not loc and isinstance(located, str):
+            loc = located  # a rule across sections (model names) names the key it is about
         problems.append(Problem(loc, msg))
     return problems
 
@@ -137,7 +140,13 @@ def load_config(path: Union[str, Path]) -> AppConfig:
 
 
 def config_to_dict(config: AppConfig) -> Dict[str, Any]:
-    return config.model_dump(mode="json")
+    data = config.model_dump(mode="json")
+    # A configuration with one model is written as it was read: no empty models list, no model: null.
+    if not data.get("models"):
+        data.pop("models", None)
+    if data.get("model", 0) is None:
+        data.pop("model")
+    return data
 
 
 def save_config(config: AppConfig, path: Union[str, Path]) -> None:

@@ -7,7 +7,8 @@ GStreamer pipeline (``gst:`` with ``filesrc``/``tcpclientsink``). So through the
 
 * no new ``gst:`` or ``csi://`` sources;
 * file sources only inside directories that already hold configured file sources;
-* model, labels, engine, calibration and events paths (and TLS files) only inside their current directories;
+* model, labels, engine, calibration and events paths (and TLS files) only inside their current directories
+  (a model added to ``models``: inside the directories of the models there are);
 
 unless the file on disk sets ``api.allow_unsafe_sources: true``, which the API itself can never
 change. Paths are compared after resolving ``..`` and symbolic links.
@@ -33,49 +34,61 @@ def _inside(path: Path, roots: Iterable[Path]) -> bool:
     return any(path == root or root in path.parents for root in roots)
 
 
-def _path_fields(config: AppConfig) -> List[Tuple[str, Optional[str], bool]]:
-    """(loc, value, is_directory) of every path the appliance opens besides camera sources."""
-    model, mqtt_tls, api_tls = config.model, config.mqtt.tls, config.api.tls
-    return [
-        ("model.path", model.path, False),
-        ("model.labels", model.labels, False),
-        ("model.engine_dir", model.engine_dir, True),
-        ("model.calibration_dir", model.calibration_dir, True),
+_MODEL_PATHS = (("path", False), ("labels", False), ("engine_dir", True), ("calibration_dir", True))
+
+
+def _path_fields(config: AppConfig) -> List[Tuple[str, str, Optional[str], bool]]:
+    """(key, loc, value, is_directory) of every path the appliance opens besides camera sources; ``key``
+    names the field across configurations (a model by its name, wherever its section sits)."""
+    mqtt_tls, api_tls = config.mqtt.tls, config.api.tls
+    fields = [(f"model:{name}.{key}", f"{config.model_location(name)}.{key}", getattr(model, key), is_dir)
+              for name, model in config.model_configs().items() for key, is_dir in _MODEL_PATHS]
+    return fields + [(loc, loc, value, is_dir) for loc, value, is_dir in [
         ("mqtt.tls.ca_certs", mqtt_tls.ca_certs, False),
         ("mqtt.tls.certfile", mqtt_tls.certfile, False),
         ("mqtt.tls.keyfile", mqtt_tls.keyfile, False),
         ("api.tls.certfile", api_tls.certfile, False),
         ("api.tls.keyfile", api_tls.keyfile, False),
         ("events.dir", config.events.dir, True),
-    ]
+    ]]
 
 
-def _allowed_root(loc: str, value: Optional[str], is_dir: bool, old: AppConfig, cwd: Path) -> Optional[Path]:
-    """The directory a field may point into: where its current value lives.
+def _allowed_roots(key: str, value: Optional[str], is_dir: bool, old: AppConfig, cwd: Path) -> List[Path]:
+    """The directories a field may point into: where its current value lives.
 
-    A field that is unset today may point next to the model (labels, calibration images);
-    unset TLS files have no directory yet and can only be set in the file.
+    A field that is unset today may point next to the model (labels, calibration images); a model
+    that is new (added to ``models``) may use the folders of the models there are; unset TLS files
+    have no directory yet and can only be set in the file.
     """
     if value:
         resolved = _resolve(value, cwd)
-        return resolved if is_dir else resolved.parent
-    if loc in ("model.labels", "model.calibration_dir"):
-        return _resolve(old.model.path, cwd).parent
-    return None
+        return [resolved if is_dir else resolved.parent]
+    if not key.startswith("model:"):
+        return []
+    name, field = key[len("model:"):].rsplit(".", 1)
+    models = old.model_configs()
+    if field in ("labels", "calibration_dir") and name in models:
+        return [_resolve(models[name].path, cwd).parent]
+    if name in models:
+        return []
+    if field == "engine_dir":
+        return [_resolve(model.engine_dir, cwd) for model in models.values()]
+    return [_resolve(model.path, cwd).parent for model in models.values()]
 
 
 def _path_problems(old: AppConfig, new: AppConfig, cwd: Path) -> List[Problem]:
     problems = []
-    old_fields = {loc: (value, is_dir) for loc, value, is_dir in _path_fields(old)}
-    for loc, value, is_dir in _path_fields(new):
-        old_value, _ = old_fields[loc]
+    old_fields = {key: (value, is_dir) for key, _, value, is_dir in _path_fields(old)}
+    for key, loc, value, is_dir in _path_fields(new):
+        old_value, _ = old_fields.get(key, (None, is_dir))
         if not value or value == old_value:
             continue
-        root = _allowed_root(loc, old_value, is_dir, old, cwd)
-        if root is None:
+        roots = _allowed_roots(key, old_value, is_dir, old, cwd)
+        if not roots:
             problems.append(Problem(loc, f"cannot be set through the API; {_UNSAFE}"))
-        elif not _inside(_resolve(value, cwd), [root]):
-            problems.append(Problem(loc, f"must stay inside {root} when changed through the API; {_UNSAFE}"))
+        elif not _inside(_resolve(value, cwd), roots):
+            where = ", ".join(str(root) for root in roots)
+            problems.append(Problem(loc, f"must stay inside {where} when changed through the API; {_UNSAFE}"))
     return problems
 
 

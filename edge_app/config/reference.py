@@ -126,6 +126,8 @@ def _walk(model: Type[BaseModel], schema: Schema, defs: Dict[str, Schema], prefi
         nested_schema = None
         if nested_model is not None:
             ref_holder = prop.get("items", prop) if is_list else prop
+            if "$ref" not in ref_holder:  # Optional[X]: the reference is one of anyOf
+                ref_holder = next((s for s in prop.get("anyOf", []) if "$ref" in s), ref_holder)
             nested_schema = _resolve({"$ref": ref_holder["$ref"]}, defs) if "$ref" in ref_holder else None
         path = f"{prefix}{name}"
         yield KeyDoc(path, _type(prop, defs), _default(model, name), _bounds(prop), _describe(prop, nested_schema))

@@ -16,8 +16,9 @@ field whose value would change is named and compared with this list. The broker 
 
 Everything else is refused: ``api.*``, ``mqtt.*``, ``device_id``, ``fleet.*``, ``homeassistant.*``,
 ``logging``, ``capture``, ``snapshots`` and every path (model files, labels, engine and
-calibration folders, events and recordings folders, TLS files). Keys that do not exist in the
-schema yet (``record``, ``motion``, ``models``) are listed by name so the rule does
+calibration folders, events and recordings folders, TLS files); for ``models`` that means no
+entry added, removed or renamed, and no path, backend or load setting changed. Keys that do not
+exist in the schema yet (``record``, ``models[].version``) are listed by name so the rule does
 not have to change when they arrive.
 """
 from __future__ import annotations

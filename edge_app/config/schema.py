@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import List, Literal, Optional, Union
+from typing import Dict, List, Literal, Optional, Union
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from edge_app.config.model_names import (DEFAULT_MODEL, MAX_MODELS, MODEL_NAME_PATTERN, check_models, model_location,
+                                         named_models)
 from edge_app.config.schema_cameras import CameraConfig, MotionConfig
 from edge_app.config.schema_rules import (_CONTROL_CHARS, ID_PATTERN, MAX_AREA_LABELS, _clean_labels,
                                           _no_control_chars, _Strict)
@@ -196,6 +198,13 @@ class ModelConfig(_Strict):
         if value is not None and value % 32:
             raise ValueError("input_size must be a multiple of 32")
         return value
+
+
+class NamedModelConfig(ModelConfig):
+    """One of several models (``models``): every key of ``model``, and the name cameras use for it."""
+
+    name: str = Field(title="Model name", pattern=MODEL_NAME_PATTERN,
+                      description="Unique; what cameras[].model names (the single model key is named default)")
 
 
 class TLSConfig(_Strict):
@@ -389,7 +398,12 @@ def _fleet_url(value: Optional[str]) -> Optional[str]:
 class AppConfig(_Strict):
     device_id: str = Field("edge-01", title="Device id", pattern=ID_PATTERN)
     cameras: List[CameraConfig] = Field(default_factory=list, title="Cameras", max_length=MAX_CAMERAS)
-    model: ModelConfig = Field(title="Model")
+    model: Optional[ModelConfig] = Field(None, title="Model", description="The one model, named default (or use models)")
+    models: List[NamedModelConfig] = Field(
+        default_factory=list, title="Models", max_length=MAX_MODELS,
+        description="Several named models, each with its own detector; cameras[].model picks one. With model as well, "
+                    f"no entry may be named {DEFAULT_MODEL} (model is that one)",
+    )
     mqtt: MQTTConfig = Field(default_factory=MQTTConfig, title="MQTT")
     api: APIConfig = Field(default_factory=APIConfig, title="REST API")
     snapshots: SnapshotConfig = Field(default_factory=SnapshotConfig, title="Snapshots")
@@ -425,5 +439,24 @@ class AppConfig(_Strict):
             seen.add(cam.id)
         return self
 
+    @model_validator(mode="after")
+    def _model_names(self) -> "AppConfig":
+        check_models(self.model, self.models, self.cameras)
+        return self
+
     def camera(self, camera_id: str) -> Optional[CameraConfig]:
         return next((c for c in self.cameras if c.id == camera_id), None)
+
+    def model_configs(self) -> Dict[str, ModelConfig]:
+        """Every model by name: ``model`` as ``default`` first, then ``models`` in their order."""
+        return named_models(self.model, self.models)
+
+    def model_location(self, name: str) -> str:
+        """``model`` or ``models.<i>``: where problems with the model called ``name`` are reported."""
+        return model_location(self.model, self.models, name)
+
+    def with_model(self, name: str, section: ModelConfig) -> "AppConfig":
+        """A copy with the model called ``name`` replaced by ``section``."""
+        if self.model is not None and name == DEFAULT_MODEL:
+            return self.model_copy(update={"model": section})
+        return self.model_copy(update={"models": [section if m.name == name else m for m in self.models]})

@@ -7,6 +7,7 @@ from typing import List, Literal
 from pydantic import Field, field_validator
 from typing_extensions import Annotated
 
+from edge_app.config.model_names import DEFAULT_MODEL, MODEL_NAME_PATTERN
 from edge_app.config.schema_rules import ID_PATTERN, MAX_AREA_LABELS, NormPoint, _clean_labels, _Strict
 from edge_app.config.source_spec import parse_source
 
@@ -122,6 +123,8 @@ class CameraConfig(_Strict):
     zones: List[ZoneConfig] = Field(default_factory=list, title="Zones", max_length=MAX_ZONES_PER_CAMERA)
     lines: List[LineConfig] = Field(default_factory=list, title="Lines", max_length=MAX_LINES_PER_CAMERA)
     motion: CameraMotionConfig = Field(default_factory=CameraMotionConfig, title="Motion")
+    model: str = Field(DEFAULT_MODEL, title="Model", pattern=MODEL_NAME_PATTERN,
+                       description="The name of the model that analyses this camera (model is named default)")
 
     @field_validator("source")
     @classmethod

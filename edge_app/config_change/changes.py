@@ -102,19 +102,19 @@ class ConfigChanges:
         """
         return self.write(lambda current: merge_patch(redacted_dict(current), patch), origin)
 
-    def revert_model(self, failed: ModelConfig, running: ModelConfig) -> Optional[ApplyResult]:
-        """A model that could not be loaded leaves the configuration: ``model`` goes back to the
-        section the running detector was loaded from, in the file too. None when a later change
-        replaced the model section already.
+    def revert_model(self, name: str, failed: ModelConfig, running: ModelConfig) -> Optional[ApplyResult]:
+        """A model that could not be loaded leaves the configuration: the model called ``name``
+        goes back to the section its running detector was loaded from, in the file too; the other
+        models stay as they are. None when a later change replaced that section already.
 
         Not validated again: it is the configuration that ran before the failed change, the one
         the appliance still runs (a model file moved away since must not keep the failed one in).
         """
         with self._lock:
             current = self._config_getter()
-            if current.model != failed:
+            if current.model_configs().get(name) != failed:
                 return None
-            return self._save_and_apply(current.model_copy(update={"model": running}), current, Origin.MODEL_RELOAD)
+            return self._save_and_apply(current.with_model(name, running), current, Origin.MODEL_RELOAD)
 
     def _validate_and_apply(self, data: Any, current: AppConfig, origin: Origin) -> ApplyResult:
         """Everything is checked before the appliance sees the change: all or nothing."""

@@ -64,40 +64,41 @@ def model_labels(model: ModelConfig) -> List[str]:
     return resolve_labels(None, model_metadata(model))[0]
 
 
-def _label_problems(model: ModelConfig) -> Tuple[List[Problem], Optional[List[str]]]:
+def _label_problems(model: ModelConfig, at: str = "model") -> Tuple[List[Problem], Optional[List[str]]]:
     """(problems, labels): the model's labels pass the rule of configured labels wherever they come from."""
     if model.labels:
         try:
             return [], read_labels_file(model.labels)
         except DetectorError as err:
-            return [Problem("model.labels", str(err))], None
+            return [Problem(f"{at}.labels", str(err))], None
     try:
         metadata = model_metadata(model)
     except DetectorError as err:
         # A model file that cannot be read is the load's to report, unless the classes need its labels.
-        return ([Problem("model.classes", str(err))] if model.classes else []), None
+        return ([Problem(f"{at}.classes", str(err))] if model.classes else []), None
     try:
         return [], resolve_labels(None, metadata)[0]
     except DetectorError as err:
-        return [Problem("model.path", f"model file {model.path}: {err}")], None
+        return [Problem(f"{at}.path", f"model file {model.path}: {err}")], None
 
 
-def _model_problems(model: ModelConfig) -> List[Problem]:
+def _model_problems(model: ModelConfig, at: str = "model") -> List[Problem]:
+    """``at``: where the model's section is (``model`` or ``models.<i>``), for the problems' locations."""
     why = _readable_file(model.path, "model file")
     if why:
-        return [Problem("model.path", why)]
+        return [Problem(f"{at}.path", why)]
     try:
         choose_backend(model)
     except DetectorError as err:
-        return [Problem("model.backend" if model.backend != "auto" else "model.path", str(err))]
-    problems, labels = _label_problems(model)
+        return [Problem(f"{at}.backend" if model.backend != "auto" else f"{at}.path", str(err))]
+    problems, labels = _label_problems(model, at)
     if problems:
         return problems
     if model.classes and labels is not None:
         try:
             class_ids_for(model.classes, labels)
         except DetectorError as err:
-            return [Problem("model.classes", str(err))]
+            return [Problem(f"{at}.classes", str(err))]
     return []
 
 
@@ -156,14 +157,17 @@ _MODEL_NUMBERS = frozenset({"conf_threshold", "iou_threshold"})
 def _model_files_changed(model: ModelConfig, previous: ModelConfig) -> bool:
     # A threshold PATCH must not read the model's metadata again: a storm of them grew the
     # appliance by hundreds of MB, and the running detector already passed these checks.
-    return model.model_dump(exclude=_MODEL_NUMBERS) != previous.model_dump(exclude=_MODEL_NUMBERS)
+    return model.model_dump(exclude=_MODEL_NUMBERS | {"name"}) != previous.model_dump(exclude=_MODEL_NUMBERS | {"name"})
 
 
 def check_runtime(config: AppConfig, previous: Optional[AppConfig] = None) -> List[Problem]:
     """Every problem that would stop ``config`` from running here; empty when it would run."""
     problems: List[Problem] = []
-    if previous is None or _model_files_changed(config.model, previous.model):
-        problems += _model_problems(config.model)
+    before = previous.model_configs() if previous is not None else {}
+    for name, model in config.model_configs().items():
+        # Each model is checked alone, where it is: a change of one does not read the others' files.
+        if name not in before or _model_files_changed(model, before[name]):
+            problems += _model_problems(model, config.model_location(name))
     if previous is None or config.api.tls != previous.api.tls or config.api.enabled != previous.api.enabled:
         problems += _tls_problems(config)
     problems += _camera_problems(config, previous)

@@ -13,7 +13,8 @@ from edge_app.config.schema import AppConfig, ModelConfig
 # Model settings the decoder reads on every batch: changing these needs no model reload.
 _DECODE_ONLY_KEYS = {"conf_threshold", "iou_threshold", "classes", "batch_timeout_ms"}
 # Camera settings read by the analysis (edge_app.appliance.analysis), not by capture: no camera restart.
-_ANALYSIS_KEYS = {"detect", "zones", "lines", "motion"}
+# ``model``: the camera's frames go to another model's pipeline; capture goes on as it is.
+_ANALYSIS_KEYS = {"detect", "zones", "lines", "motion", "model"}
 
 
 def _capture_settings(camera) -> dict:
@@ -25,15 +26,19 @@ class ChangePlan:
     cameras_added: Tuple[str, ...] = ()
     cameras_removed: Tuple[str, ...] = ()
     cameras_changed: Tuple[str, ...] = ()
-    reload_model: bool = False
+    reload_model: bool = False  # some model is loaded again (models_reloaded names them)
     retune_model: bool = False
     reconnect_mqtt: bool = False
     restart_required: List[str] = field(default_factory=list)
+    models_reloaded: Tuple[str, ...] = ()  # models added, or whose file or load settings changed
+    models_retuned: Tuple[str, ...] = ()  # models whose thresholds or classes changed
+    models_removed: Tuple[str, ...] = ()
 
 
 def _differing_model_keys(old: ModelConfig, new: ModelConfig) -> Set[str]:
-    old_model, new_model = old.model_dump(), new.model_dump()
-    return {k for k in new_model if new_model[k] != old_model[k]}
+    # The name is where the section sits (model, or an entry of models), not how the model runs.
+    old_model, new_model = old.model_dump(exclude={"name"}), new.model_dump(exclude={"name"})
+    return {k for k in set(new_model) | set(old_model) if new_model.get(k) != old_model.get(k)}
 
 
 def model_reload_needed(loaded: ModelConfig, wanted: ModelConfig) -> bool:
@@ -52,9 +57,15 @@ def plan_changes(old: AppConfig, new: AppConfig) -> ChangePlan:
         # Reconnect timing is read when a camera starts: restart the ones that stay.
         changed = tuple(dict.fromkeys(changed + tuple(cid for cid in new_cams if cid in old_cams)))
 
-    differing = _differing_model_keys(old.model, new.model)
-    reload_model = bool(differing - _DECODE_ONLY_KEYS)
-    retune_model = bool(differing & _DECODE_ONLY_KEYS)
+    old_models, new_models = old.model_configs(), new.model_configs()
+    reloaded, retuned = [], []
+    for name, model in new_models.items():
+        differing = _differing_model_keys(old_models[name], model) if name in old_models else {"path"}
+        if differing - _DECODE_ONLY_KEYS:
+            reloaded.append(name)
+        elif differing & _DECODE_ONLY_KEYS:
+            retuned.append(name)
+    removed_models = tuple(name for name in old_models if name not in new_models)
 
     reconnect_mqtt = old.mqtt != new.mqtt or old.device_id != new.device_id
 
@@ -66,4 +77,5 @@ def plan_changes(old: AppConfig, new: AppConfig) -> ChangePlan:
     # R/config/desired is subscribed to at start only when remote configuration is on.
     if new.fleet.remote_config and not old.fleet.remote_config:
         restart_required.append("fleet.remote_config")
-    return ChangePlan(added, removed, changed, reload_model, retune_model, reconnect_mqtt, restart_required)
+    return ChangePlan(added, removed, changed, bool(reloaded), bool(retuned), reconnect_mqtt, restart_required,
+                      tuple(reloaded), tuple(retuned), removed_models)

@@ -90,7 +90,7 @@ class CameraAnalysis:
 
     def __init__(self, camera_id: str, settings: AnalysisSettings = AnalysisSettings(), zones: Sequence[Zone] = (),
                  lines: Sequence[Line] = (), line_seed: Optional[Mapping[str, object]] = None,
-                 tracker_settings: Optional[TrackerSettings] = None) -> None:
+                 tracker_settings: Optional[TrackerSettings] = None, model: str = "default") -> None:
         self.camera_id = camera_id
         self.settings = settings
         base = tracker_settings or TrackerSettings()
@@ -99,7 +99,7 @@ class CameraAnalysis:
         self.zones = ZoneTracker(list(zones))
         self.lines = LineCounter(list(lines))
         self.book = EventBook(camera_id, settings.event_labels, settings.min_frames, settings.update_interval_s,
-                              frames_before_track=self.tracker.settings.confirm_hits - 1)
+                              frames_before_track=self.tracker.settings.confirm_hits - 1, model=model)
         self.snapshots = SnapshotKeeper(settings.snapshots)
         self.line_counts = LineCounts([line.name for line in lines], line_seed)
         self._object_counts: LabelCounts[str] = LabelCounts()
@@ -119,7 +119,7 @@ class CameraAnalysis:
             snapshots=SnapshotSettings(enabled=events.enabled and events.snapshots, jpeg_quality=jpeg_quality),
         )
         return cls(camera.id, settings, [Zone.from_config(z) for z in camera.zones],
-                   [Line.from_config(line) for line in camera.lines], line_seed)
+                   [Line.from_config(line) for line in camera.lines], line_seed, model=camera.model)
 
     # ----------------------------------------------------------------- per frame
     def process(self, frame_id: int, ts: float, image: Optional[FrameImage], detections: Detections,

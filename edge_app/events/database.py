@@ -44,11 +44,14 @@ MIGRATIONS: Sequence[Tuple[int, Sequence[str]]] = (
         """CREATE TABLE line_counts (camera_id TEXT NOT NULL, line TEXT NOT NULL, in_count INTEGER NOT NULL,
             out_count INTEGER NOT NULL, PRIMARY KEY (camera_id, line))""",
     )),
+    # The model that found the object (models); older rows were all the single model's. Version 2
+    # is left to the clips table of recordings, which goes its own way.
+    (3, ("ALTER TABLE events ADD COLUMN model TEXT NOT NULL DEFAULT 'default'",)),
 )
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 _EVENT_COLUMNS = ("e.id, e.camera_id, e.label, e.track_id, e.score, e.top_score, e.box, e.frame_time, e.start_time, "
-                  "e.end_time, e.current_zones, e.entered_zones, s.event_id IS NOT NULL")
+                  "e.end_time, e.current_zones, e.entered_zones, s.event_id IS NOT NULL, e.model")
 _SELECT = f"SELECT {_EVENT_COLUMNS} FROM events e LEFT JOIN snapshots s ON s.event_id = e.id"
 
 
@@ -103,7 +106,7 @@ def _event_from_row(row: Sequence) -> Event:
                  top_score=float(row[5]), box=tuple(json.loads(row[6])), frame_time=float(row[7]),
                  start_time=float(row[8]), end_time=None if row[9] is None else float(row[9]),
                  current_zones=tuple(json.loads(row[10])), entered_zones=tuple(json.loads(row[11])),
-                 has_snapshot=bool(row[12]))
+                 has_snapshot=bool(row[12]), model=str(row[13]))
 
 
 def query_events(conn: sqlite3.Connection, query: EventQuery) -> List[Event]:
@@ -194,10 +197,11 @@ class EventDatabase:
     def upsert(self, event: Event) -> None:
         self.conn.execute(
             "INSERT OR REPLACE INTO events (id, camera_id, label, track_id, score, top_score, box, frame_time, "
-            "start_time, end_time, current_zones, entered_zones) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "start_time, end_time, current_zones, entered_zones, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (event.id, event.camera_id, event.label, int(event.track_id), float(event.score), float(event.top_score),
              json.dumps([float(v) for v in event.box]), float(event.frame_time), float(event.start_time),
-             event.end_time, json.dumps(list(event.current_zones)), json.dumps(list(event.entered_zones))))
+             event.end_time, json.dumps(list(event.current_zones)), json.dumps(list(event.entered_zones)),
+             event.model))
         self.conn.execute("DELETE FROM event_zones WHERE event_id = ?", (event.id,))
         self.conn.executemany("INSERT OR IGNORE INTO event_zones (event_id, zone) VALUES (?, ?)",
                               [(event.id, zone) for zone in event.entered_zones])

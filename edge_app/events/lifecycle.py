@@ -47,12 +47,14 @@ class EventBook:
     for each track the tracker removed; :meth:`end_all` at shutdown."""
 
     def __init__(self, camera_id: str, labels: AbstractSet[str] = frozenset(), min_frames: int = 3,
-                 update_interval_s: float = DEFAULT_UPDATE_INTERVAL_S, frames_before_track: int = 0) -> None:
+                 update_interval_s: float = DEFAULT_UPDATE_INTERVAL_S, frames_before_track: int = 0,
+                 model: str = "default") -> None:
         if min_frames < 1:
             raise ValueError("min_frames must be >= 1")
         if update_interval_s < 0:
             raise ValueError("update_interval_s must be >= 0")
         self.camera_id = camera_id
+        self.model = model  # the camera's model: its events say which model found them
         self.labels = frozenset(labels)
         self.min_frames = int(min_frames)
         self.update_interval_s = float(update_interval_s)
@@ -120,7 +122,7 @@ class EventBook:
                 record.base = Event(
                     id=f"{record.first_seen_s:.6f}-{self.camera_id}-{track_id}", camera_id=self.camera_id,
                     label=record.label, track_id=track_id, score=record.score, top_score=record.top_score,
-                    box=record.box, frame_time=record.last_seen_s, start_time=record.first_seen_s,
+                    box=record.box, frame_time=record.last_seen_s, start_time=record.first_seen_s, model=self.model,
                 )
                 self._new.append(track_id)
                 promoted.append(self._current(record))

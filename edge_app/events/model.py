@@ -27,6 +27,7 @@ class Event:
     current_zones: Tuple[str, ...] = ()
     entered_zones: Tuple[str, ...] = ()  # in the order they were first entered
     has_snapshot: bool = False
+    model: str = "default"  # the name of the model that found the object (cameras[].model)
 
     @property
     def ended(self) -> bool:
@@ -48,7 +49,7 @@ class Event:
             start_time=float(data["start_time"]),
             end_time=None if data.get("end_time") is None else float(data["end_time"]),
             current_zones=tuple(data.get("current_zones") or ()), entered_zones=tuple(data.get("entered_zones") or ()),
-            has_snapshot=bool(data.get("has_snapshot", False)),
+            has_snapshot=bool(data.get("has_snapshot", False)), model=str(data.get("model", "default")),
         )
 
 

@@ -59,8 +59,11 @@ def birth_topic(prefix: str) -> str:
 
 
 def event_labels(config: AppConfig, model_labels: Sequence[str]) -> List[str]:
-    """The labels that get entities: ``events.labels``, else ``model.classes``, else every model label."""
-    labels = config.events.labels or config.model.classes or list(model_labels)
+    """The labels that get entities: ``events.labels``, else the models' ``classes`` (every model that
+    keeps only some classes), else every label of every model."""
+    models = config.model_configs().values()
+    classes = [label for model in models for label in model.classes] if all(m.classes for m in models) else []
+    labels = config.events.labels or classes or list(model_labels)
     return list(dict.fromkeys(str(label) for label in labels))
 
 

@@ -63,11 +63,13 @@ def detections_payload(
     height: int,
     latency_ms: float,
     detections: Union[Iterable[Mapping[str, Any]], Any],
+    model: str = "default",
 ) -> dict:
     """``R/cameras/<id>/detections``.
 
     ``detections`` is an ``edge_app.detect.detections.Detections`` or an iterable of mappings with
-    ``class_id``, ``label``, ``confidence`` and ``bbox`` (``[x1, y1, x2, y2]`` in source pixels).
+    ``class_id``, ``label``, ``confidence`` and ``bbox`` (``[x1, y1, x2, y2]`` in source pixels);
+    ``model`` is the name of the model that found them (``cameras[].model``).
     """
     return {
         "device_id": device_id,
@@ -77,6 +79,7 @@ def detections_payload(
         "width": int(width),
         "height": int(height),
         "latency_ms": round(float(latency_ms), 2),
+        "model": model,
         "detections": _detection_list(detections),
     }
 
@@ -85,7 +88,8 @@ def detections_payload_for(device_id: str, frame: AnalysedFrame) -> dict:
     """``R/cameras/<id>/detections`` for one analysed frame (also what the API's detections route answers)."""
     height, width = frame.image.shape[:2]
     return detections_payload(device_id=device_id, camera_id=frame.camera_id, frame_id=frame.frame_id, ts=frame.ts,
-                              width=width, height=height, latency_ms=frame.latency_ms, detections=frame.detections)
+                              width=width, height=height, latency_ms=frame.latency_ms, detections=frame.detections,
+                              model=frame.model)
 
 
 def count_payload(count: int, ts: Optional[float] = None) -> dict:
@@ -168,6 +172,7 @@ def stats_payload(
 def stats_payload_for(status: StatusReport, ts: Optional[float] = None) -> dict:
     """``R/stats`` built from the same report as ``GET /api/v1/status``."""
     latency = status.pipeline.latency_ms
+    model_of = {camera: model.name for model in status.models for camera in model.cameras}
     return stats_payload(
         status.device_id,
         fps=status.pipeline.fps,
@@ -175,7 +180,8 @@ def stats_payload_for(status: StatusReport, ts: Optional[float] = None) -> dict:
         queue=status.mqtt.queued,
         dropped=status.frames_dropped,
         ts=ts,
-        cameras={c.id: {"fps": c.fps, "state": c.state, "frames_dropped": c.frames_dropped} for c in status.cameras},
+        cameras={c.id: {"fps": c.fps, "state": c.state, "frames_dropped": c.frames_dropped,
+                        **({"model": model_of[c.id]} if c.id in model_of else {})} for c in status.cameras},
     )
 
 

@@ -56,7 +56,7 @@ def _detections() -> bytes:
 def _stats() -> bytes:
     return payloads.encode(payloads.stats_payload(
         "edge-01", fps=14.8, latency_ms={"p50": 41.2, "p99": 63.0}, queue=0, dropped=12, ts=_TS,
-        cameras={"front": {"fps": 14.8, "state": "streaming", "frames_dropped": 12}}))
+        cameras={"front": {"fps": 14.8, "state": "streaming", "frames_dropped": 12, "model": "default"}}))
 
 
 def _health() -> bytes:
@@ -88,7 +88,7 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                               "last will and a clean shutdown publish `offline`",
                        lambda: payloads.encode(payloads.status_payload("online", "edge-01", "1.4.0", _TS))),
     "stats": TopicDoc("no", "periodic pipeline figures, every `mqtt.stats_interval_s`: `fps`, `latency_ms` "
-                            "(`p50`, `p99`), `queue` (MQTT messages waiting), `dropped` (frames), per camera",
+                            "(`p50`, `p99`), `queue` (MQTT messages waiting), `dropped` (frames), per camera (with its `model`)",
                       _stats),
     "health": TopicDoc("yes", '`{"ts", "uptime_s", "problems": [{"kind", "subject", "message", "value", "limit"}], '
                               '"cpu", "memory", "disk", "gpu", "thermal", "power", "summary"}` every `health.publish_s` '

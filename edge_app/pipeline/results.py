@@ -5,7 +5,7 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 from edge_app.capture.frame import Frame
 from edge_app.detect.detections import Detections
@@ -50,15 +50,18 @@ class ResultStore:
         self._camera_rates: Dict[str, RateMeter] = defaultdict(RateMeter)
         self.rate = RateMeter()
         self.latency = LatencyWindow()
+        # The same figures per model (frames per second and latency of the frames it analysed).
+        self._model_rates: Dict[str, RateMeter] = defaultdict(RateMeter)
+        self._model_latency: Dict[str, LatencyWindow] = defaultdict(LatencyWindow)
         self._stage_ms: Dict[str, float] = {}
 
     def count_stale(self, camera_id: str) -> None:
         self._stale[camera_id] += 1
 
-    def handle(self, frame: Frame, detections: Detections, timings_ms: Dict[str, float]) -> None:
+    def handle(self, frame: Frame, detections: Detections, timings_ms: Dict[str, float], model: str = "default") -> None:
         now_mono_s = self._clock()
         latency_ms = max(0.0, (now_mono_s - frame.mono_ts) * 1000.0)
-        analysed = AnalysedFrame(frame.camera_id, frame.frame_id, frame.ts, frame.image, detections, latency_ms)
+        analysed = AnalysedFrame(frame.camera_id, frame.frame_id, frame.ts, frame.image, detections, latency_ms, model)
         if self._analyse is not None:
             analysed = self._analyse(analysed)
         self._sink(analysed)
@@ -70,6 +73,8 @@ class ResultStore:
         self._camera_rates[frame.camera_id].tick(now_mono_s)
         self.rate.tick(now_mono_s)
         self.latency.add(latency_ms)
+        self._model_rates[model].tick(now_mono_s)
+        self._model_latency[model].add(latency_ms)
 
     def forget(self, camera_id: str) -> None:
         with self._cond:
@@ -98,6 +103,13 @@ class ResultStore:
             frames_stale=self._stale.get(camera_id, 0),
             analyzed_fps=round(meter.rate(self._clock()), 2) if meter is not None else 0.0,
         )
+
+    def model_figures(self, model: str) -> Tuple[float, LatencyReport]:
+        """(frames per second, latency) of the frames ``model`` analysed."""
+        meter, window = self._model_rates.get(model), self._model_latency.get(model)
+        fps = round(meter.rate(self._clock()), 2) if meter is not None else 0.0
+        latency = window.percentiles() if window is not None else {"p50": None, "p99": None}
+        return fps, LatencyReport(latency["p50"], latency["p99"])
 
     def pipeline_figures(self) -> PipelineFigures:
         with self._cond:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Protocol
 
 from edge_app.capture.frame import Frame
+from edge_app.capture.rate import RateMeter
 from edge_app.detect.base import Detector, PreparedBatch
 from edge_app.detect.detections import Detections
 from edge_app.pipeline.inflight import InFlight
@@ -69,12 +70,15 @@ class Pipeline:
         sink: ResultSink,
         scheduler: BatchScheduler,
         clock: Callable[[], float] = time.monotonic,
+        name: str = "pipeline",
     ):
         self._detector_getter = detector_getter
         self._sources_getter = sources_getter
         self._sink = sink
         self._scheduler = scheduler
         self._clock = clock
+        self._name = name  # thread names: <name>:gather, <name>:infer, <name>:publish
+        self._batch_rate = RateMeter()
         self._wake = threading.Event()
         self._stop = threading.Event()
         # Unbounded: InFlight bounds what is in them.
@@ -95,7 +99,7 @@ class Pipeline:
 
     def activity(self) -> PipelineActivity:
         """For ``edge_app.pipeline.health.assess``."""
-        gather = next((t for t in self._threads if t.name == "pipeline:gather"), None)
+        gather = next((t for t in self._threads if t.name == f"{self._name}:gather"), None)
         return self._activity.snapshot(self._running, gather is not None and gather.is_alive())
 
     def _failed(self, kind: str, message: str, *args: object) -> None:
@@ -126,7 +130,7 @@ class Pipeline:
     def start(self) -> None:
         self._running = True
         for name, target in (("gather", self._gather_loop), ("infer", self._infer_loop), ("publish", self._post_loop)):
-            thread = threading.Thread(target=target, name=f"pipeline:{name}", daemon=True)
+            thread = threading.Thread(target=target, name=f"{self._name}:{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
 
@@ -272,3 +276,11 @@ class Pipeline:
                 self._failed("publish", "publishing the result of camera %s failed", frame.camera_id)
         if delivered:
             self._activity.batch_done(self._clock())
+            self._batch_rate.tick(self._clock())
+
+    def batches_per_s(self) -> float:
+        return round(self._batch_rate.rate(self._clock()), 2)
+
+    @property
+    def started(self) -> bool:
+        return self._running

@@ -43,6 +43,7 @@ class AnalysedFrame:
     image: FrameImage  # source size: BGR, or NV12 from a hardware decoder (use ``bgr()``)
     detections: Detections
     latency_ms: float = 0.0  # capture to the end of decoding
+    model: str = "default"  # the name of the model that analysed it (cameras[].model)
 
     def bgr(self) -> np.ndarray:
         """BGR pixels for snapshots and live view; a GPU frame is downloaded only when asked."""
@@ -131,6 +132,26 @@ class ModelChangeReport:
     started_ts: float  # Unix seconds
     finished_ts: Optional[float] = None
     error: Optional[str] = None  # why it failed; the previous model keeps running
+    name: str = "default"  # which model (models[].name; the single model is default)
+
+
+@dataclass(frozen=True)
+class ModelStatusReport:
+    """One model of ``models`` (the single ``model`` is the one named default) and its cameras."""
+
+    name: str
+    state: str  # "loading", "running" or "failed" (error says why; the other models run on)
+    backend: Optional[str]  # None until loaded
+    path: str  # credentials masked
+    input_size: Any  # [height, width] once loaded, else the configured side (or None)
+    precision: str
+    max_batch: int
+    cameras: List[str]  # the cameras that name this model
+    batches_per_s: float
+    fps: float  # frames per second analysed
+    latency_ms: LatencyReport  # capture to publish, of this model's frames
+    error: Optional[str] = None
+    change: Optional[ModelChangeReport] = None  # the latest change of this model
 
 
 @dataclass(frozen=True)
@@ -174,6 +195,7 @@ class StatusReport:
     model_change: Optional[ModelChangeReport] = None
     events: Optional[StoreHealth] = None  # the event store: on disk, or why not (a full disk, say)
     health: Optional[HealthReport] = None  # the device: temperatures, throttling, power, disk (docs/health.md)
+    models: List[ModelStatusReport] = field(default_factory=list)  # every model, ``model`` above is the first
     remote_config: Optional[RemoteConfigReport] = None  # R/config/desired (docs/fleet.md, "Who may configure an appliance")
 
     def to_dict(self) -> Dict[str, Any]:

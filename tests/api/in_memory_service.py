@@ -28,6 +28,7 @@ from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.pipeline.results import ResultStore
 from edge_app.config.redact import mask_secrets
 from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, LatencyReport, ModelReport,
+                                         ModelStatusReport,
                                          MqttReport, PipelineReport, StatusReport, UnknownCamera)
 from edge_app.version import __version__
 
@@ -92,7 +93,7 @@ class InMemoryService:
     def status(self) -> StatusReport:
         if self.fail_status is not None:
             raise self.fail_status
-        model = self._config.model
+        model = next(iter(self._config.model_configs().values()))
         health = assess(self.pipeline_activity, self.now_s)
         return StatusReport(
             device_id=self._config.device_id,
@@ -108,6 +109,12 @@ class InMemoryService:
                                     last_batch_age_s=health.last_batch_age_s),
             events=self.event_store.health(),
             health=self.health,
+            models=[ModelStatusReport(name=name, state="running", backend="onnxruntime", path=mask_secrets(section.path),
+                                      input_size=section.input_size, precision=section.precision,
+                                      max_batch=section.max_batch,
+                                      cameras=[c.id for c in self._config.cameras if c.model == name],
+                                      batches_per_s=12.0, fps=24.5, latency_ms=LatencyReport(31.0, 80.0))
+                    for name, section in self._config.model_configs().items()],
         )
 
     def readiness(self) -> Tuple[bool, List[str]]:

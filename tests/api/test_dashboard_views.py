@@ -182,3 +182,19 @@ def test_the_live_view_waits_for_a_new_frame_after_the_camera_form_restarted_its
     assert steps["saved"] == "saved" and api.service.current_config().camera("front").fps_limit == 4
     assert steps["fetches_before_a_new_frame"] == 0
     assert steps["fetches_after_a_new_frame"] > 0 and steps["after_a_new_frame"]["picture_frame"] == "2"
+
+
+def test_the_device_card_lists_each_model_with_its_cameras(make_api, model_path, int8_model_path):
+    api = make_api({"models": [{"name": "parcels", "path": str(int8_model_path)}],
+                    "cameras": [{"id": "front", "source": "test://bars"},
+                                {"id": "back", "source": "test://bars", "model": "parcels"}]})
+    facts = run_dashboard(api, "status_facts")["facts"]
+    shown = dict(zip(facts[::2], facts[1::2]))
+    assert "Model" not in shown, "several models: one line each instead of one for the first"
+    assert shown["Model default"].startswith("running · onnxruntime · ") and "cameras front ·" in shown["Model default"]
+    assert "cameras back ·" in shown["Model parcels"] and str(int8_model_path) in shown["Model parcels"]
+
+
+def test_one_model_keeps_the_single_model_line(make_api):
+    facts = run_dashboard(make_api(), "status_facts")["facts"]
+    assert "Model" in facts[::2] and not any(name.startswith("Model ") for name in facts[::2])

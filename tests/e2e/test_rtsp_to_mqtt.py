@@ -10,7 +10,7 @@ from tests.e2e.appliance import wait_until
 
 pytestmark = pytest.mark.slow
 
-DETECTION_KEYS = {"device_id", "camera_id", "frame_id", "ts", "width", "height", "latency_ms", "detections"}
+DETECTION_KEYS = {"device_id", "camera_id", "frame_id", "ts", "width", "height", "latency_ms", "model", "detections"}
 
 
 def test_rtsp_camera_detections_reach_mqtt_and_survive_an_rtsp_outage(

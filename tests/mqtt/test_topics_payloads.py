@@ -68,7 +68,8 @@ def test_detections_payload_fields_from_dicts():
         "edge-01", "cam1", 7, 1700000000.25, 1920, 1080, 12.3456,
         [{"class_id": 0, "label": "person", "confidence": 0.87, "bbox": [1, 2, 3, 4]}],
     )
-    assert set(p) == {"device_id", "camera_id", "frame_id", "ts", "width", "height", "latency_ms", "detections"}
+    assert set(p) == {"device_id", "camera_id", "frame_id", "ts", "width", "height", "latency_ms", "model", "detections"}
+    assert p["model"] == "default", "the single model is named default"
     assert p["frame_id"] == 7 and p["ts"] == 1700000000.25 and p["width"] == 1920 and p["height"] == 1080
     assert p["latency_ms"] == pytest.approx(12.35)
     assert p["detections"] == [{"class_id": 0, "label": "person", "confidence": 0.87, "bbox": [1.0, 2.0, 3.0, 4.0]}]

@@ -103,6 +103,12 @@
         " · queued " + (mqtt.queued ?? "–") + " · dropped " + (mqtt.dropped ?? "–")],
       ["Pipeline", fmtNumber(pipe.fps) + " fps · latency p50 " + fmtNumber(lat.p50) + " ms, p99 " + fmtNumber(lat.p99) + " ms"],
     ];
+    // Several models: one line each, with its state and the cameras it analyses.
+    const models = s.models || [];
+    if (models.length > 1) {
+      const at = facts.findIndex(([name]) => name === "Model");
+      facts.splice(at, 1, ...models.map((m) => ["Model " + m.name, modelFact(m)]));
+    }
     const summary = (s.health || {}).summary;
     if (summary) {
       facts.push(["Health", fmtNumber(summary.temperature_c) + " °C · GPU " + fmtNumber(summary.gpu_load_percent) +
@@ -115,6 +121,14 @@
       dl.append(el("dt", name), el("dd", value ?? "–"));
     }
     renderHealthBanner((s.health || {}).problems || []);
+  }
+
+  function modelFact(m) {
+    const lat = m.latency_ms || {};
+    const state = m.state === "failed" ? "failed: " + (m.error || "?") : (m.state || "?");
+    return state + " · " + (m.backend || "–") + " · " + (m.path || "–") + " · cameras " +
+      ((m.cameras || []).join(", ") || "none") + " · " + fmtNumber(m.fps) + " fps, " + fmtNumber(m.batches_per_s) +
+      " batches/s, p50 " + fmtNumber(lat.p50) + " ms";
   }
 
   // A banner while the device has problems (hot, throttling, disk or memory nearly full).

@@ -39,9 +39,16 @@ def _fail(message: str) -> int:
 
 
 def build_engine_command(config: Any, force: bool) -> int:
-    """Build or reuse the TensorRT engine for ``config.model``; returns the exit code."""
+    """Build or reuse the TensorRT engine of every model of ``config`` (``model``, ``models``); returns
+    the exit code (the worst of them: every model is tried)."""
     _ensure_logging(config.logging.level)
-    model = config.model
+    models = config.model_configs()
+    # A model set to run with ONNX Runtime needs no engine; with one model it is built all the same, as ever.
+    wanted = [m for m in models.values() if m.backend != "onnxruntime"] if len(models) > 1 else list(models.values())
+    return max((_build_engine(model, force) for model in wanted), default=EXIT_OK)
+
+
+def _build_engine(model: Any, force: bool) -> int:
     try:
         trt = import_tensorrt()
     except DetectorError as err:

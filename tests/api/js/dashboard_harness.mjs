@@ -284,6 +284,10 @@ const scenarios = {
     await until(() => $("detections").dataset.frame);
     steps.after_load = Object.assign(liveView(), { name: $("live-name").textContent });
   },
+  async status_facts(steps) {
+    await until(() => $("status").children.length > 0);
+    steps.facts = $("status").children.map(text);
+  },
   async badge(steps) {
     await sleep(1500);
     steps.link = { text: $("link").textContent, className: $("link").className };
