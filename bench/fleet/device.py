@@ -41,8 +41,8 @@ from edge_app.fleet_agent.agent import FleetAgent
 from edge_app.fleet_agent.desired_versions import ConfigReport
 from edge_app.mqtt import Topics, payloads
 from edge_app.mqtt.reference import TOPIC_DOCS
-from edge_app.reporting.protocol import (ApplyResult, CameraReport, LatencyReport, ModelReport, MqttReport, PipelineReport,
-                                         StatusReport)
+from edge_app.reporting.protocol import (ApplyResult, CameraReport, LatencyReport, ModelReport, ModelStatusReport,
+                                         MqttReport, PipelineReport, StatusReport)
 
 log = logging.getLogger(__name__)
 
@@ -243,8 +243,11 @@ class SimulatedAppliance:
                    for i, cid in enumerate(self._camera_ids)]
         pipeline = PipelineReport(20.0, LatencyReport(45.0, 90.0), {"infer": 12.0}, 0, False, None, 0.1)
         mqtt_report = MqttReport(self.connected, self.counters.acked, 0, 0)
+        model = ModelStatusReport("default", "running", "tensorrt", "engines/yolov8n.onnx", [640, 640], "int8", 4,
+                                  list(self._camera_ids), 5.0, 20.0, LatencyReport(45.0, 90.0))
         return StatusReport(self.device_id, __version__, round(time.monotonic() - self._started_mono_s, 1), "tensorrt",
-                            ModelReport("engines/yolov8n.onnx", [640, 640], "int8", 4), mqtt_report, cameras, pipeline)
+                            ModelReport("engines/yolov8n.onnx", [640, 640], "int8", 4), mqtt_report, cameras, pipeline,
+                            models=[model])
 
     async def _stats_loop(self) -> None:
         await asyncio.sleep(self._random.uniform(0, self.settings.stats_interval_s))

@@ -22,14 +22,14 @@ from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config.schema_cameras import CameraConfig
-from edge_app.detect.base import Detector
+from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler
-from edge_app.appliance.model_set import ModelSet, StartCancelled
+from edge_app.appliance.model_set import ModelSet
 from edge_app.appliance.read_side import ApplianceReads, RunningParts
 from edge_app.motion.gating import MotionGating
 from edge_app.mqtt import link_health
@@ -60,7 +60,8 @@ def health_dirs(config: AppConfig) -> List[str]:
     return dirs
 
 
-__all__ = ["Appliance", "StartCancelled", "health_dirs"]
+class StartCancelled(DetectorError):
+    """The appliance was asked to stop while it was still starting."""
 
 
 class Appliance:

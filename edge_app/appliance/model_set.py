@@ -37,10 +37,6 @@ log = logging.getLogger(__name__)
 REMOVE_TIMEOUT_S = 10.0
 
 
-class StartCancelled(DetectorError):
-    """The appliance was asked to stop while it was still starting."""
-
-
 class _ModelSink:
     """The shared ``ResultStore``, with every frame marked as analysed by one model."""
 
@@ -151,7 +147,9 @@ class ModelSet:
                 detector = self._load(model, self._stopping)
             except Exception as exc:
                 if self._stopping.is_set():
-                    break
+                    # Stopped while loading (an engine build cancelled): as ever, the load's own error.
+                    self.close_all(timeout_s=0.5)
+                    raise
                 message = str(exc) or type(exc).__name__
                 unit.swaps.failed_at_start(message)
                 errors.append(f"{name}: {message}" if len(config.model_configs()) > 1 else message)
@@ -162,8 +160,7 @@ class ModelSet:
                 unit.loading = False
             unit.swaps.set_running(detector, model)
         if self._stopping.is_set():
-            self.close_all(timeout_s=0.5)
-            raise StartCancelled("the appliance was stopped while the model was loading")
+            return  # the appliance's start sees it, closes what loaded and raises StartCancelled
         if not self.detectors():
             raise DetectorError("; ".join(errors) or "no model could be loaded")
 

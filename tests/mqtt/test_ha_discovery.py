@@ -173,6 +173,16 @@ def test_event_labels_come_from_events_then_model_classes_then_the_model():
     assert ha_discovery.event_labels(parse_config(classes), model_labels) == ["person"]
 
 
+def test_event_labels_of_several_models_are_those_of_all_of_them():
+    # What the appliance passes: every label of every running model, once each.
+    all_labels = ["person", "car", "plate"]
+    two = _raw()
+    two["models"] = [{"name": "plates", "path": "p.onnx", "classes": ["plate"]}]
+    assert ha_discovery.event_labels(parse_config(two), all_labels) == all_labels, "one model keeps every class"
+    two["model"]["classes"] = ["person"]
+    assert ha_discovery.event_labels(parse_config(two), all_labels) == ["person", "plate"]
+
+
 @pytest.mark.parametrize("prefix", ["home/#", "ha/+/x", "/ha", "ha/", "a//b", "ha\n", ""])
 def test_a_discovery_prefix_that_is_not_a_topic_path_is_refused(prefix):
     with pytest.raises(ConfigError, match="discovery_prefix"):
