@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from edge_app.events.counts import LineTotals
 from edge_app.events.database import EventDatabase
-from edge_app.events.model import Event, Snapshot
+from edge_app.events.model import ClipRecord, Event, Snapshot
 from edge_app.events.pending import PendingBatch, PendingWrites
 from edge_app.events.query import EventQuery, StoreHealth
 from edge_app.events.reader import DISK_ERRORS, EventReader
@@ -57,6 +57,7 @@ class EventStore:
         self._lock = threading.Lock()
         self._problem: Optional[str] = None
         self._recently_deleted: "OrderedDict[str, None]" = OrderedDict()  # writer thread only
+        self._on_deleted: Callable[[List[str]], None] = lambda event_ids: None
         self._db: Optional[EventDatabase] = self._open_database()
         self._thread = threading.Thread(target=self._run, name="events:writer", daemon=True)
         self._thread.start()
@@ -74,6 +75,19 @@ class EventStore:
         """The crossing totals of ``camera_id``'s lines; lines not named keep their counts."""
         return self._queue.offer("lines", {camera_id: {line: {"in": int(t.count_in), "out": int(t.count_out)}
                                                  for line, t in totals.items()}})
+
+    def save_clip(self, event_id: str, path: str, size_bytes: int, duration_s: float) -> bool:
+        """The event's clip as the recording store reports it (``path`` relative to its directory)."""
+        return self._queue.offer("clip", ClipRecord(event_id, str(path), int(size_bytes), float(duration_s)))
+
+    def forget_clip(self, event_id: str) -> bool:
+        """The recording store removed the event's clip (its own retention): the event keeps no claim to one."""
+        return self._queue.offer("clip", ClipRecord(event_id, "", -1, 0.0))
+
+    def on_deleted(self, callback: Callable[[List[str]], None]) -> None:
+        """``callback(event_ids)`` after events were deleted (through the API or by retention), on
+        the writer thread: whoever keeps their clips removes them. Must not block."""
+        self._on_deleted = callback
 
     def set_retention(self, retain_days: float, max_mb: float) -> None:
         """New limits (a configuration change); the writer applies them at its next retention run."""
@@ -125,6 +139,10 @@ class EventStore:
     def snapshot(self, event_id: str) -> Optional[bytes]:
         """The JPEG of the event's best snapshot, or None."""
         return self._reader.snapshot(event_id)
+
+    def clip(self, event_id: str) -> Optional[ClipRecord]:
+        """What the event record keeps of its clip (path and size), None without one."""
+        return self._reader.clip(event_id)
 
     def load_line_counts(self) -> Dict[str, Dict[str, LineTotals]]:
         """``{camera: {line: LineTotals}}`` as last saved (kept across restarts)."""
@@ -195,7 +213,8 @@ class EventStore:
 
     def _handle(self, batch: List[Item]) -> bool:
         """Write ``batch``; True once it held the close request."""
-        writes = [(kind, payload) for kind, payload, _ in batch if kind in ("event", "snapshot", "lines", "delete")]
+        writes = [(kind, payload) for kind, payload, _ in batch
+                  if kind in ("event", "snapshot", "lines", "delete", "clip")]
         snapshot_bytes = sum(len(payload.jpeg) for kind, payload in writes if kind == "snapshot")
         try:
             results = self._write(writes) if writes else []
@@ -223,6 +242,7 @@ class EventStore:
                 results = [self._apply(kind, payload) for kind, payload in writes]
                 self._db.commit()
                 self._db.unlink_deleted_files()
+                self._deleted(self._db.take_deleted())
                 return [r for (kind, _), r in zip(writes, results) if kind == "delete"]
             except DISK_ERRORS as err:
                 self._rollback()
@@ -237,7 +257,19 @@ class EventStore:
             return payload.id in self._recently_deleted
         if kind == "snapshot":
             return payload.event_id in self._recently_deleted
+        if kind == "clip" and payload.event_id in self._recently_deleted:
+            if payload.size_bytes >= 0:  # a clip finished after its event was deleted goes too
+                self._deleted([payload.event_id])
+            return True
         return False
+
+    def _deleted(self, event_ids: List[str]) -> None:
+        if not event_ids:
+            return
+        try:
+            self._on_deleted(event_ids)
+        except Exception:  # the events are deleted; a clip left behind goes with the recordings' retention
+            log.exception("event store %s: removing the clips of deleted events failed", self.directory)
 
     def _forget(self, event_id: str, found: bool) -> bool:
         # Only ids that existed: a client must not be able to block events that have not started yet.
@@ -255,6 +287,11 @@ class EventStore:
             self._db.put_snapshot(payload.event_id, payload.jpeg, self._clock())
         elif kind == "lines":
             self._db.save_line_counts(payload)
+        elif kind == "clip":
+            if payload.size_bytes < 0:
+                self._db.forget_clip(payload.event_id)
+            else:
+                self._db.put_clip(payload, self._clock())
         elif kind == "delete":
             return self._forget(payload, self._db.delete([payload]) > 0)
         return True
@@ -266,9 +303,14 @@ class EventStore:
             self._pending.put_snapshot(payload.event_id, payload.jpeg, self._clock())
         elif kind == "lines":
             self._pending.put_line_counts(payload)
+        elif kind == "clip":
+            self._pending.put_clip(payload.event_id, None if payload.size_bytes < 0 else payload, self._clock())
         elif kind == "delete":
             on_disk = self._reader.get_on_disk(payload) is not None
-            return self._forget(payload, self._pending.delete(payload) or on_disk)
+            found = self._forget(payload, self._pending.delete(payload) or on_disk)
+            if found:  # the clip goes now: the recording store has its own disk
+                self._deleted([payload])
+            return found
         return True
 
     def _rollback(self) -> None:
@@ -292,9 +334,15 @@ class EventStore:
                 self._db.upsert(event)
             for event_id, jpeg, saved_at in batch.snapshots:
                 self._db.put_snapshot(event_id, jpeg, saved_at)
+            for event_id, clip, saved_at in batch.clips:
+                if clip is None:
+                    self._db.forget_clip(event_id)
+                else:
+                    self._db.put_clip(clip, saved_at)
             self._db.save_line_counts(batch.line_counts)
             self._db.commit()
             self._db.unlink_deleted_files()
+            self._db.take_deleted()  # told when they were deleted in memory
         except DISK_ERRORS as err:
             self._rollback()
             self._corruption.suspect(err)
@@ -342,8 +390,10 @@ class EventStore:
             return
         try:
             deleted = self._db.retain(cutoff, max_bytes)
+            self._deleted(self._db.take_deleted())
         except DISK_ERRORS as err:
             self._rollback()
+            self._deleted(self._db.take_deleted())  # chunks committed before the failure
             self._corruption.suspect(err)
             log.warning("event store %s: retention failed: %s", self.directory, err)
             return
