@@ -12,41 +12,24 @@ a stream that can never be decoded here -> ``SourceError``.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
-from edge_app.capture.sources import SourceError, SourceUnavailable
+from edge_app.capture.av_input import FFMPEG_OPTIONS_ENV, PacketTap, ffmpeg_options, import_av, open_video, stream_fps
+from edge_app.capture.packets import PacketSink
+from edge_app.capture.sources import SourceError
 from edge_app.config.redact import mask_secrets
 
 log = logging.getLogger(__name__)
+
+__all__ = ["AvDemuxer", "FFMPEG_OPTIONS_ENV", "NVDEC_CODECS", "ffmpeg_options", "is_annexb"]
 
 #: FFmpeg codec names NVDEC decodes, and the name of each in ``PyNvVideoCodec.cudaVideoCodec``
 NVDEC_CODECS: Dict[str, str] = {"h264": "H264", "hevc": "HEVC", "av1": "AV1", "vp9": "VP9", "vp8": "VP8",
                                 "mpeg2video": "MPEG2", "mpeg4": "MPEG4"}
 _ANNEXB_FILTERS = {"h264": "h264_mp4toannexb", "hevc": "hevc_mp4toannexb"}
 _START_CODES = (b"\x00\x00\x00\x01", b"\x00\x00\x01")
-
-#: the environment variable the OpenCV path reads FFmpeg options from, honoured here too
-FFMPEG_OPTIONS_ENV = "OPENCV_FFMPEG_CAPTURE_OPTIONS"
-
-
-def ffmpeg_options(target: str, environ: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    """FFmpeg options for ``target``: RTSP over TCP unless the operator's own options say otherwise.
-
-    The operator's options use OpenCV's format, ``key;value|key;value``, so one setting serves
-    both decoders.
-    """
-    environ = os.environ if environ is None else environ
-    options: Dict[str, str] = {}
-    if target.lower().startswith(("rtsp://", "rtsps://")):
-        options["rtsp_transport"] = "tcp"
-    for item in environ.get(FFMPEG_OPTIONS_ENV, "").split("|"):
-        key, sep, value = item.partition(";")
-        if sep and key.strip():
-            options[key.strip()] = value.strip()
-    return options
 
 
 def is_annexb(data: bytes) -> bool:
@@ -57,38 +40,27 @@ class AvDemuxer:
     """The video stream of one URL (or file), as Annex B packets with their presentation times."""
 
     def __init__(self, target: str, open_timeout_s: float, read_timeout_s: float,
-                 options: Optional[Dict[str, str]] = None) -> None:
+                 options: Optional[Dict[str, str]] = None, packet_sink: Optional[PacketSink] = None) -> None:
+        self._av = import_av("decoder nvdec", "install edge-app[nvdec]")
+        self._container, stream = open_video(self._av, target, open_timeout_s, read_timeout_s, options)
+        # the packets as demuxed (before the Annex B filter): what a muxer copies
+        self._tap = PacketTap(packet_sink, stream)
         try:
-            import av
-        except ImportError as err:
-            raise SourceError(f"decoder nvdec reads streams with PyAV, which is not installed ({err}); "
-                              "install edge-app[nvdec]") from None
-        self._av = av
-        masked = mask_secrets(target)
-        try:
-            self._container = av.open(target, options=ffmpeg_options(target) if options is None else options,
-                                      timeout=(float(open_timeout_s), float(read_timeout_s)))
-        except (av.error.FFmpegError, OSError) as err:
-            raise SourceUnavailable(f"cannot open {masked}: {mask_secrets(str(err))}") from None
-        try:
-            self._setup(masked)
+            self._setup(mask_secrets(target), stream)
         except BaseException:
             self._container.close()
             raise
+        self._tap.opened()
 
-    def _setup(self, masked: str) -> None:
-        videos = self._container.streams.video
-        if not videos:
-            raise SourceError(f"{masked} has no video stream")
-        stream = self._stream = videos[0]
+    def _setup(self, masked: str, stream: Any) -> None:
+        self._stream = stream
         context = stream.codec_context
         self.codec_name = str(context.name)
         if self.codec_name not in NVDEC_CODECS:
             raise SourceError(f"{masked} is {self.codec_name}, which NVDEC does not decode; "
                               f"use decoder ffmpeg (NVDEC takes {', '.join(sorted(NVDEC_CODECS))})")
         self.width, self.height = int(context.width or 0), int(context.height or 0)
-        rate = stream.average_rate or stream.guessed_rate or 0
-        self.fps = float(rate) if rate else 0.0
+        self.fps = stream_fps(stream)
         extradata = bytes(context.extradata or b"")
         self._filter: Any = None
         self._header: Optional[bytes] = None
@@ -105,6 +77,7 @@ class AvDemuxer:
         for packet in self._packets:
             if packet.size == 0:  # the demuxer's end-of-stream marker
                 continue
+            self._tap.tap(packet)
             for out in (self._filter.filter(packet) if self._filter is not None else (packet,)):
                 if not out.size:
                     continue
@@ -115,5 +88,6 @@ class AvDemuxer:
                     data, self._header = self._header + data, None
                 yield np.frombuffer(data, dtype=np.uint8), int(out.pts if out.pts is not None else 0)
 
-    def close(self) -> None:
+    def close(self, reason: str = "closed") -> None:
+        self._tap.closed(reason)
         self._container.close()

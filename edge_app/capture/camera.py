@@ -21,6 +21,8 @@ from edge_app.capture.decoders import CameraOpener, Opener
 from edge_app.capture.early_drop import EarlyDrop
 from edge_app.capture.frame import Frame
 from edge_app.capture.frame_gate import FrameAdmission, FrameGate
+from edge_app.capture.packet_tee import PacketTee
+from edge_app.capture.packets import PacketSink
 from edge_app.capture.sources import FrameSource, SourceError, SourceSpec, check_backend
 from edge_app.capture.state import StateMachine, StreamState
 from edge_app.capture.watchdog import BackendCall, BackendCalls, watch
@@ -31,6 +33,8 @@ from edge_app.config.redact import mask_secrets
 
 logger = logging.getLogger(__name__)
 
+#: why a connection's packets end (``PacketSink.stream_closed``), by ``_stream``'s outcome
+CLOSE_REASONS = {"eof": "end of file", "stopped": "camera stopped"}
 StateCallback = Callable[[str, StreamState, Optional[str]], None]
 
 
@@ -41,6 +45,7 @@ class CameraWorker:
     thread that caused it (capture, watchdog, or the caller of ``start``/``stop``) while the
     worker's lock is held: keep it quick and do not wait there for another thread that uses this
     worker. ``on_frame()`` is a wake-up hook called after each new frame, outside any lock.
+    ``packet_sink`` receives the camera's compressed packets (``edge_app.capture.packet_tee``).
     """
 
     def __init__(
@@ -51,6 +56,7 @@ class CameraWorker:
         on_frame: Optional[Callable[[], None]] = None,
         clock: Any = time,
         opener: Optional[Opener] = None,
+        packet_sink: Optional[PacketSink] = None,
     ) -> None:
         self.config = config
         self.camera_id = config.id
@@ -60,6 +66,9 @@ class CameraWorker:
         self._clock = clock
         # Without an opener, cameras[].decoder picks one (edge_app.capture.decoders).
         self._opener = opener if opener is not None else CameraOpener(config.decoder)
+        # The compressed stream for recording, from the same demuxer as the analysed frames
+        # (edge_app.capture.packets); the opener is called with packet_sink= only when there is one.
+        self._packets = PacketTee(config.id, packet_sink) if packet_sink is not None else None
         self._spec: Optional[SourceSpec] = None
         self._spec_error: Optional[str] = None
         try:
@@ -135,6 +144,7 @@ class CameraWorker:
                            self.camera_id)
         else:  # only the capture thread opens sources: with it gone, nothing races the close
             getattr(self._opener, "close", lambda: None)()
+        self._close_packets("camera stopped")
         with self._lock:
             self._generation += 1  # whatever still runs is stale from now on
             self._calls.current = None
@@ -274,9 +284,11 @@ class CameraWorker:
                 continue
             with self._lock:
                 self._counts.source = source
+            outcome = "failed"
             try:
                 outcome = self._stream(generation, spec, source)
             finally:
+                self._close_packets(CLOSE_REASONS.get(outcome, self._last_error or "reading failed"))
                 source.release()
                 with self._lock:
                     self._counts.source_closed()
@@ -288,7 +300,8 @@ class CameraWorker:
     def _open(self, generation: int, spec: SourceSpec) -> Optional[FrameSource]:
         self._enter_call(generation, "open")
         try:
-            source = self._opener(spec, self.capture_config)
+            tee = {} if self._packets is None else {"packet_sink": self._packets.lease()}
+            source = self._opener(spec, self.capture_config, **tee)
         except SourceError as exc:
             self._leave_call(generation)
             self._set_state(generation, StreamState.ERROR, str(exc))
@@ -372,6 +385,10 @@ class CameraWorker:
                 self._counts.frame(self._clock.monotonic())
                 self._gate.dropped_early += 1
 
+    def _close_packets(self, reason: str) -> None:
+        if self._packets is not None:
+            self._packets.close(reason)
+
     def _end_of_file(self, generation: int) -> None:
         if self.config.loop:
             logger.debug("camera %s: end of file, starting again", self.camera_id)
@@ -399,6 +416,7 @@ class CameraWorker:
         message = (f"no frame from {self.source_masked} for {elapsed_s:.1f} s "
                    f"(the video backend's {call.kind} never returned); reopening")
         self._calls.abandon(self._thread, f"capture:{self.camera_id}:abandoned")
+        self._close_packets(message)
         self._thread = None
         self._count_failure()
         self._generation += 1

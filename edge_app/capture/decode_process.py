@@ -295,7 +295,12 @@ class DecodeProcessOpener:
         self._device_index, self._slot_count = device_index, slot_count
         self._parked: Optional[Tuple[str, _Process]] = None
 
-    def __call__(self, spec: SourceSpec, capture: CaptureConfig) -> Any:
+    def __call__(self, spec: SourceSpec, capture: CaptureConfig, packet_sink: Optional[Any] = None) -> Any:
+        if packet_sink is not None:
+            # A recorded camera decodes in its own thread: the packets for the recorder come from
+            # the demuxer that feeds the decoder, and the pipe to a decoder process carries frames only.
+            self.close()
+            return resolve(self._opener)(spec, capture, self._device_index, packet_sink=packet_sink)
         if not capture.nvdec_processes:  # the operator chose threads: decode right here
             self.close()
             return resolve(self._opener)(spec, capture, self._device_index)

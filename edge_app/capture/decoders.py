@@ -25,9 +25,10 @@ import importlib
 import importlib.util
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Mapping, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from edge_app.capture.gst_pipeline import Codec, FrameFormat, plan_pipeline
+from edge_app.capture.packets import PacketSink
 from edge_app.capture.sources import FrameSource, check_backend, open_source
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.source_spec import SourceError, SourceKind, SourceSpec
@@ -35,7 +36,9 @@ from edge_app.config.redact import mask_secrets
 
 logger = logging.getLogger(__name__)
 
-Opener = Callable[[SourceSpec, CaptureConfig], FrameSource]
+#: ``opener(spec, capture)``, or ``opener(spec, capture, packet_sink=sink)`` for a camera that is
+#: recorded: the source then tees its compressed packets to the sink (``edge_app.capture.packets``)
+Opener = Callable[..., FrameSource]
 
 DECODERS = ("ffmpeg", "gstreamer", "nvdec")
 #: sources ``auto`` hands to hardware GStreamer / NVDEC; the rest stay with ffmpeg
@@ -151,23 +154,27 @@ def resolve_decoder(requested: str, spec: SourceSpec, inventory: DecoderInventor
     return requested
 
 
-def open_ffmpeg(spec: SourceSpec, capture: CaptureConfig) -> FrameSource:
-    """OpenCV (or a synthetic source); a read waits at most ``stall_timeout_s``."""
+def open_ffmpeg(spec: SourceSpec, capture: CaptureConfig, packet_sink: Optional[PacketSink] = None) -> FrameSource:
+    """OpenCV (or a synthetic source); a read waits at most ``stall_timeout_s``. A recorded
+    camera's stream is read with PyAV instead, which hands out its packets (``av_source``)."""
+    if packet_sink is not None:
+        from edge_app.capture.av_source import open_recorded
+
+        return open_recorded(spec, capture.open_timeout_s, capture.stall_timeout_s, packet_sink)
     return open_source(spec, open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s)
 
 
-def open_gstreamer(spec: SourceSpec, capture: CaptureConfig) -> FrameSource:
+def open_gstreamer(spec: SourceSpec, capture: CaptureConfig, packet_sink: Optional[PacketSink] = None) -> FrameSource:
     from edge_app.capture.gst_source import GstSource, Nv12Frames, probe_platform
 
     platform = probe_platform()
+    common: Dict[str, Any] = dict(open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s,
+                                  platform=platform, packet_sink=packet_sink)
     if platform.jetson:
         # Jetson decoders hand over NV12: the GPU letterbox kernel converts it in the same pass
         # that scales it, and only snapshots or a CPU detector pay for a BGR conversion.
-        return Nv12Frames(GstSource(spec, open_timeout_s=capture.open_timeout_s,
-                                    read_timeout_s=capture.stall_timeout_s,
-                                    frame_format=FrameFormat.NV12, platform=platform))
-    return GstSource(spec, open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s,
-                     platform=platform)
+        return Nv12Frames(GstSource(spec, frame_format=FrameFormat.NV12, **common))
+    return GstSource(spec, **common)
 
 
 def check_gstreamer(spec: SourceSpec) -> None:
@@ -224,12 +231,15 @@ class CameraOpener:
         if check is not None:
             check(spec)
 
-    def __call__(self, spec: SourceSpec, capture: CaptureConfig) -> FrameSource:
+    def __call__(self, spec: SourceSpec, capture: CaptureConfig,
+                 packet_sink: Optional[PacketSink] = None) -> FrameSource:
         name = self._require(spec)
         if name != self._last_logged:  # once, not on every reconnect
             self._last_logged = name
             logger.info("%s: decoder %s (configured: %s)", mask_secrets(spec.target), name, self.decoder)
-        return self.openers[name](spec, capture)
+        if packet_sink is None:
+            return self.openers[name](spec, capture)
+        return self.openers[name](spec, capture, packet_sink=packet_sink)
 
     def close(self) -> None:
         """The camera stops for good: openers that keep something for a reopen let it go (a

@@ -38,6 +38,7 @@ from edge_app.capture.gst_pipeline import (
     DEMUX_NAME, DISCARD_FILE, DISCARD_LIVE, SINK_NAME, ELEMENT_PACKAGES, FrameFormat, GstPlatform, PipelineOptions, PipelinePlan,
     Codec, codec_from_caps, plan_pipeline,
 )
+from edge_app.capture.packets import PacketSink
 from edge_app.capture.sources import SourceUnavailable, frame_too_large
 from edge_app.capture.gpu_image import HostNv12Image
 from edge_app.config.source_spec import SourceError, SourceKind, SourceSpec
@@ -137,7 +138,8 @@ class GstSource:
     """An open GStreamer pipeline behind the FrameSource interface."""
 
     def __init__(self, spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_s: float = 10.0,
-                 frame_format: FrameFormat = FrameFormat.BGR, platform: Optional[GstPlatform] = None) -> None:
+                 frame_format: FrameFormat = FrameFormat.BGR, platform: Optional[GstPlatform] = None,
+                 packet_sink: Optional[PacketSink] = None) -> None:
         self._Gst, self._GstVideo = import_gst()
         if spec.kind is SourceKind.FILE and not os.path.isfile(spec.target):
             raise SourceUnavailable(f"file {spec.target} does not exist")
@@ -156,6 +158,7 @@ class GstSource:
         self._linked_video = False
         self.codec: Optional[Codec] = None  # of the stream being decoded, once known
         self._pending: Optional[np.ndarray] = None
+        self._packet_sink = packet_sink
         self._pipeline = self._build()
         try:
             self._start(open_timeout_s)

@@ -25,6 +25,7 @@ from typing import Any, Callable, Deque, Optional
 import numpy as np
 
 from edge_app.capture.av_demux import NVDEC_CODECS, AvDemuxer
+from edge_app.capture.packets import PacketSink
 from edge_app.capture.device_frames import DEFAULT_MAX_FRAMES, DeviceFramePool
 from edge_app.capture.sources import SourceError, SourceUnavailable, frame_too_large
 from edge_app.config.schema import CaptureConfig
@@ -196,8 +197,12 @@ def check_nvdec(spec: SourceSpec) -> None:
 
 def open_nvdec(spec: SourceSpec, capture: Optional[CaptureConfig] = None, device_index: int = 0,
                max_frames: int = DEFAULT_MAX_FRAMES,
-               device_opener: Callable[[int], Any] = lambda index: open_device(device_index=index)) -> NvdecSource:
-    """Open ``spec`` for NVDEC decoding. Raises SourceError (never works) or SourceUnavailable."""
+               device_opener: Callable[[int], Any] = lambda index: open_device(device_index=index),
+               packet_sink: Optional[PacketSink] = None) -> NvdecSource:
+    """Open ``spec`` for NVDEC decoding. Raises SourceError (never works) or SourceUnavailable.
+
+    With a ``packet_sink`` (a recorded camera) files are demuxed by PyAV too, whose packets are
+    teed to the sink before they reach the decoder; PyNvVideoCodec's own demuxer hides them."""
     capture = capture or CaptureConfig()
     if spec.kind not in NVDEC_KINDS:
         check_nvdec(spec)
@@ -210,10 +215,11 @@ def open_nvdec(spec: SourceSpec, capture: Optional[CaptureConfig] = None, device
     except CudaError as err:
         raise SourceError(f"{MISSING_MESSAGE}; CUDA is not usable: {err}") from None
     pool = DeviceFramePool(device, max_frames, device_index)
-    if spec.kind is SourceKind.FILE:
+    if spec.kind is SourceKind.FILE and packet_sink is None:
         packets: Any = _FilePackets(nvc, spec.target)
     else:
-        packets = _StreamPackets(nvc, AvDemuxer(spec.target, capture.open_timeout_s, capture.stall_timeout_s))
+        packets = _StreamPackets(nvc, AvDemuxer(spec.target, capture.open_timeout_s, capture.stall_timeout_s,
+                                                packet_sink=packet_sink))
     try:
         too_large = frame_too_large(packets.width, packets.height)
         if too_large:
