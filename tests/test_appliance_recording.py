@@ -135,6 +135,7 @@ def test_an_event_tells_the_recorder_and_its_payloads_carry_the_clip(tmp_path):
         assert store.flush()
         assert store.get(ev.id) == replace(ended, has_clip=True, clip_duration_s=13.0)
         assert store.clip(ev.id).path == "events/cam1/a.mp4" and store.clip(ev.id).size_bytes == 4096
+        assert (store.clip(ev.id).start_time, store.clip(ev.id).end_time) == (NOW - 5, NOW + 8)
     finally:
         store.close()
 

@@ -73,7 +73,8 @@ class EventClipSink(Protocol):
 
     def save_event(self, event: Event) -> bool: ...
 
-    def save_clip(self, event_id: str, path: str, size_bytes: int, duration_s: float) -> bool: ...
+    def save_clip(self, event_id: str, path: str, size_bytes: int, duration_s: float,
+                  start_time: Optional[float] = None, end_time: Optional[float] = None) -> bool: ...
 
 
 class RecordingHub:
@@ -225,7 +226,7 @@ class RecordingHub:
             if clip.complete and finished is None and clip.event_id not in self._with_clip:
                 self._clips.pop(clip.event_id, None)
         if self._store is not None:
-            self._store.save_clip(clip.event_id, clip.path, clip.bytes, clip.duration_s)
+            self._store.save_clip(clip.event_id, clip.path, clip.bytes, clip.duration_s, clip.start, clip.end)
         if finished is None:
             return
         with self._lock:

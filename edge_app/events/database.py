@@ -48,7 +48,7 @@ MIGRATIONS: Sequence[Tuple[int, Sequence[str]]] = (
     # before clips keeps every row and an event's upsert never touches its clip.
     (2, (
         """CREATE TABLE clips (event_id TEXT PRIMARY KEY, path TEXT NOT NULL, size_bytes INTEGER NOT NULL,
-            duration_s REAL NOT NULL, saved_at REAL NOT NULL)""",
+            duration_s REAL NOT NULL, start_time REAL, end_time REAL, saved_at REAL NOT NULL)""",
     )),
 )
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -145,8 +145,9 @@ def snapshot_path(conn: sqlite3.Connection, directory: Path, event_id: str) -> O
 
 
 def clip_record(conn: sqlite3.Connection, event_id: str) -> Optional[ClipRecord]:
-    row = conn.execute("SELECT path, size_bytes, duration_s FROM clips WHERE event_id = ?", (event_id,)).fetchone()
-    return None if row is None else ClipRecord(event_id, str(row[0]), int(row[1]), float(row[2]))
+    row = conn.execute("SELECT path, size_bytes, duration_s, start_time, end_time FROM clips WHERE event_id = ?",
+                       (event_id,)).fetchone()
+    return None if row is None else ClipRecord(event_id, str(row[0]), int(row[1]), float(row[2]), row[3], row[4])
 
 
 def line_counts(conn: sqlite3.Connection) -> LineCountsByCamera:
@@ -235,9 +236,10 @@ class EventDatabase:
                           (event_id, name, len(jpeg), saved_at))
 
     def put_clip(self, clip: ClipRecord, saved_at: float) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO clips (event_id, path, size_bytes, duration_s, saved_at) "
-                          "VALUES (?, ?, ?, ?, ?)",
-                          (clip.event_id, clip.path, int(clip.size_bytes), float(clip.duration_s), saved_at))
+        self.conn.execute("INSERT OR REPLACE INTO clips (event_id, path, size_bytes, duration_s, start_time, end_time, "
+                          "saved_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                          (clip.event_id, clip.path, int(clip.size_bytes), float(clip.duration_s), clip.start_time,
+                           clip.end_time, saved_at))
 
     def forget_clip(self, event_id: str) -> None:
         self.conn.execute("DELETE FROM clips WHERE event_id = ?", (event_id,))

@@ -93,3 +93,5 @@ class ClipRecord:
     path: str
     size_bytes: int
     duration_s: float
+    start_time: Optional[float] = None  # Unix seconds of its first frame
+    end_time: Optional[float] = None  # of its last frame

@@ -76,9 +76,11 @@ class EventStore:
         return self._queue.offer("lines", {camera_id: {line: {"in": int(t.count_in), "out": int(t.count_out)}
                                                  for line, t in totals.items()}})
 
-    def save_clip(self, event_id: str, path: str, size_bytes: int, duration_s: float) -> bool:
+    def save_clip(self, event_id: str, path: str, size_bytes: int, duration_s: float,
+                  start_time: Optional[float] = None, end_time: Optional[float] = None) -> bool:
         """The event's clip as the recording store reports it (``path`` relative to its directory)."""
-        return self._queue.offer("clip", ClipRecord(event_id, str(path), int(size_bytes), float(duration_s)))
+        return self._queue.offer("clip", ClipRecord(event_id, str(path), int(size_bytes), float(duration_s),
+                                                    start_time, end_time))
 
     def forget_clip(self, event_id: str) -> bool:
         """The recording store removed the event's clip (its own retention): the event keeps no claim to one."""
