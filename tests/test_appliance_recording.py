@@ -107,7 +107,6 @@ def hub_with(tmp_path, **recorder_kwargs):
         return made[-1]
 
     hub = RecordingHub(factory, published.append, store=store)
-    store.on_deleted(hub.events_deleted)
     hub.start(parse_config(CONFIG))
     return hub, made[0], published, store
 

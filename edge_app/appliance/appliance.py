@@ -89,8 +89,6 @@ class Appliance:
         # Without a recorder factory nothing is recorded; events and MQTT are the same either way.
         self._recording = RecordingHub(recorder_factory, lambda message: self._publisher.publish_event(message),
                                        store=event_store)
-        if event_store is not None:
-            event_store.on_deleted(self._recording.events_deleted)  # an event deleted takes its clip along
         self._analysis = AnalysisHub(lambda: self._publisher, store=event_store, on_event=self._recording.on_event)
         self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse)
         # Frames of a camera where nothing moves and nothing is tracked never reach the model.
@@ -195,10 +193,7 @@ class Appliance:
             self._analysis.end_all()  # open events end now, counts fall to 0, before MQTT goes
         except Exception:
             log.exception("ending the open events failed")
-        try:
-            self._recording.close()  # after the ends: the clips of the events that just ended are finished
-        except Exception:
-            log.exception("closing the recorder failed")
+        self._recording.close()  # after the ends: the clips of the events that just ended are finished
         if self._event_store is not None:
             # What the end of the open events wrote must reach the disk; MQTT keeps its share of the budget.
             self._event_store.close(timeout_s=max(0.3, min(1.5, deadline - time.monotonic() - 1.0)))
@@ -312,18 +307,15 @@ class Appliance:
                     self._models.retune(new_config)
             if plan.reconnect_mqtt:
                 self._swap_publisher(new_config)
-            kept = [c.id for c in new_config.cameras if c.id not in plan.cameras_added + plan.cameras_removed
-                    and c.id not in plan.cameras_changed and c.id in self._cameras]
-            resink = tuple(self._recording.configure(new_config, kept))  # they need a sink now, or none
-            for cid in resink:
-                self._stop_camera(cid)
-                self._start_camera(new_config.camera(cid))
-            for cid in plan.cameras_removed + plan.cameras_changed:
+            # A camera recorded now and not before (or the other way round) restarts with (or without) a sink.
+            changed = plan.cameras_changed + tuple(cid for cid in self._recording.configure(new_config, list(self._cameras))
+                                                   if cid not in plan.cameras_changed + plan.cameras_removed)
+            for cid in plan.cameras_removed + changed:
                 self._stop_camera(cid)
                 if cid in plan.cameras_removed:
                     self._publisher.publish_camera_state(cid, StreamState.STOPPED.value, None)
                     self._publisher.forget_camera(cid)
-            for cid in plan.cameras_added + plan.cameras_changed:
+            for cid in plan.cameras_added + changed:
                 self._start_camera(new_config.camera(cid))
             self._analysis.configure(new_config)
             self._health.configure(new_config.health, health_dirs(new_config))

@@ -76,6 +76,8 @@ class EventClipSink(Protocol):
     def save_clip(self, event_id: str, path: str, size_bytes: int, duration_s: float,
                   start_time: Optional[float] = None, end_time: Optional[float] = None) -> bool: ...
 
+    def on_deleted(self, callback: Callable[[List[str]], None]) -> None: ...
+
 
 class RecordingHub:
     """The recorder of the running appliance (None of it when the configuration records nothing)."""
@@ -91,6 +93,8 @@ class RecordingHub:
         self._clips: Dict[str, ClipInfo] = {}  # event id -> its clip as last reported
         self._with_clip: Set[str] = set()  # open events whose clip is being written
         self._awaiting: "OrderedDict[str, Event]" = OrderedDict()  # ended, clip not complete yet
+        if store is not None:
+            store.on_deleted(self.events_deleted)  # an event deleted (API, retention) takes its clip along
 
     # -- lifecycle and configuration (under the appliance's locks) ----------------------------------
     def start(self, config: AppConfig) -> None:
@@ -119,9 +123,13 @@ class RecordingHub:
         return [cid for cid in cameras if self.records(cid) != before[cid]]
 
     def close(self) -> None:
+        """At shutdown, after the open events ended: their clips are finished and closed. Never raises."""
         recorder, self._recorder = self._recorder, None
-        if recorder is not None:
-            recorder.close()
+        try:
+            if recorder is not None:
+                recorder.close()
+        except Exception:
+            log.exception("recording: closing the recorder failed")
 
     def records(self, camera_id: str) -> bool:
         return self._recorder is not None and self._recorder.records(camera_id)
