@@ -226,3 +226,32 @@ def test_the_appliance_gives_recorded_cameras_a_sink_and_shows_their_recording(t
         appliance.stop()
     assert made[0].closed
 
+
+
+def as_part(clip: ClipInfo, part: int) -> ClipInfo:
+    """``clip`` as part ``part`` of its event's clip (the recorder's ClipInfo.part)."""
+    if "part" in ClipInfo.__dataclass_fields__:
+        return replace(clip, part=part)
+    object.__setattr__(clip, "part", part)
+    return clip
+
+
+def test_a_clip_longer_than_max_s_counts_as_one_clip_of_its_parts(tmp_path):
+    hub, recorder, published, store = hub_with(tmp_path)
+    try:
+        ev = event()
+        hub.on_event(EventMessage(NEW, ev))
+        recorder.on_clip(ClipInfo(ev.id, "cam1", NOW - 5, NOW + 295, 1000, "cam1/events/a.mp4", True))
+        second = ClipInfo(ev.id, "cam1", NOW + 295, NOW + 300, 100, "cam1/events/a__p1.mp4", False)
+        recorder.on_clip(as_part(second, 1))
+        assert published == []  # the event is still open: its clip goes on
+        end = hub.on_event(EventMessage(END, replace(ev, end_time=NOW + 298), ev))
+        assert end.after.clip_duration_s == 305.0
+        recorder.on_clip(as_part(replace(second, end=NOW + 303, bytes=150, complete=True), 1))
+        assert [m.after.clip_duration_s for m in published] == [308.0]
+        assert store.flush()
+        record = store.clip(ev.id)
+        assert (record.path, record.size_bytes, record.start_time, record.end_time) == (
+            "cam1/events/a.mp4", 1150, NOW - 5, NOW + 303)
+    finally:
+        store.close()

@@ -90,7 +90,8 @@ class RecordingHub:
         self._lock = threading.Lock()
         self._recorder: Optional[Recorder] = None
         self._directory: Optional[str] = None
-        self._clips: Dict[str, ClipInfo] = {}  # event id -> its clip as last reported
+        # event id -> its clip's parts as last reported (a clip longer than max_s continues in a new part)
+        self._clips: Dict[str, Dict[int, ClipInfo]] = {}
         self._with_clip: Set[str] = set()  # open events whose clip is being written
         self._awaiting: "OrderedDict[str, Event]" = OrderedDict()  # ended, clip not complete yet
         if store is not None:
@@ -215,7 +216,7 @@ class RecordingHub:
 
     def _decorated(self, event: Event) -> Event:
         with self._lock:
-            clip = self._clips.get(event.id)
+            clip = _whole(self._clips.get(event.id))
             recording = event.id in self._with_clip or event.id in self._awaiting
         if clip is None and not recording:
             return event
@@ -229,16 +230,16 @@ class RecordingHub:
     def _clip_reported(self, clip: ClipInfo) -> None:
         """The recorder's thread: a clip was written to (``complete`` once post_s is over)."""
         with self._lock:
-            self._clips[clip.event_id] = clip
+            parts = self._clips.setdefault(clip.event_id, {})
+            parts[int(getattr(clip, "part", 0) or 0)] = clip
+            clip = _whole(parts) or clip
             finished = self._awaiting.pop(clip.event_id, None) if clip.complete else None
-            if clip.complete and finished is None and clip.event_id not in self._with_clip:
-                self._clips.pop(clip.event_id, None)
+            if clip.complete and clip.event_id not in self._with_clip:
+                self._clips.pop(clip.event_id, None)  # nothing more comes for it
         if self._store is not None:
             self._store.save_clip(clip.event_id, clip.path, clip.bytes, clip.duration_s, clip.start, clip.end)
         if finished is None:
             return
-        with self._lock:
-            self._clips.pop(clip.event_id, None)
         after = dataclasses.replace(finished, has_clip=True, clip_duration_s=clip.duration_s)
         try:
             self._publish_event(EventMessage(UPDATE, after, finished))
@@ -246,6 +247,16 @@ class RecordingHub:
             log.exception("recording: publishing the clip of event %s failed", clip.event_id)
         if self._store is not None:
             self._store.save_event(after)
+
+
+def _whole(parts: Optional[Dict[int, ClipInfo]]) -> Optional[ClipInfo]:
+    """An event's clip as one: the first part's path, every part's bytes, from the first frame to
+    the last; complete when its last part is."""
+    if not parts:
+        return None
+    ordered = [parts[key] for key in sorted(parts)]
+    return dataclasses.replace(ordered[0], start=min(p.start for p in ordered), end=max(p.end for p in ordered),
+                               bytes=sum(p.bytes for p in ordered), complete=ordered[-1].complete)
 
 
 def _record_dir(config: AppConfig) -> Optional[str]:
