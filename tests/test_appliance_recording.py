@@ -102,7 +102,7 @@ def hub_with(tmp_path, **recorder_kwargs):
     made, published = [], []
     store = EventStore(tmp_path / "events", clock=lambda: NOW)
 
-    def factory(config, on_clip):
+    def factory(config, on_clip, on_clips_removed):
         made.append(RecorderStandIn(on_clip, **recorder_kwargs))
         return made[-1]
 
@@ -183,7 +183,7 @@ def test_the_appliance_gives_recorded_cameras_a_sink_and_shows_their_recording(t
     made: List[RecorderStandIn] = []
     workers = {}
 
-    def factory(config, on_clip):
+    def factory(config, on_clip, on_clips_removed):
         made.append(RecorderStandIn(on_clip, recorded=("cam1",)))
         return made[-1]
 

@@ -64,8 +64,9 @@ class Recorder(Protocol):
         ...
 
 
-#: (configuration, clip callback) -> the recorder, or None when the configuration records nothing
-RecorderFactory = Callable[[AppConfig, Callable[[ClipInfo], None]], Optional[Recorder]]
+#: (configuration, a clip reported, the events whose clips retention removed) -> the recorder, or
+#: None when the configuration records nothing
+RecorderFactory = Callable[[AppConfig, Callable[[ClipInfo], None], Callable[[List[str]], None]], Optional[Recorder]]
 
 
 class EventClipSink(Protocol):
@@ -75,6 +76,8 @@ class EventClipSink(Protocol):
 
     def save_clip(self, event_id: str, path: str, size_bytes: int, duration_s: float,
                   start_time: Optional[float] = None, end_time: Optional[float] = None) -> bool: ...
+
+    def forget_clip(self, event_id: str) -> bool: ...
 
     def on_deleted(self, callback: Callable[[List[str]], None]) -> None: ...
 
@@ -102,7 +105,7 @@ class RecordingHub:
         if self._factory is None:
             return
         try:
-            self._recorder = self._factory(config, self._clip_reported)
+            self._recorder = self._factory(config, self._clip_reported, self._clips_removed)
         except Exception as err:  # recording must never keep the appliance from analysing
             log.exception("recording cannot start: %s", err)
             self._recorder = None
@@ -226,6 +229,15 @@ class RecordingHub:
         self._awaiting[event.id] = event
         while len(self._awaiting) > MAX_AWAITING_CLIPS:
             self._awaiting.popitem(last=False)
+
+    def _clips_removed(self, event_ids: List[str]) -> None:
+        """The recorder's retention removed the last part of these events' clips: they have none now."""
+        with self._lock:
+            for event_id in event_ids:
+                self._clips.pop(event_id, None)
+        if self._store is not None:
+            for event_id in event_ids:
+                self._store.forget_clip(event_id)
 
     def _clip_reported(self, clip: ClipInfo) -> None:
         """The recorder's thread: a clip was written to (``complete`` once post_s is over)."""

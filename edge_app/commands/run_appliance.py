@@ -54,7 +54,9 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     # Relative to the working directory, like every path of the configuration.
     store = (EventStore(Path(config.events.dir), config.events.retain_days, config.events.max_mb)
              if config.events.enabled else None)
-    appliance = Appliance(config, event_store=store)
+    from edge_app.appliance.recording_service import recording_service
+
+    appliance = Appliance(config, event_store=store, recorder_factory=recording_service)
     server: Optional[ApiServer] = None
     # One change path for the API, the fleet's R/config/desired, the detect switch and model
     # reloads: one set of rules, one lock, the one writer of the file. Whether a change may leave
