@@ -71,12 +71,14 @@ def clip_row(events_dir: Path, event_id: str) -> Optional[dict]:
     return None if row is None else dict(zip(("path", "size_bytes", "duration_s", "start_time", "end_time"), row))
 
 
-def finished_clip(collector, timeout_s: float) -> dict:
-    """The first event whose clip is complete: the ``update`` after its ``end`` (docs/mqtt.md)."""
+def finished_clip(collector, timeout_s: float, started_after: float = 0.0) -> dict:
+    """The first event (started after ``started_after``) whose clip is complete: the ``update``
+    after its ``end`` (docs/mqtt.md)."""
     def done():
         for history in event_histories(collector.messages(f"{ROOT}/events")).values():
             kinds = [m["type"] for m in history.messages]
-            if "end" in kinds and kinds.index("end") < len(kinds) - 1:
+            if (history.messages[0]["after"]["start_time"] > started_after and "end" in kinds
+                    and kinds.index("end") < len(kinds) - 1):
                 return history
         return None
     return collector.wait_until(done, timeout_s, "an event that ended and whose clip was completed")
@@ -91,7 +93,10 @@ def test_an_events_clip_covers_the_event_and_decodes(codec, rtsp_server_factory,
     collector = mqtt_collector(mosquitto_broker, f"{ROOT}/#")
     app = appliance_factory([{"id": CAM, "source": rtsp.url("walk"), "decoder": "ffmpeg"}], model_path,
                             mosquitto_broker, **sections(tmp_path))
-    history = finished_clip(collector, 90)
+    # An event of the second walk: the first may start before the pre-roll has filled (the
+    # stream was opened only seconds before), the second comes a whole loop later.
+    first = collector.wait_for_message(f"{ROOT}/events", lambda m: m.json()["type"] == "new", timeout_s=90)
+    history = finished_clip(collector, 90, first.json()["after"]["start_time"] + clip_source.loop_s / 2)
     kinds = [m["type"] for m in history.messages]
     new, end, final = history.messages[0], history.messages[kinds.index("end")], history.messages[-1]
     assert new["after"]["has_clip"] is True, new
