@@ -46,6 +46,8 @@ NO_PACKETS = {
 }
 #: FFmpeg's ``skip_frame`` for a frame that will be analysed, and one that will not
 DECODE_ALL, DECODE_REFERENCES = "DEFAULT", "NONREF"
+#: what one demuxed packet was
+PICTURE, FLUSH, END = "picture", "flush", "end"
 
 
 class AvSource:
@@ -80,7 +82,7 @@ class AvSource:
         """The next picture as BGR, or None at the end of the stream."""
         self._decode_as(DECODE_ALL)
         while not self._ready:
-            if not self._next_packet():
+            if self._next_packet() == END:
                 return None
         frame = self._ready.pop(0)
         image = frame.to_ndarray(format="bgr24")
@@ -93,10 +95,12 @@ class AvSource:
         """One packet's worth of stream taken in without a picture out: recorded, decoded only
         where later pictures need it, never converted. False at the end of the stream."""
         self._decode_as(DECODE_REFERENCES)
-        if self._ready:
-            self._ready.pop(0)
-            return True
-        return self._next_packet(keep=False)
+        while not self._ready:
+            taken = self._next_packet(keep=False)
+            if taken != FLUSH:  # the decoder's last pictures, if any, are in _ready
+                return taken == PICTURE
+        self._ready.pop(0)
+        return True
 
     def release(self) -> None:
         self._ready = []
@@ -112,24 +116,25 @@ class AvSource:
             self._context.skip_frame = skip
             self._skip = skip
 
-    def _next_packet(self, keep: bool = True) -> bool:
-        """Demux and decode one packet; False when the stream has ended."""
+    def _next_packet(self, keep: bool = True) -> str:
+        """Demux and decode one packet: PICTURE, FLUSH (the end-of-stream packet; the decoder's
+        delayed pictures are kept whatever ``keep`` says) or END."""
         if self._ended:
-            return False
+            return END
         packet = next(self._packets, None)
         if packet is None:
             self._ended = True
-            return False
+            return END
         self._tap.tap(packet)
         try:
             frames = self._context.decode(packet)  # an empty packet at the end flushes the decoder
         except self._errors as err:  # one damaged packet (a loss on the way): FFmpeg recovers at the next
             self.corrupt_packets += 1
             logger.debug("%s: undecodable packet skipped: %s", self._what, err)
-            return True
-        if keep:
+            return PICTURE
+        if keep or packet.size == 0:
             self._ready.extend(frames)
-        return True
+        return PICTURE if packet.size else FLUSH
 
 
 def open_recorded(spec: SourceSpec, open_timeout_s: float, read_timeout_s: float,
@@ -140,8 +145,7 @@ def open_recorded(spec: SourceSpec, open_timeout_s: float, read_timeout_s: float
             return AvSource(spec, open_timeout_s, read_timeout_s, packet_sink)
         except PyAvMissing as err:  # the analysis must not stop because the recorder's library is missing
             packet_sink.unavailable(f"recording unavailable: {err}")
-    source = open_source(spec, open_timeout_s=open_timeout_s, read_timeout_s=read_timeout_s)
     reason = NO_PACKETS.get(spec.kind)
     if reason is not None:
         packet_sink.unavailable(f"recording unavailable: {reason}")
-    return source
+    return open_source(spec, open_timeout_s=open_timeout_s, read_timeout_s=read_timeout_s)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Optional
 
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, Pacer, file_fps, policy_for
 from edge_app.capture.counters import CaptureCounters
-from edge_app.capture.decoders import CameraOpener, Opener
+from edge_app.capture.decoders import CameraOpener, Opener, default_openers
 from edge_app.capture.early_drop import EarlyDrop
 from edge_app.capture.frame import Frame
 from edge_app.capture.frame_gate import FrameAdmission, FrameGate
@@ -64,10 +64,7 @@ class CameraWorker:
         self._on_state = on_state
         self._on_frame = on_frame
         self._clock = clock
-        # Without an opener, cameras[].decoder picks one (edge_app.capture.decoders).
-        self._opener = opener if opener is not None else CameraOpener(config.decoder)
-        # The compressed stream for recording, from the same demuxer as the analysed frames
-        # (edge_app.capture.packets); the opener is called with packet_sink= only when there is one.
+        # opener(..., packet_sink=) only for a recorded camera: packets from the frames' demuxer
         self._packets = PacketTee(config.id, packet_sink) if packet_sink is not None else None
         self._spec: Optional[SourceSpec] = None
         self._spec_error: Optional[str] = None
@@ -77,6 +74,9 @@ class CameraWorker:
             self._spec_error = str(exc)
         live = self._spec.live if self._spec is not None else True
         self.policy: BufferPolicy = policy_for(live, config.realtime)
+        # Without an opener, cameras[].decoder picks one; fps_limit reaches decoders that drop inside
+        drop_fps = config.fps_limit if self.policy is BufferPolicy.DROP_OLDEST else 0.0
+        self._opener = opener if opener is not None else CameraOpener(config.decoder, default_openers(drop_fps))
         self._slot = FrameSlot(self.policy)
         self._machine = StateMachine()
         self._lock = threading.RLock()
@@ -89,7 +89,7 @@ class CameraWorker:
         self._counts = CaptureCounters()
         self._last_error: Optional[str] = None
         self._frame_hook_failed = False
-        self._gate = FrameGate(config.id, EarlyDrop(config.fps_limit) if self.policy is BufferPolicy.DROP_OLDEST else None)
+        self._gate = FrameGate(config.id, EarlyDrop(drop_fps) if self.policy is BufferPolicy.DROP_OLDEST else None)
 
     # ----------------------------------------------------------------- public API
 

@@ -19,7 +19,9 @@ slot is taken, counted.
 Messages (pickled tuples on a ``multiprocessing`` pipe), child to parent: ``("opened", info)``
 with the first picture's size, ``("frame", slot, width, height, dropped)``, ``("end", dropped)``,
 ``("error", kind, text)``; parent to child: ``("slots", handles, slot_nbytes)`` in answer to
-every ``opened`` (``handles`` None: keep the slots it has), ``("reopen",)``, ``("stop",)``. At the
+every ``opened`` (``handles`` None: keep the slots it has), ``("reopen",)``, ``("stop",)``. A
+recorded camera's child also sends its demuxer's packets, in order with the frames
+(``process_packets``); the parent hands them to the camera's sink while it waits for a frame. At the
 end of a file the child waits to be told to start again (``loop: true`` reopens through the same
 process, without a new one and a new CUDA context every pass, and rewinds the file on the
 decoder it has where the source can: ``NvdecSource.rewind``) or to stop; unused for
@@ -35,10 +37,13 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from edge_app.capture.ipc_ring import SlotStates
+from edge_app.capture.packets import PacketSink
+from edge_app.capture.process_packets import PipePacketSink, forward
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.source_spec import SourceSpec, parse_source
@@ -72,6 +77,7 @@ class ChildPlan:
     opener: str = NVDEC_OPENER
     writer: str = CUDA_WRITER
     device_index: int = 0
+    record: bool = False  # tee the demuxer's packets to the appliance (process_packets)
 
 
 # -- the child ----------------------------------------------------------------------------------
@@ -137,8 +143,9 @@ class _Child:
             except Exception as err:  # the file changed or went: open it as if for the first time
                 log.debug("could not start %s over with the same decoder: %s", mask_secrets(self.plan.target), err)
             source.release()
+        tee = {"packet_sink": PipePacketSink(self.conn)} if self.plan.record else {}
         source = resolve(self.plan.opener)(parse_source(self.plan.target), CaptureConfig(**self.plan.capture),
-                                           self.plan.device_index)
+                                           self.plan.device_index, **tee)
         try:
             return source, source.read()
         except BaseException:
@@ -223,8 +230,9 @@ class ProcessSource:
     """A FrameSource whose frames come from a decoder process (see the module's docstring)."""
 
     def __init__(self, child: _Process, info: Dict[str, Any], what: str, stall_timeout_s: float,
-                 park: Callable[[_Process], None]) -> None:
+                 park: Callable[[_Process], None], packet_sink: Optional[PacketSink] = None) -> None:
         self._child, self._what, self._stall_timeout_s, self._park = child, what, stall_timeout_s, park
+        self._packet_sink = packet_sink
         self.live = bool(info["live"])
         self.fps = float(info["fps"] or 0.0)
         self.dropped = 0
@@ -234,13 +242,16 @@ class ProcessSource:
         child = self._child
         if child is None or self._ended:
             return None
-        if not child.conn.poll(self._stall_timeout_s):
-            return None  # stalled: the camera reconnects, which replaces the process
-        try:
-            message = child.conn.recv()
-        except (EOFError, OSError):
-            child.process.join(1.0)
-            raise RuntimeError(f"the decoder process for {self._what} exited (code {child.process.exitcode})") from None
+        deadline_s = time.monotonic() + self._stall_timeout_s
+        message: tuple = ()
+        while not message or forward(message, self._packet_sink):  # a recorded camera's packets come first
+            if not child.conn.poll(max(0.0, deadline_s - time.monotonic())):
+                return None  # stalled: the camera reconnects, which replaces the process
+            try:
+                message = child.conn.recv()
+            except (EOFError, OSError):
+                child.process.join(1.0)
+                raise RuntimeError(f"the decoder process for {self._what} exited (code {child.process.exitcode})") from None
         if message[0] == FRAME:
             _, slot, width, height, self.dropped = message
             try:
@@ -295,27 +306,24 @@ class DecodeProcessOpener:
         self._device_index, self._slot_count = device_index, slot_count
         self._parked: Optional[Tuple[str, _Process]] = None
 
-    def __call__(self, spec: SourceSpec, capture: CaptureConfig, packet_sink: Optional[Any] = None) -> Any:
-        if packet_sink is not None:
-            # A recorded camera decodes in its own thread: the packets for the recorder come from
-            # the demuxer that feeds the decoder, and the pipe to a decoder process carries frames only.
-            self.close()
-            return resolve(self._opener)(spec, capture, self._device_index, packet_sink=packet_sink)
+    def __call__(self, spec: SourceSpec, capture: CaptureConfig, packet_sink: Optional[PacketSink] = None) -> Any:
+        """``packet_sink``: a recorded camera's; the child tees its demuxer's packets to it."""
         if not capture.nvdec_processes:  # the operator chose threads: decode right here
             self.close()
-            return resolve(self._opener)(spec, capture, self._device_index)
+            tee = {} if packet_sink is None else {"packet_sink": packet_sink}
+            return resolve(self._opener)(spec, capture, self._device_index, **tee)
         what = mask_secrets(spec.target)
         child = self._unpark(spec.target)
         if child is None:
-            child = self._spawn(spec, capture, what)
+            child = self._spawn(spec, capture, what, packet_sink is not None)
         timeout_s = capture.open_timeout_s + SPAWN_ALLOWANCE_S
         try:
-            info = self._wait_opened(child, timeout_s, what)
+            info = self._wait_opened(child, timeout_s, what, packet_sink)
             if child.slots is not None and child.slots.slot_nbytes < _nbytes(info):
                 # a reopened file with larger pictures: a new process with slots that fit
                 stop(child)
-                child = self._spawn(spec, capture, what)
-                info = self._wait_opened(child, timeout_s, what)
+                child = self._spawn(spec, capture, what, packet_sink is not None)
+                info = self._wait_opened(child, timeout_s, what, packet_sink)
             if child.slots is None:
                 child.slots = resolve(self._slots)(self._device_index, _nbytes(info), child.states)
                 child.conn.send((SLOTS, child.slots.handles, child.slots.slot_nbytes))
@@ -325,12 +333,12 @@ class DecodeProcessOpener:
             stop(child)
             raise
         park = lambda parked: self._park_process(spec.target, parked)  # noqa: E731
-        return ProcessSource(child, info, what, capture.stall_timeout_s, park)
+        return ProcessSource(child, info, what, capture.stall_timeout_s, park, packet_sink)
 
-    def _spawn(self, spec: SourceSpec, capture: CaptureConfig, what: str) -> _Process:
+    def _spawn(self, spec: SourceSpec, capture: CaptureConfig, what: str, record: bool) -> _Process:
         context = multiprocessing.get_context("spawn")
         parent_conn, child_conn = context.Pipe()
-        plan = ChildPlan(spec.target, capture.model_dump(), self._opener, self._writer, self._device_index)
+        plan = ChildPlan(spec.target, capture.model_dump(), self._opener, self._writer, self._device_index, record)
         states = SlotStates(self._slot_count, context)
         process = context.Process(target=child_main, args=(child_conn, plan, states), name=f"decode:{what}", daemon=True)
         process.start()
@@ -357,14 +365,17 @@ class DecodeProcessOpener:
         self._parked = (target, child)
 
     @staticmethod
-    def _wait_opened(child: _Process, timeout_s: float, what: str) -> Dict[str, Any]:
-        if not child.conn.poll(timeout_s):
-            raise SourceUnavailable(f"the decoder process for {what} did not open it within {timeout_s:g} s")
-        try:
-            message = child.conn.recv()
-        except EOFError:
-            raise SourceUnavailable(f"the decoder process for {what} exited while opening it "
-                                    f"(code {child.process.exitcode})") from None
+    def _wait_opened(child: _Process, timeout_s: float, what: str, packet_sink: Optional[PacketSink]) -> Dict[str, Any]:
+        deadline_s = time.monotonic() + timeout_s
+        message: tuple = ()
+        while not message or forward(message, packet_sink):  # the stream is announced before its first frame
+            if not child.conn.poll(max(0.0, deadline_s - time.monotonic())):
+                raise SourceUnavailable(f"the decoder process for {what} did not open it within {timeout_s:g} s")
+            try:
+                message = child.conn.recv()
+            except EOFError:
+                raise SourceUnavailable(f"the decoder process for {what} exited while opening it "
+                                        f"(code {child.process.exitcode})") from None
         if message[0] == OPENED:
             return message[1]
         kind, text = (message[1], message[2]) if message[0] == ERROR else ("read", f"unexpected message {message[0]!r}")

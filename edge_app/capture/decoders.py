@@ -164,12 +164,14 @@ def open_ffmpeg(spec: SourceSpec, capture: CaptureConfig, packet_sink: Optional[
     return open_source(spec, open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s)
 
 
-def open_gstreamer(spec: SourceSpec, capture: CaptureConfig, packet_sink: Optional[PacketSink] = None) -> FrameSource:
+def open_gstreamer(spec: SourceSpec, capture: CaptureConfig, packet_sink: Optional[PacketSink] = None,
+                   max_fps: float = 0.0) -> FrameSource:
+    """``max_fps``: the camera's fps_limit, whose surplus frames the pipeline drops before conversion."""
     from edge_app.capture.gst_source import GstSource, Nv12Frames, probe_platform
 
     platform = probe_platform()
     common: Dict[str, Any] = dict(open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s,
-                                  platform=platform, packet_sink=packet_sink)
+                                  platform=platform, packet_sink=packet_sink, max_fps=max_fps)
     if platform.jetson:
         # Jetson decoders hand over NV12: the GPU letterbox kernel converts it in the same pass
         # that scales it, and only snapshots or a CPU detector pay for a BGR conversion.
@@ -200,9 +202,13 @@ def check_nvdec(spec: SourceSpec) -> None:
     check_with_nvdec(spec)
 
 
-def default_openers() -> Dict[str, Opener]:
-    """Decoder name -> opener. A new decoder adds its line here (and its check to ``default_checks``)."""
-    return {"ffmpeg": open_ffmpeg, "gstreamer": open_gstreamer, "nvdec": nvdec_process_opener()}
+def default_openers(max_fps: float = 0.0) -> Dict[str, Opener]:
+    """Decoder name -> opener. A new decoder adds its line here (and its check to ``default_checks``).
+
+    ``max_fps``: a camera's fps_limit, for decoders that drop the frames above it inside their
+    pipeline (gstreamer's ``videorate``); the others leave it to the camera's gate (``grab``)."""
+    gstreamer = functools.partial(open_gstreamer, max_fps=max_fps) if max_fps > 0 else open_gstreamer
+    return {"ffmpeg": open_ffmpeg, "gstreamer": gstreamer, "nvdec": nvdec_process_opener()}
 
 
 def default_checks() -> Dict[str, Callable[[SourceSpec], None]]:

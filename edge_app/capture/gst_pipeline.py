@@ -25,6 +25,7 @@ Why user strings are properties, not text in the launch line
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Mapping, Optional, Tuple
 
@@ -33,6 +34,12 @@ from edge_app.config.source_spec import SourceError, SourceKind, SourceSpec
 #: the element whose pads carry the streams (rtspsrc, or parsebin after filesrc)
 DEMUX_NAME = "demux"
 SINK_NAME = "sink"
+#: the appsink of a recorded camera's compressed packets, and the tee that feeds it
+PACKETS_NAME = "packets"
+PACKETS_TEE_NAME = "packets_tee"
+#: packets the capture thread has not taken yet before the tee waits (back-pressure, never a
+#: drop: a gap would corrupt the recording); the thread takes them on every poll
+PACKETS_MAX_BUFFERS = 300
 #: where a stream that is not decoded (audio, a second video) goes; queued for the reason in _branch
 DISCARD_LIVE = "fakesink sync=false async=false"
 DISCARD_FILE = "queue ! fakesink sync=false async=false"
@@ -47,6 +54,7 @@ ELEMENT_PACKAGES: Mapping[str, str] = {
     "avdec_h264": "gstreamer1.0-libav", "avdec_h265": "gstreamer1.0-libav",
     "filesrc": "gstreamer1.0-plugins-base", "parsebin": "gstreamer1.0-plugins-base",
     "videoconvert": "gstreamer1.0-plugins-base", "appsink": "gstreamer1.0-plugins-base",
+    "videorate": "gstreamer1.0-plugins-base", "tee": "gstreamer1.0 (core)", "queue": "gstreamer1.0 (core)",
     "nvarguscamerasrc": "JetPack (nvidia-l4t-gstreamer)", "nvv4l2decoder": "JetPack (nvidia-l4t-gstreamer)",
     "nvvidconv": "JetPack (nvidia-l4t-gstreamer)", "nvjpegdec": "JetPack (nvidia-l4t-gstreamer)",
 }
@@ -100,6 +108,11 @@ class PipelineOptions:
     latency_ms: int = DEFAULT_LATENCY_MS  # rtspsrc jitter buffer
     open_timeout_s: float = 10.0  # rtspsrc's TCP connect/receive timeout
     frame_format: FrameFormat = FrameFormat.BGR
+    #: the camera's fps_limit: frames above it are dropped by ``videorate`` right after the
+    #: decoder, before any conversion or copy (0: every frame)
+    max_fps: float = 0.0
+    #: a recorded camera: H.264/H.265 access units also go to the ``PACKETS_NAME`` appsink
+    record: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,6 +137,8 @@ class PipelinePlan:
     unsupported: Mapping[Codec, str] = field(default_factory=dict)
     live: bool = True
     hardware: bool = False
+    #: why this pipeline has no compressed packets for a recorder (None: they go to PACKETS_NAME)
+    no_packets: Optional[str] = None
 
     @property
     def dynamic(self) -> bool:
@@ -172,6 +187,22 @@ def _appsink(live: bool) -> str:
     return f"appsink name={SINK_NAME} drop=false max-buffers=2 sync=false emit-signals=false"
 
 
+def _rate(options: PipelineOptions) -> Tuple[str, Tuple[str, ...]]:
+    """Frames above the camera's fps_limit dropped before conversion (nothing when there is none).
+
+    ``max-rate`` is whole frames/s: rounded up, the camera's own gate keeps the exact limit."""
+    if options.max_fps <= 0:
+        return "", ()
+    return f"videorate drop-only=true max-rate={max(1, math.ceil(options.max_fps))} ! ", ("videorate",)
+
+
+def _packets_branch(codec: Codec) -> str:
+    """The tee's second branch: whole access units in Annex B, parameter sets in band."""
+    caps = "video/x-h264" if codec is Codec.H264 else "video/x-h265"
+    return (f"{PACKETS_TEE_NAME}. ! queue ! {caps},stream-format=byte-stream,alignment=au ! "
+            f"appsink name={PACKETS_NAME} drop=false max-buffers={PACKETS_MAX_BUFFERS} sync=false emit-signals=false")
+
+
 def _convert(platform: GstPlatform, frame_format: FrameFormat) -> Tuple[str, Tuple[str, ...]]:
     """From decoded frames to what the appsink takes, and the elements that needs."""
     if platform.jetson:
@@ -213,14 +244,23 @@ def _branch(platform: GstPlatform, codec: Codec, options: PipelineOptions, live:
         needed.append(_DEPAYLOADERS[codec])
     # The parser turns parsebin's avc/hvc1 or RTP's output into the byte-stream access units the
     # decoders take (a second parser after parsebin's own is a pass-through).
-    parts.append(_PARSERS[codec])
+    record = options.record and codec is not Codec.JPEG
+    if record:
+        # config-interval=-1: SPS/PPS (and VPS) before every keyframe, so a clip cut at any
+        # keyframe carries its own parameter sets (StreamInfo.extradata stays empty)
+        parts += [f"{_PARSERS[codec]} config-interval=-1", f"tee name={PACKETS_TEE_NAME}", "queue"]
+        needed += ["tee", "queue"]
+    else:
+        parts.append(_PARSERS[codec])
     needed.append(_PARSERS[codec])
     decoder, decoder_needs = _decoder(platform, codec)
+    rate, rate_needs = _rate(options)
     convert, convert_needs = _convert(platform, options.frame_format)
-    parts += [decoder, convert, _appsink(live)]
-    needed += [*decoder_needs, *convert_needs, "appsink"]
+    parts += [decoder, f"{rate}{convert}", _appsink(live)]
+    needed += [*decoder_needs, *rate_needs, *convert_needs, "appsink"]
     _require(platform, tuple(needed), f"{codec.value.upper()} decoding")
-    return " ! ".join(parts)
+    line = " ! ".join(parts)
+    return f"{line} {_packets_branch(codec)}" if record else line
 
 
 def _branches(platform: GstPlatform, options: PipelineOptions, live: bool, rtp: bool):
@@ -257,7 +297,7 @@ def plan_pipeline(spec: SourceSpec, platform: GstPlatform, options: PipelineOpti
     if spec.kind is SourceKind.V4L2:
         return _usb_mjpeg(spec, platform, options)
     if spec.kind is SourceKind.CSI:
-        return _csi(spec, platform)
+        return _csi(spec, platform, options)
     raise SourceError(f"decoder gstreamer reads rtsp://, file, csi:// and /dev/video sources, not {spec.kind.value} "
                       "sources; use decoder ffmpeg for them")
 
@@ -268,18 +308,23 @@ def _usb_mjpeg(spec: SourceSpec, platform: GstPlatform, options: PipelineOptions
     decoder, decoder_needs = _decoder(platform, Codec.JPEG)
     convert, convert_needs = _convert(platform, options.frame_format)
     _require(platform, ("v4l2src", *decoder_needs, *convert_needs, "appsink"), "a USB MJPEG camera")
-    head = f"v4l2src name=camera ! image/jpeg ! {decoder} ! {convert} ! {_appsink(True)}"
+    rate, rate_needs = _rate(options)
+    _require(platform, rate_needs, "an fps_limit")
+    head = f"v4l2src name=camera ! image/jpeg ! {decoder} ! {rate}{convert} ! {_appsink(True)}"
     return PipelinePlan(head, (ElementProperty("camera", "device", spec.target),), live=True,
-                        hardware=platform.jetson and decoder != "jpegdec")
+                        hardware=platform.jetson and decoder != "jpegdec",
+                        no_packets="USB cameras send MJPEG, which is not recorded without re-encoding")
 
 
-def _csi(spec: SourceSpec, platform: GstPlatform) -> PipelinePlan:
-    _require(platform, ("nvarguscamerasrc", "nvvidconv", "appsink"), "a CSI camera (csi://)")
+def _csi(spec: SourceSpec, platform: GstPlatform, options: PipelineOptions) -> PipelinePlan:
+    rate, rate_needs = _rate(options)
+    _require(platform, ("nvarguscamerasrc", "nvvidconv", "appsink", *rate_needs), "a CSI camera (csi://)")
     opts = spec.options
     sensor_id, width, height, fps = (int(opts.get(key, default)) for key, default in
                                      (("sensor_id", 0), ("width", 1920), ("height", 1080), ("fps", 30)))
     # Argus already delivers NV12 in NVMM memory: nvvidconv only copies it out.
     head = (f"nvarguscamerasrc sensor-id={sensor_id} ! "
             f"video/x-raw(memory:NVMM),width={width},height={height},framerate={fps}/1 ! "
-            f"nvvidconv ! video/x-raw,format=NV12 ! {_appsink(True)}")
-    return PipelinePlan(head, (), live=True, hardware=True)
+            f"{rate}nvvidconv ! video/x-raw,format=NV12 ! {_appsink(True)}")
+    return PipelinePlan(head, (), live=True, hardware=True,
+                        no_packets="CSI cameras deliver raw frames; there is no compressed stream to copy")

@@ -35,9 +35,10 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from edge_app.capture.gst_pipeline import (
-    DEMUX_NAME, DISCARD_FILE, DISCARD_LIVE, SINK_NAME, ELEMENT_PACKAGES, FrameFormat, GstPlatform, PipelineOptions, PipelinePlan,
+    DEMUX_NAME, DISCARD_FILE, DISCARD_LIVE, PACKETS_NAME, SINK_NAME, ELEMENT_PACKAGES, FrameFormat, GstPlatform, PipelineOptions, PipelinePlan,
     Codec, codec_from_caps, plan_pipeline,
 )
+from edge_app.capture.gst_packets import GstPackets
 from edge_app.capture.packets import PacketSink
 from edge_app.capture.sources import SourceUnavailable, frame_too_large
 from edge_app.capture.gpu_image import HostNv12Image
@@ -139,14 +140,17 @@ class GstSource:
 
     def __init__(self, spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_s: float = 10.0,
                  frame_format: FrameFormat = FrameFormat.BGR, platform: Optional[GstPlatform] = None,
-                 packet_sink: Optional[PacketSink] = None) -> None:
+                 packet_sink: Optional[PacketSink] = None, max_fps: float = 0.0) -> None:
+        """``packet_sink``: a recorded camera's (``gst_packets``); ``max_fps``: the camera's
+        fps_limit, applied by ``videorate`` before the frames are converted."""
         self._Gst, self._GstVideo = import_gst()
         if spec.kind is SourceKind.FILE and not os.path.isfile(spec.target):
             raise SourceUnavailable(f"file {spec.target} does not exist")
         if spec.kind is SourceKind.V4L2 and not os.path.exists(spec.target):
             raise SourceUnavailable(f"device {spec.target} does not exist (not plugged in?)")
-        self.plan: PipelinePlan = plan_pipeline(spec, platform or probe_platform(),
-                                                PipelineOptions(open_timeout_s=open_timeout_s, frame_format=frame_format))
+        options = PipelineOptions(open_timeout_s=open_timeout_s, frame_format=frame_format, max_fps=max_fps,
+                                  record=packet_sink is not None)
+        self.plan: PipelinePlan = plan_pipeline(spec, platform or probe_platform(), options)
         self.live = spec.live
         self.fps = 0.0
         self.frame_format = frame_format
@@ -158,7 +162,7 @@ class GstSource:
         self._linked_video = False
         self.codec: Optional[Codec] = None  # of the stream being decoded, once known
         self._pending: Optional[np.ndarray] = None
-        self._packet_sink = packet_sink
+        self._packets = GstPackets(self._Gst, packet_sink, self.plan.no_packets) if packet_sink is not None else None
         self._pipeline = self._build()
         try:
             self._start(open_timeout_s)
@@ -174,7 +178,17 @@ class GstSource:
             return image
         return self._pull(self._read_timeout_s)
 
+    def grab(self) -> bool:
+        """The next frame taken without copying it out of GStreamer's buffer or converting it (a
+        frame the camera will not analyse); False at the end or when none came, like ``read``."""
+        if self._pending is not None:
+            self._pending = None
+            return True
+        return self._pull(self._read_timeout_s, convert=False) is not None
+
     def release(self) -> None:
+        if self._packets is not None:
+            self._packets.close("source closed")
         pipeline, self._pipeline = self._pipeline, None
         if pipeline is not None:
             pipeline.set_state(self._Gst.State.NULL)
@@ -240,6 +254,10 @@ class GstSource:
             self._fail_fatal(f"cannot link the {codec.value} decoder to {self._masked}")
             return
         logger.debug("%s: %s stream, branch %s", self._masked, codec.value, self.plan.branches[codec])
+        if self._packets is not None:
+            self._packets.attach(branch.get_by_name(PACKETS_NAME))
+            if codec is Codec.JPEG:
+                self._packets.none("the stream is MJPEG, which is not recorded without re-encoding")
         with self._lock:
             self.codec = codec
             self._sink = branch.get_by_name(SINK_NAME)
@@ -269,8 +287,9 @@ class GstSource:
 
     # ---------------------------------------------------------------------- reading
 
-    def _pull(self, timeout_s: float, opening: bool = False) -> Optional[np.ndarray]:
-        """The next frame within ``timeout_s``; None at end of stream or when none came."""
+    def _pull(self, timeout_s: float, opening: bool = False, convert: bool = True) -> Any:
+        """The next frame within ``timeout_s`` (``convert`` False: True for it); None at end of
+        stream or when none came."""
         deadline_s = time.monotonic() + timeout_s
         while self._pipeline is not None:
             self._check_bus(opening)
@@ -278,6 +297,7 @@ class GstSource:
                 fatal, sink = self._fatal, self._sink
             if fatal:
                 raise SourceError(fatal)
+            self._take_packets()
             remaining_s = deadline_s - time.monotonic()
             if remaining_s <= 0:
                 return None
@@ -287,11 +307,17 @@ class GstSource:
                 continue
             sample = sink.emit("try-pull-sample", int(slice_s * NS_PER_S))
             if sample is not None:
-                return self._image(sample)
+                return self._image(sample) if convert else True
             if sink.get_property("eos"):
                 self._check_bus(opening)
+                self._take_packets()  # the last ones passed the tee before the last frame
                 return None
         return None
+
+    def _take_packets(self) -> None:
+        """A recorded camera's packets go to its sink on the capture thread, never GStreamer's."""
+        if self._packets is not None:
+            self._packets.drain()
 
     def _check_bus(self, opening: bool) -> None:
         bus = self._pipeline.get_bus()
@@ -363,6 +389,9 @@ class Nv12Frames:
     def read(self) -> Optional[HostNv12Image]:
         planes = self.source.read()
         return None if planes is None else HostNv12Image(planes)
+
+    def grab(self) -> bool:
+        return self.source.grab()
 
     def release(self) -> None:
         self.source.release()

@@ -16,6 +16,7 @@ whose third is the number of opens in this process. With ``rewind`` the source h
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 import os
 import time
 import weakref
@@ -25,6 +26,7 @@ from typing import List, Sequence
 import numpy as np
 
 from edge_app.capture.ipc_ring import CudaIpcSlots, SlotStates
+from edge_app.capture.packets import EncodedPacket, StreamInfo
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.capture.gpu_image import HostNv12Image, Nv12Planes
 
@@ -32,11 +34,16 @@ WIDTH, HEIGHT = 32, 16
 
 
 class _Source:
-    def __init__(self, plan: dict, opens: int) -> None:
+    def __init__(self, plan: dict, opens: int, packet_sink=None) -> None:
         self.plan, self.live, self.fps = plan, bool(plan.get("live")), 30.0
         self.index, self.opens = 0, opens
         _PASSES.append(plan)
         self.passes = len(_PASSES)
+        # a recorded camera: packet i is b"pkt" + i, one per frame, a keyframe every 5
+        self.packet_sink = packet_sink
+        if packet_sink is not None:
+            packet_sink.stream_opened(StreamInfo("", "h264", WIDTH, HEIGHT, Fraction(1, 90000), b"\0\0\0\1sps",
+                                                 template=object()))
 
     def read(self):
         plan = self.plan
@@ -47,13 +54,17 @@ class _Source:
         if self.index >= plan["frames"]:
             return None
         time.sleep(plan.get("delay_s", 0.0))
+        if self.packet_sink is not None:
+            self.packet_sink.packet(EncodedPacket(b"pkt%d" % self.index, 3000 * self.index, 3000 * self.index,
+                                                  self.index % 5 == 0, time.time()))
         nv12 = np.zeros((HEIGHT * 3 // 2, WIDTH), np.uint8)
         nv12[0, 0], nv12[0, 1], nv12[0, 2] = self.index % 256, self.passes, self.opens
         self.index += 1
         return HostNv12Image(nv12)
 
     def release(self) -> None:
-        pass
+        if self.packet_sink is not None:
+            self.packet_sink.stream_closed("source closed")
 
 
 class _RewindableSource(_Source):
@@ -72,7 +83,7 @@ _OPENED_HERE: List[str] = []
 _PASSES: List[dict] = []
 
 
-def open_json_source(spec, capture, device_index=0):
+def open_json_source(spec, capture, device_index=0, packet_sink=None):
     plan = json.loads(open(spec.target).read())
     kind = plan.get("open_error")
     if kind == "source":
@@ -80,7 +91,7 @@ def open_json_source(spec, capture, device_index=0):
     if kind == "unavailable":
         raise SourceUnavailable("this source is offline")
     _OPENED_HERE.append(spec.target)
-    return (_RewindableSource if plan.get("rewind") else _Source)(plan, len(_OPENED_HERE))
+    return (_RewindableSource if plan.get("rewind") else _Source)(plan, len(_OPENED_HERE), packet_sink)
 
 
 class SharedMemorySlots(CudaIpcSlots):

@@ -110,3 +110,56 @@ def test_ffmpeg_options_follow_the_opencv_path(target, env, expected):
 ])
 def test_annexb_detection(data, expected):
     assert is_annexb(np.frombuffer(data, np.uint8).tobytes()) is expected
+
+
+# -- the packets of a recorded camera (decoder nvdec): teed from the demuxer that feeds NVDEC ------
+from tests.support.packets import CollectingSink, ffprobe_packets  # noqa: E402
+
+
+def test_a_recorded_file_tees_every_packet_ffprobe_lists_before_the_annexb_filter(bus_clip):
+    sink = CollectingSink()
+    demuxer = AvDemuxer(str(bus_clip), 5.0, 5.0, packet_sink=sink)
+    try:
+        sizes, packets = _software_decode(demuxer, 1000)  # what NVDEC gets still decodes
+    finally:
+        demuxer.close("end of file")
+    [connection] = sink.connections()
+    codec, flags = ffprobe_packets(bus_clip)
+    assert connection.info.codec == codec and connection.info.template is not None
+    assert not is_annexb(connection.info.extradata)  # avcC: the packets are as the MP4 holds them
+    assert [packet.keyframe for packet in connection.packets] == flags and len(sizes) == packets == len(flags)
+    assert connection.closed == "end of file"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("clip_name,codec", [("bus_clip", "h264"), ("bus_clip_h265", "hevc")])
+def test_a_recorded_rtsp_stream_tees_what_nvdec_decodes(request, rtsp_server_factory, clip_name, codec, tmp_path):
+    server = rtsp_server_factory({"cam": request.getfixturevalue(clip_name)})
+    sink = CollectingSink()
+    demuxer = AvDemuxer(server.url("cam"), 10.0, 5.0, packet_sink=sink)
+    try:
+        sizes, packets = _software_decode(demuxer, 30)
+    finally:
+        demuxer.close()
+    [connection] = sink.connections()
+    assert len(connection.packets) == packets == 30 and len(sizes) >= 25
+    assert connection.closed == "closed"
+    probed, flags = ffprobe_packets(connection.write_annexb(tmp_path / "teed.raw"), codec)
+    assert probed == codec == connection.info.codec
+    assert flags == [packet.keyframe for packet in connection.from_first_keyframe()] and sum(flags) >= 4
+
+
+def test_a_stream_that_is_not_recorded_by_copy_says_so(tmp_path):
+    clip = tmp_path / "mjpeg.avi"
+    subprocess.run([require_tool("ffmpeg"), "-v", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=5", "-t", "1",
+                    "-c:v", "mjpeg", str(clip)], check=True)
+    sink = CollectingSink()
+    from edge_app.capture.av_source import AvSource
+    from edge_app.config.source_spec import parse_source
+
+    source = AvSource(parse_source(str(clip)), packet_sink=sink)  # decoder ffmpeg decodes it all the same
+    try:
+        assert source.read().shape == (120, 160, 3)
+    finally:
+        source.release()
+    assert sink.kinds() == ["unavailable"] and "mjpeg" in sink.of("unavailable")[0]

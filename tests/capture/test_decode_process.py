@@ -239,3 +239,35 @@ def test_stopping_a_camera_ends_the_decoder_process_its_file_left_parked(tmp_pat
         opener.close()
     process.join(5)
     assert not process.is_alive()
+
+
+# -- a recorded camera: the child's packets reach the camera's sink, in order with the frames -----
+from tests.support.packets import CollectingSink  # noqa: E402
+
+
+@pytest.mark.parametrize("processes", [True, False])
+def test_a_recorded_camera_gets_its_packets_from_the_decoder_process(opener, tmp_path, processes):
+    sink = CollectingSink()
+    capture = CAPTURE.model_copy(update={"nvdec_processes": processes})
+    source = opener(_source(tmp_path, frames=12), capture, packet_sink=sink)
+    frames = []
+    for _ in range(12):
+        frame = source.read()
+        frames.append(frame is not None)
+        # each frame's packet was handed over before the frame itself
+        assert sink.count("packet") >= len(frames)
+    assert source.read() is None
+    source.release()
+    assert all(frames)
+    [connection] = sink.connections()
+    assert connection.info.codec == "h264" and connection.info.extradata == b"\0\0\0\1sps"
+    # a PyAV stream does not cross processes; in the camera's thread it is there
+    assert (connection.info.template is None) is processes
+    assert [packet.data for packet in connection.packets] == [b"pkt%d" % i for i in range(12)]
+    assert connection.keyframes == 3
+
+
+def test_a_camera_that_is_not_recorded_gets_no_packet_messages(opener, tmp_path):
+    source = opener(_source(tmp_path, frames=3), CAPTURE)
+    assert _read_all(source) == [(0, 1), (1, 1), (2, 1)]
+    source.release()

@@ -192,3 +192,85 @@ def test_gstreamer_builds_exactly_the_planned_elements_for_a_hostile_path(path):
     assert _factories(Gst, pipeline) == ["filesrc", "parsebin"]
     pipeline.get_by_name("file").set_property("location", path)
     assert pipeline.get_by_name("file").get_property("location") == path
+
+
+H264_PACKETS = ("packets_tee. ! queue ! video/x-h264,stream-format=byte-stream,alignment=au ! "
+                "appsink name=packets drop=false max-buffers=300 sync=false emit-signals=false")
+H265_PACKETS = H264_PACKETS.replace("x-h264", "x-h265")
+RATE5 = "videorate drop-only=true max-rate=5"
+
+
+@pytest.mark.parametrize("source,platform,codec,options,line", [
+    # recorded: a tee after the parser, parameter sets in band, the decoder on the other branch
+    ("rtsp://cam/1", DEBIAN, Codec.H264, PipelineOptions(record=True),
+     f"{RTSP_HEAD} ! rtph264depay ! h264parse config-interval=-1 ! tee name=packets_tee ! queue ! avdec_h264 ! "
+     f"{SOFT_OUT} ! {LIVE_SINK} {H264_PACKETS}"),
+    ("rtsp://cam/1", JETSON, Codec.H265, PipelineOptions(record=True),
+     f"{RTSP_HEAD} ! rtph265depay ! h265parse config-interval=-1 ! tee name=packets_tee ! queue ! nvv4l2decoder ! "
+     f"{NV12} ! {LIVE_SINK} {H265_PACKETS}"),
+    ("/v/a.mp4", DEBIAN, Codec.H265, PipelineOptions(record=True),
+     f"{FILE_HEAD} ! queue ! h265parse config-interval=-1 ! tee name=packets_tee ! queue ! avdec_h265 ! "
+     f"{SOFT_OUT} ! {FILE_SINK} {H265_PACKETS}"),
+    # MJPEG is never teed: nothing to copy into an MP4 of H.264/H.265
+    ("rtsp://cam/1", DEBIAN, Codec.JPEG, PipelineOptions(record=True),
+     f"{RTSP_HEAD} ! rtpjpegdepay ! jpegparse ! jpegdec ! {SOFT_OUT} ! {LIVE_SINK}"),
+    # fps_limit: videorate right after the decoder, before nvvidconv / videoconvert
+    ("rtsp://cam/1", JETSON, Codec.H264, PipelineOptions(max_fps=5),
+     f"{RTSP_HEAD} ! rtph264depay ! h264parse ! nvv4l2decoder ! {RATE5} ! {NV12} ! {LIVE_SINK}"),
+    ("rtsp://cam/1", DEBIAN, Codec.H264, PipelineOptions(max_fps=4.2),
+     f"{RTSP_HEAD} ! rtph264depay ! h264parse ! avdec_h264 ! {RATE5} ! {SOFT_OUT} ! {LIVE_SINK}"),
+    ("rtsp://cam/1", DEBIAN, Codec.H264, PipelineOptions(max_fps=0.5),
+     f"{RTSP_HEAD} ! rtph264depay ! h264parse ! avdec_h264 ! videorate drop-only=true max-rate=1 ! {SOFT_OUT} ! {LIVE_SINK}"),
+    ("rtsp://cam/1", JETSON, Codec.H264, PipelineOptions(max_fps=5, record=True),
+     f"{RTSP_HEAD} ! rtph264depay ! h264parse config-interval=-1 ! tee name=packets_tee ! queue ! nvv4l2decoder ! "
+     f"{RATE5} ! {NV12} ! {LIVE_SINK} {H264_PACKETS}"),
+    ("/dev/video0", JETSON, None, PipelineOptions(max_fps=5, record=True),
+     f'v4l2src name=camera device="/dev/video0" ! image/jpeg ! nvv4l2decoder mjpeg=1 ! {RATE5} ! {NV12} ! {LIVE_SINK}'),
+    ("csi://0", JETSON, None, PipelineOptions(max_fps=5, record=True),
+     "nvarguscamerasrc sensor-id=0 ! video/x-raw(memory:NVMM),width=1920,height=1080,"
+     f"framerate=30/1 ! {RATE5} ! {NV12} ! {LIVE_SINK}"),
+])
+def test_recorded_and_rate_limited_pipelines(source, platform, codec, options, line):
+    platform = GstPlatform(platform.elements | {"tee", "videorate"}, platform.nvv4l2decoder_mjpeg)
+    plan = plan_pipeline(parse_source(source), platform, options)
+    assert plan.launch_line(codec) == line
+
+
+@pytest.mark.parametrize("source,no_packets", [
+    ("rtsp://cam/1", None),
+    ("/v/a.mp4", None),
+    ("/dev/video0", "USB cameras send MJPEG"),
+    ("csi://0", "CSI cameras deliver raw frames"),
+])
+def test_plans_say_when_they_have_no_packets_to_record(source, no_packets):
+    platform = GstPlatform(JETSON.elements | {"tee", "videorate"}, True)
+    plan = plan_pipeline(parse_source(source), platform, PipelineOptions(record=True))
+    if no_packets is None:
+        assert plan.no_packets is None
+    else:
+        assert no_packets in plan.no_packets
+
+
+@pytest.mark.parametrize("options,missing", [
+    (PipelineOptions(record=True), "tee"),
+    (PipelineOptions(max_fps=5), "videorate"),
+])
+def test_recording_or_a_rate_limit_without_their_elements_says_what_to_install(options, missing):
+    plan = plan_pipeline(parse_source("rtsp://cam/1"), DEBIAN, options)
+    assert Codec.H264 not in plan.branches and missing in plan.unsupported[Codec.H264]
+
+
+@pytest.mark.parametrize("options", [PipelineOptions(record=True), PipelineOptions(record=True, max_fps=3)])
+def test_gstreamer_parses_the_recorded_branch(options):
+    """The branch with its tee is one bin for GStreamer's own parser (one unlinked sink pad)."""
+    from tests.support.gst import require_gi
+
+    require_gi()
+    from edge_app.capture.gst_source import import_gst, probe_platform
+
+    Gst, _ = import_gst()
+    plan = plan_pipeline(parse_source("rtsp://cam/1"), probe_platform(), options)
+    for codec in (Codec.H264, Codec.H265):
+        branch = Gst.parse_bin_from_description(plan.branches[codec], True)
+        assert all(branch.get_by_name(name) is not None for name in ("sink", "packets", "packets_tee"))
+        assert branch.get_static_pad("sink") is not None and branch.numsinkpads == 1

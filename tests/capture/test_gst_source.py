@@ -303,3 +303,37 @@ def test_a_stalled_stream_reconnects_without_the_watchdog_abandoning_a_thread(rt
         assert not [t.name for t in threading.enumerate() if t.name.endswith(":abandoned")]
     finally:
         assert timed_stop(worker) < 5
+
+
+@pytest.mark.parametrize("format_", [FrameFormat.BGR, FrameFormat.NV12])
+def test_grab_takes_a_frame_without_converting_it(tmp_path, format_):
+    """Frames the camera will not analyse (fps_limit, an idle motion gate): grabbed, not copied out."""
+    clip = encode(tmp_path / "g.mp4", ("-c:v", "libx264"))
+    source = GstSource(parse_source(str(clip)), open_timeout_s=10, read_timeout_s=5, frame_format=format_)
+    frames = Nv12Frames(source) if format_ is FrameFormat.NV12 else source
+    taken = []
+    try:
+        while True:
+            if not frames.grab():
+                break
+            image = frames.read()
+            if image is None:
+                break
+            taken.append(image)
+    finally:
+        frames.release()
+    assert len(taken) == 10  # every other of the 20 frames read, the rest grabbed
+
+
+def test_a_recorded_mjpeg_stream_says_recording_is_unavailable_and_still_decodes(tmp_path):
+    from tests.support.packets import CollectingSink
+
+    clip = encode(tmp_path / "m.avi", ("-c:v", "mjpeg", "-q:v", "5"))
+    sink = CollectingSink()
+    source = GstSource(parse_source(str(clip)), open_timeout_s=10, read_timeout_s=5, packet_sink=sink)
+    try:
+        images = [source.read() for _ in range(5)]
+    finally:
+        source.release()
+    assert all(image is not None for image in images) and source.codec is Codec.JPEG
+    assert sink.kinds() == ["unavailable"] and "MJPEG" in sink.of("unavailable")[0]

@@ -8,6 +8,7 @@ Fixtures (pytest scope "session", i.e. made once per run):
     ``bus_clip``     bus.jpg for 2 s at 10 fps, 810x1080, 20 frames
     ``zidane_clip``  zidane.jpg for 2 s at 10 fps, 1280x720, 20 frames
     ``mixed_clip``   bus.jpg then zidane.jpg, 2 s each at 10 fps, 1280x720 (bus letterboxed), 40 frames
+    ``bus_clip_h265`` ``bus_clip`` in H.265 (libx265), the same size, rate and keyframe interval
     ``walking_clip`` the people of bus.jpg sliding left to right across a grey 1280x720 canvas
                      (a :class:`WalkingClip`: the path and the timeline of the scene)
     ``clips_dir``    the folder the clips are written to
@@ -85,6 +86,17 @@ def clips_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def bus_clip(clips_dir, bus_jpg) -> Path:
     return make_clip([bus_jpg], clips_dir / "bus.mp4")
+
+
+@pytest.fixture(scope="session")
+def bus_clip_h265(clips_dir, bus_clip) -> Path:
+    out = clips_dir / "bus265.mp4"
+    keyint = max(1, CLIP_FPS // 2)
+    # no B-frames: the RTSP test server loops only clips whose decode order is their display order
+    subprocess.run([require_tool("ffmpeg"), "-hide_banner", "-loglevel", "error", "-y", "-i", str(bus_clip),
+                    "-c:v", "libx265", "-x265-params", f"bframes=0:keyint={keyint}:min-keyint={keyint}:log-level=error",
+                    "-pix_fmt", "yuv420p", "-tag:v", "hvc1", str(out)], check=True)
+    return out
 
 
 @pytest.fixture(scope="session")
