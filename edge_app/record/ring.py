@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Deque, Iterator, List, Tuple
+from typing import Deque, Iterator, List, Optional, Tuple
 
 from edge_app.capture.packets import EncodedPacket, StreamInfo
 
@@ -80,6 +80,10 @@ class PreRollRing:
                 start = index
         for gop in list(self._gops)[start:]:
             yield from gop.entries
+
+    def newest_wall(self) -> Optional[float]:
+        """Wall-clock time of the newest packet held; None when empty."""
+        return self._gops[-1].entries[-1][1].wall_ts if self._gops else None
 
     def span_s(self) -> float:
         """Seconds from the oldest packet held to the newest."""
