@@ -96,7 +96,10 @@ class Fmp4Writer:
         extradata = info.extradata or in_band_parameter_sets(info.codec, first.data)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._out = av.open(str(self.path), "w", format="mp4", options={"movflags": MOVFLAGS})
+            # flush_packets: each fragment reaches the file when it is complete, not when an I/O
+            # buffer fills; otherwise a kill -9 loses the header and the fragments with it.
+            self._out = av.open(str(self.path), "w", format="mp4",
+                                options={"movflags": MOVFLAGS, "flush_packets": "1"})
         except OSError as err:
             raise WriteError(err.errno, f"cannot create {self.path}: {err.strerror}") from err
         try:
