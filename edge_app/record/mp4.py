@@ -92,10 +92,14 @@ class Fmp4Writer:
         self._conn_offset = 0
         self._last_dts: Optional[int] = None
         self._end_ticks = 0
+        self._first_pts: Optional[int] = None  # the first frame's time on the file's timeline
         extradata = info.extradata or in_band_parameter_sets(info.codec, first.data)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._out = av.open(str(self.path), "w", format="mp4", options={"movflags": MOVFLAGS})
+            # flush_packets: each fragment reaches the file when it is complete, not when an I/O
+            # buffer fills; otherwise a kill -9 loses the header and the fragments with it.
+            self._out = av.open(str(self.path), "w", format="mp4",
+                                options={"movflags": MOVFLAGS, "flush_packets": "1"})
         except OSError as err:
             raise WriteError(err.errno, f"cannot create {self.path}: {err.strerror}") from err
         try:
@@ -121,7 +125,7 @@ class Fmp4Writer:
     @property
     def duration_s(self) -> float:
         """Seconds of media written so far (the last packet's end on the file's timeline)."""
-        return float(self._end_ticks * FILE_TIME_BASE)
+        return float((self._end_ticks - (self._first_pts or 0)) * FILE_TIME_BASE)
 
     @property
     def bytes(self) -> int:
@@ -137,9 +141,13 @@ class Fmp4Writer:
             # before the end of what was written.
             self._conn = info
             self._conn_first_dts = packet.dts
-            gap_ticks = int((packet.wall_ts - self.start_wall) / FILE_TIME_BASE)
-            floor = 0 if self._last_dts is None else self._last_dts + self._frame_ticks
-            self._conn_offset = max(gap_ticks, floor) if self._last_dts is not None else 0
+            if self._last_dts is None:
+                self._conn_offset = 0
+            else:
+                # its first frame shows at the file's first frame + the wall-clock time between them
+                shown = (self._first_pts or 0) + int((packet.wall_ts - self.start_wall) / FILE_TIME_BASE)
+                wanted = shown - int(round((packet.pts - packet.dts) * scale))
+                self._conn_offset = max(wanted, self._last_dts + self._frame_ticks)
         dts = self._conn_offset + int(round((packet.dts - self._conn_first_dts) * scale))
         pts = dts + int(round((packet.pts - packet.dts) * scale))
         if self._last_dts is not None and dts <= self._last_dts:
@@ -161,6 +169,8 @@ class Fmp4Writer:
         except av.error.FFmpegError as err:
             raise WriteError(getattr(err, "errno", 0) or 0, f"writing {self.path}: {err}") from err
         self._last_dts = dts
+        if self._first_pts is None:
+            self._first_pts = pts
         self._end_ticks = max(self._end_ticks, pts + out.duration)
         self.last_wall = packet.wall_ts
         self.packets += 1

@@ -35,6 +35,12 @@ ENOSPC_MARGIN_BYTES = 1 * MB
 _STOP = object()
 
 
+def _decode_wall(info: StreamInfo, packet: EncodedPacket) -> float:
+    """When the packet is due for decoding: every frame shown at or before it has come before it
+    in decode order (B-frames arrive after the later frame they refer to)."""
+    return packet.wall_ts - float((packet.pts - packet.dts) * info.time_base)
+
+
 @dataclass
 class _Clip:
     """An event's clip while it is written: the writer of its current part, if any."""
@@ -44,6 +50,7 @@ class _Clip:
     end_deadline: Optional[float] = None  # end + post_s once the event ended
     part: int = -1
     writer: Optional[Fmp4Writer] = None
+    waiting: bool = True  # the recorder has not yet seen packets up to start - pre_s
 
 
 class CameraRecorder:
@@ -127,11 +134,10 @@ class CameraRecorder:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Write what is queued, finish every file (complete), end the thread."""
-        self._orders.put(("stop",))
         try:
-            self._packets.put(("wake",), timeout=timeout_s)
+            self._packets.put(("stop",), timeout=timeout_s)  # after what is queued: it is written first
         except queue.Full:
-            pass
+            self._orders.put(("stop",))  # the thread is stuck: finish without the rest
         if self._thread is not None:
             self._thread.join(timeout_s)
 
@@ -157,6 +163,8 @@ class CameraRecorder:
             if not self._apply_orders():
                 break
             kind = item[0]
+            if kind == "stop":
+                break
             if kind == "opened":
                 info = item[1]
             elif kind == "closed":
@@ -206,7 +214,9 @@ class CameraRecorder:
         if packet.keyframe:
             self._check_disk()
         for clip in list(self._clips.values()):
-            if clip.end_deadline is not None and packet.wall_ts > clip.end_deadline:
+            if clip.waiting:
+                self._catch_up(clip, packet.wall_ts)
+            elif clip.end_deadline is not None and _decode_wall(info, packet) > clip.end_deadline:
                 self._end_clip(clip)
             else:
                 self._feed_clip(clip, info, packet)
@@ -220,7 +230,21 @@ class CameraRecorder:
             return
         clip = _Clip(event_id=event_id, start_ts=start_ts)
         self._clips[event_id] = clip
-        for held_info, held in list(self._ring.since(start_ts - self.settings.pre_s)):
+        self._catch_up(clip, self._ring.newest_wall())
+
+    def _catch_up(self, clip: _Clip, newest_wall: Optional[float]) -> None:
+        """Start the clip from the ring once the packets of start - pre_s have arrived.
+
+        The order may come before the packets of its time when this thread lags behind the
+        camera; starting right away would take an older keyframe than the one the clip needs.
+        """
+        if newest_wall is None or newest_wall < clip.start_ts - self.settings.pre_s:
+            return
+        clip.waiting = False
+        for held_info, held in list(self._ring.since(clip.start_ts - self.settings.pre_s)):
+            if clip.end_deadline is not None and _decode_wall(held_info, held) > clip.end_deadline:
+                self._end_clip(clip)
+                return
             self._feed_clip(clip, held_info, held)
 
     def _feed_clip(self, clip: _Clip, info: StreamInfo, packet: EncodedPacket) -> None:
