@@ -213,8 +213,8 @@ def test_a_full_disk_pauses_recording_with_the_reason_and_analysis_goes_on(
                                 mosquitto_broker, **sections(tmp_path, continuous={"enabled": True, "segment_s": 10},
                                                              retain={"reserve_mb": 4}))
 
-        def recording() -> dict:
-            return app.get("/api/v1/status").json()["recording"]
+        def recording() -> dict:  # null until the model has loaded and the recorder started
+            return app.get("/api/v1/status").json()["recording"] or {"bytes_written": 0, "paused": None}
         wait_until(lambda: recording()["bytes_written"] > 0, 60, "the recorder to write")
         filler = fill(disk)
         paused = wait_until(lambda: recording()["paused"], 60, "recording to pause on the full disk")
