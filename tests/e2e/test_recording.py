@@ -125,6 +125,11 @@ def test_an_events_clip_covers_the_event_and_decodes(codec, rtsp_server_factory,
     assert status["recording"]["paused"] is None and status["recording"]["bytes_written"] >= row["size_bytes"]
     assert status["cameras"][0]["recording"]["events_enabled"] is True
 
+    # Deleting the event deletes its clip.
+    assert app.request("DELETE", f"/api/v1/events/{event['id']}").status_code == 204
+    wait_until(lambda: not path.exists(), 10, f"the clip {path} to be deleted with its event")
+    assert clip_row(tmp_path / "events", event["id"]) is None
+
 
 def test_the_rtsp_server_killed_mid_clip_gives_a_clip_with_a_gap_never_a_corrupt_one(
         rtsp_server_factory, walking_clip, mosquitto_broker, mqtt_collector, appliance_factory, model_path, tmp_path):
