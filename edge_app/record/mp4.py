@@ -64,6 +64,43 @@ def in_band_parameter_sets(codec: str, keyframe: bytes) -> bytes:
     return b"".join(b"\x00\x00\x00\x01" + u for u in units)
 
 
+def complete_length(path: Path) -> int:
+    """Bytes of ``path`` up to the end of its last complete top-level box (a fragment's mdat ends
+    one): what is left when a write was cut short by a full disk or a crash."""
+    good = 0
+    with open(path, "rb") as f:
+        size_total = os.fstat(f.fileno()).st_size
+        offset = 0
+        while offset + 8 <= size_total:
+            f.seek(offset)
+            header = f.read(16)
+            size = int.from_bytes(header[:4], "big")
+            box = header[4:8]
+            if size == 1 and len(header) == 16:
+                size = int.from_bytes(header[8:16], "big")
+            elif size == 0:
+                size = size_total - offset
+            if size < 8 or offset + size > size_total:
+                break
+            offset += size
+            if box != b"moof":  # a fragment is complete with its mdat, not with its moof alone
+                good = offset
+    return good
+
+
+def trim_torn_tail(path: Path) -> int:
+    """Cut ``path`` after its last complete box; returns the bytes cut (0 when it was whole)."""
+    try:
+        keep = complete_length(path)
+        cut = path.stat().st_size - keep
+        if cut > 0:
+            os.truncate(path, keep)
+        return cut
+    except OSError as err:
+        log.warning("cannot trim %s: %s", path, err)
+        return 0
+
+
 def compatible(a: StreamInfo, b: StreamInfo) -> bool:
     """Whether packets of ``b`` may continue a file that was started with ``a``."""
     return (a.codec, a.width_px, a.height_px, a.extradata) == (b.codec, b.width_px, b.height_px, b.extradata)
@@ -86,6 +123,7 @@ class Fmp4Writer:
         self.start_wall = first.wall_ts
         self.last_wall = first.wall_ts
         self.packets = 0
+        self.failed = False  # a write failed: the file's tail is trimmed to its last complete fragment
         self._frame_ticks = int(round((1 / info.fps if info.fps > 0 else _DEFAULT_FRAME_S) / FILE_TIME_BASE))
         self._conn: Optional[StreamInfo] = None
         self._conn_first_dts = 0
@@ -120,6 +158,10 @@ class Fmp4Writer:
             self._out.start_encoding()
         except av.error.FFmpegError as err:
             self._abandon()
+            try:
+                self.path.unlink()  # a file without its header holds nothing
+            except OSError:
+                pass
             raise WriteError(getattr(err, "errno", 0) or 0, f"cannot start {self.path}: {err}") from err
 
     @property
@@ -167,6 +209,7 @@ class Fmp4Writer:
         try:
             self._out.mux_one(out)
         except av.error.FFmpegError as err:
+            self.failed = True
             raise WriteError(getattr(err, "errno", 0) or 0, f"writing {self.path}: {err}") from err
         self._last_dts = dts
         if self._first_pts is None:
@@ -180,7 +223,11 @@ class Fmp4Writer:
         try:
             self._out.close()
         except (av.error.FFmpegError, OSError) as err:
+            self.failed = True
             raise WriteError(getattr(err, "errno", 0) or 0, f"closing {self.path}: {err}") from err
+        finally:
+            if self.failed:
+                trim_torn_tail(self.path)  # what a failed write left half done would not play
 
     def _abandon(self) -> None:
         try:

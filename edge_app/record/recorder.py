@@ -21,6 +21,7 @@ from edge_app.capture.packets import RECORDABLE_CODECS, EncodedPacket, StreamInf
 from edge_app.config.schema_record import RecordSettings
 from edge_app.record.index import FileRow
 from edge_app.record.mp4 import Fmp4Writer, WriteError, compatible
+from edge_app.record.reading import probe_span
 from edge_app.record.retention import MB, reserve_reason
 from edge_app.record.ring import PreRollRing
 from edge_app.record.store import RecordingStore, row_to_clip
@@ -141,6 +142,12 @@ class CameraRecorder:
         if self._thread is not None:
             self._thread.join(timeout_s)
 
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until everything queued so far is handled; False on timeout."""
+        done = self._packets.all_tasks_done
+        with done:
+            return done.wait_for(lambda: self._packets.unfinished_tasks == 0, timeout_s)
+
     def status(self) -> CameraRecordingStatus:
         with self._lock:
             current = sum(w.bytes for w in self._writers())
@@ -160,17 +167,17 @@ class CameraRecorder:
         info: Optional[StreamInfo] = None
         while True:
             item = self._packets.get()
-            if not self._apply_orders():
-                break
-            kind = item[0]
-            if kind == "stop":
-                break
-            if kind == "opened":
-                info = item[1]
-            elif kind == "closed":
-                info = None  # packets until the next stream_opened have no stream to belong to
-            elif kind == "packet" and info is not None:
-                self._handle(info, item[1])
+            try:
+                if not self._apply_orders() or item[0] == "stop":
+                    break
+                if item[0] == "opened":
+                    info = item[1]
+                elif item[0] == "closed":
+                    info = None  # packets until the next stream_opened have no stream to belong to
+                elif item[0] == "packet" and info is not None:
+                    self._handle(info, item[1])
+            finally:
+                self._packets.task_done()
         self._finish_all()
 
     def _apply_orders(self) -> bool:
@@ -337,11 +344,19 @@ class CameraRecorder:
                 self._pause_for_enospc(err)
         with self._lock:
             self._bytes_done += writer.bytes
-        self._index(writer, clip, "finished")
+        end = None
+        if writer.failed:  # trimmed to its last complete fragment: the index says what is left
+            span = probe_span(writer.path, fallback_start=writer.start_wall)
+            if span is None:
+                self._guard(lambda: self.store.delete([self._relative(writer)]))
+                self.store.forget_writing(self._relative(writer))
+                return
+            end = span.end
+        self._index(writer, clip, "finished", end)
 
-    def _index(self, writer: Fmp4Writer, clip: Optional[_Clip], stage: str) -> None:
+    def _index(self, writer: Fmp4Writer, clip: Optional[_Clip], stage: str, end: Optional[float] = None) -> None:
         complete = stage == "finished"
-        end = writer.start_wall + writer.duration_s
+        end = writer.start_wall + writer.duration_s if end is None else end
         if clip is None:
             row = FileRow(self._relative(writer), "segment", self.camera_id, None, 0, writer.start_wall, end,
                           writer.bytes, complete)
