@@ -12,19 +12,17 @@ import errno
 import logging
 import queue
 import shutil
-import sqlite3
 import threading
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional
 
 from edge_app.capture.packets import RECORDABLE_CODECS, EncodedPacket, StreamInfo
 from edge_app.config.schema_record import RecordSettings
-from edge_app.record.index import FileRow
+from edge_app.record.files import CameraFiles, ClipKey
 from edge_app.record.mp4 import Fmp4Writer, WriteError, compatible
-from edge_app.record.reading import probe_span
 from edge_app.record.retention import MB, reserve_reason
 from edge_app.record.ring import PreRollRing
-from edge_app.record.store import RecordingStore, row_to_clip
+from edge_app.record.store import RecordingStore
 from edge_app.record.types import CameraRecordingStatus, ClipInfo
 
 log = logging.getLogger(__name__)
@@ -54,6 +52,10 @@ class _Clip:
     waiting: bool = True  # the recorder has not yet seen packets up to start - pre_s
 
 
+def _key(clip: Optional[_Clip]) -> ClipKey:
+    return None if clip is None else (clip.event_id, clip.part)
+
+
 class CameraRecorder:
     """Implements ``PacketSink`` for one camera; ``start()`` runs its thread, ``stop()`` finishes every file."""
 
@@ -65,7 +67,6 @@ class CameraRecorder:
         self.settings = settings
         self.camera_id = settings.camera_id
         self.reserve_bytes = reserve_bytes
-        self._on_clip = on_clip
         self._free_bytes = free_bytes or (lambda: shutil.disk_usage(self.store.folder).free)
         self._packets: "queue.Queue" = queue.Queue(maxsize=queue_packets)
         self._orders: "queue.SimpleQueue" = queue.SimpleQueue()
@@ -76,7 +77,7 @@ class CameraRecorder:
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()  # guards the figures status() reads
         self._dropped = 0
-        self._bytes_done = 0
+        self._files = CameraFiles(store, self.camera_id, on_clip)
         self._unavailable: Optional[str] = None
         self._paused: Optional[str] = None
         self._enospc = False
@@ -155,7 +156,7 @@ class CameraRecorder:
                 camera_id=self.camera_id, events_enabled=self.settings.events_enabled,
                 continuous_enabled=self.settings.continuous_enabled,
                 recording=bool(self._writers()) and self._paused is None, unavailable=self._unavailable,
-                paused=self._paused, bytes_written=self._bytes_done + current, packets_dropped=self._dropped)
+                paused=self._paused, bytes_written=self._files.bytes_done + current, packets_dropped=self._dropped)
 
     def _writers(self) -> List[Fmp4Writer]:
         found = [c.writer for c in list(self._clips.values()) if c.writer is not None]
@@ -199,7 +200,7 @@ class CameraRecorder:
                 clip = self._clips.pop(order[1], None)
                 if clip is not None and clip.writer is not None:
                     self._close(clip.writer, None)
-                self._guard(lambda: self.store.delete_event(order[1]))
+                self._files.guard(lambda: self.store.delete_event(order[1]))
             elif name == "settings":
                 self._apply_settings(order[1])
 
@@ -275,9 +276,9 @@ class CameraRecorder:
             writer = clip.writer = self._open(path, info, packet)
             if writer is None:
                 return
-            self._index(writer, clip, "started")
+            self._files.index(writer, _key(clip), "started")
         if self._write(writer, info, packet) and packet.keyframe:
-            self._index(writer, clip, "progressed")
+            self._files.index(writer, _key(clip), "progressed")
 
     def _end_clip(self, clip: _Clip) -> None:
         self._clips.pop(clip.event_id, None)
@@ -303,9 +304,9 @@ class CameraRecorder:
             if writer is None:
                 return
             self._segment_path = path
-            self._index(writer, None, "started")
+            self._files.index(writer, None, "started")
         if self._write(writer, info, packet) and packet.keyframe:
-            self._index(writer, None, "progressed")
+            self._files.index(writer, None, "progressed")
 
     def _close_segment(self) -> None:
         if self._segment is not None:
@@ -313,9 +314,6 @@ class CameraRecorder:
             self._segment = None
 
     # ---- files, index and the disk --------------------------------------------------------------
-
-    def _relative(self, writer: Fmp4Writer) -> str:
-        return writer.path.relative_to(self.store.folder).as_posix()
 
     def _open(self, path: str, info: StreamInfo, packet: EncodedPacket) -> Optional[Fmp4Writer]:
         try:
@@ -336,45 +334,9 @@ class CameraRecorder:
             return False
 
     def _close(self, writer: Fmp4Writer, clip: Optional[_Clip]) -> None:
-        try:
-            writer.close()
-        except WriteError as err:
-            log.warning("%s", err)  # the file plays up to its last complete fragment
-            if err.errno == errno.ENOSPC:
-                self._pause_for_enospc(err)
-        with self._lock:
-            self._bytes_done += writer.bytes
-        end = None
-        if writer.failed:  # trimmed to its last complete fragment: the index says what is left
-            span = probe_span(writer.path, fallback_start=writer.start_wall)
-            if span is None:
-                self._guard(lambda: self.store.delete([self._relative(writer)]))
-                self.store.forget_writing(self._relative(writer))
-                return
-            end = span.end
-        self._index(writer, clip, "finished", end)
-
-    def _index(self, writer: Fmp4Writer, clip: Optional[_Clip], stage: str, end: Optional[float] = None) -> None:
-        complete = stage == "finished"
-        end = writer.start_wall + writer.duration_s if end is None else end
-        if clip is None:
-            row = FileRow(self._relative(writer), "segment", self.camera_id, None, 0, writer.start_wall, end,
-                          writer.bytes, complete)
-        else:
-            row = FileRow(self._relative(writer), "clip", self.camera_id, clip.event_id, clip.part,
-                          writer.start_wall, end, writer.bytes, complete)
-        self._guard(lambda: getattr(self.store, stage)(row))
-        if clip is not None and self._on_clip is not None:
-            try:
-                self._on_clip(row_to_clip(row))
-            except Exception:  # a listener's bug must not stop recording
-                log.exception("on_clip listener failed for %s", row.path)
-
-    def _guard(self, action) -> None:
-        try:
-            action()
-        except sqlite3.Error as err:  # a full disk fails the index too; the files stay the truth
-            log.warning("recording index of %s not updated: %s", self.camera_id, err)
+        failure = self._files.finish(writer, _key(clip))
+        if failure is not None and failure.errno == errno.ENOSPC:
+            self._pause_for_enospc(failure)
 
     def _write_failed(self, err: WriteError) -> None:
         if err.errno == errno.ENOSPC:
