@@ -1,6 +1,5 @@
-"""One camera's recorder: the ``PacketSink`` its demuxer calls, and a thread ``record:<camera>``
-that keeps the pre-roll ring, writes event clips and continuous segments, and pauses when the
-disk runs low.
+"""One camera's recorder: the ``PacketSink`` its demuxer calls, and a thread ``record:<camera>`` that
+keeps the pre-roll ring, writes event clips and continuous segments, and pauses when the disk runs low.
 
 The capture thread only queues (a bounded queue; what does not fit is counted as dropped); the
 events side only queues orders (event started / ended / deleted). Everything else happens on
@@ -30,8 +29,7 @@ log = logging.getLogger(__name__)
 
 #: packets waiting for the recorder thread: ~30 s of a 30 fps camera
 DEFAULT_QUEUE_PACKETS = 1024
-#: how often the thread looks at the clock while no packet comes
-IDLE_CHECK_S = 1.0
+IDLE_CHECK_S = 0.5  # how often the thread looks at the clock while no packet comes
 #: a camera offline this long: clips whose post-roll is over are finished without waiting for it
 OFFLINE_FINISH_S = 10.0
 
@@ -58,10 +56,12 @@ class CameraRecorder:
     def __init__(self, store: RecordingStore, settings: RecordSettings, *, reserve_bytes: int = 512 * MB,
                  on_clip: Optional[Callable[[ClipInfo], None]] = None,
                  free_bytes: Optional[Callable[[], int]] = None,
-                 queue_packets: int = DEFAULT_QUEUE_PACKETS, ring_max_bytes: Optional[int] = None) -> None:
+                 queue_packets: int = DEFAULT_QUEUE_PACKETS, ring_max_bytes: Optional[int] = None,
+                 offline_finish_s: float = OFFLINE_FINISH_S) -> None:
         self.store = store
         self.settings = settings
         self.camera_id = settings.camera_id
+        self._offline_finish_s = offline_finish_s
         self._free_bytes = free_bytes or (lambda: shutil.disk_usage(self.store.folder).free)
         self._packets: "queue.Queue" = queue.Queue(maxsize=queue_packets)
         self._orders: "queue.SimpleQueue" = queue.SimpleQueue()
@@ -171,7 +171,7 @@ class CameraRecorder:
             try:
                 item = self._packets.get(timeout=IDLE_CHECK_S)
             except queue.Empty:
-                if closed_since is not None and time.monotonic() - closed_since > OFFLINE_FINISH_S:
+                if closed_since is not None and time.monotonic() - closed_since > self._offline_finish_s:
                     self._finish_ended_clips(time.time())
                 continue
             try:
