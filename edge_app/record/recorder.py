@@ -19,6 +19,7 @@ from typing import Callable, Dict, Optional
 from edge_app.capture.packets import RECORDABLE_CODECS, EncodedPacket, StreamInfo
 from edge_app.config.schema_record import RecordSettings
 from edge_app.record.files import CameraFiles, ClipKey
+from edge_app.record.inbox import DEFAULT_BYTES, DEFAULT_ITEMS, Inbox
 from edge_app.record.mp4 import Fmp4Writer, WriteError, compatible
 from edge_app.record.retention import MB, ReserveGuard
 from edge_app.record.ring import PreRollRing, decode_wall
@@ -27,8 +28,6 @@ from edge_app.record.types import CameraRecordingStatus, ClipInfo
 
 log = logging.getLogger(__name__)
 
-#: packets waiting for the recorder thread: ~30 s of a 30 fps camera
-DEFAULT_QUEUE_PACKETS = 1024
 IDLE_CHECK_S = 0.5  # how often the thread looks at the clock while no packet comes
 #: a camera offline this long: clips whose post-roll is over are finished without waiting for it
 OFFLINE_FINISH_S = 10.0
@@ -56,21 +55,21 @@ class CameraRecorder:
     def __init__(self, store: RecordingStore, settings: RecordSettings, *, reserve_bytes: int = 512 * MB,
                  on_clip: Optional[Callable[[ClipInfo], None]] = None,
                  free_bytes: Optional[Callable[[], int]] = None,
-                 queue_packets: int = DEFAULT_QUEUE_PACKETS, ring_max_bytes: Optional[int] = None,
+                 queue_packets: int = DEFAULT_ITEMS, queue_bytes: int = DEFAULT_BYTES,
+                 ring_max_bytes: Optional[int] = None,
                  offline_finish_s: float = OFFLINE_FINISH_S) -> None:
         self.store = store
         self.settings = settings
         self.camera_id = settings.camera_id
         self._offline_finish_s = offline_finish_s
         self._free_bytes = free_bytes or (lambda: shutil.disk_usage(self.store.folder).free)
-        self._packets: "queue.Queue" = queue.Queue(maxsize=queue_packets)
+        self._inbox = Inbox(queue_packets, queue_bytes)
         self._orders: "queue.SimpleQueue" = queue.SimpleQueue()
         self._ring = PreRollRing(settings.pre_s, **({"max_bytes": ring_max_bytes} if ring_max_bytes else {}))
         self._clips: Dict[str, _Clip] = {}
         self._segment: Optional[Fmp4Writer] = None
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()  # guards the figures status() reads
-        self._dropped = 0
         self._open_files = 0
         self._open_bytes = 0
         self._files = CameraFiles(store, self.camera_id, on_clip)
@@ -81,24 +80,17 @@ class CameraRecorder:
     # ---- PacketSink (capture thread: never blocks) ---------------------------------------------
 
     def stream_opened(self, info: StreamInfo) -> None:
-        self._offer(("opened", info))
+        self._inbox.offer(("opened", info))
 
     def packet(self, packet: EncodedPacket) -> None:
-        self._offer(("packet", packet))
+        self._inbox.offer(("packet", packet), len(packet.data))
 
     def stream_closed(self, reason: str) -> None:
-        self._offer(("closed", reason))
+        self._inbox.offer(("closed", reason))
 
     def unavailable(self, reason: str) -> None:
         with self._lock:
             self._unavailable = f"recording unavailable: {reason}"
-
-    def _offer(self, item) -> None:
-        try:
-            self._packets.put_nowait(item)
-        except queue.Full:
-            with self._lock:
-                self._dropped += 1
 
     # ---- orders from the events side -----------------------------------------------------------
 
@@ -118,10 +110,7 @@ class CameraRecorder:
 
     def _order(self, order) -> None:
         self._orders.put(order)
-        try:
-            self._packets.put_nowait(("wake",))
-        except queue.Full:
-            pass  # the thread is busy with packets and looks at orders before each
+        self._inbox.put(("wake",), 0)  # when full, the thread is busy and looks at orders before each item
 
     # ---- life --------------------------------------------------------------------------------
 
@@ -132,18 +121,14 @@ class CameraRecorder:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Write what is queued, finish every file (complete), end the thread."""
-        try:
-            self._packets.put(("stop",), timeout=timeout_s)  # after what is queued: it is written first
-        except queue.Full:
+        if not self._inbox.put(("stop",), timeout_s):  # after what is queued: that is written first
             self._orders.put(("stop",))  # the thread is stuck: finish without the rest
         if self._thread is not None:
             self._thread.join(timeout_s)
 
     def wait_idle(self, timeout_s: float) -> bool:
         """Wait until everything queued so far is handled; False on timeout."""
-        done = self._packets.all_tasks_done
-        with done:
-            return done.wait_for(lambda: self._packets.unfinished_tasks == 0, timeout_s)
+        return self._inbox.wait_idle(timeout_s)
 
     def status(self) -> CameraRecordingStatus:
         with self._lock:
@@ -152,7 +137,7 @@ class CameraRecorder:
                 continuous_enabled=self.settings.continuous_enabled,
                 recording=self._open_files > 0 and self._paused is None, unavailable=self._unavailable,
                 paused=self._paused, bytes_written=self._files.bytes_done + self._open_bytes,
-                packets_dropped=self._dropped)
+                packets_dropped=self._inbox.dropped)
 
     def _publish(self) -> None:
         """What status() says about the open files (it runs on other threads: it never walks them)."""
@@ -168,9 +153,8 @@ class CameraRecorder:
         info: Optional[StreamInfo] = None
         closed_since: Optional[float] = None
         while True:
-            try:
-                item = self._packets.get(timeout=IDLE_CHECK_S)
-            except queue.Empty:
+            item = self._inbox.take(IDLE_CHECK_S)
+            if item is None:
                 if closed_since is not None and time.monotonic() - closed_since > self._offline_finish_s:
                     self._finish_ended_clips(time.time())
                 continue
@@ -188,7 +172,7 @@ class CameraRecorder:
                 elif item[0] == "packet" and info is not None:
                     self._handle(info, item[1])
             finally:
-                self._packets.task_done()
+                self._inbox.done(len(item[1].data) if item[0] == "packet" else 0)
         self._finish_all()
         self._publish()
 

@@ -164,3 +164,12 @@ def test_packets_that_do_not_fit_the_queue_are_counted_not_blocking(tmp_path, st
     for packet in packets[:50]:
         recorder.packet(packet)
     assert recorder.status().packets_dropped == 50 - 9
+
+
+def test_queued_bytes_are_bounded_too(tmp_path, stream):
+    info, packets = stream
+    budget = sum(len(p.data) for p in packets[:20])
+    recorder = CameraRecorder(RecordingStore(tmp_path / "rec"), settings(), queue_bytes=budget)  # not started
+    for packet in packets[:50]:
+        recorder.packet(packet)
+    assert recorder.status().packets_dropped == 30
