@@ -201,7 +201,7 @@ class CameraRecorder:
             elif name == "deleted":
                 clip = self._clips.pop(order[1], None)
                 if clip is not None and clip.writer is not None:
-                    self._close(clip.writer, None)
+                    self._close(clip.writer, clip)  # indexed as the event's, so that it goes with it
                 self._files.guard(lambda: self.store.delete_event(order[1]))
             elif name == "settings":
                 self._apply_settings(order[1])

@@ -119,6 +119,15 @@ def test_a_deleted_event_loses_its_clip(tmp_path, stream):
     assert store.clip("ev2") is not None
 
 
+def test_an_event_deleted_while_its_clip_is_written_loses_it(tmp_path, stream):
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    start = BASE_WALL + 3.0
+    record(store, settings(), [(info, packets)], {
+        start: [_started("ev1", start)], start + 2: [lambda rec: rec.event_deleted("ev1")]})
+    assert store.index.all() == [] and not list(store.folder.rglob("*.mp4"))
+
+
 def test_events_of_other_cameras_and_disabled_clips_write_nothing(tmp_path, stream):
     info, packets = stream
     store = RecordingStore(tmp_path / "rec")
