@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import shutil
+import sqlite3
 import threading
 import time
 from dataclasses import replace
@@ -68,9 +69,24 @@ class RecordingStore:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self._real = Path(os.path.realpath(self.folder))
-        self.index = RecordingIndex(self.folder)
+        self.index = self._open_index()
         self._lock = threading.Lock()
         self._writing: Dict[str, bool] = {}  # paths being written now (retention leaves them)
+
+    def _open_index(self) -> RecordingIndex:
+        try:
+            index = RecordingIndex(self.folder)
+            index.all()
+            return index
+        except sqlite3.DatabaseError as err:
+            # The files are the truth: an unreadable index is set aside and rebuilt by reconcile().
+            aside = self.folder / f"{INDEX_NAME}.corrupt-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+            log.warning("recording index %s unreadable (%s): moved to %s, rebuilt from the files",
+                        self.folder / INDEX_NAME, err, aside.name)
+            os.replace(self.folder / INDEX_NAME, aside)
+            for extra in ("-wal", "-shm"):
+                (self.folder / f"{INDEX_NAME}{extra}").unlink(missing_ok=True)
+            return RecordingIndex(self.folder)
 
     def close(self) -> None:
         self.index.close()
