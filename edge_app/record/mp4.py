@@ -106,10 +106,22 @@ def compatible(a: StreamInfo, b: StreamInfo) -> bool:
     return (a.codec, a.width_px, a.height_px, a.extradata) == (b.codec, b.width_px, b.height_px, b.extradata)
 
 
-def _dummy_template(codec: str):
-    """A stream that only names the codec: the copy is set up from StreamInfo, no encoder is opened."""
+def _copy_stream(out, info: StreamInfo):
+    """The output stream for a copy of ``info``'s stream; no encoder or decoder is opened.
+
+    The stream is made from one that only names the codec (an unopened encoder context) and set
+    up from StreamInfo. An FFmpeg without an encoder of the codec falls back on the demuxer's own
+    stream (``info.template``), which must then still be open.
+    """
     holder = av.open(io.BytesIO(), "w", format="mp4")
-    return holder, holder.add_stream(codec)
+    try:
+        return out.add_stream_from_template(holder.add_stream(info.codec))
+    except (av.error.FFmpegError, ValueError) as err:
+        if info.template is None:
+            raise ValueError(f"this FFmpeg cannot set up a {info.codec} stream copy: {err}") from err
+        return out.add_stream_from_template(info.template, opaque=True)
+    finally:
+        holder.close()
 
 
 class Fmp4Writer:
@@ -142,11 +154,7 @@ class Fmp4Writer:
             raise WriteError(err.errno, f"cannot create {self.path}: {err.strerror}") from err
         try:
             self._out.metadata["comment"] = f"{START_TAG}{first.wall_ts:.6f}"
-            holder, template = _dummy_template(info.codec)
-            try:
-                self._stream = self._out.add_stream_from_template(template)
-            finally:
-                holder.close()
+            self._stream = _copy_stream(self._out, info)
             ctx = self._stream.codec_context
             ctx.width, ctx.height = info.width_px, info.height_px
             ctx.time_base = FILE_TIME_BASE
@@ -156,12 +164,14 @@ class Fmp4Writer:
             if info.codec == "hevc":
                 ctx.codec_tag = "hvc1"  # browsers and QuickTime play hvc1, not the default hev1
             self._out.start_encoding()
-        except av.error.FFmpegError as err:
+        except (av.error.FFmpegError, ValueError) as err:
             self._abandon()
             try:
                 self.path.unlink()  # a file without its header holds nothing
             except OSError:
                 pass
+            if not isinstance(err, av.error.FFmpegError):
+                raise
             raise WriteError(getattr(err, "errno", 0) or 0, f"cannot start {self.path}: {err}") from err
 
     @property
