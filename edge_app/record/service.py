@@ -35,7 +35,7 @@ class Recordings:
 
     def __init__(self, config: RecordConfig, folder: Optional[Path] = None,
                  on_clips_lost: Optional[Callable[[List[str]], None]] = None,
-                 retention_interval_s: float = RETENTION_INTERVAL_S) -> None:
+                 retention_interval_s: float = RETENTION_INTERVAL_S, retention: bool = True) -> None:
         self.config = config
         self.store = RecordingStore(Path(folder or config.dir))
         self.store.reconcile()  # before any writing: the files are the truth after a crash
@@ -46,7 +46,8 @@ class Recordings:
         self._stop = threading.Event()
         self._interval_s = retention_interval_s
         self._thread = threading.Thread(target=self._retain_loop, name="record:retention", daemon=True)
-        self._thread.start()
+        if retention:
+            self._thread.start()
 
     def add_camera(self, settings: RecordSettings,
                    on_clip: Optional[Callable[[ClipInfo], None]] = None) -> CameraRecorder:
@@ -86,11 +87,13 @@ class Recordings:
         return plan
 
     def _retain_loop(self) -> None:
-        while not self._stop.wait(self._interval_s):
+        while True:  # at start too: the limits may have changed, or the disk filled, while it was off
             try:
                 self.enforce_retention()
             except Exception:  # retention runs again next time; recording goes on meanwhile
                 log.exception("recording retention failed")
+            if self._stop.wait(self._interval_s):
+                return
 
     def close(self) -> None:
         self._stop.set()
@@ -98,5 +101,6 @@ class Recordings:
             recorders, self._recorders = list(self._recorders.values()), {}
         for recorder in recorders:
             recorder.stop()
-        self._thread.join(5)
+        if self._thread.is_alive():
+            self._thread.join(5)
         self.store.close()
