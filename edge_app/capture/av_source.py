@@ -9,7 +9,7 @@ frames as ``OpenCVSource`` does. Without a sink nothing changes: OpenCV reads th
 Frames the camera's gate skips (``fps_limit``, motion idle) come through ``grab``: the packet is
 still recorded and decoded where later pictures need it, but with ``skip_frame = NONREF`` a
 picture no other picture refers to (B-frames, non-reference P-frames) is not decoded at all,
-and no grabbed picture is converted to BGR or copied out. bench/cpu/av_grab_bench.py measures
+and no grabbed picture is converted to BGR or copied out. bench/cpu/frame_drop_cost.py measures
 what each saves (results in bench/README.md).
 
 Decoding uses one FFmpeg thread, like the OpenCV path: FFmpeg's frame threads cost more CPU per

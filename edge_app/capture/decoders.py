@@ -17,6 +17,11 @@ speak MJPEG), uses ffmpeg. ``test://`` sources are drawn in Python whatever the 
 
 ``CameraOpener`` is what ``CameraWorker`` calls: it resolves the configured decoder for the
 source and dispatches through a plain dict of decoder name -> opener function.
+
+A recorded camera's opener is called with ``packet_sink=``: every decoder then tees the
+compressed packets of the one connection it reads to the sink (docs/recording-sources.md):
+ffmpeg reads RTSP, HTTP and files with PyAV instead of OpenCV (``av_source``), gstreamer adds a
+``tee`` after the parser (``gst_packets``), nvdec tees its PyAV demuxer (``av_demux``).
 """
 from __future__ import annotations
 

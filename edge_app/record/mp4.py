@@ -64,15 +64,64 @@ def in_band_parameter_sets(codec: str, keyframe: bytes) -> bytes:
     return b"".join(b"\x00\x00\x00\x01" + u for u in units)
 
 
+def complete_length(path: Path) -> int:
+    """Bytes of ``path`` up to the end of its last complete top-level box (a fragment's mdat ends
+    one): what is left when a write was cut short by a full disk or a crash."""
+    good = 0
+    with open(path, "rb") as f:
+        size_total = os.fstat(f.fileno()).st_size
+        offset = 0
+        while offset + 8 <= size_total:
+            f.seek(offset)
+            header = f.read(16)
+            size = int.from_bytes(header[:4], "big")
+            box = header[4:8]
+            if size == 1 and len(header) == 16:
+                size = int.from_bytes(header[8:16], "big")
+            elif size == 0:
+                size = size_total - offset
+            if size < 8 or offset + size > size_total:
+                break
+            offset += size
+            if box != b"moof":  # a fragment is complete with its mdat, not with its moof alone
+                good = offset
+    return good
+
+
+def trim_torn_tail(path: Path) -> int:
+    """Cut ``path`` after its last complete box; returns the bytes cut (0 when it was whole)."""
+    try:
+        keep = complete_length(path)
+        cut = path.stat().st_size - keep
+        if cut > 0:
+            os.truncate(path, keep)
+        return cut
+    except OSError as err:
+        log.warning("cannot trim %s: %s", path, err)
+        return 0
+
+
 def compatible(a: StreamInfo, b: StreamInfo) -> bool:
     """Whether packets of ``b`` may continue a file that was started with ``a``."""
     return (a.codec, a.width_px, a.height_px, a.extradata) == (b.codec, b.width_px, b.height_px, b.extradata)
 
 
-def _dummy_template(codec: str):
-    """A stream that only names the codec: the copy is set up from StreamInfo, no encoder is opened."""
+def _copy_stream(out, info: StreamInfo):
+    """The output stream for a copy of ``info``'s stream; no encoder or decoder is opened.
+
+    The stream is made from one that only names the codec (an unopened encoder context) and set
+    up from StreamInfo. An FFmpeg without an encoder of the codec falls back on the demuxer's own
+    stream (``info.template``), which must then still be open.
+    """
     holder = av.open(io.BytesIO(), "w", format="mp4")
-    return holder, holder.add_stream(codec)
+    try:
+        return out.add_stream_from_template(holder.add_stream(info.codec))
+    except (av.error.FFmpegError, ValueError) as err:
+        if info.template is None:
+            raise ValueError(f"this FFmpeg cannot set up a {info.codec} stream copy: {err}") from err
+        return out.add_stream_from_template(info.template, opaque=True)
+    finally:
+        holder.close()
 
 
 class Fmp4Writer:
@@ -86,6 +135,7 @@ class Fmp4Writer:
         self.start_wall = first.wall_ts
         self.last_wall = first.wall_ts
         self.packets = 0
+        self.failed = False  # a write failed: the file's tail is trimmed to its last complete fragment
         self._frame_ticks = int(round((1 / info.fps if info.fps > 0 else _DEFAULT_FRAME_S) / FILE_TIME_BASE))
         self._conn: Optional[StreamInfo] = None
         self._conn_first_dts = 0
@@ -104,11 +154,7 @@ class Fmp4Writer:
             raise WriteError(err.errno, f"cannot create {self.path}: {err.strerror}") from err
         try:
             self._out.metadata["comment"] = f"{START_TAG}{first.wall_ts:.6f}"
-            holder, template = _dummy_template(info.codec)
-            try:
-                self._stream = self._out.add_stream_from_template(template)
-            finally:
-                holder.close()
+            self._stream = _copy_stream(self._out, info)
             ctx = self._stream.codec_context
             ctx.width, ctx.height = info.width_px, info.height_px
             ctx.time_base = FILE_TIME_BASE
@@ -118,8 +164,14 @@ class Fmp4Writer:
             if info.codec == "hevc":
                 ctx.codec_tag = "hvc1"  # browsers and QuickTime play hvc1, not the default hev1
             self._out.start_encoding()
-        except av.error.FFmpegError as err:
+        except (av.error.FFmpegError, ValueError) as err:
             self._abandon()
+            try:
+                self.path.unlink()  # a file without its header holds nothing
+            except OSError:
+                pass
+            if not isinstance(err, av.error.FFmpegError):
+                raise
             raise WriteError(getattr(err, "errno", 0) or 0, f"cannot start {self.path}: {err}") from err
 
     @property
@@ -167,6 +219,7 @@ class Fmp4Writer:
         try:
             self._out.mux_one(out)
         except av.error.FFmpegError as err:
+            self.failed = True
             raise WriteError(getattr(err, "errno", 0) or 0, f"writing {self.path}: {err}") from err
         self._last_dts = dts
         if self._first_pts is None:
@@ -180,7 +233,11 @@ class Fmp4Writer:
         try:
             self._out.close()
         except (av.error.FFmpegError, OSError) as err:
+            self.failed = True
             raise WriteError(getattr(err, "errno", 0) or 0, f"closing {self.path}: {err}") from err
+        finally:
+            if self.failed:
+                trim_torn_tail(self.path)  # what a failed write left half done would not play
 
     def _abandon(self) -> None:
         try:

@@ -14,12 +14,16 @@ import logging
 import os
 import re
 import shutil
+import sqlite3
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from edge_app.record.export import export_range
 from edge_app.record.index import INDEX_NAME, FileRow, RecordingIndex
+from edge_app.record.mp4 import trim_torn_tail
 from edge_app.record.reading import probe_span, read_packets
 from edge_app.record.retention import DiskUsage, RetentionPlan, RetentionPolicy, plan_retention
 from edge_app.record.types import ClipInfo, SegmentInfo
@@ -65,9 +69,24 @@ class RecordingStore:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self._real = Path(os.path.realpath(self.folder))
-        self.index = RecordingIndex(self.folder)
+        self.index = self._open_index()
         self._lock = threading.Lock()
         self._writing: Dict[str, bool] = {}  # paths being written now (retention leaves them)
+
+    def _open_index(self) -> RecordingIndex:
+        try:
+            index = RecordingIndex(self.folder)
+            index.all()
+            return index
+        except sqlite3.DatabaseError as err:
+            # The files are the truth: an unreadable index is set aside and rebuilt by reconcile().
+            aside = self.folder / f"{INDEX_NAME}.corrupt-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+            log.warning("recording index %s unreadable (%s): moved to %s, rebuilt from the files",
+                        self.folder / INDEX_NAME, err, aside.name)
+            os.replace(self.folder / INDEX_NAME, aside)
+            for extra in ("-wal", "-shm"):
+                (self.folder / f"{INDEX_NAME}{extra}").unlink(missing_ok=True)
+            return RecordingIndex(self.folder)
 
     def close(self) -> None:
         self.index.close()
@@ -125,6 +144,10 @@ class RecordingStore:
             self._writing.pop(row.path, None)
         self.index.upsert(row)
 
+    def forget_writing(self, path: str) -> None:
+        with self._lock:
+            self._writing.pop(path, None)
+
     def is_writing(self, path: str) -> bool:
         with self._lock:
             return path in self._writing
@@ -163,7 +186,6 @@ class RecordingStore:
         return [row_to_segment(row) for row in self.index.segments(camera_id, start, end)]
 
     def export(self, camera_id: str, start: float, end: float, out: Path):
-        from edge_app.record.export import export_range
         return export_range(self, camera_id, start, end, Path(out))
 
     # ---- reconciling the index with the files --------------------------------------------------
@@ -203,6 +225,10 @@ class RecordingStore:
             known = indexed.get(path)
             if known is not None and known.bytes == row.bytes and known.complete:
                 continue
+            cut = trim_torn_tail(self.folder / path)  # a crash may leave half a fragment
+            if cut:
+                log.info("%s: %d bytes of an unfinished fragment cut", path, cut)
+                row = replace(row, bytes=row.bytes - cut)
             fallback = _segment_start(path.rsplit("/", 1)[-1]) or 0.0
             span = probe_span(self.folder / path, fallback_start=fallback)
             if span is None:

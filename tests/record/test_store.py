@@ -94,3 +94,15 @@ def test_export_of_a_range_without_recordings_is_none(recorded, tmp_path):
     assert recorded.export("cam9", BASE_WALL, BASE_WALL + 5, tmp_path / "x.mp4") is None
     with pytest.raises(ValueError):
         recorded.export("cam1", BASE_WALL + 5, BASE_WALL + 5, tmp_path / "x.mp4")
+
+
+def test_an_unreadable_index_is_set_aside_and_rebuilt_from_the_files(recorded):
+    before = sorted(row.path for row in recorded.index.all())
+    recorded.close()
+    for extra in ("index.sqlite3-wal", "index.sqlite3-shm"):
+        (recorded.folder / extra).unlink(missing_ok=True)
+    (recorded.folder / "index.sqlite3").write_bytes(b"not a database" * 100)
+    again = RecordingStore(recorded.folder)
+    again.reconcile()
+    assert sorted(row.path for row in again.index.all()) == before
+    assert list(recorded.folder.glob("index.sqlite3.corrupt-*"))
