@@ -55,10 +55,17 @@ def video_pts_s(path: Path) -> List[float]:
 
 
 def decode_errors(path: Path) -> str:
-    """What ffmpeg complains about while decoding every frame (empty: all decoded)."""
-    done = subprocess.run([require_tool("ffmpeg"), "-v", "error", "-i", str(path), "-f", "null", "-"],
-                          capture_output=True, text=True)
-    return done.stderr.strip() if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.strip()}"
+    """What the decoder complains about while decoding every frame of the file, and packets that
+    gave no frame (empty: every packet decoded). ffprobe decodes; ``ffmpeg -f null`` would also
+    complain about its own output timing across a clip's gap, which is no fault of the file."""
+    done = subprocess.run([require_tool("ffprobe"), "-v", "error", "-count_frames", "-count_packets",
+                           "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames,nb_read_packets",
+                           "-of", "json", str(path)], capture_output=True, text=True)
+    if done.returncode != 0 or done.stderr.strip():
+        return f"exit {done.returncode}: {done.stderr.strip()}"
+    counts = json.loads(done.stdout)["streams"][0]
+    frames, packets = int(counts["nb_read_frames"]), int(counts["nb_read_packets"])
+    return "" if frames == packets and frames > 0 else f"{frames} frames decoded of {packets} packets"
 
 
 def clip_row(events_dir: Path, event_id: str) -> Optional[dict]:
