@@ -17,12 +17,12 @@ import logging
 import queue
 import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from edge_app.events.counts import LineTotals
 from edge_app.events.database import EventDatabase
+from edge_app.events.deletions import Deletions
 from edge_app.events.model import ClipRecord, Event, Snapshot
 from edge_app.events.pending import PendingBatch, PendingWrites
 from edge_app.events.query import EventQuery, StoreHealth
@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 MAINTENANCE_INTERVAL_S = 30.0
 BATCH_MAX = 256
 DELETE_WAIT_S = 5.0
-RECENTLY_DELETED = 1000
 SECONDS_PER_DAY = 86400.0
 
 
@@ -56,8 +55,7 @@ class EventStore:
         self._reader = EventReader(self.directory, self._pending, on_corrupt=self._corrupt_file_read)
         self._lock = threading.Lock()
         self._problem: Optional[str] = None
-        self._recently_deleted: "OrderedDict[str, None]" = OrderedDict()  # writer thread only
-        self._on_deleted: Callable[[List[str]], None] = lambda event_ids: None
+        self._deletions = Deletions()  # writer thread only
         self._db: Optional[EventDatabase] = self._open_database()
         self._thread = threading.Thread(target=self._run, name="events:writer", daemon=True)
         self._thread.start()
@@ -89,7 +87,7 @@ class EventStore:
     def on_deleted(self, callback: Callable[[List[str]], None]) -> None:
         """``callback(event_ids)`` after events were deleted (through the API or by retention), on
         the writer thread: whoever keeps their clips removes them. Must not block."""
-        self._on_deleted = callback
+        self._deletions.listener = callback
 
     def set_retention(self, retain_days: float, max_mb: float) -> None:
         """New limits (a configuration change); the writer applies them at its next retention run."""
@@ -237,14 +235,14 @@ class EventStore:
 
     def _write(self, writes: List[Tuple[str, Any]]) -> List[bool]:
         """Apply ``writes`` in one transaction, or hold them in memory; the delete results in order."""
-        writes = [(k, p) for k, p in writes if not self._was_deleted(k, p)]
+        writes = [(k, p) for k, p in writes if not self._deletions.drops(k, p)]
         if self._db is not None and self._pending.empty():
             try:
                 self._db.begin()
                 results = [self._apply(kind, payload) for kind, payload in writes]
                 self._db.commit()
                 self._db.unlink_deleted_files()
-                self._deleted(self._db.take_deleted())
+                self._deletions.announce(self._db.take_deleted())
                 return [r for (kind, _), r in zip(writes, results) if kind == "delete"]
             except DISK_ERRORS as err:
                 self._rollback()
@@ -252,34 +250,6 @@ class EventStore:
                 self._report(f"cannot write the event database in {self.directory}: {err}")
         results = [self._hold(kind, payload) for kind, payload in writes]
         return [r for (kind, _), r in zip(writes, results) if kind == "delete"]
-
-    def _was_deleted(self, kind: str, payload: Any) -> bool:
-        # An open event deleted through the API must not come back with its next update.
-        if kind == "event":
-            return payload.id in self._recently_deleted
-        if kind == "snapshot":
-            return payload.event_id in self._recently_deleted
-        if kind == "clip" and payload.event_id in self._recently_deleted:
-            if payload.size_bytes >= 0:  # a clip finished after its event was deleted goes too
-                self._deleted([payload.event_id])
-            return True
-        return False
-
-    def _deleted(self, event_ids: List[str]) -> None:
-        if not event_ids:
-            return
-        try:
-            self._on_deleted(event_ids)
-        except Exception:  # the events are deleted; a clip left behind goes with the recordings' retention
-            log.exception("event store %s: removing the clips of deleted events failed", self.directory)
-
-    def _forget(self, event_id: str, found: bool) -> bool:
-        # Only ids that existed: a client must not be able to block events that have not started yet.
-        if found:
-            self._recently_deleted[event_id] = None
-            while len(self._recently_deleted) > RECENTLY_DELETED:
-                self._recently_deleted.popitem(last=False)
-        return found
 
     def _apply(self, kind: str, payload: Any) -> bool:
         assert self._db is not None
@@ -295,7 +265,7 @@ class EventStore:
             else:
                 self._db.put_clip(payload, self._clock())
         elif kind == "delete":
-            return self._forget(payload, self._db.delete([payload]) > 0)
+            return self._deletions.deleted(payload, self._db.delete([payload]) > 0)
         return True
 
     def _hold(self, kind: str, payload: Any) -> bool:
@@ -309,9 +279,9 @@ class EventStore:
             self._pending.put_clip(payload.event_id, None if payload.size_bytes < 0 else payload, self._clock())
         elif kind == "delete":
             on_disk = self._reader.get_on_disk(payload) is not None
-            found = self._forget(payload, self._pending.delete(payload) or on_disk)
+            found = self._deletions.deleted(payload, self._pending.delete(payload) or on_disk)
             if found:  # the clip goes now: the recording store has its own disk
-                self._deleted([payload])
+                self._deletions.announce([payload])
             return found
         return True
 
@@ -392,10 +362,10 @@ class EventStore:
             return
         try:
             deleted = self._db.retain(cutoff, max_bytes)
-            self._deleted(self._db.take_deleted())
+            self._deletions.announce(self._db.take_deleted())
         except DISK_ERRORS as err:
             self._rollback()
-            self._deleted(self._db.take_deleted())  # chunks committed before the failure
+            self._deletions.announce(self._db.take_deleted())  # chunks committed before the failure
             self._corruption.suspect(err)
             log.warning("event store %s: retention failed: %s", self.directory, err)
             return
