@@ -255,3 +255,38 @@ def test_a_clip_longer_than_max_s_counts_as_one_clip_of_its_parts(tmp_path):
             "cam1/events/a.mp4", 1150, NOW - 5, NOW + 303)
     finally:
         store.close()
+
+
+def test_the_recording_service_follows_the_configuration(tmp_path):
+    """The real record layer: a camera recorded, then not, then again; events go to its recorder."""
+    from edge_app.appliance.recording_service import RecordingService, recording_service
+    from edge_app.record.recorder import CameraRecorder
+
+    folder = tmp_path / "rec"
+
+    def config(cam1_events: bool, events_days: float = 30):
+        return parse_config({**CONFIG, "record": {"dir": str(folder), "events": {"enabled": cam1_events},
+                                                  "retain": {"events_days": events_days}}})
+
+    clips, lost = [], []
+    assert recording_service(config(False), clips.append, lost.extend) is None  # nothing recorded, no folder
+    service = recording_service(config(True), clips.append, lost.extend)
+    assert isinstance(service, RecordingService)
+    try:
+        assert service.records("cam1") and service.records("cam2")  # record.events is the device's default
+        assert isinstance(service.sink("cam1"), CameraRecorder)
+        assert [s.camera_id for s in service.statuses()] == ["cam1", "cam2"]
+        service.event_started("ev-1", "cam1", NOW)
+        service.event_ended("ev-1", NOW + 1)
+        service.event_deleted("ev-1")
+        service.event_deleted("never-recorded")  # an older event: straight from the folder, no error
+        service.configure(config(False, events_days=7))
+        assert not service.records("cam1") and service.statuses() == []
+        service.configure(config(True))
+        assert service.records("cam1")
+        assert service.reader().clip("ev-1") is None
+    finally:
+        service.close()
+    earlier = recording_service(config(False), clips.append, lost.extend)  # earlier recordings: kept, retained
+    assert earlier is not None and earlier.statuses() == []
+    earlier.close()

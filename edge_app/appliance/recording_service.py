@@ -54,6 +54,7 @@ class RecordingService:
     # -- configuration ------------------------------------------------------------------------------
     def configure(self, config: AppConfig) -> None:
         wanted = settings_of(config)
+        self._recordings.set_retention(config.record.retain)
         with self._lock:
             before, self._settings = self._settings, wanted
         for camera_id in before:

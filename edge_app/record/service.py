@@ -62,6 +62,11 @@ class Recordings:
                 recorder.update(settings)
             return recorder
 
+    def set_retention(self, retain: RecordRetainConfig) -> None:
+        """New retention limits (a configuration change): the next retention run applies them, and
+        recorders added from now on get the new reserve."""
+        self._policy = retention_policy(retain)
+
     def remove_camera(self, camera_id: str) -> None:
         with self._lock:
             recorder = self._recorders.pop(camera_id, None)
