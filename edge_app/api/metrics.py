@@ -14,7 +14,8 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 
-from edge_app.reporting.protocol import ApplianceService, CameraReport, MqttReport, PipelineReport, StatusReport
+from edge_app.reporting.protocol import (ApplianceService, CameraReport, MqttReport, PipelineReport, RecordingReport,
+                                         StatusReport)
 from edge_app.api.model_metrics import model_metrics
 from edge_app.health.metrics import health_metrics
 from edge_app.mqtt.payloads import CAMERA_STATES
@@ -44,6 +45,8 @@ class ApplianceCollector:
         yield from model_metrics(status.models)
         if status.health is not None:
             yield from health_metrics(status.health)
+        if status.recording is not None:
+            yield from self._recording(status.recording, status.cameras)
 
     @staticmethod
     def _device(status: StatusReport) -> Iterator[Metric]:
@@ -130,6 +133,30 @@ class ApplianceCollector:
             yield GaugeMetricFamily(f"{PREFIX}_pipeline_last_batch_age_seconds", "Seconds since the last completed batch",
                                     value=pipeline.last_batch_age_s)
         yield CounterMetricFamily(f"{PREFIX}_pipeline_errors", "Failures in the pipeline's stages", value=pipeline.errors)
+
+
+    @staticmethod
+    def _recording(recording: RecordingReport, cameras: List[CameraReport]) -> Iterator[Metric]:
+        yield GaugeMetricFamily(f"{PREFIX}_recording_paused",
+                                "1 while the recording store stopped writing (its disk below the reserve)",
+                                value=float(recording.paused is not None))
+        yield CounterMetricFamily(f"{PREFIX}_recording_bytes_written", "Bytes of clips and segments written",
+                                  value=recording.bytes_written)
+        yield CounterMetricFamily(f"{PREFIX}_recording_packets_dropped",
+                                  "Compressed packets the recorder could not take in time", value=recording.packets_dropped)
+        labels = ["camera"]
+        active = GaugeMetricFamily(f"{PREFIX}_camera_recording", "1 while the camera's packets are being written",
+                                   labels=labels)
+        written = CounterMetricFamily(f"{PREFIX}_camera_recording_bytes_written", "Bytes written of the camera",
+                                      labels=labels)
+        dropped = CounterMetricFamily(f"{PREFIX}_camera_recording_packets_dropped",
+                                      "Packets of the camera the recorder could not take in time", labels=labels)
+        for camera in cameras:
+            if camera.recording is not None:
+                active.add_metric([camera.id], float(camera.recording.recording))
+                written.add_metric([camera.id], float(camera.recording.bytes_written))
+                dropped.add_metric([camera.id], float(camera.recording.packets_dropped))
+        yield from (family for family in (active, written, dropped) if family.samples)
 
 
 def metrics_blueprint(service: ApplianceService) -> Blueprint:

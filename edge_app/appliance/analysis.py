@@ -19,7 +19,7 @@ from edge_app.config.schema import AppConfig
 from edge_app.config.schema_cameras import CameraConfig
 from edge_app.events.camera_analysis import CameraAnalysis, FrameAnalysis
 from edge_app.events.counts import LineTotals
-from edge_app.events.model import Event, Snapshot
+from edge_app.events.model import Event, EventMessage, Snapshot
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.reporting.protocol import AnalysedFrame, CountsReport
 
@@ -50,9 +50,12 @@ def analyses_camera(camera: CameraConfig, config: AppConfig) -> bool:
 
 class AnalysisHub:
     def __init__(self, publisher: Callable[[], MqttPublisher], store: Optional[EventSink] = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 on_event: Callable[[EventMessage], EventMessage] = lambda message: message) -> None:
         self._publisher = publisher
         self._store = store
+        # Every event message passes here before it goes out: recording adds the clip's figures.
+        self._on_event = on_event
         self._clock = clock
         self._lock = threading.Lock()
         self._analyses: Dict[str, CameraAnalysis] = {}
@@ -141,6 +144,7 @@ class AnalysisHub:
     def _send(self, result: FrameAnalysis) -> None:
         publisher, camera_id, ts = self._publisher(), result.camera_id, result.ts
         for message in result.events:
+            message = self._on_event(message)
             publisher.publish_event(message)
             if self._store is not None:
                 self._store.save_event(message.after)

@@ -30,6 +30,7 @@ from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler
 from edge_app.appliance.model_set import ModelSet
+from edge_app.appliance.recording import RecorderFactory, RecordingHub
 from edge_app.appliance.read_side import ApplianceReads, RunningParts
 from edge_app.motion.gating import MotionGating
 from edge_app.mqtt import link_health
@@ -39,6 +40,7 @@ from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline import health as pipeline_health
 from edge_app.pipeline.health import PipelineHealth
 from edge_app.pipeline.results import ResultStore
+from edge_app.record.types import RecordingReader
 from edge_app.config_change.plan import plan_changes
 from edge_app.config_change.detect_switch import DetectSwitch
 from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, RemoteConfigReport,
@@ -69,7 +71,8 @@ class Appliance:
                  *, detector_factory: Callable[..., Detector] = create_detector,
                  publisher_factory: Callable[..., MqttPublisher] = MqttPublisher,
                  camera_factory: Callable[..., CameraWorker] = CameraWorker,
-                 event_store: Optional[EventStore] = None, health: Optional[HealthSampler] = None):
+                 event_store: Optional[EventStore] = None, health: Optional[HealthSampler] = None,
+                 recorder_factory: Optional[RecorderFactory] = None):
         self._config = config
         # Optional: without one events are only published, and the event routes answer [] and 404.
         # Whoever makes the store closes it, after stop() has ended the open events.
@@ -82,7 +85,10 @@ class Appliance:
         self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
         self._changes: Optional["ConfigChanges"] = None  # the one change path (use_changes)
         self._detect_switch: Optional[DetectSwitch] = None
-        self._analysis = AnalysisHub(lambda: self._publisher, store=event_store)
+        # Without a recorder factory nothing is recorded; events and MQTT are the same either way.
+        self._recording = RecordingHub(recorder_factory, lambda message: self._publisher.publish_event(message),
+                                       store=event_store)
+        self._analysis = AnalysisHub(lambda: self._publisher, store=event_store, on_event=self._recording.on_event)
         self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse)
         # Frames of a camera where nothing moves and nothing is tracked never reach the model.
         self._motion = MotionGating(self._has_objects, lambda cid, motion: self._publisher.publish_motion(cid, motion))
@@ -102,7 +108,7 @@ class Appliance:
                                 changes=lambda: self._changes, stopping=self._cancel, swapped=self._model_swapped)
         self._reads = ApplianceReads(
             self._running, results=self._results, pipeline=self._models, analysis=self._analysis,
-            event_store=event_store, health=self._health,
+            event_store=event_store, health=self._health, recording=self._recording,
             stall_after_s=pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s)
 
     @property
@@ -138,6 +144,7 @@ class Appliance:
                 import cv2
 
                 cv2.setNumThreads(1)
+            self._recording.start(self._config)  # before the cameras: each recorded one gets its sink
             for cam in self._config.cameras:
                 self._start_camera(cam)
             self._analysis.configure(self._config)
@@ -176,6 +183,7 @@ class Appliance:
             self._analysis.end_all()  # open events end now, counts fall to 0, before MQTT goes
         except Exception:
             log.exception("ending the open events failed")
+        self._recording.close()  # after the ends: the clips of the events that just ended are finished
         if self._event_store is not None:
             # What the end of the open events wrote must reach the disk; MQTT keeps its share of the budget.
             self._event_store.close(timeout_s=max(0.3, min(1.5, deadline - time.monotonic() - 1.0)))
@@ -199,7 +207,9 @@ class Appliance:
         if not cam.enabled:
             self._publisher.publish_camera_state(cam.id, StreamState.STOPPED.value, None)
             return
-        worker = self._camera_factory(cam, self._config.capture, on_state=self._on_camera_state, on_frame=self._models.notify_frame)
+        sink = self._recording.sink(cam.id)
+        worker = self._camera_factory(cam, self._config.capture, on_state=self._on_camera_state,
+                                      on_frame=self._models.notify_frame, **({"packet_sink": sink} if sink else {}))
         self._cameras = {**self._cameras, cam.id: worker}
         worker.start()
 
@@ -272,12 +282,15 @@ class Appliance:
             loading = self._models.apply(old, new_config, plan.models_reloaded)
             if plan.reconnect_mqtt:
                 self._swap_publisher(new_config)
-            for cid in plan.cameras_removed + plan.cameras_changed:
+            # A camera recorded now and not before (or the other way round) restarts with (or without) a sink.
+            changed = plan.cameras_changed + tuple(cid for cid in self._recording.configure(new_config, list(self._cameras))
+                                                   if cid not in plan.cameras_changed + plan.cameras_removed)
+            for cid in plan.cameras_removed + changed:
                 self._stop_camera(cid)
                 if cid in plan.cameras_removed:
                     self._publisher.publish_camera_state(cid, StreamState.STOPPED.value, None)
                     self._publisher.forget_camera(cid)
-            for cid in plan.cameras_added + plan.cameras_changed:
+            for cid in plan.cameras_added + changed:
                 self._start_camera(new_config.camera(cid))
             self._analysis.configure(new_config)
             self._health.configure(new_config.health, health_dirs(new_config))
@@ -376,3 +389,6 @@ class Appliance:
 
     def delete_event(self, event_id: str) -> bool:
         return self._reads.delete_event(event_id)
+
+    def recordings(self) -> Optional[RecordingReader]:
+        return self._reads.recordings()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 
 from edge_app.appliance.analysis import AnalysisHub
+from edge_app.appliance.recording import RecordingHub
 from edge_app.appliance.report_builders import camera_report, model_report, model_status_report, pipeline_report
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
@@ -26,6 +27,7 @@ from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline.health import PipelineActivity, PipelineHealth, assess, readiness_reason
 from edge_app.pipeline.results import ResultStore
+from edge_app.record.types import RecordingReader
 from edge_app.reporting.protocol import (AnalysedFrame, CameraReport, CountsReport, ModelChangeReport,
                                          ModelStatusReport, MqttReport, RemoteConfigReport, StatusReport, UnknownCamera)
 from edge_app.version import __version__
@@ -65,13 +67,14 @@ class ApplianceReads:
 
     def __init__(self, running: Callable[[], RunningParts], *, results: ResultStore, pipeline: "PipelineLike",
                  analysis: AnalysisHub, event_store: Optional[EventStore], health: HealthSampler,
-                 stall_after_s: float):
+                 stall_after_s: float, recording: Optional[RecordingHub] = None):
         self._running = running
         self._results = results
         self._pipeline = pipeline
         self._analysis = analysis
         self._event_store = event_store
         self._health = health
+        self._recording = recording
         self.stall_after_s = stall_after_s
         self._started_mono_s = time.monotonic()
 
@@ -85,7 +88,9 @@ class ApplianceReads:
         reports = []
         for cam in running.config.cameras:
             worker = running.cameras.get(cam.id)
-            reports.append(camera_report(cam, worker.stats() if worker else {}, self._results.camera_figures(cam.id)))
+            recording = self._recording.camera_status(cam.id) if self._recording is not None else None
+            reports.append(camera_report(cam, worker.stats() if worker else {}, self._results.camera_figures(cam.id),
+                                         recording))
         return reports
 
     def status(self) -> StatusReport:
@@ -107,6 +112,7 @@ class ApplianceReads:
             health=self._health.latest(),
             remote_config=running.remote_config() if running.remote_config is not None else None,
             models=self.models(running),
+            recording=self._recording.report() if self._recording is not None else None,
         )
 
     def models(self, running: RunningParts) -> List[ModelStatusReport]:
@@ -194,6 +200,10 @@ class ApplianceReads:
 
     def counts(self) -> CountsReport:
         return self._analysis.counts()
+
+    def recordings(self) -> Optional[RecordingReader]:
+        """The recording store's read side (clips, segments, export); None when nothing is recorded."""
+        return None if self._recording is None else self._recording.reader()
 
     # -- stored events: none without a store --------------------------------------------------------
     def events(self, query: EventQuery) -> List[Event]:

@@ -14,13 +14,15 @@ from edge_app.detect.base import Detector
 from edge_app.pipeline.health import PipelineHealth
 from edge_app.pipeline.results import CameraFigures, PipelineFigures
 from edge_app.config.redact import mask_secrets
+from edge_app.record.types import CameraRecordingStatus
 from edge_app.reporting.protocol import CameraReport, LatencyReport, ModelReport, ModelStatusReport, PipelineReport
 
 if TYPE_CHECKING:
     from edge_app.appliance.model_set import ModelUnit
 
 
-def camera_report(camera: CameraConfig, capture: Mapping[str, Any], figures: CameraFigures) -> CameraReport:
+def camera_report(camera: CameraConfig, capture: Mapping[str, Any], figures: CameraFigures,
+                  recording: Optional[CameraRecordingStatus] = None) -> CameraReport:
     """``capture`` is ``CameraWorker.stats()``, empty for a camera without a worker."""
     before_start = StreamState.STOPPED.value if not camera.enabled else StreamState.CONNECTING.value
     return CameraReport(
@@ -37,6 +39,7 @@ def camera_report(camera: CameraConfig, capture: Mapping[str, Any], figures: Cam
         reconnects=capture.get("reconnects", 0),
         last_error=capture.get("last_error"),
         motion=capture.get("motion"),
+        recording=recording,
     )
 
 

@@ -30,7 +30,8 @@ EXTEND_EVERY_S = 20.0
 
 
 def status_line(status: StatusReport) -> str:
-    """One line for ``systemctl status``: fps, camera states, device health problems, and a stall if there is one."""
+    """One line for ``systemctl status``: fps, camera states, device health problems, paused recording,
+    and a stall if there is one."""
     pipeline = status.pipeline
     cameras = ", ".join(f"{c.id} {c.state}" for c in status.cameras) or "none"
     line = f"{pipeline.fps:.1f} fps; cameras: {cameras}"
@@ -39,6 +40,8 @@ def status_line(status: StatusReport) -> str:
         line = f"PROBLEMS: {'; '.join(p.message for p in problems)}; {line}"
     if status.mqtt.behind_reason:
         line = f"MQTT BEHIND ({status.mqtt.behind_reason}); {line}"
+    if status.recording is not None and status.recording.paused:
+        line = f"RECORDING PAUSED ({status.recording.paused}); {line}"
     if status.mqtt.stalled:
         line = f"MQTT STALLED ({status.mqtt.stall_reason}); {line}"
     if pipeline.stalled:

@@ -14,6 +14,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from edge_app.config.model_names import (DEFAULT_MODEL, MAX_MODELS, MODEL_NAME_PATTERN, check_models, model_location,
                                          named_models)
 from edge_app.config.schema_cameras import CameraConfig, MotionConfig
+from edge_app.config.schema_record import RecordConfig, RecordSettings, resolve_record
 from edge_app.config.schema_rules import (_CONTROL_CHARS, ID_PATTERN, MAX_AREA_LABELS, _clean_labels,
                                           _no_control_chars, _Strict)
 
@@ -415,6 +416,7 @@ class AppConfig(_Strict):
     health: HealthConfig = Field(default_factory=HealthConfig, title="Device health")
     fleet: FleetConfig = Field(default_factory=FleetConfig, title="Fleet")
     motion: MotionConfig = Field(default_factory=MotionConfig, title="Motion")
+    record: RecordConfig = Field(default_factory=RecordConfig, title="Recording")
 
     @field_validator("cameras")
     @classmethod
@@ -460,3 +462,8 @@ class AppConfig(_Strict):
         if self.model is not None and name == DEFAULT_MODEL:
             return self.model_copy(update={"model": section})
         return self.model_copy(update={"models": [section if m.name == name else m for m in self.models]})
+
+    def record_settings(self, camera_id: str) -> RecordSettings:
+        """The recording settings of one camera: the record section with the camera's overrides."""
+        cam = self.camera(camera_id)
+        return resolve_record(self.record, camera_id, cam.record if cam else None)

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 from typing_extensions import Annotated
 
 from edge_app.config.model_names import DEFAULT_MODEL, MODEL_NAME_PATTERN
+from edge_app.config.schema_record import CameraRecordConfig
 from edge_app.config.schema_rules import ID_PATTERN, MAX_AREA_LABELS, NormPoint, _clean_labels, _Strict
 from edge_app.config.source_spec import parse_source
 
@@ -125,6 +126,8 @@ class CameraConfig(_Strict):
     motion: CameraMotionConfig = Field(default_factory=CameraMotionConfig, title="Motion")
     model: str = Field(DEFAULT_MODEL, title="Model", pattern=MODEL_NAME_PATTERN,
                        description="The name of the model that analyses this camera (model is named default)")
+    record: CameraRecordConfig = Field(default_factory=CameraRecordConfig, title="Recording",
+                                       description="This camera's own recording choices; left out: the record section's")
 
     @field_validator("source")
     @classmethod

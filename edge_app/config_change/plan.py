@@ -12,9 +12,11 @@ from edge_app.config.schema import AppConfig, ModelConfig
 
 # Model settings the decoder reads on every batch: changing these needs no model reload.
 _DECODE_ONLY_KEYS = {"conf_threshold", "iou_threshold", "classes", "batch_timeout_ms"}
-# Camera settings read by the analysis (edge_app.appliance.analysis), not by capture: no camera restart.
-# ``model``: the camera's frames go to another model's pipeline; capture goes on as it is.
-_ANALYSIS_KEYS = {"detect", "zones", "lines", "motion", "model"}
+# Camera settings read by the analysis (edge_app.appliance.analysis) or the recorder, not by capture:
+# no camera restart (a camera that starts or stops being recorded reconnects through the recorder's
+# own check, edge_app.appliance.recording). ``model``: the camera's frames go to another model's
+# pipeline; capture goes on as it is.
+_ANALYSIS_KEYS = {"detect", "zones", "lines", "motion", "model", "record"}
 
 
 def _capture_settings(camera) -> dict:
@@ -74,6 +76,9 @@ def plan_changes(old: AppConfig, new: AppConfig) -> ChangePlan:
         restart_required.append("api.enabled")
     # The event store is opened at start, in its folder.
     restart_required += [f"events.{key}" for key in ("enabled", "dir") if getattr(old.events, key) != getattr(new.events, key)]
+    # The recording store opens its folder and index at start.
+    if old.record.dir != new.record.dir:
+        restart_required.append("record.dir")
     # R/config/desired is subscribed to at start only when remote configuration is on.
     if new.fleet.remote_config and not old.fleet.remote_config:
         restart_required.append("fleet.remote_config")

@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from edge_app.events.model import Event
+from edge_app.events.model import ClipRecord, Event
 from edge_app.events.query import EventQuery, LineCountsByCamera, snapshot_file_name
 
 log = logging.getLogger(__name__)
@@ -44,15 +44,22 @@ MIGRATIONS: Sequence[Tuple[int, Sequence[str]]] = (
         """CREATE TABLE line_counts (camera_id TEXT NOT NULL, line TEXT NOT NULL, in_count INTEGER NOT NULL,
             out_count INTEGER NOT NULL, PRIMARY KEY (camera_id, line))""",
     )),
-    # The model that found the object (models); older rows were all the single model's. Version 2
-    # is left to the clips table of recordings, which goes its own way.
+    # The clip of an event (record.events): its own table, like snapshots, so a database from
+    # before clips keeps every row and an event's upsert never touches its clip.
+    (2, (
+        """CREATE TABLE clips (event_id TEXT PRIMARY KEY, path TEXT NOT NULL, size_bytes INTEGER NOT NULL,
+            duration_s REAL NOT NULL, start_time REAL, end_time REAL, saved_at REAL NOT NULL)""",
+    )),
+    # The model that found the object (models); older rows were all the single model's.
     (3, ("ALTER TABLE events ADD COLUMN model TEXT NOT NULL DEFAULT 'default'",)),
 )
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 _EVENT_COLUMNS = ("e.id, e.camera_id, e.label, e.track_id, e.score, e.top_score, e.box, e.frame_time, e.start_time, "
-                  "e.end_time, e.current_zones, e.entered_zones, s.event_id IS NOT NULL, e.model")
-_SELECT = f"SELECT {_EVENT_COLUMNS} FROM events e LEFT JOIN snapshots s ON s.event_id = e.id"
+                  "e.end_time, e.current_zones, e.entered_zones, s.event_id IS NOT NULL, e.model, "
+                  "c.event_id IS NOT NULL, COALESCE(c.duration_s, 0)")
+_SELECT = (f"SELECT {_EVENT_COLUMNS} FROM events e LEFT JOIN snapshots s ON s.event_id = e.id "
+           "LEFT JOIN clips c ON c.event_id = e.id")
 
 
 class NewerDatabase(RuntimeError):
@@ -106,7 +113,8 @@ def _event_from_row(row: Sequence) -> Event:
                  top_score=float(row[5]), box=tuple(json.loads(row[6])), frame_time=float(row[7]),
                  start_time=float(row[8]), end_time=None if row[9] is None else float(row[9]),
                  current_zones=tuple(json.loads(row[10])), entered_zones=tuple(json.loads(row[11])),
-                 has_snapshot=bool(row[12]), model=str(row[13]))
+                 has_snapshot=bool(row[12]), model=str(row[13]), has_clip=bool(row[14]),
+                 clip_duration_s=float(row[15]))
 
 
 def query_events(conn: sqlite3.Connection, query: EventQuery) -> List[Event]:
@@ -139,6 +147,12 @@ def snapshot_path(conn: sqlite3.Connection, directory: Path, event_id: str) -> O
     return None if row is None else Path(directory) / SNAPSHOT_DIR / row[0]
 
 
+def clip_record(conn: sqlite3.Connection, event_id: str) -> Optional[ClipRecord]:
+    row = conn.execute("SELECT path, size_bytes, duration_s, start_time, end_time FROM clips WHERE event_id = ?",
+                       (event_id,)).fetchone()
+    return None if row is None else ClipRecord(event_id, str(row[0]), int(row[1]), float(row[2]), row[3], row[4])
+
+
 def line_counts(conn: sqlite3.Connection) -> LineCountsByCamera:
     counts: LineCountsByCamera = {}
     for camera_id, line, in_count, out_count in conn.execute("SELECT camera_id, line, in_count, out_count FROM line_counts"):
@@ -154,6 +168,8 @@ class EventDatabase:
         self.snapshot_dir = self.directory / SNAPSHOT_DIR
         self.snapshot_dir.mkdir(parents=True, exist_ok=True)
         self._pending_unlink: List[str] = []  # snapshot files of deleted rows, removed after the commit
+        self._deleting: List[str] = []  # events deleted in the open transaction
+        self._deleted_ids: List[str] = []  # and once it committed, for take_deleted
         # Opened by the thread that builds the store, then used by its writer thread alone.
         self.conn = sqlite3.connect(str(self.directory / DB_NAME), timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                     check_same_thread=False)
@@ -187,9 +203,12 @@ class EventDatabase:
 
     def commit(self) -> None:
         self.conn.execute("COMMIT")
+        self._deleted_ids.extend(self._deleting)
+        self._deleting = []
 
     def rollback(self) -> None:
         self._pending_unlink = []
+        self._deleting = []
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
 
@@ -220,8 +239,19 @@ class EventDatabase:
         self.conn.execute("INSERT OR REPLACE INTO snapshots (event_id, file, size_bytes, saved_at) VALUES (?, ?, ?, ?)",
                           (event_id, name, len(jpeg), saved_at))
 
+    def put_clip(self, clip: ClipRecord, saved_at: float) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO clips (event_id, path, size_bytes, duration_s, start_time, end_time, "
+                          "saved_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                          (clip.event_id, clip.path, int(clip.size_bytes), float(clip.duration_s), clip.start_time,
+                           clip.end_time, saved_at))
+
+    def forget_clip(self, event_id: str) -> None:
+        self.conn.execute("DELETE FROM clips WHERE event_id = ?", (event_id,))
+
     def delete(self, event_ids: Iterable[str]) -> int:
-        """Delete events and their snapshots; the files go after the rows (a crash leaves a file, never a dangling row)."""
+        """Delete events, their snapshots and clip records; the files go after the rows (a crash
+        leaves a file, never a dangling row). The ids of deleted events wait in ``deleted_ids``
+        for :meth:`take_deleted` (their clips are the recording store's to remove)."""
         ids = list(event_ids)
         files = []
         for event_id in ids:
@@ -230,11 +260,20 @@ class EventDatabase:
                 files.append(row[0])
         deleted = 0
         for event_id in ids:
-            deleted += self.conn.execute("DELETE FROM events WHERE id = ?", (event_id,)).rowcount
+            found = self.conn.execute("DELETE FROM events WHERE id = ?", (event_id,)).rowcount
             self.conn.execute("DELETE FROM event_zones WHERE event_id = ?", (event_id,))
             self.conn.execute("DELETE FROM snapshots WHERE event_id = ?", (event_id,))
+            clip = self.conn.execute("DELETE FROM clips WHERE event_id = ?", (event_id,)).rowcount
+            if found or clip:
+                self._deleting.append(event_id)
+            deleted += found
         self._pending_unlink.extend(files)
         return deleted
+
+    def take_deleted(self) -> List[str]:
+        """Ids deleted by committed transactions since the last call."""
+        ids, self._deleted_ids = self._deleted_ids, []
+        return ids
 
     def unlink_deleted_files(self) -> None:
         """Remove the snapshot files of deleted events; called after the deleting transaction committed."""
@@ -298,7 +337,9 @@ class EventDatabase:
 
     def orphan_snapshots_before(self, cutoff: float) -> List[str]:
         return [row[0] for row in self.conn.execute(
-            "SELECT event_id FROM snapshots WHERE saved_at < ? AND event_id NOT IN (SELECT id FROM events)", (cutoff,))]
+            "SELECT event_id FROM snapshots WHERE saved_at < ? AND event_id NOT IN (SELECT id FROM events) "
+            "UNION SELECT event_id FROM clips WHERE saved_at < ? AND event_id NOT IN (SELECT id FROM events)",
+            (cutoff, cutoff))]
 
     def size_bytes(self) -> int:
         """Live pages of the database plus every snapshot: what retention by size counts."""

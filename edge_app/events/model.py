@@ -28,6 +28,10 @@ class Event:
     entered_zones: Tuple[str, ...] = ()  # in the order they were first entered
     has_snapshot: bool = False
     model: str = "default"  # the name of the model that found the object (cameras[].model)
+    # ``record.events``: the event has a clip (being written while it is open and post_s after its
+    # end); its length so far, final in the ``update`` that follows the clip's completion.
+    has_clip: bool = False
+    clip_duration_s: float = 0.0
 
     @property
     def ended(self) -> bool:
@@ -38,6 +42,7 @@ class Event:
         data["box"] = [round(float(v), 1) for v in self.box]
         data["current_zones"] = list(self.current_zones)
         data["entered_zones"] = list(self.entered_zones)
+        data["clip_duration_s"] = round(float(self.clip_duration_s), 2)
         return data
 
     @classmethod
@@ -50,6 +55,8 @@ class Event:
             end_time=None if data.get("end_time") is None else float(data["end_time"]),
             current_zones=tuple(data.get("current_zones") or ()), entered_zones=tuple(data.get("entered_zones") or ()),
             has_snapshot=bool(data.get("has_snapshot", False)), model=str(data.get("model", "default")),
+            # Events written before clips existed have neither key.
+            has_clip=bool(data.get("has_clip", False)), clip_duration_s=float(data.get("clip_duration_s") or 0.0),
         )
 
 
@@ -76,3 +83,16 @@ class Snapshot:
     score: float
     frame_time: float
     jpeg: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ClipRecord:
+    """What the event record keeps of its clip: the file (relative to the recording directory,
+    resolved only by the recording store) and its size and length as last reported."""
+
+    event_id: str
+    path: str
+    size_bytes: int
+    duration_s: float
+    start_time: Optional[float] = None  # Unix seconds of its first frame
+    end_time: Optional[float] = None  # of its last frame

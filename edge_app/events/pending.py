@@ -10,7 +10,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import List, Optional, Set, Tuple
 
-from edge_app.events.model import Event
+from edge_app.events.model import ClipRecord, Event
 from edge_app.events.query import EventQuery, LineCountsByCamera
 
 MAX_EVENTS = 2000
@@ -26,9 +26,10 @@ class PendingBatch:
     snapshots: List[Tuple[str, bytes, float]] = field(default_factory=list)
     line_counts: LineCountsByCamera = field(default_factory=dict)
     deleted: List[str] = field(default_factory=list)
+    clips: List[Tuple[str, Optional[ClipRecord], float]] = field(default_factory=list)  # None: forget the clip
 
     def __bool__(self) -> bool:
-        return bool(self.events or self.snapshots or self.line_counts or self.deleted)
+        return bool(self.events or self.snapshots or self.line_counts or self.deleted or self.clips)
 
 
 class PendingWrites:
@@ -41,6 +42,8 @@ class PendingWrites:
         self._snapshot_bytes = 0
         self._line_counts: LineCountsByCamera = {}
         self._deleted: "OrderedDict[str, None]" = OrderedDict()
+        # event id -> its clip (None: the clip was removed), with when it was reported
+        self._clips: "OrderedDict[str, Tuple[Optional[ClipRecord], float]]" = OrderedDict()
         self.evicted = 0  # events forgotten because memory was full too
 
     def __len__(self) -> int:
@@ -49,7 +52,7 @@ class PendingWrites:
 
     def empty(self) -> bool:
         with self._lock:
-            return not (self._events or self._snapshots or self._line_counts or self._deleted)
+            return not (self._events or self._snapshots or self._line_counts or self._deleted or self._clips)
 
     # -- the writer thread ------------------------------------------------------------------------
     def put_event(self, event: Event) -> None:
@@ -72,6 +75,13 @@ class PendingWrites:
                 _, (dropped, _) = self._snapshots.popitem(last=False)
                 self._snapshot_bytes -= len(dropped)
 
+    def put_clip(self, event_id: str, clip: Optional[ClipRecord], saved_at: float) -> None:
+        with self._lock:
+            self._clips[event_id] = (clip, saved_at)
+            self._clips.move_to_end(event_id)
+            while len(self._clips) > self._max_events:
+                self._clips.popitem(last=False)
+
     def put_line_counts(self, counts: LineCountsByCamera) -> None:
         with self._lock:
             for camera, lines in counts.items():
@@ -81,6 +91,7 @@ class PendingWrites:
         """Forget ``event_id`` here and remember to delete it on disk; True if it was pending."""
         with self._lock:
             found = self._events.pop(event_id, None) is not None
+            self._clips.pop(event_id, None)
             snapshot = self._snapshots.pop(event_id, None)
             if snapshot is not None:
                 self._snapshot_bytes -= len(snapshot[0])
@@ -100,6 +111,7 @@ class PendingWrites:
             for event_id, event in list(self._events.items()):
                 if event.end_time is not None and event.end_time < cutoff:
                     del self._events[event_id]
+                    self._clips.pop(event_id, None)
                     snapshot = self._snapshots.pop(event_id, None)
                     if snapshot is not None:
                         self._snapshot_bytes -= len(snapshot[0])
@@ -109,7 +121,7 @@ class PendingWrites:
             return PendingBatch(list(self._events.values()),
                                 [(eid, jpeg, ts) for eid, (jpeg, ts) in self._snapshots.items()],
                                 {cam: {line: dict(c) for line, c in lines.items()} for cam, lines in self._line_counts.items()},
-                                list(self._deleted))
+                                list(self._deleted), [(eid, clip, ts) for eid, (clip, ts) in self._clips.items()])
 
     def clear(self) -> None:
         """Everything is on disk now (the writer thread wrote ``batch()`` and nothing came since)."""
@@ -119,6 +131,7 @@ class PendingWrites:
             self._snapshot_bytes = 0
             self._line_counts.clear()
             self._deleted.clear()
+            self._clips.clear()
 
     # -- readers ------------------------------------------------------------------------------
     def deleted_ids(self) -> Set[str]:
@@ -142,6 +155,19 @@ class PendingWrites:
     def has_snapshot(self, event_id: str) -> bool:
         with self._lock:
             return event_id in self._snapshots
+
+    def clip(self, event_id: str) -> Tuple[bool, Optional[ClipRecord]]:
+        """(whether a clip report is held, the clip or None when it was removed)."""
+        with self._lock:
+            held = self._clips.get(event_id)
+            return (False, None) if held is None else (True, held[0])
+
+    def with_clip(self, event: Event) -> Event:
+        """``event`` with the clip held for it, when one is."""
+        held, clip = self.clip(event.id)
+        if not held:
+            return event
+        return replace(event, has_clip=clip is not None, clip_duration_s=0.0 if clip is None else clip.duration_s)
 
     def is_deleted(self, event_id: str) -> bool:
         with self._lock:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, List, Optional
 
 from edge_app.events import database as db_sql
-from edge_app.events.model import Event
+from edge_app.events.model import ClipRecord, Event
 from edge_app.events.pending import PendingWrites
 from edge_app.events.query import EventQuery, LineCountsByCamera, newest_first_key
 from edge_app.events.recovery import EventDatabaseUnusable, is_corrupt
@@ -51,8 +51,17 @@ class EventReader:
         on_disk = self.get_on_disk(event_id, asked=True)
         held = self._pending.get(event_id)
         if held is None:
-            return on_disk
-        return replace(held, has_snapshot=held.has_snapshot or bool(on_disk and on_disk.has_snapshot))
+            return None if on_disk is None else self._pending.with_clip(on_disk)
+        return self._held_over(held, on_disk)
+
+    def clip(self, event_id: str) -> Optional[ClipRecord]:
+        """What the event record keeps of its clip, None without one."""
+        if self._pending.is_deleted(event_id):
+            return None
+        held, clip = self._pending.clip(event_id)
+        if held:
+            return clip
+        return self._read(lambda conn: db_sql.clip_record(conn, event_id), None, asked=True)
 
     def snapshot(self, event_id: str) -> Optional[bytes]:
         if self._pending.is_deleted(event_id):
@@ -120,8 +129,14 @@ class EventReader:
 
     def _merge(self, on_disk: List[Event], held: List[Event]) -> List[Event]:
         deleted = self._pending.deleted_ids()
-        merged = {e.id: e for e in on_disk if e.id not in deleted}
+        merged = {e.id: self._pending.with_clip(e) for e in on_disk if e.id not in deleted}
         for event in held:
-            disk = merged.get(event.id)
-            merged[event.id] = replace(event, has_snapshot=event.has_snapshot or bool(disk and disk.has_snapshot))
+            merged[event.id] = self._held_over(event, merged.get(event.id))
         return sorted(merged.values(), key=newest_first_key)
+
+    def _held_over(self, held: Event, on_disk: Optional[Event]) -> Event:
+        """An event held in memory, with what the disk knows of its snapshot and clip."""
+        event = replace(held, has_snapshot=held.has_snapshot or bool(on_disk and on_disk.has_snapshot))
+        if on_disk is not None and on_disk.has_clip:
+            event = replace(event, has_clip=True, clip_duration_s=on_disk.clip_duration_s)
+        return self._pending.with_clip(event)

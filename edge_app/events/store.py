@@ -17,13 +17,13 @@ import logging
 import queue
 import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from edge_app.events.counts import LineTotals
 from edge_app.events.database import EventDatabase
-from edge_app.events.model import Event, Snapshot
+from edge_app.events.deletions import Deletions
+from edge_app.events.model import ClipRecord, Event, Snapshot
 from edge_app.events.pending import PendingBatch, PendingWrites
 from edge_app.events.query import EventQuery, StoreHealth
 from edge_app.events.reader import DISK_ERRORS, EventReader
@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 MAINTENANCE_INTERVAL_S = 30.0
 BATCH_MAX = 256
 DELETE_WAIT_S = 5.0
-RECENTLY_DELETED = 1000
 SECONDS_PER_DAY = 86400.0
 
 
@@ -56,7 +55,7 @@ class EventStore:
         self._reader = EventReader(self.directory, self._pending, on_corrupt=self._corrupt_file_read)
         self._lock = threading.Lock()
         self._problem: Optional[str] = None
-        self._recently_deleted: "OrderedDict[str, None]" = OrderedDict()  # writer thread only
+        self._deletions = Deletions()  # writer thread only
         self._db: Optional[EventDatabase] = self._open_database()
         self._thread = threading.Thread(target=self._run, name="events:writer", daemon=True)
         self._thread.start()
@@ -74,6 +73,21 @@ class EventStore:
         """The crossing totals of ``camera_id``'s lines; lines not named keep their counts."""
         return self._queue.offer("lines", {camera_id: {line: {"in": int(t.count_in), "out": int(t.count_out)}
                                                  for line, t in totals.items()}})
+
+    def save_clip(self, event_id: str, path: str, size_bytes: int, duration_s: float,
+                  start_time: Optional[float] = None, end_time: Optional[float] = None) -> bool:
+        """The event's clip as the recording store reports it (``path`` relative to its directory)."""
+        return self._queue.offer("clip", ClipRecord(event_id, str(path), int(size_bytes), float(duration_s),
+                                                    start_time, end_time))
+
+    def forget_clip(self, event_id: str) -> bool:
+        """The recording store removed the event's clip (its own retention): the event keeps no claim to one."""
+        return self._queue.offer("clip", ClipRecord(event_id, "", -1, 0.0))
+
+    def on_deleted(self, callback: Callable[[List[str]], None]) -> None:
+        """``callback(event_ids)`` after events were deleted (through the API or by retention), on
+        the writer thread: whoever keeps their clips removes them. Must not block."""
+        self._deletions.listener = callback
 
     def set_retention(self, retain_days: float, max_mb: float) -> None:
         """New limits (a configuration change); the writer applies them at its next retention run."""
@@ -125,6 +139,10 @@ class EventStore:
     def snapshot(self, event_id: str) -> Optional[bytes]:
         """The JPEG of the event's best snapshot, or None."""
         return self._reader.snapshot(event_id)
+
+    def clip(self, event_id: str) -> Optional[ClipRecord]:
+        """What the event record keeps of its clip (path and size), None without one."""
+        return self._reader.clip(event_id)
 
     def load_line_counts(self) -> Dict[str, Dict[str, LineTotals]]:
         """``{camera: {line: LineTotals}}`` as last saved (kept across restarts)."""
@@ -195,7 +213,8 @@ class EventStore:
 
     def _handle(self, batch: List[Item]) -> bool:
         """Write ``batch``; True once it held the close request."""
-        writes = [(kind, payload) for kind, payload, _ in batch if kind in ("event", "snapshot", "lines", "delete")]
+        writes = [(kind, payload) for kind, payload, _ in batch
+                  if kind in ("event", "snapshot", "lines", "delete", "clip")]
         snapshot_bytes = sum(len(payload.jpeg) for kind, payload in writes if kind == "snapshot")
         try:
             results = self._write(writes) if writes else []
@@ -216,13 +235,14 @@ class EventStore:
 
     def _write(self, writes: List[Tuple[str, Any]]) -> List[bool]:
         """Apply ``writes`` in one transaction, or hold them in memory; the delete results in order."""
-        writes = [(k, p) for k, p in writes if not self._was_deleted(k, p)]
+        writes = [(k, p) for k, p in writes if not self._deletions.drops(k, p)]
         if self._db is not None and self._pending.empty():
             try:
                 self._db.begin()
                 results = [self._apply(kind, payload) for kind, payload in writes]
                 self._db.commit()
                 self._db.unlink_deleted_files()
+                self._deletions.announce(self._db.take_deleted())
                 return [r for (kind, _), r in zip(writes, results) if kind == "delete"]
             except DISK_ERRORS as err:
                 self._rollback()
@@ -230,22 +250,6 @@ class EventStore:
                 self._report(f"cannot write the event database in {self.directory}: {err}")
         results = [self._hold(kind, payload) for kind, payload in writes]
         return [r for (kind, _), r in zip(writes, results) if kind == "delete"]
-
-    def _was_deleted(self, kind: str, payload: Any) -> bool:
-        # An open event deleted through the API must not come back with its next update.
-        if kind == "event":
-            return payload.id in self._recently_deleted
-        if kind == "snapshot":
-            return payload.event_id in self._recently_deleted
-        return False
-
-    def _forget(self, event_id: str, found: bool) -> bool:
-        # Only ids that existed: a client must not be able to block events that have not started yet.
-        if found:
-            self._recently_deleted[event_id] = None
-            while len(self._recently_deleted) > RECENTLY_DELETED:
-                self._recently_deleted.popitem(last=False)
-        return found
 
     def _apply(self, kind: str, payload: Any) -> bool:
         assert self._db is not None
@@ -255,8 +259,13 @@ class EventStore:
             self._db.put_snapshot(payload.event_id, payload.jpeg, self._clock())
         elif kind == "lines":
             self._db.save_line_counts(payload)
+        elif kind == "clip":
+            if payload.size_bytes < 0:
+                self._db.forget_clip(payload.event_id)
+            else:
+                self._db.put_clip(payload, self._clock())
         elif kind == "delete":
-            return self._forget(payload, self._db.delete([payload]) > 0)
+            return self._deletions.deleted(payload, self._db.delete([payload]) > 0)
         return True
 
     def _hold(self, kind: str, payload: Any) -> bool:
@@ -266,9 +275,14 @@ class EventStore:
             self._pending.put_snapshot(payload.event_id, payload.jpeg, self._clock())
         elif kind == "lines":
             self._pending.put_line_counts(payload)
+        elif kind == "clip":
+            self._pending.put_clip(payload.event_id, None if payload.size_bytes < 0 else payload, self._clock())
         elif kind == "delete":
             on_disk = self._reader.get_on_disk(payload) is not None
-            return self._forget(payload, self._pending.delete(payload) or on_disk)
+            found = self._deletions.deleted(payload, self._pending.delete(payload) or on_disk)
+            if found:  # the clip goes now: the recording store has its own disk
+                self._deletions.announce([payload])
+            return found
         return True
 
     def _rollback(self) -> None:
@@ -292,9 +306,15 @@ class EventStore:
                 self._db.upsert(event)
             for event_id, jpeg, saved_at in batch.snapshots:
                 self._db.put_snapshot(event_id, jpeg, saved_at)
+            for event_id, clip, saved_at in batch.clips:
+                if clip is None:
+                    self._db.forget_clip(event_id)
+                else:
+                    self._db.put_clip(clip, saved_at)
             self._db.save_line_counts(batch.line_counts)
             self._db.commit()
             self._db.unlink_deleted_files()
+            self._db.take_deleted()  # told when they were deleted in memory
         except DISK_ERRORS as err:
             self._rollback()
             self._corruption.suspect(err)
@@ -342,8 +362,10 @@ class EventStore:
             return
         try:
             deleted = self._db.retain(cutoff, max_bytes)
+            self._deletions.announce(self._db.take_deleted())
         except DISK_ERRORS as err:
             self._rollback()
+            self._deletions.announce(self._db.take_deleted())  # chunks committed before the failure
             self._corruption.suspect(err)
             log.warning("event store %s: retention failed: %s", self.directory, err)
             return

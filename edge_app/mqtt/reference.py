@@ -42,7 +42,8 @@ class TopicDoc:
 def _event(**changes: object) -> Event:
     base = dict(id="1796290950.1-front-17", camera_id="front", label="person", track_id=17, score=0.81,
                 top_score=0.86, box=(412.0, 188.5, 530.0, 460.0), frame_time=_TS, start_time=1796290950.1,
-                current_zones=("driveway",), entered_zones=("driveway",), has_snapshot=True)
+                current_zones=("driveway",), entered_zones=("driveway",), has_snapshot=True, has_clip=True,
+                clip_duration_s=14.15)
     base.update(changes)
     return Event(**base)  # type: ignore[arg-type]
 
@@ -79,7 +80,8 @@ def _health() -> bytes:
 
 
 def _events() -> bytes:
-    before = _event(current_zones=(), entered_zones=(), score=0.79, top_score=0.79, has_snapshot=False)
+    before = _event(current_zones=(), entered_zones=(), score=0.79, top_score=0.79, has_snapshot=False,
+                    clip_duration_s=13.1)
     return payloads.encode(EventMessage(type=UPDATE, before=before, after=_event()).to_dict())
 
 

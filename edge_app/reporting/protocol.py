@@ -18,6 +18,7 @@ from edge_app.events.model import Event
 from edge_app.events.query import EventQuery, StoreHealth
 from edge_app.capture.gpu_image import FrameImage, bgr_image
 from edge_app.health.report import HealthReport
+from edge_app.record.types import CameraRecordingStatus
 
 
 class UnknownCamera(KeyError):
@@ -79,6 +80,9 @@ class CameraReport:
     reconnects: int
     last_error: Optional[str]
     motion: Optional[MotionReport] = None  # None: motion gating is off for this camera
+    # None: the configuration records nothing; else whether it records, "recording unavailable:
+    # <why>" for a source without a compressed stream, and why writing is paused
+    recording: Optional[CameraRecordingStatus] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -180,6 +184,17 @@ class RemoteConfigReport:
 
 
 @dataclass(frozen=True)
+class RecordingReport:
+    """The recording store in ``GET /api/v1/status``: where it writes and whether it may."""
+
+    directory: str
+    paused: Optional[str]  # why writing stopped (the disk below its reserve); None while it writes
+    recording: List[str]  # cameras whose packets are being written now
+    bytes_written: int
+    packets_dropped: int
+
+
+@dataclass(frozen=True)
 class StatusReport:
     """The body of ``GET /api/v1/status``."""
 
@@ -197,6 +212,7 @@ class StatusReport:
     health: Optional[HealthReport] = None  # the device: temperatures, throttling, power, disk (docs/health.md)
     models: List[ModelStatusReport] = field(default_factory=list)  # every model, ``model`` above is the first
     remote_config: Optional[RemoteConfigReport] = None  # R/config/desired (docs/fleet.md, "Who may configure an appliance")
+    recording: Optional[RecordingReport] = None  # None: the configuration records nothing
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

@@ -30,6 +30,11 @@ BASE = {
         ({"cameras": [{"id": "a", "source": "test://bars", "lines": [{"name": "g", "points": [[0.5, 0], [0.5, 1]]}]},
                       {"id": "b", "source": "test://noise"}]}, {}),
         ({"events": {"dir": "elsewhere"}}, {"restart_required": ["events.dir"]}),
+        ({"record": {"dir": "elsewhere"}}, {"restart_required": ["record.dir"]}),
+        # read by the recorder, which reconnects a camera only when it starts or stops being recorded
+        ({"record": {"events": {"enabled": True, "pre_s": 2}}}, {}),
+        ({"cameras": [{"id": "a", "source": "test://bars", "record": {"pre_s": 1}}, {"id": "b", "source": "test://noise"}]},
+         {}),
         ({"events": {"retain_days": 1}}, {}),
     ],
 )

@@ -157,13 +157,15 @@ def make_walking_clip(
     tail_s: float = 5.0,
     grey: int = 128,
     noise_sigma: float = 0.0,
+    codec: str = "h264",
 ) -> WalkingClip:
     """Slide ``crop`` of ``picture`` (scaled by ``scale``) from the left edge of a grey canvas to
     the right edge; frames drawn with OpenCV, encoded by ffmpeg like ``make_clip`` (baseline
     H.264, no B-frames, a keyframe every half second). The empty lead is long because an RTSP
     client needs a few seconds from connecting to its first decoded frame, and the test server
     starts the clip when the first client connects: a client then sees the whole walk.
-    ``noise_sigma`` adds sensor noise (grey levels) to every frame, the same noise for the same seed."""
+    ``noise_sigma`` adds sensor noise (grey levels) to every frame, the same noise for the same seed.
+    ``codec`` "hevc" encodes H.265 instead (libx265, the same keyframe interval, no B-frames)."""
     import cv2  # the test extra has it; the package itself must not need OpenCV here
 
     ffmpeg = require_tool("ffmpeg")
@@ -190,12 +192,16 @@ def make_walking_clip(
 
     out.parent.mkdir(parents=True, exist_ok=True)
     keyint = max(1, fps // 2)
+    if codec == "hevc":
+        video = ["-c:v", "libx265", "-preset", "veryfast", "-tag:v", "hvc1",
+                 "-x265-params", f"keyint={keyint}:min-keyint={keyint}:bframes=0:scenecut=0:log-level=error"]
+    else:
+        video = ["-c:v", "libx264", "-preset", "veryfast", "-profile:v", "baseline", "-bf", "0",
+                 "-g", str(keyint), "-keyint_min", str(keyint)]
     encoder = subprocess.Popen(
         [ffmpeg, "-hide_banner", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "bgr24",
-         "-s", f"{width}x{height}", "-framerate", str(fps), "-i", "-",
-         "-c:v", "libx264", "-preset", "veryfast", "-profile:v", "baseline", "-bf", "0",
-         "-g", str(keyint), "-keyint_min", str(keyint), "-pix_fmt", "yuv420p", "-r", str(fps),
-         "-movflags", "+faststart", "-an", str(out)],
+         "-s", f"{width}x{height}", "-framerate", str(fps), "-i", "-", *video,
+         "-pix_fmt", "yuv420p", "-r", str(fps), "-movflags", "+faststart", "-an", str(out)],
         stdin=subprocess.PIPE,
     )
     assert encoder.stdin is not None
@@ -255,3 +261,9 @@ def make_static_clip(out: Path, size: Tuple[int, int] = (640, 360), fps: int = C
 @pytest.fixture(scope="session")
 def walking_clip(clips_dir, bus_jpg) -> WalkingClip:
     return make_walking_clip(bus_jpg, clips_dir / "walking.mp4")
+
+
+@pytest.fixture(scope="session")
+def walking_clip_h265(clips_dir, bus_jpg) -> WalkingClip:
+    """The same walk encoded as H.265."""
+    return make_walking_clip(bus_jpg, clips_dir / "walking-h265.mp4", codec="hevc")

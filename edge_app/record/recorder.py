@@ -1,0 +1,383 @@
+"""One camera's recorder: the ``PacketSink`` its demuxer calls, and a thread ``record:<camera>`` that
+keeps the pre-roll ring, writes event clips and continuous segments, and pauses when the disk runs low.
+
+The capture thread only queues (a bounded queue; what does not fit is counted as dropped); the
+events side only queues orders (event started / ended / deleted). Everything else happens on
+the recorder's own thread, so a slow disk never stalls analysis.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import queue
+import shutil
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Callable, Dict, Optional
+
+from edge_app.capture.packets import RECORDABLE_CODECS, EncodedPacket, StreamInfo
+from edge_app.config.schema_record import RecordSettings
+from edge_app.record.files import CameraFiles, ClipKey
+from edge_app.record.inbox import DEFAULT_BYTES, DEFAULT_ITEMS, Inbox
+from edge_app.record.mp4 import Fmp4Writer, WriteError, compatible
+from edge_app.record.retention import MB, ReserveGuard
+from edge_app.record.ring import PreRollRing, decode_wall
+from edge_app.record.store import RecordingStore
+from edge_app.record.types import CameraRecordingStatus, ClipInfo
+
+log = logging.getLogger(__name__)
+
+IDLE_CHECK_S = 0.5  # how often the thread looks at the clock while no packet comes
+#: a camera offline this long: clips whose post-roll is over are finished without waiting for it
+OFFLINE_FINISH_S = 10.0
+
+
+@dataclass
+class _Clip:
+    """An event's clip while it is written: the writer of its current part, if any."""
+
+    event_id: str
+    start_ts: float
+    end_deadline: Optional[float] = None  # end + post_s once the event ended
+    part: int = -1
+    writer: Optional[Fmp4Writer] = None
+    waiting: bool = True  # the recorder has not yet seen packets up to start - pre_s
+
+
+def _key(clip: Optional[_Clip]) -> ClipKey:
+    return None if clip is None else (clip.event_id, clip.part)
+
+
+class CameraRecorder:
+    """Implements ``PacketSink`` for one camera; ``start()`` runs its thread, ``stop()`` finishes every file."""
+
+    def __init__(self, store: RecordingStore, settings: RecordSettings, *, reserve_bytes: int = 512 * MB,
+                 on_clip: Optional[Callable[[ClipInfo], None]] = None,
+                 free_bytes: Optional[Callable[[], int]] = None,
+                 queue_packets: int = DEFAULT_ITEMS, queue_bytes: int = DEFAULT_BYTES,
+                 ring_max_bytes: Optional[int] = None,
+                 offline_finish_s: float = OFFLINE_FINISH_S) -> None:
+        self.store = store
+        self.settings = settings
+        self.camera_id = settings.camera_id
+        self._offline_finish_s = offline_finish_s
+        self._free_bytes = free_bytes or (lambda: shutil.disk_usage(self.store.folder).free)
+        self._inbox = Inbox(queue_packets, queue_bytes)
+        self._orders: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._ring = PreRollRing(settings.pre_s, **({"max_bytes": ring_max_bytes} if ring_max_bytes else {}))
+        self._clips: Dict[str, _Clip] = {}
+        self._segment: Optional[Fmp4Writer] = None
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()  # guards the figures status() reads
+        self._open_files = 0
+        self._open_bytes = 0
+        self._files = CameraFiles(store, self.camera_id, on_clip)
+        self._unavailable: Optional[str] = None
+        self._paused: Optional[str] = None
+        self._reserve = ReserveGuard(reserve_bytes)
+
+    # ---- PacketSink (capture thread: never blocks) ---------------------------------------------
+
+    def stream_opened(self, info: StreamInfo) -> None:
+        self._inbox.offer(("opened", info))
+
+    def packet(self, packet: EncodedPacket) -> None:
+        self._inbox.offer(("packet", packet), len(packet.data))
+
+    def stream_closed(self, reason: str) -> None:
+        self._inbox.offer(("closed", reason))
+
+    def unavailable(self, reason: str) -> None:
+        with self._lock:
+            self._unavailable = f"recording unavailable: {reason}"
+
+    # ---- orders from the events side -----------------------------------------------------------
+
+    def event_started(self, event_id: str, camera_id: str, start_ts: float) -> None:
+        if camera_id == self.camera_id:
+            self._order(("started", event_id, start_ts))
+
+    def event_ended(self, event_id: str, end_ts: float) -> None:
+        self._order(("ended", event_id, end_ts))
+
+    def event_deleted(self, event_id: str) -> None:
+        self._order(("deleted", event_id))
+
+    def update(self, settings: RecordSettings) -> None:
+        """New settings for this camera (a configuration change); applied on the recorder's thread."""
+        self._order(("settings", settings))
+
+    def _order(self, order) -> None:
+        self._orders.put(order)
+        self._inbox.put(("wake",), 0)  # when full, the thread is busy and looks at orders before each item
+
+    # ---- life --------------------------------------------------------------------------------
+
+    def start(self) -> "CameraRecorder":
+        self._thread = threading.Thread(target=self._run, name=f"record:{self.camera_id}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Write what is queued, finish every file (complete), end the thread."""
+        if not self._inbox.put(("stop",), timeout_s):  # after what is queued: that is written first
+            self._orders.put(("stop",))  # the thread is stuck: finish without the rest
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until everything queued so far is handled; False on timeout."""
+        return self._inbox.wait_idle(timeout_s)
+
+    def status(self) -> CameraRecordingStatus:
+        with self._lock:
+            return CameraRecordingStatus(
+                camera_id=self.camera_id, events_enabled=self.settings.events_enabled,
+                continuous_enabled=self.settings.continuous_enabled,
+                recording=self._open_files > 0 and self._paused is None, unavailable=self._unavailable,
+                paused=self._paused, bytes_written=self._files.bytes_done + self._open_bytes,
+                packets_dropped=self._inbox.dropped)
+
+    def _publish(self) -> None:
+        """What status() says about the open files (it runs on other threads: it never walks them)."""
+        writers = [c.writer for c in self._clips.values() if c.writer is not None]
+        writers += [self._segment] if self._segment is not None else []
+        with self._lock:
+            self._open_files = len(writers)
+            self._open_bytes = sum(w.bytes for w in writers)
+
+    # ---- the recorder thread -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        info: Optional[StreamInfo] = None
+        closed_since: Optional[float] = None
+        while True:
+            item = self._inbox.take(IDLE_CHECK_S)
+            if item is None:
+                if closed_since is not None and time.monotonic() - closed_since > self._offline_finish_s:
+                    self._finish_ended_clips(time.time())
+                continue
+            try:
+                if not self._apply_orders() or item[0] == "stop":
+                    break
+                if item[0] == "opened":
+                    info, closed_since = item[1], None
+                    if info.codec in RECORDABLE_CODECS:
+                        with self._lock:
+                            self._unavailable = None
+                elif item[0] == "closed":
+                    info = None  # packets until the next stream_opened have no stream to belong to
+                    closed_since = time.monotonic()
+                elif item[0] == "packet" and info is not None:
+                    self._handle(info, item[1])
+            finally:
+                self._inbox.done(len(item[1].data) if item[0] == "packet" else 0)
+        self._finish_all()
+        self._publish()
+
+    def _finish_ended_clips(self, now_wall: float) -> None:
+        """The camera is gone: clips whose event ended and whose post-roll is over are finished."""
+        for clip in list(self._clips.values()):
+            if clip.end_deadline is not None and now_wall > clip.end_deadline:
+                self._end_clip(clip)
+        self._publish()
+
+    def _apply_orders(self) -> bool:
+        while True:
+            try:
+                order = self._orders.get_nowait()
+            except queue.Empty:
+                return True
+            name = order[0]
+            if name == "stop":
+                return False
+            if name == "started":
+                self._start_clip(order[1], order[2])
+            elif name == "ended":
+                clip = self._clips.get(order[1])
+                if clip is not None:
+                    clip.end_deadline = order[2] + self.settings.post_s
+            elif name == "deleted":
+                clip = self._clips.pop(order[1], None)
+                if clip is not None and clip.writer is not None:
+                    self._close(clip.writer, clip)  # indexed as the event's, so that it goes with it
+                self._files.guard(lambda: self.store.delete_event(order[1]))
+            elif name == "settings":
+                self._apply_settings(order[1])
+
+    def _apply_settings(self, settings: RecordSettings) -> None:
+        self.settings = replace(settings, camera_id=self.camera_id)
+        self._ring.pre_s = settings.pre_s
+        if not settings.events_enabled:
+            self._ring.clear()
+        if not settings.continuous_enabled and self._segment is not None:
+            self._close_segment()
+
+    def _handle(self, info: StreamInfo, packet: EncodedPacket) -> None:
+        if info.codec not in RECORDABLE_CODECS:
+            with self._lock:
+                self._unavailable = f"recording unavailable: codec {info.codec} cannot be recorded by stream copy"
+            return
+        if self.settings.events_enabled:
+            self._ring.add(info, packet)
+        if packet.keyframe:
+            self._check_disk()
+            self._publish()
+        for clip in list(self._clips.values()):
+            if clip.waiting:
+                self._catch_up(clip, packet.wall_ts)
+            elif clip.end_deadline is not None and decode_wall(info, packet) > clip.end_deadline:
+                self._end_clip(clip)
+            else:
+                self._feed_clip(clip, info, packet)
+        if self.settings.continuous_enabled:
+            self._feed_segment(info, packet)
+
+    # ---- event clips ----------------------------------------------------------------------------
+
+    def _start_clip(self, event_id: str, start_ts: float) -> None:
+        if not self.settings.events_enabled or event_id in self._clips:
+            return
+        clip = _Clip(event_id=event_id, start_ts=start_ts)
+        self._clips[event_id] = clip
+        self._catch_up(clip, self._ring.newest_wall())
+
+    def _catch_up(self, clip: _Clip, newest_wall: Optional[float]) -> None:
+        """Start the clip from the ring once the packets of start - pre_s have arrived.
+
+        The order may come before the packets of its time when this thread lags behind the
+        camera; starting right away would take an older keyframe than the one the clip needs.
+        """
+        if newest_wall is None or newest_wall < clip.start_ts - self.settings.pre_s:
+            return
+        clip.waiting = False
+        for held_info, held in list(self._ring.since(clip.start_ts - self.settings.pre_s)):
+            if clip.end_deadline is not None and decode_wall(held_info, held) > clip.end_deadline:
+                self._end_clip(clip)
+                return
+            self._feed_clip(clip, held_info, held)
+
+    def _feed_clip(self, clip: _Clip, info: StreamInfo, packet: EncodedPacket) -> None:
+        if self._paused is not None:
+            return
+        writer = clip.writer
+        if writer is not None and packet.keyframe and (
+                packet.wall_ts - writer.start_wall >= self.settings.max_s or not compatible(writer.info, info)):
+            self._close(writer, clip)  # this part is complete; the next one starts at this keyframe
+            writer = clip.writer = None
+        if writer is None:
+            if not packet.keyframe:
+                return
+            clip.part += 1
+            try:
+                path = self.store.clip_path(self.camera_id, clip.event_id, clip.part)
+            except ValueError as err:
+                log.warning("no clip for event %s: %s", clip.event_id, err)
+                self._clips.pop(clip.event_id, None)
+                return
+            writer = clip.writer = self._open(path, info, packet)
+            if writer is None:
+                return
+            self._files.index(writer, _key(clip), "started")
+        if self._write(writer, info, packet) and packet.keyframe:
+            self._files.index(writer, _key(clip), "progressed")
+
+    def _end_clip(self, clip: _Clip) -> None:
+        self._clips.pop(clip.event_id, None)
+        if clip.writer is not None:
+            self._close(clip.writer, clip)
+            clip.writer = None
+
+    # ---- continuous segments --------------------------------------------------------------------
+
+    def _feed_segment(self, info: StreamInfo, packet: EncodedPacket) -> None:
+        if self._paused is not None:
+            return
+        writer = self._segment
+        if writer is not None and packet.keyframe and (
+                packet.wall_ts - writer.start_wall >= self.settings.segment_s or not compatible(writer.info, info)):
+            self._close_segment()
+            writer = None
+        if writer is None:
+            if not packet.keyframe:
+                return
+            path = self.store.segment_path(self.camera_id, packet.wall_ts)
+            writer = self._segment = self._open(path, info, packet)
+            if writer is None:
+                return
+            self._files.index(writer, None, "started")
+        if self._write(writer, info, packet) and packet.keyframe:
+            self._files.index(writer, None, "progressed")
+
+    def _close_segment(self) -> None:
+        if self._segment is not None:
+            self._close(self._segment, None)
+            self._segment = None
+
+    # ---- files, index and the disk --------------------------------------------------------------
+
+    def _open(self, path: str, info: StreamInfo, packet: EncodedPacket) -> Optional[Fmp4Writer]:
+        try:
+            return Fmp4Writer(self.store.folder / path, info, packet)
+        except WriteError as err:
+            self._write_failed(err)
+        except ValueError as err:
+            with self._lock:
+                self._unavailable = f"recording unavailable: {err}"
+        return None
+
+    def _write(self, writer: Fmp4Writer, info: StreamInfo, packet: EncodedPacket) -> bool:
+        try:
+            writer.write(info, packet)
+            return True
+        except WriteError as err:
+            self._write_failed(err)
+            return False
+
+    def _close(self, writer: Fmp4Writer, clip: Optional[_Clip]) -> None:
+        failure = self._files.finish(writer, _key(clip))
+        if failure is not None and failure.errno == errno.ENOSPC:
+            self._pause_for_enospc(failure)
+
+    def _write_failed(self, err: WriteError) -> None:
+        if err.errno == errno.ENOSPC:
+            self._pause_for_enospc(err)
+        else:
+            log.error("recording %s: %s", self.camera_id, err)
+        self._drop_writers()
+
+    def _pause_for_enospc(self, err: WriteError) -> None:
+        with self._lock:
+            self._paused = self._reserve.disk_full(str(err.strerror or err))
+        log.warning("recording of %s paused: %s", self.camera_id, self._paused)
+
+    def _drop_writers(self) -> None:
+        """Close every open file as far as the disk allows; an active clip continues in a new part."""
+        for clip in self._clips.values():
+            if clip.writer is not None:
+                writer, clip.writer = clip.writer, None
+                self._close(writer, clip)
+        self._close_segment()
+
+    def _check_disk(self) -> None:
+        try:
+            free = self._free_bytes()
+        except OSError as err:
+            log.warning("free space of %s unknown: %s", self.store.folder, err)
+            return
+        was = self._paused
+        with self._lock:
+            self._paused = self._reserve.check(free)
+        if was is not None and self._paused is None:
+            log.info("recording of %s resumes: %d MB free", self.camera_id, free // MB)
+        elif was is None and self._paused is not None:
+            log.warning("recording of %s paused: %s", self.camera_id, self._paused)
+            self._drop_writers()
+
+    def _finish_all(self) -> None:
+        for clip in list(self._clips.values()):
+            if clip.writer is not None:
+                self._close(clip.writer, clip)
+                clip.writer = None
+        self._close_segment()
