@@ -39,6 +39,7 @@ from edge_app.pipeline import health as pipeline_health
 from edge_app.pipeline.health import PipelineHealth
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
+from edge_app.record.types import RecordingReader
 from edge_app.pipeline.scheduler import BatchScheduler
 from edge_app.config_change.plan import model_reload_needed, plan_changes
 from edge_app.config_change.detect_switch import DetectSwitch
@@ -399,3 +400,6 @@ class Appliance:
 
     def delete_event(self, event_id: str) -> bool:
         return self._reads.delete_event(event_id)
+
+    def recordings(self) -> Optional[RecordingReader]:
+        return self._reads.recordings()

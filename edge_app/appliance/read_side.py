@@ -27,6 +27,7 @@ from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline.health import PipelineHealth, assess, readiness_reason
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
+from edge_app.record.types import RecordingReader
 from edge_app.reporting.protocol import (AnalysedFrame, CameraReport, CountsReport, ModelChangeReport, MqttReport,
                                          RemoteConfigReport, StatusReport, UnknownCamera)
 from edge_app.version import __version__
@@ -55,13 +56,14 @@ class ApplianceReads:
 
     def __init__(self, running: Callable[[], RunningParts], *, results: ResultStore, pipeline: Pipeline,
                  analysis: AnalysisHub, event_store: Optional[EventStore], health: HealthSampler,
-                 stall_after_s: float):
+                 stall_after_s: float, recordings: Optional[RecordingReader] = None):
         self._running = running
         self._results = results
         self._pipeline = pipeline
         self._analysis = analysis
         self._event_store = event_store
         self._health = health
+        self._recordings = recordings
         self.stall_after_s = stall_after_s
         self._started_mono_s = time.monotonic()
 
@@ -182,3 +184,6 @@ class ApplianceReads:
 
     def delete_event(self, event_id: str) -> bool:
         return False if self._event_store is None else self._event_store.delete(event_id)
+
+    def recordings(self) -> Optional[RecordingReader]:
+        return self._recordings
