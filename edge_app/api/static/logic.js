@@ -245,10 +245,36 @@
     return new Date(seconds * 1000).toLocaleString();
   }
 
+  // The recordings of [fromS, toS] as spans of a timeline: segments less than gapS apart are one
+  // span; left and width are fractions of the timeline, start and end Unix seconds.
+  function timelineSpans(segments, fromS, toS, gapS) {
+    const total = toS - fromS;
+    if (!(total > 0)) return [];
+    const sorted = segments.map((s) => [Math.max(s.start, fromS), Math.min(s.end, toS)])
+      .filter(([start, end]) => end > start).sort((a, b) => a[0] - b[0]);
+    const spans = [];
+    for (const [start, end] of sorted) {
+      const last = spans[spans.length - 1];
+      if (last && start - last.end <= gapS) last.end = Math.max(last.end, end);
+      else spans.push({ start, end });
+    }
+    return spans.map((span) => ({ start: span.start, end: span.end, left: round((span.start - fromS) / total, 4),
+                                  width: round((span.end - span.start) / total, 4) }));
+  }
+
+  // What to play for a click at atS: from there (or the next recording after it) for windowS at
+  // most, within one span of recordings; null when nothing is recorded at or after atS.
+  function playRange(spans, atS, windowS) {
+    const span = spans.find((s) => s.end > atS);
+    if (!span) return null;
+    const from = Math.max(atS, span.start);
+    return { from: round(from, 3), to: round(Math.min(span.end, from + windowS), 3) };
+  }
+
   globalThis.EdgeLogic = {
     toPixel, toNormalised, clickToNormalised, parseLabels, buildArea, drawingProblem, areaPatch,
     areaRemovalPatch, cameraAreas, problemMessages, eventsQuery, snapshotKey, countRows, lineGeometry,
     lineSide, numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
-    cameraToView,
+    cameraToView, timelineSpans, playRange,
   };
 })();
