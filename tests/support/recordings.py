@@ -18,7 +18,7 @@ from tests.support.media import require_tool
 FRAGMENTED = "frag_keyframe+empty_moov+default_base_moof"
 
 
-def make_fmp4(path: Path, seconds: float, *, fps: int = 10, size: str = "320x240", pattern: str = "testsrc2") -> Path:
+def make_fmp4(path: Path, seconds: float, *, fps: int = 10, size: str = "480x270", pattern: str = "testsrc2") -> Path:
     """A real H.264 fragmented MP4 of ``seconds`` from ffmpeg's test pattern (a clock that moves)."""
     ffmpeg = require_tool("ffmpeg")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -174,6 +174,8 @@
     if (viewerEventId !== id) return;
     $("event-full").hidden = playing;
     $("event-download").hidden = !playing;
+    // The click that opened the viewer lets it start; should the browser refuse, the controls remain.
+    if (playing) $("event-video").play().catch(() => {});
   }
 
   $("event-download").addEventListener("click", () => {

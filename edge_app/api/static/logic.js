@@ -262,12 +262,18 @@
                                   width: round((span.end - span.start) / total, 4) }));
   }
 
-  // What to play for a click at atS: from there (or the next recording after it) for windowS at
-  // most, within one span of recordings; null when nothing is recorded at or after atS.
-  function playRange(spans, atS, windowS) {
-    const span = spans.find((s) => s.end > atS);
-    if (!span) return null;
-    const from = Math.max(atS, span.start);
+  // What to play for a click at atS: from there for windowS at most, within the span of
+  // recordings under it; a click beside a span (within snapS, a few pixels of a timeline where a
+  // short recording is narrower than the cursor) plays that span from its start. Null: nothing near.
+  function playRange(spans, atS, windowS, snapS) {
+    let span = spans.find((s) => s.start <= atS && atS < s.end);
+    let from = atS;
+    if (!span) {
+      const distance = (s) => (atS < s.start ? s.start - atS : atS - s.end);
+      span = spans.filter((s) => distance(s) <= snapS).sort((a, b) => distance(a) - distance(b))[0];
+      if (!span) return null;
+      from = span.start;
+    }
     return { from: round(from, 3), to: round(Math.min(span.end, from + windowS), 3) };
   }
 

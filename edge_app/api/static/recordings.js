@@ -7,7 +7,8 @@
   const { $, el } = app;
   const DAY_S = 86400;
   const PLAY_S = 600;  // what one click plays at most (an export spans at most an hour)
-  const GAP_S = 2;  // segments closer than this are one span on the timeline
+  const GAP_S = 2;
+  const SNAP_PX = 6;  // a click this close to a span plays it  // segments closer than this are one span on the timeline
   const REFRESH_EVERY_TICKS = 15;  // the page polls every 2 s; the timeline every 30 s
 
   const player = app.signedPlayer($("rec-video"), $("rec-note"));
@@ -69,8 +70,8 @@
     refresh().catch(app.handleError);
   }
 
-  async function playAt(atS) {
-    const range = L.playRange(spans, atS, PLAY_S);
+  async function playAt(atS, snapS) {
+    const range = L.playRange(spans, atS, PLAY_S, snapS);
     if (!range || !camera) {
       $("rec-note").textContent = "Nothing recorded at or after " + L.fmtTime(atS) + ".";
       return;
@@ -86,7 +87,8 @@
   $("rec-timeline").addEventListener("click", (event) => {
     const rect = $("rec-timeline").getBoundingClientRect();
     const fraction = Math.min(1, Math.max(0, (event.clientX - rect.left) / rect.width));
-    playAt(window_.from + fraction * (window_.to - window_.from)).catch(app.handleError);
+    const secondsPerPixel = (window_.to - window_.from) / Math.max(1, rect.width);
+    playAt(window_.from + fraction * (window_.to - window_.from), SNAP_PX * secondsPerPixel).catch(app.handleError);
   });
   $("rec-download").addEventListener("click", () => {
     if (playing) player.download(playing.camera + "-" + Math.floor(playing.from) + ".mp4").catch(app.handleError);
