@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -17,6 +18,7 @@ from edge_app.api import ApiServer, create_app
 from edge_app.api.listening import request_listening_hosts
 from edge_app.config.file import ConfigFile, merge_patch, parse_config
 from edge_app.config_change.changes import ConfigChanges
+from edge_app.events.model import Event
 from tests.api.conftest import BASE_CONFIG
 from tests.api.in_memory_service import InMemoryService
 from tests.api.test_events_routes import event
@@ -45,7 +47,10 @@ def recording_api(tmp_path_factory, model_path, bus_jpg):
     store = FolderRecordings(folder / "recordings")
     service.recording_reader = store
     now = time.time()
-    walked = service.add_event(event(1, "front", "person", now - 600, end_time=now - 590), bus_jpg.read_bytes())
+    walked = event(1, "front", "person", now - 600, end_time=now - 590)
+    if "has_clip" in Event.__dataclass_fields__:  # the event record says it has a clip where it can
+        walked = replace(walked, has_clip=True, clip_duration_s=CLIP_S)
+    service.add_event(walked, bus_jpg.read_bytes())
     store.add_clip(walked.id, "front", walked.start_time - 5, f"front/clips/{walked.id}.mp4", CLIP_S)
     for start in (now - 20 * 3600, now - 8 * 3600, now - 3600, now - 3600 + SEGMENT_S, now - 3600 + 2 * SEGMENT_S):
         store.add_segment("front", start, SEGMENT_S)

@@ -162,7 +162,10 @@
       " · " + L.fmtTime(e.start_time);
     viewerEventId = id;
     $("event-video").poster = viewerUrl;
-    openClip(id).catch(app.handleError);
+    $("event-clip-note").textContent = "";
+    // has_clip: false says there is none (recording off, or none kept); an appliance from before
+    // clips does not say, and answers the request with 404 and why.
+    if (e.has_clip !== false) openClip(id).catch(app.handleError);
     const viewer = $("event-viewer");
     if (!viewer.open) viewer.showModal();
   }
