@@ -16,6 +16,8 @@ from edge_app.api.dashboard import static_page_blueprint
 from edge_app.api.errors import error_response, register_error_handlers
 from edge_app.api.health import health_blueprint
 from edge_app.api.hosts import install_host_check
+from edge_app.fleet_service.appliance_api import ApplianceApi
+from edge_app.fleet_service.clip_routes import clip_blueprint
 from edge_app.fleet_service.db import DatabaseError
 from edge_app.fleet_service.routes import fleet_blueprint
 from edge_app.fleet_service.service import FleetService
@@ -44,6 +46,7 @@ def create_fleet_app(service: FleetService) -> Flask:
 
     app.register_blueprint(health_blueprint(service))  # type: ignore[arg-type]
     app.register_blueprint(fleet_blueprint(service))
+    app.register_blueprint(clip_blueprint(ApplianceApi(service.current_config)))
     app.register_blueprint(fleet_page_blueprint())
 
     install_common_headers(app)
