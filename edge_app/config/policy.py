@@ -7,7 +7,7 @@ GStreamer pipeline (``gst:`` with ``filesrc``/``tcpclientsink``). So through the
 
 * no new ``gst:`` or ``csi://`` sources;
 * file sources only inside directories that already hold configured file sources;
-* model, labels, engine, calibration and events paths (and TLS files) only inside their current directories;
+* model, labels, engine, calibration, events and recordings paths (and TLS files) only inside their current directories;
 
 unless the file on disk sets ``api.allow_unsafe_sources: true``, which the API itself can never
 change. Paths are compared after resolving ``..`` and symbolic links.
@@ -47,6 +47,7 @@ def _path_fields(config: AppConfig) -> List[Tuple[str, Optional[str], bool]]:
         ("api.tls.certfile", api_tls.certfile, False),
         ("api.tls.keyfile", api_tls.keyfile, False),
         ("events.dir", config.events.dir, True),
+        ("record.dir", config.record.dir, True),
     ]
 
 

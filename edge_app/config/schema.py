@@ -12,6 +12,7 @@ from typing import List, Literal, Optional, Union
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from edge_app.config.schema_cameras import CameraConfig, MotionConfig
+from edge_app.config.schema_record import RecordConfig, RecordSettings, resolve_record
 from edge_app.config.schema_rules import (_CONTROL_CHARS, ID_PATTERN, MAX_AREA_LABELS, _clean_labels,
                                           _no_control_chars, _Strict)
 
@@ -337,6 +338,7 @@ class AppConfig(_Strict):
     health: HealthConfig = Field(default_factory=HealthConfig, title="Device health")
     fleet: FleetConfig = Field(default_factory=FleetConfig, title="Fleet")
     motion: MotionConfig = Field(default_factory=MotionConfig, title="Motion")
+    record: RecordConfig = Field(default_factory=RecordConfig, title="Recording")
 
     @field_validator("cameras")
     @classmethod
@@ -363,3 +365,8 @@ class AppConfig(_Strict):
 
     def camera(self, camera_id: str) -> Optional[CameraConfig]:
         return next((c for c in self.cameras if c.id == camera_id), None)
+
+    def record_settings(self, camera_id: str) -> RecordSettings:
+        """The recording settings of one camera: the record section with the camera's overrides."""
+        cam = self.camera(camera_id)
+        return resolve_record(self.record, camera_id, cam.record if cam else None)

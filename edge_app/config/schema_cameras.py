@@ -7,6 +7,7 @@ from typing import List, Literal
 from pydantic import Field, field_validator
 from typing_extensions import Annotated
 
+from edge_app.config.schema_record import CameraRecordConfig
 from edge_app.config.schema_rules import ID_PATTERN, MAX_AREA_LABELS, NormPoint, _clean_labels, _Strict
 from edge_app.config.source_spec import parse_source
 
@@ -122,6 +123,8 @@ class CameraConfig(_Strict):
     zones: List[ZoneConfig] = Field(default_factory=list, title="Zones", max_length=MAX_ZONES_PER_CAMERA)
     lines: List[LineConfig] = Field(default_factory=list, title="Lines", max_length=MAX_LINES_PER_CAMERA)
     motion: CameraMotionConfig = Field(default_factory=CameraMotionConfig, title="Motion")
+    record: CameraRecordConfig = Field(default_factory=CameraRecordConfig, title="Recording",
+                                       description="This camera's own recording choices; left out: the record section's")
 
     @field_validator("source")
     @classmethod

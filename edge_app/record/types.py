@@ -32,6 +32,7 @@ class ClipInfo:
     bytes: int
     path: str  # relative to the recording directory
     complete: bool  # False while it is still written (post_s not over yet)
+    part: int = 0  # 0: the clip from the event's start; 1, 2, ...: continuations after max_s each
 
     @property
     def duration_s(self) -> float:

@@ -1,0 +1,179 @@
+"""Fragmented MP4 by stream copy: one camera's compressed packets into a file, never re-encoded.
+
+``frag_keyframe+empty_moov+default_base_moof``: the header is written first and every GOP is a
+self-contained fragment, so a power cut or ``kill -9`` leaves a file that plays up to its last
+complete fragment. Each connection's timestamps are rebased onto the file's own timeline: a
+reconnect gives a gap in the file, never timestamps that go back (which would corrupt it).
+"""
+from __future__ import annotations
+
+import io
+import logging
+import os
+from fractions import Fraction
+from pathlib import Path
+from typing import Optional
+
+import av
+
+from edge_app.capture.packets import RECORDABLE_CODECS, EncodedPacket, StreamInfo
+
+log = logging.getLogger(__name__)
+
+#: the files' own time base (the MPEG clock): fine enough for any camera's frame rate
+FILE_TIME_BASE = Fraction(1, 90000)
+MOVFLAGS = "frag_keyframe+empty_moov+default_base_moof"
+#: how a file remembers the wall-clock time of its first frame (read back when the index is rebuilt)
+START_TAG = "edge_app start="
+# NAL unit types of parameter sets, for streams that carry them only in band.
+_PARAMETER_SETS = {"h264": {7, 8}, "hevc": {32, 33, 34}}
+#: assumed frame interval when a camera says nothing about its rate (one frame at 30 fps)
+_DEFAULT_FRAME_S = 1 / 30
+
+
+class WriteError(OSError):
+    """Writing failed (``errno`` tells why: ENOSPC for a full disk)."""
+
+
+def nal_units(data: bytes):
+    """The NAL units of an Annex B byte string, start codes removed."""
+    starts = []
+    i = data.find(b"\x00\x00\x01")
+    while i >= 0:
+        starts.append(i + 3)
+        i = data.find(b"\x00\x00\x01", i + 3)
+    for n, start in enumerate(starts):
+        end = starts[n + 1] - 3 if n + 1 < len(starts) else len(data)
+        unit = data[start:end]
+        if n + 1 < len(starts) and unit.endswith(b"\x00"):
+            unit = unit[:-1]  # the leading zero of a four-byte start code
+        if unit:
+            yield unit
+
+
+def nal_type(codec: str, unit: bytes) -> int:
+    return unit[0] & 0x1F if codec == "h264" else (unit[0] >> 1) & 0x3F
+
+
+def in_band_parameter_sets(codec: str, keyframe: bytes) -> bytes:
+    """SPS/PPS (and VPS) of an Annex B keyframe as Annex B extradata; b"" when it has none."""
+    if not keyframe.startswith((b"\x00\x00\x01", b"\x00\x00\x00\x01")):
+        return b""
+    wanted = _PARAMETER_SETS.get(codec, set())
+    units = [u for u in nal_units(keyframe) if nal_type(codec, u) in wanted]
+    return b"".join(b"\x00\x00\x00\x01" + u for u in units)
+
+
+def compatible(a: StreamInfo, b: StreamInfo) -> bool:
+    """Whether packets of ``b`` may continue a file that was started with ``a``."""
+    return (a.codec, a.width_px, a.height_px, a.extradata) == (b.codec, b.width_px, b.height_px, b.extradata)
+
+
+def _dummy_template(codec: str):
+    """A stream that only names the codec: the copy is set up from StreamInfo, no encoder is opened."""
+    holder = av.open(io.BytesIO(), "w", format="mp4")
+    return holder, holder.add_stream(codec)
+
+
+class Fmp4Writer:
+    """One fragmented MP4 file written by stream copy; not thread-safe (one recorder thread)."""
+
+    def __init__(self, path: Path, info: StreamInfo, first: EncodedPacket) -> None:
+        if info.codec not in RECORDABLE_CODECS:
+            raise ValueError(f"codec {info.codec!r} cannot be recorded (only {', '.join(RECORDABLE_CODECS)})")
+        self.path = Path(path)
+        self.info = info
+        self.start_wall = first.wall_ts
+        self.last_wall = first.wall_ts
+        self.packets = 0
+        self._frame_ticks = int(round((1 / info.fps if info.fps > 0 else _DEFAULT_FRAME_S) / FILE_TIME_BASE))
+        self._conn: Optional[StreamInfo] = None
+        self._conn_first_dts = 0
+        self._conn_offset = 0
+        self._last_dts: Optional[int] = None
+        self._end_ticks = 0
+        extradata = info.extradata or in_band_parameter_sets(info.codec, first.data)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._out = av.open(str(self.path), "w", format="mp4", options={"movflags": MOVFLAGS})
+        except OSError as err:
+            raise WriteError(err.errno, f"cannot create {self.path}: {err.strerror}") from err
+        try:
+            self._out.metadata["comment"] = f"{START_TAG}{first.wall_ts:.6f}"
+            holder, template = _dummy_template(info.codec)
+            try:
+                self._stream = self._out.add_stream_from_template(template)
+            finally:
+                holder.close()
+            ctx = self._stream.codec_context
+            ctx.width, ctx.height = info.width_px, info.height_px
+            ctx.time_base = FILE_TIME_BASE
+            if extradata:
+                ctx.extradata = extradata
+            self._stream.time_base = FILE_TIME_BASE
+            if info.codec == "hevc":
+                ctx.codec_tag = "hvc1"  # browsers and QuickTime play hvc1, not the default hev1
+            self._out.start_encoding()
+        except av.error.FFmpegError as err:
+            self._abandon()
+            raise WriteError(getattr(err, "errno", 0) or 0, f"cannot start {self.path}: {err}") from err
+
+    @property
+    def duration_s(self) -> float:
+        """Seconds of media written so far (the last packet's end on the file's timeline)."""
+        return float(self._end_ticks * FILE_TIME_BASE)
+
+    @property
+    def bytes(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def _rebase(self, info: StreamInfo, packet: EncodedPacket):
+        scale = info.time_base / FILE_TIME_BASE
+        if info is not self._conn:
+            # A new connection (or the first one): it continues where the wall clock says, never
+            # before the end of what was written.
+            self._conn = info
+            self._conn_first_dts = packet.dts
+            gap_ticks = int((packet.wall_ts - self.start_wall) / FILE_TIME_BASE)
+            floor = 0 if self._last_dts is None else self._last_dts + self._frame_ticks
+            self._conn_offset = max(gap_ticks, floor) if self._last_dts is not None else 0
+        dts = self._conn_offset + int(round((packet.dts - self._conn_first_dts) * scale))
+        pts = dts + int(round((packet.pts - packet.dts) * scale))
+        if self._last_dts is not None and dts <= self._last_dts:
+            bump = self._last_dts + 1 - dts  # a camera's timestamps went back: keep the file valid
+            dts, pts = dts + bump, pts + bump
+        return pts, dts, int(round(packet.duration * scale))
+
+    def write(self, info: StreamInfo, packet: EncodedPacket) -> None:
+        """Append one packet of connection ``info`` (compatible with the file's first)."""
+        pts, dts, duration = self._rebase(info, packet)
+        out = av.Packet(packet.data)
+        out.stream = self._stream
+        out.time_base = FILE_TIME_BASE
+        out.pts, out.dts = pts, dts
+        out.duration = duration or self._frame_ticks
+        out.is_keyframe = packet.keyframe
+        try:
+            self._out.mux_one(out)
+        except av.error.FFmpegError as err:
+            raise WriteError(getattr(err, "errno", 0) or 0, f"writing {self.path}: {err}") from err
+        self._last_dts = dts
+        self._end_ticks = max(self._end_ticks, pts + out.duration)
+        self.last_wall = packet.wall_ts
+        self.packets += 1
+
+    def close(self) -> None:
+        """Write the last fragment and the trailer; the file is complete afterwards."""
+        try:
+            self._out.close()
+        except (av.error.FFmpegError, OSError) as err:
+            raise WriteError(getattr(err, "errno", 0) or 0, f"closing {self.path}: {err}") from err
+
+    def _abandon(self) -> None:
+        try:
+            self._out.close()
+        except Exception:  # the file is unusable already; the error that got us here is raised
+            pass

@@ -1,0 +1,384 @@
+"""One camera's recorder: the ``PacketSink`` its demuxer calls, and a thread ``record:<camera>``
+that keeps the pre-roll ring, writes event clips and continuous segments, and pauses when the
+disk runs low.
+
+The capture thread only queues (a bounded queue; what does not fit is counted as dropped); the
+events side only queues orders (event started / ended / deleted). Everything else happens on
+the recorder's own thread, so a slow disk never stalls analysis.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import queue
+import shutil
+import sqlite3
+import threading
+from dataclasses import dataclass, replace
+from typing import Callable, Dict, List, Optional
+
+from edge_app.capture.packets import RECORDABLE_CODECS, EncodedPacket, StreamInfo
+from edge_app.config.schema_record import RecordSettings
+from edge_app.record.index import FileRow
+from edge_app.record.mp4 import Fmp4Writer, WriteError, compatible
+from edge_app.record.retention import MB, reserve_reason
+from edge_app.record.ring import PreRollRing
+from edge_app.record.store import RecordingStore, row_to_clip
+from edge_app.record.types import CameraRecordingStatus, ClipInfo
+
+log = logging.getLogger(__name__)
+
+#: packets waiting for the recorder thread: ~30 s of a 30 fps camera
+DEFAULT_QUEUE_PACKETS = 1024
+#: after a write failed for lack of space, writing resumes with this much more than the reserve free
+ENOSPC_MARGIN_BYTES = 1 * MB
+_STOP = object()
+
+
+@dataclass
+class _Clip:
+    """An event's clip while it is written: the writer of its current part, if any."""
+
+    event_id: str
+    start_ts: float
+    end_deadline: Optional[float] = None  # end + post_s once the event ended
+    part: int = -1
+    writer: Optional[Fmp4Writer] = None
+
+
+class CameraRecorder:
+    """Implements ``PacketSink`` for one camera; ``start()`` runs its thread, ``stop()`` finishes every file."""
+
+    def __init__(self, store: RecordingStore, settings: RecordSettings, *, reserve_bytes: int = 512 * MB,
+                 on_clip: Optional[Callable[[ClipInfo], None]] = None,
+                 free_bytes: Optional[Callable[[], int]] = None,
+                 queue_packets: int = DEFAULT_QUEUE_PACKETS, ring_max_bytes: Optional[int] = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.camera_id = settings.camera_id
+        self.reserve_bytes = reserve_bytes
+        self._on_clip = on_clip
+        self._free_bytes = free_bytes or (lambda: shutil.disk_usage(self.store.folder).free)
+        self._packets: "queue.Queue" = queue.Queue(maxsize=queue_packets)
+        self._orders: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._ring = PreRollRing(settings.pre_s, **({"max_bytes": ring_max_bytes} if ring_max_bytes else {}))
+        self._clips: Dict[str, _Clip] = {}
+        self._segment: Optional[Fmp4Writer] = None
+        self._segment_path = ""
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()  # guards the figures status() reads
+        self._dropped = 0
+        self._bytes_done = 0
+        self._unavailable: Optional[str] = None
+        self._paused: Optional[str] = None
+        self._enospc = False
+
+    # ---- PacketSink (capture thread: never blocks) ---------------------------------------------
+
+    def stream_opened(self, info: StreamInfo) -> None:
+        self._offer(("opened", info))
+
+    def packet(self, packet: EncodedPacket) -> None:
+        self._offer(("packet", packet))
+
+    def stream_closed(self, reason: str) -> None:
+        self._offer(("closed", reason))
+
+    def unavailable(self, reason: str) -> None:
+        with self._lock:
+            self._unavailable = f"recording unavailable: {reason}"
+
+    def _offer(self, item) -> None:
+        try:
+            self._packets.put_nowait(item)
+        except queue.Full:
+            with self._lock:
+                self._dropped += 1
+
+    # ---- orders from the events side -----------------------------------------------------------
+
+    def event_started(self, event_id: str, camera_id: str, start_ts: float) -> None:
+        if camera_id == self.camera_id:
+            self._order(("started", event_id, start_ts))
+
+    def event_ended(self, event_id: str, end_ts: float) -> None:
+        self._order(("ended", event_id, end_ts))
+
+    def event_deleted(self, event_id: str) -> None:
+        self._order(("deleted", event_id))
+
+    def update(self, settings: RecordSettings) -> None:
+        """New settings for this camera (a configuration change); applied on the recorder's thread."""
+        self._order(("settings", settings))
+
+    def _order(self, order) -> None:
+        self._orders.put(order)
+        try:
+            self._packets.put_nowait(("wake",))
+        except queue.Full:
+            pass  # the thread is busy with packets and looks at orders before each
+
+    # ---- life --------------------------------------------------------------------------------
+
+    def start(self) -> "CameraRecorder":
+        self._thread = threading.Thread(target=self._run, name=f"record:{self.camera_id}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Write what is queued, finish every file (complete), end the thread."""
+        self._orders.put(("stop",))
+        try:
+            self._packets.put(("wake",), timeout=timeout_s)
+        except queue.Full:
+            pass
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def status(self) -> CameraRecordingStatus:
+        with self._lock:
+            current = sum(w.bytes for w in self._writers())
+            return CameraRecordingStatus(
+                camera_id=self.camera_id, events_enabled=self.settings.events_enabled,
+                continuous_enabled=self.settings.continuous_enabled,
+                recording=bool(self._writers()) and self._paused is None, unavailable=self._unavailable,
+                paused=self._paused, bytes_written=self._bytes_done + current, packets_dropped=self._dropped)
+
+    def _writers(self) -> List[Fmp4Writer]:
+        found = [c.writer for c in list(self._clips.values()) if c.writer is not None]
+        return found + ([self._segment] if self._segment is not None else [])
+
+    # ---- the recorder thread -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        info: Optional[StreamInfo] = None
+        while True:
+            item = self._packets.get()
+            if not self._apply_orders():
+                break
+            kind = item[0]
+            if kind == "opened":
+                info = item[1]
+            elif kind == "closed":
+                info = None  # packets until the next stream_opened have no stream to belong to
+            elif kind == "packet" and info is not None:
+                self._handle(info, item[1])
+        self._finish_all()
+
+    def _apply_orders(self) -> bool:
+        while True:
+            try:
+                order = self._orders.get_nowait()
+            except queue.Empty:
+                return True
+            name = order[0]
+            if name == "stop":
+                return False
+            if name == "started":
+                self._start_clip(order[1], order[2])
+            elif name == "ended":
+                clip = self._clips.get(order[1])
+                if clip is not None:
+                    clip.end_deadline = order[2] + self.settings.post_s
+            elif name == "deleted":
+                clip = self._clips.pop(order[1], None)
+                if clip is not None and clip.writer is not None:
+                    self._close(clip.writer, None)
+                self._guard(lambda: self.store.delete_event(order[1]))
+            elif name == "settings":
+                self._apply_settings(order[1])
+
+    def _apply_settings(self, settings: RecordSettings) -> None:
+        self.settings = replace(settings, camera_id=self.camera_id)
+        self._ring.pre_s = settings.pre_s
+        if not settings.events_enabled:
+            self._ring.clear()
+        if not settings.continuous_enabled and self._segment is not None:
+            self._close_segment()
+
+    def _handle(self, info: StreamInfo, packet: EncodedPacket) -> None:
+        if info.codec not in RECORDABLE_CODECS:
+            with self._lock:
+                self._unavailable = f"recording unavailable: codec {info.codec} cannot be recorded by stream copy"
+            return
+        if self.settings.events_enabled:
+            self._ring.add(info, packet)
+        if packet.keyframe:
+            self._check_disk()
+        for clip in list(self._clips.values()):
+            if clip.end_deadline is not None and packet.wall_ts > clip.end_deadline:
+                self._end_clip(clip)
+            else:
+                self._feed_clip(clip, info, packet)
+        if self.settings.continuous_enabled:
+            self._feed_segment(info, packet)
+
+    # ---- event clips ----------------------------------------------------------------------------
+
+    def _start_clip(self, event_id: str, start_ts: float) -> None:
+        if not self.settings.events_enabled or event_id in self._clips:
+            return
+        clip = _Clip(event_id=event_id, start_ts=start_ts)
+        self._clips[event_id] = clip
+        for held_info, held in list(self._ring.since(start_ts - self.settings.pre_s)):
+            self._feed_clip(clip, held_info, held)
+
+    def _feed_clip(self, clip: _Clip, info: StreamInfo, packet: EncodedPacket) -> None:
+        if self._paused is not None:
+            return
+        writer = clip.writer
+        if writer is not None and packet.keyframe and (
+                packet.wall_ts - writer.start_wall >= self.settings.max_s or not compatible(writer.info, info)):
+            self._close(writer, clip)  # this part is complete; the next one starts at this keyframe
+            writer = clip.writer = None
+        if writer is None:
+            if not packet.keyframe:
+                return
+            clip.part += 1
+            try:
+                path = self.store.clip_path(self.camera_id, clip.event_id, clip.part)
+            except ValueError as err:
+                log.warning("no clip for event %s: %s", clip.event_id, err)
+                self._clips.pop(clip.event_id, None)
+                return
+            writer = clip.writer = self._open(path, info, packet)
+            if writer is None:
+                return
+            self._index(writer, clip, "started")
+        if self._write(writer, info, packet) and packet.keyframe:
+            self._index(writer, clip, "progressed")
+
+    def _end_clip(self, clip: _Clip) -> None:
+        self._clips.pop(clip.event_id, None)
+        if clip.writer is not None:
+            self._close(clip.writer, clip)
+            clip.writer = None
+
+    # ---- continuous segments --------------------------------------------------------------------
+
+    def _feed_segment(self, info: StreamInfo, packet: EncodedPacket) -> None:
+        if self._paused is not None:
+            return
+        writer = self._segment
+        if writer is not None and packet.keyframe and (
+                packet.wall_ts - writer.start_wall >= self.settings.segment_s or not compatible(writer.info, info)):
+            self._close_segment()
+            writer = None
+        if writer is None:
+            if not packet.keyframe:
+                return
+            path = self.store.segment_path(self.camera_id, packet.wall_ts)
+            writer = self._segment = self._open(path, info, packet)
+            if writer is None:
+                return
+            self._segment_path = path
+            self._index(writer, None, "started")
+        if self._write(writer, info, packet) and packet.keyframe:
+            self._index(writer, None, "progressed")
+
+    def _close_segment(self) -> None:
+        if self._segment is not None:
+            self._close(self._segment, None)
+            self._segment = None
+
+    # ---- files, index and the disk --------------------------------------------------------------
+
+    def _relative(self, writer: Fmp4Writer) -> str:
+        return writer.path.relative_to(self.store.folder).as_posix()
+
+    def _open(self, path: str, info: StreamInfo, packet: EncodedPacket) -> Optional[Fmp4Writer]:
+        try:
+            return Fmp4Writer(self.store.folder / path, info, packet)
+        except WriteError as err:
+            self._write_failed(err)
+        except ValueError as err:
+            with self._lock:
+                self._unavailable = f"recording unavailable: {err}"
+        return None
+
+    def _write(self, writer: Fmp4Writer, info: StreamInfo, packet: EncodedPacket) -> bool:
+        try:
+            writer.write(info, packet)
+            return True
+        except WriteError as err:
+            self._write_failed(err)
+            return False
+
+    def _close(self, writer: Fmp4Writer, clip: Optional[_Clip]) -> None:
+        try:
+            writer.close()
+        except WriteError as err:
+            log.warning("%s", err)  # the file plays up to its last complete fragment
+            if err.errno == errno.ENOSPC:
+                self._pause_for_enospc(err)
+        with self._lock:
+            self._bytes_done += writer.bytes
+        self._index(writer, clip, "finished")
+
+    def _index(self, writer: Fmp4Writer, clip: Optional[_Clip], stage: str) -> None:
+        complete = stage == "finished"
+        end = writer.start_wall + writer.duration_s
+        if clip is None:
+            row = FileRow(self._relative(writer), "segment", self.camera_id, None, 0, writer.start_wall, end,
+                          writer.bytes, complete)
+        else:
+            row = FileRow(self._relative(writer), "clip", self.camera_id, clip.event_id, clip.part,
+                          writer.start_wall, end, writer.bytes, complete)
+        self._guard(lambda: getattr(self.store, stage)(row))
+        if clip is not None and self._on_clip is not None:
+            try:
+                self._on_clip(row_to_clip(row))
+            except Exception:  # a listener's bug must not stop recording
+                log.exception("on_clip listener failed for %s", row.path)
+
+    def _guard(self, action) -> None:
+        try:
+            action()
+        except sqlite3.Error as err:  # a full disk fails the index too; the files stay the truth
+            log.warning("recording index of %s not updated: %s", self.camera_id, err)
+
+    def _write_failed(self, err: WriteError) -> None:
+        if err.errno == errno.ENOSPC:
+            self._pause_for_enospc(err)
+        else:
+            log.error("recording %s: %s", self.camera_id, err)
+        self._drop_writers()
+
+    def _pause_for_enospc(self, err: WriteError) -> None:
+        with self._lock:
+            self._enospc = True
+            self._paused = f"disk full: {err.strerror or err}"
+        log.warning("recording of %s paused: %s", self.camera_id, self._paused)
+
+    def _drop_writers(self) -> None:
+        """Close every open file as far as the disk allows; an active clip continues in a new part."""
+        for clip in self._clips.values():
+            if clip.writer is not None:
+                writer, clip.writer = clip.writer, None
+                self._close(writer, clip)
+        self._close_segment()
+
+    def _check_disk(self) -> None:
+        try:
+            free = self._free_bytes()
+        except OSError as err:
+            log.warning("free space of %s unknown: %s", self.store.folder, err)
+            return
+        needed = self.reserve_bytes + (ENOSPC_MARGIN_BYTES if self._enospc else 0)
+        reason = reserve_reason(free, needed)
+        if reason is None and self._paused is not None:
+            log.info("recording of %s resumes: %d MB free", self.camera_id, free // MB)
+            with self._lock:
+                self._paused, self._enospc = None, False
+        elif reason is not None and self._paused is None:
+            log.warning("recording of %s paused: %s", self.camera_id, reason)
+            with self._lock:
+                self._paused = reason
+            self._drop_writers()
+
+    def _finish_all(self) -> None:
+        for clip in list(self._clips.values()):
+            if clip.writer is not None:
+                self._close(clip.writer, clip)
+                clip.writer = None
+        self._close_segment()

@@ -1,0 +1,88 @@
+"""The pre-roll ring: the last ``pre_s`` seconds of a camera's packets, in whole GOPs.
+
+A clip must start at a keyframe, so the ring keeps whole GOPs and drops them from the front only
+while what remains still reaches back ``pre_s``: it holds at most ``pre_s`` plus one GOP. A byte
+limit bounds it too (a camera with a 60 s GOP must not hold a minute of 4K in memory).
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Deque, Iterator, List, Tuple
+
+from edge_app.capture.packets import EncodedPacket, StreamInfo
+
+#: default byte bound: 5 s of a 4 Mbit/s camera is 2.5 MB; this leaves room for a long GOP
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+
+Entry = Tuple[StreamInfo, EncodedPacket]
+
+
+@dataclass
+class _Gop:
+    entries: List[Entry] = field(default_factory=list)
+    bytes: int = 0
+
+    @property
+    def start_wall(self) -> float:
+        return self.entries[0][1].wall_ts
+
+
+class PreRollRing:
+    """Whole GOPs covering at least the last ``pre_s`` seconds (when they fit in ``max_bytes``)."""
+
+    def __init__(self, pre_s: float, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.pre_s = pre_s
+        self.max_bytes = max_bytes
+        self._gops: Deque[_Gop] = deque()
+        self._bytes = 0
+        self.dropped_for_bytes = 0
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return sum(len(g.entries) for g in self._gops)
+
+    def clear(self) -> None:
+        self._gops.clear()
+        self._bytes = 0
+
+    def add(self, info: StreamInfo, packet: EncodedPacket) -> None:
+        """One packet in decode order; packets before a connection's first keyframe are dropped."""
+        if packet.keyframe:
+            self._gops.append(_Gop())
+        elif not self._gops or self._gops[-1].entries and self._gops[-1].entries[-1][0] is not info:
+            return  # no keyframe of this connection yet: nothing could decode it
+        gop = self._gops[-1]
+        gop.entries.append((info, packet))
+        gop.bytes += len(packet.data)
+        self._bytes += len(packet.data)
+        self._trim(packet.wall_ts)
+
+    def _trim(self, now_wall: float) -> None:
+        # The front GOP may go when the next one still starts at or before now - pre_s.
+        while len(self._gops) > 1 and self._gops[1].start_wall <= now_wall - self.pre_s:
+            self._drop_front()
+        while len(self._gops) > 1 and self._bytes > self.max_bytes:
+            self._drop_front()
+            self.dropped_for_bytes += 1
+
+    def _drop_front(self) -> None:
+        self._bytes -= self._gops.popleft().bytes
+
+    def since(self, wall_ts: float) -> Iterator[Entry]:
+        """Packets from the last keyframe at or before ``wall_ts`` (or the oldest one held)."""
+        start = 0
+        for index, gop in enumerate(self._gops):
+            if gop.start_wall <= wall_ts:
+                start = index
+        for gop in list(self._gops)[start:]:
+            yield from gop.entries
+
+    def span_s(self) -> float:
+        """Seconds from the oldest packet held to the newest."""
+        if not self._gops:
+            return 0.0
+        return self._gops[-1].entries[-1][1].wall_ts - self._gops[0].start_wall
