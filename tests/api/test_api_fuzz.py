@@ -30,7 +30,7 @@ from edge_app.config.file import merge_patch, parse_config
 from tests.api.conftest import BASE_CONFIG, TOKEN, bus_detections
 from tests.api.test_events_routes import NOW, event
 from tests.support.paths import shared_dir
-from tests.support.recordings import FolderRecordings
+from tests.support.recordings import RecordedFiles
 
 EXAMPLES_PER_OPERATION = 20
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -111,11 +111,11 @@ def fuzzed_api(make_api, bus_jpg, bus_image, model_path, tmp_path):
     running.service.publish("back", bus_image, bus_detections())
     running.service.add_event(EVENTS[0], bus_jpg.read_bytes())
     running.service.add_event(EVENTS[1])
-    recordings = FolderRecordings(tmp_path / "recordings")
-    recordings.add_clip(EVENTS[0].id, "front", EVENTS[0].start_time, "front/clip.mp4", 2)
+    recordings = RecordedFiles(tmp_path / "recordings")
+    recordings.add_clip(EVENTS[0].id, "front", EVENTS[0].start_time, 2)
     for n in range(2):
         recordings.add_segment("front", SEGMENTS_START + n * SEGMENT_S, SEGMENT_S)
-    running.service.recording_reader = recordings
+    running.service.recording_reader = recordings.store
     served = running.get("/api/openapi.json")
     assert served.status_code == 200 and served.json() == DOCUMENT, "the server serves another document than the one fuzzed"
     return running

@@ -18,7 +18,8 @@ from edge_app.api import signed_urls
 from tests.api.conftest import TOKEN
 from tests.api.test_events_routes import NOW, event
 from tests.support.media import clip_info
-from tests.support.recordings import FolderRecordings
+from edge_app.record.index import FileRow
+from tests.support.recordings import RecordedFiles
 from tests.support.waiting import wait_for
 
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -30,18 +31,18 @@ DAY_START = 1_800_000_000.0
 @pytest.fixture
 def recorded(secured_api, tmp_path):
     """A token-protected API with two events, the first with a real clip, and three segments of "front"."""
-    store = FolderRecordings(tmp_path / "recordings")
-    secured_api.service.recording_reader = store
+    files = RecordedFiles(tmp_path / "recordings")
+    secured_api.service.recording_reader = files.store
     first, second = event(1, "front", "person", NOW - 300), event(2, "back", "bus", NOW - 200)
     secured_api.service.add_event(first)
     secured_api.service.add_event(second)
-    store.add_clip(first.id, "front", first.start_time - 5, f"front/clips/{first.id}.mp4", CLIP_S)
-    for n in range(3):
-        store.add_segment("front", DAY_START + n * SEGMENT_S, SEGMENT_S)
+    files.add_clip(first.id, "front", first.start_time - 5, CLIP_S)
+    secured_api.segments = [files.add_segment("front", DAY_START + n * SEGMENT_S, SEGMENT_S) for n in range(3)]
     secured_api.http.headers.update(BEARER)
-    secured_api.clip_id, secured_api.other_id, secured_api.store = first.id, second.id, store
-    secured_api.clip_bytes = (store.root / store.clips[first.id].path).read_bytes()
-    return secured_api
+    secured_api.clip_id, secured_api.other_id, secured_api.files = first.id, second.id, files
+    secured_api.clip_bytes = files.clip_bytes(first.id)
+    yield secured_api
+    files.close()
 
 
 def clip_path(event_id: str) -> str:
@@ -129,7 +130,8 @@ def test_no_clip_unknown_event_and_recording_off_are_404(recorded):
     assert no_clip.status_code == 404 and "has no clip" in no_clip.json()["error"]
     unknown = recorded.get(clip_path("1700000000.000-front-99"))
     assert unknown.status_code == 404 and "unknown event" in unknown.json()["error"]
-    (recorded.store.root / recorded.store.clips[recorded.clip_id].path).unlink()
+    clip = recorded.files.store.clip(recorded.clip_id)
+    (recorded.files.root / clip.path).unlink()
     gone = recorded.get(clip_path(recorded.clip_id))
     assert gone.status_code == 404 and "gone" in gone.json()["error"]
     recorded.service.recording_reader = None
@@ -144,15 +146,20 @@ def test_the_clip_needs_the_token_without_a_signature(recorded):
     assert with_query_token.status_code == 401, "the token never goes into a clip URL"
 
 
+def replace_clip(recorded, relative: str, size: int) -> None:
+    """The index says the event's clip is ``relative`` (as a damaged or tampered index could)."""
+    index = recorded.files.store.index
+    index.remove([recorded.files.store.clip(recorded.clip_id).path])
+    index.upsert(FileRow(relative, "clip", "front", recorded.clip_id, 0, NOW, NOW + 60, size, True))
+
+
 def test_a_large_clip_is_streamed_not_loaded(recorded):
     size = 96 * 1024 * 1024
-    relative = "front/clips/large.mp4"
-    path = recorded.store.root / relative
-    with open(path, "wb") as out:  # the content does not matter to the HTTP layer, its size does
+    relative = f"front/events/{recorded.clip_id}__p1.mp4"
+    with open(recorded.files.root / relative, "wb") as out:  # its content does not matter to HTTP, its size does
         for _ in range(size // (1 << 20)):
             out.write(b"\x00" * (1 << 20))
-    recorded.store.clips[recorded.clip_id] = recorded.store.clips[recorded.clip_id].__class__(
-        recorded.clip_id, "front", NOW, NOW + 60, size, relative, True)
+    replace_clip(recorded, relative, size)
     peak_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     received = 0
     with recorded.http.get(recorded.url + clip_path(recorded.clip_id), stream=True, timeout=30) as response:
@@ -181,9 +188,12 @@ def test_an_event_id_never_names_a_path(recorded, raw_path):
 def test_a_clip_recorded_outside_the_folder_is_not_served(recorded, tmp_path):
     outside = tmp_path / "outside.mp4"
     outside.write_bytes(b"secret")
-    store = recorded.store
-    store.clips[recorded.clip_id] = store.clips[recorded.clip_id].__class__(
-        recorded.clip_id, "front", NOW, NOW + 1, 6, "../outside.mp4", True)
+    for escape in ("../outside.mp4", str(outside), "front/../../outside.mp4", "index.sqlite3"):
+        replace_clip(recorded, escape, 6)
+        response = recorded.get(clip_path(recorded.clip_id))
+        assert response.status_code == 404 and b"secret" not in response.content, escape
+    (recorded.files.root / "front" / "link.mp4").symlink_to(outside)
+    replace_clip(recorded, "front/link.mp4", 6)
     response = recorded.get(clip_path(recorded.clip_id))
     assert response.status_code == 404 and b"secret" not in response.content
 
@@ -281,10 +291,10 @@ def test_a_new_token_revokes_the_urls_signed_under_the_old_one(recorded):
 
 def test_without_a_token_the_plain_route_is_the_url(make_api, tmp_path):
     running = make_api()
-    store = FolderRecordings(tmp_path / "recordings")
-    running.service.recording_reader = store
+    files = RecordedFiles(tmp_path / "recordings")
+    running.service.recording_reader = files.store
     ev = running.service.add_event(event(1))
-    store.add_clip(ev.id, "front", ev.start_time, f"front/clips/{ev.id}.mp4", 2)
+    files.add_clip(ev.id, "front", ev.start_time, 2)
     answer = running.request("POST", f"/api/v1/events/{ev.id}/clip-url").json()
     assert answer == {"url": clip_path(ev.id), "expires": None}
     assert running.get(answer["url"]).status_code == 200
@@ -298,9 +308,9 @@ def test_the_segments_of_a_range(recorded):
     assert response.status_code == 200, response.text
     segments = response.json()["segments"]
     assert segments == [{"camera_id": "front", "start": DAY_START + 6, "end": DAY_START + 12,
-                         "bytes": recorded.store.segment_list[1].bytes},
+                         "bytes": recorded.segments[1].bytes},
                         {"camera_id": "front", "start": DAY_START + 12, "end": DAY_START + 18,
-                         "bytes": recorded.store.segment_list[2].bytes}]
+                         "bytes": recorded.segments[2].bytes}]
     iso = recorded.get("/api/v1/recordings", params={"from": "2027-01-15T08:00:00Z", "to": "2027-01-15T09:00:00+00:00"})
     assert iso.status_code == 200 and len(iso.json()["segments"]) == 3  # DAY_START is 2027-01-15T08:00:00Z
     assert recorded.get("/api/v1/recordings", params={"camera": "back", "from": DAY_START,
@@ -308,7 +318,7 @@ def test_the_segments_of_a_range(recorded):
 
 
 def test_by_default_the_last_day_is_listed(recorded):
-    recorded.store.add_segment("back", time.time() - 3600, 2)
+    recorded.files.add_segment("back", time.time() - 3600, 2)
     segments = recorded.get("/api/v1/recordings").json()["segments"]
     assert [s["camera_id"] for s in segments] == ["back"]
 
@@ -338,7 +348,8 @@ def test_an_export_is_one_playable_mp4_by_stream_copy(recorded, tmp_path, monkey
     assert response.headers["Content-Type"] == "video/mp4" and response.headers["Accept-Ranges"] == "bytes"
     saved = tmp_path / "export.mp4"
     saved.write_bytes(response.content)
-    assert clip_info(saved)["frames"] == 3 * SEGMENT_S * 10
+    # From the keyframe at from (one a second) to the last frame before to, over 3 segments, at 10 fps.
+    assert clip_info(saved)["frames"] == 16 * 10
     # Removed once the answer is sent: the server closes it just after the last byte.
     wait_for(lambda: not list((tmp_path / "tmp").iterdir()), 10, "the temporary export to be removed")
     part = recorded.get("/api/v1/recordings/export.mp4", headers={"Range": "bytes=0-1023"},
@@ -365,10 +376,12 @@ def test_an_export_of_nothing_is_404_and_leaves_nothing(recorded, tmp_path, monk
     ({"camera": "front", "to": "2"}, "from and to are required"),
     ({"camera": "front", "from": "0", "to": "3601"}, "an export spans at most 3600 s"),
 ])
-def test_an_export_needs_a_camera_and_a_bounded_range(recorded, params, problem):
+def test_an_export_needs_a_camera_and_a_bounded_range(recorded, params, problem, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     response = recorded.get("/api/v1/recordings/export.mp4", params=params)
     assert response.status_code == 400 and problem in response.json()["error"]
-    assert recorded.store.exports == 0
+    assert list((tmp_path / "tmp").iterdir()) == [], "nothing is exported for a refused range"
 
 
 def test_a_signed_export_url_names_its_range_only(recorded):

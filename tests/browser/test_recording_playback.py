@@ -24,7 +24,7 @@ from tests.api.in_memory_service import InMemoryService
 from tests.api.test_events_routes import event
 from tests.browser.conftest import screenshots_dir
 from tests.browser.dashboard import Dashboard
-from tests.support.recordings import FolderRecordings
+from tests.support.recordings import RecordedFiles
 
 pytestmark = pytest.mark.slow
 
@@ -44,16 +44,16 @@ def recording_api(tmp_path_factory, model_path, bus_jpg):
     service = InMemoryService(config, folder / "config.yaml")
     changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(folder / "config.yaml"),
                             listening_hosts=request_listening_hosts)
-    store = FolderRecordings(folder / "recordings")
-    service.recording_reader = store
+    files = RecordedFiles(folder / "recordings")
+    service.recording_reader = files.store
     now = time.time()
     walked = event(1, "front", "person", now - 600, end_time=now - 590)
     if "has_clip" in Event.__dataclass_fields__:  # the event record says it has a clip where it can
         walked = replace(walked, has_clip=True, clip_duration_s=CLIP_S)
     service.add_event(walked, bus_jpg.read_bytes())
-    store.add_clip(walked.id, "front", walked.start_time - 5, f"front/clips/{walked.id}.mp4", CLIP_S)
+    files.add_clip(walked.id, "front", walked.start_time - 5, CLIP_S)
     for start in (now - 20 * 3600, now - 8 * 3600, now - 3600, now - 3600 + SEGMENT_S, now - 3600 + 2 * SEGMENT_S):
-        store.add_segment("front", start, SEGMENT_S)
+        files.add_segment("front", start, SEGMENT_S)
     import cv2
 
     from tests.api.conftest import bus_detections
@@ -64,6 +64,7 @@ def recording_api(tmp_path_factory, model_path, bus_jpg):
     yield server
     server.stop(timeout_s=5)
     service.close()
+    files.close()
 
 
 @pytest.fixture

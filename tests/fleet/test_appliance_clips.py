@@ -24,7 +24,7 @@ from tests.api.in_memory_service import InMemoryService
 from tests.api.test_events_routes import NOW, event
 from tests.support.fleet import start_fleet
 from tests.support.net import free_port
-from tests.support.recordings import FolderRecordings
+from tests.support.recordings import RecordedFiles
 
 APPLIANCE_TOKEN = "appliance-token-0123456789abcdef"
 FLEET_TOKEN = "fleet-token-0123456789abcdef"
@@ -39,21 +39,22 @@ def appliance_api(tmp_path, model_path):
     service = InMemoryService(config, tmp_path / "config.yaml")
     changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(tmp_path / "config.yaml"),
                             listening_hosts=request_listening_hosts)
-    store = FolderRecordings(tmp_path / "recordings")
-    service.recording_reader = store
+    files = RecordedFiles(tmp_path / "recordings")
+    service.recording_reader = files.store
     with_clip, without = event(1, "front", "person", NOW - 300), event(2, "back", "bus", NOW - 200)
     if "has_clip" in Event.__dataclass_fields__:
         with_clip = replace(with_clip, has_clip=True, clip_duration_s=4.0)
     service.add_event(with_clip)
     service.add_event(without)
-    store.add_clip(with_clip.id, "front", with_clip.start_time, f"front/clips/{with_clip.id}.mp4", 4)
+    files.add_clip(with_clip.id, "front", with_clip.start_time, 4)
     server = ApiServer(create_app(service, config_changes=changes), "127.0.0.1", 0)
     server.start()
     server.clip_id, server.other_id = with_clip.id, without.id
-    server.clip_bytes = (store.root / store.clips[with_clip.id].path).read_bytes()
+    server.clip_bytes = files.clip_bytes(with_clip.id)
     yield server
     server.stop(timeout_s=5)
     service.close()
+    files.close()
 
 
 @pytest.fixture

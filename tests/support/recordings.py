@@ -1,80 +1,61 @@
-"""Real fragmented MP4 recordings made by ffmpeg, and a recording folder that serves them.
+"""Real fragmented MP4 recordings made by ffmpeg, put into a real recording store.
 
-``make_fmp4`` writes what the recorder writes: H.264 by stream copy into fragmented MP4
-(``frag_keyframe+empty_moov+default_base_moof``), a keyframe every second. ``FolderRecordings``
-is a ``RecordingReader`` over such files in a folder, with the store's rules for paths (nothing
-outside the folder) and an export by stream copy (ffmpeg's concat demuxer, ``-c copy``), for the
-HTTP tests of the routes; the recording store itself is tested in tests/record.
+``make_fmp4`` writes what the recorder writes: H.264 in fragmented MP4
+(``frag_keyframe+empty_moov+default_base_moof``), a keyframe every second, its wall-clock start
+in the tag the recorder uses. ``RecordedFiles`` puts such files where the recorder puts them in a
+real :class:`edge_app.record.store.RecordingStore` and has the store index them from the files
+(its own reconciliation at start), for the HTTP tests of the recording routes.
 """
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Optional
 
+from edge_app.record.mp4 import START_TAG
+from edge_app.record.store import RecordingStore
 from edge_app.record.types import ClipInfo, SegmentInfo
 from tests.support.media import require_tool
 
 FRAGMENTED = "frag_keyframe+empty_moov+default_base_moof"
 
 
-def make_fmp4(path: Path, seconds: float, *, fps: int = 10, size: str = "480x270", pattern: str = "testsrc2") -> Path:
+def make_fmp4(path: Path, seconds: float, *, start_wall: Optional[float] = None, fps: int = 10,
+              size: str = "480x270", pattern: str = "testsrc2") -> Path:
     """A real H.264 fragmented MP4 of ``seconds`` from ffmpeg's test pattern (a clock that moves)."""
     ffmpeg = require_tool("ffmpeg")
     path.parent.mkdir(parents=True, exist_ok=True)
+    tag = ["-metadata", f"comment={START_TAG}{start_wall:.3f}"] if start_wall is not None else []
     subprocess.run([ffmpeg, "-v", "error", "-y", "-f", "lavfi", "-i", f"{pattern}=size={size}:rate={fps}",
                     "-t", str(seconds), "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
-                    "-g", str(fps), "-bf", "0", "-movflags", FRAGMENTED, str(path)], check=True, timeout=60)
+                    "-g", str(fps), "-bf", "0", *tag, "-movflags", FRAGMENTED, str(path)], check=True, timeout=60)
     return path
 
 
-class FolderRecordings:
-    """A ``RecordingReader`` over files a test put in ``root``."""
+class RecordedFiles:
+    """A real recording store in ``root``, filled with files made by ffmpeg."""
 
     def __init__(self, root: Path):
-        self.root = root.resolve()
-        self.clips: Dict[str, ClipInfo] = {}
-        self.segment_list: List[SegmentInfo] = []
-        self.exports = 0
+        self.store = RecordingStore(root)
+        self.root = Path(root).resolve()
 
-    def add_clip(self, event_id: str, camera_id: str, start: float, relative: str, seconds: float) -> ClipInfo:
-        path = self.root / relative
-        if not path.exists():
-            make_fmp4(path, seconds)
-        info = ClipInfo(event_id, camera_id, start, start + seconds, path.stat().st_size, relative, True)
-        self.clips[event_id] = info
-        return info
+    def add_clip(self, event_id: str, camera_id: str, start: float, seconds: float) -> ClipInfo:
+        make_fmp4(self.root / self.store.clip_path(camera_id, event_id, 0), seconds, start_wall=start)
+        self.store.reconcile()
+        clip = self.store.clip(event_id)
+        assert clip is not None, f"the store did not index the clip of {event_id}"
+        return clip
 
     def add_segment(self, camera_id: str, start: float, seconds: float) -> SegmentInfo:
-        relative = f"{camera_id}/{int(start)}.mp4"
-        path = make_fmp4(self.root / relative, seconds)
-        info = SegmentInfo(camera_id, start, start + seconds, path.stat().st_size, relative)
-        self.segment_list.append(info)
-        return info
+        relative = self.store.segment_path(camera_id, start)
+        make_fmp4(self.root / relative, seconds, start_wall=start)
+        self.store.reconcile()
+        return next(s for s in self.store.segments(camera_id, start, start + seconds) if s.path == relative)
 
-    # -- RecordingReader ----------------------------------------------------------------------
-    def clip(self, event_id: str) -> Optional[ClipInfo]:
-        return self.clips.get(event_id)
+    def clip_bytes(self, event_id: str) -> bytes:
+        clip = self.store.clip(event_id)
+        assert clip is not None
+        return self.store.resolve(clip.path).read_bytes()
 
-    def segments(self, camera_id: Optional[str], start: float, end: float) -> List[SegmentInfo]:
-        return sorted((s for s in self.segment_list
-                       if (camera_id is None or s.camera_id == camera_id) and s.end > start and s.start < end),
-                      key=lambda s: (s.start, s.camera_id))
-
-    def resolve(self, relative_path: str) -> Path:
-        path = (self.root / relative_path).resolve()
-        if self.root not in path.parents:
-            raise ValueError(f"{relative_path!r} is outside the recording directory")
-        return path
-
-    def export(self, camera_id: str, start: float, end: float, out: Path) -> Optional[Path]:
-        chosen = self.segments(camera_id, start, end)
-        if not chosen:
-            return None
-        self.exports += 1
-        listing = out.with_suffix(".txt")
-        listing.write_text("".join(f"file '{self.resolve(s.path)}'\n" for s in chosen))
-        subprocess.run([require_tool("ffmpeg"), "-v", "error", "-y", "-f", "concat", "-safe", "0", "-i", str(listing),
-                        "-c", "copy", "-movflags", "+faststart", str(out)], check=True, timeout=60)
-        listing.unlink()
-        return out
+    def close(self) -> None:
+        self.store.close()
