@@ -40,6 +40,7 @@ def recording_api(tmp_path_factory, model_path, bus_jpg):
     folder = tmp_path_factory.mktemp("recording-api")
     config = parse_config(merge_patch(copy.deepcopy(BASE_CONFIG), {
         "model": {"path": str(model_path)}, "api": {"token": TOKEN},
+        "record": {"events": {"enabled": True}, "continuous": {"enabled": True}},
         "cameras": [{"id": "front", "source": "test://bars"}]}))
     service = InMemoryService(config, folder / "config.yaml")
     changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(folder / "config.yaml"),
@@ -65,6 +66,24 @@ def recording_api(tmp_path_factory, model_path, bus_jpg):
     server.stop(timeout_s=5)
     service.close()
     files.close()
+
+
+@pytest.fixture
+def make_page_without_recording(driver, console, tmp_path, model_path, bus_jpg):
+    config = parse_config(merge_patch(copy.deepcopy(BASE_CONFIG), {
+        "model": {"path": str(model_path)}, "api": {"token": TOKEN}, "cameras": [{"id": "front", "source": "test://bars"}]}))
+    service = InMemoryService(config, tmp_path / "config.yaml")
+    changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(tmp_path / "config.yaml"),
+                            listening_hosts=request_listening_hosts)
+    import cv2
+
+    from tests.api.conftest import bus_detections
+    service.publish("front", cv2.imread(str(bus_jpg)), bus_detections())
+    server = ApiServer(create_app(service, config_changes=changes), "127.0.0.1", 0)
+    server.start()
+    yield Dashboard(driver, server.url, console, None).open(TOKEN)
+    server.stop(timeout_s=5)
+    service.close()
 
 
 @pytest.fixture
@@ -122,3 +141,12 @@ def test_the_camera_timeline_plays_a_chosen_time(page):
     assert page.find("#rec-download").is_displayed()
     assert page.find_all("#rec-timeline .cursor")
     page.screenshot("recordings.png", "#recordings")
+
+
+def test_without_recording_the_card_says_so_and_asks_nothing(driver, console, make_page_without_recording):
+    page = make_page_without_recording
+    page.view_live("front")
+    page.wait(lambda _d: "Nothing is recorded" in page.find("#rec-note").text, "the card to say nothing is recorded", 30)
+    asked = page.driver.execute_script("return performance.getEntriesByType('resource').map((e) => e.name)"
+                                       ".filter((n) => n.includes('/api/v1/recordings') || n.includes('/clip'));")
+    assert asked == []

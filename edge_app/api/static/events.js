@@ -163,9 +163,11 @@
     viewerEventId = id;
     $("event-video").poster = viewerUrl;
     $("event-clip-note").textContent = "";
-    // has_clip: false says there is none (recording off, or none kept); an appliance from before
-    // clips does not say, and answers the request with 404 and why.
-    if (e.has_clip !== false) openClip(id).catch(app.handleError);
+    // has_clip says whether there is one; an event stored before clips existed does not say, and
+    // is asked about only while something is recorded (else there is nothing to ask).
+    if (e.has_clip === true || (e.has_clip === undefined && L.recordingOn(app.config()))) {
+      openClip(id).catch(app.handleError);
+    }
     const viewer = $("event-viewer");
     if (!viewer.open) viewer.showModal();
   }

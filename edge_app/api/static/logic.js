@@ -245,6 +245,26 @@
     return new Date(seconds * 1000).toLocaleString();
   }
 
+  // What a camera records by the configuration ({events, continuous}, each camera's own choice
+  // before the record section's); null for an appliance whose configuration has no record section.
+  function cameraRecording(config, cameraId) {
+    const record = config && config.record;
+    if (!isObject(record)) return null;
+    const camera = ((config.cameras || []).find((cam) => cam.id === cameraId)) || {};
+    const own = camera.record || {};
+    const pick = (mine, all) => (mine === null || mine === undefined ? all === true : mine === true);
+    return { events: pick(own.enabled, (record.events || {}).enabled),
+             continuous: pick(own.continuous, (record.continuous || {}).enabled) };
+  }
+
+  // Whether the appliance has recordings to ask for: some camera records clips or segments.
+  function recordingOn(config) {
+    return ((config && config.cameras) || []).some((cam) => {
+      const what = cameraRecording(config, cam.id);
+      return what !== null && (what.events || what.continuous);
+    });
+  }
+
   // The recordings of [fromS, toS] as spans of a timeline: segments less than gapS apart are one
   // span; left and width are fractions of the timeline, start and end Unix seconds.
   function timelineSpans(segments, fromS, toS, gapS) {
@@ -281,6 +301,6 @@
     toPixel, toNormalised, clickToNormalised, parseLabels, buildArea, drawingProblem, areaPatch,
     areaRemovalPatch, cameraAreas, problemMessages, eventsQuery, snapshotKey, countRows, lineGeometry,
     lineSide, numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
-    cameraToView, timelineSpans, playRange,
+    cameraToView, timelineSpans, playRange, cameraRecording, recordingOn,
   };
 })();

@@ -39,8 +39,22 @@
     $("rec-timeline").dataset.spans = String(spans.length);
   }
 
+  // Asked only while the appliance records something: otherwise there is nothing to list, and
+  // the card says so instead of asking.
+  function recordingNote() {
+    if (L.recordingOn(app.config())) return null;
+    return "Nothing is recorded on this appliance (record in the configuration).";
+  }
+
   async function refresh() {
     if (!camera) return;
+    const off = recordingNote();
+    if (off) {
+      spans = [];
+      $("rec-note").textContent = off;
+      render();
+      return;
+    }
     const wanted = ++generation;
     const toS = Math.floor(Date.now() / 1000), fromS = toS - DAY_S;
     const result = await app.api("api/v1/recordings?camera=" + encodeURIComponent(camera) + "&from=" + fromS + "&to=" + toS);
@@ -96,6 +110,9 @@
 
   return {
     live: setCamera,
+    config() {
+      if (camera) refresh().catch(app.handleError);
+    },
     stop() {
       setCamera(null);
     },
