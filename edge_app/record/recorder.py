@@ -12,18 +12,17 @@ import errno
 import logging
 import queue
 import shutil
-import sqlite3
 import threading
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional
 
 from edge_app.capture.packets import RECORDABLE_CODECS, EncodedPacket, StreamInfo
 from edge_app.config.schema_record import RecordSettings
-from edge_app.record.index import FileRow
+from edge_app.record.files import CameraFiles, ClipKey
 from edge_app.record.mp4 import Fmp4Writer, WriteError, compatible
 from edge_app.record.retention import MB, reserve_reason
 from edge_app.record.ring import PreRollRing
-from edge_app.record.store import RecordingStore, row_to_clip
+from edge_app.record.store import RecordingStore
 from edge_app.record.types import CameraRecordingStatus, ClipInfo
 
 log = logging.getLogger(__name__)
@@ -35,6 +34,12 @@ ENOSPC_MARGIN_BYTES = 1 * MB
 _STOP = object()
 
 
+def _decode_wall(info: StreamInfo, packet: EncodedPacket) -> float:
+    """When the packet is due for decoding: every frame shown at or before it has come before it
+    in decode order (B-frames arrive after the later frame they refer to)."""
+    return packet.wall_ts - float((packet.pts - packet.dts) * info.time_base)
+
+
 @dataclass
 class _Clip:
     """An event's clip while it is written: the writer of its current part, if any."""
@@ -44,6 +49,11 @@ class _Clip:
     end_deadline: Optional[float] = None  # end + post_s once the event ended
     part: int = -1
     writer: Optional[Fmp4Writer] = None
+    waiting: bool = True  # the recorder has not yet seen packets up to start - pre_s
+
+
+def _key(clip: Optional[_Clip]) -> ClipKey:
+    return None if clip is None else (clip.event_id, clip.part)
 
 
 class CameraRecorder:
@@ -57,7 +67,6 @@ class CameraRecorder:
         self.settings = settings
         self.camera_id = settings.camera_id
         self.reserve_bytes = reserve_bytes
-        self._on_clip = on_clip
         self._free_bytes = free_bytes or (lambda: shutil.disk_usage(self.store.folder).free)
         self._packets: "queue.Queue" = queue.Queue(maxsize=queue_packets)
         self._orders: "queue.SimpleQueue" = queue.SimpleQueue()
@@ -68,7 +77,7 @@ class CameraRecorder:
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()  # guards the figures status() reads
         self._dropped = 0
-        self._bytes_done = 0
+        self._files = CameraFiles(store, self.camera_id, on_clip)
         self._unavailable: Optional[str] = None
         self._paused: Optional[str] = None
         self._enospc = False
@@ -127,13 +136,18 @@ class CameraRecorder:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Write what is queued, finish every file (complete), end the thread."""
-        self._orders.put(("stop",))
         try:
-            self._packets.put(("wake",), timeout=timeout_s)
+            self._packets.put(("stop",), timeout=timeout_s)  # after what is queued: it is written first
         except queue.Full:
-            pass
+            self._orders.put(("stop",))  # the thread is stuck: finish without the rest
         if self._thread is not None:
             self._thread.join(timeout_s)
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until everything queued so far is handled; False on timeout."""
+        done = self._packets.all_tasks_done
+        with done:
+            return done.wait_for(lambda: self._packets.unfinished_tasks == 0, timeout_s)
 
     def status(self) -> CameraRecordingStatus:
         with self._lock:
@@ -142,7 +156,7 @@ class CameraRecorder:
                 camera_id=self.camera_id, events_enabled=self.settings.events_enabled,
                 continuous_enabled=self.settings.continuous_enabled,
                 recording=bool(self._writers()) and self._paused is None, unavailable=self._unavailable,
-                paused=self._paused, bytes_written=self._bytes_done + current, packets_dropped=self._dropped)
+                paused=self._paused, bytes_written=self._files.bytes_done + current, packets_dropped=self._dropped)
 
     def _writers(self) -> List[Fmp4Writer]:
         found = [c.writer for c in list(self._clips.values()) if c.writer is not None]
@@ -154,15 +168,17 @@ class CameraRecorder:
         info: Optional[StreamInfo] = None
         while True:
             item = self._packets.get()
-            if not self._apply_orders():
-                break
-            kind = item[0]
-            if kind == "opened":
-                info = item[1]
-            elif kind == "closed":
-                info = None  # packets until the next stream_opened have no stream to belong to
-            elif kind == "packet" and info is not None:
-                self._handle(info, item[1])
+            try:
+                if not self._apply_orders() or item[0] == "stop":
+                    break
+                if item[0] == "opened":
+                    info = item[1]
+                elif item[0] == "closed":
+                    info = None  # packets until the next stream_opened have no stream to belong to
+                elif item[0] == "packet" and info is not None:
+                    self._handle(info, item[1])
+            finally:
+                self._packets.task_done()
         self._finish_all()
 
     def _apply_orders(self) -> bool:
@@ -184,7 +200,7 @@ class CameraRecorder:
                 clip = self._clips.pop(order[1], None)
                 if clip is not None and clip.writer is not None:
                     self._close(clip.writer, None)
-                self._guard(lambda: self.store.delete_event(order[1]))
+                self._files.guard(lambda: self.store.delete_event(order[1]))
             elif name == "settings":
                 self._apply_settings(order[1])
 
@@ -206,7 +222,9 @@ class CameraRecorder:
         if packet.keyframe:
             self._check_disk()
         for clip in list(self._clips.values()):
-            if clip.end_deadline is not None and packet.wall_ts > clip.end_deadline:
+            if clip.waiting:
+                self._catch_up(clip, packet.wall_ts)
+            elif clip.end_deadline is not None and _decode_wall(info, packet) > clip.end_deadline:
                 self._end_clip(clip)
             else:
                 self._feed_clip(clip, info, packet)
@@ -220,7 +238,21 @@ class CameraRecorder:
             return
         clip = _Clip(event_id=event_id, start_ts=start_ts)
         self._clips[event_id] = clip
-        for held_info, held in list(self._ring.since(start_ts - self.settings.pre_s)):
+        self._catch_up(clip, self._ring.newest_wall())
+
+    def _catch_up(self, clip: _Clip, newest_wall: Optional[float]) -> None:
+        """Start the clip from the ring once the packets of start - pre_s have arrived.
+
+        The order may come before the packets of its time when this thread lags behind the
+        camera; starting right away would take an older keyframe than the one the clip needs.
+        """
+        if newest_wall is None or newest_wall < clip.start_ts - self.settings.pre_s:
+            return
+        clip.waiting = False
+        for held_info, held in list(self._ring.since(clip.start_ts - self.settings.pre_s)):
+            if clip.end_deadline is not None and _decode_wall(held_info, held) > clip.end_deadline:
+                self._end_clip(clip)
+                return
             self._feed_clip(clip, held_info, held)
 
     def _feed_clip(self, clip: _Clip, info: StreamInfo, packet: EncodedPacket) -> None:
@@ -244,9 +276,9 @@ class CameraRecorder:
             writer = clip.writer = self._open(path, info, packet)
             if writer is None:
                 return
-            self._index(writer, clip, "started")
+            self._files.index(writer, _key(clip), "started")
         if self._write(writer, info, packet) and packet.keyframe:
-            self._index(writer, clip, "progressed")
+            self._files.index(writer, _key(clip), "progressed")
 
     def _end_clip(self, clip: _Clip) -> None:
         self._clips.pop(clip.event_id, None)
@@ -272,9 +304,9 @@ class CameraRecorder:
             if writer is None:
                 return
             self._segment_path = path
-            self._index(writer, None, "started")
+            self._files.index(writer, None, "started")
         if self._write(writer, info, packet) and packet.keyframe:
-            self._index(writer, None, "progressed")
+            self._files.index(writer, None, "progressed")
 
     def _close_segment(self) -> None:
         if self._segment is not None:
@@ -282,9 +314,6 @@ class CameraRecorder:
             self._segment = None
 
     # ---- files, index and the disk --------------------------------------------------------------
-
-    def _relative(self, writer: Fmp4Writer) -> str:
-        return writer.path.relative_to(self.store.folder).as_posix()
 
     def _open(self, path: str, info: StreamInfo, packet: EncodedPacket) -> Optional[Fmp4Writer]:
         try:
@@ -305,37 +334,9 @@ class CameraRecorder:
             return False
 
     def _close(self, writer: Fmp4Writer, clip: Optional[_Clip]) -> None:
-        try:
-            writer.close()
-        except WriteError as err:
-            log.warning("%s", err)  # the file plays up to its last complete fragment
-            if err.errno == errno.ENOSPC:
-                self._pause_for_enospc(err)
-        with self._lock:
-            self._bytes_done += writer.bytes
-        self._index(writer, clip, "finished")
-
-    def _index(self, writer: Fmp4Writer, clip: Optional[_Clip], stage: str) -> None:
-        complete = stage == "finished"
-        end = writer.start_wall + writer.duration_s
-        if clip is None:
-            row = FileRow(self._relative(writer), "segment", self.camera_id, None, 0, writer.start_wall, end,
-                          writer.bytes, complete)
-        else:
-            row = FileRow(self._relative(writer), "clip", self.camera_id, clip.event_id, clip.part,
-                          writer.start_wall, end, writer.bytes, complete)
-        self._guard(lambda: getattr(self.store, stage)(row))
-        if clip is not None and self._on_clip is not None:
-            try:
-                self._on_clip(row_to_clip(row))
-            except Exception:  # a listener's bug must not stop recording
-                log.exception("on_clip listener failed for %s", row.path)
-
-    def _guard(self, action) -> None:
-        try:
-            action()
-        except sqlite3.Error as err:  # a full disk fails the index too; the files stay the truth
-            log.warning("recording index of %s not updated: %s", self.camera_id, err)
+        failure = self._files.finish(writer, _key(clip))
+        if failure is not None and failure.errno == errno.ENOSPC:
+            self._pause_for_enospc(failure)
 
     def _write_failed(self, err: WriteError) -> None:
         if err.errno == errno.ENOSPC:

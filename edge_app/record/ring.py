@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Deque, Iterator, List, Tuple
+from typing import Deque, Iterator, List, Optional, Tuple
 
 from edge_app.capture.packets import EncodedPacket, StreamInfo
 
@@ -36,6 +36,7 @@ class PreRollRing:
         self.max_bytes = max_bytes
         self._gops: Deque[_Gop] = deque()
         self._bytes = 0
+        self._newest = float("-inf")
         self.dropped_for_bytes = 0
 
     @property
@@ -48,6 +49,7 @@ class PreRollRing:
     def clear(self) -> None:
         self._gops.clear()
         self._bytes = 0
+        self._newest = float("-inf")
 
     def add(self, info: StreamInfo, packet: EncodedPacket) -> None:
         """One packet in decode order; packets before a connection's first keyframe are dropped."""
@@ -59,7 +61,8 @@ class PreRollRing:
         gop.entries.append((info, packet))
         gop.bytes += len(packet.data)
         self._bytes += len(packet.data)
-        self._trim(packet.wall_ts)
+        self._newest = max(self._newest, packet.wall_ts)  # B-frames come after the later frame they refer to
+        self._trim(self._newest)
 
     def _trim(self, now_wall: float) -> None:
         # The front GOP may go when the next one still starts at or before now - pre_s.
@@ -80,6 +83,10 @@ class PreRollRing:
                 start = index
         for gop in list(self._gops)[start:]:
             yield from gop.entries
+
+    def newest_wall(self) -> Optional[float]:
+        """Wall-clock time of the newest packet held; None when empty."""
+        return self._newest if self._gops else None
 
     def span_s(self) -> float:
         """Seconds from the oldest packet held to the newest."""

@@ -16,9 +16,11 @@ import re
 import shutil
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from edge_app.record.mp4 import trim_torn_tail
 from edge_app.record.index import INDEX_NAME, FileRow, RecordingIndex
 from edge_app.record.reading import probe_span, read_packets
 from edge_app.record.retention import DiskUsage, RetentionPlan, RetentionPolicy, plan_retention
@@ -125,6 +127,10 @@ class RecordingStore:
             self._writing.pop(row.path, None)
         self.index.upsert(row)
 
+    def forget_writing(self, path: str) -> None:
+        with self._lock:
+            self._writing.pop(path, None)
+
     def is_writing(self, path: str) -> bool:
         with self._lock:
             return path in self._writing
@@ -203,6 +209,10 @@ class RecordingStore:
             known = indexed.get(path)
             if known is not None and known.bytes == row.bytes and known.complete:
                 continue
+            cut = trim_torn_tail(self.folder / path)  # a crash may leave half a fragment
+            if cut:
+                log.info("%s: %d bytes of an unfinished fragment cut", path, cut)
+                row = replace(row, bytes=row.bytes - cut)
             fallback = _segment_start(path.rsplit("/", 1)[-1]) or 0.0
             span = probe_span(self.folder / path, fallback_start=fallback)
             if span is None:

@@ -1,0 +1,131 @@
+"""Event clips and continuous segments written from real H.264 and H.265 packets, checked with ffprobe."""
+from __future__ import annotations
+
+import pytest
+
+from edge_app.record.store import RecordingStore
+from tests.record.feeding import record, settings
+from tests.record.media import BASE_WALL, FRAME_S, GOP_S, due_wall, ffprobe, shifted
+
+
+def _started(event_id, at):
+    return lambda rec: rec.event_started(event_id, "cam1", at)
+
+
+def _ended(event_id, at):
+    return lambda rec: rec.event_ended(event_id, at)
+
+
+@pytest.mark.parametrize("pre_s, post_s, start_off, end_off", [
+    (2.0, 1.0, 5.0, 7.0),
+    (5.0, 2.0, 6.5, 8.2),
+    (0.0, 0.0, 4.3, 5.1),
+    (3.0, 1.5, 1.0, 3.0),   # the pre-roll reaches back before the stream's start: from its first keyframe
+])
+def test_event_clip_covers_the_event(tmp_path, stream, codec, pre_s, post_s, start_off, end_off):
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    start, end = BASE_WALL + start_off, BASE_WALL + end_off
+    recorder, seen = record(store, settings(pre_s=pre_s, post_s=post_s), [(info, packets)],
+                            {start: [_started("ev1", start)], end: [_ended("ev1", end)]})
+    clip = store.clip("ev1")
+    assert clip is not None and clip.complete and clip.part == 0
+    probe = ffprobe(store.resolve(clip.path))
+    assert probe.errors == "" and probe.codec == codec
+    assert probe.tag == ("hvc1" if codec == "hevc" else "avc1")
+    first_wall = clip.start
+    last_wall = clip.start + (probe.last_s - probe.first_s)
+    wanted_first = max(BASE_WALL, start - pre_s)
+    assert wanted_first - GOP_S - 1e-6 <= first_wall <= wanted_first + 1e-6
+    assert last_wall >= end + post_s - FRAME_S - 1e-6
+    assert last_wall <= end + post_s + 6 * FRAME_S + 1e-6  # and the B-frames' reordering delay
+    assert [c.complete for c in seen][-1] is True and seen[0].complete is False
+    assert store.clips("ev1") == [clip]
+    assert recorder.status().packets_dropped == 0
+
+
+def test_a_long_event_continues_in_parts_without_losing_a_frame(tmp_path, stream):
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    start, end = BASE_WALL + 2.0, BASE_WALL + 10.0
+    record(store, settings(pre_s=1.0, post_s=1.0, max_s=3.0), [(info, packets)],
+           {start: [_started("ev1", start)], end: [_ended("ev1", end)]})
+    parts = store.clips("ev1")
+    assert [p.part for p in parts] == list(range(len(parts))) and len(parts) == 4
+    frames = 0
+    for before, after in zip(parts, parts[1:]):
+        assert after.start == pytest.approx(before.end, abs=FRAME_S + 1e-6)  # each part starts where the last ended
+    for part in parts:
+        probe = ffprobe(store.resolve(part.path))
+        assert probe.errors == "" and part.duration_s <= 3.0 + GOP_S
+        frames += probe.frames
+    # every packet in decode order from the first keyframe up to the first one due after end + post_s
+    first = next(i for i, p in enumerate(packets) if p.keyframe and abs(p.wall_ts - parts[0].start) < 1e-3)
+    after = next(i for i, p in enumerate(packets) if due_wall(p, info) > end + 1.0)
+    assert frames == after - first
+
+
+def test_a_reconnect_gives_a_gap_not_a_broken_file(tmp_path, stream):
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    first, second = packets[:150], packets[:150]
+    later = shifted(second, pts_offset=-987_654, wall_offset_s=7.0)  # its own pts origin, 2 s after the first ended
+    start, end = BASE_WALL + 3.0, BASE_WALL + 9.0
+    record(store, settings(pre_s=1.0, post_s=0.5), [(info, first), (info.__class__(**info.__dict__), later)],
+           {start: [_started("ev1", start)], end: [_ended("ev1", end)]})
+    clip = store.clip("ev1")
+    probe = ffprobe(store.resolve(clip.path))
+    assert probe.errors == ""
+    # 2 s of the first connection, a 2 s gap, 2.5 s of the second: the timeline follows the wall clock
+    assert probe.last_s - probe.first_s == pytest.approx(9.5 - 2.0, abs=6 * FRAME_S)  # B-frames may show up to 5 frames after they are due
+    assert probe.frames == len([p for p in first if p.wall_ts >= BASE_WALL + 2.0]) + len(
+        [p for p in later if due_wall(p, info) <= end + 0.5])
+
+
+@pytest.mark.parametrize("segment_s", [3.0, 5.0])
+def test_continuous_segments_start_at_keyframes_and_cover_the_stream(tmp_path, stream, segment_s):
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    record(store, settings(events=False, continuous=True, segment_s=segment_s), [(info, packets)])
+    segments = store.segments("cam1", BASE_WALL - 1, BASE_WALL + 100)
+    assert segments[0].path == "cam1/20231114T221320Z.mp4"
+    assert segments[0].start == BASE_WALL
+    frames = 0
+    for segment in segments:
+        probe = ffprobe(store.resolve(segment.path))
+        assert probe.errors == ""
+        assert probe.duration_s <= segment_s + GOP_S + 1e-6
+        frames += probe.frames
+    assert frames == len(packets)
+    assert sum(s.bytes for s in segments) > sum(len(p.data) for p in packets)
+    assert store.segments("cam1", BASE_WALL + 100, BASE_WALL + 200) == []
+    assert store.segments("other", BASE_WALL - 1, BASE_WALL + 100) == []
+
+
+def test_a_deleted_event_loses_its_clip(tmp_path, stream):
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    start = BASE_WALL + 3.0
+    record(store, settings(), [(info, packets)], {
+        start: [_started("ev1", start), _started("ev2", start)],
+        start + 1: [_ended("ev1", start + 1), _ended("ev2", start + 1)],
+        start + 3: [lambda rec: rec.event_deleted("ev1")]})
+    assert store.clip("ev1") is None and not (store.folder / "cam1/events/ev1.mp4").exists()
+    assert store.clip("ev2") is not None
+
+
+def test_events_of_other_cameras_and_disabled_clips_write_nothing(tmp_path, stream):
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    start = BASE_WALL + 3.0
+    record(store, settings(), [(info, packets)],
+           {start: [lambda rec: rec.event_started("ev1", "cam2", start)]})
+    record(store, settings(events=False), [(info, packets)], {start: [_started("ev2", start)]})
+    assert store.index.all() == []
+
+
+def test_a_source_without_packets_says_why(tmp_path):
+    store = RecordingStore(tmp_path / "rec")
+    recorder, _ = record(store, settings(), [])
+    recorder.unavailable("test:// has no compressed stream")
+    assert recorder.status().unavailable == "recording unavailable: test:// has no compressed stream"

@@ -1,0 +1,58 @@
+"""The pre-roll ring holds at most pre_s plus one GOP, in whole GOPs, and stays within its bytes."""
+from __future__ import annotations
+
+import pytest
+
+from edge_app.record.ring import PreRollRing
+from tests.record.media import GOP_S, shifted
+
+
+@pytest.mark.parametrize("pre_s", [0.0, 0.5, 1.0, 2.5, 5.0])
+def test_ring_holds_pre_s_plus_at_most_one_gop(stream, pre_s):
+    info, packets = stream
+    ring = PreRollRing(pre_s)
+    newest = float("-inf")
+    for packet in packets:
+        ring.add(info, packet)
+        newest = max(newest, packet.wall_ts)  # B-frames arrive after the later frame they refer to
+        held = list(ring.since(float("-inf")))
+        assert held[0][1].keyframe
+        span = newest - held[0][1].wall_ts
+        reached = newest - packets[0].wall_ts
+        assert span >= min(pre_s, reached) - 1e-6  # it reaches back pre_s (once the stream is that old)
+        assert span <= pre_s + GOP_S + 1e-6  # and no more than one GOP further
+
+
+@pytest.mark.parametrize("offset_s, expected_start_s", [(4.5, 4.0), (4.0, 4.0), (3.99, 3.0), (-100.0, 3.0)])
+def test_since_starts_at_the_last_keyframe_at_or_before(stream, offset_s, expected_start_s):
+    info, packets = stream
+    ring = PreRollRing(2.0)
+    base = packets[0].wall_ts
+    for packet in packets[:int(5.5 * 30)]:
+        ring.add(info, packet)
+    first = next(iter(ring.since(base + offset_s)))[1]
+    assert first.keyframe and first.wall_ts - base == pytest.approx(expected_start_s, abs=1e-6)
+
+
+def test_ring_bytes_are_bounded_in_whole_gops(stream):
+    info, packets = stream
+    gop_bytes = max(sum(len(p.data) for p in packets[i:i + 30]) for i in range(0, len(packets), 30))
+    ring = PreRollRing(60.0, max_bytes=2 * gop_bytes)
+    for packet in packets:
+        ring.add(info, packet)
+        assert ring.bytes <= 3 * gop_bytes  # the limit plus the GOP being received
+        assert next(iter(ring.since(float("-inf"))))[1].keyframe
+    assert ring.dropped_for_bytes > 0
+
+
+def test_packets_before_a_connections_first_keyframe_are_not_kept(stream):
+    info, packets = stream
+    ring = PreRollRing(5.0)
+    for packet in packets[5:40]:  # joins mid-GOP: nothing until the keyframe at frame 30
+        ring.add(info, packet)
+    assert [p.keyframe for _, p in ring.since(float("-inf"))][:1] == [True]
+    assert len(ring) == 10
+    other = info.__class__(**info.__dict__)  # a reconnect: its packets wait for its own keyframe
+    for packet in shifted(packets[3:10], 0, 2.0):
+        ring.add(other, packet)
+    assert len(ring) == 10

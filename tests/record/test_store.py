@@ -1,0 +1,96 @@
+"""The recording folder: no path outside it can be named, the index follows the files, export."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from edge_app.record.store import RecordingStore
+from tests.record.feeding import record, settings
+from tests.record.media import BASE_WALL, GOP_S, ffprobe
+
+
+@pytest.fixture()
+def recorded(tmp_path, stream):
+    """A store with 4 s segments of the whole stream and one event clip."""
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    start = BASE_WALL + 5.0
+    record(store, settings(continuous=True, segment_s=4.0), [(info, packets)],
+           {start: [lambda r: r.event_started("ev1", "cam1", start)],
+            start + 1: [lambda r: r.event_ended("ev1", start + 1)]})
+    return store
+
+
+@pytest.mark.parametrize("path", [
+    "../outside.mp4", "cam1/../../outside.mp4", "/etc/passwd", "cam1//x.mp4", "./cam1/x.mp4", "",
+    "cam1/events/../../../x.mp4", "index.sqlite3", "cam1\\..\\..\\x.mp4", "cam1/x.mp4\x00.jpg",
+    "link/secret.mp4", "cam1/events/evil.mp4",
+])
+def test_no_path_outside_the_folder_can_be_named(tmp_path, path):
+    store = RecordingStore(tmp_path / "rec")
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (outside / "secret.mp4").write_bytes(b"x")
+    (store.folder / "link").symlink_to(outside)
+    (store.folder / "cam1" / "events").mkdir(parents=True)
+    (store.folder / "cam1" / "events" / "evil.mp4").symlink_to(outside / "secret.mp4")
+    with pytest.raises(ValueError):
+        store.resolve(path)
+
+
+def test_paths_from_reports_resolve(recorded):
+    for segment in recorded.segments("cam1", 0, 2e9):
+        assert recorded.resolve(segment.path).is_file()
+    assert recorded.resolve(recorded.clip("ev1").path).is_file()
+
+
+@pytest.mark.parametrize("event_id", ["../x", "a/b", "..", ".hidden", "x__p1", "", "a" * 300])
+def test_event_ids_that_cannot_name_a_file_are_refused(tmp_path, event_id):
+    with pytest.raises(ValueError):
+        RecordingStore(tmp_path / "rec").clip_path("cam1", event_id, 0)
+
+
+def test_the_index_is_rebuilt_from_the_files(recorded):
+    before = {row.path: row for row in recorded.index.all()}
+    victim = recorded.segments("cam1", 0, 2e9)[1].path
+    recorded.resolve(victim).unlink()  # a file gone behind the index's back
+    os.remove(recorded.folder / "index.sqlite3")
+    for extra in ("index.sqlite3-wal", "index.sqlite3-shm"):
+        if (recorded.folder / extra).exists():
+            os.remove(recorded.folder / extra)
+    recorded.close()
+    again = RecordingStore(recorded.folder)
+    assert again.index.all() == []
+    again.reconcile()
+    after = {row.path: row for row in again.index.all()}
+    assert set(after) == set(before) - {victim}
+    for path, row in after.items():
+        assert row.start == pytest.approx(before[path].start, abs=1e-3)
+        assert row.end == pytest.approx(before[path].end, abs=0.05)
+        assert row.bytes == before[path].bytes and row.complete
+
+
+def test_reconcile_drops_rows_without_files_and_keeps_what_agrees(recorded):
+    clip = recorded.clip("ev1")
+    recorded.resolve(clip.path).unlink()
+    assert recorded.reconcile() == 1
+    assert recorded.clip("ev1") is None
+    assert recorded.reconcile() == 0
+
+
+@pytest.mark.parametrize("start_off, end_off", [(0.0, 12.0), (2.5, 9.3), (3.9, 4.1), (7.0, 30.0)])
+def test_export_joins_segments_by_stream_copy(recorded, tmp_path, codec, start_off, end_off):
+    out = recorded.export("cam1", BASE_WALL + start_off, BASE_WALL + end_off, tmp_path / "export.mp4")
+    probe = ffprobe(out)
+    assert probe.errors == "" and probe.codec == codec
+    span = probe.last_s - probe.first_s
+    covered = min(end_off, 12.0) - start_off
+    assert covered - 0.1 <= span <= covered + GOP_S + 0.2
+
+
+def test_export_of_a_range_without_recordings_is_none(recorded, tmp_path):
+    assert recorded.export("cam1", BASE_WALL + 100, BASE_WALL + 200, tmp_path / "x.mp4") is None
+    assert recorded.export("cam9", BASE_WALL, BASE_WALL + 5, tmp_path / "x.mp4") is None
+    with pytest.raises(ValueError):
+        recorded.export("cam1", BASE_WALL + 5, BASE_WALL + 5, tmp_path / "x.mp4")
