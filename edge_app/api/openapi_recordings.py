@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict
 
 from edge_app.api.recording_params import MAX_EXPORT_S, MAX_LIST_S, TIME_PATTERN
-from edge_app.api.recordings import MAX_CONCURRENT_EXPORTS
+from edge_app.api.recordings import MAX_CONCURRENT_EXPORTS, MAX_PART
 from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG_HEX_CHARS
 
 Schema = Dict[str, Any]
@@ -61,6 +61,8 @@ def recording_paths(op: Op, event_id: Dict[str, Any]) -> Dict[str, Any]:
         _param("sig", "query", {"type": "string", "pattern": f"^[0-9a-f]{{{SIG_HEX_CHARS}}}$"},
                "Of a signed URL: HMAC-SHA256 of the path and the other parameters"),
     ]
+    part = _param("part", "query", {"type": "integer", "minimum": 0, "maximum": MAX_PART},
+                  "Which part of a clip longer than record.events.max_s (default 0: the one from the event's start)")
     download = _param("download", "query", {"type": "string", "enum": ["", "0", "1"]},
                       "1: answer with Content-Disposition: attachment (a download button)")
     ranged = {"206": dict(_mp4("The requested byte range (Range: bytes=...)"),
@@ -88,16 +90,18 @@ def recording_paths(op: Op, event_id: Dict[str, Any]) -> Dict[str, Any]:
     return {
         "/api/v1/events/{event_id}/clip.mp4": {
             "get": op("The event's clip (fragmented MP4, stream copy of the camera); seekable with Range; " + SIGNED_NOTE,
-                      {"200": _mp4("The whole clip"), **ranged, "400": _error("Not an event id, or download not 0 or 1"),
-                       "404": _error(f"Unknown event, it has no clip, or {off.lower()}")},
-                      "recordings", [event_id, download, *signature]),
+                      {"200": _mp4("The whole clip (or part)"), **ranged,
+                       "400": _error("Not an event id, or download or part out of range"),
+                       "404": _error(f"Unknown event, it has no clip (or no such part), or {off.lower()}")},
+                      "recordings", [event_id, part, download, *signature]),
         },
         "/api/v1/events/{event_id}/clip-url": {
             "post": op(f"A signed URL of the event's clip that works without the token for {DEFAULT_TTL_S} s "
                        f"(or ttl_s) and names only this clip",
-                       {"200": signed_answer, "400": bad_body, "404": _error(f"Unknown event, it has no clip, or {off.lower()}"),
+                       {"200": signed_answer, "400": _error(bad_body["description"] + ", or part out of range"),
+                        "404": _error(f"Unknown event, it has no clip (or no such part), or {off.lower()}"),
                         "413": _error("Body larger than api.max_body_bytes"), "415": _error("Body is not JSON")},
-                       "recordings", [event_id], body=ttl_body),
+                       "recordings", [event_id, part], body=ttl_body),
         },
         "/api/v1/recordings": {
             "get": op(f"Continuous-recording segments overlapping a range (default: the last day; at most "

@@ -28,7 +28,7 @@ from edge_app.api.json_body import read_json_body
 from edge_app.api.recording_params import TimeRange, time_range
 from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, sign
 from edge_app.config.schema import AppConfig
-from edge_app.record.types import RecordingReader
+from edge_app.record.types import ClipInfo, RecordingReader
 from edge_app.reporting.protocol import ApplianceService
 
 logger = logging.getLogger(__name__)
@@ -39,6 +39,8 @@ EXPORT_RETRY_AFTER_S = 5
 #: what a <video> element, the download button and the signed URLs may load without the token
 SIGNED_ENDPOINTS = frozenset({"recordings.clip", "recordings.export"})
 MP4 = "video/mp4"
+#: the largest part number of a clip (a clip continues in a new part every record.events.max_s)
+MAX_PART = 9999
 
 
 def _ttl_s() -> int:
@@ -63,6 +65,26 @@ def _download_flag() -> bool:
     raise ApiError(400, f"download must be 0 or 1, got {raw[:80]!r}")
 
 
+def _part() -> int:
+    """``part``: which part of a clip longer than record.events.max_s (0, the default: the first)."""
+    raw = request.args.get("part")
+    if raw in (None, ""):
+        return 0
+    if not raw.isascii() or not raw.isdigit() or not 0 <= int(raw) <= MAX_PART:
+        raise ApiError(400, f"part must be an integer from 0 to {MAX_PART}, got {raw[:80]!r}")
+    return int(raw)
+
+
+def _clip_part(store: RecordingReader, event_id: str, part: int) -> ClipInfo:
+    # The recording store lists an event's parts (``clips``); a reader without that has one part.
+    parts = list(getattr(store, "clips", lambda _event_id: [])(event_id))
+    for clip in parts:
+        if getattr(clip, "part", 0) == part:
+            return clip
+    raise ApiError(404, f"the clip of event {event_id!r} has no part {part} (it has {max(1, len(parts))}: "
+                        f"0 to {max(1, len(parts)) - 1})")
+
+
 def _send_mp4(path: Path, download_name: str, download: bool) -> Response:
     # conditional=True: Range (206 with Content-Range, 416 for an unsatisfiable range),
     # If-Range and Accept-Ranges; the body is a file wrapper read in blocks, not loaded.
@@ -82,13 +104,15 @@ def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], 
             raise ApiError(404, "recording is off on this appliance (record.events or record.continuous)")
         return found
 
-    def clip_file(event_id: str) -> Path:
+    def clip_file(event_id: str, part: int) -> Path:
         store = reader()
         clip = store.clip(checked_event_id(event_id))
         if clip is None:
             if service.event(event_id) is None:
                 raise ApiError(404, f"unknown event {event_id!r}")
             raise ApiError(404, f"event {event_id!r} has no clip")
+        if part:
+            clip = _clip_part(store, event_id, part)
         try:
             path = store.resolve(clip.path)
         except ValueError:
@@ -104,13 +128,15 @@ def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], 
 
     @bp.get("/api/v1/events/<event_id>/clip.mp4")
     def clip(event_id: str) -> Response:
-        download = _download_flag()
-        return _send_mp4(clip_file(event_id), f"{event_id}.mp4", download)
+        download, part = _download_flag(), _part()
+        name = f"{event_id}-part{part}.mp4" if part else f"{event_id}.mp4"
+        return _send_mp4(clip_file(event_id, part), name, download)
 
     @bp.post("/api/v1/events/<event_id>/clip-url")
     def clip_url(event_id: str) -> Response:
-        clip_file(event_id)
-        return signed(f"/api/v1/events/{event_id}/clip.mp4", {})
+        part = _part()
+        clip_file(event_id, part)
+        return signed(f"/api/v1/events/{event_id}/clip.mp4", {"part": str(part)} if part else {})
 
     @bp.get("/api/v1/recordings")
     def list_segments() -> Response:

@@ -125,6 +125,27 @@ def test_head_gives_the_size_without_the_body(recorded):
     assert response.headers["Content-Length"] == str(len(recorded.clip_bytes))
 
 
+def test_a_clip_longer_than_max_s_is_served_part_by_part(recorded, tmp_path):
+    recorded.files.add_clip(recorded.clip_id, "front", NOW - 305 + CLIP_S, 3, part=1)
+    second = recorded.files.clip_bytes(recorded.clip_id, part=1)
+    assert recorded.get(clip_path(recorded.clip_id), params={"part": "0"}).content == recorded.clip_bytes
+    response = recorded.get(clip_path(recorded.clip_id), params={"part": "1", "download": "1"})
+    assert response.status_code == 200 and response.content == second
+    assert f"{recorded.clip_id}-part1.mp4" in response.headers["Content-Disposition"]
+    saved = tmp_path / "part1.mp4"
+    saved.write_bytes(response.content)
+    assert clip_info(saved)["frames"] == 3 * 10
+    missing = recorded.get(clip_path(recorded.clip_id), params={"part": "2"})
+    assert missing.status_code == 404 and "has no part 2 (it has 2: 0 to 1)" in missing.json()["error"]
+    for bad in ("-1", "x", "10000", "1.0"):
+        assert recorded.get(clip_path(recorded.clip_id), params={"part": bad}).status_code == 400, bad
+    url = recorded.request("POST", f"/api/v1/events/{recorded.clip_id}/clip-url?part=1").json()["url"]
+    assert "part=1" in url
+    assert requests.get(recorded.url + url, timeout=10).content == second
+    assert requests.get(recorded.url + _with(url, part="0"), timeout=10).status_code == 403
+    assert recorded.request("POST", f"/api/v1/events/{recorded.clip_id}/clip-url?part=5").status_code == 404
+
+
 def test_no_clip_unknown_event_and_recording_off_are_404(recorded):
     no_clip = recorded.get(clip_path(recorded.other_id))
     assert no_clip.status_code == 404 and "has no clip" in no_clip.json()["error"]

@@ -39,11 +39,13 @@ class RecordedFiles:
         self.store = RecordingStore(root)
         self.root = Path(root).resolve()
 
-    def add_clip(self, event_id: str, camera_id: str, start: float, seconds: float) -> ClipInfo:
-        make_fmp4(self.root / self.store.clip_path(camera_id, event_id, 0), seconds, start_wall=start)
+    def add_clip(self, event_id: str, camera_id: str, start: float, seconds: float, part: int = 0) -> ClipInfo:
+        """Part ``part`` of the event's clip (0: the one from its start; more after record.events.max_s)."""
+        relative = self.store.clip_path(camera_id, event_id, part)
+        make_fmp4(self.root / relative, seconds, start_wall=start)
         self.store.reconcile()
-        clip = self.store.clip(event_id)
-        assert clip is not None, f"the store did not index the clip of {event_id}"
+        clip = next((c for c in self.store.clips(event_id) if c.path == relative), None)
+        assert clip is not None, f"the store did not index {relative}"
         return clip
 
     def add_segment(self, camera_id: str, start: float, seconds: float) -> SegmentInfo:
@@ -52,9 +54,8 @@ class RecordedFiles:
         self.store.reconcile()
         return next(s for s in self.store.segments(camera_id, start, start + seconds) if s.path == relative)
 
-    def clip_bytes(self, event_id: str) -> bytes:
-        clip = self.store.clip(event_id)
-        assert clip is not None
+    def clip_bytes(self, event_id: str, part: int = 0) -> bytes:
+        clip = next(c for c in self.store.clips(event_id) if c.part == part)
         return self.store.resolve(clip.path).read_bytes()
 
     def close(self) -> None:
