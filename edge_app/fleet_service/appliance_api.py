@@ -111,8 +111,9 @@ class ApplianceApi:
         except ValueError:
             raise ApplianceApiError(502, f"device {device_id!r} answered something that is not JSON") from None
 
-    def clip(self, device_id: str, event_id: str, headers: Mapping[str, str]) -> UpstreamAnswer:
-        return self.get(device_id, f"/api/v1/events/{quote(event_id, safe='')}/clip.mp4", {}, headers)
+    def clip(self, device_id: str, event_id: str, headers: Mapping[str, str], part: int = 0) -> UpstreamAnswer:
+        params = {"part": str(part)} if part else {}
+        return self.get(device_id, f"/api/v1/events/{quote(event_id, safe='')}/clip.mp4", params, headers)
 
 
 def _chunks(conn: http.client.HTTPConnection, response: http.client.HTTPResponse, device_id: str) -> Iterator[bytes]:

@@ -3,7 +3,8 @@
 - ``GET /api/v1/devices/<id>/events``: the events of one appliance, asked of its own API, each
   with ``clip_url``: the fleet's path of its clip, or null.
 - ``GET /api/v1/devices/<id>/events/<event_id>/clip.mp4``: the clip streamed through from the
-  appliance, Range and If-Range passed on (206, 416 come back as the appliance answers them).
+  appliance, Range and If-Range passed on (206, 416 come back as the appliance answers them);
+  ``?part=N`` for a clip longer than the appliance's record.events.max_s.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from edge_app.api.errors import ApiError
 from edge_app.api.events import checked_event_id, event_query
+from edge_app.api.recordings import MAX_PART
 from edge_app.fleet_service.appliance_api import ApplianceApi, ApplianceApiError, annotate_clips
 from edge_app.fleet_service.routes import DEVICE_ID
 
@@ -47,8 +49,11 @@ def clip_blueprint(appliances: ApplianceApi) -> Blueprint:
     def device_clip(device_id: str, event_id: str) -> Response:
         _device_id(device_id)
         checked_event_id(event_id)
+        part = request.args.get("part") or "0"
+        if not part.isascii() or not part.isdigit() or int(part) > MAX_PART:
+            raise ApiError(400, f"part must be an integer from 0 to {MAX_PART}, got {part[:80]!r}")
         try:
-            answer = appliances.clip(device_id, event_id, request.headers)
+            answer = appliances.clip(device_id, event_id, request.headers, int(part))
         except ApplianceApiError as err:
             raise ApiError(err.status, err.message) from None
         if answer.status not in (200, 206):

@@ -51,6 +51,8 @@ def appliance_api(tmp_path, model_path):
     server.start()
     server.clip_id, server.other_id = with_clip.id, without.id
     server.clip_bytes = files.clip_bytes(with_clip.id)
+    files.add_clip(with_clip.id, "front", with_clip.start_time + 4, 2, part=1)
+    server.second_part = files.clip_bytes(with_clip.id, part=1)
     yield server
     server.stop(timeout_s=5)
     service.close()
@@ -104,6 +106,11 @@ def test_the_fleet_streams_the_clip_with_ranges(fleet, appliance_api):
         assert part.content == data[first:last + 1]
     refused = get(fleet, clip_path(DEVICE, appliance_api.clip_id), Range=f"bytes={size}-")
     assert refused.status_code == 416 and refused.headers["Content-Range"] == f"bytes */{size}"
+    second = get(fleet, clip_path(DEVICE, appliance_api.clip_id) + "?part=1")
+    assert second.status_code == 200 and second.content == appliance_api.second_part
+    no_part = get(fleet, clip_path(DEVICE, appliance_api.clip_id) + "?part=7")
+    assert no_part.status_code == 404 and "has no part 7" in no_part.json()["error"]
+    assert get(fleet, clip_path(DEVICE, appliance_api.clip_id) + "?part=x").status_code == 400
 
 
 def test_what_the_fleet_cannot_fetch_says_why(fleet, appliance_api):
