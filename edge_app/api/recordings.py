@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict
 
 from flask import Blueprint, Response, jsonify, request, send_file
 from werkzeug.wsgi import ClosingIterator
