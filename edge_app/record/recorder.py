@@ -1,6 +1,5 @@
-"""One camera's recorder: the ``PacketSink`` its demuxer calls, and a thread ``record:<camera>``
-that keeps the pre-roll ring, writes event clips and continuous segments, and pauses when the
-disk runs low.
+"""One camera's recorder: the ``PacketSink`` its demuxer calls, and a thread ``record:<camera>`` that
+keeps the pre-roll ring, writes event clips and continuous segments, and pauses when the disk runs low.
 
 The capture thread only queues (a bounded queue; what does not fit is counted as dropped); the
 events side only queues orders (event started / ended / deleted). Everything else happens on
@@ -13,15 +12,16 @@ import logging
 import queue
 import shutil
 import threading
+import time
 from dataclasses import dataclass, replace
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Optional
 
 from edge_app.capture.packets import RECORDABLE_CODECS, EncodedPacket, StreamInfo
 from edge_app.config.schema_record import RecordSettings
 from edge_app.record.files import CameraFiles, ClipKey
 from edge_app.record.mp4 import Fmp4Writer, WriteError, compatible
-from edge_app.record.retention import MB, reserve_reason
-from edge_app.record.ring import PreRollRing
+from edge_app.record.retention import MB, ReserveGuard
+from edge_app.record.ring import PreRollRing, decode_wall
 from edge_app.record.store import RecordingStore
 from edge_app.record.types import CameraRecordingStatus, ClipInfo
 
@@ -29,15 +29,9 @@ log = logging.getLogger(__name__)
 
 #: packets waiting for the recorder thread: ~30 s of a 30 fps camera
 DEFAULT_QUEUE_PACKETS = 1024
-#: after a write failed for lack of space, writing resumes with this much more than the reserve free
-ENOSPC_MARGIN_BYTES = 1 * MB
-_STOP = object()
-
-
-def _decode_wall(info: StreamInfo, packet: EncodedPacket) -> float:
-    """When the packet is due for decoding: every frame shown at or before it has come before it
-    in decode order (B-frames arrive after the later frame they refer to)."""
-    return packet.wall_ts - float((packet.pts - packet.dts) * info.time_base)
+IDLE_CHECK_S = 0.5  # how often the thread looks at the clock while no packet comes
+#: a camera offline this long: clips whose post-roll is over are finished without waiting for it
+OFFLINE_FINISH_S = 10.0
 
 
 @dataclass
@@ -62,25 +56,27 @@ class CameraRecorder:
     def __init__(self, store: RecordingStore, settings: RecordSettings, *, reserve_bytes: int = 512 * MB,
                  on_clip: Optional[Callable[[ClipInfo], None]] = None,
                  free_bytes: Optional[Callable[[], int]] = None,
-                 queue_packets: int = DEFAULT_QUEUE_PACKETS, ring_max_bytes: Optional[int] = None) -> None:
+                 queue_packets: int = DEFAULT_QUEUE_PACKETS, ring_max_bytes: Optional[int] = None,
+                 offline_finish_s: float = OFFLINE_FINISH_S) -> None:
         self.store = store
         self.settings = settings
         self.camera_id = settings.camera_id
-        self.reserve_bytes = reserve_bytes
+        self._offline_finish_s = offline_finish_s
         self._free_bytes = free_bytes or (lambda: shutil.disk_usage(self.store.folder).free)
         self._packets: "queue.Queue" = queue.Queue(maxsize=queue_packets)
         self._orders: "queue.SimpleQueue" = queue.SimpleQueue()
         self._ring = PreRollRing(settings.pre_s, **({"max_bytes": ring_max_bytes} if ring_max_bytes else {}))
         self._clips: Dict[str, _Clip] = {}
         self._segment: Optional[Fmp4Writer] = None
-        self._segment_path = ""
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()  # guards the figures status() reads
         self._dropped = 0
+        self._open_files = 0
+        self._open_bytes = 0
         self._files = CameraFiles(store, self.camera_id, on_clip)
         self._unavailable: Optional[str] = None
         self._paused: Optional[str] = None
-        self._enospc = False
+        self._reserve = ReserveGuard(reserve_bytes)
 
     # ---- PacketSink (capture thread: never blocks) ---------------------------------------------
 
@@ -151,35 +147,57 @@ class CameraRecorder:
 
     def status(self) -> CameraRecordingStatus:
         with self._lock:
-            current = sum(w.bytes for w in self._writers())
             return CameraRecordingStatus(
                 camera_id=self.camera_id, events_enabled=self.settings.events_enabled,
                 continuous_enabled=self.settings.continuous_enabled,
-                recording=bool(self._writers()) and self._paused is None, unavailable=self._unavailable,
-                paused=self._paused, bytes_written=self._files.bytes_done + current, packets_dropped=self._dropped)
+                recording=self._open_files > 0 and self._paused is None, unavailable=self._unavailable,
+                paused=self._paused, bytes_written=self._files.bytes_done + self._open_bytes,
+                packets_dropped=self._dropped)
 
-    def _writers(self) -> List[Fmp4Writer]:
-        found = [c.writer for c in list(self._clips.values()) if c.writer is not None]
-        return found + ([self._segment] if self._segment is not None else [])
+    def _publish(self) -> None:
+        """What status() says about the open files (it runs on other threads: it never walks them)."""
+        writers = [c.writer for c in self._clips.values() if c.writer is not None]
+        writers += [self._segment] if self._segment is not None else []
+        with self._lock:
+            self._open_files = len(writers)
+            self._open_bytes = sum(w.bytes for w in writers)
 
     # ---- the recorder thread -----------------------------------------------------------------
 
     def _run(self) -> None:
         info: Optional[StreamInfo] = None
+        closed_since: Optional[float] = None
         while True:
-            item = self._packets.get()
+            try:
+                item = self._packets.get(timeout=IDLE_CHECK_S)
+            except queue.Empty:
+                if closed_since is not None and time.monotonic() - closed_since > self._offline_finish_s:
+                    self._finish_ended_clips(time.time())
+                continue
             try:
                 if not self._apply_orders() or item[0] == "stop":
                     break
                 if item[0] == "opened":
-                    info = item[1]
+                    info, closed_since = item[1], None
+                    if info.codec in RECORDABLE_CODECS:
+                        with self._lock:
+                            self._unavailable = None
                 elif item[0] == "closed":
                     info = None  # packets until the next stream_opened have no stream to belong to
+                    closed_since = time.monotonic()
                 elif item[0] == "packet" and info is not None:
                     self._handle(info, item[1])
             finally:
                 self._packets.task_done()
         self._finish_all()
+        self._publish()
+
+    def _finish_ended_clips(self, now_wall: float) -> None:
+        """The camera is gone: clips whose event ended and whose post-roll is over are finished."""
+        for clip in list(self._clips.values()):
+            if clip.end_deadline is not None and now_wall > clip.end_deadline:
+                self._end_clip(clip)
+        self._publish()
 
     def _apply_orders(self) -> bool:
         while True:
@@ -221,10 +239,11 @@ class CameraRecorder:
             self._ring.add(info, packet)
         if packet.keyframe:
             self._check_disk()
+            self._publish()
         for clip in list(self._clips.values()):
             if clip.waiting:
                 self._catch_up(clip, packet.wall_ts)
-            elif clip.end_deadline is not None and _decode_wall(info, packet) > clip.end_deadline:
+            elif clip.end_deadline is not None and decode_wall(info, packet) > clip.end_deadline:
                 self._end_clip(clip)
             else:
                 self._feed_clip(clip, info, packet)
@@ -250,7 +269,7 @@ class CameraRecorder:
             return
         clip.waiting = False
         for held_info, held in list(self._ring.since(clip.start_ts - self.settings.pre_s)):
-            if clip.end_deadline is not None and _decode_wall(held_info, held) > clip.end_deadline:
+            if clip.end_deadline is not None and decode_wall(held_info, held) > clip.end_deadline:
                 self._end_clip(clip)
                 return
             self._feed_clip(clip, held_info, held)
@@ -303,7 +322,6 @@ class CameraRecorder:
             writer = self._segment = self._open(path, info, packet)
             if writer is None:
                 return
-            self._segment_path = path
             self._files.index(writer, None, "started")
         if self._write(writer, info, packet) and packet.keyframe:
             self._files.index(writer, None, "progressed")
@@ -347,8 +365,7 @@ class CameraRecorder:
 
     def _pause_for_enospc(self, err: WriteError) -> None:
         with self._lock:
-            self._enospc = True
-            self._paused = f"disk full: {err.strerror or err}"
+            self._paused = self._reserve.disk_full(str(err.strerror or err))
         log.warning("recording of %s paused: %s", self.camera_id, self._paused)
 
     def _drop_writers(self) -> None:
@@ -365,16 +382,13 @@ class CameraRecorder:
         except OSError as err:
             log.warning("free space of %s unknown: %s", self.store.folder, err)
             return
-        needed = self.reserve_bytes + (ENOSPC_MARGIN_BYTES if self._enospc else 0)
-        reason = reserve_reason(free, needed)
-        if reason is None and self._paused is not None:
+        was = self._paused
+        with self._lock:
+            self._paused = self._reserve.check(free)
+        if was is not None and self._paused is None:
             log.info("recording of %s resumes: %d MB free", self.camera_id, free // MB)
-            with self._lock:
-                self._paused, self._enospc = None, False
-        elif reason is not None and self._paused is None:
-            log.warning("recording of %s paused: %s", self.camera_id, reason)
-            with self._lock:
-                self._paused = reason
+        elif was is None and self._paused is not None:
+            log.warning("recording of %s paused: %s", self.camera_id, self._paused)
             self._drop_writers()
 
     def _finish_all(self) -> None:

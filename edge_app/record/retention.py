@@ -54,6 +54,33 @@ def reserve_reason(free_bytes: int, reserve_bytes: int) -> Optional[str]:
     return None
 
 
+class ReserveGuard:
+    """Whether writing is paused, from the free space seen at each keyframe and full-disk errors."""
+
+    #: after a write failed for lack of space, writing resumes with this much more than the reserve free
+    ENOSPC_MARGIN_BYTES = 1 * MB
+
+    def __init__(self, reserve_bytes: int) -> None:
+        self.reserve_bytes = reserve_bytes
+        self.reason: Optional[str] = None
+        self._after_enospc = False
+
+    def disk_full(self, why: str) -> str:
+        self._after_enospc = True
+        self.reason = f"disk full: {why}"
+        return self.reason
+
+    def check(self, free_bytes: int) -> Optional[str]:
+        """The reason writing is paused now (None: it may write)."""
+        needed = self.reserve_bytes + (self.ENOSPC_MARGIN_BYTES if self._after_enospc else 0)
+        reason = reserve_reason(free_bytes, needed)
+        if reason is None:
+            self.reason, self._after_enospc = None, False
+        elif self.reason is None:
+            self.reason = reason
+        return self.reason
+
+
 def _overlaps(row: FileRow, spans: Iterable[Tuple[float, float]]) -> bool:
     return any(row.start <= end and start <= row.end for start, end in spans)
 

@@ -18,6 +18,12 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 Entry = Tuple[StreamInfo, EncodedPacket]
 
 
+def decode_wall(info: StreamInfo, packet: EncodedPacket) -> float:
+    """When a packet is due for decoding: every frame shown at or before that time has come before
+    it in decode order (B-frames arrive after the later frame they refer to)."""
+    return packet.wall_ts - float((packet.pts - packet.dts) * info.time_base)
+
+
 @dataclass
 class _Gop:
     entries: List[Entry] = field(default_factory=list)

@@ -20,8 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from edge_app.record.mp4 import trim_torn_tail
+from edge_app.record.export import export_range
 from edge_app.record.index import INDEX_NAME, FileRow, RecordingIndex
+from edge_app.record.mp4 import trim_torn_tail
 from edge_app.record.reading import probe_span, read_packets
 from edge_app.record.retention import DiskUsage, RetentionPlan, RetentionPolicy, plan_retention
 from edge_app.record.types import ClipInfo, SegmentInfo
@@ -169,7 +170,6 @@ class RecordingStore:
         return [row_to_segment(row) for row in self.index.segments(camera_id, start, end)]
 
     def export(self, camera_id: str, start: float, end: float, out: Path):
-        from edge_app.record.export import export_range
         return export_range(self, camera_id, start, end, Path(out))
 
     # ---- reconciling the index with the files --------------------------------------------------

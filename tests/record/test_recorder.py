@@ -1,11 +1,16 @@
 """Event clips and continuous segments written from real H.264 and H.265 packets, checked with ffprobe."""
 from __future__ import annotations
 
+import time
+from dataclasses import replace
+
 import pytest
 
+from edge_app.record.recorder import CameraRecorder
 from edge_app.record.store import RecordingStore
 from tests.record.feeding import record, settings
 from tests.record.media import BASE_WALL, FRAME_S, GOP_S, due_wall, ffprobe, shifted
+from tests.support.waiting import wait_for
 
 
 def _started(event_id, at):
@@ -129,3 +134,33 @@ def test_a_source_without_packets_says_why(tmp_path):
     recorder, _ = record(store, settings(), [])
     recorder.unavailable("test:// has no compressed stream")
     assert recorder.status().unavailable == "recording unavailable: test:// has no compressed stream"
+
+
+def test_a_clip_of_a_camera_that_went_offline_finishes_after_its_post_roll(tmp_path, stream):
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    now = time.time()
+    live = [replace(p, wall_ts=p.wall_ts - BASE_WALL + now - 12.0) for p in packets]  # the last 12 s
+    recorder = CameraRecorder(store, settings(pre_s=1.0, post_s=0.5), offline_finish_s=0.2,
+                              queue_packets=100_000).start()
+    try:
+        recorder.stream_opened(info)
+        recorder.event_started("ev1", "cam1", live[100].wall_ts)
+        for packet in live:
+            recorder.packet(packet)
+        recorder.event_ended("ev1", live[-1].wall_ts)  # the camera is gone before post_s is over
+        recorder.stream_closed("connection lost")
+        clip = wait_for(lambda: store.clip("ev1") if store.clip("ev1") and store.clip("ev1").complete else None,
+                        30, "the clip to finish without packets")
+        assert ffprobe(store.resolve(clip.path)).errors == ""
+    finally:
+        recorder.stop()
+
+
+def test_packets_that_do_not_fit_the_queue_are_counted_not_blocking(tmp_path, stream):
+    info, packets = stream
+    recorder = CameraRecorder(RecordingStore(tmp_path / "rec"), settings(), queue_packets=10)  # not started
+    recorder.stream_opened(info)
+    for packet in packets[:50]:
+        recorder.packet(packet)
+    assert recorder.status().packets_dropped == 50 - 9

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from edge_app.record.index import FileRow
-from edge_app.record.retention import DAY_S, MB, DiskUsage, RetentionPolicy, plan_retention, reserve_reason
+from edge_app.record.retention import (DAY_S, MB, DiskUsage, ReserveGuard, RetentionPolicy, plan_retention,
+                                       reserve_reason)
 from edge_app.record.store import RecordingStore
 from tests.record.feeding import record, settings
 from tests.record.media import BASE_WALL
@@ -85,3 +86,14 @@ def test_retention_on_real_files_keeps_the_segments_of_a_kept_clip(tmp_path, str
     plan = store.enforce_retention(RetentionPolicy(30, 3, 99, max_bytes=1), now=now,
                                    disk=DiskUsage(10 ** 12, total, 10 ** 12))
     assert store.index.all() == [] and plan.events_without_clip == ["ev1"]
+
+
+def test_the_reserve_guard_pauses_resumes_and_wants_a_margin_after_a_full_disk():
+    guard = ReserveGuard(reserve_bytes=2 * MB)
+    steps = [(10 * MB, None), (1 * MB, "disk below reserve: 1 MB free"), (2 * MB, None)]
+    for free, expected in steps:
+        reason = guard.check(free)
+        assert (reason or "").startswith(expected or "") and (reason is None) == (expected is None)
+    assert guard.disk_full("No space left on device") == "disk full: No space left on device"
+    assert guard.check(2 * MB) == "disk full: No space left on device"  # the reserve alone is not enough now
+    assert guard.check(3 * MB) is None
