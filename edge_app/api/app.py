@@ -24,6 +24,7 @@ from edge_app.api.health import health_blueprint
 from edge_app.api.hosts import install_host_check
 from edge_app.api.metrics import metrics_blueprint
 from edge_app.api.openapi import openapi_blueprint
+from edge_app.api.recordings import SIGNED_ENDPOINTS, recordings_blueprint
 from edge_app.reporting.protocol import ApplianceService
 from edge_app.api.status import status_blueprint
 from edge_app.config.schema import AppConfig
@@ -87,7 +88,7 @@ def create_app(
 
     # The host check comes first: a rebound request must not even learn whether its token works.
     install_host_check(app, get_config)
-    install_auth(app, get_config, QUERY_TOKEN_ENDPOINTS)
+    install_auth(app, get_config, QUERY_TOKEN_ENDPOINTS, signed_endpoints=SIGNED_ENDPOINTS)
     register_error_handlers(app)
 
     app.register_blueprint(health_blueprint(service))
@@ -98,6 +99,7 @@ def create_app(
     app.register_blueprint(camera_edits_blueprint(writer))
     app.register_blueprint(cameras_blueprint(service, get_config, max_live_streams, max_live_streams_per_camera))
     app.register_blueprint(events_blueprint(service))
+    app.register_blueprint(recordings_blueprint(service, get_config))
     app.register_blueprint(metrics_blueprint(service))
     app.register_blueprint(openapi_blueprint())
     app.register_blueprint(dashboard_blueprint())

@@ -20,6 +20,7 @@ from typing import Callable, Collection, List, Optional
 from flask import Flask, Response, request
 
 from edge_app.api.errors import error_response
+from edge_app.api.signed_urls import check as check_signed_url, is_signed_request
 from edge_app.api.listening import request_listening_hosts
 from edge_app.api.throttle import FailureThrottle, LogLimiter
 from edge_app.config.exposure import MAKE_TOKEN, describe_hosts, exposed_hosts, usable_token
@@ -52,6 +53,7 @@ def install_auth(
     config_getter: Callable[[], AppConfig],
     query_token_endpoints: Collection[str] = (),
     throttle: Optional[FailureThrottle] = None,
+    signed_endpoints: Collection[str] = (),
     authenticated_elsewhere: Callable[[], bool] = lambda: False,
 ) -> None:
     """Require the configured token on ``/api/v1/*``.
@@ -59,6 +61,9 @@ def install_auth(
     ``query_token_endpoints`` also accept ``?token=``: an ``<img src>`` showing a snapshot or
     an MJPEG stream in a browser cannot send an Authorization header. Everywhere else the query
     parameter is ignored, so tokens do not spread into URLs that need not carry them.
+    ``signed_endpoints`` (what a ``<video>`` loads) also accept a signed URL
+    (:mod:`edge_app.api.signed_urls`) instead of the token: a request that carries ``expires`` or
+    ``sig`` is judged by its signature alone, and an expired or altered one is 403.
     ``throttle`` counts wrong tokens per client address (default: 10 a minute).
     A request for which ``authenticated_elsewhere()`` is true is left to its route, which must
     authenticate it itself (the fleet's device routes check a device token instead).
@@ -101,6 +106,8 @@ def install_auth(
                                            f"on a loopback api.host")
         if not expected:
             return None
+        if request.endpoint in signed_endpoints and is_signed_request(request.args):
+            return _check_signature(expected)
         retry_after_s = failures.retry_after_s(client)
         if retry_after_s is not None:
             return error_response(429, f"too many wrong tokens from {client}; retry in {retry_after_s} s",
@@ -114,3 +121,11 @@ def install_auth(
             log_wrong_token(client, path, failures.record_failure(client))
             return error_response(401, "the token is wrong", CHALLENGE)
         return None
+
+
+def _check_signature(token: str) -> Optional[Response]:
+    """None when the request's signed URL is valid now; 403 saying why otherwise."""
+    if any(len(values) > 1 for values in request.args.listvalues()):
+        return error_response(403, "a signed URL names each parameter once")
+    valid, why = check_signed_url(token, request.path, request.args)
+    return None if valid else error_response(403, why)

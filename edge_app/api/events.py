@@ -77,7 +77,7 @@ def event_query(args: Mapping[str, str]) -> EventQuery:
     return query
 
 
-def _checked_id(event_id: str) -> str:
+def checked_event_id(event_id: str) -> str:
     if not valid_event_id(event_id):
         raise ApiError(400, f"an event id must match {EVENT_ID_PATTERN}, got {event_id[:80]!r}")
     return event_id
@@ -100,14 +100,14 @@ def events_blueprint(service: ApplianceService) -> Blueprint:
 
     @bp.get("/api/v1/events/<event_id>")
     def get_event(event_id: str) -> Response:
-        event = service.event(_checked_id(event_id))
+        event = service.event(checked_event_id(event_id))
         if event is None:
             raise unknown(event_id)
         return jsonify(event.to_dict())
 
     @bp.get("/api/v1/events/<event_id>/snapshot.jpg")
     def snapshot(event_id: str) -> Response:
-        jpeg = service.event_snapshot(_checked_id(event_id))
+        jpeg = service.event_snapshot(checked_event_id(event_id))
         if jpeg is None:
             if service.event(event_id) is None:
                 raise unknown(event_id)
@@ -118,7 +118,7 @@ def events_blueprint(service: ApplianceService) -> Blueprint:
 
     @bp.delete("/api/v1/events/<event_id>")
     def delete_event(event_id: str) -> Response:
-        if not service.delete_event(_checked_id(event_id)):
+        if not service.delete_event(checked_event_id(event_id)):
             raise unknown(event_id)
         return Response(status=204)
 

@@ -13,6 +13,7 @@ from flask import Blueprint, Response, jsonify
 from pydantic import TypeAdapter
 
 from edge_app.api.events import LARGEST_TIME_S
+from edge_app.api.openapi_recordings import recording_paths, recording_schemas
 from edge_app.config.schema import AppConfig
 from edge_app.config.schema_rules import LABEL_TOPIC_CHARS, MAX_LABEL_CHARS
 from edge_app.events.model import Event
@@ -180,6 +181,7 @@ def _component_schemas() -> Dict[str, Schema]:
     schemas["ConfigAnswer"] = answer
     schemas.update(_report_schemas())
     schemas.update(_event_schemas())
+    schemas.update(recording_schemas())
     schemas["DetectionsMessage"] = {
         "type": "object",
         "description": "The latest detections message of a camera, as published on MQTT",
@@ -358,6 +360,7 @@ def _paths() -> Dict[str, Any]:
             "get": _op("Objects in view per camera and zone, and line crossings", {"200": _json(_ref("Counts"), "Counts")},
                        "events"),
         },
+        **recording_paths(_op, EVENT_ID),
     }
 
 

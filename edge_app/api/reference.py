@@ -70,8 +70,13 @@ def _common_answers(operations: List[Tuple[str, str, Schema]]) -> Dict[str, Tupl
                 same[1].append(op)
     common: Dict[str, Tuple[Any, str]] = {}
     for status, entries in counts.items():
-        answer, ops = max(entries, key=lambda entry: len(entry[1]))
-        if 2 * len(ops) < len(operations):
+        ranked = sorted(entries, key=lambda entry: len(entry[1]), reverse=True)
+        answer, ops = ranked[0]
+        # Said once when most routes share it, or when it is by far the commonest (every route
+        # can get the host check's 400; many also have a 400 of their own, each a different one).
+        runner_up = len(ranked[1][1]) if len(ranked) > 1 else 0
+        on_every_route = sum(len(entry[1]) for entry in entries) == len(operations)
+        if 2 * len(ops) < len(operations) and not (on_every_route and len(ops) >= 3 * max(runner_up, 1)):
             continue
         secured = [op for _, _, op in operations if op.get("security") != []]
         if len(ops) == len(operations):
@@ -79,7 +84,8 @@ def _common_answers(operations: List[Tuple[str, str, Schema]]) -> Dict[str, Tupl
         elif len(ops) == len(secured) and all(op.get("security") != [] for op in ops):
             where = "routes that need a token"
         else:
-            where = "most routes; a route that answers otherwise says so"
+            where = "most routes; a route that answers otherwise says so" if 2 * len(ops) >= len(operations) \
+                else "routes that list no other answer for it"
         common[status] = (answer, where)
     return common
 

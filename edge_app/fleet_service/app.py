@@ -20,8 +20,10 @@ from edge_app.api.health import health_blueprint
 from edge_app.api.hosts import install_host_check
 from edge_app.api.http_limits import DEFAULT_LIMITS
 from edge_app.api.server import ApiServer
+from edge_app.fleet_service.appliance_api import ApplianceApi
 from edge_app.fleet_service.artifact_routes import (DEVICE_ENDPOINTS, UPLOAD_ENDPOINTS, UPLOAD_PATH_PREFIXES,
                                                      artifacts_blueprint)
+from edge_app.fleet_service.clip_routes import clip_blueprint
 from edge_app.fleet_service.db import DatabaseError
 from edge_app.fleet_service.device_auth import DeviceAuth
 from edge_app.fleet_service.routes import fleet_blueprint
@@ -71,6 +73,7 @@ def create_fleet_app(service: FleetService) -> Flask:
     app.register_blueprint(health_blueprint(service))  # type: ignore[arg-type]
     app.register_blueprint(fleet_blueprint(service))
     app.register_blueprint(artifacts_blueprint(service, DeviceAuth(lambda: service.config.device_tokens)))
+    app.register_blueprint(clip_blueprint(ApplianceApi(service.current_config)))
     app.register_blueprint(fleet_page_blueprint())
 
     install_common_headers(app)

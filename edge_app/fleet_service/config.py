@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any, Dict, List, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
@@ -126,7 +127,6 @@ class ArtifactsConfig(_Strict):
         description="A model or engine upload must arrive within this (other requests keep api's 30 s)",
     )
 
-
     @field_validator("engines_from")
     @classmethod
     def _engine_patterns(cls, value: List[str]) -> List[str]:
@@ -134,6 +134,41 @@ class ArtifactsConfig(_Strict):
             if not _DEVICE_PATTERN.match(pattern):
                 raise ValueError(f"{pattern[:80]!r} is not a device id pattern ([A-Za-z0-9_-] with * and ?)")
         return value
+
+
+class ApplianceApiConfig(_Strict):
+    """How the fleet reaches one appliance's own REST API (its event clips are fetched from there)."""
+
+    url: str = Field(
+        ..., title="API URL", min_length=8, max_length=512,
+        description="http(s)://host:port of the appliance's API, without a path (http://10.0.0.21:8080)",
+    )
+    token: Optional[SecretStr] = Field(None, title="API token", description="The appliance's api.token")
+    ca_file: Optional[str] = Field(
+        None, title="CA file", min_length=1, max_length=4096,
+        description="PEM file of the CA (or the certificate) an https:// appliance is checked against; "
+                    "default: the system's CAs",
+    )
+    timeout_s: float = Field(
+        10, title="Timeout (s)", gt=0, le=120, allow_inf_nan=False,
+        description="Per connection attempt and per read from the appliance",
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _plain_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be http://host:port or https://host:port")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("must not carry credentials; set token instead")
+        if parts.path not in ("", "/") or parts.query or parts.fragment:
+            raise ValueError("must not have a path, query or fragment (the fleet adds /api/v1/...)")
+        try:
+            parts.port
+        except ValueError as err:
+            raise ValueError(f"has a bad port: {err}") from None
+        return value.rstrip("/")
 
 
 class FleetConfig(_Strict):
@@ -166,6 +201,20 @@ class FleetConfig(_Strict):
             if not MIN_DEVICE_TOKEN_CHARS <= len(token.get_secret_value()) <= MAX_DEVICE_TOKEN_CHARS:
                 raise ValueError(f"the token of {device_id} must have {MIN_DEVICE_TOKEN_CHARS} to "
                                  f"{MAX_DEVICE_TOKEN_CHARS} characters (openssl rand -hex 32)")
+        return value
+
+    appliances: Dict[str, ApplianceApiConfig] = Field(
+        default_factory=dict, title="Appliance APIs", max_length=100_000,
+        description="device id -> {url, token, ca_file, timeout_s} of that appliance's REST API; "
+                    "its event clips are listed and streamed through the fleet from there, never stored",
+    )
+
+    @field_validator("appliances")
+    @classmethod
+    def _device_ids(cls, value: Dict[str, ApplianceApiConfig]) -> Dict[str, ApplianceApiConfig]:
+        for device_id in value:
+            if not re.match(ID_PATTERN, device_id):
+                raise ValueError(f"{device_id[:64]!r} is not a device id")
         return value
 
     @field_validator("desired_keys")

@@ -18,7 +18,7 @@ from edge_app.events.model import Event
 from edge_app.events.query import EventQuery, StoreHealth
 from edge_app.capture.gpu_image import FrameImage, bgr_image
 from edge_app.health.report import HealthReport
-from edge_app.record.types import CameraRecordingStatus
+from edge_app.record.types import CameraRecordingStatus, RecordingReader
 
 
 class UnknownCamera(KeyError):
@@ -271,3 +271,6 @@ class ApplianceService(Protocol):
 
     def device_health(self) -> HealthReport:
         """The latest device health sample (never waits for a reader)."""
+
+    def recordings(self) -> Optional[RecordingReader]:
+        """The recording store's read side (clips, segments, exports); None while recording is off."""

@@ -26,6 +26,7 @@ from edge_app.health.report import HealthReport, not_sampled_yet
 from edge_app.pipeline.health import PipelineActivity, assess, readiness_reason
 from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.pipeline.results import ResultStore
+from edge_app.record.types import RecordingReader
 from edge_app.config.redact import mask_secrets
 from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, LatencyReport, ModelReport,
                                          ModelStatusReport,
@@ -60,6 +61,7 @@ class InMemoryService:
         self.event_store = EventStore(self._config_path.parent / f"{self._config_path.stem}-events")
         self.live_counts = CountsReport()
         self.health: HealthReport = not_sampled_yet(1000.0)  # a test sets a sampled report
+        self.recording_reader: Optional[RecordingReader] = None  # a test sets a real recording store
         save_config(config, self._config_path)
 
     # -- test controls -----------------------------------------------------------------------
@@ -200,3 +202,6 @@ class InMemoryService:
 
     def device_health(self) -> HealthReport:
         return self.health
+
+    def recordings(self) -> Optional[RecordingReader]:
+        return self.recording_reader

@@ -30,6 +30,7 @@ from edge_app.config.file import merge_patch, parse_config
 from tests.api.conftest import BASE_CONFIG, TOKEN, bus_detections
 from tests.api.test_events_routes import NOW, event
 from tests.support.paths import shared_dir
+from tests.support.recordings import RecordedFiles
 
 EXAMPLES_PER_OPERATION = 20
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -56,6 +57,12 @@ EVENTS = [
 ]
 
 
+# Recordings: a clip of the first event and two segments of "front" from SEGMENTS_START on.
+SEGMENTS_START = 1_800_000_000
+SEGMENT_S = 2
+RANGE_EXAMPLE = {"camera": "front", "from": str(SEGMENTS_START), "to": str(SEGMENTS_START + 3)}
+
+
 def _examples(document: Dict[str, Any]) -> Dict[str, Any]:
     """The served document plus examples naming what the fixture holds, so that requests also
     reach existing cameras and events and a valid configuration, not only 404s and 400s."""
@@ -73,10 +80,12 @@ def _examples(document: Dict[str, Any]) -> Dict[str, Any]:
         for media in paths[path][method]["requestBody"]["content"].values():
             media["example"] = body
     ids = {"camera_id": "front", "event_id": EVENTS[0].id}
-    for operations in paths.values():
+    for path, operations in paths.items():
         for operation in operations.values():
             operation["parameters"] = [
-                dict(param, example=ids[param["name"]]) if param["in"] == "path" else param
+                dict(param, example=ids[param["name"]]) if param["in"] == "path"
+                else dict(param, example=RANGE_EXAMPLE[param["name"]])
+                if path.startswith("/api/v1/recordings") and param["name"] in RANGE_EXAMPLE else param
                 for param in operation.get("parameters", [])
             ]
     return document
@@ -95,13 +104,18 @@ LIVE_VIEW_SLOTS = 100
 
 
 @pytest.fixture
-def fuzzed_api(make_api, bus_jpg, bus_image, model_path):
+def fuzzed_api(make_api, bus_jpg, bus_image, model_path, tmp_path):
     assert model_path == MODEL_PATH
     running = make_api(FUZZED_CONFIG, max_live_streams=LIVE_VIEW_SLOTS, max_live_streams_per_camera=LIVE_VIEW_SLOTS)
     # Both cameras have a frame, so a 503 "no frame yet" cannot hide among the answers.
     running.service.publish("back", bus_image, bus_detections())
     running.service.add_event(EVENTS[0], bus_jpg.read_bytes())
     running.service.add_event(EVENTS[1])
+    recordings = RecordedFiles(tmp_path / "recordings")
+    recordings.add_clip(EVENTS[0].id, "front", EVENTS[0].start_time, 2)
+    for n in range(2):
+        recordings.add_segment("front", SEGMENTS_START + n * SEGMENT_S, SEGMENT_S)
+    running.service.recording_reader = recordings.store
     served = running.get("/api/openapi.json")
     assert served.status_code == 200 and served.json() == DOCUMENT, "the server serves another document than the one fuzzed"
     return running

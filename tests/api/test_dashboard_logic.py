@@ -18,7 +18,29 @@ def call_logic():
     calls.close()
 
 
+SEGMENTS = [{"camera_id": "front", "start": 100, "end": 160, "bytes": 1}, {"camera_id": "front", "start": 161, "end": 220, "bytes": 1},
+            {"camera_id": "front", "start": 500, "end": 560, "bytes": 1}, {"camera_id": "front", "start": 0, "end": 40, "bytes": 1}]
+SPANS = [{"start": 20, "end": 40, "left": 0, "width": 0.02}, {"start": 100, "end": 220, "left": 0.08, "width": 0.12},
+         {"start": 500, "end": 560, "left": 0.48, "width": 0.06}]
+
+
 @pytest.mark.parametrize("function, args, expected", [
+    # the timeline of [20, 1020]: touching segments merge, one before the window is cut to it
+    ("timelineSpans", [SEGMENTS, 20, 1020, 2], SPANS),
+    ("timelineSpans", [SEGMENTS, 20, 20, 2], []),
+    ("playRange", [SPANS, 130, 600, 10], {"from": 130, "to": 220}),  # inside a span: from there to its end
+    ("playRange", [SPANS, 510, 30, 10], {"from": 510, "to": 540}),  # at most the window
+    ("playRange", [SPANS, 565, 600, 10], {"from": 500, "to": 560}),  # just beside a span: that span
+    ("playRange", [SPANS, 300, 600, 10], None),  # nothing near
+    ("cameraRecording", [{"cameras": [{"id": "a"}]}, "a"], None),  # an appliance from before recording
+    ("cameraRecording", [{"record": {"events": {"enabled": True}, "continuous": {"enabled": False}},
+                          "cameras": [{"id": "a", "record": {"continuous": True}}]}, "a"],
+     {"events": True, "continuous": True}),
+    ("cameraRecording", [{"record": {"events": {"enabled": True}}, "cameras": [{"id": "a", "record": {"enabled": False}}]}, "a"],
+     {"events": False, "continuous": False}),
+    ("recordingOn", [{"record": {"events": {"enabled": False}}, "cameras": [{"id": "a"}, {"id": "b", "record": {"enabled": True}}]}], True),
+    ("recordingOn", [{"record": {"events": {"enabled": False}}, "cameras": [{"id": "a"}]}], False),
+    ("recordingOn", [None], False),
     ("toPixel", [[0.5, 0.25], 1600, 900], [800, 225]),
     ("toPixel", [[0, 1], 640, 480], [0, 480]),
     ("toNormalised", [80, 45, 800, 450], [0.1, 0.1]),

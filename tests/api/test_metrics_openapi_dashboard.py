@@ -151,8 +151,8 @@ def test_dashboard_page_and_its_assets(secured_api):
     html = response.text
     assert "<title>edge-app</title>" in html
     assets = re.findall(r'(?:src|href)="(static/[^"]+)"', html)
-    scripts = ["static/shared/page.js", "static/logic.js", "static/liveview.js", "static/events.js", "static/areas.js",
-               "static/cameras.js", "static/config.js", "static/dashboard.js"]
+    scripts = ["static/shared/page.js", "static/logic.js", "static/liveview.js", "static/player.js", "static/events.js",
+               "static/recordings.js", "static/areas.js", "static/cameras.js", "static/config.js", "static/dashboard.js"]
     # page.js comes first (the helpers every file uses); dashboard.js last: the views in the other
     # files register themselves before it starts.
     assert [asset for asset in assets if asset.endswith(".js")] == scripts

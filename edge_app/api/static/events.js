@@ -18,6 +18,9 @@
   const seen = { labels: new Set(), zones: new Set() };  // offered as filters once seen
   let generation = 0;  // bumped when the filters change, so an older answer is dropped
   let viewerUrl = null;
+  // The event's clip in the viewer, when it has one; the snapshot is its poster.
+  const clipPlayer = app.signedPlayer($("event-video"), $("event-clip-note"));
+  let viewerEventId = null;
 
   function filters() {
     return { camera: $("event-camera").value, label: $("event-label").value, zone: $("event-zone").value };
@@ -143,7 +146,7 @@
     }
   }
 
-  // ---- the full snapshot ---------------------------------------------------------------------
+  // ---- the full snapshot and the clip --------------------------------------------------------
 
   function openViewer(id) {
     const card = cards.get(id);
@@ -152,12 +155,37 @@
     // Its own URL: the card's may be revoked by a newer snapshot while the viewer is open.
     viewerUrl = card.blob ? URL.createObjectURL(card.blob) : card.url;
     $("event-full").src = viewerUrl;
+    $("event-full").hidden = false;
+    $("event-download").hidden = true;
     const e = card.event;
     $("event-caption").textContent = e.label + " on " + e.camera_id + " · score " + app.fmtNumber(e.top_score, 2) +
       " · " + L.fmtTime(e.start_time);
+    viewerEventId = id;
+    $("event-video").poster = viewerUrl;
+    $("event-clip-note").textContent = "";
+    // has_clip says whether there is one; an event stored before clips existed does not say, and
+    // is asked about only while something is recorded (else there is nothing to ask).
+    if (e.has_clip === true || (e.has_clip === undefined && L.recordingOn(app.config()))) {
+      openClip(id).catch(app.handleError);
+    }
     const viewer = $("event-viewer");
     if (!viewer.open) viewer.showModal();
   }
+
+  // The clip replaces the snapshot when there is one; without, the note says why (no clip,
+  // recording off) under the snapshot.
+  async function openClip(id) {
+    const playing = await clipPlayer.load("api/v1/events/" + encodeURIComponent(id) + "/clip-url");
+    if (viewerEventId !== id) return;
+    $("event-full").hidden = playing;
+    $("event-download").hidden = !playing;
+    // The click that opened the viewer lets it start; should the browser refuse, the controls remain.
+    if (playing) $("event-video").play().catch(() => {});
+  }
+
+  $("event-download").addEventListener("click", () => {
+    if (viewerEventId) clipPlayer.download(viewerEventId + ".mp4").catch(app.handleError);
+  });
 
   function closeViewerUrl() {
     if (viewerUrl && viewerUrl.startsWith("blob:")) URL.revokeObjectURL(viewerUrl);
@@ -165,6 +193,10 @@
   }
 
   $("event-viewer").addEventListener("close", () => {
+    viewerEventId = null;
+    clipPlayer.stop();
+    $("event-clip-note").textContent = "";
+    $("event-video").removeAttribute("poster");
     $("event-full").removeAttribute("src");
     closeViewerUrl();
   });

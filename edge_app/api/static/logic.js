@@ -245,10 +245,62 @@
     return new Date(seconds * 1000).toLocaleString();
   }
 
+  // What a camera records by the configuration ({events, continuous}, each camera's own choice
+  // before the record section's); null for an appliance whose configuration has no record section.
+  function cameraRecording(config, cameraId) {
+    const record = config && config.record;
+    if (!isObject(record)) return null;
+    const camera = ((config.cameras || []).find((cam) => cam.id === cameraId)) || {};
+    const own = camera.record || {};
+    const pick = (mine, all) => (mine === null || mine === undefined ? all === true : mine === true);
+    return { events: pick(own.enabled, (record.events || {}).enabled),
+             continuous: pick(own.continuous, (record.continuous || {}).enabled) };
+  }
+
+  // Whether the appliance has recordings to ask for: some camera records clips or segments.
+  function recordingOn(config) {
+    return ((config && config.cameras) || []).some((cam) => {
+      const what = cameraRecording(config, cam.id);
+      return what !== null && (what.events || what.continuous);
+    });
+  }
+
+  // The recordings of [fromS, toS] as spans of a timeline: segments less than gapS apart are one
+  // span; left and width are fractions of the timeline, start and end Unix seconds.
+  function timelineSpans(segments, fromS, toS, gapS) {
+    const total = toS - fromS;
+    if (!(total > 0)) return [];
+    const sorted = segments.map((s) => [Math.max(s.start, fromS), Math.min(s.end, toS)])
+      .filter(([start, end]) => end > start).sort((a, b) => a[0] - b[0]);
+    const spans = [];
+    for (const [start, end] of sorted) {
+      const last = spans[spans.length - 1];
+      if (last && start - last.end <= gapS) last.end = Math.max(last.end, end);
+      else spans.push({ start, end });
+    }
+    return spans.map((span) => ({ start: span.start, end: span.end, left: round((span.start - fromS) / total, 4),
+                                  width: round((span.end - span.start) / total, 4) }));
+  }
+
+  // What to play for a click at atS: from there for windowS at most, within the span of
+  // recordings under it; a click beside a span (within snapS, a few pixels of a timeline where a
+  // short recording is narrower than the cursor) plays that span from its start. Null: nothing near.
+  function playRange(spans, atS, windowS, snapS) {
+    let span = spans.find((s) => s.start <= atS && atS < s.end);
+    let from = atS;
+    if (!span) {
+      const distance = (s) => (atS < s.start ? s.start - atS : atS - s.end);
+      span = spans.filter((s) => distance(s) <= snapS).sort((a, b) => distance(a) - distance(b))[0];
+      if (!span) return null;
+      from = span.start;
+    }
+    return { from: round(from, 3), to: round(Math.min(span.end, from + windowS), 3) };
+  }
+
   globalThis.EdgeLogic = {
     toPixel, toNormalised, clickToNormalised, parseLabels, buildArea, drawingProblem, areaPatch,
     areaRemovalPatch, cameraAreas, problemMessages, eventsQuery, snapshotKey, countRows, lineGeometry,
     lineSide, numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
-    cameraToView,
+    cameraToView, timelineSpans, playRange, cameraRecording, recordingOn,
   };
 })();

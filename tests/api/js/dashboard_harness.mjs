@@ -65,6 +65,9 @@ class Element {
   showModal() { this.open = true; }
   close() { this.open = false; this.dispatch("close"); }
   focus() {}
+  pause() {}
+  load() {}
+  play() { return Promise.resolve(); }
   getAttribute(name) { return name in this.attributes ? this.attributes[name] : null; }
   setAttribute(name, value) { this.attributes[name] = String(value); }
   removeAttribute(name) { delete this.attributes[name]; }

@@ -1,0 +1,186 @@
+"""Event clips and continuous recordings over HTTP (docs/rest-api.md, "Recordings").
+
+- ``GET /api/v1/events/<id>/clip.mp4``: the event's clip, with HTTP Range (206, 416) so that
+  browsers and players can seek; streamed from the file, never read into memory.
+- ``POST /api/v1/events/<id>/clip-url``: a short-lived signed URL of that clip for a ``<video>``.
+- ``GET /api/v1/recordings``: the continuous-recording segments of a time range.
+- ``GET /api/v1/recordings/export.mp4`` (and ``POST .../export-url`` to sign it): one MP4 of a
+  range, by stream copy into a temporary file that is removed once the answer is sent.
+
+URLs carry event ids, camera ids and times only; the recording store turns them into files and
+refuses any path outside its directory.
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Callable, Dict
+
+from flask import Blueprint, Response, jsonify, request, send_file
+from werkzeug.wsgi import ClosingIterator
+
+from edge_app.api.errors import ApiError
+from edge_app.api.events import checked_event_id
+from edge_app.api.json_body import read_json_body
+from edge_app.api.recording_params import TimeRange, time_range
+from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, sign
+from edge_app.config.schema import AppConfig
+from edge_app.record.types import ClipInfo, RecordingReader
+from edge_app.reporting.protocol import ApplianceService
+
+logger = logging.getLogger(__name__)
+
+#: exports written at once; more wait for none and get 503 (each one copies up to an hour of video)
+MAX_CONCURRENT_EXPORTS = 2
+EXPORT_RETRY_AFTER_S = 5
+#: what a <video> element, the download button and the signed URLs may load without the token
+SIGNED_ENDPOINTS = frozenset({"recordings.clip", "recordings.export"})
+MP4 = "video/mp4"
+#: the largest part number of a clip (a clip continues in a new part every record.events.max_s)
+MAX_PART = 9999
+
+
+def _ttl_s() -> int:
+    """``ttl_s`` of an optional JSON body ``{"ttl_s": N}``; the default without a body."""
+    if not request.content_length and not request.headers.get("Transfer-Encoding"):
+        return DEFAULT_TTL_S
+    body = read_json_body()
+    if not isinstance(body, dict) or set(body) - {"ttl_s"}:
+        raise ApiError(400, 'the body must be empty or {"ttl_s": N}')
+    ttl_s = body.get("ttl_s", DEFAULT_TTL_S)
+    if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not MIN_TTL_S <= ttl_s <= MAX_TTL_S:
+        raise ApiError(400, f"ttl_s must be an integer from {MIN_TTL_S} to {MAX_TTL_S} (seconds), got {ttl_s!r:.80}")
+    return ttl_s
+
+
+def _download_flag() -> bool:
+    raw = request.args.get("download")
+    if raw in (None, "", "0"):
+        return False
+    if raw == "1":
+        return True
+    raise ApiError(400, f"download must be 0 or 1, got {raw[:80]!r}")
+
+
+def _part() -> int:
+    """``part``: which part of a clip longer than record.events.max_s (0, the default: the first)."""
+    raw = request.args.get("part")
+    if raw in (None, ""):
+        return 0
+    if not raw.isascii() or not raw.isdigit() or not 0 <= int(raw) <= MAX_PART:
+        raise ApiError(400, f"part must be an integer from 0 to {MAX_PART}, got {raw[:80]!r}")
+    return int(raw)
+
+
+def _clip_part(store: RecordingReader, event_id: str, part: int) -> ClipInfo:
+    # The recording store lists an event's parts (``clips``); a reader without that has one part.
+    parts = list(getattr(store, "clips", lambda _event_id: [])(event_id))
+    for clip in parts:
+        if getattr(clip, "part", 0) == part:
+            return clip
+    raise ApiError(404, f"the clip of event {event_id!r} has no part {part} (it has {max(1, len(parts))}: "
+                        f"0 to {max(1, len(parts)) - 1})")
+
+
+def _send_mp4(path: Path, download_name: str, download: bool) -> Response:
+    # conditional=True: Range (206 with Content-Range, 416 for an unsatisfiable range),
+    # If-Range and Accept-Ranges; the body is a file wrapper read in blocks, not loaded.
+    response = send_file(path, mimetype=MP4, conditional=True, etag=True, max_age=0,
+                         download_name=download_name, as_attachment=download)
+    response.headers["Accept-Ranges"] = "bytes"
+    return response
+
+
+def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], AppConfig]) -> Blueprint:
+    bp = Blueprint("recordings", __name__)
+    exports = threading.BoundedSemaphore(MAX_CONCURRENT_EXPORTS)
+
+    def reader() -> RecordingReader:
+        found = service.recordings()
+        if found is None:
+            raise ApiError(404, "recording is off on this appliance (record.events or record.continuous)")
+        return found
+
+    def clip_file(event_id: str, part: int) -> Path:
+        store = reader()
+        clip = store.clip(checked_event_id(event_id))
+        if clip is None:
+            if service.event(event_id) is None:
+                raise ApiError(404, f"unknown event {event_id!r}")
+            raise ApiError(404, f"event {event_id!r} has no clip")
+        if part:
+            clip = _clip_part(store, event_id, part)
+        try:
+            path = store.resolve(clip.path)
+        except ValueError:
+            logger.error("the clip of event %s names %r, outside the recording directory; not served", event_id, clip.path)
+            raise ApiError(404, f"event {event_id!r} has no clip") from None
+        if not path.is_file():
+            raise ApiError(404, f"the clip of event {event_id!r} is gone (removed by retention or by hand)")
+        return path
+
+    def signed(path: str, params: Dict[str, str]) -> Response:
+        url = sign(config_getter().api.token, path, params, _ttl_s())
+        return jsonify({"url": url.url, "expires": url.expires})
+
+    @bp.get("/api/v1/events/<event_id>/clip.mp4")
+    def clip(event_id: str) -> Response:
+        download, part = _download_flag(), _part()
+        name = f"{event_id}-part{part}.mp4" if part else f"{event_id}.mp4"
+        return _send_mp4(clip_file(event_id, part), name, download)
+
+    @bp.post("/api/v1/events/<event_id>/clip-url")
+    def clip_url(event_id: str) -> Response:
+        part = _part()
+        clip_file(event_id, part)
+        return signed(f"/api/v1/events/{event_id}/clip.mp4", {"part": str(part)} if part else {})
+
+    @bp.get("/api/v1/recordings")
+    def list_segments() -> Response:
+        wanted = time_range(request.args, export=False)
+        segments = reader().segments(wanted.camera_id, wanted.start, wanted.end)
+        return jsonify({"segments": [{"camera_id": s.camera_id, "start": s.start, "end": s.end, "bytes": s.bytes}
+                                     for s in segments]})
+
+    @bp.post("/api/v1/recordings/export-url")
+    def export_url() -> Response:
+        wanted = time_range(request.args, export=True)
+        reader()
+        return signed("/api/v1/recordings/export.mp4", {"camera": str(wanted.camera_id), "from": request.args["from"],
+                                                         "to": request.args["to"]})
+
+    @bp.get("/api/v1/recordings/export.mp4")
+    def export() -> Response:
+        wanted = time_range(request.args, export=True)
+        download = _download_flag()
+        store = reader()
+        if not exports.acquire(blocking=False):
+            raise ApiError(503, f"{MAX_CONCURRENT_EXPORTS} exports are being written; try again in a moment",
+                           headers={"Retry-After": str(EXPORT_RETRY_AFTER_S)})
+        try:
+            return _export(store, wanted, download)
+        finally:
+            exports.release()
+
+    return bp
+
+
+def _export(store: RecordingReader, wanted: TimeRange, download: bool) -> Response:
+    folder = Path(tempfile.mkdtemp(prefix="edge-app-export-"))
+    try:
+        made = store.export(str(wanted.camera_id), wanted.start, wanted.end, folder / "export.mp4")
+        if made is None or not made.is_file():
+            raise ApiError(404, f"no recording of camera {wanted.camera_id!r} covers that range")
+        name = f"{wanted.camera_id}-{int(wanted.start)}-{int(wanted.end)}.mp4"
+        response = _send_mp4(made, name, download)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    # Removed once the answer is sent or the client hung up, so no export outlives its request.
+    # A file answer is passed to the server as it is (its iterable is closed, not the
+    # response), so the removal rides on that iterable; a HEAD answer closes it through the response.
+    response.response = ClosingIterator(response.response, lambda: shutil.rmtree(folder, ignore_errors=True))
+    return response

@@ -1,0 +1,80 @@
+"""The fleet's routes to the clips kept on the appliances (docs/fleet.md, "Event clips").
+
+- ``GET /api/v1/devices/<id>/events``: the events of one appliance, asked of its own API, each
+  with ``clip_url``: the fleet's path of its clip, or null.
+- ``GET /api/v1/devices/<id>/events/<event_id>/clip.mp4``: the clip streamed through from the
+  appliance, Range and If-Range passed on (206, 416 come back as the appliance answers them);
+  ``?part=N`` for a clip longer than the appliance's record.events.max_s.
+"""
+from __future__ import annotations
+
+import json
+
+from flask import Blueprint, Response, jsonify, request
+
+from edge_app.api.errors import ApiError
+from edge_app.api.events import checked_event_id, event_query
+from edge_app.api.recordings import MAX_PART
+from edge_app.fleet_service.appliance_api import ApplianceApi, ApplianceApiError, annotate_clips
+from edge_app.fleet_service.routes import DEVICE_ID
+
+#: the query parameters of an appliance's event list that are passed on (checked first)
+EVENT_FILTERS = ("camera", "label", "zone", "after", "before", "limit")
+
+
+def _device_id(value: str) -> str:
+    if not DEVICE_ID.fullmatch(value):
+        raise ApiError(400, f"a device id must match {DEVICE_ID.pattern}, got {value[:80]!r}")
+    return value
+
+
+def clip_blueprint(appliances: ApplianceApi) -> Blueprint:
+    bp = Blueprint("fleet_clips", __name__)
+
+    @bp.get("/api/v1/devices/<device_id>/events")
+    def device_events(device_id: str) -> Response:
+        _device_id(device_id)
+        event_query(request.args)  # the appliance checks them too; a bad one is the fleet client's 400
+        params = {name: request.args[name] for name in EVENT_FILTERS if request.args.get(name)}
+        try:
+            status, body = appliances.events(device_id, params)
+        except ApplianceApiError as err:
+            raise ApiError(err.status, err.message) from None
+        if status != 200 or not isinstance(body, dict) or not isinstance(body.get("events"), list):
+            message = body.get("error") if isinstance(body, dict) else None
+            raise ApiError(502, f"device {device_id!r} answered {status}: {str(message or 'no event list')[:200]}")
+        return jsonify({"device_id": device_id, "events": annotate_clips(device_id, body["events"])})
+
+    @bp.get("/api/v1/devices/<device_id>/events/<event_id>/clip.mp4")
+    def device_clip(device_id: str, event_id: str) -> Response:
+        _device_id(device_id)
+        checked_event_id(event_id)
+        part = request.args.get("part") or "0"
+        if not part.isascii() or not part.isdigit() or int(part) > MAX_PART:
+            raise ApiError(400, f"part must be an integer from 0 to {MAX_PART}, got {part[:80]!r}")
+        try:
+            answer = appliances.clip(device_id, event_id, request.headers, int(part))
+        except ApplianceApiError as err:
+            raise ApiError(err.status, err.message) from None
+        if answer.status not in (200, 206):
+            body = b"".join(answer.chunks)[:4096]
+            extra = {k: v for k, v in answer.headers.items() if k == "Content-Range"}
+            raise ApiError(answer.status if answer.status in (400, 404, 416) else 502,
+                           _sentence(body) or f"device {device_id!r} answered {answer.status}", headers=extra)
+        response = Response(answer.chunks, status=answer.status, direct_passthrough=True,
+                            mimetype=answer.headers.get("Content-Type", "video/mp4"))
+        for name, value in answer.headers.items():
+            if name != "Content-Type":
+                response.headers[name] = value
+        return response
+
+    return bp
+
+
+def _sentence(body: bytes) -> str:
+    """The appliance's {"error": ...} sentence, if that is what it answered."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return ""
+    return str(value.get("error", ""))[:300] if isinstance(value, dict) else ""

@@ -1,0 +1,152 @@
+"""Event clips and recordings play in a real browser, through signed URLs, with seeking.
+
+Headless Chromium loads the dashboard from the real API server (token set) in front of the
+in-memory appliance double; the event's clip and the camera's segments are real fragmented MP4
+files made by ffmpeg, as the recorder writes them. The page never has the token in a media URL:
+the <video> elements load signed URLs, and must reach readyState >= 3 (HAVE_FUTURE_DATA) with
+currentTime moving forward.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import replace
+
+import pytest
+
+from edge_app.api import ApiServer, create_app
+from edge_app.api.listening import request_listening_hosts
+from edge_app.config.file import ConfigFile, merge_patch, parse_config
+from edge_app.config_change.changes import ConfigChanges
+from edge_app.events.model import Event
+from tests.api.conftest import BASE_CONFIG
+from tests.api.in_memory_service import InMemoryService
+from tests.api.test_events_routes import event
+from tests.browser.conftest import screenshots_dir
+from tests.browser.dashboard import Dashboard
+from tests.support.recordings import RecordedFiles
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "recording-browser-token-0123456789"
+CLIP_S = 8
+SEGMENT_S = 10
+HAVE_FUTURE_DATA = 3
+
+
+@pytest.fixture(scope="module")
+def recording_api(tmp_path_factory, model_path, bus_jpg):
+    """The API with one event that has a real clip, and segments of "front": 20 and 8 hours ago, and 3 an hour ago."""
+    folder = tmp_path_factory.mktemp("recording-api")
+    config = parse_config(merge_patch(copy.deepcopy(BASE_CONFIG), {
+        "model": {"path": str(model_path)}, "api": {"token": TOKEN},
+        "record": {"events": {"enabled": True}, "continuous": {"enabled": True}},
+        "cameras": [{"id": "front", "source": "test://bars"}]}))
+    service = InMemoryService(config, folder / "config.yaml")
+    changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(folder / "config.yaml"),
+                            listening_hosts=request_listening_hosts)
+    files = RecordedFiles(folder / "recordings")
+    service.recording_reader = files.store
+    now = time.time()
+    walked = event(1, "front", "person", now - 600, end_time=now - 590)
+    if "has_clip" in Event.__dataclass_fields__:  # the event record says it has a clip where it can
+        walked = replace(walked, has_clip=True, clip_duration_s=CLIP_S)
+    service.add_event(walked, bus_jpg.read_bytes())
+    files.add_clip(walked.id, "front", walked.start_time - 5, CLIP_S)
+    for start in (now - 20 * 3600, now - 8 * 3600, now - 3600, now - 3600 + SEGMENT_S, now - 3600 + 2 * SEGMENT_S):
+        files.add_segment("front", start, SEGMENT_S)
+    import cv2
+
+    from tests.api.conftest import bus_detections
+    service.publish("front", cv2.imread(str(bus_jpg)), bus_detections())
+    server = ApiServer(create_app(service, config_changes=changes), "127.0.0.1", 0)
+    server.start()
+    server.event_id = walked.id
+    yield server
+    server.stop(timeout_s=5)
+    service.close()
+    files.close()
+
+
+@pytest.fixture
+def make_page_without_recording(driver, console, tmp_path, model_path, bus_jpg):
+    config = parse_config(merge_patch(copy.deepcopy(BASE_CONFIG), {
+        "model": {"path": str(model_path)}, "api": {"token": TOKEN}, "cameras": [{"id": "front", "source": "test://bars"}]}))
+    service = InMemoryService(config, tmp_path / "config.yaml")
+    changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(tmp_path / "config.yaml"),
+                            listening_hosts=request_listening_hosts)
+    import cv2
+
+    from tests.api.conftest import bus_detections
+    service.publish("front", cv2.imread(str(bus_jpg)), bus_detections())
+    server = ApiServer(create_app(service, config_changes=changes), "127.0.0.1", 0)
+    server.start()
+    yield Dashboard(driver, server.url, console, None).open(TOKEN)
+    server.stop(timeout_s=5)
+    service.close()
+
+
+@pytest.fixture
+def page(driver, recording_api, console):
+    return Dashboard(driver, recording_api.url, console, screenshots_dir()).open(TOKEN)
+
+
+def media_state(page, css):
+    return page.driver.execute_script(
+        "const v = document.querySelector(arguments[0]);"
+        "return {ready: v.readyState, time: v.currentTime, paused: v.paused, src: v.currentSrc,"
+        "        error: v.error && v.error.message, duration: v.duration};", css)
+
+
+def wait_playing(page, css):
+    """readyState >= 3, then currentTime moving forward; the media element's state at the end."""
+    page.wait(lambda _d: media_state(page, css)["ready"] >= HAVE_FUTURE_DATA, f"{css} to have future data", 30)
+    page.driver.execute_script("const v = document.querySelector(arguments[0]); v.muted = true;"
+                               "if (v.paused) v.play();", css)
+    first = media_state(page, css)["time"]
+    page.wait(lambda _d: media_state(page, css)["time"] > first + 0.5, f"{css} to play on from {first}", 30)
+    state = media_state(page, css)
+    assert state["error"] is None, state
+    return state
+
+
+def test_the_event_viewer_plays_the_clip_seeks_and_offers_a_download(page, recording_api):
+    card = page.shown(f'.event[data-event-id="{recording_api.event_id}"] img.thumb', 30)
+    card.click()
+    video = page.shown("#event-video", 30)
+    state = wait_playing(page, "#event-video")
+    assert "/clip.mp4?" in state["src"] and "sig=" in state["src"] and TOKEN not in state["src"]
+    assert abs(state["duration"] - CLIP_S) < 0.5
+    # Seeking to the end needs a Range request the server answers with 206.
+    page.driver.execute_script("arguments[0].currentTime = arguments[1];", video, CLIP_S - 2.5)
+    page.wait(lambda _d: media_state(page, "#event-video")["time"] >= CLIP_S - 2.5, "the seek", 30)
+    page.wait(lambda _d: media_state(page, "#event-video")["ready"] >= HAVE_FUTURE_DATA, "data after the seek", 30)
+    assert page.find("#event-download").is_displayed()
+    assert not page.find("#event-full").is_displayed(), "the clip replaces the snapshot"
+    page.screenshot("clip.png", "#event-viewer")
+    page.find("#event-viewer-close").click()
+    page.wait(lambda _d: not page.find("#event-viewer").is_displayed(), "the viewer to close")
+
+
+def test_the_camera_timeline_plays_a_chosen_time(page):
+    page.view_live("front")
+    page.wait(lambda _d: page.find("#rec-timeline").get_attribute("data-spans") == "3", "the timeline's 3 spans", 30)
+    span = page.find_all("#rec-timeline .span")[-1]
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(page.driver).move_to_element(span).click().perform()
+    state = wait_playing(page, "#rec-video")
+    assert "/recordings/export.mp4?" in state["src"] and "sig=" in state["src"] and TOKEN not in state["src"]
+    assert abs(state["duration"] - 3 * SEGMENT_S) < 1, "the 3 segments of the span, exported as one file"
+    assert page.find("#rec-download").is_displayed()
+    assert page.find_all("#rec-timeline .cursor")
+    page.screenshot("recordings.png", "#recordings")
+
+
+def test_without_recording_the_card_says_so_and_asks_nothing(driver, console, make_page_without_recording):
+    page = make_page_without_recording
+    page.view_live("front")
+    page.wait(lambda _d: "Nothing is recorded" in page.find("#rec-note").text, "the card to say nothing is recorded", 30)
+    asked = page.driver.execute_script("return performance.getEntriesByType('resource').map((e) => e.name)"
+                                       ".filter((n) => n.includes('/api/v1/recordings') || n.includes('/clip'));")
+    assert asked == []
