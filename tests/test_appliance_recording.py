@@ -230,10 +230,7 @@ def test_the_appliance_gives_recorded_cameras_a_sink_and_shows_their_recording(t
 
 def as_part(clip: ClipInfo, part: int) -> ClipInfo:
     """``clip`` as part ``part`` of its event's clip (the recorder's ClipInfo.part)."""
-    if "part" in ClipInfo.__dataclass_fields__:
-        return replace(clip, part=part)
-    object.__setattr__(clip, "part", part)
-    return clip
+    return replace(clip, part=part)
 
 
 def test_a_clip_longer_than_max_s_counts_as_one_clip_of_its_parts(tmp_path):

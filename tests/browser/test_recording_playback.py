@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import replace
 
 import pytest
 
@@ -18,7 +17,6 @@ from edge_app.api import ApiServer, create_app
 from edge_app.api.listening import request_listening_hosts
 from edge_app.config.file import ConfigFile, merge_patch, parse_config
 from edge_app.config_change.changes import ConfigChanges
-from edge_app.events.model import Event
 from tests.api.conftest import BASE_CONFIG
 from tests.api.in_memory_service import InMemoryService
 from tests.api.test_events_routes import event
@@ -49,10 +47,12 @@ def recording_api(tmp_path_factory, model_path, bus_jpg):
     service.recording_reader = files.store
     now = time.time()
     walked = event(1, "front", "person", now - 600, end_time=now - 590)
-    if "has_clip" in Event.__dataclass_fields__:  # the event record says it has a clip where it can
-        walked = replace(walked, has_clip=True, clip_duration_s=CLIP_S)
     service.add_event(walked, bus_jpg.read_bytes())
     files.add_clip(walked.id, "front", walked.start_time - 5, CLIP_S)
+    # as the appliance does when the recorder reports the clip: the event store links it to its event
+    clip = files.store.clip(walked.id)
+    service.event_store.save_clip(walked.id, clip.path, clip.bytes, clip.duration_s, clip.start, clip.end)
+    assert service.event_store.flush()
     for start in (now - 20 * 3600, now - 8 * 3600, now - 3600, now - 3600 + SEGMENT_S, now - 3600 + 2 * SEGMENT_S):
         files.add_segment("front", start, SEGMENT_S)
     import cv2

@@ -7,7 +7,6 @@ and a SQLite database. Nothing of the clip is stored by the fleet: it is streame
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
 
 import pytest
 import requests
@@ -17,7 +16,6 @@ from edge_app.api.listening import request_listening_hosts
 from edge_app.config.file import ConfigFile, merge_patch, parse_config
 from edge_app.config.file import ConfigError
 from edge_app.config_change.changes import ConfigChanges
-from edge_app.events.model import Event
 from edge_app.fleet_service.config import parse_fleet_config
 from tests.api.conftest import BASE_CONFIG
 from tests.api.in_memory_service import InMemoryService
@@ -42,11 +40,13 @@ def appliance_api(tmp_path, model_path):
     files = RecordedFiles(tmp_path / "recordings")
     service.recording_reader = files.store
     with_clip, without = event(1, "front", "person", NOW - 300), event(2, "back", "bus", NOW - 200)
-    if "has_clip" in Event.__dataclass_fields__:
-        with_clip = replace(with_clip, has_clip=True, clip_duration_s=4.0)
     service.add_event(with_clip)
     service.add_event(without)
     files.add_clip(with_clip.id, "front", with_clip.start_time, 4)
+    # as the appliance does when the recorder reports the clip: the event store links it to its event
+    clip = files.store.clip(with_clip.id)
+    service.event_store.save_clip(with_clip.id, clip.path, clip.bytes, clip.duration_s, clip.start, clip.end)
+    assert service.event_store.flush()
     server = ApiServer(create_app(service, config_changes=changes), "127.0.0.1", 0)
     server.start()
     server.clip_id, server.other_id = with_clip.id, without.id
@@ -85,8 +85,7 @@ def test_the_fleet_lists_an_appliances_events_with_their_clip_urls(fleet, applia
     by_id = {e["id"]: e for e in body["events"]}
     assert set(by_id) == {appliance_api.clip_id, appliance_api.other_id}
     assert by_id[appliance_api.other_id]["clip_url"] is None
-    if "has_clip" in Event.__dataclass_fields__:
-        assert by_id[appliance_api.clip_id]["clip_url"] == clip_path(DEVICE, appliance_api.clip_id)
+    assert by_id[appliance_api.clip_id]["clip_url"] == clip_path(DEVICE, appliance_api.clip_id)
     filtered = get(fleet, f"/api/v1/devices/{DEVICE}/events?camera=back&limit=5").json()["events"]
     assert [e["id"] for e in filtered] == [appliance_api.other_id]
     assert get(fleet, f"/api/v1/devices/{DEVICE}/events?limit=0").status_code == 400
