@@ -71,8 +71,9 @@ def resolve_model_addresses(data: Dict[str, Any], patch: Any) -> Any:
             continue
         where = _find(data, str(address))
         if where is None:
-            what = (f"no model of this appliance runs the fleet model {address[len(ARTIFACT_PREFIX):]!r}"
-                    if str(address).startswith(ARTIFACT_PREFIX) else f"there is no model named {address!r}")
+            shown = str(address)[:80]  # from the network: quoted, and cut
+            what = (f"no model of this appliance runs the fleet model {shown[len(ARTIFACT_PREFIX):]!r}"
+                    if shown.startswith(ARTIFACT_PREFIX) else f"there is no model named {shown!r}")
             problems.append(Problem(loc, what))
         elif where == "model":
             resolved["model"] = merge_patch(merge_patch(data["model"], resolved.get("model") or {}), section_patch)

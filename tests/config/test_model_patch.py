@@ -88,3 +88,9 @@ def test_the_broker_may_change_an_entrys_version_and_thresholds():
     new = patched(BASE, {"models": {"plates": {"artifact": {"version": "9"}, "conf_threshold": 0.4},
                                     "general": {"classes": ["person"]}}})
     assert broker_problems(parse_config(BASE), new) == []
+
+
+def test_a_long_address_is_cut_in_the_problem():
+    with pytest.raises(ConfigError) as err:
+        resolve_model_addresses(config_to_dict(parse_config(BASE)), {"models": {"x" * 5000: {}}})
+    assert len(str(err.value)) < 300
