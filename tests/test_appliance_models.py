@@ -235,3 +235,25 @@ def test_the_stats_payload_names_each_cameras_model(start_appliance, tmp_path, m
     appliance, _ = start_appliance(_config(tmp_path, models_dir / "general.onnx", models_dir / "int8.onnx"))
     cameras = appliance.stats_payload()["cameras"]
     assert {cid: figures["model"] for cid, figures in cameras.items()} == {"yard": "default", "gate": "second"}
+
+
+def test_a_patch_addressing_one_model_by_name_reloads_only_that_model(start_appliance, tmp_path, models_dir):
+    factory = GatedFactory()
+    appliance, _ = start_appliance(_config(tmp_path, models_dir / "general.onnx", models_dir / "int8.onnx"), factory)
+    yard_detector = dict(factory.made)[str(models_dir / "general.onnx")]
+    before = config_to_dict(appliance.current_config())["models"]
+
+    result = appliance.patch({"models": {"second": {"path": str(models_dir / "int8-v2.onnx"), "conf_threshold": 0.4}}})
+
+    assert result.applying == ["models.second"]
+    _frames_after(appliance, "yard", 2, "while the other model loads")
+    _wait(lambda: _model(appliance.status(), "second").change.state == "applied", what="the new second model")
+    after = config_to_dict(appliance.current_config())["models"]
+    assert after[0] == before[0] and _model(appliance.status(), "default").change is None
+    assert after[1] == {**before[1], "path": str(models_dir / "int8-v2.onnx"), "conf_threshold": 0.4}
+    assert yard_detector not in factory.closed
+    assert load_config(appliance.config_path).models[1].path == str(models_dir / "int8-v2.onnx")
+    from edge_app.config_change.changes import ConfigRefused
+    with pytest.raises(ConfigRefused) as refused:
+        appliance.patch({"models": {"third": {"conf_threshold": 0.4}}})
+    assert [(p.loc, p.msg) for p in refused.value.problems] == [("models.third", "there is no model named 'third'")]

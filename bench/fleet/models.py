@@ -97,7 +97,9 @@ class SimAppliance:
         if not message.payload:
             return
         desired = json.loads(message.payload)
-        version = (desired.get("patch") or {}).get("model", {}).get("artifact", {}).get("version")
+        # the rollout addresses the model running fleet model MODEL (edge_app.config.model_patch)
+        addressed = ((desired.get("patch") or {}).get("models") or {}).get(f"artifact:{MODEL}") or {}
+        version = addressed.get("artifact", {}).get("version")
         if desired.get("version", 0) <= self.version or version != VERSION:
             return
         self.version = desired["version"]

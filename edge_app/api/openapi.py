@@ -247,7 +247,9 @@ def _paths() -> Dict[str, Any]:
     patch_body = {
         "required": True,
         "content": {"application/merge-patch+json": {"schema": {"type": "object"}}, "application/json": {"schema": {"type": "object"}}},
-        "description": "RFC 7396 JSON merge patch; null deletes a key (back to its default)",
+        "description": "RFC 7396 JSON merge patch; null deletes a key (back to its default). models may be an object "
+                       "instead of a list: each key (a model's name, or artifact:<fleet model name>) addresses one "
+                       "model, its value a merge patch of that model (configuration.md, Several models)",
     }
     config_answer = {"200": _json(_ref("ConfigAnswer"), "Applied and saved"), **CONFIG_BODY_ERRORS}
     camera_body = {"required": True, "description": "One camera, as in the configuration's camera list",

@@ -59,6 +59,18 @@ def check_models(model: Optional[Any], models: Sequence[Any], cameras: Iterable[
         raise LocatedError(f"models.{seen[DEFAULT_MODEL]}.name",
                            f"model and models.{seen[DEFAULT_MODEL]} both define the model named {DEFAULT_MODEL!r}: "
                            "move model into models, or give that entry another name")
+    # models_state and fleet rollouts name a model by its artifact's name (docs/fleet.md): one
+    # fleet model is run by one model of the appliance, whose cameras share it.
+    fleet_names: Dict[str, str] = {}
+    for loc, entry in [("model", model)] + [(f"models.{i}", m) for i, m in enumerate(models)]:
+        artifact = getattr(entry, "artifact", None)
+        if artifact is None:
+            continue
+        if artifact.name in fleet_names:
+            raise LocatedError(f"{loc}.artifact.name",
+                               f"the fleet model {artifact.name!r} is already run by {fleet_names[artifact.name]}: "
+                               "let the cameras share that model (cameras[].model) instead")
+        fleet_names[artifact.name] = loc
     names = list(named_models(model, models))
     for index, camera in enumerate(cameras):
         if camera.model not in names:

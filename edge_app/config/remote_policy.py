@@ -9,7 +9,9 @@ field whose value would change is named and compared with this list. The broker 
   lines, ``detect`` switches and ``record``/``motion``/``model`` choices;
 * the detection thresholds and classes (``model.conf_threshold``, ``iou_threshold``, ``classes``);
 * the fleet artifact's version (``model.artifact.version``, ``models[i].artifact.version``), a rollout
-  of a model the fleet service holds; never its name, nor the artifact section as a whole;
+  of a model the fleet service holds; never its name, nor the artifact section as a whole. A
+  rollout addresses the model by its fleet name (``{"models": {"artifact:<name>": ...}}``,
+  ``edge_app.config.model_patch``), resolved to a plain change before this list is consulted;
 * ``tracking``, ``events`` (not ``events.dir``), ``record`` (not ``record.dir``), ``motion`` and
   ``health`` settings;
 * the ``version`` of each entry of ``models``, and its thresholds and classes.

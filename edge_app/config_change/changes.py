@@ -34,6 +34,7 @@ from edge_app.config.remote_policy import broker_problems
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config.secrets import misdirected_secrets, restore_secrets
 from edge_app.config.file import ConfigError, ConfigFile, Problem, merge_patch, parse_config, redacted_dict
+from edge_app.config.model_patch import resolve_model_addresses
 from edge_app.reporting.protocol import ApplianceService, ApplyResult
 
 logger = logging.getLogger(__name__)
@@ -100,7 +101,15 @@ class ConfigChanges:
         re-entry rule as a whole configuration: a patch that moves the broker without the
         password is refused rather than sending the stored password to the new broker.
         """
-        return self.write(lambda current: merge_patch(redacted_dict(current), patch), origin)
+        def build(current: AppConfig) -> Any:
+            data = redacted_dict(current)
+            try:  # ``models`` may address one model by name (edge_app.config.model_patch)
+                plain = resolve_model_addresses(data, patch)
+            except ConfigError as err:
+                raise ConfigRefused("the patch addresses no model of this appliance", err.problems) from None
+            return merge_patch(data, plain)
+
+        return self.write(build, origin)
 
     def revert_model(self, name: str, failed: ModelConfig, running: ModelConfig) -> Optional[ApplyResult]:
         """A model that could not be loaded leaves the configuration: the model called ``name``

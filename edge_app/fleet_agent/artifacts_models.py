@@ -1,4 +1,8 @@
-"""The appliance's detector factory for models from the fleet service (``model.artifact``).
+"""The appliance's detector factory for models from the fleet service (``artifact`` of a model).
+
+Every model with an ``artifact`` (``model`` or an entry of ``models``) goes through here, each
+in its own model's background change; ``models_state`` is keyed by the artifact's name (the
+fleet's name of the model), which one model of the appliance runs at most (schema rule).
 
 docs/fleet.md, "Models and engines over the air". Given a ModelConfig with an artifact, the
 version is fetched and staged (``artifacts_stage``), the model is loaded from the staged files,
@@ -11,16 +15,16 @@ to ``models_state`` and the log.
 
 While the fleet service cannot be reached the fetch is tried again (a cut download resumes),
 until it succeeds, the configuration asks for another version, or the appliance stops. At
-start, with no model running yet, a fetch that fails once falls back to ``model.path``.
+start, with that model not running yet, a fetch that fails once falls back to its ``path``.
 """
 from __future__ import annotations
 
 import logging
 import threading
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Set
 
-from edge_app.config.schema import AppConfig, ModelConfig
+from edge_app.config.schema import AppConfig, ArtifactConfig, ModelConfig
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.tensorrt.cache import EngineKey, read_sidecar
 from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
@@ -44,7 +48,8 @@ class FleetModels:
         self.state = state
         self._stager = stager if stager is not None else Stager(config, state)
         self._retry_first_s = retry_first_s
-        self._started = False
+        # fleet model names whose first fetch was tried: only that one may fall back to model.path
+        self._started: Set[str] = set()
         self._stop = threading.Event()
 
     def close(self) -> None:
@@ -55,8 +60,9 @@ class FleetModels:
         artifact = model.artifact
         if artifact is None:
             return self._create(model, **options)
-        first, self._started = not self._started, True
         name, version = artifact.name, artifact.version
+        first = name not in self._started
+        self._started.add(name)
         cancel = options.get("cancel") or self._stop
         try:
             staged, client = self._stage(model, cancel, retry=not first)
@@ -97,9 +103,16 @@ class FleetModels:
                                reason=f"{err}; trying again in {delay_s:.0f} s")
                 if cancel.wait(delay_s) or self._stop.is_set():
                     raise FleetUnreachable(f"{err} (the appliance stopped, or another model was asked for)") from None
-                if self._config().model.artifact != artifact:
+                if self._wanted(artifact.name) != artifact:
                     raise FleetUnreachable(f"{err} (another version was asked for meanwhile)") from None
                 delay_s = min(delay_s * 2, RETRY_MAX_S)
+
+    def _wanted(self, fleet_name: str) -> Optional[ArtifactConfig]:
+        """The artifact the configuration asks for now, of the model that runs ``fleet_name``."""
+        for model in self._config().model_configs().values():
+            if model.artifact is not None and model.artifact.name == fleet_name:
+                return model.artifact
+        return None
 
     def _building(self, model: ModelConfig, sink: Optional[Callable[[Any], None]]) -> Callable[[Any], None]:
         artifact = model.artifact

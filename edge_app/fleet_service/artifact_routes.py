@@ -21,7 +21,7 @@ from edge_app.api.json_body import read_json_body
 from edge_app.fleet_service.artifacts import ArtifactConflict, check_name, parse_engine_key
 from edge_app.fleet_service.blobs import BlobError, StoredBlob, is_sha256
 from edge_app.fleet_service.device_auth import DeviceAuth
-from edge_app.fleet_service.rollouts import UnknownDevices
+from edge_app.fleet_service.rollouts import UnknownDevices, model_rollout_patch
 from edge_app.fleet_service.routes import parse_targets
 from edge_app.fleet_service.service import MIB, FleetService
 
@@ -201,7 +201,9 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
         targets = parse_targets(body["devices"])
         if service.artifacts.model(name, version) is None:
             raise ApiError(404, f"unknown model {name} version {version}: upload it first")
-        patch = {"model": {"artifact": {"version": version}}}
+        # Addressed by the fleet's name of the model: which of a device's models runs it (model or
+        # an entry of models) is the device's business (edge_app.config.model_patch).
+        patch = model_rollout_patch(name, version)
         try:
             started = service.start_rollout(targets, patch, (name, version))
         except UnknownDevices as err:

@@ -52,6 +52,17 @@ def compose_patches(first: Any, second: Any) -> Any:
     return result
 
 
+def model_rollout_patch(name: str, version: str) -> Dict[str, Any]:
+    """The desired patch of a rollout of fleet model ``name`` ``version``.
+
+    ``models`` as an object addresses the device's model whose ``artifact.name`` is ``name``,
+    whether that is ``model`` or an entry of ``models`` (a merge patch cannot address a list
+    entry; the appliance resolves the address, ``edge_app.config.model_patch``). Only the
+    version is set: the device's broker allow-list permits nothing else of an artifact.
+    """
+    return {"models": {f"artifact:{name}": {"artifact": {"version": version}}}}
+
+
 @dataclass(frozen=True)
 class Rollout:
     rollout_id: str

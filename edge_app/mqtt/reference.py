@@ -130,7 +130,7 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                                lambda: payloads.encode(payloads.config_desired_payload(
                                    7, {"model": {"conf_threshold": 0.35}}))),
     "config_reported": TopicDoc("yes", "the outcome of the latest desired version acted on; with fleet models "
-                                       "(`model.artifact`) also `models_state`, published again when it changes "
+                                       "(a model with an `artifact`) also `models_state`, published again when it changes "
                                        "([fleet](fleet.md#models-and-engines-over-the-air))",
                                 lambda: payloads.encode(payloads.config_reported_payload(
                                     8, "rejected", [{"loc": "cameras.0.fps_limit",

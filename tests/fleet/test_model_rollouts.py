@@ -47,7 +47,7 @@ def test_a_model_rollout_shows_each_devices_state_and_a_rollback_is_the_previous
     started = _start(fleet, "3", ["edge-a", "edge-b"])
     assert set(started["versions"]) == {"edge-a", "edge-b"}
     wait_for(lambda: a.config and b.config, 10, "both devices got the desired configuration")
-    assert a.config == {"model": {"artifact": {"version": "3"}}}
+    assert a.config == {"models": {"artifact:gate": {"artifact": {"version": "3"}}}}
     assert c.config == {}
     first = _rollout(fleet, started["rollout_id"])
     assert first["model"]["name"] == "gate" and first["model"]["version"] == "3"
@@ -69,7 +69,7 @@ def test_a_model_rollout_shows_each_devices_state_and_a_rollback_is_the_previous
     assert page["models_state"] == {"gate": {"version": "3", "state": "running", "progress": 1.0, "reason": None}}
 
     back = _start(fleet, "2", ["edge-a"])  # rollback: a rollout of the version before
-    wait_for(lambda: a.config == {"model": {"artifact": {"version": "2"}}}, 10, "edge-a told to go back")
+    wait_for(lambda: a.config == {"models": {"artifact:gate": {"artifact": {"version": "2"}}}}, 10, "edge-a told to go back")
     assert _model_states(fleet, back["rollout_id"])["edge-a"] == {
         "name": "gate", "version": "2", "state": "waiting", "progress": None, "reason": "the device reports version 3"}
     _report(a, {"gate": {"version": "2", "state": "building", "progress": None, "reason": None}})
