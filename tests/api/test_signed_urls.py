@@ -98,7 +98,7 @@ def test_without_a_token_the_plain_route_is_the_url(make_api, tmp_path):
     ev = running.service.add_event(event(1))
     files.add_clip(ev.id, "front", ev.start_time, 2)
     answer = running.request("POST", f"/api/v1/events/{ev.id}/clip-url").json()
-    assert answer == {"url": clip_path(ev.id), "expires": None}
+    assert answer == {"url": clip_path(ev.id), "expires": None, "part": 0, "parts": 1}
     assert running.get(answer["url"]).status_code == 200
 
 

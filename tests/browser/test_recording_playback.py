@@ -28,6 +28,7 @@ pytestmark = pytest.mark.slow
 
 TOKEN = "recording-browser-token-0123456789"
 CLIP_S = 8
+PART_S = 4
 SEGMENT_S = 10
 HAVE_FUTURE_DATA = 3
 
@@ -53,6 +54,14 @@ def recording_api(tmp_path_factory, model_path, bus_jpg):
     clip = files.store.clip(walked.id)
     service.event_store.save_clip(walked.id, clip.path, clip.bytes, clip.duration_s, clip.start, clip.end)
     assert service.event_store.flush()
+    # A clip split at record.events.max_s: two parts, played one after the other.
+    long_walk = event(2, "front", "person", now - 500, end_time=now - 480)
+    service.add_event(long_walk, bus_jpg.read_bytes())
+    for part in range(2):
+        files.add_clip(long_walk.id, "front", long_walk.start_time - 5 + part * PART_S, PART_S, part=part)
+    clip = files.store.clip(long_walk.id)
+    service.event_store.save_clip(long_walk.id, clip.path, clip.bytes, clip.duration_s, clip.start, clip.end)
+    assert service.event_store.flush()
     for start in (now - 20 * 3600, now - 8 * 3600, now - 3600, now - 3600 + SEGMENT_S, now - 3600 + 2 * SEGMENT_S):
         files.add_segment("front", start, SEGMENT_S)
     import cv2
@@ -62,6 +71,7 @@ def recording_api(tmp_path_factory, model_path, bus_jpg):
     server = ApiServer(create_app(service, config_changes=changes), "127.0.0.1", 0)
     server.start()
     server.event_id = walked.id
+    server.long_event_id = long_walk.id
     yield server
     server.stop(timeout_s=5)
     service.close()
@@ -124,6 +134,21 @@ def test_the_event_viewer_plays_the_clip_seeks_and_offers_a_download(page, recor
     assert page.find("#event-download").is_displayed()
     assert not page.find("#event-full").is_displayed(), "the clip replaces the snapshot"
     page.screenshot("clip.png", "#event-viewer")
+    page.find("#event-viewer-close").click()
+    page.wait(lambda _d: not page.find("#event-viewer").is_displayed(), "the viewer to close")
+
+
+def test_a_clip_split_at_max_s_plays_its_parts_one_after_the_other(page, recording_api):
+    page.shown(f'.event[data-event-id="{recording_api.long_event_id}"] img.thumb', 30).click()
+    state = wait_playing(page, "#event-video")
+    assert "part=" not in state["src"] and abs(state["duration"] - PART_S) < 0.5
+    page.wait(lambda _d: "part 1 of 2" in page.find("#event-clip-note").text, "the note to name the part", 30)
+    # Near the end of the first part: when it ends the viewer goes on with the second and plays it.
+    page.driver.execute_script("arguments[0].currentTime = arguments[1];", page.find("#event-video"), PART_S - 1)
+    page.wait(lambda _d: "part=1" in media_state(page, "#event-video")["src"], "the second part", 30)
+    state = wait_playing(page, "#event-video")
+    assert "sig=" in state["src"] and TOKEN not in state["src"] and abs(state["duration"] - PART_S) < 0.5
+    assert "part 2 of 2" in page.find("#event-clip-note").text
     page.find("#event-viewer-close").click()
     page.wait(lambda _d: not page.find("#event-viewer").is_displayed(), "the viewer to close")
 
