@@ -71,6 +71,7 @@ def recording_api(tmp_path_factory, model_path, bus_jpg):
     server = ApiServer(create_app(service, config_changes=changes), "127.0.0.1", 0)
     server.start()
     server.event_id = walked.id
+    server.service = service
     server.long_event_id = long_walk.id
     yield server
     server.stop(timeout_s=5)
@@ -166,6 +167,34 @@ def test_the_camera_timeline_plays_a_chosen_time(page):
     assert page.find("#rec-download").is_displayed()
     assert page.find_all("#rec-timeline .cursor")
     page.screenshot("recordings.png", "#recordings")
+
+
+def test_a_paused_recording_and_a_camera_that_cannot_record_are_shown_with_why(page, recording_api):
+    from edge_app.record.types import CameraRecordingStatus
+    from edge_app.reporting.protocol import RecordingReport
+
+    service = recording_api.service
+    why = "the disk has 3 MB free, below record.retain.reserve_mb (64 MB)"
+    service.recording_report = RecordingReport(directory="recordings", paused=why, recording=[], bytes_written=5_000_000,
+                                               packets_dropped=0)
+    service.camera_recording["front"] = CameraRecordingStatus(
+        camera_id="front", events_enabled=True, continuous_enabled=True, recording=False,
+        unavailable="recording unavailable: test:// sources have no compressed stream")
+    try:
+        page.wait(lambda _d: f"Recording paused: {why}" in page.find("#health-banner").text, "the banner to say why", 30)
+        fact = lambda _d: page.driver.execute_script(  # noqa: E731
+            "const dt = [...document.querySelectorAll('#status dt')].find((d) => d.textContent === 'Recording');"
+            "return dt ? dt.nextElementSibling.textContent : '';")
+        page.wait(lambda d: "paused: " + why in fact(d), "the Recording fact to say it is paused", 30)
+        assert "front: recording unavailable: test:// sources have no compressed stream" in fact(page.driver)
+        # Space returned: the banner goes and the fact says it writes again.
+        service.recording_report = RecordingReport(directory="recordings", paused=None, recording=["front"],
+                                                   bytes_written=6_000_000, packets_dropped=0)
+        page.wait(lambda d: fact(d).startswith("writing"), "the fact to say it writes", 30)
+        page.wait(lambda _d: not page.find("#health-banner").is_displayed(), "the banner to go", 30)
+    finally:
+        service.recording_report = None
+        service.camera_recording.clear()
 
 
 def test_without_recording_the_card_says_so_and_asks_nothing(driver, console, make_page_without_recording):
