@@ -72,7 +72,9 @@ def test_an_unsatisfiable_range_is_416_with_the_size(recorded, header):
     assert "error" in response.json()
 
 
-@pytest.mark.parametrize("header", ["bytes=abc", "bytes=10-5", "lines=0-10", "bytes=0-1,x"])
+# "bytes=0-1,5-6": several ranges would need a multipart answer, which players never ask for.
+@pytest.mark.parametrize("header", ["bytes=abc", "bytes=10-5", "lines=0-10", "bytes=0-1,x", "bytes=0-1,5-6",
+                                    "bytes=-0", "bytes=" + "9" * 40 + "-"])
 def test_a_malformed_range_is_416_too(recorded, header):
     # RFC 9110 14.2 lets a server ignore or reject an invalid range; refusing says what went wrong.
     response = recorded.get(clip_path(recorded.clip_id), headers={"Range": header})
