@@ -168,3 +168,15 @@ def test_status_line_says_when_publishing_is_behind():
                         behind_reason="publishing is 2.4 s behind: ...")
     status = status_report([camera_report("a", "streaming")], pipeline_report(10.0), mqtt=behind)
     assert status_line(status) == "MQTT BEHIND (publishing is 2.4 s behind: ...); 10.0 fps; cameras: a streaming"
+
+
+def test_status_line_says_when_recording_is_paused_and_why():
+    from edge_app.reporting.protocol import RecordingReport
+
+    why = "the disk has 3 MB free, below record.retain.reserve_mb (64 MB)"
+    paused = RecordingReport(directory="recordings", paused=why, recording=[], bytes_written=1, packets_dropped=0)
+    status = status_report([camera_report("a", "streaming")], pipeline_report(10.0), recording=paused)
+    assert status_line(status) == f"RECORDING PAUSED ({why}); 10.0 fps; cameras: a streaming"
+    writing = RecordingReport(directory="recordings", paused=None, recording=["a"], bytes_written=1, packets_dropped=0)
+    assert status_line(status_report([camera_report("a", "streaming")], pipeline_report(10.0), recording=writing)) == (
+        "10.0 fps; cameras: a streaming")

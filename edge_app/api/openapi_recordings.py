@@ -48,7 +48,13 @@ def recording_schemas() -> Dict[str, Schema]:
         "url": {"type": "string", "description": "Path and query, relative to the API's root; needs no token"},
         "expires": {"type": ["integer", "null"],
                     "description": "Unix seconds; null when api.token is not set (the plain route is open, it never expires)"}}}
-    return {"Segment": segment,
+    clip_url = {"type": "object", "required": ["url", "expires", "part", "parts"], "properties": {
+        **signed["properties"],
+        "part": {"type": "integer", "minimum": 0, "description": "The part this URL plays"},
+        "parts": {"type": "integer", "minimum": 1,
+                  "description": "How many parts the clip has (it continues in a new part every record.events.max_s); "
+                                 "play them in order, part=0 to parts-1"}}}
+    return {"Segment": segment, "ClipUrl": clip_url,
             "SegmentList": {"type": "object", "required": ["segments"],
                             "properties": {"segments": {"type": "array", "items": {"$ref": "#/components/schemas/Segment"}}}},
             "SignedUrl": signed}
@@ -98,7 +104,9 @@ def recording_paths(op: Op, event_id: Dict[str, Any]) -> Dict[str, Any]:
         "/api/v1/events/{event_id}/clip-url": {
             "post": op(f"A signed URL of the event's clip that works without the token for {DEFAULT_TTL_S} s "
                        f"(or ttl_s) and names only this clip",
-                       {"200": signed_answer, "400": _error(bad_body["description"] + ", or part out of range"),
+                       {"200": _json({"$ref": "#/components/schemas/ClipUrl"},
+                                     "A URL for a <video> element or a download link, and the clip's parts"),
+                        "400": _error(bad_body["description"] + ", or part out of range"),
                         "404": _error(f"Unknown event, it has no clip (or no such part), or {off.lower()}"),
                         "413": _error("Body larger than api.max_body_bytes"), "415": _error("Body is not JSON")},
                        "recordings", [event_id, part], body=ttl_body),

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Dict
+from typing import Callable, Dict, Tuple
 
 from flask import Blueprint, Response, jsonify, request, send_file
 from werkzeug.wsgi import ClosingIterator
@@ -85,6 +85,11 @@ def _clip_part(store: RecordingReader, event_id: str, part: int) -> ClipInfo:
                         f"0 to {max(1, len(parts)) - 1})")
 
 
+def _part_count(store: RecordingReader, event_id: str) -> int:
+    # A reader without ``clips`` (one that knows no parts) has the one clip it returns.
+    return max(1, len(list(getattr(store, "clips", lambda _event_id: [])(event_id))))
+
+
 def _send_mp4(path: Path, download_name: str, download: bool) -> Response:
     # conditional=True: Range (206 with Content-Range, 416 for an unsatisfiable range),
     # If-Range and Accept-Ranges; the body is a file wrapper read in blocks, not loaded.
@@ -105,12 +110,17 @@ def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], 
         return found
 
     def clip_file(event_id: str, part: int) -> Path:
+        return clip_file_and_parts(event_id, part)[0]
+
+    def clip_file_and_parts(event_id: str, part: int) -> Tuple[Path, int]:
+        """The file of the clip's part ``part`` and how many parts the clip has."""
         store = reader()
         clip = store.clip(checked_event_id(event_id))
         if clip is None:
             if service.event(event_id) is None:
                 raise ApiError(404, f"unknown event {event_id!r}")
             raise ApiError(404, f"event {event_id!r} has no clip")
+        parts = _part_count(store, event_id)
         if part:
             clip = _clip_part(store, event_id, part)
         try:
@@ -120,11 +130,11 @@ def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], 
             raise ApiError(404, f"event {event_id!r} has no clip") from None
         if not path.is_file():
             raise ApiError(404, f"the clip of event {event_id!r} is gone (removed by retention or by hand)")
-        return path
+        return path, parts
 
-    def signed(path: str, params: Dict[str, str]) -> Response:
+    def signed(path: str, params: Dict[str, str], **extra: int) -> Response:
         url = sign(config_getter().api.token, path, params, _ttl_s())
-        return jsonify({"url": url.url, "expires": url.expires})
+        return jsonify({"url": url.url, "expires": url.expires, **extra})
 
     @bp.get("/api/v1/events/<event_id>/clip.mp4")
     def clip(event_id: str) -> Response:
@@ -135,8 +145,10 @@ def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], 
     @bp.post("/api/v1/events/<event_id>/clip-url")
     def clip_url(event_id: str) -> Response:
         part = _part()
-        clip_file(event_id, part)
-        return signed(f"/api/v1/events/{event_id}/clip.mp4", {"part": str(part)} if part else {})
+        _path, parts = clip_file_and_parts(event_id, part)
+        # part and parts: a player plays the parts one after the other (a clip continues every max_s).
+        return signed(f"/api/v1/events/{event_id}/clip.mp4", {"part": str(part)} if part else {},
+                      part=part, parts=parts)
 
     @bp.get("/api/v1/recordings")
     def list_segments() -> Response:

@@ -29,6 +29,8 @@ EXPIRES = "expires"
 SIG = "sig"
 SIG_HEX_CHARS = 64  # SHA-256
 SIGNED_PARAMS = frozenset({EXPIRES, SIG})
+#: a clock step of the appliance (NTP after boot) may move "now" by this much between sign and check
+CLOCK_SLACK_S = 60
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,12 @@ def check(token: str, path: str, args: Mapping[str, str], now_s: Optional[float]
     # compare_digest: the time taken says nothing about how many characters matched.
     if not hmac.compare_digest(sig.encode("ascii", "replace"), expected.encode("ascii")):
         return False, "the signed URL is not valid (altered, or signed under another token)"
-    if int(expires_text) < (time.time() if now_s is None else now_s):
+    now = time.time() if now_s is None else now_s
+    if int(expires_text) < now:
         return False, "the signed URL has expired; ask for a new one"
+    # Only what the API hands out is honoured: a URL valid for longer than MAX_TTL_S was not made
+    # by it, and must not live on as a lasting key to the file.
+    if int(expires_text) > now + MAX_TTL_S + CLOCK_SLACK_S:
+        return False, f"the signed URL expires too far ahead (more than {MAX_TTL_S} s); ask for a new one"
     return True, ""
 

@@ -26,11 +26,11 @@ from edge_app.health.report import HealthReport, not_sampled_yet
 from edge_app.pipeline.health import PipelineActivity, assess, readiness_reason
 from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.pipeline.results import ResultStore
-from edge_app.record.types import RecordingReader
+from edge_app.record.types import CameraRecordingStatus, RecordingReader
 from edge_app.config.redact import mask_secrets
 from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, LatencyReport, ModelReport,
                                          ModelStatusReport,
-                                         MqttReport, PipelineReport, StatusReport, UnknownCamera)
+                                         MqttReport, PipelineReport, RecordingReport, StatusReport, UnknownCamera)
 from edge_app.version import __version__
 
 RESTART_KEYS = (("api", "host"), ("api", "port"))
@@ -62,6 +62,8 @@ class InMemoryService:
         self.live_counts = CountsReport()
         self.health: HealthReport = not_sampled_yet(1000.0)  # a test sets a sampled report
         self.recording_reader: Optional[RecordingReader] = None  # a test sets a real recording store
+        self.recording_report: Optional[RecordingReport] = None  # status.recording, as a test sets it
+        self.camera_recording: Dict[str, CameraRecordingStatus] = {}  # cameras[].recording, as a test sets it
         save_config(config, self._config_path)
 
     # -- test controls -----------------------------------------------------------------------
@@ -117,6 +119,7 @@ class InMemoryService:
                                       cameras=[c.id for c in self._config.cameras if c.model == name],
                                       batches_per_s=12.0, fps=24.5, latency_ms=LatencyReport(31.0, 80.0))
                     for name, section in self._config.model_configs().items()],
+            recording=self.recording_report,
         )
 
     def readiness(self) -> Tuple[bool, List[str]]:
@@ -167,6 +170,7 @@ class InMemoryService:
                 frames_dropped=n,
                 reconnects=0,
                 last_error=self.camera_errors.get(cam.id),
+                recording=self.camera_recording.get(cam.id),
             ))
         return out
 

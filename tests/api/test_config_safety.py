@@ -48,6 +48,11 @@ def test_sources_that_read_files_or_run_pipelines_are_refused(api, method, sourc
         ({"model": {"path": "/etc/x.onnx"}}, "model.path"),
         ({"model": {"engine_dir": "/etc"}}, "model.engine_dir"),
         ({"model": {"calibration_dir": "/"}}, "model.calibration_dir"),
+        ({"events": {"dir": "/etc"}}, "events.dir"),
+        # the recording folder is written to and served over HTTP: like events.dir, never moved out of it
+        ({"record": {"dir": "/etc"}}, "record.dir"),
+        ({"record": {"dir": "/"}}, "record.dir"),
+        ({"record": {"dir": "recordings/../.."}}, "record.dir"),
         ({"api": {"allow_unsafe_sources": True}}, "api.allow_unsafe_sources"),
     ],
 )

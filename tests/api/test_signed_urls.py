@@ -53,6 +53,17 @@ def test_an_expired_signed_url_is_403(recorded):
     assert response.status_code == 403 and "expired" in response.json()["error"]
 
 
+def test_a_signed_url_that_lives_longer_than_the_api_hands_out_is_403(recorded):
+    # The API signs for at most MAX_TTL_S; a URL valid for longer (signed by hand with the token,
+    # or with a key that leaked) is refused, so no signature outlives that bound.
+    path = clip_path(recorded.clip_id)
+    forever = signed_urls.sign(TOKEN, path, {}, ttl_s=10 * 365 * 86400)
+    response = requests.get(recorded.url + forever.url, timeout=10)
+    assert response.status_code == 403 and "expires too far" in response.json()["error"]
+    longest = signed_urls.sign(TOKEN, path, {}, ttl_s=signed_urls.MAX_TTL_S)
+    assert requests.get(recorded.url + longest.url, timeout=10).status_code == 200
+
+
 def test_an_altered_signed_url_is_403(recorded):
     url = signed_url(recorded, recorded.clip_id)["url"]
     query = dict(parse_qsl(urlsplit(url).query))
@@ -98,7 +109,7 @@ def test_without_a_token_the_plain_route_is_the_url(make_api, tmp_path):
     ev = running.service.add_event(event(1))
     files.add_clip(ev.id, "front", ev.start_time, 2)
     answer = running.request("POST", f"/api/v1/events/{ev.id}/clip-url").json()
-    assert answer == {"url": clip_path(ev.id), "expires": None}
+    assert answer == {"url": clip_path(ev.id), "expires": None, "part": 0, "parts": 1}
     assert running.get(answer["url"]).status_code == 200
 
 

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.slow
 
 TOKEN = "recording-browser-token-0123456789"
 CLIP_S = 8
+PART_S = 4
 SEGMENT_S = 10
 HAVE_FUTURE_DATA = 3
 
@@ -53,6 +54,14 @@ def recording_api(tmp_path_factory, model_path, bus_jpg):
     clip = files.store.clip(walked.id)
     service.event_store.save_clip(walked.id, clip.path, clip.bytes, clip.duration_s, clip.start, clip.end)
     assert service.event_store.flush()
+    # A clip split at record.events.max_s: two parts, played one after the other.
+    long_walk = event(2, "front", "person", now - 500, end_time=now - 480)
+    service.add_event(long_walk, bus_jpg.read_bytes())
+    for part in range(2):
+        files.add_clip(long_walk.id, "front", long_walk.start_time - 5 + part * PART_S, PART_S, part=part)
+    clip = files.store.clip(long_walk.id)
+    service.event_store.save_clip(long_walk.id, clip.path, clip.bytes, clip.duration_s, clip.start, clip.end)
+    assert service.event_store.flush()
     for start in (now - 20 * 3600, now - 8 * 3600, now - 3600, now - 3600 + SEGMENT_S, now - 3600 + 2 * SEGMENT_S):
         files.add_segment("front", start, SEGMENT_S)
     import cv2
@@ -62,6 +71,8 @@ def recording_api(tmp_path_factory, model_path, bus_jpg):
     server = ApiServer(create_app(service, config_changes=changes), "127.0.0.1", 0)
     server.start()
     server.event_id = walked.id
+    server.service = service
+    server.long_event_id = long_walk.id
     yield server
     server.stop(timeout_s=5)
     service.close()
@@ -128,6 +139,21 @@ def test_the_event_viewer_plays_the_clip_seeks_and_offers_a_download(page, recor
     page.wait(lambda _d: not page.find("#event-viewer").is_displayed(), "the viewer to close")
 
 
+def test_a_clip_split_at_max_s_plays_its_parts_one_after_the_other(page, recording_api):
+    page.shown(f'.event[data-event-id="{recording_api.long_event_id}"] img.thumb', 30).click()
+    state = wait_playing(page, "#event-video")
+    assert "part=" not in state["src"] and abs(state["duration"] - PART_S) < 0.5
+    page.wait(lambda _d: "part 1 of 2" in page.find("#event-clip-note").text, "the note to name the part", 30)
+    # Near the end of the first part: when it ends the viewer goes on with the second and plays it.
+    page.driver.execute_script("arguments[0].currentTime = arguments[1];", page.find("#event-video"), PART_S - 1)
+    page.wait(lambda _d: "part=1" in media_state(page, "#event-video")["src"], "the second part", 30)
+    state = wait_playing(page, "#event-video")
+    assert "sig=" in state["src"] and TOKEN not in state["src"] and abs(state["duration"] - PART_S) < 0.5
+    assert "part 2 of 2" in page.find("#event-clip-note").text
+    page.find("#event-viewer-close").click()
+    page.wait(lambda _d: not page.find("#event-viewer").is_displayed(), "the viewer to close")
+
+
 def test_the_camera_timeline_plays_a_chosen_time(page):
     page.view_live("front")
     page.wait(lambda _d: page.find("#rec-timeline").get_attribute("data-spans") == "3", "the timeline's 3 spans", 30)
@@ -141,6 +167,34 @@ def test_the_camera_timeline_plays_a_chosen_time(page):
     assert page.find("#rec-download").is_displayed()
     assert page.find_all("#rec-timeline .cursor")
     page.screenshot("recordings.png", "#recordings")
+
+
+def test_a_paused_recording_and_a_camera_that_cannot_record_are_shown_with_why(page, recording_api):
+    from edge_app.record.types import CameraRecordingStatus
+    from edge_app.reporting.protocol import RecordingReport
+
+    service = recording_api.service
+    why = "the disk has 3 MB free, below record.retain.reserve_mb (64 MB)"
+    service.recording_report = RecordingReport(directory="recordings", paused=why, recording=[], bytes_written=5_000_000,
+                                               packets_dropped=0)
+    service.camera_recording["front"] = CameraRecordingStatus(
+        camera_id="front", events_enabled=True, continuous_enabled=True, recording=False,
+        unavailable="recording unavailable: test:// sources have no compressed stream")
+    try:
+        page.wait(lambda _d: f"Recording paused: {why}" in page.find("#health-banner").text, "the banner to say why", 30)
+        fact = lambda _d: page.driver.execute_script(  # noqa: E731
+            "const dt = [...document.querySelectorAll('#status dt')].find((d) => d.textContent === 'Recording');"
+            "return dt ? dt.nextElementSibling.textContent : '';")
+        page.wait(lambda d: "paused: " + why in fact(d), "the Recording fact to say it is paused", 30)
+        assert "front: recording unavailable: test:// sources have no compressed stream" in fact(page.driver)
+        # Space returned: the banner goes and the fact says it writes again.
+        service.recording_report = RecordingReport(directory="recordings", paused=None, recording=["front"],
+                                                   bytes_written=6_000_000, packets_dropped=0)
+        page.wait(lambda d: fact(d).startswith("writing"), "the fact to say it writes", 30)
+        page.wait(lambda _d: not page.find("#health-banner").is_displayed(), "the banner to go", 30)
+    finally:
+        service.recording_report = None
+        service.camera_recording.clear()
 
 
 def test_without_recording_the_card_says_so_and_asks_nothing(driver, console, make_page_without_recording):

@@ -107,6 +107,13 @@ def test_events_dir_may_move_below_its_folder_only(tree):
     assert locs(unsafe_changes(old, config(tree, events={"dir": str(tree)}), tree)) == ["events.dir"]
 
 
+def test_record_dir_may_move_below_its_folder_only(tree):
+    old = config(tree, record={"dir": str(tree / "recordings")})
+    assert unsafe_changes(old, config(tree, record={"dir": str(tree / "recordings" / "disk2")}), tree) == []
+    for outside in (str(tree), "/etc", str(tree / "recordings" / ".." / "models")):
+        assert locs(unsafe_changes(old, config(tree, record={"dir": outside}), tree)) == ["record.dir"], outside
+
+
 def test_the_file_on_disk_can_allow_everything_but_not_be_switched_off_through_the_api(tree):
     old = config(tree, api={"allow_unsafe_sources": True})
     new = config(tree, api={"allow_unsafe_sources": True}, model={"labels": "/etc/hostname"},

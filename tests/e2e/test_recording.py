@@ -246,3 +246,25 @@ def test_a_full_disk_pauses_recording_with_the_reason_and_analysis_goes_on(
         app.terminate(timeout_s=15)
         for path in sorted(disk.rglob("*.mp4")):
             ffprobe_json(path, "-show_entries", "stream=codec_name")
+
+
+def test_sources_without_a_compressed_stream_say_recording_unavailable_in_the_status(
+        mosquitto_broker, mqtt_collector, appliance_factory, model_path, tmp_path):
+    """A drawn test:// camera has no packets to record: the real appliance says so in the camera's
+    status (and the dashboard shows it), and analyses it as before."""
+    collector = mqtt_collector(mosquitto_broker, f"{ROOT}/#")
+    app = appliance_factory([{"id": CAM, "source": "test://bars?width=320&height=240&fps=5"}], model_path,
+                            mosquitto_broker, **sections(tmp_path, continuous={"enabled": True}))
+
+    def camera_recording():
+        cameras = app.get("/api/v1/status").json()["cameras"]
+        return (cameras[0].get("recording") or {}).get("unavailable")
+    why = wait_until(camera_recording, 60, "the camera's status to say why it is not recorded")
+    assert why.startswith("recording unavailable: ") and "test://" in why, why
+    analysed = wait_until(lambda: app.get("/api/v1/status").json()["cameras"][0]["frames_analyzed"] or None, 60,
+                          "the camera to be analysed")
+    assert analysed > 0
+    collector.wait_for_message(f"{ROOT}/stats", timeout_s=30)
+    status = app.get("/api/v1/status").json()
+    assert status["recording"]["paused"] is None and status["recording"]["bytes_written"] == 0
+    assert status["cameras"][0]["recording"]["recording"] is False

@@ -7,6 +7,7 @@ and a SQLite database. Nothing of the clip is stored by the fleet: it is streame
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 import requests
@@ -138,3 +139,74 @@ def test_an_appliance_url_is_a_plain_http_address(url, problem):
         parse_fleet_config({"appliances": {DEVICE: {"url": url}}})
     with pytest.raises(ConfigError, match="not a device id"):
         parse_fleet_config({"appliances": {"bad id": {"url": "http://10.0.0.1:8080"}}})
+
+
+class _Hostile:
+    """A real HTTP server standing in for a compromised appliance: it redirects the fleet elsewhere,
+    echoes the request's headers back, and sets headers a player has no use for."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        self.seen = []  # (path, headers) of every request it got, and of the redirect's target
+        hostile = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):  # noqa: N802 (the server's name)
+                hostile.seen.append((self.path, dict(self.headers)))
+                if "part=1" in self.path:  # a redirect to the "away" address: never followed
+                    self.send_response(302)
+                    self.send_header("Location", hostile.url + "/elsewhere?stolen=1")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = json.dumps(dict(self.headers)).encode()  # echoes Authorization in the body too
+                self.send_response(200)
+                self.send_header("Content-Type", "video/mp4")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("X-Echo-Authorization", self.headers.get("Authorization", ""))
+                self.send_header("Set-Cookie", "session=x")
+                self.send_header("Location", "http://example.invalid/")
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, name="test:hostile-appliance", daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_hostile_appliance_gets_no_redirect_followed_and_no_header_passed_back(mosquitto_broker, tmp_path):
+    hostile = _Hostile()
+    running = start_fleet(mosquitto_broker, f"sqlite:///{tmp_path / 'fleet.db'}", api={"token": FLEET_TOKEN},
+                          appliances={DEVICE: {"url": hostile.url, "token": APPLIANCE_TOKEN}})
+    try:
+        event_id = "1700000000.000-front-1"
+        answer = get(running, clip_path(DEVICE, event_id), Cookie="fleet=secret", **{"X-Forwarded-For": "1.2.3.4"})
+        assert answer.status_code == 200
+        # The appliance's token goes to the appliance only (it may echo it in its body, which is its
+        # own business), never into the fleet's answer headers; nor do cookies or redirects.
+        for name, value in answer.headers.items():
+            assert APPLIANCE_TOKEN not in value, name
+        assert "Set-Cookie" not in answer.headers and "Location" not in answer.headers
+        assert "X-Echo-Authorization" not in answer.headers
+        (path, sent), = hostile.seen
+        assert path == f"/api/v1/events/{event_id}/clip.mp4"
+        assert sent["Authorization"] == f"Bearer {APPLIANCE_TOKEN}"
+        assert "Cookie" not in sent and "X-Forwarded-For" not in sent and FLEET_TOKEN not in json.dumps(sent)
+
+        redirected = get(running, clip_path(DEVICE, event_id) + "?part=1")
+        assert redirected.status_code == 502 and "answered 302" in redirected.json()["error"]
+        assert APPLIANCE_TOKEN not in redirected.text and "Location" not in redirected.headers
+        assert [p for p, _h in hostile.seen if "elsewhere" in p] == [], "the redirect was followed"
+    finally:
+        running.stop()
+        hostile.close()

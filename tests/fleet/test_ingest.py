@@ -120,3 +120,24 @@ def test_hostile_messages_are_ignored_and_counted_without_harm(fleet_factory, si
     wait_for(lambda: (fleet.device("edge-a").get("stats") or {}).get("fps") == 3.0, 10, "later stats written")
     assert fleet.device("edge-a")["state"] == "online"
     assert fleet.get("/api/v1/status").json()["mqtt"]["rejected"] == 1
+
+
+def test_the_clip_update_after_the_end_keeps_the_event_ended_and_adds_the_clip(fleet_factory, sim_devices):
+    """With record.events on, one more ``update`` follows ``end`` once the clip is complete
+    (docs/mqtt.md): its ``after`` is the ended event with the final clip_duration_s. The fleet
+    keeps the event ended and shows the clip; it never reopens it."""
+    fleet = fleet_factory()
+    a = sim_devices(fleet.prefix, "edge-a")
+    t0 = time.time() - 100
+    a.event("new", "ev-1", start_time=t0)
+    ended = a.event("end", "ev-1", start_time=t0, end_time=t0 + 5)
+    ended.wait_for_publish(5)
+    wait_for(lambda: [e for e in fleet.get("/api/v1/events").json()["events"] if e["end_time"]], 10, "the end")
+    before = fleet.get("/api/v1/events").json()["events"][0]
+    after = dict(before, has_clip=True, clip_duration_s=13.5)
+    after.pop("device_id", None)
+    a.publish("events", {"type": "update", "before": before, "after": after})
+
+    events = wait_for(lambda: (lambda e: e if e and e[0].get("clip_duration_s") == 13.5 else None)(
+        fleet.get("/api/v1/events").json()["events"]), 10, "the clip's update")
+    assert len(events) == 1 and events[0]["end_time"] == pytest.approx(t0 + 5) and events[0]["has_clip"] is True

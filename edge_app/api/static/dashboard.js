@@ -115,12 +115,29 @@
         " % · disk " + fmtNumber(summary.disk_used_percent) + " % · memory " + fmtNumber(summary.memory_used_percent) +
         " %" + (summary.power_mode ? " · " + summary.power_mode : "")]);
     }
+    const recording = recordingFact(s);
+    if (recording) facts.push(["Recording", recording]);
     const dl = $("status");
     dl.replaceChildren();
     for (const [name, value] of facts) {
       dl.append(el("dt", name), el("dd", value ?? "–"));
     }
-    renderHealthBanner((s.health || {}).problems || []);
+    const problems = ((s.health || {}).problems || []).map((p) => p.message || p.kind);
+    // A recorder that stopped writing (disk below its reserve) is a problem the owner must see.
+    if (s.recording && s.recording.paused) problems.unshift("Recording paused: " + s.recording.paused);
+    renderHealthBanner(problems);
+  }
+
+  // Whether the recorder writes (or why not), and the cameras that cannot record and why.
+  function recordingFact(s) {
+    const rec = s.recording;
+    if (!rec) return null;
+    const state = rec.paused ? "paused: " + rec.paused
+      : "writing · " + ((rec.recording || []).join(", ") || "no camera now") + " · " +
+        fmtNumber((rec.bytes_written || 0) / 1e6) + " MB written";
+    const unavailable = (s.cameras || []).filter((c) => c.recording && c.recording.unavailable)
+      .map((c) => c.id + ": " + c.recording.unavailable);
+    return [state, ...unavailable].join(" · ");
   }
 
   function modelFact(m) {
@@ -131,10 +148,10 @@
       " batches/s, p50 " + fmtNumber(lat.p50) + " ms";
   }
 
-  // A banner while the device has problems (hot, throttling, disk or memory nearly full).
+  // A banner while the device has problems (hot, throttling, disk or memory nearly full, recording paused).
   function renderHealthBanner(problems) {
     const list = $("health-problems");
-    list.replaceChildren(...problems.map((p) => el("li", p.message || p.kind)));
+    list.replaceChildren(...problems.map((text) => el("li", text)));
     $("health-banner").hidden = problems.length === 0;
   }
 

@@ -21,6 +21,9 @@
   // The event's clip in the viewer, when it has one; the snapshot is its poster.
   const clipPlayer = app.signedPlayer($("event-video"), $("event-clip-note"));
   let viewerEventId = null;
+  // A clip longer than record.events.max_s comes in parts; the viewer plays them in order.
+  let clipPart = 0;
+  let clipParts = 1;
 
   function filters() {
     return { camera: $("event-camera").value, label: $("event-label").value, zone: $("event-zone").value };
@@ -174,9 +177,17 @@
 
   // The clip replaces the snapshot when there is one; without, the note says why (no clip,
   // recording off) under the snapshot.
-  async function openClip(id) {
-    const playing = await clipPlayer.load("api/v1/events/" + encodeURIComponent(id) + "/clip-url");
+  async function openClip(id, part = 0) {
+    const answer = await clipPlayer.load("api/v1/events/" + encodeURIComponent(id) + "/clip-url" +
+                                         (part ? "?part=" + part : ""));
     if (viewerEventId !== id) return;
+    const playing = Boolean(answer);
+    clipPart = playing && Number.isInteger(answer.part) ? answer.part : 0;
+    clipParts = playing && Number.isInteger(answer.parts) ? answer.parts : 1;
+    if (playing && clipParts > 1) {
+      $("event-clip-note").textContent = "Clip part " + (clipPart + 1) + " of " + clipParts +
+        (clipPart + 1 < clipParts ? "; the next part plays when this one ends." : ".");
+    }
     $("event-full").hidden = playing;
     $("event-download").hidden = !playing;
     // The click that opened the viewer lets it start; should the browser refuse, the controls remain.
@@ -184,7 +195,13 @@
   }
 
   $("event-download").addEventListener("click", () => {
-    if (viewerEventId) clipPlayer.download(viewerEventId + ".mp4").catch(app.handleError);
+    if (viewerEventId) {
+      clipPlayer.download(viewerEventId + (clipPart ? "-part" + clipPart : "") + ".mp4").catch(app.handleError);
+    }
+  });
+  // The end of one part starts the next, so a long event plays through as one clip.
+  $("event-video").addEventListener("ended", () => {
+    if (viewerEventId && clipPart + 1 < clipParts) openClip(viewerEventId, clipPart + 1).catch(app.handleError);
   });
 
   function closeViewerUrl() {
@@ -194,6 +211,8 @@
 
   $("event-viewer").addEventListener("close", () => {
     viewerEventId = null;
+    clipPart = 0;
+    clipParts = 1;
     clipPlayer.stop();
     $("event-clip-note").textContent = "";
     $("event-video").removeAttribute("poster");

@@ -16,12 +16,13 @@
 
   async function signedUrl(signPath) {
     const result = await app.api(signPath, { method: "POST" });
-    if (result.ok && result.body && typeof result.body.url === "string") return { url: relative(result.body.url) };
+    if (result.ok && result.body && typeof result.body.url === "string") return { url: relative(result.body.url), answer: result.body };
     return { problem: L.problemMessages(result.status, result.body).join(" ") };
   }
 
   // A player on `video`, saying what goes wrong in `note`. load(signPath) plays what signPath
-  // signs; download(name) saves it; stop() empties the player.
+  // signs and resolves to the API's answer (false when there is nothing to play); download(name)
+  // saves it; stop() empties the player.
   function signedPlayer(video, note) {
     let current = null;  // the sign path of what plays
     let generation = 0;  // bumped by every load and stop, so an older answer is dropped
@@ -41,7 +42,7 @@
       if (startAtS) video.addEventListener("loadedmetadata", () => { video.currentTime = startAtS; }, { once: true });
       video.src = signed.url;
       video.hidden = false;
-      return true;
+      return signed.answer;
     }
 
     function stop() {
