@@ -5,38 +5,12 @@ import os
 import sqlite3
 import time
 from dataclasses import replace
-from pathlib import Path
-
-import pytest
 
 from edge_app.events.database import DB_NAME
 from edge_app.events.model import UPDATE, Event, EventMessage, Snapshot
 from edge_app.events.store import EventStore
 from tests.events.disks import fill, tiny_filesystem
-
-NOW = 1_800_000_000.0
-DAY_S = 86400.0
-
-
-def event(n: int, start: float = NOW, **changes) -> Event:
-    base = Event(id=f"{start:.3f}-cam1-{n}", camera_id="cam1", label="person", track_id=n, score=0.7,
-                 top_score=0.8, box=(10.0, 20.0, 110.0, 220.0), frame_time=start + 1.0, start_time=start)
-    return replace(base, **changes)
-
-
-@pytest.fixture
-def open_store(tmp_path):
-    stores = []
-
-    def make(directory: Path = tmp_path / "events", **kwargs) -> EventStore:
-        kwargs.setdefault("clock", lambda: NOW)
-        store = EventStore(directory, **kwargs)
-        stores.append(store)
-        return store
-
-    yield make
-    for store in stores:
-        store.close()
+from tests.support.event_store import DAY_S, NOW, event, open_store  # noqa: F401  (open_store: a fixture)
 
 
 def test_the_payload_carries_has_clip_and_its_duration():

@@ -11,44 +11,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from edge_app.appliance.analysis import EventSink
 from edge_app.events.counts import LineTotals
 from edge_app.events.database import DB_NAME, SNAPSHOT_DIR
-from edge_app.events.model import Event, Snapshot
+from edge_app.events.model import Event
 from edge_app.events.query import MAX_LIMIT, EventQuery, snapshot_file_name
 from edge_app.events.store import EventStore
 from tests.events.disks import fill, read_only_folder, tiny_filesystem
-
-DAY_S = 86400.0
-NOW = 1_800_000_000.0
-JPEG = b"\xff\xd8\xff\xe0" + b"\x10" * 2000 + b"\xff\xd9"
-
-
-def event(n: int, camera: str = "cam1", label: str = "person", start: float = NOW, **changes) -> Event:
-    base = Event(id=f"{start:.3f}-{camera}-{n}", camera_id=camera, label=label, track_id=n, score=0.7,
-                 top_score=0.8, box=(10.0, 20.0, 110.0, 220.0), frame_time=start + 1.0, start_time=start)
-    return replace(base, **changes)
-
-
-def snapshot(ev: Event, jpeg: bytes = JPEG) -> Snapshot:
-    return Snapshot(ev.id, ev.camera_id, ev.label, ev.top_score, ev.frame_time, jpeg)
-
-
-@pytest.fixture
-def open_store(tmp_path):
-    stores = []
-
-    def make(directory: Path = tmp_path / "events", **kwargs) -> EventStore:
-        kwargs.setdefault("clock", lambda: NOW)
-        store = EventStore(directory, **kwargs)
-        stores.append(store)
-        return store
-
-    yield make
-    for store in stores:
-        store.close()
+from tests.support.event_store import DAY_S, JPEG, NOW, event, open_store, snapshot  # noqa: F401  (open_store: a fixture)
 
 
 def test_an_event_is_saved_and_updated_in_place(open_store):
