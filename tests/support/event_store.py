@@ -5,8 +5,11 @@ it closes every store it made at the end of the test.
 """
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Tuple
 
 import pytest
 
@@ -43,3 +46,26 @@ def open_store(tmp_path):
     yield make
     for store in stores:
         store.close()
+
+
+def fill_after_first_event(store: EventStore, disk: Path) -> Tuple[Event, Path]:
+    """Write event 1 to disk, then fill ``disk`` (a ``tests.events.disks.tiny_filesystem``): the event and the filler."""
+    from tests.events.disks import fill
+
+    first = event(1)
+    store.save_event(first)
+    assert store.flush() and store.health().on_disk
+    return first, fill(disk)
+
+
+def big_snapshot(ev: Event) -> Snapshot:
+    """A 64 KiB snapshot that does not compress: a few of them no longer fit a full tiny disk."""
+    return snapshot(ev, b"\xff\xd8" + os.urandom(64 * 1024))
+
+
+def wait_back_on_disk(store: EventStore, timeout_s: float = 10.0) -> bool:
+    """Whether the store writes to disk again within ``timeout_s`` (its writer retries every maintenance interval)."""
+    deadline = time.monotonic() + timeout_s
+    while not store.health().on_disk and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return store.health().on_disk
