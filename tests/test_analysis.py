@@ -20,6 +20,7 @@ from tests.events.scene import FPS, T0, Obj, detections_at, image, moving
 class RecordingPublisher:
     def __init__(self):
         self.calls = []
+        self.models = []  # (kind, model) of every count and crossing
 
     def _record(self, name, *args):
         self.calls.append((name, args))
@@ -31,16 +32,20 @@ class RecordingPublisher:
     def publish_snapshot(self, camera_id, label, jpeg):
         return self._record("snapshot", camera_id, label)
 
-    def publish_object_count(self, camera_id, label, count, ts=None):
+    def publish_object_count(self, camera_id, label, count, ts=None, model="default"):
+        self.models.append(("objects", model))
         return self._record("objects", camera_id, label, count)
 
-    def publish_zone_count(self, zone, label, count, ts=None):
+    def publish_zone_count(self, zone, label, count, ts=None, model="default"):
+        self.models.append(("zone", model))
         return self._record("zone", zone, label, count)
 
-    def publish_line_crossing(self, camera_id, line, event_id, track_id, label, direction, ts=None):
+    def publish_line_crossing(self, camera_id, line, event_id, track_id, label, direction, ts=None, model="default"):
+        self.models.append(("crossing", model))
         return self._record("crossing", camera_id, line, label, direction)
 
-    def publish_line_count(self, camera_id, line, count_in, count_out, ts=None):
+    def publish_line_count(self, camera_id, line, count_in, count_out, ts=None, model="default"):
+        self.models.append(("line", model))
         return self._record("line", camera_id, line, count_in, count_out)
 
     def of(self, name):
@@ -88,6 +93,21 @@ def test_a_person_walking_across_makes_one_event_a_zone_entry_and_a_line_crossin
     assert publisher.of("objects")[-1] == ("cam", "person", 0)
     counts = hub.counts()
     assert counts.cameras == {"cam": {"person": 0}} and counts.lines == {"middle": {"in": 0, "out": 1}}
+
+
+def test_counts_and_crossings_carry_the_model_of_their_camera():
+    publisher = RecordingPublisher()
+    hub = AnalysisHub(lambda: publisher, clock=lambda: T0 + 100.0)
+    hub.configure(parse_config({
+        "cameras": [{"id": "cam", "source": "test://box", "model": "people",
+                     "zones": [{"name": "right", "polygon": [[0.5, 0], [1, 0], [1, 1], [0.5, 1]]}],
+                     "lines": [{"name": "middle", "points": [[0.5, 0], [0.5, 1]]}]}],
+        "models": [{"name": "people", "path": "m.onnx"}],
+        "events": {"min_frames": 3, "end_after_s": 1.0},
+    }))
+    _walk(hub, [Obj(0, moving(20, 200, 20), first=0, last=25)], 40)
+    assert {kind for kind, _ in publisher.models} == {"objects", "zone", "crossing", "line"}
+    assert {model for _, model in publisher.models} == {"people"}
 
 
 def test_switching_detection_off_ends_open_events_and_keeps_line_totals():

@@ -17,6 +17,7 @@ from edge_app.appliance.appliance import Appliance
 from edge_app.config.file import ConfigFile, config_to_dict, load_config, parse_config, save_config
 from edge_app.config_change.changes import ConfigChanges
 from edge_app.detect.base import DetectorError
+from tests.support.model_files import models_dir  # noqa: F401  (a fixture)
 from tests.test_appliance_apply import GatedFactory, _wait
 
 CAMERA = "test://box?fps=5&width=320&height=240"
@@ -31,18 +32,6 @@ def _config(tmp_path: Path, general: Path, second: Path, **second_overrides) -> 
         "mqtt": {"enabled": False},
         "api": {"enabled": False},
     }
-
-
-@pytest.fixture
-def models_dir(tmp_path, model_path, int8_model_path):
-    """Copies of the two real models, and a corrupt one, in one folder (the API's path rule)."""
-    folder = tmp_path / "models"
-    folder.mkdir()
-    shutil.copy(model_path, folder / "general.onnx")
-    shutil.copy(int8_model_path, folder / "int8.onnx")
-    shutil.copy(int8_model_path, folder / "int8-v2.onnx")
-    (folder / "corrupt.onnx").write_bytes(b"\x08\x07 not a protobuf " * 64)
-    return folder
 
 
 @pytest.fixture

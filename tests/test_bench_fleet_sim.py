@@ -28,7 +28,7 @@ SPEC_KEYS = {
     "status": {"state", "device_id", "version", "ts"},
     "cameras/+/state": {"state", "ts", "error"},
     "events": {"type", "before", "after"},
-    "cameras/+/objects/+": {"count", "ts"},
+    "cameras/+/objects/+": {"count", "ts", "model"},
     "config/reported": {"version", "status", "errors", "ts"},
 }
 STATS_KEYS = {"fps", "latency_ms", "queue", "dropped"}

@@ -29,86 +29,24 @@ import argparse
 import json
 import logging
 import os
-import subprocess
-import tempfile
 import threading
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[2]  # the repository: bench/cpu/ is two levels down
-SHARED = Path(os.environ.get("EDGE_APP_SHARED", REPO.parent / "shared"))
+from bench.cpu.motion_clips import REPO, SHARED, make_clips, noisy, static_scene
+
 DEFAULT_MODEL = SHARED / "models" / "yolov8n_coco_dynbatch.onnx"
-BUS_JPG = SHARED / "images" / "bus.jpg"
 STANDIN = "torch-standin"
 STATIC_CAMERAS = 6
 WALKING_CAMERAS = 2
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 log = logging.getLogger("bench.cpu.motion_gating")
-
-
-# -- the clips ---------------------------------------------------------------------------------------
-def _encode(frames: Callable[[int], np.ndarray], count: int, size: Tuple[int, int], fps: int, out: Path) -> Path:
-    width, height = size
-    encoder = subprocess.Popen(
-        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "bgr24",
-         "-s", f"{width}x{height}", "-framerate", str(fps), "-i", "-", "-c:v", "libx264", "-preset", "veryfast",
-         "-bf", "0", "-g", str(fps), "-pix_fmt", "yuv420p", "-an", str(out)], stdin=subprocess.PIPE)
-    assert encoder.stdin is not None
-    for index in range(count):
-        encoder.stdin.write(frames(index).tobytes())
-    encoder.stdin.close()
-    if encoder.wait() != 0:
-        raise RuntimeError(f"ffmpeg failed to encode {out}")
-    return out
-
-
-def _noisy(frame: np.ndarray, rng: np.random.Generator, sigma: float) -> np.ndarray:
-    noise = rng.normal(0.0, sigma, frame.shape[:2]).astype(np.float32)[:, :, None]
-    return np.clip(frame.astype(np.float32) + noise, 0, 255).astype(np.uint8)
-
-
-def static_scene(size: Tuple[int, int]) -> np.ndarray:
-    """Smooth grey shapes, like a room or a yard: what a camera shows when nobody is there."""
-    import cv2
-
-    coarse = np.random.default_rng(1).integers(40, 200, (9, 16), dtype=np.uint8)
-    return cv2.cvtColor(cv2.resize(coarse, size, interpolation=cv2.INTER_CUBIC), cv2.COLOR_GRAY2BGR)
-
-
-def make_clips(work_dir: Path, size: Tuple[int, int], fps: int, seconds: float = 10.0, noise: float = 4.0
-               ) -> Tuple[Path, Path]:
-    """(static, walking): the static scene with sensor noise; the same scene with the people of
-    bus.jpg walking across it from edge to edge, the whole clip long."""
-    import cv2
-
-    count = int(round(seconds * fps))
-    scene = static_scene(size)
-    static = work_dir / f"static_{size[0]}x{size[1]}_{fps}fps.mp4"
-    walking = work_dir / f"walking_{size[0]}x{size[1]}_{fps}fps.mp4"
-    if not static.exists():
-        rng = np.random.default_rng(0)
-        _encode(lambda i: _noisy(scene, rng, noise), count, size, fps, static)
-    if not walking.exists():
-        people = cv2.imread(str(BUS_JPG))[300:950, 50:810]
-        scale = 0.75 * size[1] / 1080
-        people = cv2.resize(people, (int(people.shape[1] * scale), int(people.shape[0] * scale)),
-                            interpolation=cv2.INTER_AREA)
-        top = size[1] - people.shape[0] - 20
-        rng = np.random.default_rng(2)
-
-        def frame(i: int) -> np.ndarray:
-            out = scene.copy()
-            left = int((size[0] - people.shape[1]) * i / (count - 1))
-            out[top:top + people.shape[0], left:left + people.shape[1]] = people
-            return _noisy(out, rng, noise)
-        _encode(frame, count, size, fps, walking)
-    return static, walking
 
 
 # -- CPU of threads ----------------------------------------------------------------------------------
@@ -273,7 +211,7 @@ def motion_cost_ms(size: Tuple[int, int], frames: int = 300) -> Dict[str, float]
     cv2.setNumThreads(1)
     rng = np.random.default_rng(0)
     scene = static_scene(size)
-    bgr = [_noisy(scene, rng, 4.0) for _ in range(8)]
+    bgr = [noisy(scene, rng, 4.0) for _ in range(8)]
     nv12 = [HostNv12Image(np.ascontiguousarray(cv2.cvtColor(f, cv2.COLOR_BGR2YUV_I420))) for f in bgr]
     out = {}
     for name, images in (("bgr", bgr), ("nv12_y_plane", nv12)):
@@ -300,7 +238,7 @@ def gpu_motion_cost_ms(size: Tuple[int, int], frames: int = 300) -> Optional[Dic
         return None
     width, height = size
     rng = np.random.default_rng(0)
-    y = _noisy(static_scene(size), rng, 4.0)[..., 0].copy()
+    y = noisy(static_scene(size), rng, 4.0)[..., 0].copy()
     nv12 = np.concatenate([y, np.full((height // 2, width), 128, np.uint8)])
     buffer = device.alloc_device(nv12.nbytes)
     stream = device.create_stream()

@@ -153,15 +153,16 @@ class AnalysisHub:
                 self._store.save_snapshot(snapshot)
         for label, snapshot in result.label_snapshots.items():
             publisher.publish_snapshot(camera_id, label, snapshot.jpeg)
+        model = result.model
         for label, count in result.object_counts.items():
-            publisher.publish_object_count(camera_id, label, count, ts)
+            publisher.publish_object_count(camera_id, label, count, ts, model)
         for (zone, label), count in result.zone_counts.items():
-            publisher.publish_zone_count(zone, label, count, ts)
+            publisher.publish_zone_count(zone, label, count, ts, model)
         for crossing in result.crossings:
             publisher.publish_line_crossing(camera_id, crossing.line, crossing.event_id, crossing.track_id,
-                                            crossing.label, crossing.direction, crossing.ts)
+                                            crossing.label, crossing.direction, crossing.ts, model)
         for line, totals in result.line_counts.items():
-            publisher.publish_line_count(camera_id, line, totals.count_in, totals.count_out, ts)
+            publisher.publish_line_count(camera_id, line, totals.count_in, totals.count_out, ts, model)
         if result.line_counts and self._store is not None:
             analysis = self._analyses.get(camera_id)
             totals = analysis.line_counts.totals() if analysis is not None else dict(result.line_counts)

@@ -64,6 +64,7 @@ class FrameAnalysis:
     zone_counts: Dict[Tuple[str, str], int] = field(default_factory=dict)  # (zone, label) -> in zone now
     crossings: List[Crossing] = field(default_factory=list)
     line_counts: Dict[str, LineTotals] = field(default_factory=dict)       # line -> totals, lines crossed now
+    model: str = "default"  # the camera's model (cameras[].model): counts and crossings carry its name
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class CameraAnalysis:
                  lines: Sequence[Line] = (), line_seed: Optional[Mapping[str, object]] = None,
                  tracker_settings: Optional[TrackerSettings] = None, model: str = "default") -> None:
         self.camera_id = camera_id
+        self.model = model
         self.settings = settings
         base = tracker_settings or TrackerSettings()
         # The track outlives a gap exactly as long as the event does: one notion of "gone".
@@ -143,7 +145,7 @@ class CameraAnalysis:
         self._last_ts = ts if self._last_ts is None else max(self._last_ts, ts)
         now = self._last_ts
 
-        result = FrameAnalysis(self.camera_id, int(frame_id), float(ts), tracked)
+        result = FrameAnalysis(self.camera_id, int(frame_id), float(ts), tracked, model=self.model)
         scores, boxes = tracked.confidence.tolist(), tracked.xyxy.tolist()
         for i, track_id in enumerate(ids.tolist()):
             if track_id >= 0:
@@ -189,7 +191,7 @@ class CameraAnalysis:
         """Shutdown, or analysis switched off: every open event ends (``end_time`` = ``now``),
         every track is forgotten and the object and zone counts fall to 0 (in the result).
         Line totals stay. The analysis can go on afterwards; new objects get new ids."""
-        result = FrameAnalysis(self.camera_id, -1, float(now), Detections.empty())
+        result = FrameAnalysis(self.camera_id, -1, float(now), Detections.empty(), model=self.model)
         live = self.tracker.active_ids()
         self.zones.forget(live)
         self.lines.forget(live)

@@ -38,26 +38,30 @@ class ExtensionPublisher:
         """Queue one ``R/events`` message (QoS 1, not retained)."""
         return self._outbox.enqueue_json(lambda: self.topics.events, lambda: message.to_dict(), retain=False)
 
-    def publish_object_count(self, camera_id: str, label: str, count: int, ts: Optional[float] = None) -> bool:
-        """Retained ``R/cameras/<id>/objects/<label>`` ``{"count", "ts"}`` (QoS 1)."""
+    def publish_object_count(self, camera_id: str, label: str, count: int, ts: Optional[float] = None,
+                             model: str = "default") -> bool:
+        """Retained ``R/cameras/<id>/objects/<label>`` ``{"count", "ts", "model"}`` (QoS 1)."""
         return self._outbox.enqueue_json(lambda: self.topics.camera_objects(camera_id, label),
-                                  lambda: payloads.count_payload(count, ts), retain=True)
+                                  lambda: payloads.count_payload(count, ts, model), retain=True)
 
-    def publish_zone_count(self, zone: str, label: str, count: int, ts: Optional[float] = None) -> bool:
-        """Retained ``R/zones/<zone>/<label>`` ``{"count", "ts"}`` (QoS 1)."""
+    def publish_zone_count(self, zone: str, label: str, count: int, ts: Optional[float] = None,
+                           model: str = "default") -> bool:
+        """Retained ``R/zones/<zone>/<label>`` ``{"count", "ts", "model"}`` (QoS 1)."""
         return self._outbox.enqueue_json(lambda: self.topics.zone_objects(zone, label),
-                                  lambda: payloads.count_payload(count, ts), retain=True)
+                                  lambda: payloads.count_payload(count, ts, model), retain=True)
 
-    def publish_line_count(self, camera_id: str, line: str, count_in: int, count_out: int, ts: Optional[float] = None) -> bool:
-        """Retained ``R/cameras/<id>/lines/<line>`` ``{"in", "out", "ts"}`` (QoS 1)."""
+    def publish_line_count(self, camera_id: str, line: str, count_in: int, count_out: int, ts: Optional[float] = None,
+                           model: str = "default") -> bool:
+        """Retained ``R/cameras/<id>/lines/<line>`` ``{"in", "out", "ts", "model"}`` (QoS 1)."""
         return self._outbox.enqueue_json(lambda: self.topics.camera_line(camera_id, line),
-                                  lambda: payloads.line_count_payload(count_in, count_out, ts), retain=True)
+                                  lambda: payloads.line_count_payload(count_in, count_out, ts, model), retain=True)
 
     def publish_line_crossing(self, camera_id: str, line: str, event_id: Optional[str], track_id: int, label: str,
-                              direction: str, ts: Optional[float] = None) -> bool:
+                              direction: str, ts: Optional[float] = None, model: str = "default") -> bool:
         """``R/cameras/<id>/lines/<line>/crossing`` (QoS 1, not retained)."""
-        return self._outbox.enqueue_json(lambda: self.topics.camera_line_crossing(camera_id, line),
-                                  lambda: payloads.line_crossing_payload(event_id, track_id, label, direction, ts), retain=False)
+        return self._outbox.enqueue_json(
+            lambda: self.topics.camera_line_crossing(camera_id, line),
+            lambda: payloads.line_crossing_payload(event_id, track_id, label, direction, ts, model), retain=False)
 
     def publish_snapshot(self, camera_id: str, label: str, jpeg: bytes) -> bool:
         """Retained raw JPEG on ``R/cameras/<id>/<label>/snapshot`` (QoS 1)."""

@@ -92,26 +92,32 @@ def detections_payload_for(device_id: str, frame: AnalysedFrame) -> dict:
                               model=frame.model)
 
 
-def count_payload(count: int, ts: Optional[float] = None) -> dict:
-    """``R/cameras/<id>/objects/<label>`` and ``R/zones/<zone>/<label>``: ``{"count", "ts"}``."""
+def count_payload(count: int, ts: Optional[float] = None, model: str = "default") -> dict:
+    """``R/cameras/<id>/objects/<label>`` and ``R/zones/<zone>/<label>``: ``{"count", "ts", "model"}``.
+
+    ``model`` is the camera's model (``cameras[].model``): labels are that model's.
+    """
     if int(count) < 0:
         raise ValueError(f"a count cannot be negative, got {count}")
-    return {"count": int(count), "ts": _now_s(ts)}
+    return {"count": int(count), "ts": _now_s(ts), "model": model}
 
 
-def line_count_payload(count_in: int, count_out: int, ts: Optional[float] = None) -> dict:
-    """``R/cameras/<id>/lines/<line>``: ``{"in", "out", "ts"}`` totals."""
-    return {"in": int(count_in), "out": int(count_out), "ts": _now_s(ts)}
+def line_count_payload(count_in: int, count_out: int, ts: Optional[float] = None, model: str = "default") -> dict:
+    """``R/cameras/<id>/lines/<line>``: ``{"in", "out", "ts", "model"}`` totals (``model``: the camera's)."""
+    return {"in": int(count_in), "out": int(count_out), "ts": _now_s(ts), "model": model}
 
 
 LINE_DIRECTIONS = ("in", "out")
 
 
-def line_crossing_payload(event_id: Optional[str], track_id: int, label: str, direction: str, ts: Optional[float] = None) -> dict:
-    """``R/cameras/<id>/lines/<line>/crossing``; ``event_id`` is null when the object is no event (yet)."""
+def line_crossing_payload(event_id: Optional[str], track_id: int, label: str, direction: str, ts: Optional[float] = None,
+                          model: str = "default") -> dict:
+    """``R/cameras/<id>/lines/<line>/crossing``; ``event_id`` is null when the object is no event (yet);
+    ``model`` is the camera's model, whose label ``label`` is."""
     if direction not in LINE_DIRECTIONS:
         raise ValueError(f"direction must be one of {LINE_DIRECTIONS}, got {direction!r}")
-    return {"event_id": event_id, "track_id": int(track_id), "label": str(label), "direction": direction, "ts": _now_s(ts)}
+    return {"event_id": event_id, "track_id": int(track_id), "label": str(label), "direction": direction,
+            "ts": _now_s(ts), "model": model}
 
 
 DETECT_ON, DETECT_OFF = "ON", "OFF"

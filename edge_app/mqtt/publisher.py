@@ -245,18 +245,21 @@ class MqttPublisher:
     def publish_event(self, message: EventMessage) -> bool:
         return self._extensions.publish_event(message)
 
-    def publish_object_count(self, camera_id: str, label: str, count: int, ts: Optional[float] = None) -> bool:
-        return self._extensions.publish_object_count(camera_id, label, count, ts)
+    def publish_object_count(self, camera_id: str, label: str, count: int, ts: Optional[float] = None,
+                             model: str = "default") -> bool:
+        return self._extensions.publish_object_count(camera_id, label, count, ts, model)
 
-    def publish_zone_count(self, zone: str, label: str, count: int, ts: Optional[float] = None) -> bool:
-        return self._extensions.publish_zone_count(zone, label, count, ts)
+    def publish_zone_count(self, zone: str, label: str, count: int, ts: Optional[float] = None,
+                           model: str = "default") -> bool:
+        return self._extensions.publish_zone_count(zone, label, count, ts, model)
 
-    def publish_line_count(self, camera_id: str, line: str, count_in: int, count_out: int, ts: Optional[float] = None) -> bool:
-        return self._extensions.publish_line_count(camera_id, line, count_in, count_out, ts)
+    def publish_line_count(self, camera_id: str, line: str, count_in: int, count_out: int, ts: Optional[float] = None,
+                           model: str = "default") -> bool:
+        return self._extensions.publish_line_count(camera_id, line, count_in, count_out, ts, model)
 
     def publish_line_crossing(self, camera_id: str, line: str, event_id: Optional[str], track_id: int, label: str,
-                              direction: str, ts: Optional[float] = None) -> bool:
-        return self._extensions.publish_line_crossing(camera_id, line, event_id, track_id, label, direction, ts)
+                              direction: str, ts: Optional[float] = None, model: str = "default") -> bool:
+        return self._extensions.publish_line_crossing(camera_id, line, event_id, track_id, label, direction, ts, model)
 
     def publish_snapshot(self, camera_id: str, label: str, jpeg: bytes) -> bool:
         return self._extensions.publish_snapshot(camera_id, label, jpeg)

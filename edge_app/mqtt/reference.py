@@ -105,13 +105,16 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                              lambda: payloads.encode(payloads.camera_state_payload("streaming", None, _TS))),
     "events": TopicDoc("no", '`{"type": "new" | "update" | "end", "before", "after"}` with event objects; '
                              "`update` at most once a second per event", _events),
-    "camera_objects": TopicDoc("yes", "objects of that label in view now (0 once they leave)",
+    "camera_objects": TopicDoc("yes", "objects of that label in view now (0 once they leave); `model` is the "
+                                      "camera's model (`cameras[].model`), whose label it is",
                                lambda: payloads.encode(payloads.count_payload(2, _TS))),
-    "zone_objects": TopicDoc("yes", "objects of that label in the zone now",
+    "zone_objects": TopicDoc("yes", "objects of that label in the zone now; `model`: the zone's camera's model",
                              lambda: payloads.encode(payloads.count_payload(1, _TS))),
-    "camera_line": TopicDoc("yes", "crossings since the counts were reset, kept across restarts",
+    "camera_line": TopicDoc("yes", "crossings since the counts were reset, kept across restarts; `model`: "
+                                   "the camera's model",
                             lambda: payloads.encode(payloads.line_count_payload(41, 38, _TS))),
-    "camera_line_crossing": TopicDoc("no", "one crossing; `event_id` is null when the object is no event (yet)",
+    "camera_line_crossing": TopicDoc("no", "one crossing; `event_id` is null when the object is no event (yet); "
+                                            "`model`: the camera's model",
                                      lambda: payloads.encode(payloads.line_crossing_payload(
                                          "1796290950.1-front-17", 17, "person", "in", _TS))),
     "camera_detect_state": TopicDoc("yes", "`ON` or `OFF`: whether the camera is analysed",

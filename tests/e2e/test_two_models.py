@@ -5,26 +5,15 @@ Each camera's detections come from its model (the payload's ``model``); a corrup
 through the API fails alone, with the reason in the status, while the others keep publishing;
 reloading one model leaves the other untouched.
 """
-import shutil
 
 import pytest
 
 from tests.e2e.appliance import wait_until
+from tests.support.model_files import models_dir  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow
 
 TOPIC = "edge_app/e2e/cameras/{}/detections"
-
-
-@pytest.fixture
-def models_dir(tmp_path, model_path, int8_model_path):
-    folder = tmp_path / "models"
-    folder.mkdir()
-    shutil.copy(model_path, folder / "general.onnx")
-    shutil.copy(int8_model_path, folder / "int8.onnx")
-    shutil.copy(int8_model_path, folder / "int8-v2.onnx")
-    (folder / "corrupt.onnx").write_bytes(b"\x08\x07 not a protobuf " * 64)
-    return folder
 
 
 def _models(app):

@@ -1,42 +1,16 @@
 """An event's clip: the flags in its payload, its size and path in the event database, deleted with it."""
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from dataclasses import replace
-from pathlib import Path
-
-import pytest
 
 from edge_app.events.database import DB_NAME
-from edge_app.events.model import UPDATE, Event, EventMessage, Snapshot
+from edge_app.events.model import UPDATE, Event, EventMessage
 from edge_app.events.store import EventStore
-from tests.events.disks import fill, tiny_filesystem
-
-NOW = 1_800_000_000.0
-DAY_S = 86400.0
-
-
-def event(n: int, start: float = NOW, **changes) -> Event:
-    base = Event(id=f"{start:.3f}-cam1-{n}", camera_id="cam1", label="person", track_id=n, score=0.7,
-                 top_score=0.8, box=(10.0, 20.0, 110.0, 220.0), frame_time=start + 1.0, start_time=start)
-    return replace(base, **changes)
-
-
-@pytest.fixture
-def open_store(tmp_path):
-    stores = []
-
-    def make(directory: Path = tmp_path / "events", **kwargs) -> EventStore:
-        kwargs.setdefault("clock", lambda: NOW)
-        store = EventStore(directory, **kwargs)
-        stores.append(store)
-        return store
-
-    yield make
-    for store in stores:
-        store.close()
+from tests.events.disks import tiny_filesystem
+from tests.support.event_store import (DAY_S, NOW, big_snapshot, event, fill_after_first_event,  # noqa: F401
+                                       open_store, wait_back_on_disk)  # open_store: a fixture
 
 
 def test_the_payload_carries_has_clip_and_its_duration():
@@ -147,25 +121,18 @@ def test_clips_of_a_full_disk_are_held_and_written_when_space_returns(tmp_path):
     with tiny_filesystem(tmp_path / "tiny", 1024) as disk:
         store = EventStore(disk / "events", maintenance_interval_s=0.1, clock=lambda: NOW)
         try:
-            first = event(1)
-            store.save_event(first)
-            assert store.flush() and store.health().on_disk
-            filler = fill(disk)
+            first, filler = fill_after_first_event(store, disk)
             held = [event(n, start=NOW + n) for n in range(2, 6)]
             for ev in held:
                 store.save_event(ev)
-                store.save_snapshot(Snapshot(ev.id, ev.camera_id, ev.label, 0.8, ev.frame_time,
-                                             b"\xff\xd8" + os.urandom(64 * 1024)))
+                store.save_snapshot(big_snapshot(ev))
                 store.save_clip(ev.id, f"events/{ev.track_id}.mp4", 100 + ev.track_id, 2.0)
             assert store.flush()
             assert not store.health().on_disk
             assert store.get(held[-1].id).has_clip and store.clip(held[-1].id).size_bytes == 105
             assert all(e.has_clip for e in store.events() if e.id != first.id)
             filler.unlink()
-            deadline = time.monotonic() + 10
-            while not store.health().on_disk and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert store.health().on_disk
+            assert wait_back_on_disk(store)
             assert store.get(held[-1].id) == replace(held[-1], has_clip=True, clip_duration_s=2.0, has_snapshot=True)
         finally:
             store.close()

@@ -11,44 +11,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from edge_app.appliance.analysis import EventSink
 from edge_app.events.counts import LineTotals
 from edge_app.events.database import DB_NAME, SNAPSHOT_DIR
-from edge_app.events.model import Event, Snapshot
+from edge_app.events.model import Event
 from edge_app.events.query import MAX_LIMIT, EventQuery, snapshot_file_name
 from edge_app.events.store import EventStore
-from tests.events.disks import fill, read_only_folder, tiny_filesystem
-
-DAY_S = 86400.0
-NOW = 1_800_000_000.0
-JPEG = b"\xff\xd8\xff\xe0" + b"\x10" * 2000 + b"\xff\xd9"
-
-
-def event(n: int, camera: str = "cam1", label: str = "person", start: float = NOW, **changes) -> Event:
-    base = Event(id=f"{start:.3f}-{camera}-{n}", camera_id=camera, label=label, track_id=n, score=0.7,
-                 top_score=0.8, box=(10.0, 20.0, 110.0, 220.0), frame_time=start + 1.0, start_time=start)
-    return replace(base, **changes)
-
-
-def snapshot(ev: Event, jpeg: bytes = JPEG) -> Snapshot:
-    return Snapshot(ev.id, ev.camera_id, ev.label, ev.top_score, ev.frame_time, jpeg)
-
-
-@pytest.fixture
-def open_store(tmp_path):
-    stores = []
-
-    def make(directory: Path = tmp_path / "events", **kwargs) -> EventStore:
-        kwargs.setdefault("clock", lambda: NOW)
-        store = EventStore(directory, **kwargs)
-        stores.append(store)
-        return store
-
-    yield make
-    for store in stores:
-        store.close()
+from tests.events.disks import read_only_folder, tiny_filesystem
+from tests.support.event_store import (DAY_S, JPEG, NOW, big_snapshot, event, fill_after_first_event,  # noqa: F401
+                                       open_store, snapshot, wait_back_on_disk)  # open_store: a fixture
 
 
 def test_an_event_is_saved_and_updated_in_place(open_store):
@@ -316,15 +287,12 @@ def test_a_full_disk_is_reported_and_the_store_recovers_when_space_returns(tmp_p
     with tiny_filesystem(tmp_path / "tiny", 1024) as disk:
         store = EventStore(disk / "events", maintenance_interval_s=0.1)
         try:
-            first = event(1)
-            store.save_event(first)
-            assert store.flush() and store.health().on_disk
-            filler = fill(disk)
+            first, filler = fill_after_first_event(store, disk)
 
             held = [event(n, start=NOW + n) for n in range(2, 6)]
             for ev in held:
                 assert store.save_event(ev)
-                assert store.save_snapshot(snapshot(ev, b"\xff\xd8" + os.urandom(64 * 1024)))
+                assert store.save_snapshot(big_snapshot(ev))
             assert store.flush()
             health = store.health()
             assert not health.on_disk and health.held_in_memory >= 1
@@ -333,10 +301,7 @@ def test_a_full_disk_is_reported_and_the_store_recovers_when_space_returns(tmp_p
             assert store.snapshot(held[-1].id) is not None
 
             filler.unlink()
-            deadline = time.monotonic() + 10
-            while not store.health().on_disk and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert store.health().on_disk and store.health().held_in_memory == 0
+            assert wait_back_on_disk(store) and store.health().held_in_memory == 0
         finally:
             store.close(end_time=NOW + 100)
         again = EventStore(disk / "events")

@@ -26,8 +26,8 @@ def test_counts_lines_snapshots_and_detect_state_are_retained(mosquitto_broker, 
     wait_until(lambda: pub.connected, 5, "connected")
     pub.publish_object_count("cam1", "person", 2, ts=10.0)
     pub.publish_object_count("cam1", "person", 0, ts=11.0)  # the latest one is what stays
-    pub.publish_zone_count("driveway", "car", 1, ts=12.0)
-    pub.publish_line_count("cam1", "gate", 5, 3, ts=13.0)
+    pub.publish_zone_count("driveway", "car", 1, ts=12.0, model="vehicles")
+    pub.publish_line_count("cam1", "gate", 5, 3, ts=13.0, model="vehicles")
     pub.publish_snapshot("cam1", "person", JPEG)
     pub.publish_detect_state("cam1", False)
     wait_until(lambda: flushed(pub), 5, "all acknowledged")
@@ -39,9 +39,9 @@ def test_counts_lines_snapshots_and_detect_state_are_retained(mosquitto_broker, 
     snapshot = late.wait_for_message(f"{ROOT}/cameras/cam1/person/snapshot")
     state = late.wait_for_message(f"{ROOT}/cameras/cam1/detect/state")
     assert all(m.retain and m.qos == 1 for m in (objects, zone, line, snapshot, state))
-    assert objects.json() == {"count": 0, "ts": 11.0}
-    assert zone.json() == {"count": 1, "ts": 12.0}
-    assert line.json() == {"in": 5, "out": 3, "ts": 13.0}
+    assert objects.json() == {"count": 0, "ts": 11.0, "model": "default"}
+    assert zone.json() == {"count": 1, "ts": 12.0, "model": "vehicles"}
+    assert line.json() == {"in": 5, "out": 3, "ts": 13.0, "model": "vehicles"}
     assert snapshot.payload == JPEG
     assert state.payload == b"OFF"
 
@@ -52,7 +52,7 @@ def test_events_and_crossings_are_not_retained(mosquitto_broker, publisher_facto
     pub.start()
     event = Event("1.5-cam1-4", "cam1", "person", 4, 0.8, 0.9, (1.0, 2.0, 3.0, 4.0), 2.0, 1.5)
     pub.publish_event(EventMessage(NEW, event))
-    pub.publish_line_crossing("cam1", "gate", event.id, 4, "person", "in", ts=2.0)
+    pub.publish_line_crossing("cam1", "gate", event.id, 4, "person", "in", ts=2.0, model="people")
     ended = EventMessage(END, Event(**{**event.__dict__, "end_time": 3.0}), event)
     pub.publish_event(ended)
     msgs = sub.wait_for_count(2, f"{ROOT}/events")
@@ -61,7 +61,8 @@ def test_events_and_crossings_are_not_retained(mosquitto_broker, publisher_facto
     assert [m.json()["type"] for m in msgs] == ["new", "end"]
     assert msgs[0].json()["before"] is None and msgs[0].json()["after"]["id"] == "1.5-cam1-4"
     assert msgs[1].json()["before"]["end_time"] is None and msgs[1].json()["after"]["end_time"] == 3.0
-    assert crossing.json() == {"event_id": "1.5-cam1-4", "track_id": 4, "label": "person", "direction": "in", "ts": 2.0}
+    assert crossing.json() == {"event_id": "1.5-cam1-4", "track_id": 4, "label": "person", "direction": "in", "ts": 2.0,
+                               "model": "people"}
     wait_until(lambda: flushed(pub), 5, "acknowledged")
     late = mqtt_collector(mosquitto_broker, f"{ROOT}/#")
     late.wait_for_message(f"{ROOT}/status")
@@ -162,6 +163,6 @@ def test_while_offline_only_the_latest_retained_value_per_topic_is_kept(mosquitt
     late = mqtt_collector(broker, f"{ROOT}/cameras/#")
     count = late.wait_for_message(f"{ROOT}/cameras/cam1/objects/person")
     snapshot = late.wait_for_message(f"{ROOT}/cameras/cam1/person/snapshot")
-    assert count.json() == {"count": 199 % 5, "ts": 201.0}
+    assert count.json() == {"count": 199 % 5, "ts": 201.0, "model": "default"}
     assert snapshot.payload == JPEG + bytes([199])
     assert pub.stats()["dropped"] == 0

@@ -61,10 +61,14 @@ def test_detect_set_camera(topic, camera):
 
 
 def test_count_and_line_payloads():
-    assert count_payload(3, ts=10.5) == {"count": 3, "ts": 10.5}
-    assert line_count_payload(4, 2, ts=1.0) == {"in": 4, "out": 2, "ts": 1.0}
+    assert count_payload(3, ts=10.5) == {"count": 3, "ts": 10.5, "model": "default"}
+    assert line_count_payload(4, 2, ts=1.0) == {"in": 4, "out": 2, "ts": 1.0, "model": "default"}
     assert line_crossing_payload("e1", 7, "person", "in", ts=2.0) == {
-        "event_id": "e1", "track_id": 7, "label": "person", "direction": "in", "ts": 2.0}
+        "event_id": "e1", "track_id": 7, "label": "person", "direction": "in", "ts": 2.0, "model": "default"}
+    # the camera's model (cameras[].model) names whose labels were counted
+    assert count_payload(1, ts=1.0, model="plates")["model"] == "plates"
+    assert line_count_payload(1, 0, ts=1.0, model="plates")["model"] == "plates"
+    assert line_crossing_payload(None, 7, "plate", "in", ts=2.0, model="plates")["model"] == "plates"
     assert line_crossing_payload(None, 7, "person", "out", ts=2.0)["event_id"] is None
     with pytest.raises(ValueError):
         line_crossing_payload("e1", 7, "person", "sideways")
