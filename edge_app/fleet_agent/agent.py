@@ -228,8 +228,10 @@ class FleetAgent:
 
     def _publish(self, payload: Dict[str, Any]) -> None:
         with self._publish_lock:  # the newest models_state is the one published last
-            if self._models_state is not None:
-                payload = {**payload, "models_state": self._models_state()}
+            # Only appliances that run fleet models say so: the reported message stays as it was for the rest.
+            state = self._models_state() if self._models_state is not None else None
+            if state:
+                payload = {**payload, "models_state": state}
             self._publish_reported(payload)
 
     def republish(self) -> None:
