@@ -21,7 +21,7 @@ from edge_app.api.json_body import read_json_body
 from edge_app.fleet_service.artifacts import ArtifactConflict, check_name, parse_engine_key
 from edge_app.fleet_service.blobs import BlobError, StoredBlob, is_sha256
 from edge_app.fleet_service.device_auth import DeviceAuth
-from edge_app.fleet_service.rollouts import UnknownDevices, model_rollout_patch
+from edge_app.fleet_service.rollouts import NoModelDevices, UnknownDevices, model_rollout_patch
 from edge_app.fleet_service.routes import parse_targets
 from edge_app.fleet_service.service import MIB, FleetService
 
@@ -208,7 +208,10 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
             started = service.start_rollout(targets, patch, (name, version))
         except UnknownDevices as err:
             raise ApiError(400, f"unknown device(s): {', '.join(err.device_ids[:20])}") from None
-        response = jsonify({"versions": started.versions, "rollout_id": started.rollout_id})
+        except NoModelDevices as err:
+            raise ApiError(409, str(err)) from None
+        response = jsonify({"versions": started.versions, "rollout_id": started.rollout_id,
+                            "targeted": len(started.versions)})
         response.status_code = 202
         return response
 

@@ -39,6 +39,26 @@ class UnknownDevices(LookupError):
         self.device_ids = list(device_ids)
 
 
+class NoModelDevices(LookupError):
+    """A model rollout to "all" when no device reports running that fleet model."""
+
+    def __init__(self, name: str):
+        super().__init__(f"no device reports the fleet model {name!r} in its models_state: "
+                         "nothing to roll out to (name devices to send it anyway)")
+        self.name = name
+
+
+def runs_model(models_state: Optional[str], name: str) -> bool:
+    """Whether a device's stored ``models_state`` (checked JSON, or NULL) has fleet model ``name``."""
+    if not models_state:
+        return False
+    try:
+        state = json.loads(models_state)
+    except ValueError:
+        return False
+    return isinstance(state, dict) and name in state
+
+
 def compose_patches(first: Any, second: Any) -> Any:
     """One merge patch doing what ``first`` then ``second`` do (RFC 7396 is idempotent and nests)."""
     if not isinstance(first, dict) or not isinstance(second, dict):
@@ -88,16 +108,22 @@ class Rollouts:
         """Store and publish a rollout of ``patch`` to ``targets`` ("all" or device ids).
 
         ``model`` (name, version) marks a rollout of a model version, whose per-device state the
-        rollout then shows from the devices' ``models_state``.
+        rollout then shows from the devices' ``models_state``. For it "all" means every device
+        whose last ``models_state`` names that model (the others would only refuse it), and
+        :class:`NoModelDevices` when there is none; a list is taken as it is.
         """
         now = self._clock()
         rollout_id = uuid.uuid4().hex
         patch_text = json.dumps(patch)
         with self._lock:
             with self._conn.transaction() as conn:
-                rows = conn.query("SELECT device_id, desired_version, reported_version FROM devices ORDER BY device_id")
-                known = {dev: int(issued) for dev, issued, _reported in rows}
-                if targets == "all":
+                rows = conn.query("SELECT device_id, desired_version, models_state FROM devices ORDER BY device_id")
+                known = {dev: int(issued) for dev, issued, _models in rows}
+                if targets == "all" and model is not None:
+                    chosen = [dev for dev, _issued, models in rows if runs_model(models, model[0])]
+                    if not chosen:
+                        raise NoModelDevices(model[0])
+                elif targets == "all":
                     chosen = sorted(known)
                 else:
                     missing = [dev for dev in targets if dev not in known]

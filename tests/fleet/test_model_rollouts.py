@@ -91,4 +91,43 @@ def test_a_model_rollout_is_refused_for_unknown_models_devices_and_without_the_a
                          timeout=10).status_code == 404
     assert requests.post(url, json={"devices": ["edge-zz"]}, headers=ADMIN, timeout=10).status_code == 400
     assert requests.post(url, json={"devices": "all", "path": "/etc"}, headers=ADMIN, timeout=10).status_code == 400
-    assert requests.post(url, json={"devices": "all"}, headers=ADMIN, timeout=10).status_code == 202
+    assert requests.post(url, json={"devices": ["edge-a"]}, headers=ADMIN, timeout=10).status_code == 202
+
+
+def test_all_in_a_model_rollout_is_every_device_that_reports_the_model(fleet_factory, sim_devices, tmp_path):
+    fleet = artifact_fleet(fleet_factory, tmp_path)
+    assert upload(fleet, "gate", "2", model_bytes(1000, seed=2)).status_code == 201
+    a, b = (sim_devices(fleet.prefix, dev) for dev in ("edge-a", "edge-b"))
+    c = sim_devices(fleet.prefix, "edge-c", reject_keys=("models",))  # as an appliance not running gate does
+    wait_for(lambda: len(fleet.get("/api/v1/devices?state=online", headers=ADMIN).json()["devices"]) == 3, 10,
+             "three devices online")
+    url = f"{fleet.url}/api/v1/models/gate/2/rollout"
+
+    # No device runs gate yet: nothing to roll out to, and no empty rollout is stored.
+    refused = requests.post(url, json={"devices": "all"}, headers=ADMIN, timeout=10)
+    assert refused.status_code == 409, refused.text
+    assert "no device reports the fleet model 'gate'" in refused.json()["error"]
+    assert fleet.get("/api/v1/rollouts", headers=ADMIN).json()["rollouts"] == []
+
+    # Before any rollout a device that runs gate reports it as version 0; c runs another model.
+    _report(a, {"gate": {"version": "0", "state": "running", "progress": None, "reason": None}})
+    _report(b, {"gate": {"version": "1", "state": "failed", "progress": None, "reason": "disk full"}}, via="reported")
+    _report(c, {"door": {"version": "0", "state": "running", "progress": None, "reason": None}})
+    wait_for(lambda: all(fleet.get(f"/api/v1/devices/{dev}", headers=ADMIN).json()["models_state"]
+                         for dev in ("edge-a", "edge-b", "edge-c")), 10, "models_state of the three devices")
+
+    started = _start(fleet, "2", "all")
+    assert set(started["versions"]) == {"edge-a", "edge-b"}
+    assert started["targeted"] == 2
+    wait_for(lambda: a.config and b.config, 10, "both devices that run gate got the desired configuration")
+    assert a.config == b.config == {"models": {"artifact:gate": {"artifact": {"version": "2"}}}}
+    assert c.config == {}
+    assert {r["device_id"] for r in _rollout(fleet, started["rollout_id"])["results"]} == {"edge-a", "edge-b"}
+
+    # A list still targets exactly the devices it names, and c refuses a model it does not run.
+    listed = _start(fleet, "2", ["edge-c"])
+    assert set(listed["versions"]) == {"edge-c"} and listed["targeted"] == 1
+    refusal = wait_for(lambda: (lambda r: r if r["status"] == "rejected" else None)(
+        _rollout(fleet, listed["rollout_id"])["results"][0]), 10, "edge-c refused")
+    assert refusal["model"]["state"] == "failed" and "refused the configuration change" in refusal["model"]["reason"]
+    assert c.config == {}
