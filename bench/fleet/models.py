@@ -40,6 +40,7 @@ from bench.fleet.server import Broker, FleetProcess, _wait
 
 ADMIN_TOKEN = "bench-admin-token-0123456789abcdef"
 MODEL, VERSION = "gate", "2"
+RUNNING_VERSION = "1"  # what every simulated appliance runs before the rollout
 CHUNK_BYTES = 1 << 20
 
 
@@ -83,15 +84,17 @@ class SimAppliance:
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         client.subscribe(f"{self.root}/config/desired", qos=1)
-        self._status({})
+        # a rollout to "all" targets the devices that report the model, as real appliances do
+        self._state("running", 1.0, version=RUNNING_VERSION)
 
     def _status(self, models_state: Dict[str, Any]) -> None:
         body = {"state": "online", "device_id": self.device_id, "version": "bench", "ts": time.time(),
                 "models_state": models_state}
         self.client.publish(f"{self.root}/status", json.dumps(body), qos=1, retain=True)
 
-    def _state(self, state: str, progress: Optional[float] = None, reason: Optional[str] = None) -> None:
-        self._status({MODEL: {"version": VERSION, "state": state, "progress": progress, "reason": reason}})
+    def _state(self, state: str, progress: Optional[float] = None, reason: Optional[str] = None,
+               version: str = VERSION) -> None:
+        self._status({MODEL: {"version": version, "state": state, "progress": progress, "reason": reason}})
 
     def _on_message(self, client, userdata, message) -> None:
         if not message.payload:
