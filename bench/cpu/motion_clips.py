@@ -3,6 +3,7 @@ noise, and the same scene with the people of bus.jpg walking across it, encoded 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Callable, Tuple
@@ -15,6 +16,10 @@ BUS_JPG = SHARED / "images" / "bus.jpg"
 
 
 def _encode(frames: Callable[[int], np.ndarray], count: int, size: Tuple[int, int], fps: int, out: Path) -> Path:
+    """H.264 (x264 veryfast, a keyframe a second, no B-frames) with the ffmpeg program, or with
+    PyAV's own libx264 where there is no ffmpeg program (a GPU machine without it, say)."""
+    if shutil.which("ffmpeg") is None:
+        return _encode_pyav(frames, count, size, fps, out)
     width, height = size
     encoder = subprocess.Popen(
         ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "bgr24",
@@ -26,6 +31,21 @@ def _encode(frames: Callable[[int], np.ndarray], count: int, size: Tuple[int, in
     encoder.stdin.close()
     if encoder.wait() != 0:
         raise RuntimeError(f"ffmpeg failed to encode {out}")
+    return out
+
+
+def _encode_pyav(frames: Callable[[int], np.ndarray], count: int, size: Tuple[int, int], fps: int, out: Path) -> Path:
+    import av
+
+    partial = out.with_name(out.name + ".part")  # a clip that exists is complete: make_clips keeps it
+    with av.open(str(partial), "w", format="mp4") as container:
+        stream = container.add_stream("libx264", rate=fps, options={"preset": "veryfast", "bf": "0", "g": str(fps)})
+        stream.width, stream.height = size
+        stream.pix_fmt = "yuv420p"
+        for index in range(count):
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(frames(index), format="bgr24")))
+        container.mux(stream.encode(None))
+    partial.replace(out)
     return out
 
 
