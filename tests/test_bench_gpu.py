@@ -213,6 +213,28 @@ def test_goals_are_also_given_with_the_model_in_an_engine_process_when_measured(
     assert "throughput_vs_raw_engine_process" not in targets({"raw": [], "full": [_row("file", "nvdec", 8, 1000.0, 1.0)]})
 
 
+def test_the_default_configuration_has_its_own_goal_with_the_reason_engine_process_auto_gave():
+    default = {**_row("file", "default", 8, 1640.0, 0.5), "engine_process": True,
+               "engine_process_reason": "auto: on, a discrete GPU with NVIDIA MPS running"}
+    results = {"raw": [_raw(8, 2000.0)], "full": [_row("file", "nvdec", 8, 1000.0, 1.0), default]}
+    finish(results, camera_fps=30.0)
+    goal = results["targets"]["throughput_vs_raw_default"]
+    assert goal["value"] == pytest.approx(0.82) and goal["met"] is True and goal["engine_process"] is True
+    assert goal["reason"].startswith("auto: on")
+    assert "the default configuration (engine_process auto)" in markdown(results)
+    assert "throughput_vs_raw_default" not in targets({"raw": [], "full": [_row("file", "nvdec", 8, 1000.0, 1.0)]})
+
+
+def test_the_default_decode_path_leaves_engine_process_to_auto():
+    from bench.gpu.settings import DECODER_SETTINGS
+    from edge_app.cuda.engine_process_choice import HostFacts, choose
+
+    path = DECODER_SETTINGS["default"]
+    assert path.decoder == "nvdec" and path.nvdec_processes and path.engine_process == "auto"
+    assert choose(path.engine_process, HostFacts(jetson=False, mps_running=True, mps_pipe_directory="/x")).enabled
+    assert not choose(path.engine_process, HostFacts(jetson=False, mps_running=False, mps_pipe_directory="/x")).enabled
+
+
 @pytest.mark.parametrize("name, group", [("engine", "engine"), ("decode:/clips/cam1.mp4", "decoders"), ("", "decoders")])
 def test_child_processes_are_counted_by_their_name(name, group):
     from bench.common.resources import child_group

@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, batch_timeout_ms: float,
                  mqtt_host: str, mqtt_port: int, topic_prefix: str = "edge_app_bench", realtime: bool = False,
                  analysis: bool = True, sources: Optional[Sequence[str]] = None, decoder: str = "auto",
-                 nvdec_processes: bool = True) -> AppConfig:
+                 nvdec_processes: bool = True, mqtt_qos: int = 1) -> AppConfig:
     """Every analysed frame is published (``publish_empty``), so MQTT messages = analysed frames.
 
     ``realtime`` False reads the clip as fast as the pipeline takes frames (no frame lost);
@@ -27,7 +27,7 @@ def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, bat
     ``analysis`` switches tracking (and with it zones, lines and events, published on MQTT) on or off.
     ``sources`` replaces the clip with one source per camera (RTSP URLs, say; ``loop`` applies to
     files only); ``decoder`` is every camera's ``decoder`` setting, ``nvdec_processes`` the
-    ``capture`` setting of that name.
+    ``capture`` setting of that name, ``mqtt_qos`` the appliance's ``mqtt.qos``.
     """
     camera_sources = list(sources) if sources is not None else [str(clip)] * cameras
     return AppConfig(
@@ -36,7 +36,7 @@ def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, bat
                  for i in range(cameras)],
         model=model_config(model_path, max_batch, batch_timeout_ms),
         mqtt=MQTTConfig(host=mqtt_host, port=mqtt_port, topic_prefix=topic_prefix, publish_empty=True,
-                        stats_interval_s=3600, max_queue=100000),
+                        stats_interval_s=3600, max_queue=100000, qos=mqtt_qos),
         api=APIConfig(enabled=False),
         tracking=TrackingConfig(enabled=analysis),
         capture=CaptureConfig(nvdec_processes=nvdec_processes),

@@ -21,14 +21,14 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
                  batch_timeout_ms: float, mqtt_host: str, mqtt_port: int, analysis: bool = True, *,
                  detector_factory: Optional[Callable[..., Detector]] = None, decoder: str = "auto",
                  sources: Optional[Sequence[str]] = None, warm_timeout_s: Optional[float] = None,
-                 nvdec_processes: bool = True) -> dict:
+                 nvdec_processes: bool = True, mqtt_qos: int = 1) -> dict:
     """One window of the real Appliance; ``detector_factory``, ``decoder`` and ``sources`` as in
     ``bench_config`` and ``running`` (defaults: the configured backend, the clip on every camera)."""
     base = {"cameras": cameras, "model": model_path.name, "batch": batch, "analysis": analysis}
     if not broker_reachable(mqtt_host, mqtt_port):
         return {**base, "status": "skipped", "reason": f"no MQTT broker at {mqtt_host}:{mqtt_port}"}
     config = bench_config(clip, cameras, model_path, batch, batch_timeout_ms, mqtt_host, mqtt_port, analysis=analysis,
-                          sources=sources, decoder=decoder, nvdec_processes=nvdec_processes)
+                          sources=sources, decoder=decoder, nvdec_processes=nvdec_processes, mqtt_qos=mqtt_qos)
     topics = Topics(config.mqtt.topic_prefix, config.device_id)
     # in a process of its own: receiving every message here would compete with the appliance for the interpreter lock
     watcher = WatcherProcess(mqtt_host, mqtt_port, topics.all_detections, f"{config.device_id}{WATCHER_SUFFIX}")

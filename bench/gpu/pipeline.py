@@ -50,6 +50,7 @@ from bench.gpu.report import finish, markdown
 from bench.gpu.rtsp_launch import RtspServerProcess
 from bench.gpu.settings import DECODER_SETTINGS, DECODERS, TRANSPORTS, GpuBenchSettings
 from edge_app.cuda import gil_held_calls
+from edge_app.cuda import engine_process_choice
 from edge_app.cuda.mps import mps_status
 from edge_app.detect.tensorrt.engine_process import EngineWork
 
@@ -71,6 +72,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--transports", nargs="+", choices=TRANSPORTS, help="camera sources (default file and rtsp)")
     parser.add_argument("--mqtt-host", default=None)
     parser.add_argument("--mqtt-port", type=int, default=None)
+    parser.add_argument("--qos", type=int, choices=(0, 1), default=None, dest="mqtt_qos",
+                        help="the appliance's mqtt.qos (default 1, as in the configuration's default)")
     parser.add_argument("--no-cuda-graphs", action="store_true", help="run the stand-in eagerly (experiments)")
     parser.add_argument("--json", type=Path, help="results (default bench/results/gpu.json)")
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
@@ -83,7 +86,8 @@ def settings_from(args: argparse.Namespace) -> GpuBenchSettings:
     overrides: Dict[str, Any] = {}
     for name, key in (("model", "model_path"), ("clip", "clip_path"), ("seconds", "window_s"), ("rounds", "rounds"),
                       ("cameras", "cameras"), ("batches", "raw_batches"), ("decoders", "decoders"),
-                      ("transports", "transports"), ("mqtt_host", "mqtt_host"), ("mqtt_port", "mqtt_port")):
+                      ("transports", "transports"), ("mqtt_host", "mqtt_host"), ("mqtt_port", "mqtt_port"),
+                      ("mqtt_qos", "mqtt_qos")):
         value = getattr(args, name)
         if value is not None:
             overrides[key] = value
@@ -123,6 +127,7 @@ def _raw(settings: GpuBenchSettings, batch: int, frames: list, window_s: float) 
 def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, sources: Optional[List[str]], window_s: float) -> dict:
     s = settings
     path = DECODER_SETTINGS[decoder]
+    choice = engine_process_choice.choose(path.engine_process, engine_process_choice.host_facts())
     engine_pids: List[Optional[int]] = []
     batch_sizes: List[int] = []
     calls_keep_gil: List[bool] = []
@@ -130,7 +135,7 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
     batch_times_s: List[float] = []
 
     def factory(model: Any, **options: Any):
-        detector = _standin(s, model, engine_process=path.engine_process, **options)
+        detector = _standin(s, model, engine_process=choice.enabled, **options)
         described = detector.describe()
         engine_pids.append(described.get("engine_process"))
         calls_keep_gil.append(bool(described.get("cuda", {}).get("queueing_calls_keep_gil")))
@@ -154,17 +159,18 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
         row = measure_full(clip, cameras, s.model_path, s.batch_for_cameras(cameras), window_s, s.warmup_s,
                            s.batch_timeout_ms, s.mqtt_host, s.mqtt_port, analysis=False, detector_factory=factory,
                            decoder=path.decoder, sources=sources, warm_timeout_s=s.start_timeout_s,
-                           nvdec_processes=path.nvdec_processes)
+                           nvdec_processes=path.nvdec_processes, mqtt_qos=s.mqtt_qos)
     wanted = EXPECTED_IMAGE_TYPES.get(path.decoder)
-    row = {**row, "engine_process": bool(engine_pids and engine_pids[-1]),
+    row = {**row, "engine_process": bool(engine_pids and engine_pids[-1]), "engine_process_reason": choice.reason,
+           "mqtt_qos": s.mqtt_qos,
            "queueing_calls_keep_gil": bool(calls_keep_gil and calls_keep_gil[-1]),
            "mean_batch_whole_run": round(sum(batch_sizes) / len(batch_sizes), 2) if batch_sizes else None,
            **_engine_work(works[-1] if works else None, batch_times_s)}
     if row.get("status") == "ok" and path.gil_held_calls != row["queueing_calls_keep_gil"]:
         row = {**row, "status": "error", "error": f"gil_held_calls {path.gil_held_calls} was asked for, but "
                f"queueing_calls_keep_gil is {row['queueing_calls_keep_gil']}"}
-    if row.get("status") == "ok" and path.engine_process != row["engine_process"]:
-        row = {**row, "status": "error", "error": f"engine_process {path.engine_process} was asked for, "
+    if row.get("status") == "ok" and choice.enabled != row["engine_process"]:
+        row = {**row, "status": "error", "error": f"engine_process {choice.enabled} was asked for, "
                f"but the model ran {'in' if row['engine_process'] else 'outside'} an engine process"}
     if row.get("status") == "ok" and wanted and row.get("image_types") != [wanted]:
         # a decoder setting the capture ignored would measure the other path under this one's name

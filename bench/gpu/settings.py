@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 from bench.common.settings import results_dir, shared_dir
 
@@ -15,7 +15,7 @@ class DecodePath:
 
     decoder: str  # cameras[].decoder
     nvdec_processes: bool = True  # capture.nvdec_processes
-    engine_process: bool = False  # model.engine_process
+    engine_process: Union[bool, str] = False  # model.engine_process: true, false or "auto"
     #: launches and asynchronous copies keep Python's lock (edge_app.cuda.gil_held_calls); False
     #: makes the appliance's process call them through cuda-python, which lets go
     gil_held_calls: bool = True
@@ -32,6 +32,9 @@ DECODER_SETTINGS = {
     "nvdec-threads+engine": DecodePath("nvdec", nvdec_processes=False, engine_process=True),
     "nvdec+engine-releasing": DecodePath("nvdec", engine_process=True, gil_held_calls=False),
     "nvdec-releasing": DecodePath("nvdec", gil_held_calls=False),
+    # what a dGPU host runs without settings: NVDEC decoder processes, engine_process auto (on
+    # where NVIDIA MPS answers, edge_app.cuda.engine_process_choice)
+    "default": DecodePath("nvdec", engine_process="auto"),
 }
 DECODERS = tuple(DECODER_SETTINGS)
 #: the decoders measured unless --decoders says otherwise
@@ -65,6 +68,7 @@ class GpuBenchSettings:
     clip_seconds_per_image: float = 5.0
     mqtt_host: str = "127.0.0.1"
     mqtt_port: int = 1883
+    mqtt_qos: int = 1  # mqtt.qos of the appliance (the subscriber takes QoS 0)
     #: RTSP server port; 0 picks a free one
     rtsp_port: int = 0
     use_cuda_graphs: bool = True
