@@ -84,7 +84,7 @@ class FirstDetections:
 
 
 def _appliance(work: Path, device_id: str, prefix: str, broker_port: int, fleet_url: str, model: Path,
-               build_step_s: float) -> StandinAppliance:
+               build_step_s: float, gpu_identity: bool) -> StandinAppliance:
     folder = work / device_id
     folder.mkdir()
     config = {"device_id": device_id, "cameras": [{"id": "bars", "source": "test://bars?width=640&height=480&fps=5"}],
@@ -95,7 +95,7 @@ def _appliance(work: Path, device_id: str, prefix: str, broker_port: int, fleet_
               "api": {"host": "127.0.0.1", "port": free_port()},
               "fleet": {"remote_config": True, "desired_key": bench_desired_key(device_id), "url": fleet_url,
                         "token": f"bench-device-token-{device_id}"}}
-    return StandinAppliance(config, folder, build_step_s=build_step_s)
+    return StandinAppliance(config, folder, build_step_s=build_step_s, gpu_identity=gpu_identity)
 
 
 def _engines(fleet: FleetProcess) -> List[dict]:
@@ -104,7 +104,8 @@ def _engines(fleet: FleetProcess) -> List[dict]:
     return models[0]["engines"] if models else []
 
 
-def one_round(index: int, model: Path, build_step_s: float, timeout_s: float) -> List[Start]:
+def one_round(index: int, model: Path, build_step_s: float, timeout_s: float, gpu_identity: bool = False
+              ) -> List[Start]:
     work = Path(tempfile.mkdtemp(prefix="bench-first-detection-"))
     prefix = f"first{uuid.uuid4().hex[:6]}"
     ids = [f"bench-a{index}", f"bench-b{index}"]
@@ -123,7 +124,7 @@ def one_round(index: int, model: Path, build_step_s: float, timeout_s: float) ->
         for device_id, prebuilt in ((ids[0], False), (ids[1], True)):
             if prebuilt:
                 _wait(lambda: _engines(fleet), 60, "the first appliance's engine offered to the fleet")
-            app = _appliance(work, device_id, prefix, broker.port, fleet.url, model, build_step_s)
+            app = _appliance(work, device_id, prefix, broker.port, fleet.url, model, build_step_s, gpu_identity)
             begun = time.monotonic()
             app.start(wait_api=False)
             try:
@@ -139,6 +140,8 @@ def one_round(index: int, model: Path, build_step_s: float, timeout_s: float) ->
                       f"({'prebuilt engine from the fleet' if prebuilt else 'built here'})", file=sys.stderr, flush=True)
                 if not prebuilt:
                     _wait(lambda: _engines(fleet), 60, "the engine offered")
+                    print(f"round {index}: the fleet's engine key: {json.dumps(_engines(fleet)[0].get('key'))}",
+                          file=sys.stderr, flush=True)
             finally:
                 app.close()
     finally:
@@ -155,11 +158,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--build-step-s", type=float, default=5.0,
                         help="sleep per stand-in build step (7 steps): the SIMULATED build time")
     parser.add_argument("--timeout-s", type=float, default=300.0)
+    parser.add_argument("--gpu-identity", action="store_true",
+                        help="the stand-in device takes this host's real GPU name and compute capability (needs CUDA)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     model = shared_dir() / "models" / "yolov8n_coco_dynbatch.onnx"
     starts = [start for index in range(args.rounds) for start in one_round(index, model, args.build_step_s,
-                                                                          args.timeout_s)]
+                                                                          args.timeout_s, args.gpu_identity)]
     print("| round | appliance | engine | time to first detection (s) | of which simulated build (s) |")
     print("|---|---|---|---|---|")
     for start in starts:
