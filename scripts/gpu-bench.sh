@@ -46,7 +46,8 @@ if [ -z "$mosquitto" ] && [ -n "$debs" ]; then
 fi
 [ -n "$mosquitto" ] || { echo "no mosquitto: install it or pass --debs" >&2; exit 1; }
 port="$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 100000\n' "$port" > "$work/mosquitto.conf"
+# as root mosquitto would drop to a "mosquitto" user that a bare machine lacks
+printf 'listener %s 127.0.0.1\nallow_anonymous true\nmax_queued_messages 100000\nuser %s\n' "$port" "$(id -un)" > "$work/mosquitto.conf"
 LD_LIBRARY_PATH="${mosquitto_libs:-${LD_LIBRARY_PATH:-}}" "$mosquitto" -c "$work/mosquitto.conf" > "$out/mosquitto.log" 2>&1 &
 broker=$!
 trap 'kill "$broker" 2>/dev/null || true; wait "$broker" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -54,6 +55,8 @@ for _ in $(seq 50); do
   "$python" -c "import socket,sys; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
   sleep 0.1
 done
+"$python" -c "import socket,sys; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null \
+  || { echo "mosquitto did not start:" >&2; cat "$out/mosquitto.log" >&2; exit 1; }
 echo "mosquitto $(LD_LIBRARY_PATH="${mosquitto_libs:-${LD_LIBRARY_PATH:-}}" "$mosquitto" -h 2>/dev/null | head -1 | awk '{print $3}') on 127.0.0.1:$port"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 PYTHONUNBUFFERED=1 "$python" -m bench.gpu pipeline --mqtt-port "$port" --json "$out/gpu.json" --markdown "$out/gpu.md" "$@"

@@ -111,7 +111,8 @@ def run_appliance(static: Path, walking: Path, model: Path, backend: str, decode
     config = AppConfig.model_validate({
         "device_id": "bench-motion",
         "cameras": [dict(c, loop=True, realtime=True, decoder=decoder) for c in cameras],
-        "model": {"path": str(model), "backend": "tensorrt" if backend == STANDIN else backend, "max_batch": max_batch},
+        # the stand-in is made by the factory below; "tensorrt" would make the appliance look for TensorRT first
+        "model": {"path": str(model), "backend": "onnxruntime" if backend == STANDIN else backend, "max_batch": max_batch},
         "mqtt": {"enabled": False}, "api": {"enabled": False},
         "tracking": {"enabled": True}, "events": {"enabled": True},
         "motion": {"enabled": gating},
