@@ -229,3 +229,44 @@ def test_frames_beyond_fps_limit_are_only_grabbed_never_converted(bus_clip):
         assert [f.frame_id for f in frames] == list(range(1, 21))
     finally:
         every.stop()
+
+
+def test_a_file_in_real_time_takes_the_frames_its_source_skipped_as_time_passed(tmp_path):
+    """A decoder process that keeps one picture in four (its camera's pace) hands over a quarter of
+    the frames; played in real time, the file must still take its own length, not a quarter of
+    it: otherwise the process decodes four times faster than the camera would send."""
+    import numpy as np
+
+    class Skipping:  # the decoder-process source's protocol: read() and take_skipped()
+        fps, live = 20.0, False
+
+        def __init__(self):
+            self.picture, self.skipped = 0, 0
+
+        def read(self):
+            if self.picture >= 40:
+                return None
+            self.picture += 4  # one kept, three decoded and dropped by the source's schedule
+            self.skipped += 3
+            return np.zeros((8, 8, 3), np.uint8)
+
+        def take_skipped(self):
+            taken, self.skipped = self.skipped, 0
+            return taken
+
+        def release(self):
+            pass
+
+    path = tmp_path / "clip.mp4"
+    path.write_bytes(b"")
+    worker = CameraWorker(camera(str(path), realtime=True), FAST, opener=lambda spec, capture: Skipping())
+    started = time.monotonic()
+    worker.start()
+    try:
+        frames = drain(worker, until=lambda: worker.state is S.STOPPED, timeout_s=10)
+        elapsed_s = time.monotonic() - started
+    finally:
+        worker.stop()
+    assert len(frames) == 10
+    assert worker.stats()["frames_dropped"] == 30
+    assert elapsed_s >= 1.6  # 40 frames at 20 frames/s: 2 s of stream time (a quarter of it without the fix)
