@@ -136,6 +136,12 @@ class Pacer:
         self._next_mono_s += self.period_s
         return True
 
+    def skip(self, frames: int) -> None:
+        """``frames`` went by without a turn (a decoder process dropped them on its schedule): the
+        next frame is due that much later, so the file still plays at its own rate."""
+        if self._next_mono_s is not None and frames > 0:
+            self._next_mono_s += frames * self.period_s
+
     def reset(self) -> None:
         self._next_mono_s = None
 

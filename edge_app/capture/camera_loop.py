@@ -155,8 +155,11 @@ class CaptureLoop:
                 return "failed"
             if not self._leave_call(generation):
                 return "stopped"
-            for _ in range(getattr(source, "take_skipped", int)()):  # dropped by the source on its schedule
+            skipped = getattr(source, "take_skipped", int)()  # dropped by the source on its schedule
+            for _ in range(skipped):
                 self._skip(generation)
+            if pacer is not None:
+                pacer.skip(skipped)
             if image is None:
                 if not spec.live and delivered > 0:
                     return "eof"
