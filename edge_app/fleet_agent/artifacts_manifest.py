@@ -116,7 +116,7 @@ def verify_manifest(body: bytes, *, desired_key: Optional[str], device_id: str, 
         raise ManifestError(f"the manifest is larger than {MAX_MANIFEST_BYTES} bytes")
     try:
         data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nested deeper than Python goes
         raise ManifestError("the manifest is not JSON") from None
     if not isinstance(data, dict):
         raise ManifestError("the manifest is not a JSON object")
