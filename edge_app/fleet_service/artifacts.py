@@ -90,7 +90,7 @@ def parse_engine_key(text: str) -> Dict[str, Any]:
         raise ValueError(f"the engine key is longer than {MAX_ENGINE_KEY_CHARS} characters")
     try:
         key = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python goes
         raise ValueError("the engine key is not JSON") from None
     if not isinstance(key, dict) or not 0 < len(key) <= MAX_ENGINE_KEY_FIELDS:
         raise ValueError(f"the engine key must be a JSON object of 1 to {MAX_ENGINE_KEY_FIELDS} fields")
