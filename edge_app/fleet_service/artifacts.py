@@ -8,14 +8,14 @@ so every device asking for the same thing gets the same bytes.
 """
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import re
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional
 
+from edge_app.fleet_agent.artifacts_manifest import manifest_signature
+from edge_app.fleet_agent.desired_signature import canonical_json
 from edge_app.fleet_service.blobs import StoredBlob, is_sha256
 from edge_app.fleet_service.db import Connection
 
@@ -68,16 +68,6 @@ def check_name(name: str, version: str) -> None:
         raise ValueError(f"a model name must match {MODEL_NAME.pattern}, got {name[:80]!r}")
     if not MODEL_VERSION.fullmatch(version) or version in (".", ".."):
         raise ValueError(f"a model version must match {MODEL_VERSION.pattern}, got {version[:80]!r}")
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-
-
-def sign_manifest(key: str, manifest: Dict[str, Any]) -> str:
-    """HMAC-SHA256 (hex) with ``key`` over the canonical JSON of ``manifest`` without its signature."""
-    unsigned = {k: v for k, v in manifest.items() if k != "signature"}
-    return hmac.new(key.encode("utf-8"), canonical_json(unsigned).encode("ascii"), hashlib.sha256).hexdigest()
 
 
 def parse_engine_key(text: str) -> Dict[str, Any]:
@@ -235,7 +225,7 @@ class Artifacts:
             "files": files,
             "engines": [{"key": e.key, "sha256": e.sha256, "bytes": e.bytes} for e in self.engines(model.onnx.sha256)],
         }
-        body["signature"] = sign_manifest(key, body)
+        body["signature"] = manifest_signature(key, body)
         return body
 
 
