@@ -14,13 +14,12 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional
 
+from edge_app.config.schema_model import ARTIFACT_NAME_PATTERN, ARTIFACT_VERSION_PATTERN, is_artifact_part
 from edge_app.fleet_agent.artifacts_manifest import manifest_signature
 from edge_app.fleet_agent.desired_signature import canonical_json
 from edge_app.fleet_service.blobs import StoredBlob, is_sha256
 from edge_app.fleet_service.db import Connection
 
-MODEL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-MODEL_VERSION = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 MAX_ENGINE_KEY_CHARS = 4096
 MAX_ENGINE_KEY_FIELDS = 16
 _KEY_FIELD = re.compile(r"[a-z][a-z0-9_]{0,31}")
@@ -63,11 +62,11 @@ class EngineRecord:
 
 
 def check_name(name: str, version: str) -> None:
-    """ValueError unless ``name`` and ``version`` are a model name and version."""
-    if not MODEL_NAME.fullmatch(name) or name in (".", ".."):
-        raise ValueError(f"a model name must match {MODEL_NAME.pattern}, got {name[:80]!r}")
-    if not MODEL_VERSION.fullmatch(version) or version in (".", ".."):
-        raise ValueError(f"a model version must match {MODEL_VERSION.pattern}, got {version[:80]!r}")
+    """ValueError unless ``name`` and ``version`` are a model name and version an appliance can run."""
+    if not is_artifact_part(name, ARTIFACT_NAME_PATTERN):
+        raise ValueError(f"a model name must match {ARTIFACT_NAME_PATTERN}, not dots only, got {name[:80]!r}")
+    if not is_artifact_part(version, ARTIFACT_VERSION_PATTERN):
+        raise ValueError(f"a model version must match {ARTIFACT_VERSION_PATTERN}, not dots only, got {version[:80]!r}")
 
 
 def parse_engine_key(text: str) -> Dict[str, Any]:

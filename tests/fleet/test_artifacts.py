@@ -152,7 +152,7 @@ def test_hostile_names_digests_and_headers_never_reach_the_filesystem(fleet_fact
     upload(fleet, "gate", "1", onnx)
     before = sorted(p for p in tmp_path.rglob("*") if "artifacts" in p.parts or p.name.startswith("x"))
     for name, version in (("..", "1"), ("gate", ".."), ("a" * 65, "1"), ("gate", "v" * 33), ("ga te", "1"),
-                          ("%2e%2e", "1"), ("gate", "1%00")):
+                          ("%2e%2e", "1"), ("gate", "1%00"), ("...", "1"), ("gate", "....")):  # dots only: no appliance takes them
         response = requests.put(f"{fleet.url}/api/v1/models/{name}/{version}", data=b"x", headers=ADMIN, timeout=10)
         # 404: the client resolved the dots itself and asked for a route that does not exist
         assert response.status_code in (400, 404), (name, version, response.status_code)
