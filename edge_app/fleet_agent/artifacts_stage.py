@@ -98,7 +98,8 @@ class Stager:
             done += entry.bytes
         write_atomic(folder / MANIFEST_FILE, body)
         self._state.set(artifact.name, artifact.version, "downloading", 1.0)
-        return self._checked(folder, manifest), client
+        # every file was hashed just now, as it was found or as it was downloaded: not read a second time
+        return _staged(folder, manifest), client
 
     def _staged_before(self, folder: Path, verify: Callable[[bytes], Manifest]) -> Optional[StagedModel]:
         try:
@@ -120,8 +121,12 @@ class Stager:
                 path.unlink(missing_ok=True)
                 (folder / MANIFEST_FILE).unlink(missing_ok=True)
                 raise FleetRefused(f"the staged {ROLE_FILES[entry.role]} does not match the manifest's SHA-256")
-        labels = folder / ROLE_FILES["labels"] if manifest.file("labels") is not None else None
-        return StagedModel(folder, folder / ROLE_FILES["onnx"], labels, manifest)
+        return _staged(folder, manifest)
+
+
+def _staged(folder: Path, manifest: Manifest) -> StagedModel:
+    labels = folder / ROLE_FILES["labels"] if manifest.file("labels") is not None else None
+    return StagedModel(folder, folder / ROLE_FILES["onnx"], labels, manifest)
 
 
 __all__ = ["ENGINE_FILE", "MANIFEST_FILE", "StagedModel", "Stager", "make_client", "stage_dir"]
