@@ -23,6 +23,7 @@ MAX_MANIFEST_BYTES = 1 << 20
 MAX_ENGINES = 64
 #: the largest model file and engine the appliance downloads (an engine of a big model is ~1 GB)
 MAX_FILE_BYTES = 4 << 30
+#: the largest labels file: the fleet service stores none larger, the appliance fetches none larger
 MAX_LABELS_BYTES = 1 << 20
 #: the files of a model version, and the names they are staged under (never a name from the server)
 ROLE_FILES = {"onnx": "model.onnx", "labels": "labels.txt"}
