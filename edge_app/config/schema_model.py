@@ -4,6 +4,7 @@ Re-exported by ``edge_app.config.schema``, where the rest of the configuration i
 """
 from __future__ import annotations
 
+import re
 from typing import List, Literal, Optional, Union
 
 from pydantic import Field, field_validator
@@ -17,6 +18,17 @@ ARTIFACT_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 ARTIFACT_VERSION_PATTERN = r"^[A-Za-z0-9_.-]{1,32}$"
 
 
+def is_artifact_part(value: object, pattern: str) -> bool:
+    """Whether ``value`` is a fleet artifact name (``pattern`` ARTIFACT_NAME_PATTERN) or version
+    (ARTIFACT_VERSION_PATTERN): the fleet service stores nothing else, and an appliance runs nothing else."""
+    return isinstance(value, str) and re.fullmatch(pattern, value) is not None and not _dots_only(value)
+
+
+def _dots_only(value: str) -> bool:
+    # Names and versions become folder names under the engine cache: "." and ".." would leave it.
+    return value.strip(".") == ""
+
+
 class ArtifactConfig(_Strict):
     """A model the fleet service holds: its files are fetched, verified and staged by the appliance."""
 
@@ -27,8 +39,7 @@ class ArtifactConfig(_Strict):
     @field_validator("name", "version")
     @classmethod
     def _not_dots(cls, value: str) -> str:
-        # They become folder names under the engine cache: "." and ".." would leave it.
-        if value.strip(".") == "":
+        if _dots_only(value):
             raise ValueError("may not consist of dots only")
         return value
 

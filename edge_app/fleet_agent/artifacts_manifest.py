@@ -9,7 +9,6 @@ file. Everything in it is bounded and checked before any of it is used.
 """
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import re
@@ -17,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from edge_app.detect.tensorrt.cache import EngineKey
+from edge_app.fleet_agent.desired_signature import canonical_json, keyed_digest
 
 #: a manifest lists a few files and engines; more than this is not one
 MAX_MANIFEST_BYTES = 1 << 20
 MAX_ENGINES = 64
 #: the largest model file and engine the appliance downloads (an engine of a big model is ~1 GB)
 MAX_FILE_BYTES = 4 << 30
+#: the largest labels file: the fleet service stores none larger, the appliance fetches none larger
 MAX_LABELS_BYTES = 1 << 20
 #: the files of a model version, and the names they are staged under (never a name from the server)
 ROLE_FILES = {"onnx": "model.onnx", "labels": "labels.txt"}
@@ -60,12 +61,14 @@ class Manifest:
         return next((f for f in self.files if f.role == role), None)
 
 
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+def manifest_signature(key: str, manifest: Dict[str, Any]) -> str:
+    """HMAC-SHA256 (hex) with ``key`` over the canonical JSON of ``manifest`` without its signature.
 
-
-def manifest_signature(key: str, unsigned: Dict[str, Any]) -> str:
-    return hmac.new(key.encode("utf-8"), canonical_json(unsigned).encode("utf-8"), hashlib.sha256).hexdigest()
+    The fleet service signs with it and the appliance verifies with it; ValueError when the
+    manifest holds NaN or infinity (no manifest is signed with them).
+    """
+    unsigned = {k: v for k, v in manifest.items() if k != "signature"}
+    return keyed_digest(key, canonical_json(unsigned).encode("ascii"))
 
 
 def _count(value: Any, what: str, most: int) -> int:
@@ -116,14 +119,17 @@ def verify_manifest(body: bytes, *, desired_key: Optional[str], device_id: str, 
         raise ManifestError(f"the manifest is larger than {MAX_MANIFEST_BYTES} bytes")
     try:
         data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nested deeper than Python goes
         raise ManifestError("the manifest is not JSON") from None
     if not isinstance(data, dict):
         raise ManifestError("the manifest is not a JSON object")
     signature = data.get("signature")
-    unsigned = {k: v for k, v in data.items() if k != "signature"}
-    expected = manifest_signature(desired_key, unsigned)
-    if not isinstance(signature, str) or not hmac.compare_digest(signature.encode("ascii", "replace"), expected.encode()):
+    try:
+        expected = manifest_signature(desired_key, data)
+    except ValueError:  # NaN or infinity: never signed
+        expected = ""
+    if (not expected or not isinstance(signature, str)
+            or not hmac.compare_digest(signature.encode("ascii", "replace"), expected.encode())):
         raise ManifestError("the manifest's signature does not verify with fleet.desired_key")
     # Signed by the key holder; still only for this device, model and version (no replay of another's).
     if data.get("device_id") != device_id:
@@ -156,5 +162,5 @@ def engine_for(manifest: Manifest, key: EngineKey) -> Tuple[Optional[ManifestEng
     return None, nearest if nearest is not None else ["the fleet service holds no engine for this model"]
 
 
-__all__ = ["Manifest", "ManifestEngine", "ManifestError", "ManifestFile", "ROLE_FILES", "canonical_json",
-           "engine_for", "manifest_signature", "verify_manifest"]
+__all__ = ["Manifest", "ManifestEngine", "ManifestError", "ManifestFile", "ROLE_FILES", "engine_for",
+           "manifest_signature", "verify_manifest"]

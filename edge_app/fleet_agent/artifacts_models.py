@@ -27,9 +27,10 @@ from typing import Any, Callable, Optional, Set
 from edge_app.config.schema import AppConfig, ArtifactConfig, ModelConfig
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.tensorrt.cache import EngineKey, read_sidecar
+from edge_app.detect.tensorrt.onnx_info import file_sha256
 from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
 from edge_app.fleet_agent.artifacts_manifest import ManifestError, engine_for
-from edge_app.fleet_agent.artifacts_stage import ENGINE_FILE, StagedModel, Stager, file_sha256
+from edge_app.fleet_agent.artifacts_stage import ENGINE_FILE, StagedModel, Stager
 from edge_app.fleet_agent.artifacts_state import ModelsState
 
 log = logging.getLogger(__name__)

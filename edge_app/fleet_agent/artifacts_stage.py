@@ -9,7 +9,6 @@ SHA-256 once more.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Callable, Optional, Tuple
 
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.detect.tensorrt.cache import write_atomic
+from edge_app.detect.tensorrt.onnx_info import file_sha256
 from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
 from edge_app.fleet_agent.artifacts_manifest import ROLE_FILES, Manifest, ManifestError, verify_manifest
 from edge_app.fleet_agent.artifacts_state import ModelsState
@@ -43,14 +43,6 @@ def stage_dir(engine_dir: str, name: str, version: str) -> Path:
     if folder.parent.parent != base:
         raise ManifestError(f"model {name!r} version {version!r} would be staged outside {base}")
     return folder
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def make_client(config: AppConfig) -> FleetClient:
@@ -106,7 +98,8 @@ class Stager:
             done += entry.bytes
         write_atomic(folder / MANIFEST_FILE, body)
         self._state.set(artifact.name, artifact.version, "downloading", 1.0)
-        return self._checked(folder, manifest), client
+        # every file was hashed just now, as it was found or as it was downloaded: not read a second time
+        return _staged(folder, manifest), client
 
     def _staged_before(self, folder: Path, verify: Callable[[bytes], Manifest]) -> Optional[StagedModel]:
         try:
@@ -128,8 +121,12 @@ class Stager:
                 path.unlink(missing_ok=True)
                 (folder / MANIFEST_FILE).unlink(missing_ok=True)
                 raise FleetRefused(f"the staged {ROLE_FILES[entry.role]} does not match the manifest's SHA-256")
-        labels = folder / ROLE_FILES["labels"] if manifest.file("labels") is not None else None
-        return StagedModel(folder, folder / ROLE_FILES["onnx"], labels, manifest)
+        return _staged(folder, manifest)
+
+
+def _staged(folder: Path, manifest: Manifest) -> StagedModel:
+    labels = folder / ROLE_FILES["labels"] if manifest.file("labels") is not None else None
+    return StagedModel(folder, folder / ROLE_FILES["onnx"], labels, manifest)
 
 
 __all__ = ["ENGINE_FILE", "MANIFEST_FILE", "StagedModel", "Stager", "make_client", "stage_dir"]

@@ -10,6 +10,9 @@ Wire format: the desired object gains ``"sig": "hmac-sha256:<64 hex digits>"``. 
 are ``edge-app desired v1\\n<device_id>\\n<version>\\n`` followed by the patch as canonical JSON
 (keys sorted, no spaces, ASCII only), so both sides compute them from the parsed values and
 no byte-exact copy of the message is needed.
+
+The canonical JSON and the keyed digest are the ones every fleet signature uses: the manifests
+of model versions (``edge_app.fleet_agent.artifacts_manifest``) are signed with them too.
 """
 from __future__ import annotations
 
@@ -27,15 +30,23 @@ _CONTEXT = b"edge-app desired v1\n"
 MIN_KEY_CHARS = MIN_DESIRED_KEY_CHARS
 
 
+def canonical_json(value: Any) -> str:
+    """Keys sorted, no spaces, ASCII only; ValueError for NaN or infinity (JSON has neither)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def keyed_digest(key: str, message: bytes) -> str:
+    """HMAC-SHA256 of ``message`` with ``key``, in hexadecimal."""
+    return hmac.new(key.encode("utf-8"), message, hashlib.sha256).hexdigest()
+
+
 def _signed_bytes(device_id: str, version: int, patch: Mapping[str, Any]) -> bytes:
-    body = json.dumps(patch, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-    return _CONTEXT + f"{device_id}\n{int(version)}\n".encode("utf-8") + body.encode("ascii")
+    return _CONTEXT + f"{device_id}\n{int(version)}\n".encode("utf-8") + canonical_json(patch).encode("ascii")
 
 
 def sign_desired(key: str, device_id: str, version: int, patch: Mapping[str, Any]) -> str:
     """The ``sig`` value of a desired message for ``device_id``."""
-    digest = hmac.new(key.encode("utf-8"), _signed_bytes(device_id, version, patch), hashlib.sha256).hexdigest()
-    return _SCHEME + digest
+    return _SCHEME + keyed_digest(key, _signed_bytes(device_id, version, patch))
 
 
 def signature_valid(key: str, device_id: str, version: int, patch: Mapping[str, Any], signature: Any) -> bool:
@@ -49,4 +60,4 @@ def signature_valid(key: str, device_id: str, version: int, patch: Mapping[str, 
     return hmac.compare_digest(expected, signature)
 
 
-__all__ = ["MIN_KEY_CHARS", "SIGNATURE_KEY", "sign_desired", "signature_valid"]
+__all__ = ["MIN_KEY_CHARS", "SIGNATURE_KEY", "canonical_json", "keyed_digest", "sign_desired", "signature_valid"]

@@ -18,6 +18,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from edge_app.api.errors import ApiError, error_response
 from edge_app.api.json_body import read_json_body
+from edge_app.fleet_agent.artifacts_manifest import MAX_LABELS_BYTES
 from edge_app.fleet_service.artifacts import ArtifactConflict, check_name, parse_engine_key
 from edge_app.fleet_service.blobs import BlobError, StoredBlob, is_sha256
 from edge_app.fleet_service.device_auth import DeviceAuth
@@ -27,7 +28,6 @@ from edge_app.fleet_service.service import MIB, FleetService
 
 logger = logging.getLogger(__name__)
 
-MAX_LABELS_BYTES = 1 << 20
 #: Endpoints whose body is a file: they get artifacts.max_upload_mb instead of api.max_body_bytes.
 UPLOAD_ENDPOINTS = frozenset({"artifacts.put_model", "artifacts.put_engine", "artifacts.post_labels"})
 #: Paths of those uploads, for the server's longer body deadline (it decides before any routing).

@@ -8,19 +8,18 @@ so every device asking for the same thing gets the same bytes.
 """
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import re
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional
 
+from edge_app.config.schema_model import ARTIFACT_NAME_PATTERN, ARTIFACT_VERSION_PATTERN, is_artifact_part
+from edge_app.fleet_agent.artifacts_manifest import manifest_signature
+from edge_app.fleet_agent.desired_signature import canonical_json
 from edge_app.fleet_service.blobs import StoredBlob, is_sha256
 from edge_app.fleet_service.db import Connection
 
-MODEL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-MODEL_VERSION = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 MAX_ENGINE_KEY_CHARS = 4096
 MAX_ENGINE_KEY_FIELDS = 16
 _KEY_FIELD = re.compile(r"[a-z][a-z0-9_]{0,31}")
@@ -63,21 +62,11 @@ class EngineRecord:
 
 
 def check_name(name: str, version: str) -> None:
-    """ValueError unless ``name`` and ``version`` are a model name and version."""
-    if not MODEL_NAME.fullmatch(name) or name in (".", ".."):
-        raise ValueError(f"a model name must match {MODEL_NAME.pattern}, got {name[:80]!r}")
-    if not MODEL_VERSION.fullmatch(version) or version in (".", ".."):
-        raise ValueError(f"a model version must match {MODEL_VERSION.pattern}, got {version[:80]!r}")
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-
-
-def sign_manifest(key: str, manifest: Dict[str, Any]) -> str:
-    """HMAC-SHA256 (hex) with ``key`` over the canonical JSON of ``manifest`` without its signature."""
-    unsigned = {k: v for k, v in manifest.items() if k != "signature"}
-    return hmac.new(key.encode("utf-8"), canonical_json(unsigned).encode("ascii"), hashlib.sha256).hexdigest()
+    """ValueError unless ``name`` and ``version`` are a model name and version an appliance can run."""
+    if not is_artifact_part(name, ARTIFACT_NAME_PATTERN):
+        raise ValueError(f"a model name must match {ARTIFACT_NAME_PATTERN}, not dots only, got {name[:80]!r}")
+    if not is_artifact_part(version, ARTIFACT_VERSION_PATTERN):
+        raise ValueError(f"a model version must match {ARTIFACT_VERSION_PATTERN}, not dots only, got {version[:80]!r}")
 
 
 def parse_engine_key(text: str) -> Dict[str, Any]:
@@ -90,7 +79,7 @@ def parse_engine_key(text: str) -> Dict[str, Any]:
         raise ValueError(f"the engine key is longer than {MAX_ENGINE_KEY_CHARS} characters")
     try:
         key = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python goes
         raise ValueError("the engine key is not JSON") from None
     if not isinstance(key, dict) or not 0 < len(key) <= MAX_ENGINE_KEY_FIELDS:
         raise ValueError(f"the engine key must be a JSON object of 1 to {MAX_ENGINE_KEY_FIELDS} fields")
@@ -235,7 +224,7 @@ class Artifacts:
             "files": files,
             "engines": [{"key": e.key, "sha256": e.sha256, "bytes": e.bytes} for e in self.engines(model.onnx.sha256)],
         }
-        body["signature"] = sign_manifest(key, body)
+        body["signature"] = manifest_signature(key, body)
         return body
 
 

@@ -78,8 +78,9 @@ def _plan_one(plan: _Plan, heard: m.Heard, body: Any) -> None:
         state = body.get("state")
         if state not in ("online", "offline"):
             raise ValueError(f"status state {state!r} is neither online nor offline")
+        models_state = _models_state(body)
         plan.status[dev] = (state, _text(body.get("version"), 64), _number(body.get("ts")), dev)
-        _plan_models_state(plan, heard, body)
+        _plan_models_state(plan, heard, models_state)
     elif heard.kind == m.CAMERA_STATE:
         state = body.get("state")
         if state not in CAMERA_STATES:
@@ -109,16 +110,22 @@ def _plan_one(plan: _Plan, heard: m.Heard, body: Any) -> None:
         if status not in ("applied", "rejected"):
             raise ValueError(f"reported status {status!r} is neither applied nor rejected")
         errors = body.get("errors") if isinstance(body.get("errors"), list) else []
+        models_state = _models_state(body)
         plan.reported.append((dev, version, status, json.dumps(errors[:100]), _number(body.get("ts")) or heard.received_s))
-        _plan_models_state(plan, heard, body)
+        _plan_models_state(plan, heard, models_state)
     else:
         raise ValueError(f"the fleet does not keep {heard.kind} messages")
 
 
-def _plan_models_state(plan: _Plan, heard: m.Heard, body: Dict[str, Any]) -> None:
+def _models_state(body: Dict[str, Any]) -> Optional[Dict[str, Dict[str, Any]]]:
+    """The checked ``models_state`` of a message, None when it has none; ValueError before anything
+    of the message is planned, so a refused message changes nothing."""
+    return parse_models_state(body["models_state"]) if "models_state" in body else None
+
+
+def _plan_models_state(plan: _Plan, heard: m.Heard, state: Optional[Dict[str, Dict[str, Any]]]) -> None:
     """The newest ``models_state`` of a device, from whichever of its messages carried one last."""
-    if "models_state" in body:
-        state = parse_models_state(body["models_state"])
+    if state is not None:
         plan.models_state[heard.device_id] = (json.dumps(state), heard.received_s, heard.device_id)
 
 

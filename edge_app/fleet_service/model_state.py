@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, Optional
 
-from edge_app.fleet_service.artifacts import MODEL_NAME, MODEL_VERSION
+from edge_app.config.schema_model import ARTIFACT_NAME_PATTERN, ARTIFACT_VERSION_PATTERN, is_artifact_part
 
 MODEL_STATES = ("downloading", "building", "running", "failed")
 MAX_MODELS = 32
@@ -23,10 +23,10 @@ def parse_models_state(value: Any) -> Dict[str, Dict[str, Any]]:
         raise ValueError("models_state must be an object of model name -> state")
     found: Dict[str, Dict[str, Any]] = {}
     for name, entry in list(value.items())[:MAX_MODELS]:
-        if not isinstance(name, str) or not MODEL_NAME.fullmatch(name) or not isinstance(entry, dict):
+        if not is_artifact_part(name, ARTIFACT_NAME_PATTERN) or not isinstance(entry, dict):
             continue
         version, state = entry.get("version"), entry.get("state")
-        if not isinstance(version, str) or not MODEL_VERSION.fullmatch(version) or state not in MODEL_STATES:
+        if not is_artifact_part(version, ARTIFACT_VERSION_PATTERN) or state not in MODEL_STATES:
             continue
         progress = entry.get("progress")
         if isinstance(progress, bool) or not isinstance(progress, (int, float)) or not math.isfinite(progress):

@@ -24,6 +24,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from edge_app.config.model_patch import ARTIFACT_PREFIX
 from edge_app.fleet_service.db import Connection
 from edge_app.fleet_service.messages import MAX_INT, desired_topic
 from edge_app.fleet_agent.desired_signature import SIGNATURE_KEY, sign_desired
@@ -80,7 +81,7 @@ def model_rollout_patch(name: str, version: str) -> Dict[str, Any]:
     entry; the appliance resolves the address, ``edge_app.config.model_patch``). Only the
     version is set: the device's broker allow-list permits nothing else of an artifact.
     """
-    return {"models": {f"artifact:{name}": {"artifact": {"version": version}}}}
+    return {"models": {f"{ARTIFACT_PREFIX}{name}": {"artifact": {"version": version}}}}
 
 
 @dataclass(frozen=True)

@@ -94,3 +94,18 @@ def test_a_long_address_is_cut_in_the_problem():
     with pytest.raises(ConfigError) as err:
         resolve_model_addresses(config_to_dict(parse_config(BASE)), {"models": {"x" * 5000: {}}})
     assert len(str(err.value)) < 300
+
+
+@pytest.mark.parametrize("version", ["..", ".", "...", "../../etc", "/etc", "1/../..", "1\\..", "v" * 33, "", "1\x00"])
+def test_a_fleet_version_that_is_no_folder_name_of_the_engine_cache_is_refused(version):
+    # The version becomes <engine_dir>/fleet/<name>/<version>/: whatever a desired message sends,
+    # it is refused by the configuration before any file is touched.
+    with pytest.raises(ConfigError) as err:
+        patched(BASE, {"models": {"artifact:gate": {"artifact": {"version": version}}}})
+    assert [p.loc for p in err.value.problems] == ["models.1.artifact.version"]
+
+
+@pytest.mark.parametrize("address", ["artifact:", "artifact:../gate", "artifact:gate/../gate", "../plates", "plates\x00"])
+def test_an_address_is_only_ever_compared_never_resolved(address):
+    with pytest.raises(ConfigError, match="no model"):
+        resolve_model_addresses(config_to_dict(parse_config(BASE)), {"models": {address: {"conf_threshold": 0.5}}})

@@ -1,11 +1,12 @@
-"""Shared pieces of the artifact tests: a fleet with device tokens and keys, and requests as a device."""
+"""Shared pieces of the artifact tests: a fleet with device tokens and keys, requests as a device or an admin,
+and model versions of the real ONNX."""
 from __future__ import annotations
 
 import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterable, Optional
 
 import requests
 
@@ -57,3 +58,30 @@ def offer(fleet, device_id: str, key: Dict[str, Any], body: bytes, declared: Opt
     headers = as_device(device_id, **{"X-Engine-Key": json.dumps(key, sort_keys=True, separators=(",", ":")),
                                       "X-Content-SHA256": declared or sha(body)})
     return requests.put(f"{fleet.url}/api/v1/engines", data=body, headers=headers, timeout=30)
+
+
+def stamped_versions(model_path: Path, folder: Path, versions: Iterable[str]) -> Dict[str, bytes]:
+    """The ONNX at ``model_path`` once per version: the same network, told apart by a metadata entry
+    (so each version has a SHA-256 of its own)."""
+    import onnx
+
+    found = {}
+    for version in versions:
+        model = onnx.load(str(model_path))
+        entry = model.metadata_props.add()
+        entry.key, entry.value = "fleet_version", version
+        path = folder / f"gate-{version}.onnx"
+        onnx.save(model, str(path))
+        found[version] = path.read_bytes()
+    return found
+
+
+def model_state(fleet, device_id: str, name: str = "gate") -> Dict[str, Any]:
+    """What the fleet shows of ``device_id``'s ``models_state`` for the fleet model ``name`` ({} if nothing)."""
+    return (fleet.get(f"/api/v1/devices/{device_id}", headers=ADMIN).json().get("models_state") or {}).get(name) or {}
+
+
+def roll_out(fleet, version: str, device_id: str, name: str = "gate") -> None:
+    response = requests.post(f"{fleet.url}/api/v1/models/{name}/{version}/rollout", json={"devices": [device_id]},
+                             headers=ADMIN, timeout=10)
+    assert response.status_code == 202, response.text

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.fleet.artifact_helpers import ADMIN, ADMIN_TOKEN, KEYS, TOKENS, offer, sha, upload
+from tests.fleet.artifact_helpers import (ADMIN, KEYS, TOKENS, artifact_fleet, model_state, offer, roll_out,
+                                         sha, stamped_versions, upload)
 from tests.support.cut_proxy import CutProxy
 from tests.support.net import free_port
 from tests.support.standin_appliance import StandinAppliance
@@ -34,24 +35,12 @@ SOURCE = "test://bars?width=160&height=120&fps=2"
 @pytest.fixture(scope="module")
 def versions(tmp_path_factory, model_path):
     """gate versions 1..4: the same network, told apart by a metadata entry (so by their SHA-256)."""
-    import onnx
-
-    folder = tmp_path_factory.mktemp("versions")
-    found = {}
-    for version in ("1", "2", "3", "4"):
-        model = onnx.load(str(model_path))
-        entry = model.metadata_props.add()
-        entry.key, entry.value = "fleet_version", version
-        path = folder / f"gate-{version}.onnx"
-        onnx.save(model, str(path))
-        found[version] = path.read_bytes()
-    return found
+    return stamped_versions(model_path, tmp_path_factory.mktemp("versions"), ("1", "2", "3", "4"))
 
 
 @pytest.fixture
 def fleet(fleet_factory, tmp_path):
-    return fleet_factory(api={"token": ADMIN_TOKEN}, device_tokens=TOKENS, desired_keys=KEYS,
-                         artifacts={"dir": str(tmp_path / "artifacts"), "max_mb": 512, "max_upload_mb": 64})
+    return artifact_fleet(fleet_factory, tmp_path, max_upload_mb=64, artifacts={"max_mb": 512})
 
 
 def _appliance(fleet, broker, tmp_path: Path, device_id: str, model_path, url: str, version: str) -> StandinAppliance:
@@ -67,19 +56,9 @@ def _appliance(fleet, broker, tmp_path: Path, device_id: str, model_path, url: s
     return StandinAppliance(config, workdir)
 
 
-def _models_state(fleet, device_id: str) -> dict:
-    return (fleet.get(f"/api/v1/devices/{device_id}", headers=ADMIN).json().get("models_state") or {}).get("gate") or {}
-
-
 def _engines(fleet, version: str) -> list:
     models = fleet.get("/api/v1/models", headers=ADMIN).json()["models"]
     return next(m["engines"] for m in models if m["version"] == version)
-
-
-def _rollout(fleet, version: str, device_id: str) -> None:
-    response = requests.post(f"{fleet.url}/api/v1/models/gate/{version}/rollout", json={"devices": [device_id]},
-                             headers=ADMIN, timeout=10)
-    assert response.status_code == 202, response.text
 
 
 def _running(app: StandinAppliance) -> str:
@@ -120,7 +99,7 @@ def test_b_starts_with_the_engine_a_built_and_refuses_one_of_another_key(fleet, 
         wait_for(lambda: _engines(fleet, "1"), 30, f"A's engine offered to the fleet ({a.log_tail()})")
         engine = _engines(fleet, "1")[0]
         assert engine["device_id"] == "edge-a" and engine["key"]["onnx_sha256"] == sha(versions["1"])
-        wait_for(lambda: _models_state(fleet, "edge-a").get("state") == "running", 30, "A reports gate 1 running")
+        wait_for(lambda: model_state(fleet, "edge-a").get("state") == "running", 30, "A reports gate 1 running")
 
         _start(b)
         log = b.log_text()
@@ -131,16 +110,16 @@ def test_b_starts_with_the_engine_a_built_and_refuses_one_of_another_key(fleet, 
         sidecar = json.loads(next(staged.glob("*.engine.json")).read_text())
         assert "prebuilt" in sidecar and "build" not in sidecar
         assert b.get("/api/v1/status").json()["engine_build"] is None
-        wait_for(lambda: _models_state(fleet, "edge-b").get("state") == "running", 30, "B reports gate 1 running")
+        wait_for(lambda: model_state(fleet, "edge-b").get("state") == "running", 30, "B reports gate 1 running")
 
         # Version 2's only engine has another device's key (TensorRT 10.4): never fetched nor deserialised.
         assert upload(fleet, "gate", "2", versions["2"]).status_code == 201
         foreign = dict(sidecar["key"], onnx_sha256=sha(versions["2"]), tensorrt_version="10.4.0")
         garbage = b"not an engine: deserialising this would fail the load" * 100
         assert offer(fleet, "edge-a", foreign, garbage).json()["stored"] is True
-        _rollout(fleet, "2", "edge-b")
-        wait_for(lambda: _models_state(fleet, "edge-b").get("version") == "2"
-                 and _models_state(fleet, "edge-b").get("state") == "running", 120, f"B runs gate 2 ({b.log_tail()})")
+        roll_out(fleet, "2", "edge-b")
+        wait_for(lambda: model_state(fleet, "edge-b").get("version") == "2"
+                 and model_state(fleet, "edge-b").get("state") == "running", 120, f"B runs gate 2 ({b.log_tail()})")
         log = b.log_text()
         assert "no prebuilt engine for this device (TensorRT 10.4.0 -> 10.3.0)" in log
         assert not (b.workdir / "engines" / "fleet" / "gate" / "2" / "fleet.engine").exists()
@@ -159,7 +138,7 @@ def test_broken_downloads_keep_the_old_model_and_say_why(fleet, mosquitto_broker
     b = _appliance(fleet, mosquitto_broker, tmp_path, "edge-b", model_path, proxy.url, "1")
     try:
         _start(b)
-        wait_for(lambda: _models_state(fleet, "edge-b").get("state") == "running", 30, "B reports gate 1 running")
+        wait_for(lambda: model_state(fleet, "edge-b").get("state") == "running", 30, "B reports gate 1 running")
 
         # 1. Version 2's ONNX corrupted on the service's disk (same size, one byte changed).
         blob = _blob(tmp_path, sha(versions["2"]))
@@ -167,9 +146,9 @@ def test_broken_downloads_keep_the_old_model_and_say_why(fleet, mosquitto_broker
         data[len(data) // 2] ^= 0xFF
         blob.chmod(0o644)
         blob.write_bytes(bytes(data))
-        _rollout(fleet, "2", "edge-b")
-        wait_for(lambda: _models_state(fleet, "edge-b").get("state") == "failed", 60, f"B fails gate 2 ({b.log_tail()})")
-        state = _models_state(fleet, "edge-b")
+        roll_out(fleet, "2", "edge-b")
+        wait_for(lambda: model_state(fleet, "edge-b").get("state") == "failed", 60, f"B fails gate 2 ({b.log_tail()})")
+        state = model_state(fleet, "edge-b")
         assert state["version"] == "2" and "does not match the SHA-256" in state["reason"]
         wait_for(lambda: _running(b) == "1", 30, "B's configuration back to gate 1")
         assert not (b.workdir / "engines" / "fleet" / "gate" / "2" / "model.onnx").exists()
@@ -181,26 +160,26 @@ def test_broken_downloads_keep_the_old_model_and_say_why(fleet, mosquitto_broker
         blob = _blob(tmp_path, sha(engine))
         blob.chmod(0o644)
         blob.write_bytes(b"X" * len(engine))
-        _rollout(fleet, "3", "edge-b")
-        wait_for(lambda: _models_state(fleet, "edge-b").get("version") == "3"
-                 and _models_state(fleet, "edge-b").get("state") == "failed", 60, f"B fails gate 3 ({b.log_tail()})")
-        assert "prebuilt engine was refused" in _models_state(fleet, "edge-b")["reason"]
+        roll_out(fleet, "3", "edge-b")
+        wait_for(lambda: model_state(fleet, "edge-b").get("version") == "3"
+                 and model_state(fleet, "edge-b").get("state") == "failed", 60, f"B fails gate 3 ({b.log_tail()})")
+        assert "prebuilt engine was refused" in model_state(fleet, "edge-b")["reason"]
         wait_for(lambda: _running(b) == "1", 30, "B's configuration back to gate 1")
 
         # 3. The service goes away 3 MB into version 4's 12 MB ONNX, and comes back: the download resumes.
         proxy.cut_after(3 << 20)
-        _rollout(fleet, "4", "edge-b")
+        roll_out(fleet, "4", "edge-b")
         wait_for(lambda: proxy.down, 60, "the download to be cut")
-        wait_for(lambda: _models_state(fleet, "edge-b").get("state") == "failed"
-                 and "trying again" in (_models_state(fleet, "edge-b").get("reason") or ""), 60,
+        wait_for(lambda: model_state(fleet, "edge-b").get("state") == "failed"
+                 and "trying again" in (model_state(fleet, "edge-b").get("reason") or ""), 60,
                  f"B reports the outage ({b.log_tail()})")
         assert b.get("/api/v1/status").json()["model_change"]["state"] == "loading"
         part = b.workdir / "engines" / "fleet" / "gate" / "4" / "model.onnx.part"
         assert 0 < part.stat().st_size < len(versions["4"])
         assert b.get("/api/v1/status").json()["backend"] == "tensorrt"  # gate 1 keeps running
         proxy.restore()
-        wait_for(lambda: _models_state(fleet, "edge-b").get("version") == "4"
-                 and _models_state(fleet, "edge-b").get("state") == "running", 120, f"B runs gate 4 ({b.log_tail()})")
+        wait_for(lambda: model_state(fleet, "edge-b").get("version") == "4"
+                 and model_state(fleet, "edge-b").get("state") == "running", 120, f"B runs gate 4 ({b.log_tail()})")
         assert "resuming the download of" in b.log_text()
         assert (b.workdir / "engines" / "fleet" / "gate" / "4" / "model.onnx").read_bytes() == versions["4"]
         assert _running(b) == "4"

@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import requests
 
 from tests.e2e.appliance import ApplianceProcess
-from tests.fleet.artifact_helpers import ADMIN, ADMIN_TOKEN, KEYS, TOKENS, sha, upload
+from tests.fleet.artifact_helpers import (KEYS, TOKENS, artifact_fleet, model_state, roll_out, sha,
+                                         stamped_versions, upload)
 from tests.support.net import free_port
 from tests.support.waiting import wait_for
 
@@ -27,27 +27,15 @@ SOURCE = "test://box?fps=2&width=320&height=240"
 @pytest.fixture
 def versions(tmp_path, model_path):
     """gate versions 1..3: the same network, told apart by a metadata entry (so by their SHA-256)."""
-    import onnx
-
-    found = {}
-    for version in ("1", "2", "3"):
-        model = onnx.load(str(model_path))
-        entry = model.metadata_props.add()
-        entry.key, entry.value = "fleet_version", version
-        path = tmp_path / f"gate-{version}.onnx"
-        onnx.save(model, str(path))
-        found[version] = path.read_bytes()
-    return found
+    return stamped_versions(model_path, tmp_path, ("1", "2", "3"))
 
 
 def _state(fleet) -> dict:
-    return (fleet.get("/api/v1/devices/edge-b", headers=ADMIN).json().get("models_state") or {}).get("gate") or {}
+    return model_state(fleet, "edge-b")
 
 
 def _rollout(fleet, version: str) -> None:
-    response = requests.post(f"{fleet.url}/api/v1/models/gate/{version}/rollout", json={"devices": ["edge-b"]},
-                             headers=ADMIN, timeout=10)
-    assert response.status_code == 202, response.text
+    roll_out(fleet, version, "edge-b")
 
 
 def _models(app: ApplianceProcess) -> dict:
@@ -61,8 +49,7 @@ def _analysed(app: ApplianceProcess, camera: str) -> int:
 
 def test_a_rollout_changes_only_the_model_running_the_fleet_model(fleet_factory, mosquitto_broker, tmp_path,
                                                                    model_path, versions):
-    fleet = fleet_factory(api={"token": ADMIN_TOKEN}, device_tokens=TOKENS, desired_keys=KEYS,
-                          artifacts={"dir": str(tmp_path / "artifacts"), "max_mb": 512, "max_upload_mb": 64})
+    fleet = artifact_fleet(fleet_factory, tmp_path, max_upload_mb=64, artifacts={"max_mb": 512})
     for version, onnx in versions.items():
         assert upload(fleet, "gate", version, onnx).status_code == 201
     workdir = tmp_path / "edge-b"

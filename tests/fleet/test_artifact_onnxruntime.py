@@ -6,10 +6,9 @@ appliance without TensorRT. The fleet service is the real one, on SQLite and Pos
 from __future__ import annotations
 
 import pytest
-import requests
 
 from tests.e2e.appliance import ApplianceProcess
-from tests.fleet.artifact_helpers import ADMIN, ADMIN_TOKEN, KEYS, TOKENS, upload
+from tests.fleet.artifact_helpers import KEYS, TOKENS, artifact_fleet, model_state, roll_out, upload
 from tests.support.net import free_port
 from tests.support.waiting import wait_for
 
@@ -18,8 +17,7 @@ pytestmark = pytest.mark.slow
 
 def test_an_onnxruntime_appliance_runs_fleet_versions_and_rolls_back(fleet_factory, mosquitto_broker, tmp_path,
                                                                      model_path):
-    fleet = fleet_factory(api={"token": ADMIN_TOKEN}, device_tokens=TOKENS, desired_keys=KEYS,
-                          artifacts={"dir": str(tmp_path / "artifacts"), "max_mb": 512, "max_upload_mb": 64})
+    fleet = artifact_fleet(fleet_factory, tmp_path, max_upload_mb=64, artifacts={"max_mb": 512})
     onnx = model_path.read_bytes()
     assert upload(fleet, "gate", "1", onnx, b"\n".join([b"human"] + [b"c%d" % i for i in range(1, 80)])).status_code == 201
     assert upload(fleet, "gate", "2", onnx).status_code == 201
@@ -37,7 +35,7 @@ def test_an_onnxruntime_appliance_runs_fleet_versions_and_rolls_back(fleet_facto
     app = ApplianceProcess(config, workdir).start()
 
     def state():
-        return (fleet.get("/api/v1/devices/edge-b", headers=ADMIN).json().get("models_state") or {}).get("gate") or {}
+        return model_state(fleet, "edge-b")
 
     try:
         wait_for(lambda: state() == {"version": "1", "state": "running", "progress": None, "reason": None}, 60,
@@ -47,9 +45,7 @@ def test_an_onnxruntime_appliance_runs_fleet_versions_and_rolls_back(fleet_facto
         shown = app.get("/api/v1/config").json()["fleet"]
         assert shown["token"] == "***" and TOKENS["edge-b"] not in app.get("/api/v1/config").text
         for version in ("2", "1"):  # forward, then the rollback: a rollout of the previous version
-            response = requests.post(f"{fleet.url}/api/v1/models/gate/{version}/rollout", json={"devices": ["edge-b"]},
-                                     headers=ADMIN, timeout=10)
-            assert response.status_code == 202
+            roll_out(fleet, version, "edge-b")
             wait_for(lambda: state().get("version") == version and state().get("state") == "running", 60,
                      f"gate {version} running ({app.log_tail()})")
             assert app.get("/api/v1/config").json()["model"]["artifact"]["version"] == version

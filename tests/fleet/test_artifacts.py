@@ -152,7 +152,7 @@ def test_hostile_names_digests_and_headers_never_reach_the_filesystem(fleet_fact
     upload(fleet, "gate", "1", onnx)
     before = sorted(p for p in tmp_path.rglob("*") if "artifacts" in p.parts or p.name.startswith("x"))
     for name, version in (("..", "1"), ("gate", ".."), ("a" * 65, "1"), ("gate", "v" * 33), ("ga te", "1"),
-                          ("%2e%2e", "1"), ("gate", "1%00")):
+                          ("%2e%2e", "1"), ("gate", "1%00"), ("...", "1"), ("gate", "....")):  # dots only: no appliance takes them
         response = requests.put(f"{fleet.url}/api/v1/models/{name}/{version}", data=b"x", headers=ADMIN, timeout=10)
         # 404: the client resolved the dots itself and asked for a route that does not exist
         assert response.status_code in (400, 404), (name, version, response.status_code)
@@ -165,7 +165,8 @@ def test_hostile_names_digests_and_headers_never_reach_the_filesystem(fleet_fact
         assert offer(fleet, "edge-a", engine_key(sha(onnx)), b"engine", declared=declared).status_code == 400
     for bad_key in ("[]", "{", json.dumps({"onnx_sha256": "../../x", "platform": "p"}),
                     json.dumps(engine_key(sha(onnx), gpu_name="x" * 300)),
-                    json.dumps({f"f{i}": 1 for i in range(17)}), json.dumps(engine_key(sha(onnx), nested={"a": 1}))):
+                    json.dumps({f"f{i}": 1 for i in range(17)}), json.dumps(engine_key(sha(onnx), nested={"a": 1})),
+                    "[" * 4000):  # nested past Python's recursion limit, yet short enough for the header
         response = requests.put(f"{fleet.url}/api/v1/engines", data=b"engine", timeout=10,
                                 headers=as_device("edge-a", **{"X-Engine-Key": bad_key, "X-Content-SHA256": sha(b"engine")}))
         assert response.status_code == 400, (bad_key, response.text)

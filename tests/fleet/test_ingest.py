@@ -110,6 +110,8 @@ def test_a_hung_device_shows_offline_as_soon_as_the_broker_gives_up_on_it(fleet_
 @pytest.mark.parametrize("tail, payload", [
     ("status", b"not json"), ("status", b'{"state": "sideways"}'), ("events", b'{"type": "new", "after": {"id": 5}}'),
     ("cameras/cam1/state", b'{"state": "melting"}'), ("stats", b"[1, 2]"), ("config/reported", b'{"version": "x"}'),
+    # a models_state that is not an object refuses the whole message: the status in it is not kept either
+    ("status", b'{"state": "offline", "models_state": ["gate"]}'),
 ])
 def test_hostile_messages_are_ignored_and_counted_without_harm(fleet_factory, sim_devices, tail, payload):
     fleet = fleet_factory()

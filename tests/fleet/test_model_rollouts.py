@@ -131,3 +131,27 @@ def test_all_in_a_model_rollout_is_every_device_that_reports_the_model(fleet_fac
         _rollout(fleet, listed["rollout_id"])["results"][0]), 10, "edge-c refused")
     assert refusal["model"]["state"] == "failed" and "refused the configuration change" in refusal["model"]["reason"]
     assert c.config == {}
+
+
+def test_a_hostile_models_state_is_kept_within_its_bounds(fleet_factory, sim_devices, tmp_path):
+    """Anyone on the broker can send a models_state: the fleet keeps at most 32 models, names and
+    versions it would accept itself, known states, progress within 0..1 and reasons cut short."""
+    from edge_app.fleet_service.model_state import MAX_MODELS, MAX_REASON_CHARS
+
+    fleet = artifact_fleet(fleet_factory, tmp_path)
+    a = sim_devices(fleet.prefix, "edge-a")
+    wait_for(lambda: fleet.get("/api/v1/devices/edge-a", headers=ADMIN).status_code == 200, 10, "edge-a known")
+    hostile = {"n" * 65: {"version": "1", "state": "running"}, "long-version": {"version": "1" * 33, "state": "running"},
+               "odd-state": {"version": "1", "state": "exploded"}, "not-an-entry": ["1", "running"]}
+    progress = [-5, 0.5, 7, 1e300, True, "0.5", None]
+    many = {f"m{i:02d}": {"version": "1", "state": "downloading", "progress": progress[i % len(progress)],
+                          "reason": "r" * 1000} for i in range(40)}
+    _report(a, {**hostile, **many}, via="reported")
+    kept = wait_for(lambda: fleet.get("/api/v1/devices/edge-a", headers=ADMIN).json()["models_state"], 10,
+                    "models_state kept")
+    assert 0 < len(kept) <= MAX_MODELS and set(kept) <= set(many)
+    for entry in kept.values():
+        assert set(entry) == {"version", "state", "progress", "reason"} and entry["state"] == "downloading"
+        assert entry["progress"] is None or 0.0 <= entry["progress"] <= 1.0
+        assert len(entry["reason"]) == MAX_REASON_CHARS
+    assert {kept[n]["progress"] for n in ("m00", "m01", "m02", "m03", "m04", "m05")} == {0.0, 0.5, 1.0, None}
