@@ -14,6 +14,7 @@ from typing import Mapping, Optional
 from flask import Blueprint, Response, jsonify, request
 
 from edge_app.api.errors import ApiError, error_response
+from edge_app.api.query_params import integer_arg
 from edge_app.config.schema_rules import label_problem
 from edge_app.events.query import DEFAULT_LIMIT, EVENT_ID_PATTERN, MAX_LIMIT, EventQuery, valid_event_id
 from edge_app.events.recovery import EventDatabaseUnusable
@@ -58,20 +59,11 @@ def _time(args: Mapping[str, str], name: str) -> Optional[float]:
     return value
 
 
-def _limit(args: Mapping[str, str]) -> int:
-    raw = args.get("limit")
-    if raw is None or raw == "":
-        return DEFAULT_LIMIT
-    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise ApiError(400, f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw[:80]!r}")
-    return int(raw)
-
-
 def event_query(args: Mapping[str, str]) -> EventQuery:
     """The filters of ``GET /api/v1/events``; raises ApiError (400) for a bad parameter."""
     query = EventQuery(camera=_text(args, "camera", NAME), label=_label(args),
                        zone=_text(args, "zone", NAME), after=_time(args, "after"), before=_time(args, "before"),
-                       limit=_limit(args))
+                       limit=integer_arg(args, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT))
     if query.after is not None and query.before is not None and query.after > query.before:
         raise ApiError(400, f"after ({query.after:g}) must be earlier than before ({query.before:g})")
     return query

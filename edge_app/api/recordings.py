@@ -25,6 +25,7 @@ from werkzeug.wsgi import ClosingIterator
 from edge_app.api.errors import ApiError
 from edge_app.api.events import checked_event_id
 from edge_app.api.json_body import read_json_body
+from edge_app.api.query_params import integer_arg
 from edge_app.api.recording_params import TimeRange, time_range
 from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, sign
 from edge_app.config.schema import AppConfig
@@ -67,12 +68,7 @@ def _download_flag() -> bool:
 
 def _part() -> int:
     """``part``: which part of a clip longer than record.events.max_s (0, the default: the first)."""
-    raw = request.args.get("part")
-    if raw in (None, ""):
-        return 0
-    if not raw.isascii() or not raw.isdigit() or not 0 <= int(raw) <= MAX_PART:
-        raise ApiError(400, f"part must be an integer from 0 to {MAX_PART}, got {raw[:80]!r}")
-    return int(raw)
+    return integer_arg(request.args, "part", 0, 0, MAX_PART)
 
 
 def _clip_part(store: RecordingReader, event_id: str, part: int) -> ClipInfo:
