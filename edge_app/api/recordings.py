@@ -25,7 +25,7 @@ from werkzeug.wsgi import ClosingIterator
 from edge_app.api.errors import ApiError
 from edge_app.api.events import checked_event_id
 from edge_app.api.json_body import read_json_body
-from edge_app.api.query_params import integer_arg
+from edge_app.api.query_params import flag_arg, integer_arg
 from edge_app.api.recording_params import TimeRange, time_range
 from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, sign
 from edge_app.config.schema import AppConfig
@@ -58,12 +58,7 @@ def _ttl_s() -> int:
 
 
 def _download_flag() -> bool:
-    raw = request.args.get("download")
-    if raw in (None, "", "0"):
-        return False
-    if raw == "1":
-        return True
-    raise ApiError(400, f"download must be 0 or 1, got {raw[:80]!r}")
+    return flag_arg(request.args, "download", False)
 
 
 def _part() -> int:
