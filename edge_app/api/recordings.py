@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, List, Tuple
 
 from flask import Blueprint, Response, jsonify, request, send_file
 from werkzeug.wsgi import ClosingIterator
@@ -66,19 +66,17 @@ def _part() -> int:
     return integer_arg(request.args, "part", 0, 0, MAX_PART)
 
 
-def _clip_part(store: RecordingReader, event_id: str, part: int) -> ClipInfo:
+def _parts(store: RecordingReader, event_id: str) -> List[ClipInfo]:
     # The recording store lists an event's parts (``clips``); a reader without that has one part.
-    parts = list(getattr(store, "clips", lambda _event_id: [])(event_id))
+    return list(getattr(store, "clips", lambda _event_id: [])(event_id))
+
+
+def _clip_part(parts: List[ClipInfo], event_id: str, part: int) -> ClipInfo:
     for clip in parts:
         if getattr(clip, "part", 0) == part:
             return clip
     raise ApiError(404, f"the clip of event {event_id!r} has no part {part} (it has {max(1, len(parts))}: "
                         f"0 to {max(1, len(parts)) - 1})")
-
-
-def _part_count(store: RecordingReader, event_id: str) -> int:
-    # A reader without ``clips`` (one that knows no parts) has the one clip it returns.
-    return max(1, len(list(getattr(store, "clips", lambda _event_id: [])(event_id))))
 
 
 def _send_mp4(path: Path, download_name: str, download: bool) -> Response:
@@ -111,9 +109,9 @@ def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], 
             if service.event(event_id) is None:
                 raise ApiError(404, f"unknown event {event_id!r}")
             raise ApiError(404, f"event {event_id!r} has no clip")
-        parts = _part_count(store, event_id)
+        parts = _parts(store, event_id)
         if part:
-            clip = _clip_part(store, event_id, part)
+            clip = _clip_part(parts, event_id, part)
         try:
             path = store.resolve(clip.path)
         except ValueError:
@@ -121,7 +119,7 @@ def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], 
             raise ApiError(404, f"event {event_id!r} has no clip") from None
         if not path.is_file():
             raise ApiError(404, f"the clip of event {event_id!r} is gone (removed by retention or by hand)")
-        return path, parts
+        return path, max(1, len(parts))
 
     def signed(path: str, params: Dict[str, str], **extra: int) -> Response:
         url = sign(config_getter().api.token, path, params, _ttl_s())
