@@ -14,6 +14,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from edge_app.detect.annotate import draw_detections, encode_jpeg
 from edge_app.api.errors import ApiError
+from edge_app.api.query_params import flag_arg
 from edge_app.api.live_view import BOUNDARY, LiveViewSlots, mjpeg_parts, placeholder_jpeg
 from edge_app.api.server import SHUTDOWN_ENVIRON_KEY
 from edge_app.reporting.protocol import AnalysedFrame, ApplianceService, UnknownCamera
@@ -24,16 +25,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_STREAM_FPS = 10.0
 MAX_STREAM_FPS = 30.0
 RETRY_AFTER = {"Retry-After": "1"}
-
-
-def flag_arg(args: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = args.get(name)
-    if raw is None or raw == "":
-        return default
-    # docs/rest-api.md says 0|1; anything else is refused rather than guessed at.
-    if raw not in ("0", "1"):
-        raise ApiError(400, f"{name} must be 0 or 1, got {raw[:80]!r}")
-    return raw == "1"
 
 
 def number_arg(args: Mapping[str, str], name: str, default: float, low: float, high: float, integer: bool) -> float:

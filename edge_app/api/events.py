@@ -8,29 +8,18 @@ a 503 saying so, never an empty list that looks like the truth.
 from __future__ import annotations
 
 import math
-import re
 from typing import Mapping, Optional
 
 from flask import Blueprint, Response, jsonify, request
 
 from edge_app.api.errors import ApiError, error_response
+from edge_app.api.query_params import LARGEST_TIME_S, NAME, integer_arg, text_arg
 from edge_app.config.schema_rules import label_problem
 from edge_app.events.query import DEFAULT_LIMIT, EVENT_ID_PATTERN, MAX_LIMIT, EventQuery, valid_event_id
 from edge_app.events.recovery import EventDatabaseUnusable
 from edge_app.reporting.protocol import ApplianceService
 
-NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # camera ids and zone names (docs/configuration.md)
-LARGEST_TIME_S = 1e11  # Unix seconds, the year 5138: beyond it a number is a mistake
 RETRY_AFTER_S = 5  # a corrupt database is moved aside and a new one started within moments
-
-
-def _text(args: Mapping[str, str], name: str, pattern: "re.Pattern[str]") -> Optional[str]:
-    raw = args.get(name)
-    if raw is None or raw == "":
-        return None
-    if not pattern.fullmatch(raw):
-        raise ApiError(400, f"{name} must match {pattern.pattern}, got {raw[:80]!r}")
-    return raw
 
 
 def _label(args: Mapping[str, str]) -> Optional[str]:
@@ -58,20 +47,11 @@ def _time(args: Mapping[str, str], name: str) -> Optional[float]:
     return value
 
 
-def _limit(args: Mapping[str, str]) -> int:
-    raw = args.get("limit")
-    if raw is None or raw == "":
-        return DEFAULT_LIMIT
-    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise ApiError(400, f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw[:80]!r}")
-    return int(raw)
-
-
 def event_query(args: Mapping[str, str]) -> EventQuery:
     """The filters of ``GET /api/v1/events``; raises ApiError (400) for a bad parameter."""
-    query = EventQuery(camera=_text(args, "camera", NAME), label=_label(args),
-                       zone=_text(args, "zone", NAME), after=_time(args, "after"), before=_time(args, "before"),
-                       limit=_limit(args))
+    query = EventQuery(camera=text_arg(args, "camera", NAME), label=_label(args),
+                       zone=text_arg(args, "zone", NAME), after=_time(args, "after"), before=_time(args, "before"),
+                       limit=integer_arg(args, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT))
     if query.after is not None and query.before is not None and query.after > query.before:
         raise ApiError(400, f"after ({query.after:g}) must be earlier than before ({query.before:g})")
     return query

@@ -12,7 +12,7 @@ from flask import Blueprint, Response, jsonify
 
 from pydantic import TypeAdapter
 
-from edge_app.api.events import LARGEST_TIME_S
+from edge_app.api.query_params import LARGEST_TIME_S
 from edge_app.api.openapi_recordings import recording_paths, recording_schemas
 from edge_app.config.schema import AppConfig
 from edge_app.config.schema_rules import LABEL_TOPIC_CHARS, MAX_LABEL_CHARS

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Mapping, Optional
 
 from edge_app.api.errors import ApiError
-from edge_app.api.events import LARGEST_TIME_S, NAME
+from edge_app.api.query_params import LARGEST_TIME_S, NAME, text_arg
 
 UNIX_TIME = r"[0-9]{1,11}(\.[0-9]{1,6})?"
 ISO_TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?(Z|[+-][0-9]{2}:[0-9]{2})?"
@@ -57,14 +57,10 @@ def parse_time(raw: str, name: str) -> float:
 
 
 def _camera(args: Mapping[str, str], required: bool) -> Optional[str]:
-    raw = args.get("camera") or None
-    if raw is None:
-        if required:
-            raise ApiError(400, "camera is required: the id of the camera whose recordings to export")
-        return None
-    if not NAME.fullmatch(raw):
-        raise ApiError(400, f"camera must match {NAME.pattern}, got {raw[:80]!r}")
-    return raw
+    camera_id = text_arg(args, "camera", NAME)
+    if camera_id is None and required:
+        raise ApiError(400, "camera is required: the id of the camera whose recordings to export")
+    return camera_id
 
 
 def time_range(args: Mapping[str, str], *, export: bool, now_s: Optional[float] = None) -> TimeRange:

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, List, Tuple
 
 from flask import Blueprint, Response, jsonify, request, send_file
 from werkzeug.wsgi import ClosingIterator
@@ -25,6 +25,7 @@ from werkzeug.wsgi import ClosingIterator
 from edge_app.api.errors import ApiError
 from edge_app.api.events import checked_event_id
 from edge_app.api.json_body import read_json_body
+from edge_app.api.query_params import flag_arg, integer_arg
 from edge_app.api.recording_params import TimeRange, time_range
 from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, sign
 from edge_app.config.schema import AppConfig
@@ -57,37 +58,25 @@ def _ttl_s() -> int:
 
 
 def _download_flag() -> bool:
-    raw = request.args.get("download")
-    if raw in (None, "", "0"):
-        return False
-    if raw == "1":
-        return True
-    raise ApiError(400, f"download must be 0 or 1, got {raw[:80]!r}")
+    return flag_arg(request.args, "download", False)
 
 
 def _part() -> int:
     """``part``: which part of a clip longer than record.events.max_s (0, the default: the first)."""
-    raw = request.args.get("part")
-    if raw in (None, ""):
-        return 0
-    if not raw.isascii() or not raw.isdigit() or not 0 <= int(raw) <= MAX_PART:
-        raise ApiError(400, f"part must be an integer from 0 to {MAX_PART}, got {raw[:80]!r}")
-    return int(raw)
+    return integer_arg(request.args, "part", 0, 0, MAX_PART)
 
 
-def _clip_part(store: RecordingReader, event_id: str, part: int) -> ClipInfo:
+def _parts(store: RecordingReader, event_id: str) -> List[ClipInfo]:
     # The recording store lists an event's parts (``clips``); a reader without that has one part.
-    parts = list(getattr(store, "clips", lambda _event_id: [])(event_id))
+    return list(getattr(store, "clips", lambda _event_id: [])(event_id))
+
+
+def _clip_part(parts: List[ClipInfo], event_id: str, part: int) -> ClipInfo:
     for clip in parts:
         if getattr(clip, "part", 0) == part:
             return clip
     raise ApiError(404, f"the clip of event {event_id!r} has no part {part} (it has {max(1, len(parts))}: "
                         f"0 to {max(1, len(parts)) - 1})")
-
-
-def _part_count(store: RecordingReader, event_id: str) -> int:
-    # A reader without ``clips`` (one that knows no parts) has the one clip it returns.
-    return max(1, len(list(getattr(store, "clips", lambda _event_id: [])(event_id))))
 
 
 def _send_mp4(path: Path, download_name: str, download: bool) -> Response:
@@ -120,9 +109,9 @@ def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], 
             if service.event(event_id) is None:
                 raise ApiError(404, f"unknown event {event_id!r}")
             raise ApiError(404, f"event {event_id!r} has no clip")
-        parts = _part_count(store, event_id)
+        parts = _parts(store, event_id)
         if part:
-            clip = _clip_part(store, event_id, part)
+            clip = _clip_part(parts, event_id, part)
         try:
             path = store.resolve(clip.path)
         except ValueError:
@@ -130,7 +119,7 @@ def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], 
             raise ApiError(404, f"event {event_id!r} has no clip") from None
         if not path.is_file():
             raise ApiError(404, f"the clip of event {event_id!r} is gone (removed by retention or by hand)")
-        return path, parts
+        return path, max(1, len(parts))
 
     def signed(path: str, params: Dict[str, str], **extra: int) -> Response:
         url = sign(config_getter().api.token, path, params, _ttl_s())

@@ -78,6 +78,7 @@ def test_filters(api, stored, query, expected):
 @pytest.mark.parametrize("query, parameter", [
     ("limit=0", "limit"), ("limit=501", "limit"), ("limit=abc", "limit"), ("limit=1.5", "limit"), ("limit=-3", "limit"),
     ("limit=%EF%BC%91", "limit"),  # a full-width digit: int() would take it
+    ("limit=" + "9" * 5000, "limit"),  # more digits than int() converts
     ("after=nan", "after"), ("after=inf", "after"), ("after=-1", "after"), ("before=1e400", "before"),
     ("before=yesterday", "before"), ("camera=../etc", "camera"), ("zone=a%20b", "zone"),
     ("label=%00", "label"), (f"after={NOW}&before={NOW - 1}", "after"),

@@ -8,17 +8,13 @@ currentTime moving forward.
 """
 from __future__ import annotations
 
-import copy
 import time
 
+import cv2
 import pytest
 
-from edge_app.api import ApiServer, create_app
-from edge_app.api.listening import request_listening_hosts
-from edge_app.config.file import ConfigFile, merge_patch, parse_config
-from edge_app.config_change.changes import ConfigChanges
-from tests.api.conftest import BASE_CONFIG
-from tests.api.in_memory_service import InMemoryService
+from tests.api.conftest import bus_detections
+from tests.api.served_double import served_double
 from tests.api.test_events_routes import event
 from tests.browser.conftest import screenshots_dir
 from tests.browser.dashboard import Dashboard
@@ -37,64 +33,43 @@ HAVE_FUTURE_DATA = 3
 def recording_api(tmp_path_factory, model_path, bus_jpg):
     """The API with one event that has a real clip, and segments of "front": 20 and 8 hours ago, and 3 an hour ago."""
     folder = tmp_path_factory.mktemp("recording-api")
-    config = parse_config(merge_patch(copy.deepcopy(BASE_CONFIG), {
-        "model": {"path": str(model_path)}, "api": {"token": TOKEN},
-        "record": {"events": {"enabled": True}, "continuous": {"enabled": True}},
-        "cameras": [{"id": "front", "source": "test://bars"}]}))
-    service = InMemoryService(config, folder / "config.yaml")
-    changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(folder / "config.yaml"),
-                            listening_hosts=request_listening_hosts)
     files = RecordedFiles(folder / "recordings")
+    with served_double(folder, model_path, {
+            "api": {"token": TOKEN}, "record": {"events": {"enabled": True}, "continuous": {"enabled": True}},
+            "cameras": [{"id": "front", "source": "test://bars"}]}) as (server, service):
+        yield recorded_double(server, service, files, bus_jpg)
+    files.close()
+
+
+def recorded_double(server, service, files, bus_jpg):
+    """The served double with one event that has a clip, one whose clip has two parts, and segments."""
     service.recording_reader = files.store
     now = time.time()
     walked = event(1, "front", "person", now - 600, end_time=now - 590)
     service.add_event(walked, bus_jpg.read_bytes())
     files.add_clip(walked.id, "front", walked.start_time - 5, CLIP_S)
-    # as the appliance does when the recorder reports the clip: the event store links it to its event
-    clip = files.store.clip(walked.id)
-    service.event_store.save_clip(walked.id, clip.path, clip.bytes, clip.duration_s, clip.start, clip.end)
-    assert service.event_store.flush()
+    files.link_clip(service.event_store, walked.id)
     # A clip split at record.events.max_s: two parts, played one after the other.
     long_walk = event(2, "front", "person", now - 500, end_time=now - 480)
     service.add_event(long_walk, bus_jpg.read_bytes())
     for part in range(2):
         files.add_clip(long_walk.id, "front", long_walk.start_time - 5 + part * PART_S, PART_S, part=part)
-    clip = files.store.clip(long_walk.id)
-    service.event_store.save_clip(long_walk.id, clip.path, clip.bytes, clip.duration_s, clip.start, clip.end)
-    assert service.event_store.flush()
+    files.link_clip(service.event_store, long_walk.id)
     for start in (now - 20 * 3600, now - 8 * 3600, now - 3600, now - 3600 + SEGMENT_S, now - 3600 + 2 * SEGMENT_S):
         files.add_segment("front", start, SEGMENT_S)
-    import cv2
-
-    from tests.api.conftest import bus_detections
     service.publish("front", cv2.imread(str(bus_jpg)), bus_detections())
-    server = ApiServer(create_app(service, config_changes=changes), "127.0.0.1", 0)
-    server.start()
     server.event_id = walked.id
     server.service = service
     server.long_event_id = long_walk.id
-    yield server
-    server.stop(timeout_s=5)
-    service.close()
-    files.close()
+    return server
 
 
 @pytest.fixture
 def make_page_without_recording(driver, console, tmp_path, model_path, bus_jpg):
-    config = parse_config(merge_patch(copy.deepcopy(BASE_CONFIG), {
-        "model": {"path": str(model_path)}, "api": {"token": TOKEN}, "cameras": [{"id": "front", "source": "test://bars"}]}))
-    service = InMemoryService(config, tmp_path / "config.yaml")
-    changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(tmp_path / "config.yaml"),
-                            listening_hosts=request_listening_hosts)
-    import cv2
-
-    from tests.api.conftest import bus_detections
-    service.publish("front", cv2.imread(str(bus_jpg)), bus_detections())
-    server = ApiServer(create_app(service, config_changes=changes), "127.0.0.1", 0)
-    server.start()
-    yield Dashboard(driver, server.url, console, None).open(TOKEN)
-    server.stop(timeout_s=5)
-    service.close()
+    with served_double(tmp_path, model_path, {"api": {"token": TOKEN},
+                                              "cameras": [{"id": "front", "source": "test://bars"}]}) as (server, service):
+        service.publish("front", cv2.imread(str(bus_jpg)), bus_detections())
+        yield Dashboard(driver, server.url, console, None).open(TOKEN)
 
 
 @pytest.fixture

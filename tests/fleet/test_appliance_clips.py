@@ -6,20 +6,14 @@ and a SQLite database. Nothing of the clip is stored by the fleet: it is streame
 """
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
 import requests
 
-from edge_app.api import ApiServer, create_app
-from edge_app.api.listening import request_listening_hosts
-from edge_app.config.file import ConfigFile, merge_patch, parse_config
 from edge_app.config.file import ConfigError
-from edge_app.config_change.changes import ConfigChanges
 from edge_app.fleet_service.config import parse_fleet_config
-from tests.api.conftest import BASE_CONFIG
-from tests.api.in_memory_service import InMemoryService
+from tests.api.served_double import served_double
 from tests.api.test_events_routes import NOW, event
 from tests.support.fleet import start_fleet
 from tests.support.net import free_port
@@ -33,30 +27,19 @@ DEVICE = "shop-1"
 @pytest.fixture
 def appliance_api(tmp_path, model_path):
     """A token-protected appliance API with two events; the first has a 4 s clip."""
-    config = parse_config(merge_patch(copy.deepcopy(BASE_CONFIG), {
-        "device_id": DEVICE, "model": {"path": str(model_path)}, "api": {"token": APPLIANCE_TOKEN}}))
-    service = InMemoryService(config, tmp_path / "config.yaml")
-    changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(tmp_path / "config.yaml"),
-                            listening_hosts=request_listening_hosts)
     files = RecordedFiles(tmp_path / "recordings")
-    service.recording_reader = files.store
-    with_clip, without = event(1, "front", "person", NOW - 300), event(2, "back", "bus", NOW - 200)
-    service.add_event(with_clip)
-    service.add_event(without)
-    files.add_clip(with_clip.id, "front", with_clip.start_time, 4)
-    # as the appliance does when the recorder reports the clip: the event store links it to its event
-    clip = files.store.clip(with_clip.id)
-    service.event_store.save_clip(with_clip.id, clip.path, clip.bytes, clip.duration_s, clip.start, clip.end)
-    assert service.event_store.flush()
-    server = ApiServer(create_app(service, config_changes=changes), "127.0.0.1", 0)
-    server.start()
-    server.clip_id, server.other_id = with_clip.id, without.id
-    server.clip_bytes = files.clip_bytes(with_clip.id)
-    files.add_clip(with_clip.id, "front", with_clip.start_time + 4, 2, part=1)
-    server.second_part = files.clip_bytes(with_clip.id, part=1)
-    yield server
-    server.stop(timeout_s=5)
-    service.close()
+    with served_double(tmp_path, model_path, {"device_id": DEVICE, "api": {"token": APPLIANCE_TOKEN}}) as (server, service):
+        service.recording_reader = files.store
+        with_clip, without = event(1, "front", "person", NOW - 300), event(2, "back", "bus", NOW - 200)
+        service.add_event(with_clip)
+        service.add_event(without)
+        files.add_clip(with_clip.id, "front", with_clip.start_time, 4)
+        files.link_clip(service.event_store, with_clip.id)
+        server.clip_id, server.other_id = with_clip.id, without.id
+        server.clip_bytes = files.clip_bytes(with_clip.id)
+        files.add_clip(with_clip.id, "front", with_clip.start_time + 4, 2, part=1)
+        server.second_part = files.clip_bytes(with_clip.id, part=1)
+        yield server
     files.close()
 
 

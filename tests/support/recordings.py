@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Optional
 
+from edge_app.events.store import EventStore
 from edge_app.record.mp4 import START_TAG
 from edge_app.record.store import RecordingStore
 from edge_app.record.types import ClipInfo, SegmentInfo
@@ -53,6 +54,13 @@ class RecordedFiles:
         make_fmp4(self.root / relative, seconds, start_wall=start)
         self.store.reconcile()
         return next(s for s in self.store.segments(camera_id, start, start + seconds) if s.path == relative)
+
+    def link_clip(self, event_store: EventStore, event_id: str) -> None:
+        """As the appliance does when the recorder reports the clip: the event store links it to its event."""
+        clip = self.store.clip(event_id)
+        assert clip is not None, f"no clip of {event_id} in the store"
+        event_store.save_clip(event_id, clip.path, clip.bytes, clip.duration_s, clip.start, clip.end)
+        assert event_store.flush()
 
     def clip_bytes(self, event_id: str, part: int = 0) -> bytes:
         clip = next(c for c in self.store.clips(event_id) if c.part == part)

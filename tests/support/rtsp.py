@@ -6,7 +6,8 @@ Fixtures
     Callable: ``rtsp_server_factory({"cam": clip_path, ...}, port=None, start=True) -> RtspServer``.
     Each mount point loops its H.264 clip forever without re-encoding. ``server.url("cam")`` is
     ``rtsp://127.0.0.1:<port>/cam``; ``server.stop()`` kills it and ``server.start()`` brings it
-    back on the *same* port (for reconnect tests). Every server is stopped at teardown.
+    back on the *same* port (for reconnect tests); ``with server.frozen():`` stops it sending
+    while its connections stay open. Every server is stopped at teardown.
 ``rtsp_server``
     A started server with the mounts ``bus``, ``zidane`` and ``mixed`` (the clips of media.py).
 
@@ -19,8 +20,9 @@ import os
 import signal
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional
+from typing import Callable, Dict, Iterator, List, Mapping, Optional
 
 import pytest
 
@@ -70,6 +72,16 @@ class RtspServer:
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """SIGSTOP for the ``with`` block: connections stay open but nothing arrives (a hung camera)."""
+        assert self._process is not None, "the server is not running"
+        os.kill(self._process.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(self._process.pid, signal.SIGCONT)
 
     def start(self, timeout_s: float = 20.0) -> "RtspServer":
         """Start (or restart on the same port) and wait until the port accepts connections."""
