@@ -75,6 +75,18 @@ def test_the_fleet_lists_an_appliances_events_with_their_clip_urls(fleet, applia
     assert get(fleet, f"/api/v1/devices/{DEVICE}/events?limit=0").status_code == 400
 
 
+@pytest.mark.parametrize("query", ["limit=" + "9" * 5000, "limit=\u00b2", "limit=+5"])
+def test_a_hostile_page_limit_of_the_fleet_is_a_400(fleet, query):
+    response = get(fleet, f"/api/v1/devices?{query}")
+    assert response.status_code == 400 and "limit must be an integer" in response.json()["error"]
+
+
+@pytest.mark.parametrize("part", ["9" * 5000, "\u00b2", "-1"])
+def test_a_hostile_clip_part_of_the_fleet_is_a_400(fleet, appliance_api, part):
+    response = get(fleet, clip_path(DEVICE, appliance_api.clip_id) + f"?part={part}")
+    assert response.status_code == 400 and "part must be an integer" in response.json()["error"]
+
+
 def test_the_fleet_streams_the_clip_with_ranges(fleet, appliance_api):
     data = appliance_api.clip_bytes
     size = len(data)
