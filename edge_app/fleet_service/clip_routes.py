@@ -14,6 +14,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from edge_app.api.errors import ApiError
 from edge_app.api.events import checked_event_id, event_query
+from edge_app.api.query_params import integer_arg
 from edge_app.api.recordings import MAX_PART
 from edge_app.fleet_service.appliance_api import ApplianceApi, ApplianceApiError, annotate_clips
 from edge_app.fleet_service.routes import DEVICE_ID
@@ -49,11 +50,9 @@ def clip_blueprint(appliances: ApplianceApi) -> Blueprint:
     def device_clip(device_id: str, event_id: str) -> Response:
         _device_id(device_id)
         checked_event_id(event_id)
-        part = request.args.get("part") or "0"
-        if not part.isascii() or not part.isdigit() or int(part) > MAX_PART:
-            raise ApiError(400, f"part must be an integer from 0 to {MAX_PART}, got {part[:80]!r}")
+        part = integer_arg(request.args, "part", 0, 0, MAX_PART)
         try:
-            answer = appliances.clip(device_id, event_id, request.headers, int(part))
+            answer = appliances.clip(device_id, event_id, request.headers, part)
         except ApplianceApiError as err:
             raise ApiError(err.status, err.message) from None
         if answer.status not in (200, 206):

@@ -9,6 +9,7 @@ from flask import Blueprint, Response, jsonify, request
 from edge_app.api.errors import ApiError
 from edge_app.api.events import event_query
 from edge_app.api.json_body import read_json_body
+from edge_app.api.query_params import integer_arg
 from edge_app.fleet_service.health import PROBLEM_FILTERS
 from edge_app.fleet_service.queries import DEFAULT_PAGE, MAX_PAGE
 from edge_app.fleet_service.rollouts import UnknownDevices
@@ -23,14 +24,6 @@ def _device_id(value: str) -> str:
     if not DEVICE_ID.fullmatch(value):
         raise ApiError(400, f"a device id must match {DEVICE_ID.pattern}, got {value[:80]!r}")
     return value
-
-
-def _page_limit(value: Optional[str]) -> int:
-    if value is None or value == "":
-        return DEFAULT_PAGE
-    if not value.isdigit() or not 1 <= int(value) <= MAX_PAGE:
-        raise ApiError(400, f"limit must be an integer from 1 to {MAX_PAGE}, got {value[:80]!r}")
-    return int(value)
 
 
 def _patch(value: Any, where: str) -> Dict[str, Any]:
@@ -73,7 +66,7 @@ def fleet_blueprint(service: FleetService) -> Blueprint:
         sort = request.args.get("sort") or None
         if sort not in (None, "id", "problems"):
             raise ApiError(400, f"sort must be id or problems, got {sort[:80]!r}")
-        limit = _page_limit(request.args.get("limit"))
+        limit = integer_arg(request.args, "limit", DEFAULT_PAGE, 1, MAX_PAGE)
         after = request.args.get("after") or None
         if after is not None:
             _device_id(after)
