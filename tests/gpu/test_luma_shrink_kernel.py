@@ -39,8 +39,11 @@ def test_kernel_equals_reference(device, size, out, pitch):
 
 
 def test_motion_check_of_a_device_frame_costs_little(device, gpu_results):
+    import cv2
+
     from edge_app.motion.detector import MotionDetector, small_grey
 
+    cv2.setNumThreads(1)  # as in the appliance (edge_app.appliance.appliance): CPU is the appliance's
     y = np.random.default_rng(3).integers(0, 256, (1080, 1920), dtype=np.uint8)
     shrinker = LumaShrinker(device)
     image = _device_frame(device, y, 1920, shrinker)
