@@ -236,3 +236,25 @@ def test_a_failed_engine_offer_is_only_logged(serve, tmp_path, caplog):
     paths.engine.write_bytes(b"something else")
     models._offer(FleetClient(server.url, "device-token-0123456789", "edge-b"), paths.engine)
     assert len(offers) == 1 and "changed since it was built" in caplog.text
+
+
+@pytest.mark.parametrize("answer, words", [
+    (b"[1, 2, 3]", "not a JSON object"),
+    (b"[" * 50_000 + b"]" * 50_000, "not JSON"),  # 100 KB: the first 64 KB are read, nested past Python's limit
+    (b"\xff\xfe not json", "not JSON"),
+    (b'{"stored": true}' + b" " * 70_000, "not JSON"),  # cut at the size read
+])
+def test_an_engine_offer_answered_with_something_else_than_an_object_is_only_logged(serve, tmp_path, caplog, answer, words):
+    """The fleet service's answer is read by the thread that offers the engine: a list, deep
+    nesting or bytes that are no JSON are logged as a failed offer, never raised out of it."""
+    from edge_app.detect.tensorrt.cache import engine_paths, write_engine
+    from edge_app.fleet_agent.artifacts_models import FleetModels
+
+    paths = engine_paths(tmp_path, "model", ENGINE_KEY)
+    write_engine(paths, b"engine bytes" * 10, ENGINE_KEY, {})
+    server = serve(lambda h: _send(h, 404))
+    server.server.RequestHandlerClass.do_PUT = lambda h: (h.rfile.read(int(h.headers["Content-Length"])),
+                                                          _send(h, 200, answer))
+    models = FleetModels(lambda model, **options: None, lambda: None, ModelsState())
+    models._offer(FleetClient(server.url, "device-token-0123456789", "edge-b"), paths.engine)
+    assert "could not offer engine" in caplog.text and words in caplog.text
