@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 TIMEOUT_S = 30.0
 CHUNK_BYTES = 1 << 20
+#: the fleet service answers an engine offer with a small object ({"stored": ...})
+OFFER_ANSWER_BYTES = 64 * 1024
 #: Progress(bytes_done) during a download
 Progress = Callable[[int], None]
 
@@ -168,7 +170,22 @@ class FleetClient:
             with self._open("PUT", "/api/v1/engines", {"X-Engine-Key": key_json, "X-Content-SHA256": sha256,
                                                        "Content-Type": "application/octet-stream"},
                             body, size) as response:
-                return json.loads(response.read(64 * 1024) or b"{}")
+                answer = response.read(OFFER_ANSWER_BYTES + 1)
+        return _offer_answer(answer)
+
+
+def _offer_answer(body: bytes) -> dict:
+    """The fleet service's answer to an engine offer, as an object; FleetUnreachable for anything
+    else, since the thread that offers only logs it (a list or deep nesting must not end it)."""
+    if len(body) > OFFER_ANSWER_BYTES:
+        raise FleetUnreachable(f"the fleet service's answer to the engine offer is not JSON: over {OFFER_ANSWER_BYTES} bytes")
+    try:
+        answer = json.loads(body or b"{}")
+    except (ValueError, RecursionError) as err:  # UnicodeDecodeError is a ValueError
+        raise FleetUnreachable(f"the fleet service's answer to the engine offer is not JSON: {type(err).__name__}") from None
+    if not isinstance(answer, dict):
+        raise FleetUnreachable("the fleet service's answer to the engine offer is not a JSON object")
+    return answer
 
 
 def _error_text(err: urllib.error.HTTPError) -> str:
