@@ -39,10 +39,22 @@ def test_a_huge_or_spaced_range_is_cut_to_the_file(recorded, header):
     assert recorded.clip_bytes.startswith(response.content)
 
 
-def test_a_suffix_longer_than_the_file_is_416(recorded):
-    # werkzeug refuses it rather than sending the whole file (RFC 9110 14.1.3); a player never asks for one.
-    response = recorded.get(clip_path(recorded.clip_id), headers={"Range": "bytes=-" + "9" * 40})
-    assert response.status_code == 416 and response.headers["Content-Range"] == f"bytes */{len(recorded.clip_bytes)}"
+@pytest.mark.parametrize("extra", [1, 10 ** 40])
+def test_a_suffix_longer_than_the_file_is_the_whole_file(recorded, extra):
+    """RFC 9110 14.1.3: "If the selected representation is shorter than the specified suffix-length,
+    the entire representation is used" (Werkzeug alone answers 416)."""
+    size = len(recorded.clip_bytes)
+    response = recorded.get(clip_path(recorded.clip_id), headers={"Range": f"bytes=-{size + extra}"})
+    assert response.status_code == 206 and response.headers["Content-Range"] == f"bytes 0-{size - 1}/{size}"
+    assert response.content == recorded.clip_bytes
+
+
+def test_a_suffix_of_the_file_s_exact_length_and_of_zero(recorded):
+    size = len(recorded.clip_bytes)
+    whole = recorded.get(clip_path(recorded.clip_id), headers={"Range": f"bytes=-{size}"})
+    assert whole.status_code == 206 and whole.content == recorded.clip_bytes
+    none = recorded.get(clip_path(recorded.clip_id), headers={"Range": "bytes=-0"})
+    assert none.status_code == 416 and none.headers["Content-Range"] == f"bytes */{size}"
 
 
 @pytest.mark.parametrize("if_range", ["garbage", "", 'W/"weak"', "Thu, 01 Jan 1970 00:00:00 GMT",
