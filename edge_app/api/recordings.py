@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 from flask import Blueprint, Response, jsonify, request, send_file
+from werkzeug.http import parse_range_header
 from werkzeug.wsgi import ClosingIterator
 
 from edge_app.api.errors import ApiError
@@ -79,9 +80,20 @@ def _clip_part(parts: List[ClipInfo], event_id: str, part: int) -> ClipInfo:
                         f"0 to {max(1, len(parts)) - 1})")
 
 
+def _whole_file_for_a_long_suffix(environ: dict, size: int) -> None:
+    """RFC 9110 14.1.3: a suffix range longer than the file means the whole file. Werkzeug answers
+    416 instead, so such a Range is read as ``bytes=0-`` (a suffix of 0 stays unsatisfiable)."""
+    wanted = parse_range_header(environ.get("HTTP_RANGE"))
+    if wanted is not None and len(wanted.ranges) == 1:
+        start, stop = wanted.ranges[0]
+        if stop is None and start < 0 and -start > size:
+            environ["HTTP_RANGE"] = "bytes=0-"
+
+
 def _send_mp4(path: Path, download_name: str, download: bool) -> Response:
     # conditional=True: Range (206 with Content-Range, 416 for an unsatisfiable range),
     # If-Range and Accept-Ranges; the body is a file wrapper read in blocks, not loaded.
+    _whole_file_for_a_long_suffix(request.environ, path.stat().st_size)
     response = send_file(path, mimetype=MP4, conditional=True, etag=True, max_age=0,
                          download_name=download_name, as_attachment=download)
     response.headers["Accept-Ranges"] = "bytes"
