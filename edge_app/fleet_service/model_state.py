@@ -7,6 +7,7 @@ those of the artifact routes, texts are cut, numbers bounded, and anything else 
 """
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Dict, Optional
 
@@ -14,6 +15,8 @@ from edge_app.config.schema_model import ARTIFACT_NAME_PATTERN, ARTIFACT_VERSION
 
 MODEL_STATES = ("downloading", "building", "running", "failed")
 MAX_MODELS = 32
+#: entries looked at in one report: dropped ones do not take the places of real ones, within this
+MAX_ENTRIES_READ = 4 * MAX_MODELS
 MAX_REASON_CHARS = 500
 
 
@@ -22,7 +25,9 @@ def parse_models_state(value: Any) -> Dict[str, Dict[str, Any]]:
     if not isinstance(value, dict):
         raise ValueError("models_state must be an object of model name -> state")
     found: Dict[str, Dict[str, Any]] = {}
-    for name, entry in list(value.items())[:MAX_MODELS]:
+    for name, entry in itertools.islice(value.items(), MAX_ENTRIES_READ):
+        if len(found) == MAX_MODELS:
+            break
         if not is_artifact_part(name, ARTIFACT_NAME_PATTERN) or not isinstance(entry, dict):
             continue
         version, state = entry.get("version"), entry.get("state")
