@@ -8,13 +8,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from flask import Blueprint, Response, jsonify, request
 
 from edge_app.detect.annotate import draw_detections, encode_jpeg
 from edge_app.api.errors import ApiError
-from edge_app.api.query_params import flag_arg
+from edge_app.api.query_params import flag_arg, integer_arg, number_arg
 from edge_app.api.live_view import BOUNDARY, LiveViewSlots, mjpeg_parts, placeholder_jpeg
 from edge_app.api.server import SHUTDOWN_ENVIRON_KEY
 from edge_app.reporting.protocol import AnalysedFrame, ApplianceService, UnknownCamera
@@ -25,23 +25,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_STREAM_FPS = 10.0
 MAX_STREAM_FPS = 30.0
 RETRY_AFTER = {"Retry-After": "1"}
-
-
-def number_arg(args: Mapping[str, str], name: str, default: float, low: float, high: float, integer: bool) -> float:
-    raw = args.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        # int() would also take "1_0", "+5" and non-ASCII digits: an integer is plain digits here.
-        if integer and not (raw.isascii() and raw.isdigit()):
-            raise ValueError(raw)
-        value = int(raw) if integer else float(raw)
-    except ValueError:
-        value = None
-    if value is None or not low <= value <= high:
-        kind = "an integer" if integer else "a number"
-        raise ApiError(400, f"{name} must be {kind} from {low:g} to {high:g}, got {raw!r}")
-    return value
 
 
 class JpegCache:
@@ -104,7 +87,7 @@ def cameras_blueprint(
     def snapshot(camera_id: str) -> Response:
         settings = config_getter().snapshots
         annotate = flag_arg(request.args, "annotate", settings.annotate)
-        quality = int(number_arg(request.args, "quality", settings.jpeg_quality, 1, 100, integer=True))
+        quality = integer_arg(request.args, "quality", settings.jpeg_quality, 1, 100)
         frame = frame_or_503(camera_id)
         response = Response(cache.render(frame, annotate, quality), mimetype="image/jpeg")
         response.headers["Cache-Control"] = "no-store"
@@ -124,8 +107,8 @@ def cameras_blueprint(
     def stream(camera_id: str) -> Response:
         settings = config_getter().snapshots
         annotate = flag_arg(request.args, "annotate", True)
-        quality = int(number_arg(request.args, "quality", settings.jpeg_quality, 1, 100, integer=True))
-        fps = number_arg(request.args, "fps", DEFAULT_STREAM_FPS, 0.1, MAX_STREAM_FPS, integer=False)
+        quality = integer_arg(request.args, "quality", settings.jpeg_quality, 1, 100)
+        fps = number_arg(request.args, "fps", DEFAULT_STREAM_FPS, 0.1, MAX_STREAM_FPS)
         service.latest_frame(camera_id)  # raises UnknownCamera (404) before the stream starts
         refused = slots.acquire(camera_id)
         if refused:

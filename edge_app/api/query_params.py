@@ -14,6 +14,8 @@ NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # camera ids and zone names (docs/con
 LARGEST_TIME_S = 1e11  # Unix seconds, the year 5138: beyond it a number is a mistake
 #: more digits than any bound of an integer parameter; int() refuses thousands of them with a ValueError
 MAX_INTEGER_DIGITS = 18
+#: a decimal number's text, at most (float() of thousands of digits is slow, and no client needs them)
+MAX_NUMBER_CHARS = 32
 
 
 def integer_arg(args: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
@@ -25,6 +27,21 @@ def integer_arg(args: Mapping[str, str], name: str, default: int, low: int, high
     if not (raw.isascii() and raw.isdigit() and len(raw) <= MAX_INTEGER_DIGITS and low <= int(raw) <= high):
         raise ApiError(400, f"{name} must be an integer from {low} to {high}, got {raw[:80]!r}")
     return int(raw)
+
+
+def number_arg(args: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
+    """``name`` as an ASCII decimal number from ``low`` to ``high`` (float() would also take other
+    scripts' digits; nan and inf are outside every range)."""
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw) if raw.isascii() and len(raw) <= MAX_NUMBER_CHARS else None
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        raise ApiError(400, f"{name} must be a number from {low:g} to {high:g}, got {raw[:80]!r}")
+    return value
 
 
 def text_arg(args: Mapping[str, str], name: str, pattern: "re.Pattern[str]") -> Optional[str]:
