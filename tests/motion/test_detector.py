@@ -43,7 +43,9 @@ def test_sensor_noise_is_not_motion(noise_sigma):
     assert not any(r.motion for r in results)
 
 
-@pytest.mark.parametrize("gain, offset", [(1.6, 0.0), (0.5, 0.0), (1.0, 50.0), (1.0, -35.0), (2.5, 20.0)])
+@pytest.mark.parametrize("gain, offset", [(1.6, 0.0), (0.5, 0.0), (1.0, 50.0), (1.0, -35.0), (2.5, 20.0),
+                                          # within the gain tolerance (no gain applied), and just beyond it
+                                          (1.008, 0.0), (0.992, 0.0), (1.02, 0.0), (1.0, 3.0)])
 def test_a_brightness_jump_is_not_motion_and_does_not_stay(gain, offset):
     rng = np.random.default_rng(3)
     scene = _background()
@@ -63,6 +65,19 @@ def test_a_moving_box_is_motion_from_its_first_frame(noise_sigma):
     assert not any(r.motion for r in results[:20])
     assert all(r.motion for r in results[20:])
     assert 0.005 < results[25].largest_area < 0.2
+
+
+@pytest.mark.parametrize("gain_step", [0.0005, 0.001, 0.002])
+def test_a_moving_box_in_a_slowly_brightening_scene_is_motion(gain_step):
+    """Light that drifts a little every frame (dawn, a cloud; here up to 2 % a second) is followed, by the gain or the
+    background, and a box moving through it is still seen."""
+    rng = np.random.default_rng(9)
+    scene = _background()
+    frames = [_frame(scene, rng, 4.0, 1.0 + gain_step * k) for k in range(30)]
+    frames += [_frame(_with_box(scene, 40 + 12 * k), rng, 4.0, 1.0 + gain_step * (30 + k)) for k in range(30)]
+    results = _run(frames)
+    assert not any(r.motion for r in results[:30]), [i for i, r in enumerate(results[:30]) if r.motion]
+    assert all(r.motion for r in results[30:]), [i for i, r in enumerate(results) if not r.motion]
 
 
 def test_a_box_that_stops_fades_into_the_background():
