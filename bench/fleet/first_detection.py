@@ -104,6 +104,12 @@ def _engines(fleet: FleetProcess) -> List[dict]:
     return models[0]["engines"] if models else []
 
 
+def _detected_or_ended(app: StandinAppliance, watch: FirstDetections, device_id: str) -> bool:
+    """True once the device's first detection arrived, or its process ended (a failed start
+    is reported at once, with its log, not after the timeout)."""
+    return app.proc.poll() is not None or watch.first(device_id) is not None
+
+
 def one_round(index: int, model: Path, build_step_s: float, timeout_s: float, gpu_identity: bool = False
               ) -> List[Start]:
     work = Path(tempfile.mkdtemp(prefix="bench-first-detection-"))
@@ -128,8 +134,13 @@ def one_round(index: int, model: Path, build_step_s: float, timeout_s: float, gp
             begun = time.monotonic()
             app.start(wait_api=False)
             try:
-                _wait(lambda: app.proc.poll() is None and watch.first(device_id), timeout_s,
-                      f"{device_id}'s first detection")
+                try:
+                    _wait(lambda: _detected_or_ended(app, watch, device_id), timeout_s, f"{device_id}'s first detection")
+                except RuntimeError as error:
+                    raise RuntimeError(f"{error}; its log ends:\n{app.log_tail()}") from None
+                if app.proc.poll() is not None:
+                    raise RuntimeError(f"{device_id} ended with {app.proc.returncode} before its first detection; "
+                                       f"its log ends:\n{app.log_tail()}")
                 log = app.log_text()
                 used = "using the prebuilt engine" in log
                 if used != prebuilt:
