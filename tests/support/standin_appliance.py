@@ -26,9 +26,8 @@ import os, sys, time
 sys.path.insert(0, {repo!r})
 sys.path.insert(0, {standin!r})
 import edge_app.cuda
-from edge_app.detect.tensorrt import backend
 from tensorrt import _build_steps
-from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+from tests.tensorrt_standin.process_cuda import use_host_memory_cuda
 from edge_app.cli import main
 
 assert __import__("tensorrt").IS_STANDIN
@@ -37,8 +36,7 @@ if os.environ.get("STANDIN_GPU_IDENTITY") == "1":  # engine keys name this host'
     real = edge_app.cuda.open_device()
     IDENTITY = {{"name": real.name, "compute_capability": real.compute_capability}}
     real.close()
-edge_app.cuda.available_adapters = lambda: ["host-memory stand-in"]
-backend.open_device = lambda: HostMemoryCudaDevice(**IDENTITY)
+use_host_memory_cuda(IDENTITY)
 STEP_S = float(os.environ.get("STANDIN_BUILD_STEP_S", "0"))
 real_step = _build_steps._Monitor.step
 

@@ -74,14 +74,11 @@ def test_stopping_the_appliance_cancels_its_engine_build(slow_standin_build, mod
 LAUNCHER = f"""
 import sys, time
 sys.path.insert(0, {str(STANDIN_DIR)!r})
-import edge_app.cuda
-from edge_app.detect.tensorrt import backend
 from tensorrt import _build_steps
-from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+from tests.tensorrt_standin.process_cuda import use_host_memory_cuda
 from edge_app.cli import main
 
-edge_app.cuda.available_adapters = lambda: ["host-memory stand-in"]
-backend.open_device = lambda: HostMemoryCudaDevice()
+use_host_memory_cuda({{}})
 real_step = _build_steps._Monitor.step
 
 def slow_step(self, name, step):
