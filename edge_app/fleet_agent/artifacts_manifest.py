@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from edge_app.detect.tensorrt.cache import EngineKey
-from edge_app.fleet_agent.desired_signature import canonical_json, keyed_digest
+from edge_app.canonical_json import canonical_json
+from edge_app.fleet_agent.desired_signature import keyed_digest
 
 #: a manifest lists a few files and engines; more than this is not one
 MAX_MANIFEST_BYTES = 1 << 20

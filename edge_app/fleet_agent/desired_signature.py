@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from typing import Any, Mapping
 
+from edge_app.canonical_json import canonical_json
 from edge_app.config.schema import MIN_DESIRED_KEY_CHARS
 
 SIGNATURE_KEY = "sig"
@@ -28,11 +28,6 @@ _SCHEME = "hmac-sha256:"
 _CONTEXT = b"edge-app desired v1\n"
 #: A shorter key is guessable off-line from one captured message (the rule lives with the schema).
 MIN_KEY_CHARS = MIN_DESIRED_KEY_CHARS
-
-
-def canonical_json(value: Any) -> str:
-    """Keys sorted, no spaces, ASCII only; ValueError for NaN or infinity (JSON has neither)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
 def keyed_digest(key: str, message: bytes) -> str:
@@ -60,4 +55,4 @@ def signature_valid(key: str, device_id: str, version: int, patch: Mapping[str, 
     return hmac.compare_digest(expected, signature)
 
 
-__all__ = ["MIN_KEY_CHARS", "SIGNATURE_KEY", "canonical_json", "keyed_digest", "sign_desired", "signature_valid"]
+__all__ = ["MIN_KEY_CHARS", "SIGNATURE_KEY", "keyed_digest", "sign_desired", "signature_valid"]

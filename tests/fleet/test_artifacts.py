@@ -12,7 +12,7 @@ from edge_app.api.http_limits import HttpLimits
 from edge_app.api.server import ApiServer
 from edge_app.fleet_service.app import create_fleet_app
 from edge_app.fleet_service.artifact_routes import UPLOAD_PATH_PREFIXES
-from edge_app.fleet_service.artifacts import canonical_json
+from edge_app.canonical_json import canonical_json
 from tests.api import raw_http
 from tests.fleet.artifact_helpers import (ADMIN, ADMIN_TOKEN, KEYS, TOKENS, as_device, artifact_fleet, engine_key, model_bytes, offer, sha,
                                           upload)

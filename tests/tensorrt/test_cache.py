@@ -28,6 +28,18 @@ def test_key_round_trips_through_json():
     assert EngineKey.from_dict(data) == KEY
 
 
+@pytest.mark.parametrize("gpu_name", ["Orin", "NVIDIA H100 80GB HBM3", "Grafikkarte für Tests"])
+def test_the_key_text_sent_to_the_fleet_is_the_canonical_text_the_service_stores(gpu_name):
+    """The appliance offers and looks up engines by ``EngineKey.canonical_json`` (X-Engine-Key);
+    the fleet service stores them under ``canonical_json`` of the parsed key: one text, byte for byte."""
+    from edge_app.canonical_json import canonical_json
+
+    key = replace(KEY, gpu_name=gpu_name)
+    sent = key.canonical_json()
+    assert sent == canonical_json(json.loads(sent))
+    assert sent.isascii() and EngineKey.from_dict(json.loads(sent)) == key
+
+
 @pytest.mark.parametrize("change, words", [
     ({"onnx_sha256": "b" * 64}, "the ONNX file changed"),
     ({"tensorrt_version": "10.4.0"}, "TensorRT 10.3.0 -> 10.4.0"),

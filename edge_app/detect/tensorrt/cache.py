@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from edge_app.canonical_json import canonical_json
+
 log = logging.getLogger(__name__)
 
 SIDECAR_SCHEMA = 1
@@ -66,7 +68,7 @@ class EngineKey:
 
     def canonical_json(self) -> str:
         """The key as the fleet protocol writes it (X-Engine-Key): sorted keys, no spaces."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return canonical_json(self.to_dict())
 
     def differences(self, cached: "EngineKey") -> List[str]:
         """Human-readable reasons why an engine built for ``cached`` does not fit this key."""
