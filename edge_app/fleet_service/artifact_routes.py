@@ -181,6 +181,9 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
         if kept is not None and kept != sha256:
             raise ApiError(409, f"another engine ({kept}) is kept for this key; the first one offered wins")
         if kept is None:
+            refused = service.artifacts.may_offer(device_id, key["onnx_sha256"])
+            if refused is not None:  # answered before the body is read
+                raise ApiError(409, refused)
             blob = store(request.stream, limits.max_upload_mb * MIB, sha256)
             try:
                 stored = service.artifacts.add_engine(key, blob, device_id)

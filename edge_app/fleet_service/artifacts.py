@@ -15,12 +15,16 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional
 
 from edge_app.config.schema_model import ARTIFACT_NAME_PATTERN, ARTIFACT_VERSION_PATTERN, is_artifact_part
-from edge_app.fleet_agent.artifacts_manifest import manifest_signature
+from edge_app.fleet_agent.artifacts_manifest import MAX_ENGINES, manifest_signature
 from edge_app.canonical_json import canonical_json
 from edge_app.fleet_service.blobs import StoredBlob, is_sha256
 from edge_app.fleet_service.db import Connection
 
 MAX_ENGINE_KEY_CHARS = 4096
+#: engines one device may keep for one model file: one per engine key it has had (a new TensorRT,
+#: driver or JetPack, another precision or batch) with room to spare; without a bound one device
+#: could crowd a model's manifest past what appliances take (MAX_ENGINES)
+MAX_ENGINES_PER_DEVICE = 8
 MAX_ENGINE_KEY_FIELDS = 16
 _KEY_FIELD = re.compile(r"[a-z][a-z0-9_]{0,31}")
 MAX_KEY_TEXT_CHARS = 256
@@ -194,6 +198,8 @@ class Artifacts:
         text = canonical_json(key)
         with self._conn.transaction() as conn:
             before = conn.query_one("SELECT sha256 FROM engines WHERE engine_key = ?", (text,))
+            if before is None and self._offered(conn, device_id, key["onnx_sha256"]) >= MAX_ENGINES_PER_DEVICE:
+                raise ArtifactConflict(_too_many(device_id))
             if before is None:
                 conn.execute(
                     "INSERT INTO engines (engine_key, onnx_sha256, sha256, bytes, device_id, created_at) "
@@ -214,6 +220,18 @@ class Artifacts:
                               "WHERE onnx_sha256 = ? ORDER BY created_at", (onnx_sha256,))
         return [EngineRecord(json.loads(k), s, int(b), d, float(c)) for k, s, b, d, c in rows]
 
+    def may_offer(self, device_id: str, onnx_sha256: str) -> Optional[str]:
+        """None when ``device_id`` may offer one more engine for this model file, else why not."""
+        with self._conn.reading() as conn:
+            offered = self._offered(conn, device_id, onnx_sha256)
+        return _too_many(device_id) if offered >= MAX_ENGINES_PER_DEVICE else None
+
+    @staticmethod
+    def _offered(conn: Any, device_id: str, onnx_sha256: str) -> int:
+        row = conn.query_one("SELECT COUNT(*) FROM engines WHERE device_id = ? AND onnx_sha256 = ?",
+                             (device_id, onnx_sha256))
+        return int(row[0]) if row else 0
+
     def manifest(self, device_id: str, model: ModelRecord, key: str) -> Dict[str, Any]:
         """The manifest of ``model`` for ``device_id``, signed with that device's desired key."""
         files = [{"role": "onnx", "sha256": model.onnx.sha256, "bytes": model.onnx.bytes}]
@@ -222,10 +240,17 @@ class Artifacts:
         body: Dict[str, Any] = {
             "device_id": device_id, "model": model.name, "version": model.version, "issued": int(self._clock()),
             "files": files,
-            "engines": [{"key": e.key, "sha256": e.sha256, "bytes": e.bytes} for e in self.engines(model.onnx.sha256)],
+            # the newest the appliances take: a device with an older key builds its own engine
+            "engines": [{"key": e.key, "sha256": e.sha256, "bytes": e.bytes}
+                        for e in self.engines(model.onnx.sha256)[-MAX_ENGINES:]],
         }
         body["signature"] = manifest_signature(key, body)
         return body
+
+
+def _too_many(device_id: str) -> str:
+    return (f"{device_id} already keeps {MAX_ENGINES_PER_DEVICE} engines for this model file, at most "
+            f"{MAX_ENGINES_PER_DEVICE} are kept per device")
 
 
 def _model(row: tuple) -> ModelRecord:

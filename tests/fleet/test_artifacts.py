@@ -254,6 +254,53 @@ def test_engines_are_taken_only_from_the_devices_allowed_to_offer_them(fleet_fac
     assert offer(fleet, "edge-a", engine_key(sha(onnx)), b"engine from a").json()["stored"] is True
 
 
+def test_one_device_cannot_crowd_a_model_file_with_engines(fleet_factory, tmp_path):
+    """A device (or its stolen token) that offers engine after engine under made-up keys could
+    push a model's manifest past the MAX_ENGINES an appliance accepts, and so stop that model
+    version on every device. A device keeps at most MAX_ENGINES_PER_DEVICE engines per model file,
+    and a manifest lists at most MAX_ENGINES (the newest), so every manifest stays one appliances take."""
+    from edge_app.fleet_agent.artifacts_manifest import MAX_ENGINES, verify_manifest
+    from edge_app.fleet_service.artifacts import MAX_ENGINES_PER_DEVICE
+
+    fleet = artifact_fleet(fleet_factory, tmp_path)
+    onnx = model_bytes(4000)
+    upload(fleet, "gate", "1", onnx)
+    answers = [offer(fleet, "edge-a", engine_key(sha(onnx), max_batch=batch), b"engine %d" % batch)
+               for batch in range(1, MAX_ENGINES_PER_DEVICE + 2)]
+    assert [a.status_code for a in answers] == [200] * MAX_ENGINES_PER_DEVICE + [409]
+    assert "at most" in answers[-1].json()["error"]
+    assert offer(fleet, "edge-b", engine_key(sha(onnx), max_batch=99), b"engine of b").status_code == 200
+    manifest = _manifest(fleet, "edge-b", "gate", "1")
+    assert len(manifest.json()["engines"]) == MAX_ENGINES_PER_DEVICE + 1 <= MAX_ENGINES
+    verify_manifest(manifest.content, desired_key=KEYS["edge-b"], device_id="edge-b", name="gate", version="1")
+
+
+def test_a_manifest_lists_the_newest_engines_when_the_fleet_holds_more_than_appliances_take(
+        fleet_factory, tmp_path):
+    from edge_app.fleet_agent.artifacts_manifest import MAX_ENGINES, verify_manifest
+    from edge_app.fleet_service.artifacts import MAX_ENGINES_PER_DEVICE
+
+    builders = {f"edge-builder-{i}": f"token-of-edge-builder-{i:02d}-0123" for i in range(MAX_ENGINES // MAX_ENGINES_PER_DEVICE + 1)}
+    fleet = fleet_factory(api={"token": ADMIN_TOKEN}, device_tokens={**TOKENS, **builders}, desired_keys=KEYS,
+                          artifacts={"dir": str(tmp_path / "artifacts"), "max_mb": 64, "max_upload_mb": 4})
+    onnx = model_bytes(4000)
+    upload(fleet, "gate", "1", onnx)
+    batch = 0
+    for device_id, token in builders.items():
+        for _ in range(MAX_ENGINES_PER_DEVICE):
+            batch += 1
+            body = b"engine %d" % batch
+            headers = as_device(device_id, token, **{"X-Engine-Key": canonical_json(engine_key(sha(onnx), max_batch=batch)),
+                                                     "X-Content-SHA256": sha(body)})
+            answer = requests.put(f"{fleet.url}/api/v1/engines", data=body, headers=headers, timeout=30)
+            assert answer.status_code == 200, answer.text
+    assert batch > MAX_ENGINES
+    manifest = _manifest(fleet, "edge-a", "gate", "1")
+    listed = sorted(e["key"]["max_batch"] for e in manifest.json()["engines"])
+    assert listed == list(range(batch - MAX_ENGINES + 1, batch + 1))  # the newest, the oldest left out
+    verify_manifest(manifest.content, desired_key=KEYS["edge-a"], device_id="edge-a", name="gate", version="1")
+
+
 def test_an_upload_refused_for_its_labels_keeps_nothing(fleet_factory, tmp_path):
     fleet = artifact_fleet(fleet_factory, tmp_path)
     refused = upload(fleet, "gate", "1", model_bytes(5000), labels=b"x" * (1024 * 1024 + 1))
