@@ -89,9 +89,9 @@ def _files(value: Any) -> Tuple[ManifestFile, ...]:
         raise ManifestError(f"files must list 1 to {len(ROLE_FILES)} files")
     found: Dict[str, ManifestFile] = {}
     for entry in value:
-        if not isinstance(entry, dict) or entry.get("role") not in ROLE_FILES or entry["role"] in found:
+        role = entry.get("role") if isinstance(entry, dict) else None
+        if not isinstance(role, str) or role not in ROLE_FILES or role in found:  # a list or object is no role
             raise ManifestError(f"each file needs a role of {', '.join(ROLE_FILES)}, each role once")
-        role = entry["role"]
         most = MAX_LABELS_BYTES if role == "labels" else MAX_FILE_BYTES
         found[role] = ManifestFile(role, _sha(entry.get("sha256"), f"{role}.sha256"),
                                    _count(entry.get("bytes"), f"{role}.bytes", most))

@@ -53,6 +53,10 @@ def test_a_signed_manifest_for_this_device_is_accepted():
     (manifest(files=[]), "files must list"),
     (manifest(files=[{"role": "labels", "sha256": "a" * 64, "bytes": 1}]), "no ONNX"),
     (manifest(files=[{"role": "../../etc/passwd", "sha256": "a" * 64, "bytes": 1}]), "role"),
+    (manifest(files=[{"role": ["onnx"], "sha256": "a" * 64, "bytes": 1}]), "role"),  # unhashable: no TypeError
+    (manifest(files=[{"role": {"onnx": 1}, "sha256": "a" * 64, "bytes": 1}]), "role"),
+    (manifest(files=["onnx"]), "role"),
+    (manifest(engines=[{"key": {"a": 1}, "sha256": ["a"], "bytes": 1}]), "SHA-256"),
     (manifest(files=[{"role": "onnx", "sha256": "A" * 64, "bytes": 1}]), "SHA-256"),
     (manifest(files=[{"role": "onnx", "sha256": "a" * 64, "bytes": 1 << 40}]), "whole number"),
     (manifest(files=[{"role": "onnx", "sha256": "a" * 64, "bytes": True}]), "whole number"),
