@@ -80,13 +80,13 @@ class CameraRecorder:
     # ---- PacketSink (capture thread: never blocks) ---------------------------------------------
 
     def stream_opened(self, info: StreamInfo) -> None:
-        self._inbox.offer(("opened", info))
+        self._inbox.always(("opened", info))
 
     def packet(self, packet: EncodedPacket) -> None:
         self._inbox.offer(("packet", packet), len(packet.data))
 
     def stream_closed(self, reason: str) -> None:
-        self._inbox.offer(("closed", reason))
+        self._inbox.always(("closed", reason))
 
     def unavailable(self, reason: str) -> None:
         with self._lock:

@@ -172,7 +172,39 @@ def test_packets_that_do_not_fit_the_queue_are_counted_not_blocking(tmp_path, st
     recorder.stream_opened(info)
     for packet in packets[:50]:
         recorder.packet(packet)
-    assert recorder.status().packets_dropped == 50 - 9
+    assert recorder.status().packets_dropped == 50 - 10  # the connection's start takes no packet's room
+
+
+def test_a_reconnect_while_the_queue_is_full_is_never_lost(tmp_path, stream):
+    """A full queue and a camera that reconnects come together (a slow disk, a flapping link).
+    The packets that do not fit are dropped; the end of the old connection and the start of the
+    new one are not, or the new connection's packets are measured from the old one's origin
+    (time jumps) or ignored while status says it records."""
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    first = packets[:150]
+    later = shifted(packets[:150], pts_offset=-987_654, wall_offset_s=7.0)  # its own pts origin, 2 s after the first
+    recorder = CameraRecorder(store, settings(events=False, continuous=True, segment_s=60.0),
+                              queue_packets=len(first) + 1)  # not started: the first connection fills the queue
+    recorder.stream_opened(info)
+    for packet in first:
+        recorder.packet(packet)
+    recorder.stream_closed("connection lost")
+    recorder.stream_opened(info.__class__(**info.__dict__))
+    recorder.start()
+    try:
+        for packet in later:
+            assert recorder.wait_idle(10)  # room for every packet of the second connection
+            recorder.packet(packet)
+    finally:
+        recorder.stop(timeout_s=60)
+    segments = store.segments("cam1", BASE_WALL - 1, BASE_WALL + 100)
+    frames = sum(ffprobe(store.resolve(s.path)).frames for s in segments)
+    assert frames == len(first) + len(later)
+    probe = ffprobe(store.resolve(segments[-1].path))
+    assert probe.errors == ""
+    # 5 s of the first connection, a 2 s gap, 5 s of the second: the timeline follows the wall clock
+    assert segments[-1].end - segments[0].start == pytest.approx(12.0, abs=6 * FRAME_S)
 
 
 def test_queued_bytes_are_bounded_too(tmp_path, stream):
