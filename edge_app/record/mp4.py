@@ -144,8 +144,8 @@ class Fmp4Writer:
         self._end_ticks = 0
         self._first_pts: Optional[int] = None  # the first frame's time on the file's timeline
         extradata = info.extradata or in_band_parameter_sets(info.codec, first.data)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)  # a file in its place, EACCES, EDQUOT
             # flush_packets: each fragment reaches the file when it is complete, not when an I/O
             # buffer fills; otherwise a kill -9 loses the header and the fragments with it.
             self._out = av.open(str(self.path), "w", format="mp4",

@@ -171,6 +171,9 @@ class CameraRecorder:
                     closed_since = time.monotonic()
                 elif item[0] == "packet" and info is not None:
                     self._handle(info, item[1])
+            except Exception:  # noqa: BLE001 - a dead thread would leave status saying it records
+                log.exception("recording %s: unexpected error; its open files are finished", self.camera_id)
+                self._drop_writers_after_error()
             finally:
                 self._inbox.done(len(item[1].data) if item[0] == "packet" else 0)
         self._finish_all()
@@ -359,6 +362,16 @@ class CameraRecorder:
                 writer, clip.writer = clip.writer, None
                 self._close(writer, clip)
         self._close_segment()
+
+    def _drop_writers_after_error(self) -> None:
+        try:
+            self._drop_writers()
+        except Exception:  # noqa: BLE001 - the files are abandoned; the index is rebuilt from them at start
+            log.exception("recording %s: its open files could not be finished", self.camera_id)
+            for clip in self._clips.values():
+                clip.writer = None
+            self._segment = None
+        self._publish()
 
     def _check_disk(self) -> None:
         try:

@@ -128,6 +128,50 @@ def test_an_event_deleted_while_its_clip_is_written_loses_it(tmp_path, stream):
     assert store.index.all() == [] and not list(store.folder.rglob("*.mp4"))
 
 
+def test_a_clip_folder_that_cannot_be_made_costs_that_clip_not_the_recorder(tmp_path, stream):
+    """A file where the camera's clip folder should be (or EACCES, EDQUOT) fails the clip's file
+    at its creation; the recorder says why and goes on: the continuous segment and a later
+    clip, once the folder can be made, are written."""
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    (store.folder / "cam1").mkdir(parents=True)
+    (store.folder / "cam1" / "events").write_bytes(b"not a folder")
+    first, second = BASE_WALL + 1.0, BASE_WALL + 5.0
+    record(store, settings(pre_s=0.5, post_s=0.5, continuous=True, segment_s=60.0), [(info, packets)], {
+        first: [_started("ev1", first)], first + 1: [_ended("ev1", first + 1)],
+        second - 0.5: [lambda rec: (rec.wait_idle(10), (store.folder / "cam1" / "events").unlink())],
+        second: [_started("ev2", second)], second + 1: [_ended("ev2", second + 1)]})
+    assert store.clip("ev1") is None
+    clip = store.clip("ev2")
+    assert clip is not None and ffprobe(store.resolve(clip.path)).errors == ""
+    segments = store.segments("cam1", BASE_WALL - 1, BASE_WALL + 100)
+    assert segments and ffprobe(store.resolve(segments[-1].path)).errors == ""
+    assert segments[-1].end >= packets[-1].wall_ts - 1.0  # the segment went on to the end of the stream
+
+
+def test_an_unexpected_error_costs_the_open_files_not_the_recorder(tmp_path, stream, monkeypatch):
+    """Whatever a file's writer raises, the recorder thread logs it, finishes its files as far as
+    it can and goes on with the next packet (a dead thread would leave status saying it records)."""
+    from edge_app.record import mp4
+
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    real_write, calls = mp4.Fmp4Writer.write, []
+
+    def failing_once(self, info, packet):
+        calls.append(packet)
+        if len(calls) == 60:
+            raise RuntimeError("a bug in the writer")
+        return real_write(self, info, packet)
+
+    monkeypatch.setattr(mp4.Fmp4Writer, "write", failing_once)
+    recorder, _ = record(store, settings(events=False, continuous=True, segment_s=60.0), [(info, packets)])
+    segments = store.segments("cam1", BASE_WALL - 1, BASE_WALL + 100)
+    assert len(segments) == 2 and all(ffprobe(store.resolve(s.path)).errors == "" for s in segments)
+    assert segments[-1].end >= packets[-1].wall_ts - 1.0
+    assert recorder.status().recording is False  # stopped: nothing open
+
+
 def test_events_of_other_cameras_and_disabled_clips_write_nothing(tmp_path, stream):
     info, packets = stream
     store = RecordingStore(tmp_path / "rec")
