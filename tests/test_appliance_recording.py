@@ -287,3 +287,28 @@ def test_the_recording_service_follows_the_configuration(tmp_path):
     earlier = recording_service(config(False), clips.append, lost.extend)  # earlier recordings: kept, retained
     assert earlier is not None and earlier.statuses() == []
     earlier.close()
+
+
+def test_an_open_event_is_routed_to_its_recorder_after_any_number_of_newer_events(tmp_path, monkeypatch):
+    """The map of events to cameras forgot the oldest entries whether or not their events were
+    still open: a long event's end then never reached its recorder (the clip went on in max_s
+    parts for ever) and its deletion unlinked a file the recorder still wrote."""
+    from edge_app.appliance.recording_service import MAX_EVENTS_KNOWN, recording_service
+    from edge_app.record.recorder import CameraRecorder
+
+    ended, deleted = [], []
+    monkeypatch.setattr(CameraRecorder, "event_ended", lambda self, event_id, end_ts: ended.append(event_id))
+    monkeypatch.setattr(CameraRecorder, "event_deleted", lambda self, event_id: deleted.append(event_id))
+    config = parse_config({**CONFIG, "record": {"dir": str(tmp_path / "rec"), "events": {"enabled": True}}})
+    service = recording_service(config, lambda clip: None, lambda ids: None)
+    try:
+        service.event_started("long", "cam1", NOW)
+        service.event_started("long-deleted", "cam2", NOW)
+        for index in range(MAX_EVENTS_KNOWN + 10):
+            service.event_started(f"short-{index}", "cam1", NOW + index)
+            service.event_ended(f"short-{index}", NOW + index + 1)
+        service.event_ended("long", NOW + 2000)
+        service.event_deleted("long-deleted")
+        assert ended[-1] == "long" and deleted == ["long-deleted"]
+    finally:
+        service.close()

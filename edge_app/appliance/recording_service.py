@@ -25,8 +25,10 @@ from edge_app.record.types import CameraRecordingStatus, ClipInfo, RecordingRead
 
 log = logging.getLogger(__name__)
 
-#: recent events and their cameras: an end or a deletion goes to the recorder writing the clip
+#: recently ended events and their cameras: a deletion goes to the recorder that wrote the clip
 MAX_EVENTS_KNOWN = 1000
+#: open events (started, not ended) are kept until they end; this bound is only against a leak
+MAX_OPEN_EVENTS = 100_000
 
 
 def settings_of(config: AppConfig) -> Dict[str, RecordSettings]:
@@ -48,6 +50,9 @@ class RecordingService:
         self._lock = threading.Lock()
         self._recordings = Recordings(config.record, on_clips_lost=on_clips_removed)
         self._settings: Dict[str, RecordSettings] = {}
+        # an open event stays known however many newer ones come (its end must reach its recorder);
+        # ended ones are remembered for a while for their deletion
+        self._open_events: "OrderedDict[str, str]" = OrderedDict()
         self._event_cameras: "OrderedDict[str, str]" = OrderedDict()
         self.configure(config)
 
@@ -74,30 +79,43 @@ class RecordingService:
         return recorder
 
     # -- events ---------------------------------------------------------------------------------------
-    def _recorder_of(self, event_id: str, forget: bool = False) -> Optional[CameraRecorder]:
+    def _camera_of(self, event_id: str, ended: bool = False, forget: bool = False) -> str:
         with self._lock:
-            camera_id = self._event_cameras.pop(event_id, "") if forget else self._event_cameras.get(event_id, "")
-        return self._recordings.recorder(camera_id) if camera_id else None
+            camera_id = self._open_events.pop(event_id, "") if ended or forget else self._open_events.get(event_id, "")
+            if camera_id and ended:
+                self._remember(self._event_cameras, event_id, camera_id, MAX_EVENTS_KNOWN)
+            if not camera_id:
+                camera_id = self._event_cameras.pop(event_id, "") if forget else self._event_cameras.get(event_id, "")
+        return camera_id
+
+    @staticmethod
+    def _remember(known: "OrderedDict[str, str]", event_id: str, camera_id: str, most: int,
+                  warn: bool = False) -> None:
+        known[event_id] = camera_id
+        while len(known) > most:
+            forgotten, _ = known.popitem(last=False)
+            if warn:
+                log.warning("more than %d open events: event %s is forgotten by recording", most, forgotten)
 
     def event_started(self, event_id: str, camera_id: str, start_ts: float) -> None:
         recorder = self._recordings.recorder(camera_id)
         if recorder is None:
             return
         with self._lock:
-            self._event_cameras[event_id] = camera_id
-            while len(self._event_cameras) > MAX_EVENTS_KNOWN:
-                self._event_cameras.popitem(last=False)
+            self._remember(self._open_events, event_id, camera_id, MAX_OPEN_EVENTS, warn=True)
         recorder.event_started(event_id, camera_id, start_ts)
 
     def event_ended(self, event_id: str, end_ts: float) -> None:
-        recorder = self._recorder_of(event_id)
+        camera_id = self._camera_of(event_id, ended=True)
+        recorder = self._recordings.recorder(camera_id) if camera_id else None
         if recorder is not None:
             recorder.event_ended(event_id, end_ts)
 
     def event_deleted(self, event_id: str) -> None:
         """Its clip goes: through the camera's recorder (which closes the file if it still writes
         it), or straight from the folder for an older event."""
-        recorder = self._recorder_of(event_id, forget=True)
+        camera_id = self._camera_of(event_id, forget=True)
+        recorder = self._recordings.recorder(camera_id) if camera_id else None
         if recorder is not None:
             recorder.event_deleted(event_id)
         else:
