@@ -6,6 +6,10 @@
 * Size: oldest first (clips and segments together) while the recordings exceed ``max_gb`` or the
   file system is fuller than ``max_disk_percent``; a protected segment goes only after its clips.
 * Reserve: below ``reserve_bytes`` free, writing pauses with the reason; it resumes by itself.
+  Retention also deletes oldest first until the reserve and a margin (``RESUME_MARGIN_BYTES``, at
+  most a quarter of the reserve) are free, as a recorder that keeps recording must:
+  otherwise limits that allow a fuller disk than the reserve (99 % of a small card) would keep a
+  pause for ever.
 """
 from __future__ import annotations
 
@@ -16,6 +20,8 @@ from edge_app.record.index import FileRow
 
 DAY_S = 86400.0
 MB = 1024 * 1024
+#: what retention frees beyond the reserve, so that writing resumes and does not pause again at once
+RESUME_MARGIN_BYTES = 64 * MB
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,9 @@ def _excess_bytes(rows: List[FileRow], gone: Set[str], policy: RetentionPolicy, 
     if disk is not None and disk.total > 0:
         allowed_used = disk.total * policy.max_disk_percent / 100.0
         excess = max(excess, int(disk.used - freed - allowed_used))
+        if policy.reserve_bytes > 0:
+            margin = min(RESUME_MARGIN_BYTES, policy.reserve_bytes // 4)  # a small card's reserve is small too
+            excess = max(excess, policy.reserve_bytes + margin - (disk.free + freed))
     return excess
 
 

@@ -24,6 +24,7 @@ def clip(event, start_days_ago, length_s=30.0, size=10, camera="cam1"):
 
 
 POLICY = RetentionPolicy(events_days=30, continuous_days=3, max_disk_percent=80)
+NO_RESERVE = RetentionPolicy(events_days=30, continuous_days=3, max_disk_percent=80, reserve_bytes=0)
 
 
 @pytest.mark.parametrize("rows, policy, disk, writing, expected", [
@@ -43,9 +44,17 @@ POLICY = RetentionPolicy(events_days=30, continuous_days=3, max_disk_percent=80)
     # by size: a protected segment goes only after its clip
     ([seg("a", 2), clip("e1", 2), seg("b", 1)], RetentionPolicy(30, 3, 80, max_bytes=50), None, set(),
      ["cam1/events/e1.mp4", "cam1/a.mp4", "cam1/b.mp4"]),
-    # by disk percent: 900 of 1000 used, 80 % allowed: 100 bytes must go
-    ([seg("a", 2), seg("b", 1)], POLICY, DiskUsage(total=1000, used=900, free=100), set(), ["cam1/a.mp4"]),
-    ([seg("a", 2), seg("b", 1)], POLICY, DiskUsage(total=1000, used=700, free=300), set(), []),
+    # by disk percent: 900 of 1000 used, 80 % allowed: 100 bytes must go (no reserve on this tiny disk)
+    ([seg("a", 2), seg("b", 1)], NO_RESERVE, DiskUsage(total=1000, used=900, free=100), set(), ["cam1/a.mp4"]),
+    ([seg("a", 2), seg("b", 1)], NO_RESERVE, DiskUsage(total=1000, used=700, free=300), set(), []),
+    # the reserve: 400 MB free of 32 GB is within 99 %, but below the 512 MB reserve, where writing
+    # pauses; the oldest go until the reserve and its margin are free, or the pause would never end
+    ([seg("a", 2, size=100 * MB), seg("b", 1, size=100 * MB), seg("c", 0.5, size=100 * MB)],
+     RetentionPolicy(30, 3, 99, reserve_bytes=512 * MB), DiskUsage(32_000 * MB, 31_600 * MB, 400 * MB), set(),
+     ["cam1/a.mp4", "cam1/b.mp4"]),
+    # ... and nothing goes while the reserve and its margin are free
+    ([seg("a", 2, size=100 * MB)], RetentionPolicy(30, 3, 99, reserve_bytes=512 * MB),
+     DiskUsage(32_000 * MB, 31_000 * MB, 1000 * MB), set(), []),
 ])
 def test_plan(rows, policy, disk, writing, expected):
     assert plan_retention(rows, NOW, policy, disk, writing).delete == expected
