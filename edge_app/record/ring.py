@@ -2,7 +2,9 @@
 
 A clip must start at a keyframe, so the ring keeps whole GOPs and drops them from the front only
 while what remains still reaches back ``pre_s``: it holds at most ``pre_s`` plus one GOP. A byte
-limit bounds it too (a camera with a 60 s GOP must not hold a minute of 4K in memory).
+limit bounds it too (a camera with a 60 s GOP must not hold a minute of 4K in memory): GOPs go
+from the front while it is exceeded, the newest too, and then the ring holds nothing until the
+next keyframe (a clip starting then has no pre-roll).
 """
 from __future__ import annotations
 
@@ -74,7 +76,9 @@ class PreRollRing:
         # The front GOP may go when the next one still starts at or before now - pre_s.
         while len(self._gops) > 1 and self._gops[1].start_wall <= now_wall - self.pre_s:
             self._drop_front()
-        while len(self._gops) > 1 and self._bytes > self.max_bytes:
+        while self._gops and self._bytes > self.max_bytes:
+            # the newest GOP too, once it alone is over the bound (keyframes stopped, a long GOP
+            # of a big picture): the ring then waits for the next keyframe
             self._drop_front()
             self.dropped_for_bytes += 1
 

@@ -56,3 +56,18 @@ def test_packets_before_a_connections_first_keyframe_are_not_kept(stream):
     for packet in shifted(packets[3:10], 0, 2.0):
         ring.add(other, packet)
     assert len(ring) == 10
+
+
+def test_a_gop_longer_than_the_byte_bound_is_not_held(stream):
+    """A camera whose keyframes stop (or a 60 s GOP of 4K) must not grow the ring past its bound:
+    the GOP is dropped once it alone exceeds it, and the ring waits for the next keyframe."""
+    info, packets = stream
+    one_gop = [packets[0]] + [p for p in packets[1:] if not p.keyframe]  # keyframes stop after the first
+    budget = sum(len(p.data) for p in one_gop[:40])
+    ring = PreRollRing(60.0, max_bytes=budget)
+    for packet in one_gop:
+        ring.add(info, packet)
+        assert ring.bytes <= budget
+    assert len(ring) == 0 and ring.dropped_for_bytes == 1
+    ring.add(info, packets[30])  # the next keyframe: held again
+    assert len(ring) == 1 and next(iter(ring.since(float("-inf"))))[1].keyframe
