@@ -45,6 +45,12 @@ class _Clip:
     waiting: bool = True  # the recorder has not yet seen packets up to start - pre_s
 
 
+def _length_s(writer: Fmp4Writer, packet: EncodedPacket) -> float:
+    """How long a file is, up to ``packet``: by its video, and by the wall clock where that says more
+    (a gap after a reconnect); a wall clock stepped back still lets the video decide."""
+    return max(writer.duration_s, packet.wall_ts - writer.start_wall)
+
+
 def _key(clip: Optional[_Clip]) -> ClipKey:
     return None if clip is None else (clip.event_id, clip.part)
 
@@ -266,7 +272,7 @@ class CameraRecorder:
             return
         writer = clip.writer
         if writer is not None and packet.keyframe and (
-                packet.wall_ts - writer.start_wall >= self.settings.max_s or not compatible(writer.info, info)):
+                _length_s(writer, packet) >= self.settings.max_s or not compatible(writer.info, info)):
             self._close(writer, clip)  # this part is complete; the next one starts at this keyframe
             writer = clip.writer = None
         if writer is None:
@@ -299,7 +305,7 @@ class CameraRecorder:
             return
         writer = self._segment
         if writer is not None and packet.keyframe and (
-                packet.wall_ts - writer.start_wall >= self.settings.segment_s or not compatible(writer.info, info)):
+                _length_s(writer, packet) >= self.settings.segment_s or not compatible(writer.info, info)):
             self._close_segment()
             writer = None
         if writer is None:

@@ -107,6 +107,23 @@ def test_continuous_segments_start_at_keyframes_and_cover_the_stream(tmp_path, s
     assert store.segments("other", BASE_WALL - 1, BASE_WALL + 100) == []
 
 
+def test_a_wall_clock_stepped_back_does_not_stop_segments_and_parts_from_rotating(tmp_path, stream):
+    """NTP correcting a clock set an hour ahead steps wall time back mid-connection: segments and
+    clip parts still end after segment_s / max_s of video, not once the clock has caught up."""
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    half = len(packets) // 2
+    stepped = packets[:half] + shifted(packets[half:], pts_offset=0, wall_offset_s=-3600.0)
+    start = BASE_WALL + 0.5
+    record(store, settings(pre_s=0.5, post_s=0.0, max_s=3.0, continuous=True, segment_s=3.0), [(info, stepped)],
+           {start: [_started("ev1", start)]})
+    segments = store.segments("cam1", BASE_WALL - 7200, BASE_WALL + 100)
+    parts = store.clips("ev1")
+    for files in (segments, parts):
+        durations = [ffprobe(store.resolve(f.path)).duration_s for f in files]
+        assert len(files) >= 3 and max(durations) <= 3.0 + GOP_S + 1e-6, durations
+
+
 def test_a_deleted_event_loses_its_clip(tmp_path, stream):
     info, packets = stream
     store = RecordingStore(tmp_path / "rec")
