@@ -33,8 +33,9 @@ log = logging.getLogger(__name__)
 EVENTS_FOLDER = "events"
 _CAMERA_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _EVENT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,191}$")
-_SEGMENT_RE = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d{1,4}))?\.mp4$")
-_CLIP_RE = re.compile(r"^(.+?)(?:__p([1-9]\d{0,3}))?\.mp4$")
+# part and same-second numbers have no bound of their own: up to 9 digits are read back
+_SEGMENT_RE = re.compile(r"^(\d{8}T\d{6}Z)(?:-(\d{1,9}))?\.mp4$")
+_CLIP_RE = re.compile(r"^(.+?)(?:__p([1-9]\d{0,8}))?\.mp4$")
 _PART_SEP = "__p"
 
 
@@ -155,17 +156,20 @@ class RecordingStore:
     def delete(self, paths: List[str]) -> int:
         """Delete files (and their rows); returns the bytes freed."""
         freed = 0
+        gone = []
         for path in paths:
             full = self.folder / path
             try:
-                freed += full.stat().st_size
+                size = full.stat().st_size
                 full.unlink()
+                freed += size
             except FileNotFoundError:
                 pass
-            except OSError as err:
+            except OSError as err:  # its row stays: the next pass tries again
                 log.warning("cannot delete %s: %s", full, err)
                 continue
-        self.index.remove(paths)
+            gone.append(path)
+        self.index.remove(gone)
         return freed
 
     def delete_event(self, event_id: str) -> int:

@@ -106,3 +106,35 @@ def test_an_unreadable_index_is_set_aside_and_rebuilt_from_the_files(recorded):
     again.reconcile()
     assert sorted(row.path for row in again.index.all()) == before
     assert list(recorded.folder.glob("index.sqlite3.corrupt-*"))
+
+
+def test_a_clip_part_past_9999_is_still_one_of_its_event(recorded):
+    """Clip parts are numbered without a bound (an event of a day in 10 s parts has 8640); the
+    index rebuilt from the files must still see each as its event's, or retention never deletes it."""
+    first = recorded.clip("ev1")
+    for part in (12, 10_000, 123_456):
+        path = recorded.clip_path("cam1", "ev1", part)
+        os.link(recorded.resolve(first.path), recorded.folder / path)
+    assert recorded.reconcile() == 3
+    assert sorted(c.part for c in recorded.clips("ev1")) == [0, 12, 10_000, 123_456]
+
+
+def test_a_file_that_cannot_be_deleted_keeps_its_row(recorded, monkeypatch):
+    """Retention and event deletion drop a file's row only when the file went: a file left
+    behind (EACCES, EBUSY) stays known, to be deleted at the next pass, not a hidden leftover."""
+    from pathlib import Path
+
+    segments = [s.path for s in recorded.segments("cam1", 0, 2e9)]
+    stuck = recorded.resolve(segments[0])
+    real_unlink = Path.unlink
+
+    def unlink(self, *args, **kwargs):
+        if self == stuck:
+            raise PermissionError(13, "Permission denied")
+        return real_unlink(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "unlink", unlink)
+    recorded.delete(segments[:2])
+    left = [s.path for s in recorded.segments("cam1", 0, 2e9)]
+    assert left == [segments[0]] + segments[2:] and stuck.exists()
+    assert not (recorded.folder / segments[1]).exists()
