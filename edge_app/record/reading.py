@@ -37,12 +37,18 @@ def _start_wall(container, fallback: float) -> float:
     return fallback
 
 
-def read_packets(path: Path, camera_id: str = "", fallback_start: float = 0.0
+def read_packets(path: Path, camera_id: str = "", fallback_start: float = 0.0, *, os_errors: bool = False
                  ) -> Iterator[Tuple[StreamInfo, EncodedPacket]]:
-    """Every complete packet of ``path`` with its wall-clock time; stops quietly at a torn end."""
+    """Every complete packet of ``path`` with its wall-clock time; stops quietly at a torn end.
+
+    A file that cannot be opened yields nothing; with ``os_errors`` an error of the system (EMFILE,
+    EIO, EACCES: the file may be fine) is raised instead, and only a missing file or one whose
+    content is not a recording yields nothing."""
     try:
         container = av.open(str(path))
     except (av.error.FFmpegError, OSError) as err:
+        if os_errors and isinstance(err, OSError) and not isinstance(err, FileNotFoundError):
+            raise
         log.warning("cannot read %s: %s", path, err)
         return
     try:
@@ -76,10 +82,11 @@ def read_packets(path: Path, camera_id: str = "", fallback_start: float = 0.0
 
 
 def probe_span(path: Path, fallback_start: float = 0.0) -> Optional[FileSpan]:
-    """The span of a recorded file by reading its packets (no decoding); None when it holds none."""
+    """The span of a recorded file by reading its packets (no decoding); None when it holds none;
+    OSError when the system cannot open it now (read_packets with ``os_errors``)."""
     start = end = None
     count = 0
-    for info, packet in read_packets(path, fallback_start=fallback_start):
+    for info, packet in read_packets(path, fallback_start=fallback_start, os_errors=True):
         if start is None:
             start = packet.wall_ts
         frame_s = float(packet.duration * info.time_base) if packet.duration else (1 / info.fps if info.fps else 0.0)

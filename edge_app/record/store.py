@@ -234,7 +234,11 @@ class RecordingStore:
                 log.info("%s: %d bytes of an unfinished fragment cut", path, cut)
                 row = replace(row, bytes=row.bytes - cut)
             fallback = _segment_start(path.rsplit("/", 1)[-1]) or 0.0
-            span = probe_span(self.folder / path, fallback_start=fallback)
+            try:
+                span = probe_span(self.folder / path, fallback_start=fallback)
+            except OSError as err:  # EMFILE, EIO, EACCES: not a file without frames; the next start looks again
+                log.warning("%s cannot be read now (%s): kept", path, err)
+                continue
             if span is None:
                 log.warning("%s holds no complete frame: deleted", path)
                 self.delete([path])

@@ -138,3 +138,34 @@ def test_a_file_that_cannot_be_deleted_keeps_its_row(recorded, monkeypatch):
     left = [s.path for s in recorded.segments("cam1", 0, 2e9)]
     assert left == [segments[0]] + segments[2:] and stuck.exists()
     assert not (recorded.folder / segments[1]).exists()
+
+
+def test_a_file_that_cannot_be_read_at_start_is_kept_not_deleted(recorded, monkeypatch):
+    """Reconcile deletes a file that holds no complete frame (a crash right after it was made).
+    A file it cannot read just now (EMFILE, EIO, EACCES) is not such a file: it stays, and is
+    indexed once it can be read."""
+    import errno
+
+    from edge_app.record import reading
+
+    victim = recorded.segments("cam1", 0, 2e9)[1].path
+    os.remove(recorded.folder / "index.sqlite3")
+    for extra in ("index.sqlite3-wal", "index.sqlite3-shm"):
+        if (recorded.folder / extra).exists():
+            os.remove(recorded.folder / extra)
+    recorded.close()
+    real_open = reading.av.open
+
+    def open_(path, *args, **kwargs):
+        if str(path).endswith(victim):
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(reading.av, "open", open_)
+    again = RecordingStore(recorded.folder)
+    again.reconcile()
+    assert (recorded.folder / victim).is_file()
+    assert victim not in {s.path for s in again.segments("cam1", 0, 2e9)}
+    monkeypatch.setattr(reading.av, "open", real_open)
+    again.reconcile()
+    assert victim in {s.path for s in again.segments("cam1", 0, 2e9)}
