@@ -1,6 +1,7 @@
 """The files of one camera's recorder and what the index and the on_clip listener hear of them."""
 from __future__ import annotations
 
+import errno
 import logging
 import sqlite3
 import threading
@@ -50,27 +51,63 @@ class CameraFiles:
             self._bytes_done += writer.bytes
         end = None
         if writer.failed:
-            span = probe_span(writer.path, fallback_start=writer.start_wall)
-            if span is None:
-                self.guard(lambda: self.store.delete([self.relative(writer)]))
-                self.store.forget_writing(self.relative(writer))
-                return failure
-            end = span.end
+            try:
+                span = probe_span(writer.path, fallback_start=writer.start_wall)
+            except OSError as err:  # cannot be read back now: kept, with the end the writer knows
+                log.warning("%s cannot be read back (%s): kept as written", writer.path, err)
+            else:
+                if span is None:
+                    self.guard(lambda: self.store.delete([self.relative(writer)]))
+                    self.store.forget_writing(self.relative(writer))
+                    return failure
+                end = span.end
         self.index(writer, key, "finished", end)
         return failure
 
+    def start(self, writer: Fmp4Writer, key: ClipKey) -> Optional[WriteError]:
+        """Index a file just opened; when the index cannot take it (a full disk fails the index
+        too) the file is removed, since nothing but a restart would find it to delete it, and
+        the error is returned for the recorder to pause on as on a failed write."""
+        row = self._row(writer, key, "started")
+        try:
+            self.store.started(row)
+        except sqlite3.Error as err:
+            failure = WriteError(errno.ENOSPC if "full" in str(err).lower() else errno.EIO,
+                                 f"the recording index cannot take {row.path}: {err}")
+            self._remove(writer)
+            return failure
+        self._tell(key, row)
+        return None
+
     def index(self, writer: Fmp4Writer, key: ClipKey, stage: str, end: Optional[float] = None) -> None:
-        """Tell the index (and the on_clip listener) that a file was started, grew or finished."""
+        """Tell the index (and the on_clip listener) that a file grew or finished."""
+        row = self._row(writer, key, stage, end)
+        self.guard(lambda: getattr(self.store, stage)(row))
+        self._tell(key, row)
+
+    def _row(self, writer: Fmp4Writer, key: ClipKey, stage: str, end: Optional[float] = None) -> FileRow:
         end = writer.start_wall + writer.duration_s if end is None else end
         event_id, part = key if key is not None else (None, 0)
-        row = FileRow(self.relative(writer), "segment" if key is None else "clip", self.camera_id, event_id, part,
-                      writer.start_wall, end, writer.bytes, stage == "finished")
-        self.guard(lambda: getattr(self.store, stage)(row))
+        return FileRow(self.relative(writer), "segment" if key is None else "clip", self.camera_id, event_id, part,
+                       writer.start_wall, end, writer.bytes, stage == "finished")
+
+    def _tell(self, key: ClipKey, row: FileRow) -> None:
         if key is not None and self._on_clip is not None:
             try:
                 self._on_clip(row_to_clip(row))
             except Exception:  # a listener's bug must not stop recording
                 log.exception("on_clip listener failed for %s", row.path)
+
+    def _remove(self, writer: Fmp4Writer) -> None:
+        try:
+            writer.close()
+        except WriteError:
+            pass
+        self.store.forget_writing(self.relative(writer))
+        try:
+            writer.path.unlink()
+        except OSError as err:
+            log.warning("cannot remove %s: %s", writer.path, err)
 
     def guard(self, action: Callable[[], object]) -> None:
         try:

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Iterable, List, Optional
 
 INDEX_NAME = "index.sqlite3"
+#: pages (4 kB) of write-ahead log between checkpoints, and what the log is cut back to after one
+WAL_CHECKPOINT_PAGES = 100
+WAL_LIMIT_BYTES = 256 * 1024
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -60,6 +63,10 @@ class RecordingIndex:
         self._db = sqlite3.connect(str(Path(folder) / INDEX_NAME), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # the index shares the recordings' disk, which runs full by design: its log is checkpointed
+        # every ~400 kB and cut back to WAL_LIMIT_BYTES, instead of staying at its largest (4 MB+)
+        self._db.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
+        self._db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
         self._db.executescript(_SCHEMA)
 
     def close(self) -> None:

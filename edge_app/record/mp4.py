@@ -236,8 +236,11 @@ class Fmp4Writer:
             self.failed = True
             raise WriteError(getattr(err, "errno", 0) or 0, f"closing {self.path}: {err}") from err
         finally:
-            if self.failed:
-                trim_torn_tail(self.path)  # what a failed write left half done would not play
+            # what a failed write left half done would not play; FFmpeg does not always report a
+            # write that a full disk refused while it closes, so every closed file is checked
+            if trim_torn_tail(self.path) > 0:
+                self.failed = True
+                log.warning("%s: its last fragment was not written whole (a full disk?): cut back", self.path)
 
     def _abandon(self) -> None:
         try:

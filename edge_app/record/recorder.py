@@ -286,9 +286,9 @@ class CameraRecorder:
                 self._clips.pop(clip.event_id, None)
                 return
             writer = clip.writer = self._open(path, info, packet)
-            if writer is None:
+            if writer is None or not self._started(writer, _key(clip)):
+                clip.writer = None
                 return
-            self._files.index(writer, _key(clip), "started")
         if self._write(writer, info, packet) and packet.keyframe:
             self._files.index(writer, _key(clip), "progressed")
 
@@ -313,9 +313,9 @@ class CameraRecorder:
                 return
             path = self.store.segment_path(self.camera_id, packet.wall_ts)
             writer = self._segment = self._open(path, info, packet)
-            if writer is None:
+            if writer is None or not self._started(writer, None):
+                self._segment = None
                 return
-            self._files.index(writer, None, "started")
         if self._write(writer, info, packet) and packet.keyframe:
             self._files.index(writer, None, "progressed")
 
@@ -335,6 +335,12 @@ class CameraRecorder:
             with self._lock:
                 self._unavailable = f"recording unavailable: {err}"
         return None
+
+    def _started(self, writer: Fmp4Writer, key) -> bool:
+        failure = self._files.start(writer, key)
+        if failure is not None:  # the file is gone: nothing could find it to delete it
+            self._write_failed(failure)
+        return failure is None
 
     def _write(self, writer: Fmp4Writer, info: StreamInfo, packet: EncodedPacket) -> bool:
         try:
