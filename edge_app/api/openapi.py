@@ -120,6 +120,13 @@ def _report_schemas() -> Dict[str, Schema]:
         "type": ["integer", "array", "null"], "description": "[height, width] once loaded, else the configured side"}
     schemas["PipelineReport"]["properties"]["stalled"]["description"] = (
         "work waited too long for a completed batch; /readyz answers 503")
+    model = schemas["ModelStatusReport"]["properties"]
+    model["artifact"]["description"] = ("The fleet artifact and version that run (in a rollout the old one until "
+                                        "the new one is loaded); null: a local file runs (path), or none yet")
+    model["fallback"]["description"] = "Set while the model names a fleet artifact but runs path (not fetched at start)"
+    model["engine_build"]["description"] = "This model's latest TensorRT engine build"
+    schema["properties"]["engine_build"]["description"] = ("One of models[].engine_build: the build started last among "
+                                                           "those still building, else the build started last")
     return schemas
 
 

@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from edge_app.appliance.analysis import AnalysisHub
+from edge_app.appliance.engine_builds import EngineBuilds
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
 from edge_app.config.schema import AppConfig, ModelConfig
@@ -94,7 +95,7 @@ class Appliance:
         self._motion = MotionGating(self._has_objects, lambda cid, motion: self._publisher.publish_motion(cid, motion))
         # The cameras whose frames go through the model: enabled with their detect switch on.
         self._detecting: Dict[str, CameraWorker] = {}
-        self._build_status = None
+        self._builds = EngineBuilds()  # each model's TensorRT engine build, for status
         # Set once the appliance is stopping: cancels a model load or engine build in progress.
         self._cancel = threading.Event()
         self._lifecycle_lock = threading.Lock()
@@ -108,7 +109,7 @@ class Appliance:
                                 changes=lambda: self._changes, stopping=self._cancel, swapped=self._model_swapped)
         self._reads = ApplianceReads(
             self._running, results=self._results, pipeline=self._models, analysis=self._analysis,
-            event_store=event_store, health=self._health, recording=self._recording,
+            event_store=event_store, health=self._health, recording=self._recording, builds=self._builds,
             stall_after_s=pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s)
 
     @property
@@ -121,8 +122,7 @@ class Appliance:
         first = next(iter(self._config.model_configs()))
         return RunningParts(config=self._config, detector=detectors.get(first), loading=self._models.loading,
                             cameras=self._cameras, detecting=self._detecting, publisher=self._publisher,
-                            model_change=self._models.latest_change(),
-                            build_status=self._build_status, remote_config=self._remote_config_report,
+                            model_change=self._models.latest_change(), remote_config=self._remote_config_report,
                             models=self._models)
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -191,14 +191,12 @@ class Appliance:
             self._event_store.close(timeout_s=max(0.3, min(1.5, deadline - time.monotonic() - 1.0)))
         self._publisher.stop(timeout_s=max(0.5, deadline - time.monotonic()))
 
-    def _load_detector(self, model: ModelConfig, cancel: threading.Event) -> Detector:
+    def _load_detector(self, name: str, model: ModelConfig, cancel: threading.Event) -> Detector:
+        """Load the model called ``name`` (on its own load thread: several may load at once)."""
         options = {}
         if choose_backend(model) == "tensorrt":
-            # Building an engine takes minutes on a Jetson: /api/v1/status shows its progress.
-            from edge_app.detect.tensorrt.progress import BuildStatus
-
-            self._build_status = BuildStatus()
-            options["progress"] = self._build_status
+            # Building an engine takes minutes on a Jetson: /api/v1/status shows its progress, per model.
+            options["progress"] = self._builds.start(name)
             options["cancel"] = cancel
         detector = self._detector_factory(model, **options)
         log.info("model %s loaded with %s (input %s, max batch %d)", model.path, detector.backend_name,
@@ -306,6 +304,10 @@ class Appliance:
             # "model" as ever for the single model; "models.<name>" for one of several.
             applying = ["model" if new_config.model_location(name) == "model" else f"models.{name}" for name in loading]
             return ApplyResult(new_config, plan.restart_required, applying)
+
+    def reload_model(self, name: str, model: ModelConfig) -> bool:
+        """Load a model again if it still runs ``model`` (``ModelSet.reload``): a fleet model that fell back."""
+        return self._models.reload(name, model)
 
     def _model_swapped(self, name: str) -> None:
         self._reconfigure_pipeline()

@@ -201,6 +201,17 @@ class ModelSwaps:
             log.error("model %s (%s) cannot run (%s); loading it again", self.name, model.path, failure)
             self.begin(config)
 
+    def reload(self, model: ModelConfig) -> None:
+        """Load ``model`` again, as a change, if it is still this model's section and no change is under
+        way (which loads the newest section anyway): a fleet model that runs its ``path`` because its
+        version could not be fetched at start, once the fleet service answers."""
+        with self._apply_lock:
+            config = self._config()
+            if self._cancel.is_set() or self.pending() is not None or self._section(config) != model:
+                return
+            log.info("model %s: loading %s again", self.name, model.path)
+            self.begin(config)
+
     def _install_detector(self, change: ModelChange, detector: Detector) -> bool:
         with self._apply_lock:
             if change is not self.change or change.cancelled or self._cancel.is_set():

@@ -16,10 +16,10 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence
 
-from edge_app.appliance.model_change import Loader, ModelSwaps
+from edge_app.appliance.model_change import ModelSwaps
 from edge_app.capture.camera import CameraWorker
 from edge_app.config.model_names import DEFAULT_MODEL
-from edge_app.config.schema import AppConfig
+from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config_change.plan import model_reload_needed
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.pipeline.health import PipelineActivity
@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from edge_app.config_change.changes import ConfigChanges
 
 log = logging.getLogger(__name__)
+
+#: load(name, model, cancel) -> Detector: ``model_change.Loader`` told which model it loads (for its build progress)
+NamedLoader = Callable[[str, ModelConfig, threading.Event], Detector]
 
 #: how long a removed model's pipeline may take to finish its batch before its detector is closed
 REMOVE_TIMEOUT_S = 10.0
@@ -53,7 +56,7 @@ class _ModelSink:
 class ModelUnit:
     """One model: its detector and background changes, and the pipeline over its cameras."""
 
-    def __init__(self, name: str, config: AppConfig, *, lock: threading.RLock, load: Loader, results: ResultStore,
+    def __init__(self, name: str, config: AppConfig, *, lock: threading.RLock, load: NamedLoader, results: ResultStore,
                  config_getter: Callable[[], AppConfig], changes: Callable[[], Optional["ConfigChanges"]],
                  stopping: threading.Event, swapped: Callable[[str], None]) -> None:
         model = config.model_configs()[name]
@@ -69,8 +72,12 @@ class ModelUnit:
             # The single model keeps the thread names it always had.
             name="pipeline" if name == DEFAULT_MODEL else f"pipeline:{name}",
         )
-        self.swaps = ModelSwaps(lock, load, self.pipeline, config=config_getter, changes=changes, stopping=stopping,
-                                swapped=lambda: swapped(name), name=name)
+
+        def load_this(section: ModelConfig, cancel: threading.Event) -> Detector:
+            return load(name, section, cancel)  # the load knows its model: the build progress is this model's
+
+        self.swaps = ModelSwaps(lock, load_this, self.pipeline, config=config_getter, changes=changes,
+                                stopping=stopping, swapped=lambda: swapped(name), name=name)
 
     @property
     def detector(self) -> Optional[Detector]:
@@ -92,6 +99,10 @@ class ModelUnit:
     def activate(self) -> None:
         self._active = True
 
+    @property
+    def active(self) -> bool:
+        return self._active
+
     def close(self, timeout_s: float) -> None:
         """Stop the pipeline and close the detector (the model left the configuration, or the appliance stops)."""
         self.swaps.cancel()
@@ -105,7 +116,7 @@ class ModelUnit:
 class ModelSet:
     """Every model by name; see the module's docstring."""
 
-    def __init__(self, lock: threading.RLock, load: Loader, results: ResultStore, *,
+    def __init__(self, lock: threading.RLock, load: NamedLoader, results: ResultStore, *,
                  config: Callable[[], AppConfig], changes: Callable[[], Optional["ConfigChanges"]],
                  stopping: threading.Event, swapped: Callable[[str], None]) -> None:
         self._lock = lock
@@ -144,7 +155,7 @@ class ModelSet:
             unit = self._units.get(name) or self._new_unit(name, config)
             unit.loading = True
             try:
-                detector = self._load(model, self._stopping)
+                detector = self._load(name, model, self._stopping)
             except Exception as exc:
                 if self._stopping.is_set():
                     # Stopped while loading (an engine build cancelled): as ever, the load's own error.
@@ -221,6 +232,21 @@ class ModelSet:
             if name in reloaded or unit.swaps.pending() is None:
                 unit.swaps.retune(new)
         return loading
+
+    def reload(self, name: str, model: ModelConfig) -> bool:
+        """Load the model called ``name`` again if its section is still ``model`` (``ModelSwaps.reload``).
+
+        False only while the appliance is still starting (its cameras and pipelines are wired
+        without the apply lock, so no change may swap a model in yet): ask again later. True
+        when a change began or is under way, or when nothing is left to do (the appliance stops,
+        the model left the configuration)."""
+        unit = self._units.get(name)
+        if unit is None or self._stopping.is_set():
+            return True
+        if not unit.active:
+            return False
+        unit.swaps.reload(model)
+        return True
 
     def tick(self, now_s: float) -> None:
         """A model that can run no batch, or that never loaded, is loaded again (rate-limited)."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 
 from edge_app.appliance.analysis import AnalysisHub
+from edge_app.appliance.engine_builds import EngineBuilds
 from edge_app.appliance.recording import RecordingHub
 from edge_app.appliance.report_builders import camera_report, model_report, model_status_report, pipeline_report
 from edge_app.capture.camera import CameraWorker
@@ -34,7 +35,6 @@ from edge_app.version import __version__
 
 if TYPE_CHECKING:
     from edge_app.appliance.model_set import ModelSet
-    from edge_app.detect.tensorrt.progress import BuildStatus
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,6 @@ class RunningParts:
     detecting: Mapping[str, CameraWorker]  # those whose frames go through the model
     publisher: MqttPublisher
     model_change: Optional[ModelChangeReport]
-    build_status: Optional["BuildStatus"]  # a TensorRT engine build's progress
     remote_config: Optional[Callable[[], RemoteConfigReport]]  # the fleet agent's, if any
     models: Optional["ModelSet"] = None  # every model with its detector and pipeline
 
@@ -67,8 +66,10 @@ class ApplianceReads:
 
     def __init__(self, running: Callable[[], RunningParts], *, results: ResultStore, pipeline: "PipelineLike",
                  analysis: AnalysisHub, event_store: Optional[EventStore], health: HealthSampler,
-                 stall_after_s: float, recording: Optional[RecordingHub] = None):
+                 stall_after_s: float, recording: Optional[RecordingHub] = None,
+                 builds: Optional[EngineBuilds] = None):
         self._running = running
+        self._builds = builds if builds is not None else EngineBuilds()  # each model's TensorRT engine build
         self._results = results
         self._pipeline = pipeline
         self._analysis = analysis
@@ -106,7 +107,7 @@ class ApplianceReads:
             mqtt=MqttReport(**running.publisher.stats()),
             cameras=self.cameras(),
             pipeline=pipeline_report(self._results.pipeline_figures(), self._pipeline.errors, self.pipeline_health()),
-            engine_build=self.engine_build(),
+            engine_build=self._builds.latest(running.config.model_configs()),
             model_change=running.model_change,
             events=self._event_store.health() if self._event_store is not None else None,
             health=self._health.latest(),
@@ -122,7 +123,7 @@ class ApplianceReads:
             unit = running.models.unit(name) if running.models is not None else None
             cameras = [cam.id for cam in running.config.cameras if cam.model == name]
             fps, latency = self._results.model_figures(name)
-            reports.append(model_status_report(name, model, unit, cameras, fps, latency))
+            reports.append(model_status_report(name, model, unit, cameras, fps, latency, self._builds.report(name)))
         return reports
 
     def pipeline_health(self) -> PipelineHealth:
@@ -133,9 +134,8 @@ class ApplianceReads:
         return self._running().publisher.link_health()
 
     def engine_build(self) -> Optional[Dict[str, Any]]:
-        """The TensorRT engine build's latest progress report, or None."""
-        build_status = self._running().build_status
-        return build_status.snapshot() if build_status is not None else None
+        """``status.engine_build``: one model's latest engine build progress (``EngineBuilds.latest``), or None."""
+        return self._builds.latest(self._running().config.model_configs())
 
     def stats_payload(self) -> Dict[str, Any]:
         return stats_payload_for(self.status())

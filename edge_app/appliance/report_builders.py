@@ -5,7 +5,7 @@ Pure functions: the appliance gathers the figures, these decide what each report
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple
 
 from edge_app.capture.state import StreamState
 from edge_app.config.schema import ModelConfig
@@ -15,7 +15,8 @@ from edge_app.pipeline.health import PipelineHealth
 from edge_app.pipeline.results import CameraFigures, PipelineFigures
 from edge_app.config.redact import mask_secrets
 from edge_app.record.types import CameraRecordingStatus
-from edge_app.reporting.protocol import CameraReport, LatencyReport, ModelReport, ModelStatusReport, PipelineReport
+from edge_app.reporting.protocol import (ArtifactReport, CameraReport, EngineBuildReport, LatencyReport, ModelReport,
+                                         ModelStatusReport, PipelineReport)
 
 if TYPE_CHECKING:
     from edge_app.appliance.model_set import ModelUnit
@@ -51,8 +52,27 @@ def model_report(model: ModelConfig, detector: Optional[Detector]) -> ModelRepor
                        precision=detector.describe().get("precision", model.precision), max_batch=detector.max_batch)
 
 
+def running_artifact(loaded_from: Optional[ModelConfig],
+                     detector: Optional[Detector]) -> Tuple[Optional[ArtifactReport], Optional[str]]:
+    """(artifact, fallback) of a model whose ``detector`` was loaded from the section ``loaded_from``.
+
+    A fleet model's detector runs its staged files, or, when the fetch failed at start, the local
+    ``path`` (``edge_app.fleet_agent.artifacts_models``): the file the detector loaded tells which.
+    The section's artifact is the version that was loaded, not the one a rollout now asks for.
+    """
+    artifact = loaded_from.artifact if loaded_from is not None else None
+    loaded_path = detector.model_path if detector is not None else None
+    if artifact is None or loaded_path is None:
+        return None, None
+    if loaded_path != loaded_from.path:
+        return ArtifactReport(name=artifact.name, version=artifact.version), None
+    return None, (f"fleet model {artifact.name} version {artifact.version} is not running: it could not be fetched "
+                  f"at start, so the local path {mask_secrets(loaded_path)} runs instead")
+
+
 def model_status_report(name: str, model: ModelConfig, unit: Optional["ModelUnit"], cameras: List[str],
-                        fps: float, latency: LatencyReport) -> ModelStatusReport:
+                        fps: float, latency: LatencyReport,
+                        engine_build: Optional[EngineBuildReport] = None) -> ModelStatusReport:
     """One model of ``models``: "running" with a detector that can run batches, "loading" while its
     first load is under way, else "failed" with the reason (the other models run on)."""
     detector = unit.detector if unit is not None else None
@@ -65,12 +85,14 @@ def model_status_report(name: str, model: ModelConfig, unit: Optional["ModelUnit
     else:
         state = "failed"
     base = model_report(model, detector)
+    artifact, fallback = running_artifact(unit.swaps.detector_model if unit is not None else None, detector)
     return ModelStatusReport(
         name=name, state=state, backend=detector.backend_name if detector is not None else None,
         path=mask_secrets(model.path), input_size=base.input_size, precision=base.precision,
         max_batch=base.max_batch, cameras=cameras,
         batches_per_s=unit.pipeline.batches_per_s() if unit is not None else 0.0,
         fps=fps, latency_ms=latency, error=failure if state == "failed" else None, change=change,
+        artifact=artifact, fallback=fallback, engine_build=engine_build,
     )
 
 

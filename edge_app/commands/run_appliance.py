@@ -59,9 +59,11 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     from edge_app.fleet_agent.artifacts_models import FleetModels
     from edge_app.fleet_agent.artifacts_state import ModelsState
 
-    # Models from the fleet service (model.artifact) are fetched, verified and staged by the factory.
+    # Models from the fleet service (model.artifact) are fetched, verified and staged by the factory;
+    # one that fell back to its path at start is loaded again by the appliance once it can be fetched.
     models_state = ModelsState()
-    fleet_models = FleetModels(create_detector, lambda: appliance.current_config(), models_state)
+    fleet_models = FleetModels(create_detector, lambda: appliance.current_config(), models_state,
+                               reload=lambda name, model: appliance.reload_model(name, model))
     appliance = Appliance(config, event_store=store, detector_factory=fleet_models, recorder_factory=recording_service)
     server: Optional[ApiServer] = None
     # One change path for the API, the fleet's R/config/desired, the detect switch and model

@@ -1,6 +1,8 @@
 """``edge-app selftest``: what a Jetson owner runs to check the device end to end.
 
-It reports the video decoders the device has (and decodes a test clip with one of them), the
+It first names each model with how it would run here, the cameras that name it and, for a model
+from the fleet service, its artifact and version (``selftest_models``). It reports the video
+decoders the device has (and decodes a test clip with one of them), the
 TensorRT, CUDA and driver versions and the GPU, builds a small engine from the
 configured model, runs sample images through TensorRT and through ONNX Runtime and compares the
 detections, and checks the GPU letterbox against the CPU one. Given a configuration, it also
@@ -25,10 +27,11 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO, Union
 import numpy as np
 
 from edge_app.commands.demo_clip import IMAGE_SUFFIXES
+from edge_app.commands.selftest_models import describe_model
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.cuda.mps import mps_status
 from edge_app.detect.base import Detector, DetectorError
-from edge_app.detect.factory import TENSORRT, choose_backend
+from edge_app.detect.factory import TENSORRT
 from edge_app.detect.image_io import ImageReadError, load_image
 from edge_app.detect.model_metadata import is_engine_file
 from edge_app.detect.nms import box_iou
@@ -56,17 +59,6 @@ def nvidia_gpu_present(dev_dir: Path = Path("/dev")) -> bool:
 
 def _needs_tensorrt(model: ModelConfig) -> bool:
     return model.backend == TENSORRT or is_engine_file(model.path)
-
-
-def _what_runs(model: ModelConfig, gpu: bool) -> str:
-    """The backend and precision this machine would run ``model`` with (precision is TensorRT's only)."""
-    try:
-        backend = choose_backend(model)
-    except DetectorError:
-        return f"backend {model.backend}, which cannot run here"
-    if backend == TENSORRT:
-        return f"TensorRT, precision {model.precision}"
-    return f"ONNX Runtime{'' if gpu else ' on the CPU'}, precision as exported"
 
 
 @dataclass
@@ -364,7 +356,7 @@ def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os
     gpu = nvidia_gpu_present()
     for name, model in models.items():
         named = f"{name} " if len(models) > 1 else ""
-        print(f"edge-app selftest: model {named}{model.path}, {_what_runs(model, gpu)}", flush=True)
+        print(f"edge-app selftest: model {named}{describe_model(config_or_model_path, name, model, gpu)}", flush=True)
     samples = _sample_images(next(iter(models.values())), images)
     check_broker(report, config_or_model_path)
     check_decoders(report, decoder)

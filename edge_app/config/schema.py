@@ -268,6 +268,20 @@ class FleetConfig(_Strict):
         description=f"This device's bearer token on the fleet service (at least {MIN_TOKEN_CHARS} characters)")
     ca_certs: Optional[str] = Field(None, title="Fleet CA certificates",
                                     description="PEM file of a private CA that signed the fleet service's certificate")
+    # Bounded both ways: a device booted during an outage must not hammer the service, nor wait for hours.
+    fallback_retry_s: float = Field(
+        30, title="Fetch again after (s)", ge=1, le=3600, allow_inf_nan=False,
+        description="A model that runs its path because its fleet version could not be fetched at start asks the "
+                    "fleet service again after this long, then after twice as long each time")
+    fallback_retry_max_s: float = Field(
+        600, title="Fetch again at most every (s)", ge=1, le=86400, allow_inf_nan=False,
+        description="The longest wait between two such attempts (at least fallback_retry_s)")
+
+    @model_validator(mode="after")
+    def _retry_order(self) -> "FleetConfig":
+        if self.fallback_retry_max_s < self.fallback_retry_s:
+            raise ValueError("fleet.fallback_retry_max_s must be at least fleet.fallback_retry_s")
+        return self
 
     @field_validator("url")
     @classmethod

@@ -37,6 +37,9 @@ class Detector(ABC):
         if cls.backend_name:
             Detector._backends[cls.backend_name] = cls
 
+    #: the model file loaded; for a fleet model, its staged copy or the local path it fell back to
+    #: (status tells them apart by it); None where a backend does not say
+    model_path: Optional[str] = None
     #: (height, width) of the model input
     input_hw: tuple = (640, 640)
     max_batch: int = 1

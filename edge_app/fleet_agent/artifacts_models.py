@@ -15,14 +15,16 @@ to ``models_state`` and the log.
 
 While the fleet service cannot be reached the fetch is tried again (a cut download resumes),
 until it succeeds, the configuration asks for another version, or the appliance stops. At
-start, with that model not running yet, a fetch that fails once falls back to its ``path``.
+start, with that model not running yet, a fetch that fails once falls back to its ``path``; when
+the service could not be reached, ``artifacts_refetch`` asks it again later and, once it
+answers, has the appliance load the model again (``reload``), through this factory.
 """
 from __future__ import annotations
 
 import logging
 import threading
 from pathlib import Path
-from typing import Any, Callable, Optional, Set
+from typing import Any, Callable, Dict, Optional, Set
 
 from edge_app.config.schema import AppConfig, ArtifactConfig, ModelConfig
 from edge_app.detect.base import Detector, DetectorError
@@ -30,6 +32,7 @@ from edge_app.detect.tensorrt.cache import EngineKey, read_sidecar
 from edge_app.detect.tensorrt.onnx_info import file_sha256
 from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
 from edge_app.fleet_agent.artifacts_manifest import ManifestError, engine_for
+from edge_app.fleet_agent.artifacts_refetch import Refetch, Reload
 from edge_app.fleet_agent.artifacts_stage import ENGINE_FILE, StagedModel, Stager
 from edge_app.fleet_agent.artifacts_state import ModelsState
 
@@ -39,11 +42,28 @@ RETRY_FIRST_S = 2.0
 RETRY_MAX_S = 60.0
 
 
+
+#: a TensorRT engine is about the size of its network's weights at its precision: rarely more than
+#: 2-3x its ONNX file (FP32 weights). A prebuilt engine is read whole into memory to be
+#: deserialised, so one far larger than its model is refused (built here instead), whoever offered it.
+PREBUILT_MAX_TIMES_ONNX = 8
+PREBUILT_MIN_LIMIT_BYTES = 256 * 1024 * 1024
+
+
+def prebuilt_too_large(engine_bytes: int, onnx_bytes: int) -> Optional[str]:
+    """Why a prebuilt engine of ``engine_bytes`` is not fetched for a model of ``onnx_bytes``; None: it may be."""
+    limit = max(PREBUILT_MIN_LIMIT_BYTES, PREBUILT_MAX_TIMES_ONNX * onnx_bytes)
+    if engine_bytes <= limit:
+        return None
+    return (f"the fleet's engine for this device is {engine_bytes // (1024 * 1024)} MB, more than this device takes "
+            f"for a model of {onnx_bytes // (1024 * 1024)} MB ({limit // (1024 * 1024)} MB); building one here")
+
 class FleetModels:
     """``create_detector`` with ``model.artifact`` resolved through the fleet service."""
 
     def __init__(self, create: Callable[..., Detector], config: Callable[[], AppConfig], state: ModelsState,
-                 stager: Optional[Stager] = None, retry_first_s: float = RETRY_FIRST_S) -> None:
+                 stager: Optional[Stager] = None, retry_first_s: float = RETRY_FIRST_S,
+                 reload: Optional[Reload] = None) -> None:
         self._create = create
         self._config = config
         self.state = state
@@ -52,10 +72,18 @@ class FleetModels:
         # fleet model names whose first fetch was tried: only that one may fall back to model.path
         self._started: Set[str] = set()
         self._stop = threading.Event()
+        # reload(model name, section): the appliance loads a model again (None: nothing to reload, no refetch)
+        self._reload = reload
+        self._refetches: Dict[str, Refetch] = {}  # by fleet model name: at most one alive each
+        self._lock = threading.Lock()
 
     def close(self) -> None:
-        """Stop retrying (the appliance stops)."""
+        """Stop retrying (the appliance stops); a refetch waiting for its next attempt ends at once."""
         self._stop.set()
+        with self._lock:
+            refetches = list(self._refetches.values())
+        for refetch in refetches:
+            refetch.cancel()
 
     def __call__(self, model: ModelConfig, **options: Any) -> Detector:
         artifact = model.artifact
@@ -64,13 +92,19 @@ class FleetModels:
         name, version = artifact.name, artifact.version
         first = name not in self._started
         self._started.add(name)
+        if not first:
+            self._cancel_refetch(name)  # this load fetches the version (or another one) itself
         cancel = options.get("cancel") or self._stop
         try:
             staged, client = self._stage(model, cancel, retry=not first)
         except (FleetUnreachable, FleetRefused, ManifestError, OSError) as err:
             reason = str(err)
             if first:
-                self.state.set(name, version, "failed", reason=f"{reason}; running {model.path} until it is fetched")
+                # Only an unreachable service is asked again: a refusal is final (docs/fleet.md).
+                later = isinstance(err, FleetUnreachable)
+                if not (later and self._refetch_later(model, reason)):  # else the refetch reports it
+                    self.state.set(name, version, "failed",
+                                   reason=f"{reason}; running {model.path}" + (" until it is fetched" if later else ""))
                 return self._create(model, **options)
             self.state.set(name, version, "failed", reason=reason)
             raise DetectorError(f"model {name} version {version} could not be fetched: {reason}") from None
@@ -90,6 +124,29 @@ class FleetModels:
             threading.Thread(target=self._offer, args=(client, Path(engine.path)), name=f"fleet:offer:{name}",
                              daemon=True).start()
         return detector
+
+    def _refetch_later(self, model: ModelConfig, reason: str) -> bool:
+        """Ask the fleet service again later for ``model``'s version (``artifacts_refetch``); False when
+        nobody could load it then (no ``reload``), or the appliance stops."""
+        name = model.artifact.name
+        with self._lock:
+            running = self._refetches.get(name)
+            if self._stop.is_set() or self._reload is None:
+                return False
+            if running is None or not running.alive:  # one per model
+                self._refetches[name] = Refetch(model, reason, config=self._config, state=self.state,
+                                                probe=self._probe, reload=self._reload).start()
+            return True
+
+    def _cancel_refetch(self, name: str) -> None:
+        with self._lock:
+            refetch = self._refetches.pop(name, None)
+        if refetch is not None:
+            refetch.cancel()
+
+    def _probe(self, model: ModelConfig) -> None:
+        """Whether the fleet service answers for this version: its manifest, only read (the change verifies it)."""
+        self._stager.client().manifest(model.artifact.name, model.artifact.version)
 
     def _stage(self, model: ModelConfig, cancel: threading.Event, retry: bool):
         delay_s = self._retry_first_s
@@ -136,6 +193,12 @@ class FleetModels:
             reason = f"no prebuilt engine for this device ({'; '.join(reasons)}); building one here"
             log.info("model %s version %s: %s", artifact.name, artifact.version, reason)
             self.state.set(artifact.name, artifact.version, "building", 0.0, reason)
+            return None
+        onnx = staged.manifest.file("onnx")
+        too_large = prebuilt_too_large(engine.bytes, onnx.bytes if onnx is not None else 0)
+        if too_large is not None:  # it would be read whole into memory to deserialise it
+            log.warning("model %s version %s: %s", artifact.name, artifact.version, too_large)
+            self.state.set(artifact.name, artifact.version, "building", 0.0, too_large)
             return None
         dest = staged.dir / ENGINE_FILE
         self.state.set(artifact.name, artifact.version, "downloading", 0.0, "the prebuilt engine for this device")

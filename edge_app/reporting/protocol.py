@@ -140,6 +140,26 @@ class ModelChangeReport:
 
 
 @dataclass(frozen=True)
+class ArtifactReport:
+    """The fleet artifact (docs/fleet.md, "Models and engines over the air") whose staged files a model runs."""
+
+    name: str
+    version: str  # the version that runs: during a rollout, the old one until the new one is loaded
+
+
+@dataclass(frozen=True)
+class EngineBuildReport:
+    """A model's TensorRT engine build, as its latest progress report said (``ModelStatusReport.engine_build``)."""
+
+    model: str  # the ONNX file the engine is built from
+    state: str  # "building", "done" or "failed"
+    phase: str
+    fraction: Optional[float]  # 0..1; None where TensorRT does not say (8.x)
+    percent: Optional[float]
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
 class ModelStatusReport:
     """One model of ``models`` (the single ``model`` is the one named default) and its cameras."""
 
@@ -156,6 +176,10 @@ class ModelStatusReport:
     latency_ms: LatencyReport  # capture to publish, of this model's frames
     error: Optional[str] = None
     change: Optional[ModelChangeReport] = None  # the latest change of this model
+    artifact: Optional[ArtifactReport] = None  # the fleet artifact that runs; None: a local file (path), or none yet
+    # Set while the model names a fleet artifact but runs its local path (the fetch failed at start): says so
+    fallback: Optional[str] = None
+    engine_build: Optional[EngineBuildReport] = None  # this model's latest TensorRT engine build
 
 
 @dataclass(frozen=True)
@@ -206,7 +230,9 @@ class StatusReport:
     mqtt: MqttReport
     cameras: List[CameraReport]
     pipeline: PipelineReport
-    engine_build: Optional[Dict[str, Any]] = None  # the latest TensorRT build progress report
+    # One build of models[].engine_build, kept for the clients of one model: the build started last
+    # among those still building, else the build started last
+    engine_build: Optional[Dict[str, Any]] = None
     model_change: Optional[ModelChangeReport] = None
     events: Optional[StoreHealth] = None  # the event store: on disk, or why not (a full disk, say)
     health: Optional[HealthReport] = None  # the device: temperatures, throttling, power, disk (docs/health.md)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -64,6 +65,7 @@ class InMemoryService:
         self.recording_reader: Optional[RecordingReader] = None  # a test sets a real recording store
         self.recording_report: Optional[RecordingReport] = None  # status.recording, as a test sets it
         self.camera_recording: Dict[str, CameraRecordingStatus] = {}  # cameras[].recording, as a test sets it
+        self.model_status: Dict[str, Dict[str, Any]] = {}  # per model name, fields of models[] as a test sets them
         save_config(config, self._config_path)
 
     # -- test controls -----------------------------------------------------------------------
@@ -113,11 +115,12 @@ class InMemoryService:
                                     last_batch_age_s=health.last_batch_age_s),
             events=self.event_store.health(),
             health=self.health,
-            models=[ModelStatusReport(name=name, state="running", backend="onnxruntime", path=mask_secrets(section.path),
-                                      input_size=section.input_size, precision=section.precision,
-                                      max_batch=section.max_batch,
-                                      cameras=[c.id for c in self._config.cameras if c.model == name],
-                                      batches_per_s=12.0, fps=24.5, latency_ms=LatencyReport(31.0, 80.0))
+            models=[replace(ModelStatusReport(name=name, state="running", backend="onnxruntime",
+                                              path=mask_secrets(section.path), input_size=section.input_size,
+                                              precision=section.precision, max_batch=section.max_batch,
+                                              cameras=[c.id for c in self._config.cameras if c.model == name],
+                                              batches_per_s=12.0, fps=24.5, latency_ms=LatencyReport(31.0, 80.0)),
+                            **self.model_status.get(name, {}))
                     for name, section in self._config.model_configs().items()],
             recording=self.recording_report,
         )

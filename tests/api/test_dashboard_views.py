@@ -11,7 +11,7 @@ import pytest
 
 from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event
-from edge_app.reporting.protocol import CountsReport
+from edge_app.reporting.protocol import ArtifactReport, CountsReport, EngineBuildReport
 from tests.api.conftest import BASE_CONFIG, TOKEN, bus_detections
 from tests.api.dashboard_page import run_dashboard
 
@@ -198,3 +198,30 @@ def test_the_device_card_lists_each_model_with_its_cameras(make_api, model_path,
 def test_one_model_keeps_the_single_model_line(make_api):
     facts = run_dashboard(make_api(), "status_facts")["facts"]
     assert "Model" in facts[::2] and not any(name.startswith("Model ") for name in facts[::2])
+
+
+def test_the_device_card_names_the_fleet_artifact_each_model_runs_and_its_engine_build(make_api, int8_model_path):
+    api = make_api({"models": [{"name": "parcels", "path": str(int8_model_path)}],
+                    "cameras": [{"id": "front", "source": "test://bars"},
+                                {"id": "back", "source": "test://bars", "model": "parcels"}]})
+    fallback = (f"fleet model gate version 1 is not running: it could not be fetched at start, so the local path "
+                f"{int8_model_path} runs instead")
+    api.service.model_status = {
+        "default": {"artifact": ArtifactReport(name="people", version="3"),
+                    "engine_build": EngineBuildReport(model="engines/fleet/people/3/model.onnx", state="building",
+                                                      phase="Building engine", fraction=0.42, percent=42.0,
+                                                      elapsed_s=75.0)},
+        "parcels": {"fallback": fallback}}
+    facts = run_dashboard(api, "status_facts")["facts"]
+    shown = dict(zip(facts[::2], facts[1::2]))
+    assert "fleet people version 3" in shown["Model default"], shown
+    assert "engine build 42.0 % (Building engine)" in shown["Model default"], shown
+    assert fallback in shown["Model parcels"] and "fleet " not in shown["Model parcels"].replace(fallback, ""), shown
+
+
+def test_the_single_model_line_names_its_fleet_artifact(make_api):
+    api = make_api()
+    api.service.model_status = {"default": {"artifact": ArtifactReport(name="people", version="3")}}
+    facts = run_dashboard(api, "status_facts")["facts"]
+    shown = dict(zip(facts[::2], facts[1::2]))
+    assert shown["Model"].endswith(" · fleet people version 3"), shown

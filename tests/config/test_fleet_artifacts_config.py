@@ -81,3 +81,18 @@ def test_remote_configuration_may_not_add_an_artifact():
     plain = {"model": {"path": "models/m.onnx"}, "fleet": {"remote_config": True, "desired_key": "k" * 40}}
     added = merge_patch(plain, {"model": {"artifact": {"name": "gate", "version": "3"}}})
     assert broker_problems(parse_config(plain), parse_config(added))
+
+
+def test_the_fallback_retry_waits_are_bounded_and_not_for_the_broker():
+    fleet = config({"fleet": {"fallback_retry_s": 5, "fallback_retry_max_s": 60}}).fleet
+    assert (fleet.fallback_retry_s, fleet.fallback_retry_max_s) == (5, 60)
+    assert (config().fleet.fallback_retry_s, config().fleet.fallback_retry_max_s) == (30, 600)
+    for patch, words in [({"fallback_retry_s": 0}, "greater than or equal to 1"),
+                         ({"fallback_retry_s": 3601}, "less than or equal to 3600"),
+                         ({"fallback_retry_max_s": 86401}, "less than or equal to 86400"),
+                         ({"fallback_retry_s": 120, "fallback_retry_max_s": 60}, "at least fleet.fallback_retry_s"),
+                         ({"fallback_retry_s": float("nan")}, "finite")]:
+        with pytest.raises(ValidationError, match=words):
+            config({"fleet": patch})
+    assert [p.loc for p in broker_problems(config(), config({"fleet": {"fallback_retry_s": 1}}))] == \
+        ["fleet.fallback_retry_s"]

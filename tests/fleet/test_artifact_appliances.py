@@ -122,7 +122,8 @@ def test_b_starts_with_the_engine_a_built_and_refuses_one_of_another_key(fleet, 
                  and model_state(fleet, "edge-b").get("state") == "running", 120, f"B runs gate 2 ({b.log_tail()})")
         log = b.log_text()
         assert "no prebuilt engine for this device (TensorRT 10.4.0 -> 10.3.0)" in log
-        assert not (b.workdir / "engines" / "fleet" / "gate" / "2" / "fleet.engine").exists()
+        fetched = [f for f in (b.workdir / "engines").rglob("*") if f.is_file() and garbage in f.read_bytes()]
+        assert fetched == []  # the foreign engine's bytes never reached the device
         sidecar = json.loads(next((b.workdir / "engines" / "fleet" / "gate" / "2").glob("*.engine.json")).read_text())
         assert "build" in sidecar and sidecar["key"]["tensorrt_version"] == "10.3.0"
         assert _running(b) == "2"

@@ -1,4 +1,5 @@
-"""The fleet detector factory with several models: each model with an ``artifact`` fetched on its own.
+"""The fleet detector factory with several models: each model with an ``artifact`` fetched on its own,
+and one that fell back to its path at start asked for again until the fleet service answers.
 
 A real ``Stager`` and ``FleetClient`` against a loopback port nobody listens on (the fleet
 service away); the detector made is a marker, since only which section it was made from matters.
@@ -6,10 +7,13 @@ service away); the detector made is a marker, since only which section it was ma
 from __future__ import annotations
 
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from edge_app.config.file import parse_config
 from edge_app.detect.base import DetectorError
 from edge_app.fleet_agent.artifacts_models import FleetModels
+from edge_app.fleet_agent.artifacts_refetch import Refetch, next_retry_s
+from edge_app.fleet_agent.artifacts_stage import Stager, make_client
 from edge_app.fleet_agent.artifacts_state import ModelsState
 from tests.support.net import free_port
 from tests.support.waiting import wait_for
@@ -66,3 +70,122 @@ def test_each_fleet_model_falls_back_once_and_retries_against_its_own_section(tm
     assert made == ["models/general.onnx", "models/plates.onnx"]
     assert state.get("people").version == "1"
 
+
+
+# -- a model that fell back to its path at start is fetched later (artifacts_refetch) -----------------
+
+
+def _retrying(config, first_s: float, max_s: float):
+    return config.model_copy(update={"fleet": config.fleet.model_copy(
+        update={"fallback_retry_s": first_s, "fallback_retry_max_s": max_s})})
+
+
+def _refetch_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("fleet:refetch:")]
+
+
+class _Fleet404(BaseHTTPRequestHandler):
+    """A fleet service that answers, with a refusal: an answer all the same."""
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_wait_doubles_from_the_first_up_to_the_longest():
+    waits, wait_s = [], None
+    for _ in range(8):
+        wait_s = next_retry_s(wait_s, 30, 600)
+        waits.append(wait_s)
+    assert waits == [30, 60, 120, 240, 480, 600, 600, 600]
+    assert next_retry_s(None, 30, 10) == 10
+
+
+def test_a_model_that_fell_back_is_loaded_again_once_the_fleet_answers_and_only_then(tmp_path):
+    current = {"config": _retrying(_config(tmp_path, "1"), 1, 1)}
+    state = ModelsState()
+    reloads, clients = [], []
+    stager = Stager(lambda: current["config"], state,
+                    client_factory=lambda config: clients.append(1) or make_client(config))
+    models = FleetModels(lambda model, **options: model.path, lambda: current["config"], state, stager=stager,
+                         reload=lambda name, model: reloads.append((name, model)) or True)
+    general, plates = current["config"].models
+    server = None
+    try:
+        assert models(general) == "models/general.onnx" and models(plates) == "models/plates.onnx"
+        assert "running models/plates.onnx until it is fetched, trying again in 1 s" in state.get("gate").reason
+        assert sorted(t.name for t in _refetch_threads()) == ["fleet:refetch:gate", "fleet:refetch:people"]
+        wait_for(lambda: len(clients) >= 6, 10, "two more attempts of each model")  # the first: at start
+        assert reloads == []  # nobody answers: nothing is loaded again
+        assert len(_refetch_threads()) == 2
+
+        port = int(current["config"].fleet.url.rsplit(":", 1)[1])
+        server = ThreadingHTTPServer(("127.0.0.1", port), _Fleet404)
+        threading.Thread(target=server.serve_forever, name="test:fleet", daemon=True).start()
+        wait_for(lambda: len(reloads) == 2 and not _refetch_threads(), 10, "both models handed to the appliance")
+        assert sorted(reloads, key=lambda r: r[0]) == [("general", general), ("plates", plates)]
+    finally:
+        models.close()
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+
+def test_a_stop_ends_a_refetch_in_the_middle_of_its_wait(tmp_path):
+    config = _retrying(_config(tmp_path, "1"), 3600, 3600)
+    models = FleetModels(lambda model, **options: model.path, lambda: config, ModelsState(),
+                         reload=lambda name, model: True)
+    models(config.models[0])
+    threads = _refetch_threads()
+    assert [t.name for t in threads] == ["fleet:refetch:people"]
+    models.close()
+    threads[0].join(2)
+    assert not threads[0].is_alive()
+
+
+def test_a_refetch_ends_when_the_section_changes_or_another_load_takes_over(tmp_path):
+    current = {"config": _retrying(_config(tmp_path, "1"), 1, 1)}
+    reloads = []
+    models = FleetModels(lambda model, **options: model.path, lambda: current["config"], ModelsState(),
+                         reload=lambda name, model: reloads.append(name) or True, retry_first_s=0.05)
+    general, plates = current["config"].models
+    models(general)
+    models(plates)
+    # plates: another version rolled out; its refetch sees it at its next attempt and ends.
+    current["config"] = _retrying(_config(tmp_path, "2"), 1, 1)
+    # general: a later load of the same fleet model (here, of the same section) fetches it itself.
+    cancel = threading.Event()
+    loader = threading.Thread(target=lambda: _swallow(lambda: models(general, cancel=cancel)), name="test:load")
+    loader.start()
+    try:
+        wait_for(lambda: not _refetch_threads(), 5, "both refetches to end")
+        assert reloads == []
+    finally:
+        models.close()
+        cancel.set()
+        loader.join(5)
+
+
+def test_a_refetch_asks_again_while_the_appliance_is_still_starting(tmp_path):
+    config = _retrying(_config(tmp_path, "1"), 1, 1)
+    answers = [False, True]  # still starting, then started
+    asked = []
+    refetch = Refetch(config.models[0], "the fleet service cannot be reached", config=lambda: config,
+                      state=ModelsState(), probe=lambda model: None,
+                      reload=lambda name, model: asked.append(name) or answers.pop(0)).start()
+    try:
+        assert refetch.join(10)
+    finally:
+        refetch.cancel()
+    assert asked == ["general", "general"]
+
+
+def _swallow(load):
+    try:
+        load()
+    except DetectorError:
+        pass

@@ -262,3 +262,22 @@ def test_an_engine_offer_answered_with_something_else_than_an_object_is_only_log
     models = FleetModels(lambda model, **options: None, lambda: None, ModelsState())
     models._offer(FleetClient(server.url, "device-token-0123456789", "edge-b"), paths.engine)
     assert "could not offer engine" in caplog.text and words in caplog.text
+
+
+@pytest.mark.parametrize("engine_mb, onnx_mb, fetched", [
+    (10, 12, True),        # YOLOv8n: an FP16 engine is smaller than its FP32 ONNX
+    (256, 1, True),        # a small model never refuses an engine under the floor
+    (257, 1, False),
+    (2000, 260, True),     # a large model's engine may be large
+    (2100, 260, False),
+    (2048, 0, False),      # a manifest without an ONNX size: the floor
+])
+def test_a_prebuilt_engine_far_larger_than_its_model_is_not_fetched(engine_mb, onnx_mb, fetched):
+    """A prebuilt engine is read whole into memory to be deserialised: one offered far larger
+    than its model (by any device allowed to offer engines) is built here instead."""
+    from edge_app.fleet_agent.artifacts_models import prebuilt_too_large
+
+    why = prebuilt_too_large(engine_mb * 1024 * 1024, onnx_mb * 1024 * 1024)
+    assert (why is None) == fetched
+    if why is not None:
+        assert "building one here" in why and f"{engine_mb} MB" in why

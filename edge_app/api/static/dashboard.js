@@ -98,7 +98,8 @@
       ["Version", s.version],
       ["Uptime", fmtUptime(s.uptime_s)],
       ["Backend", s.backend || "–"],
-      ["Model", (model.path || "–") + " (" + (model.precision || "?") + ", " + (model.input_size || "auto") + ")"],
+      ["Model", [(model.path || "–") + " (" + (model.precision || "?") + ", " + (model.input_size || "auto") + ")",
+        ...modelSource((s.models || [])[0] || {})].join(" · ")],
       ["MQTT", (mqtt.connected ? "connected" : "disconnected") + " · published " + (mqtt.published ?? "–") +
         " · queued " + (mqtt.queued ?? "–") + " · dropped " + (mqtt.dropped ?? "–")],
       ["Pipeline", fmtNumber(pipe.fps) + " fps · latency p50 " + fmtNumber(lat.p50) + " ms, p99 " + fmtNumber(lat.p99) + " ms"],
@@ -140,10 +141,23 @@
     return [state, ...unavailable].join(" · ");
   }
 
+  // What runs of a model beyond its path: the fleet artifact and version (or that path runs in its
+  // stead), and its engine build while one is under way.
+  function modelSource(m) {
+    const parts = [];
+    if (m.artifact) parts.push("fleet " + m.artifact.name + " version " + m.artifact.version);
+    else if (m.fallback) parts.push(m.fallback);
+    const build = m.engine_build;
+    if (build && build.state === "building") {
+      parts.push("engine build " + (build.percent == null ? "" : fmtNumber(build.percent) + " % ") + "(" + build.phase + ")");
+    }
+    return parts;
+  }
+
   function modelFact(m) {
     const lat = m.latency_ms || {};
     const state = m.state === "failed" ? "failed: " + (m.error || "?") : (m.state || "?");
-    return state + " · " + (m.backend || "–") + " · " + (m.path || "–") + " · cameras " +
+    return [state, m.backend || "–", m.path || "–", ...modelSource(m)].join(" · ") + " · cameras " +
       ((m.cameras || []).join(", ") || "none") + " · " + fmtNumber(m.fps) + " fps, " + fmtNumber(m.batches_per_s) +
       " batches/s, p50 " + fmtNumber(lat.p50) + " ms";
   }

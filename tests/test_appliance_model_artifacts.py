@@ -1,0 +1,117 @@
+"""Which fleet artifact each model runs, in ``status.models``: the version whose staged files run
+(not the one the configuration asks for while it loads), none for a plain local model, and none,
+said so, for a model that runs its local ``path`` because its fetch failed at start.
+
+The appliance runs for real (ONNX Runtime on the CPU, test:// cameras, MQTT off) with the real
+fleet detector factory; only the fleet service is replaced, by a stager that stages a copy of
+a real model for ``people`` (holding version 3 back until the test lets it through) and finds
+the service away for every other fleet model.
+"""
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from edge_app.appliance.appliance import Appliance
+from edge_app.config.file import ConfigFile, config_to_dict, parse_config, save_config
+from edge_app.config_change.changes import ConfigChanges
+from edge_app.detect.factory import create_detector
+from edge_app.fleet_agent.artifacts_client import FleetUnreachable
+from edge_app.fleet_agent.artifacts_models import FleetModels
+from edge_app.fleet_agent.artifacts_stage import StagedModel, stage_dir
+from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.reporting.protocol import ArtifactReport
+from tests.support.model_files import models_dir  # noqa: F401  (a fixture)
+from tests.support.waiting import wait_for
+
+CAMERA = "test://box?fps=2&width=160&height=120"
+
+
+class _Stager:
+    """Stages ``onnx`` as every version of ``people``; every other fleet model: the service is away."""
+
+    def __init__(self, onnx: Path) -> None:
+        self._onnx = onnx
+        self.held = {"3": threading.Event()}  # versions staged only once the test sets their event
+
+    def stage(self, model, cancel):
+        artifact = model.artifact
+        if artifact.name != "people":
+            raise FleetUnreachable("the fleet service is away")
+        held = self.held.get(artifact.version)
+        if held is not None and not held.wait(30):
+            raise FleetUnreachable("the test never let the version through")
+        folder = stage_dir(model.engine_dir, artifact.name, artifact.version)
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(self._onnx, folder / "model.onnx")
+        return StagedModel(folder, folder / "model.onnx", None, manifest=None), None
+
+
+@pytest.fixture
+def fleet_appliance(tmp_path, models_dir):
+    engines = str(tmp_path / "engines")
+    data = {
+        "device_id": "dev",
+        "cameras": [{"id": "yard", "source": CAMERA, "detect": False},
+                    {"id": "gate", "source": CAMERA, "detect": False, "model": "plates"},
+                    {"id": "door", "source": CAMERA, "detect": False, "model": "local"}],
+        "models": [{"name": "default", "path": str(models_dir / "general.onnx"), "engine_dir": engines,
+                    "artifact": {"name": "people", "version": "2"}},
+                   {"name": "plates", "path": str(models_dir / "int8.onnx"), "engine_dir": engines,
+                    "artifact": {"name": "gate", "version": "1"}},
+                   {"name": "local", "path": str(models_dir / "general.onnx"), "engine_dir": engines}],
+        "mqtt": {"enabled": False},
+        "api": {"enabled": False},
+    }
+    config_path = tmp_path / "config.yaml"
+    save_config(parse_config(data), config_path)
+    stager = _Stager(models_dir / "general.onnx")
+    holder = {}
+    factory = FleetModels(create_detector, lambda: holder["appliance"].current_config(), ModelsState(), stager=stager)
+    appliance = holder["appliance"] = Appliance(parse_config(data), detector_factory=factory)
+    changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(config_path))
+    appliance.use_changes(changes)
+    appliance.start()
+    try:
+        yield appliance, changes, stager
+    finally:
+        for held in stager.held.values():
+            held.set()
+        factory.close()
+        appliance.stop()
+
+
+def _models(appliance):
+    return {m.name: m for m in appliance.status().models}
+
+
+def test_status_names_the_fleet_artifact_each_model_runs(fleet_appliance, models_dir):
+    appliance, changes, stager = fleet_appliance
+    models = _models(appliance)
+    assert [models[name].state for name in ("default", "plates", "local")] == ["running"] * 3
+    assert models["default"].artifact == ArtifactReport(name="people", version="2")
+    assert models["default"].fallback is None
+    assert models["default"].path == str(models_dir / "general.onnx"), "path stays the configured fallback"
+    # The fetch failed at start: the local path runs, and status says so rather than naming the artifact.
+    assert models["plates"].artifact is None
+    assert "gate" in models["plates"].fallback and "version 1" in models["plates"].fallback
+    assert str(models_dir / "int8.onnx") in models["plates"].fallback
+    assert models["local"].artifact is None and models["local"].fallback is None
+    assert appliance.status().to_dict()["models"][0]["artifact"] == {"name": "people", "version": "2"}
+
+    # A rollout to version 3: until it is staged and loaded, version 2 is what runs.
+    def to_version_3(current):
+        data = config_to_dict(current)
+        data["models"][0]["artifact"]["version"] = "3"
+        return data
+
+    changes.write(to_version_3)
+    assert _models(appliance)["default"].change.state == "loading"
+    assert _models(appliance)["default"].artifact == ArtifactReport(name="people", version="2")
+    stager.held["3"].set()
+    wait_for(lambda: _models(appliance)["default"].artifact == ArtifactReport(name="people", version="3"), 60,
+             "version 3 to run")
+    assert _models(appliance)["default"].change.state == "applied"
