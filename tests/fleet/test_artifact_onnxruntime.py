@@ -17,12 +17,8 @@ from tests.support.waiting import wait_for
 pytestmark = pytest.mark.slow
 
 
-def test_an_onnxruntime_appliance_runs_fleet_versions_and_rolls_back(fleet_factory, mosquitto_broker, tmp_path,
-                                                                     model_path):
-    fleet = artifact_fleet(fleet_factory, tmp_path, max_upload_mb=64, artifacts={"max_mb": 512})
-    onnx = model_path.read_bytes()
-    assert upload(fleet, "gate", "1", onnx, b"\n".join([b"human"] + [b"c%d" % i for i in range(1, 80)])).status_code == 201
-    assert upload(fleet, "gate", "2", onnx).status_code == 201
+def _edge_b(tmp_path, model_path, broker, fleet, fleet_url: str, **fleet_settings):
+    """The folder and configuration of appliance edge-b: fleet model gate version 1 on ONNX Runtime."""
     workdir = tmp_path / "edge-b"
     workdir.mkdir()
     config = {"device_id": "edge-b", "cameras": [{"id": "bars", "source": "test://bars?width=160&height=120&fps=2",
@@ -30,10 +26,20 @@ def test_an_onnxruntime_appliance_runs_fleet_versions_and_rolls_back(fleet_facto
               "model": {"path": str(model_path), "backend": "onnxruntime", "max_batch": 1,
                         "engine_dir": str(workdir / "engines"), "artifact": {"name": "gate", "version": "1"}},
               "events": {"dir": str(workdir / "events")},
-              "mqtt": {"host": mosquitto_broker.host, "port": mosquitto_broker.port, "topic_prefix": fleet.prefix},
+              "mqtt": {"host": broker.host, "port": broker.port, "topic_prefix": fleet.prefix},
               "api": {"host": "127.0.0.1", "port": free_port()},
-              "fleet": {"remote_config": True, "desired_key": KEYS["edge-b"], "url": fleet.url,
-                        "token": TOKENS["edge-b"]}}
+              "fleet": {"remote_config": True, "desired_key": KEYS["edge-b"], "url": fleet_url,
+                        "token": TOKENS["edge-b"], **fleet_settings}}
+    return workdir, config
+
+
+def test_an_onnxruntime_appliance_runs_fleet_versions_and_rolls_back(fleet_factory, mosquitto_broker, tmp_path,
+                                                                     model_path):
+    fleet = artifact_fleet(fleet_factory, tmp_path, max_upload_mb=64, artifacts={"max_mb": 512})
+    onnx = model_path.read_bytes()
+    assert upload(fleet, "gate", "1", onnx, b"\n".join([b"human"] + [b"c%d" % i for i in range(1, 80)])).status_code == 201
+    assert upload(fleet, "gate", "2", onnx).status_code == 201
+    workdir, config = _edge_b(tmp_path, model_path, mosquitto_broker, fleet, fleet.url)
     app = ApplianceProcess(config, workdir).start()
 
     def state():
@@ -67,17 +73,8 @@ def test_an_appliance_started_while_the_fleet_is_away_fetches_its_version_once_i
     assert upload(fleet, "gate", "1", onnx, b"\n".join([b"human"] + [b"c%d" % i for i in range(1, 80)])).status_code == 201
     proxy = CutProxy(("127.0.0.1", int(fleet.url.rsplit(":", 1)[1])))
     proxy.close()  # refuses connections, like a service that is down, until restore()
-    workdir = tmp_path / "edge-b"
-    workdir.mkdir()
-    config = {"device_id": "edge-b", "cameras": [{"id": "bars", "source": "test://bars?width=160&height=120&fps=2",
-                                                  "detect": False}],
-              "model": {"path": str(model_path), "backend": "onnxruntime", "max_batch": 1,
-                        "engine_dir": str(workdir / "engines"), "artifact": {"name": "gate", "version": "1"}},
-              "events": {"dir": str(workdir / "events")},
-              "mqtt": {"host": mosquitto_broker.host, "port": mosquitto_broker.port, "topic_prefix": fleet.prefix},
-              "api": {"host": "127.0.0.1", "port": free_port()},
-              "fleet": {"remote_config": True, "desired_key": KEYS["edge-b"], "url": proxy.url,
-                        "token": TOKENS["edge-b"], "fallback_retry_s": 1, "fallback_retry_max_s": 2}}
+    workdir, config = _edge_b(tmp_path, model_path, mosquitto_broker, fleet, proxy.url,
+                              fallback_retry_s=1, fallback_retry_max_s=2)
     app = ApplianceProcess(config, workdir)
 
     def state():
