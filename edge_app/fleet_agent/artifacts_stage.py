@@ -10,10 +10,11 @@ SHA-256 once more.
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Tuple
+from typing import Callable, Iterable, List, Optional, Tuple
 
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.detect.tensorrt.cache import write_atomic
@@ -25,6 +26,9 @@ from edge_app.fleet_agent.artifacts_state import ModelsState
 log = logging.getLogger(__name__)
 
 MANIFEST_FILE = "manifest.json"
+#: staged versions of one fleet model kept on the device: the running one and the ones before it,
+#: for a rollback without a download; older ones (files and engines) go once a new one is staged
+KEEP_VERSIONS = 3
 #: the name a fetched engine is downloaded to before the engine cache takes it
 ENGINE_FILE = "fleet.engine"
 
@@ -97,6 +101,9 @@ class Stager:
                                                                    (base + n) / total))
             done += entry.bytes
         write_atomic(folder / MANIFEST_FILE, body)
+        configured = [m.artifact.version for m in config.model_configs().values()
+                      if m.artifact is not None and m.artifact.name == artifact.name]
+        prune_staged(folder.parent, keep=[artifact.version, *configured])
         self._state.set(artifact.name, artifact.version, "downloading", 1.0)
         # every file was hashed just now, as it was found or as it was downloaded: not read a second time
         return _staged(folder, manifest), client
@@ -124,9 +131,34 @@ class Stager:
         return _staged(folder, manifest)
 
 
+def prune_staged(model_dir: Path, keep: Iterable[str], most: int = KEEP_VERSIONS) -> List[str]:
+    """Remove the staged versions of one fleet model beyond the ``most`` staged last (by their
+    manifest's time), never one named in ``keep``; returns the versions removed. Without it
+    every rollout would leave its files and engines on the device for good."""
+    kept = set(keep)
+    staged = []
+    for folder in model_dir.iterdir() if model_dir.is_dir() else ():
+        if folder.is_dir() and not folder.is_symlink():
+            try:
+                staged.append((folder.joinpath(MANIFEST_FILE).stat().st_mtime, folder))
+            except OSError:  # never finished staging: as old as can be
+                staged.append((0.0, folder))
+    staged.sort(reverse=True)
+    removed = []
+    for index, (_, folder) in enumerate(staged):
+        if index < most or folder.name in kept:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        log.info("staged fleet model %s version %s removed (%d newer versions are kept)",
+                 model_dir.name, folder.name, most)
+        removed.append(folder.name)
+    return removed
+
+
 def _staged(folder: Path, manifest: Manifest) -> StagedModel:
     labels = folder / ROLE_FILES["labels"] if manifest.file("labels") is not None else None
     return StagedModel(folder, folder / ROLE_FILES["onnx"], labels, manifest)
 
 
-__all__ = ["ENGINE_FILE", "MANIFEST_FILE", "StagedModel", "Stager", "make_client", "stage_dir"]
+__all__ = ["ENGINE_FILE", "KEEP_VERSIONS", "MANIFEST_FILE", "StagedModel", "Stager", "make_client", "prune_staged",
+           "stage_dir"]

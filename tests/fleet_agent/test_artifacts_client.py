@@ -281,3 +281,31 @@ def test_a_prebuilt_engine_far_larger_than_its_model_is_not_fetched(engine_mb, o
     assert (why is None) == fetched
     if why is not None:
         assert "building one here" in why and f"{engine_mb} MB" in why
+
+
+def test_only_the_last_staged_versions_and_the_configured_ones_stay_on_the_device(tmp_path):
+    """Every rollout stages a version (its ONNX, labels and engines): the older ones go, but never
+    the three staged last nor one the configuration names (a rollback to it needs no download)."""
+    import os
+
+    from edge_app.fleet_agent.artifacts_stage import KEEP_VERSIONS, MANIFEST_FILE, prune_staged
+
+    model_dir = tmp_path / "fleet" / "gate"
+    for age, version in enumerate(["7", "6", "5", "4", "3", "2", "1"]):  # 1 staged first, 7 last
+        folder = model_dir / version
+        folder.mkdir(parents=True)
+        (folder / "model.onnx").write_bytes(b"onnx")
+        (folder / "model-fp16-b1-640x640.engine").write_bytes(b"engine")
+        (folder / MANIFEST_FILE).write_bytes(b"{}")
+        os.utime(folder / MANIFEST_FILE, (1_700_000_000 - age, 1_700_000_000 - age))
+    (model_dir / "8").mkdir()  # a staging cut off before its manifest: the oldest of all
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (model_dir / "link").symlink_to(outside)  # never followed
+
+    removed = prune_staged(model_dir, keep=["2"])
+    assert KEEP_VERSIONS == 3
+    assert sorted(removed) == ["1", "3", "4", "8"]
+    assert sorted(p.name for p in model_dir.iterdir()) == ["2", "5", "6", "7", "link"]
+    assert outside.is_dir()
+    assert prune_staged(tmp_path / "fleet" / "nothing", keep=[]) == []
