@@ -93,9 +93,12 @@ def _whole_file_for_a_long_suffix(environ: dict, size: int) -> None:
 def _send_mp4(path: Path, download_name: str, download: bool) -> Response:
     # conditional=True: Range (206 with Content-Range, 416 for an unsatisfiable range),
     # If-Range and Accept-Ranges; the body is a file wrapper read in blocks, not loaded.
-    _whole_file_for_a_long_suffix(request.environ, path.stat().st_size)
-    response = send_file(path, mimetype=MP4, conditional=True, etag=True, max_age=0,
-                         download_name=download_name, as_attachment=download)
+    try:
+        _whole_file_for_a_long_suffix(request.environ, path.stat().st_size)
+        response = send_file(path, mimetype=MP4, conditional=True, etag=True, max_age=0,
+                             download_name=download_name, as_attachment=download)
+    except FileNotFoundError:  # removed (by retention, by hand) since the route found it
+        raise ApiError(404, f"{download_name} is gone (removed by retention or by hand)") from None
     response.headers["Accept-Ranges"] = "bytes"
     return response
 

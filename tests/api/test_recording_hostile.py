@@ -133,3 +133,17 @@ def test_a_parameter_named_twice_is_judged_by_its_first(recorded, route, method)
                        ("from", "junk"), ("to", str(DAY_START + 5))])
     response = recorded.request(method, f"{route}?{query}")
     assert response.status_code < 500, response.text[:200]
+
+
+def test_a_clip_removed_while_it_is_asked_for_is_404_not_500(recorded, monkeypatch):
+    """Retention (or a deletion) may remove a file between the route's check that it exists and
+    the moment it is opened: the answer is the same 404 as for a file already gone."""
+    from pathlib import Path
+
+    clip = recorded.files.store.clip(recorded.clip_id)
+    gone = recorded.files.store.resolve(clip.path)
+    gone.unlink()
+    real_is_file = Path.is_file
+    monkeypatch.setattr(Path, "is_file", lambda self: True if self == gone else real_is_file(self))
+    response = recorded.get(clip_path(recorded.clip_id))
+    assert response.status_code == 404 and "gone" in _error(response)
