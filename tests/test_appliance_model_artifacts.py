@@ -15,15 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from edge_app.appliance.appliance import Appliance
-from edge_app.config.file import ConfigFile, config_to_dict, parse_config, save_config
-from edge_app.config_change.changes import ConfigChanges
+from edge_app.config.file import config_to_dict
 from edge_app.detect.factory import create_detector
 from edge_app.fleet_agent.artifacts_client import FleetUnreachable
 from edge_app.fleet_agent.artifacts_models import FleetModels
 from edge_app.fleet_agent.artifacts_stage import StagedModel, stage_dir
 from edge_app.fleet_agent.artifacts_state import ModelsState
 from edge_app.reporting.protocol import ArtifactReport
+from tests.support.changing_appliance import appliance_with_changes
 from tests.support.model_files import models_dir  # noqa: F401  (a fixture)
 from tests.support.waiting import wait_for
 
@@ -66,14 +65,11 @@ def fleet_appliance(tmp_path, models_dir):
         "mqtt": {"enabled": False},
         "api": {"enabled": False},
     }
-    config_path = tmp_path / "config.yaml"
-    save_config(parse_config(data), config_path)
     stager = _Stager(models_dir / "general.onnx")
     holder = {}
     factory = FleetModels(create_detector, lambda: holder["appliance"].current_config(), ModelsState(), stager=stager)
-    appliance = holder["appliance"] = Appliance(parse_config(data), detector_factory=factory)
-    changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(config_path))
-    appliance.use_changes(changes)
+    appliance, changes = appliance_with_changes(data, tmp_path / "config.yaml", detector_factory=factory)
+    holder["appliance"] = appliance
     appliance.start()
     try:
         yield appliance, changes, stager

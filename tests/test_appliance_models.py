@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from edge_app.appliance.appliance import Appliance
-from edge_app.config.file import ConfigFile, config_to_dict, load_config, parse_config, save_config
-from edge_app.config_change.changes import ConfigChanges
+from edge_app.config.file import config_to_dict, load_config, parse_config
 from edge_app.detect.base import DetectorError
+from tests.support.changing_appliance import appliance_with_changes
 from tests.support.model_files import models_dir  # noqa: F401  (a fixture)
 from tests.test_appliance_apply import GatedFactory, _wait
 
@@ -41,11 +41,7 @@ def start_appliance(tmp_path):
     def start(data: dict, factory: GatedFactory = None):
         factory = factory or GatedFactory()
         config_path = tmp_path / "config.yaml"
-        config = parse_config(data)
-        save_config(config, config_path)
-        appliance = Appliance(config, detector_factory=factory)
-        changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(config_path))
-        appliance.use_changes(changes)
+        appliance, changes = appliance_with_changes(data, config_path, detector_factory=factory)
         started.append((appliance, factory))
         appliance.start()
         appliance.patch = changes.patch

@@ -13,9 +13,8 @@ import threading
 
 import pytest
 
-from edge_app.appliance.appliance import Appliance
-from edge_app.config.file import ConfigFile, config_to_dict, parse_config, save_config
-from edge_app.config_change.changes import ConfigChanges
+from edge_app.config.file import config_to_dict
+from tests.support.changing_appliance import appliance_with_changes
 from tests.support.waiting import wait_for
 from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
@@ -61,11 +60,7 @@ def two_models(tmp_path, model_path):
         "mqtt": {"enabled": False},
         "api": {"enabled": False},
     }
-    config_path = tmp_path / "config.yaml"
-    save_config(parse_config(data), config_path)
-    appliance = Appliance(parse_config(data))
-    changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(config_path))
-    appliance.use_changes(changes)
+    appliance, changes = appliance_with_changes(data, tmp_path / "config.yaml")
     appliance.start()
     try:
         yield appliance, changes, paths
