@@ -107,7 +107,7 @@ class ApplianceReads:
             mqtt=MqttReport(**running.publisher.stats()),
             cameras=self.cameras(),
             pipeline=pipeline_report(self._results.pipeline_figures(), self._pipeline.errors, self.pipeline_health()),
-            engine_build=self._builds.latest(running.config.model_configs()),
+            engine_build=self.engine_build(),
             model_change=running.model_change,
             events=self._event_store.health() if self._event_store is not None else None,
             health=self._health.latest(),
@@ -121,7 +121,7 @@ class ApplianceReads:
         reports = []
         for name, model in running.config.model_configs().items():
             unit = running.models.unit(name) if running.models is not None else None
-            cameras = [cam.id for cam in running.config.cameras if cam.model == name]
+            cameras = running.config.camera_ids_of(name)
             fps, latency = self._results.model_figures(name)
             reports.append(model_status_report(name, model, unit, cameras, fps, latency, self._builds.report(name)))
         return reports

@@ -31,6 +31,15 @@ MAX_EVENTS_KNOWN = 1000
 MAX_OPEN_EVENTS = 100_000
 
 
+def _remember(known: "OrderedDict[str, str]", event_id: str, camera_id: str, most: int) -> List[str]:
+    """Add ``event_id`` to ``known`` (oldest first), forgetting the oldest beyond ``most``; returns those."""
+    known[event_id] = camera_id
+    forgotten = []
+    while len(known) > most:
+        forgotten.append(known.popitem(last=False)[0])
+    return forgotten
+
+
 def settings_of(config: AppConfig) -> Dict[str, RecordSettings]:
     """The recording settings of every enabled camera that records something."""
     found = {}
@@ -79,34 +88,30 @@ class RecordingService:
         return recorder
 
     # -- events ---------------------------------------------------------------------------------------
-    def _camera_of(self, event_id: str, ended: bool = False, forget: bool = False) -> str:
+    def _ended(self, event_id: str) -> str:
+        """The camera of an event that ends; from now on it is remembered for its deletion only."""
         with self._lock:
-            camera_id = self._open_events.pop(event_id, "") if ended or forget else self._open_events.get(event_id, "")
-            if camera_id and ended:
-                self._remember(self._event_cameras, event_id, camera_id, MAX_EVENTS_KNOWN)
-            if not camera_id:
-                camera_id = self._event_cameras.pop(event_id, "") if forget else self._event_cameras.get(event_id, "")
-        return camera_id
+            camera_id = self._open_events.pop(event_id, "")
+            if camera_id:
+                _remember(self._event_cameras, event_id, camera_id, MAX_EVENTS_KNOWN)
+            return camera_id or self._event_cameras.get(event_id, "")
 
-    @staticmethod
-    def _remember(known: "OrderedDict[str, str]", event_id: str, camera_id: str, most: int,
-                  warn: bool = False) -> None:
-        known[event_id] = camera_id
-        while len(known) > most:
-            forgotten, _ = known.popitem(last=False)
-            if warn:
-                log.warning("more than %d open events: event %s is forgotten by recording", most, forgotten)
+    def _forget(self, event_id: str) -> str:
+        """The camera of a deleted event, open or ended, which is forgotten."""
+        with self._lock:
+            return self._open_events.pop(event_id, "") or self._event_cameras.pop(event_id, "")
 
     def event_started(self, event_id: str, camera_id: str, start_ts: float) -> None:
         recorder = self._recordings.recorder(camera_id)
         if recorder is None:
             return
         with self._lock:
-            self._remember(self._open_events, event_id, camera_id, MAX_OPEN_EVENTS, warn=True)
+            for forgotten in _remember(self._open_events, event_id, camera_id, MAX_OPEN_EVENTS):
+                log.warning("more than %d open events: event %s is forgotten by recording", MAX_OPEN_EVENTS, forgotten)
         recorder.event_started(event_id, camera_id, start_ts)
 
     def event_ended(self, event_id: str, end_ts: float) -> None:
-        camera_id = self._camera_of(event_id, ended=True)
+        camera_id = self._ended(event_id)
         recorder = self._recordings.recorder(camera_id) if camera_id else None
         if recorder is not None:
             recorder.event_ended(event_id, end_ts)
@@ -114,7 +119,7 @@ class RecordingService:
     def event_deleted(self, event_id: str) -> None:
         """Its clip goes: through the camera's recorder (which closes the file if it still writes
         it), or straight from the folder for an older event."""
-        camera_id = self._camera_of(event_id, forget=True)
+        camera_id = self._forget(event_id)
         recorder = self._recordings.recorder(camera_id) if camera_id else None
         if recorder is not None:
             recorder.event_deleted(event_id)

@@ -26,7 +26,7 @@ def _cameras_of(config: Any, model_name: str) -> str:
     model given on the command line, which no camera names."""
     if not isinstance(config, AppConfig):
         return ""
-    return f"; cameras {', '.join(c.id for c in config.cameras if c.model == model_name) or 'none'}"
+    return f"; cameras {', '.join(config.camera_ids_of(model_name)) or 'none'}"
 
 
 def _fleet_artifact(model: ModelConfig) -> str:

@@ -380,6 +380,10 @@ class AppConfig(_Strict):
         """Every model by name: ``model`` as ``default`` first, then ``models`` in their order."""
         return named_models(self.model, self.models)
 
+    def camera_ids_of(self, model_name: str) -> List[str]:
+        """The cameras whose ``model`` names the model called ``model_name``, in their order."""
+        return [c.id for c in self.cameras if c.model == model_name]
+
     def model_location(self, name: str) -> str:
         """``model`` or ``models.<i>``: where problems with the model called ``name`` are reported."""
         return model_location(self.model, self.models, name)

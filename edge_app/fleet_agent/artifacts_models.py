@@ -41,8 +41,6 @@ log = logging.getLogger(__name__)
 RETRY_FIRST_S = 2.0
 RETRY_MAX_S = 60.0
 
-
-
 #: a TensorRT engine is about the size of its network's weights at its precision: rarely more than
 #: 2-3x its ONNX file (FP32 weights). A prebuilt engine is read whole into memory to be
 #: deserialised, so one far larger than its model is refused (built here instead), whoever offered it.
@@ -57,6 +55,7 @@ def prebuilt_too_large(engine_bytes: int, onnx_bytes: int) -> Optional[str]:
         return None
     return (f"the fleet's engine for this device is {engine_bytes // (1024 * 1024)} MB, more than this device takes "
             f"for a model of {onnx_bytes // (1024 * 1024)} MB ({limit // (1024 * 1024)} MB); building one here")
+
 
 class FleetModels:
     """``create_detector`` with ``model.artifact`` resolved through the fleet service."""
