@@ -20,7 +20,7 @@ from edge_app.detect.factory import create_detector
 from edge_app.fleet_agent.artifacts_client import FleetUnreachable
 from edge_app.fleet_agent.artifacts_models import FleetModels
 from edge_app.fleet_agent.artifacts_stage import StagedModel, stage_dir
-from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.fleet_agent.artifacts_state import ModelState, ModelsState
 from edge_app.reporting.protocol import ArtifactReport
 from tests.support.changing_appliance import appliance_with_changes
 from tests.support.model_files import models_dir  # noqa: F401  (a fixture)
@@ -34,7 +34,9 @@ class _Stager:
 
     def __init__(self, onnx: Path) -> None:
         self._onnx = onnx
-        self.held = {"3": threading.Event()}  # versions staged only once the test sets their event
+        self.held = {"3": threading.Event(), "4": threading.Event()}  # staged once the test sets their event
+        self.loaded = {"3": threading.Event()}  # versions whose loaded detector is handed back once set
+        self.closed = {"3": threading.Event()}  # set when the detector of that version is closed
 
     def stage(self, model, cancel):
         artifact = model.artifact
@@ -47,6 +49,23 @@ class _Stager:
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copy(self._onnx, folder / "model.onnx")
         return StagedModel(folder, folder / "model.onnx", None, manifest=None), None
+
+
+class _LoadsHeldBack:
+    """``create_detector``, but the detector of a held version of ``people`` is handed back only once
+    the test lets it (a newer change can cancel it meanwhile), and its close is seen."""
+
+    def __init__(self, stager: _Stager) -> None:
+        self._stager = stager
+
+    def __call__(self, model, **options):
+        detector = create_detector(model, **options)
+        version = Path(model.path).parent.name
+        if Path(model.path).parent.parent.name == "people" and version in self._stager.loaded:
+            close = detector.close
+            detector.close = lambda: (self._stager.closed[version].set(), close())
+            assert self._stager.loaded[version].wait(30), "the test never let the loaded version through"
+        return detector
 
 
 @pytest.fixture
@@ -67,14 +86,16 @@ def fleet_appliance(tmp_path, models_dir):
     }
     stager = _Stager(models_dir / "general.onnx")
     holder = {}
-    factory = FleetModels(create_detector, lambda: holder["appliance"].current_config(), ModelsState(), stager=stager)
-    appliance, changes = appliance_with_changes(data, tmp_path / "config.yaml", detector_factory=factory)
+    factory = FleetModels(_LoadsHeldBack(stager), lambda: holder["appliance"].current_config(), ModelsState(),
+                          stager=stager)
+    appliance, changes = appliance_with_changes(data, tmp_path / "config.yaml", detector_factory=factory,
+                                                on_model_running=factory.running)
     holder["appliance"] = appliance
     appliance.start()
     try:
-        yield appliance, changes, stager
+        yield appliance, changes, stager, factory.state
     finally:
-        for held in stager.held.values():
+        for held in [*stager.held.values(), *stager.loaded.values()]:
             held.set()
         factory.close()
         appliance.stop()
@@ -85,7 +106,7 @@ def _models(appliance):
 
 
 def test_status_names_the_fleet_artifact_each_model_runs(fleet_appliance, models_dir):
-    appliance, changes, stager = fleet_appliance
+    appliance, changes, stager, _state = fleet_appliance
     models = _models(appliance)
     assert [models[name].state for name in ("default", "plates", "local")] == ["running"] * 3
     assert models["default"].artifact == ArtifactReport(name="people", version="2")
@@ -108,6 +129,32 @@ def test_status_names_the_fleet_artifact_each_model_runs(fleet_appliance, models
     assert _models(appliance)["default"].change.state == "loading"
     assert _models(appliance)["default"].artifact == ArtifactReport(name="people", version="2")
     stager.held["3"].set()
+    stager.loaded["3"].set()
     wait_for(lambda: _models(appliance)["default"].artifact == ArtifactReport(name="people", version="3"), 60,
              "version 3 to run")
     assert _models(appliance)["default"].change.state == "applied"
+
+
+def _rollout(changes, version):
+    def to_version(current):
+        data = config_to_dict(current)
+        data["models"][0]["artifact"]["version"] = version
+        return data
+    changes.write(to_version)
+
+
+def test_models_state_says_running_only_for_the_version_swapped_in(fleet_appliance):
+    """A version loaded but cancelled by a newer rollout before its swap never ran: models_state
+    (what the fleet shows for the rollout) must go on naming the version that runs."""
+    appliance, changes, stager, state = fleet_appliance
+    assert state.get("people") == ModelState("2", "running")
+    _rollout(changes, "3")
+    stager.held["3"].set()  # version 3 is staged and loaded; its detector waits to be handed back
+    _rollout(changes, "4")  # meanwhile version 4 is asked for: version 3's change is cancelled
+    stager.loaded["3"].set()
+    assert stager.closed["3"].wait(30), "the cancelled version 3 was never closed"
+    assert _models(appliance)["default"].artifact == ArtifactReport(name="people", version="2")
+    assert state.get("people") == ModelState("2", "running"), "version 3 never ran"
+    stager.held["4"].set()
+    wait_for(lambda: state.get("people") == ModelState("4", "running"), 60, "version 4 to be reported running")
+    assert _models(appliance)["default"].artifact == ArtifactReport(name="people", version="4")

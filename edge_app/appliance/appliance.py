@@ -29,7 +29,7 @@ from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport
-from edge_app.health.sampler import HealthSampler
+from edge_app.health.sampler import HealthSampler, health_dirs
 from edge_app.appliance.model_set import ModelSet
 from edge_app.appliance.recording import RecorderFactory, RecordingHub
 from edge_app.appliance.read_side import ApplianceReads, RunningParts
@@ -54,15 +54,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def health_dirs(config: AppConfig) -> List[str]:
-    """Directories whose disk space device health watches: the state directory, events, recordings."""
-    dirs = [".", config.events.dir]
-    record = getattr(config, "record", None)  # recordings, where the configuration has them
-    if record is not None and getattr(record, "dir", None):
-        dirs.append(record.dir)
-    return dirs
-
-
 class StartCancelled(DetectorError):
     """The appliance was asked to stop while it was still starting."""
 
@@ -73,8 +64,11 @@ class Appliance:
                  publisher_factory: Callable[..., MqttPublisher] = MqttPublisher,
                  camera_factory: Callable[..., CameraWorker] = CameraWorker,
                  event_store: Optional[EventStore] = None, health: Optional[HealthSampler] = None,
-                 recorder_factory: Optional[RecorderFactory] = None):
+                 recorder_factory: Optional[RecorderFactory] = None,
+                 on_model_running: Optional[Callable[[ModelConfig, Detector], None]] = None):
         self._config = config
+        # Told each time a model's detector has been installed (at start, or swapped in): the fleet's models_state.
+        self._on_model_running = on_model_running
         # Optional: without one events are only published, and the event routes answer [] and 404.
         # Whoever makes the store closes it, after stop() has ended the open events.
         self._event_store = event_store
@@ -135,6 +129,8 @@ class Appliance:
         self._publisher.start()
         self._health.start()  # before the model: a Jetson building an engine may be the one overheating
         self._models.load_all(self._config)  # raises when no model loads; one that fails is reported
+        for name in self._models.detectors():
+            self._model_running(name)
         with self._lifecycle_lock:
             if self._cancel.is_set():
                 self._models.close_all(timeout_s=1.0)
@@ -312,6 +308,12 @@ class Appliance:
     def _model_swapped(self, name: str) -> None:
         self._reconfigure_pipeline()
         self._publish_ha_discovery()  # a new model may know other labels
+        self._model_running(name)
+
+    def _model_running(self, name: str) -> None:
+        unit = self._models.unit(name)
+        if self._on_model_running is not None and unit is not None and unit.detector is not None:
+            self._on_model_running(unit.swaps.detector_model, unit.detector)
 
     def _swap_publisher(self, config: AppConfig) -> None:
         old = self._publisher

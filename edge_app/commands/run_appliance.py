@@ -64,7 +64,8 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     models_state = ModelsState()
     fleet_models = FleetModels(create_detector, lambda: appliance.current_config(), models_state,
                                reload=lambda name, model: appliance.reload_model(name, model))
-    appliance = Appliance(config, event_store=store, detector_factory=fleet_models, recorder_factory=recording_service)
+    appliance = Appliance(config, event_store=store, detector_factory=fleet_models, recorder_factory=recording_service,
+                          on_model_running=fleet_models.running)
     server: Optional[ApiServer] = None
     # One change path for the API, the fleet's R/config/desired, the detect switch and model
     # reloads: one set of rules, one lock, the one writer of the file. Whether a change may leave

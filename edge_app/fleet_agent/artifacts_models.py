@@ -26,6 +26,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Set
 
+from edge_app.appliance.report_builders import running_artifact
 from edge_app.config.schema import AppConfig, ArtifactConfig, ModelConfig
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.tensorrt.cache import EngineKey, read_sidecar
@@ -117,12 +118,21 @@ class FleetModels:
         except Exception as err:
             self.state.set(name, version, "failed", reason=str(err) or type(err).__name__)
             raise
-        self.state.set(name, version, "running")
+        # "running" only once the appliance has swapped it in (``running``): a load that a newer
+        # change cancels, or that the appliance's stop discards, never ran.
         engine = getattr(detector, "engine", None)
         if engine is not None and engine.source == "built":
             threading.Thread(target=self._offer, args=(client, Path(engine.path)), name=f"fleet:offer:{name}",
                              daemon=True).start()
         return detector
+
+    def running(self, model: ModelConfig, detector: Detector) -> None:
+        """The appliance installed ``detector``, loaded from the section ``model`` (``on_model_running``):
+        ``models_state`` says ``running`` for its version when it runs the fleet's files, not its
+        fallback ``path``."""
+        artifact, _fallback = running_artifact(model, detector)
+        if artifact is not None:
+            self.state.set(artifact.name, artifact.version, "running")
 
     def _refetch_later(self, model: ModelConfig, reason: str) -> bool:
         """Ask the fleet service again later for ``model``'s version (``artifacts_refetch``); False when

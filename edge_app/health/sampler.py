@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from edge_app.config.schema import HealthConfig
+from edge_app.config.schema import AppConfig, HealthConfig
 from edge_app.health import host, jetson, thermal
 from edge_app.health.guard import GuardedReaders
 from edge_app.health.nvml import NvmlReader
@@ -195,3 +195,12 @@ class HealthSampler:
         return HealthReport(ts=round(time.time(), 3), uptime_s=found["uptime"], problems=[], cpu=cpu,
                             memory=found["memory"], disk=found["disk"], gpu=gpu, thermal=thermal_section,
                             power=jetson.power_report(found["rails"], mode, mode_id))
+
+
+def health_dirs(config: AppConfig) -> List[str]:
+    """Directories whose disk space device health watches: the state directory, events, recordings."""
+    dirs = [".", config.events.dir]
+    record = getattr(config, "record", None)  # recordings, where the configuration has them
+    if record is not None and getattr(record, "dir", None):
+        dirs.append(record.dir)
+    return dirs

@@ -6,7 +6,8 @@ import requests
 
 from edge_app.api import create_app
 from edge_app.api.server import ApiServer
-from edge_app.appliance.appliance import Appliance, health_dirs
+from edge_app.appliance.appliance import Appliance
+from edge_app.health.sampler import health_dirs
 from edge_app.config.file import ConfigFile, parse_config
 from edge_app.config_change.changes import ConfigChanges
 from edge_app.health.sampler import HealthSampler
