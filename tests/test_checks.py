@@ -8,6 +8,7 @@ import pytest
 from edge_app.capture.decoders import detect_decoders
 from edge_app.config_change.checks import check_runtime
 from edge_app.config.schema import AppConfig
+from edge_app.config.staged_model import stage_dir
 
 from tests.support.gst import require_gi
 
@@ -81,3 +82,30 @@ def test_a_changed_model_file_is_still_checked(tmp_path, model_path):
     running = AppConfig(model={"path": str(model_path)})
     moved = running.model_copy(update={"model": running.model.model_copy(update={"path": str(tmp_path / "none.onnx")})})
     assert [p.loc for p in check_runtime(moved, previous=running)] == ["model.path"]
+
+
+def _fleet_config(model_path, tmp_path, classes, version="1"):
+    return AppConfig(model={"path": str(model_path), "engine_dir": str(tmp_path / "engines"), "classes": classes,
+                            "artifact": {"name": "gate", "version": version}})
+
+
+def _stage(tmp_path, model_path, labels):
+    folder = stage_dir(str(tmp_path / "engines"), "gate", "1")
+    folder.mkdir(parents=True)
+    (folder / "model.onnx").write_bytes(model_path.read_bytes())
+    (folder / "labels.txt").write_text("\n".join(labels) + "\n")
+    (folder / "manifest.json").write_text("{}")  # what the checks read is only that staging finished
+
+
+@pytest.mark.parametrize("classes,version,problem", [
+    (["plate"], "1", None),  # a label of the fleet version, not of path (COCO): allowed
+    (["person"], "1", "model.classes"),  # a label of path only: the fleet version would refuse it
+    (["plate"], "2", None),  # not staged here yet: its load checks the classes (and keeps the old model)
+])
+def test_a_fleet_models_classes_are_checked_against_the_fleet_versions_labels(tmp_path, model_path, classes,
+                                                                              version, problem):
+    _stage(tmp_path, model_path, ["plate", "truck"])
+    problems = check_runtime(_fleet_config(model_path, tmp_path, classes, version))
+    assert [p.loc for p in problems] == ([problem] if problem else [])
+    if problem:
+        assert "person" in problems[0].msg

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO, Union
 import numpy as np
 
 from edge_app.commands.demo_clip import IMAGE_SUFFIXES
-from edge_app.commands.selftest_models import describe_model
+from edge_app.commands.selftest_models import describe_model, model_to_check
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.cuda.mps import mps_status
 from edge_app.detect.base import Detector, DetectorError
@@ -354,9 +354,12 @@ def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os
         report.add(FAIL, "model", str(err).splitlines()[0])
         return report.exit_code
     gpu = nvidia_gpu_present()
+    to_check = {name: model_to_check(config_or_model_path, model) for name, model in models.items()}
     for name, model in models.items():
         named = f"{name} " if len(models) > 1 else ""
-        print(f"edge-app selftest: model {named}{describe_model(config_or_model_path, name, model, gpu)}", flush=True)
+        line = describe_model(config_or_model_path, name, model, gpu, to_check[name].fleet_line)
+        print(f"edge-app selftest: model {named}{line}", flush=True)
+    models = {name: checked.model for name, checked in to_check.items()}
     samples = _sample_images(next(iter(models.values())), images)
     check_broker(report, config_or_model_path)
     check_decoders(report, decoder)
@@ -367,6 +370,8 @@ def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os
         for name, model in models.items():
             # Each model is checked on its own: one that fails does not hide what the others do.
             checks = report if len(models) == 1 else _ModelChecks(report, name)
+            if to_check[name].problem is not None:
+                checks.add(FAIL, "fleet artifact", to_check[name].problem)
             _check_model(checks, model, gpu, trt, device, samples)
         _check_gpu_letterbox(report, device, samples)
     finally:

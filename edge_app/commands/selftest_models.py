@@ -1,9 +1,10 @@
 """What ``edge-app selftest`` says of each model before checking it: how it runs on this machine,
 the cameras that name it, and, for a model from the fleet service, which artifact ``edge-app run``
-runs instead of its ``path``."""
+runs instead of its ``path`` and which of the two the checks use."""
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.detect.base import DetectorError
@@ -29,26 +30,41 @@ def _cameras_of(config: Any, model_name: str) -> str:
     return f"; cameras {', '.join(config.camera_ids_of(model_name)) or 'none'}"
 
 
-def _fleet_artifact(model: ModelConfig) -> str:
-    """The fleet artifact ``edge-app run`` runs instead of ``path``, and whether it is staged here.
+@dataclass(frozen=True)
+class ModelToCheck:
+    """What selftest checks of a model: ``model`` (a fleet model's staged copy where one verifies),
+    the words of its line saying so, and why a staged version cannot run (None: nothing wrong)."""
+    model: ModelConfig
+    fleet_line: str = ""
+    problem: Optional[str] = None
 
-    Selftest never fetches, nor verifies a staged version against its signed manifest (``edge-app
-    run`` does, right before it uses one), so its checks keep to ``path``; the line says so.
-    """
+
+def model_to_check(config: Any, model: ModelConfig) -> ModelToCheck:
+    """A fleet model is checked as ``edge-app run`` would run it: its version staged on this device,
+    verified against its signed manifest (nothing fetched), or else its ``path``."""
     artifact = model.artifact
     if artifact is None:
-        return ""
+        return ModelToCheck(model)
+    from edge_app.fleet_agent.artifacts_client import FleetRefused
     from edge_app.fleet_agent.artifacts_manifest import ManifestError
-    from edge_app.fleet_agent.artifacts_stage import MANIFEST_FILE, stage_dir
+    from edge_app.fleet_agent.artifacts_stage import verified_staged
+
+    named = f"; fleet artifact {artifact.name} version {artifact.version}"
+    fallback = f"these checks use path {model.path}"
     try:
-        staged = (stage_dir(model.engine_dir, artifact.name, artifact.version) / MANIFEST_FILE).is_file()
-    except (ManifestError, OSError):
-        staged = False
-    where = ("staged on this device" if staged
-             else "not staged on this device: edge-app run fetches it and runs path until then")
-    return f"; fleet artifact {artifact.name} version {artifact.version}, {where}; these checks use path {model.path}"
+        staged = verified_staged(config, model) if isinstance(config, AppConfig) else None
+    except (ManifestError, FleetRefused, OSError) as err:
+        return ModelToCheck(model, f"{named}, staged on this device but refused ({err}); {fallback}",
+                            f"the staged version {artifact.version} of {artifact.name} cannot run: {err}")
+    if staged is None:
+        return ModelToCheck(model, f"{named}, not staged on this device: edge-app run fetches it and runs path "
+                                   f"until then; {fallback}")
+    copy = model.model_copy(update={"path": str(staged.onnx),
+                                    "labels": str(staged.labels) if staged.labels else model.labels})
+    return ModelToCheck(copy, f"{named}, staged on this device and verified; these checks use its staged copy "
+                              f"{staged.onnx}")
 
 
-def describe_model(config: Any, name: str, model: ModelConfig, gpu: bool) -> str:
+def describe_model(config: Any, name: str, model: ModelConfig, gpu: bool, fleet_line: str = "") -> str:
     """``<path>, <how it runs>; cameras ...[; fleet artifact ...]`` for selftest's line of the model ``name``."""
-    return f"{model.path}, {_what_runs(model, gpu)}{_cameras_of(config, name)}{_fleet_artifact(model)}"
+    return f"{model.path}, {_what_runs(model, gpu)}{_cameras_of(config, name)}{fleet_line}"

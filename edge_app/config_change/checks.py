@@ -17,6 +17,7 @@ import ssl
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from edge_app.config.staged_model import staged_files
 from edge_app.config.source_spec import SourceError, parse_source, source_file
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config.file import Problem
@@ -82,6 +83,18 @@ def _label_problems(model: ModelConfig, at: str = "model") -> Tuple[List[Problem
         return [Problem(f"{at}.path", f"model file {model.path}: {err}")], None
 
 
+def fleet_version_model(model: ModelConfig) -> Optional[ModelConfig]:
+    """``model`` as ``edge-app run`` runs it from its fleet version staged on this device (its files in
+    place of ``path`` and ``labels``); None for a model without ``artifact`` or whose version is not
+    staged here (yet)."""
+    artifact = model.artifact
+    staged = staged_files(model.engine_dir, artifact.name, artifact.version) if artifact is not None else None
+    if staged is None:
+        return None
+    return model.model_copy(update={"path": str(staged.onnx),
+                                    "labels": str(staged.labels) if staged.labels else model.labels})
+
+
 def _model_problems(model: ModelConfig, at: str = "model") -> List[Problem]:
     """``at``: where the model's section is (``model`` or ``models.<i>``), for the problems' locations."""
     why = _readable_file(model.path, "model file")
@@ -91,10 +104,15 @@ def _model_problems(model: ModelConfig, at: str = "model") -> List[Problem]:
         choose_backend(model)
     except DetectorError as err:
         return [Problem(f"{at}.backend" if model.backend != "auto" else f"{at}.path", str(err))]
-    problems, labels = _label_problems(model, at)
+    # A fleet model runs the labels of its fleet version, which may not be those of path (its
+    # fallback): classes are checked against the version staged here; one not staged yet is
+    # checked by its load, which refuses it and keeps the running model (docs/fleet.md).
+    fleet_model = fleet_version_model(model)
+    classes_checked_here = model.artifact is None or fleet_model is not None
+    problems, labels = _label_problems(fleet_model or model, at)
     if problems:
         return problems
-    if model.classes and labels is not None:
+    if model.classes and labels is not None and classes_checked_here:
         try:
             class_ids_for(model.classes, labels)
         except DetectorError as err:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+from edge_app.config.staged_model import ROLE_FILES
 from edge_app.detect.tensorrt.cache import EngineKey
 from edge_app.canonical_json import canonical_json
 from edge_app.fleet_agent.desired_signature import keyed_digest
@@ -27,7 +28,6 @@ MAX_FILE_BYTES = 4 << 30
 #: the largest labels file: the fleet service stores none larger, the appliance fetches none larger
 MAX_LABELS_BYTES = 1 << 20
 #: the files of a model version, and the names they are staged under (never a name from the server)
-ROLE_FILES = {"onnx": "model.onnx", "labels": "labels.txt"}
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, List, Optional, Tuple
 
+from edge_app.config import staged_model
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.detect.tensorrt.cache import write_atomic
 from edge_app.detect.tensorrt.onnx_info import file_sha256
@@ -25,7 +26,7 @@ from edge_app.fleet_agent.artifacts_state import ModelsState
 
 log = logging.getLogger(__name__)
 
-MANIFEST_FILE = "manifest.json"
+MANIFEST_FILE = staged_model.MANIFEST_FILE
 #: staged versions of one fleet model kept on the device: the running one and the ones before it,
 #: for a rollback without a download; older ones (files and engines) go once a new one is staged
 KEEP_VERSIONS = 3
@@ -42,11 +43,10 @@ class StagedModel:
 
 
 def stage_dir(engine_dir: str, name: str, version: str) -> Path:
-    base = (Path(engine_dir) / "fleet").resolve()
-    folder = (base / name / version).resolve()
-    if folder.parent.parent != base:
-        raise ManifestError(f"model {name!r} version {version!r} would be staged outside {base}")
-    return folder
+    try:
+        return staged_model.stage_dir(engine_dir, name, version)
+    except ValueError as err:
+        raise ManifestError(str(err)) from None
 
 
 def make_client(config: AppConfig) -> FleetClient:
@@ -76,15 +76,12 @@ class Stager:
         folder = stage_dir(model.engine_dir, artifact.name, artifact.version)
         client = self.client()
 
-        def verify(body: bytes) -> Manifest:
-            return verify_manifest(body, desired_key=config.fleet.desired_key, device_id=config.device_id,
-                                   name=artifact.name, version=artifact.version)
-
+        verify = _verifier(config, model)
         self._state.set(artifact.name, artifact.version, "downloading", 0.0)
         try:
             body = client.manifest(artifact.name, artifact.version)
         except FleetUnreachable as err:
-            staged = self._staged_before(folder, verify)
+            staged = _staged_before(folder, verify)
             if staged is None:
                 raise
             log.warning("%s; using model %s version %s as staged before", err, artifact.name, artifact.version)
@@ -108,27 +105,47 @@ class Stager:
         # every file was hashed just now, as it was found or as it was downloaded: not read a second time
         return _staged(folder, manifest), client
 
-    def _staged_before(self, folder: Path, verify: Callable[[bytes], Manifest]) -> Optional[StagedModel]:
-        try:
-            body = (folder / MANIFEST_FILE).read_bytes()
-        except OSError:
-            return None
-        return self._checked(folder, verify(body))
+def _verifier(config: AppConfig, model: ModelConfig) -> Callable[[bytes], Manifest]:
+    artifact = model.artifact
 
-    @staticmethod
-    def _checked(folder: Path, manifest: Manifest) -> StagedModel:
-        """Every file's SHA-256 compared with the manifest, right before it is used."""
-        for entry in manifest.files:
-            path = folder / ROLE_FILES[entry.role]
-            try:
-                matches = path.stat().st_size == entry.bytes and file_sha256(path) == entry.sha256
-            except OSError:
-                matches = False
-            if not matches:
-                path.unlink(missing_ok=True)
-                (folder / MANIFEST_FILE).unlink(missing_ok=True)
-                raise FleetRefused(f"the staged {ROLE_FILES[entry.role]} does not match the manifest's SHA-256")
-        return _staged(folder, manifest)
+    def verify(body: bytes) -> Manifest:
+        return verify_manifest(body, desired_key=config.fleet.desired_key, device_id=config.device_id,
+                               name=artifact.name, version=artifact.version)
+    return verify
+
+
+def _staged_before(folder: Path, verify: Callable[[bytes], Manifest]) -> Optional[StagedModel]:
+    try:
+        body = (folder / MANIFEST_FILE).read_bytes()
+    except OSError:
+        return None
+    return _checked(folder, verify(body))
+
+
+def _checked(folder: Path, manifest: Manifest) -> StagedModel:
+    """Every file's SHA-256 compared with the manifest, right before it is used."""
+    for entry in manifest.files:
+        path = folder / ROLE_FILES[entry.role]
+        try:
+            matches = path.stat().st_size == entry.bytes and file_sha256(path) == entry.sha256
+        except OSError:
+            matches = False
+        if not matches:
+            path.unlink(missing_ok=True)
+            (folder / MANIFEST_FILE).unlink(missing_ok=True)
+            raise FleetRefused(f"the staged {ROLE_FILES[entry.role]} does not match the manifest's SHA-256")
+    return _staged(folder, manifest)
+
+
+def verified_staged(config: AppConfig, model: ModelConfig) -> Optional[StagedModel]:
+    """The version of ``model.artifact`` staged on this device, with its manifest's signature and
+    every file's SHA-256 checked as ``edge-app run`` checks them before use, fetching nothing; None
+    when it is not staged here. ManifestError or FleetRefused when it does not verify (a file that
+    does not match is removed, as by a run)."""
+    artifact = model.artifact
+    if artifact is None:
+        return None
+    return _staged_before(stage_dir(model.engine_dir, artifact.name, artifact.version), _verifier(config, model))
 
 
 def prune_staged(model_dir: Path, keep: Iterable[str], most: int = KEEP_VERSIONS) -> List[str]:
@@ -161,4 +178,4 @@ def _staged(folder: Path, manifest: Manifest) -> StagedModel:
 
 
 __all__ = ["ENGINE_FILE", "KEEP_VERSIONS", "MANIFEST_FILE", "StagedModel", "Stager", "make_client", "prune_staged",
-           "stage_dir"]
+           "stage_dir", "verified_staged"]
