@@ -17,6 +17,7 @@ import http.client
 import json
 import logging
 import os
+import shutil
 import ssl
 import threading
 import urllib.error
@@ -36,6 +37,22 @@ CHUNK_BYTES = 1 << 20
 OFFER_ANSWER_BYTES = 64 * 1024
 #: Progress(bytes_done) during a download
 Progress = Callable[[int], None]
+#: what a download leaves free on its file system at least: the engine cache shares it with the
+#: configuration, events and recordings, and a disk filled by a model would stop them all
+DOWNLOAD_RESERVE_BYTES = 128 * 1024 * 1024
+
+
+class NotEnoughSpace(OSError):
+    """A download would leave less than the reserve free: nothing was written (try again once there is room)."""
+
+
+def ensure_room(folder: Path, need_bytes: int, reserve_bytes: int) -> None:
+    """NotEnoughSpace unless ``need_bytes`` more fit in ``folder`` with ``reserve_bytes`` left free."""
+    free = shutil.disk_usage(folder).free
+    if free - need_bytes < reserve_bytes:
+        mib = 1024 * 1024
+        raise NotEnoughSpace(f"not enough free space in {folder}: the download needs {need_bytes / mib:.1f} MB and "
+                             f"{free / mib:.1f} MB are free ({reserve_bytes / mib:.0f} MB are kept free)")
 
 
 class FleetUnreachable(Exception):
@@ -53,7 +70,7 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 
 class FleetClient:
     def __init__(self, url: str, token: str, device_id: str, ca_certs: Optional[str] = None,
-                 timeout_s: float = TIMEOUT_S) -> None:
+                 timeout_s: float = TIMEOUT_S, reserve_bytes: int = DOWNLOAD_RESERVE_BYTES) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme == "http" and not is_loopback_host(parts.hostname or ""):
             raise FleetRefused("fleet.url must use https unless the fleet service runs on this machine")
@@ -64,6 +81,7 @@ class FleetClient:
         self._headers = {"Authorization": f"Bearer {token}", "X-Edge-Device": device_id,
                          "User-Agent": "edge-app"}
         self._timeout_s = timeout_s
+        self._reserve_bytes = reserve_bytes
         handlers: list = [_NoRedirects()]
         if parts.scheme == "https":
             context = ssl.create_default_context(cafile=ca_certs) if ca_certs else ssl.create_default_context()
@@ -101,7 +119,7 @@ class FleetClient:
         """``dest`` holding exactly the ``size`` bytes whose SHA-256 is ``sha256``.
 
         FleetUnreachable (resume later from ``dest``.part), FleetRefused (the part is removed:
-        the bytes were wrong, not cut short).
+        the bytes were wrong, not cut short), NotEnoughSpace (asked nothing, wrote nothing).
         """
         part = dest.with_name(dest.name + ".part")
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -118,6 +136,7 @@ class FleetClient:
                         digest.update(chunk)
         headers = {"Range": f"bytes={have}-"} if 0 < have < size else {}
         if have < size:
+            ensure_room(dest.parent, size - have, self._reserve_bytes)
             with self._open("GET", f"/api/v1/blobs/{sha256}", headers) as response:
                 if headers and response.status != 206:
                     log.info("the fleet service sent all of %s again instead of the rest; starting over", sha256[:12])
@@ -196,4 +215,4 @@ def _error_text(err: urllib.error.HTTPError) -> str:
     return " ".join(text.split())[:200] or str(err.reason)
 
 
-__all__ = ["FleetClient", "FleetRefused", "FleetUnreachable"]
+__all__ = ["DOWNLOAD_RESERVE_BYTES", "FleetClient", "FleetRefused", "FleetUnreachable", "NotEnoughSpace", "ensure_room"]

@@ -15,9 +15,11 @@ to ``models_state`` and the log.
 
 While the fleet service cannot be reached the fetch is tried again (a cut download resumes),
 until it succeeds, the configuration asks for another version, or the appliance stops. At
-start, with that model not running yet, a fetch that fails once falls back to its ``path``; when
-the service could not be reached, ``artifacts_refetch`` asks it again later and, once it
-answers, has the appliance load the model again (``reload``), through this factory.
+start, with that model not running yet, a fetch that fails once falls back to its ``path``;
+``artifacts_refetch`` asks the service again later and, once it answers, has the appliance load
+the model again (``reload``), through this factory. Until a version of that model runs, every
+load of it that fails (a refusal, a rollout, the revert to the version that fell back) asks again
+later, with a wait that keeps growing up to ``fleet.fallback_retry_max_s``.
 """
 from __future__ import annotations
 
@@ -75,6 +77,10 @@ class FleetModels:
         # reload(model name, section): the appliance loads a model again (None: nothing to reload, no refetch)
         self._reload = reload
         self._refetches: Dict[str, Refetch] = {}  # by fleet model name: at most one alive each
+        # fleet model name -> the section whose fallback path runs (it fell back at start), until a
+        # version of it runs: each failed load of it asks again later, the refusal included
+        self._fell_back: Dict[str, ModelConfig] = {}
+        self._last_wait_s: Dict[str, float] = {}  # the wait of the fleet model's last refetch
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -100,13 +106,16 @@ class FleetModels:
         except (FleetUnreachable, FleetRefused, ManifestError, OSError) as err:
             reason = str(err)
             if first:
-                # Only an unreachable service is asked again: a refusal is final (docs/fleet.md).
-                later = isinstance(err, FleetUnreachable)
-                if not (later and self._refetch_later(model, reason)):  # else the refetch reports it
-                    self.state.set(name, version, "failed",
-                                   reason=f"{reason}; running {model.path}" + (" until it is fetched" if later else ""))
+                # Its path runs, so analysis starts; the version is asked for again later, a refusal
+                # too (the fleet's operator may mend it), ever less often (docs/fleet.md).
+                with self._lock:
+                    self._fell_back[name] = model
+                if not self._refetch_later(model, reason):  # else the refetch reports it
+                    self.state.set(name, version, "failed", reason=f"{reason}; running {model.path}"
+                                   + (" until it is fetched" if isinstance(err, FleetUnreachable) else ""))
                 return self._create(model, **options)
             self.state.set(name, version, "failed", reason=reason)
+            self._refetch_fallback(name, reason)
             raise DetectorError(f"model {name} version {version} could not be fetched: {reason}") from None
         resolved = model.model_copy(update={"path": str(staged.onnx), "engine_dir": str(staged.dir),
                                             "labels": str(staged.labels) if staged.labels else model.labels})
@@ -117,6 +126,7 @@ class FleetModels:
             detector = self._create(resolved, **options)
         except Exception as err:
             self.state.set(name, version, "failed", reason=str(err) or type(err).__name__)
+            self._refetch_fallback(name, str(err) or type(err).__name__)
             raise
         # "running" only once the appliance has swapped it in (``running``): a load that a newer
         # change cancels, or that the appliance's stop discards, never ran.
@@ -132,7 +142,19 @@ class FleetModels:
         fallback ``path``."""
         artifact, _fallback = running_artifact(model, detector)
         if artifact is not None:
+            with self._lock:
+                self._fell_back.pop(artifact.name, None)
+                self._last_wait_s.pop(artifact.name, None)
             self.state.set(artifact.name, artifact.version, "running")
+
+    def _refetch_fallback(self, name: str, reason: str) -> None:
+        """A load of the fleet model ``name`` failed while its fallback path runs (a refetch's load, a
+        rollout, or the revert to the version that fell back): the version that fell back is asked
+        for again later, with the refetches' growing wait."""
+        with self._lock:
+            fell_back = self._fell_back.get(name)
+        if fell_back is not None:
+            self._refetch_later(fell_back, reason)
 
     def _refetch_later(self, model: ModelConfig, reason: str) -> bool:
         """Ask the fleet service again later for ``model``'s version (``artifacts_refetch``); False when
@@ -143,13 +165,17 @@ class FleetModels:
             if self._stop.is_set() or self._reload is None:
                 return False
             if running is None or not running.alive:  # one per model
+                previous_wait_s = running.wait_s if running is not None else self._last_wait_s.get(name)
                 self._refetches[name] = Refetch(model, reason, config=self._config, state=self.state,
-                                                probe=self._probe, reload=self._reload).start()
+                                                probe=self._probe, reload=self._reload,
+                                                previous_wait_s=previous_wait_s).start()
             return True
 
     def _cancel_refetch(self, name: str) -> None:
         with self._lock:
             refetch = self._refetches.pop(name, None)
+            if refetch is not None and refetch.wait_s is not None:
+                self._last_wait_s[name] = refetch.wait_s
         if refetch is not None:
             refetch.cancel()
 

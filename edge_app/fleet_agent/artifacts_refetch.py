@@ -52,10 +52,13 @@ class Refetch:
     """Asks for ``model``'s fleet version until the fleet service answers, then hands it to ``reload``."""
 
     def __init__(self, model: ModelConfig, reason: str, *, config: Callable[[], AppConfig], state: ModelsState,
-                 probe: Probe, reload: Reload) -> None:
+                 probe: Probe, reload: Reload, previous_wait_s: Optional[float] = None) -> None:
         assert model.artifact is not None
         self.model = model
         self._reason = reason  # why the last attempt failed
+        # The waits of the refetches of one model grow one after the other: a version the fleet
+        # refuses each time is asked for ever less often, not every fallback_retry_s.
+        self.wait_s = previous_wait_s
         self._config, self._state, self._probe, self._reload = config, state, probe, reload
         self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"fleet:refetch:{model.artifact.name}", daemon=True)
@@ -78,10 +81,9 @@ class Refetch:
 
     def _run(self) -> None:
         artifact = self.model.artifact
-        delay_s: Optional[float] = None
         while True:
             fleet = self._config().fleet  # read each time: a change of fleet.* applies from the next wait
-            delay_s = next_retry_s(delay_s, fleet.fallback_retry_s, fleet.fallback_retry_max_s)
+            self.wait_s = delay_s = next_retry_s(self.wait_s, fleet.fallback_retry_s, fleet.fallback_retry_max_s)
             self._report(delay_s)
             if self._cancel.wait(delay_s):
                 return

@@ -19,7 +19,7 @@ from tests.support.net import free_port
 from tests.support.waiting import wait_for
 
 
-def _config(tmp_path, plates_version: str):
+def _config(tmp_path, plates_version: str, port: int = 0):
     return parse_config({
         "device_id": "edge-b",
         "cameras": [{"id": "yard", "source": "test://bars", "model": "general"},
@@ -28,7 +28,7 @@ def _config(tmp_path, plates_version: str):
                     "artifact": {"name": "people", "version": "1"}},
                    {"name": "plates", "path": "models/plates.onnx", "engine_dir": str(tmp_path),
                     "artifact": {"name": "gate", "version": plates_version}}],
-        "fleet": {"url": f"http://127.0.0.1:{free_port()}", "token": "device-token-0123456789abcdef",
+        "fleet": {"url": f"http://127.0.0.1:{port or free_port()}", "token": "device-token-0123456789abcdef",
                   "desired_key": "k" * 40},
     })
 
@@ -185,7 +185,81 @@ def test_a_refetch_asks_again_while_the_appliance_is_still_starting(tmp_path):
 
 
 def _swallow(load):
+    """True when ``load`` returned, False when it raised DetectorError."""
     try:
         load()
     except DetectorError:
-        pass
+        return False
+    return True
+
+
+def _serve_404(config):
+    port = int(config.fleet.url.rsplit(":", 1)[1])
+    server = ThreadingHTTPServer(("127.0.0.1", port), _Fleet404)
+    threading.Thread(target=server.serve_forever, name="test:fleet", daemon=True).start()
+    return server
+
+
+def _waits_reported(state, name):
+    """Each "trying again in N s" of ``name``'s reason, in order."""
+    seen = []
+
+    def listen():
+        reason = (state.get(name).reason or "") if state.get(name) is not None else ""
+        if "trying again in " in reason:
+            wait_s = int(reason.rsplit("trying again in ", 1)[1].split(" ")[0])
+            seen.append(wait_s)
+    state.on_change(listen)
+    return seen
+
+
+def test_a_refusal_at_start_is_asked_again_ever_less_often(tmp_path):
+    """The fleet refuses the version (404: not uploaded yet) at start: the path runs, and the version
+    is asked for again, each wait twice the one before, until the operator mends the fleet."""
+    current = {"config": _retrying(_config(tmp_path, "1"), 1, 4)}
+    state = ModelsState()
+    waits = _waits_reported(state, "gate")
+    loads = []
+    holder = {}
+
+    def reload(name, model):  # the appliance's background model change: the same factory, not first
+        loads.append(name)
+        threading.Thread(target=lambda: _swallow(lambda: holder["models"](model, cancel=threading.Event())),
+                         name="test:reload", daemon=True).start()
+        return True
+
+    server = _serve_404(current["config"])
+    models = holder["models"] = FleetModels(lambda model, **options: model.path, lambda: current["config"], state,
+                                            reload=reload)
+    try:
+        assert models(current["config"].models[1]) == "models/plates.onnx"
+        assert "404" in state.get("gate").reason and "running models/plates.onnx" in state.get("gate").reason
+        wait_for(lambda: len(loads) >= 4, 30, "four loads of the refused version")
+        assert waits[:4] == [1, 2, 4, 4], waits
+    finally:
+        models.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_version_that_fell_back_is_asked_for_again_after_a_failed_rollout(tmp_path):
+    """Version 1 fell back at start; a rollout of version 2 fails (the fleet refuses it) and the
+    appliance reverts the section to version 1: version 1 must still be fetched later."""
+    port = free_port()
+    current = {"config": _retrying(_config(tmp_path, "1", port), 1, 1)}
+    reloads = []
+    models = FleetModels(lambda model, **options: model.path, lambda: current["config"], ModelsState(),
+                         reload=lambda name, model: reloads.append((name, model)) or True)
+    plates_1 = current["config"].models[1]
+    assert models(plates_1) == "models/plates.onnx"  # the service is away: fell back
+    server = _serve_404(current["config"])
+    try:
+        current["config"] = _retrying(_config(tmp_path, "2", port), 1, 1)  # the rollout
+        assert not _swallow(lambda: models(current["config"].models[1], cancel=threading.Event()))
+        current["config"] = _retrying(_config(tmp_path, "1", port), 1, 1)  # the appliance's revert
+        wait_for(lambda: reloads, 10, "version 1 to be loaded again")
+        assert reloads == [("plates", plates_1)]
+    finally:
+        models.close()
+        server.shutdown()
+        server.server_close()

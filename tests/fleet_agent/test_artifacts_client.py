@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from edge_app.detect.tensorrt.cache import EngineKey
-from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
+from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable, NotEnoughSpace
 from edge_app.fleet_agent.artifacts_manifest import ManifestError, engine_for, manifest_signature, verify_manifest
 from edge_app.fleet_agent.artifacts_stage import stage_dir
 from edge_app.fleet_agent.artifacts_state import ModelsState
+from tests.support.tmpfs import mounted_tmpfs
 
 KEY = "desired-key-of-edge-b-0123456789abcdef"
 ONNX = b"onnx bytes " * 1000
@@ -309,3 +310,31 @@ def test_only_the_last_staged_versions_and_the_configured_ones_stay_on_the_devic
     assert sorted(p.name for p in model_dir.iterdir()) == ["2", "5", "6", "7", "link"]
     assert outside.is_dir()
     assert prune_staged(tmp_path / "fleet" / "nothing", keep=[]) == []
+
+
+MiB = 1024 * 1024
+
+
+@pytest.mark.parametrize("blob_mib,reserve_mib,fits", [
+    (1.0, 1, True),
+    (3.5, 1, False),  # 4 MiB - 3.5 MiB leaves less than the 1 MiB kept free
+    (0.001, None, False),  # the default reserve (128 MiB) on a 64 MiB file system: nothing is fetched
+])
+def test_a_download_that_would_fill_the_disk_is_refused_before_anything_is_asked(serve, tmp_path, blob_mib,
+                                                                                 reserve_mib, fits):
+    """A real tmpfs stands for the device's small eMMC: the download checks the room first and,
+    refused, asks the fleet for nothing and writes nothing."""
+    blob = b"x" * int(blob_mib * MiB)
+    server = serve(lambda h: _send(h, 200, blob))
+    options = {} if reserve_mib is None else {"reserve_bytes": reserve_mib * MiB}
+    client = FleetClient(server.url, "device-token-0123456789", "edge-b", **options)
+    with mounted_tmpfs(tmp_path / "disk", "64m" if reserve_mib is None else "4m") as disk:
+        dest = disk / "fleet" / "gate" / "3" / "model.onnx"
+        if fits:
+            client.download(hashlib.sha256(blob).hexdigest(), len(blob), dest)
+            assert dest.read_bytes() == blob
+            return
+        with pytest.raises(NotEnoughSpace, match="not enough free space") as refused:
+            client.download(hashlib.sha256(blob).hexdigest(), len(blob), dest)
+        assert "MB are kept free" in str(refused.value)
+        assert server.seen == [] and list(dest.parent.iterdir()) == []

@@ -1,7 +1,6 @@
 """A full file system (a 3 MiB tmpfs): writing pauses with the reason and resumes after files are freed."""
 from __future__ import annotations
 
-import subprocess
 from dataclasses import replace
 
 import pytest
@@ -11,6 +10,7 @@ from edge_app.record.retention import MB
 from edge_app.record.store import RecordingStore
 from tests.record.feeding import settings
 from tests.record.media import ffprobe
+from tests.support.tmpfs import mounted_tmpfs
 from tests.support.waiting import wait_for
 
 IDLE_TIMEOUT_S = 120
@@ -18,15 +18,8 @@ IDLE_TIMEOUT_S = 120
 
 @pytest.fixture()
 def small_disk(tmp_path):
-    folder = tmp_path / "small"
-    folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(folder)], capture_output=True)
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a tmpfs (needs root): {mounted.stderr.decode().strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "small", "3m") as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=True)
 
 
 def _feed_loops(recorder, info, packets, loops, first_loop=0):
