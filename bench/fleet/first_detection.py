@@ -119,7 +119,9 @@ def one_round(index: int, model: Path, build_step_s: float, timeout_s: float, gp
     fleet = FleetProcess(work, broker.port, prefix, f"sqlite:///{work / 'fleet.db'}", ids,
                          {"api": {"token": ADMIN_TOKEN},
                           "device_tokens": {d: f"bench-device-token-{d}" for d in ids},
-                          "artifacts": {"dir": str(work / "artifacts"), "max_mb": 1024, "max_upload_mb": 256}})
+                          # the first appliance is the one trusted to build for the second
+                          "artifacts": {"dir": str(work / "artifacts"), "max_mb": 1024, "max_upload_mb": 256,
+                                        "engines_from": [ids[0]]}})
     watch = FirstDetections(broker.port, prefix)
     starts: List[Start] = []
     try:

@@ -22,8 +22,9 @@ from edge_app.fleet_agent.artifacts_manifest import MAX_LABELS_BYTES
 from edge_app.fleet_service.artifacts import ArtifactConflict, check_name, parse_engine_key
 from edge_app.fleet_service.blobs import BlobError, StoredBlob, is_sha256
 from edge_app.fleet_service.device_auth import DeviceAuth
+from edge_app.fleet_service.model_state import devices_reporting
 from edge_app.fleet_service.rollouts import NoModelDevices, UnknownDevices, model_rollout_patch
-from edge_app.fleet_service.routes import parse_targets
+from edge_app.fleet_service.routes import DEVICE_ID, parse_targets
 from edge_app.fleet_service.service import MIB, FleetService
 
 logger = logging.getLogger(__name__)
@@ -181,7 +182,7 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
         if kept is not None and kept != sha256:
             raise ApiError(409, f"another engine ({kept}) is kept for this key; the first one offered wins")
         if kept is None:
-            refused = service.artifacts.may_offer(device_id, key["onnx_sha256"])
+            refused = service.artifacts.may_offer(device_id, key)
             if refused is not None:  # answered before the body is read
                 raise ApiError(409, refused)
             blob = store(request.stream, limits.max_upload_mb * MIB, sha256)
@@ -194,6 +195,55 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
         if stored:
             logger.info("engine %s from %s kept for %s on %s", sha256, device_id, key.get("gpu_name"), key["platform"])
         return jsonify({"sha256": sha256, "stored": stored})
+
+    def drop_unused(digests) -> None:
+        for sha256 in digests:
+            if service.artifacts.forget_if_unused(sha256):
+                service.blobs.remove(sha256)
+
+    @bp.delete("/api/v1/models/<name>/<version>")
+    def delete_model(name: str, version: str) -> Response:
+        """A version and, when no other version has its ONNX file, that file's engines. Refused (409)
+        while devices report the version, unless ``?force=true``: a device that restarts with the
+        fleet reachable would find it gone and run its fallback ``path``."""
+        _name(name, version)
+        force = request.args.get("force", "false")
+        if force not in ("true", "false"):
+            raise ApiError(400, "force must be true or false")
+        if force == "false":
+            with service.conn.reading() as conn:
+                using = devices_reporting(conn, name, version)
+            if using:
+                raise ApiError(409, f"{len(using)} device(s) report model {name} version {version} "
+                                    f"({', '.join(using[:20])}): roll another version out first, or delete with ?force=true")
+        try:
+            digests = service.artifacts.delete_model(name, version)
+        except LookupError as err:
+            raise ApiError(404, str(err)) from None
+        drop_unused(digests)
+        logger.info("model %s version %s deleted", name, version)
+        return jsonify({"deleted": {"name": name, "version": version}})
+
+    @bp.delete("/api/v1/engines/<sha256>")
+    def delete_engine(sha256: str) -> Response:
+        if not is_sha256(sha256):
+            raise ApiError(400, "an engine is named by its SHA-256: 64 lowercase hexadecimal digits")
+        removed = service.artifacts.delete_engines(sha256=sha256)
+        if not removed:
+            raise ApiError(404, f"no engine {sha256}")
+        drop_unused(removed)
+        logger.info("engine %s deleted", sha256)
+        return jsonify({"deleted": removed})
+
+    @bp.delete("/api/v1/devices/<device_id>/engines")
+    def delete_device_engines(device_id: str) -> Response:
+        """Every engine one device offered (a device not trusted any more, or a replaced board)."""
+        if not DEVICE_ID.fullmatch(device_id):
+            raise ApiError(400, "not a device id")
+        removed = service.artifacts.delete_engines(device_id=device_id)
+        drop_unused(removed)
+        logger.info("%d engine(s) offered by %s deleted", len(removed), device_id)
+        return jsonify({"deleted": removed})
 
     @bp.post("/api/v1/models/<name>/<version>/rollout")
     def rollout(name: str, version: str) -> Response:

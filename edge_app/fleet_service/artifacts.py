@@ -198,8 +198,9 @@ class Artifacts:
         text = canonical_json(key)
         with self._conn.transaction() as conn:
             before = conn.query_one("SELECT sha256 FROM engines WHERE engine_key = ?", (text,))
-            if before is None and self._offered(conn, device_id, key["onnx_sha256"]) >= MAX_ENGINES_PER_DEVICE:
-                raise ArtifactConflict(_too_many(device_id))
+            refused = self._refusal(conn, device_id, key) if before is None else None
+            if refused is not None:
+                raise ArtifactConflict(refused)
             if before is None:
                 conn.execute(
                     "INSERT INTO engines (engine_key, onnx_sha256, sha256, bytes, device_id, created_at) "
@@ -220,11 +221,51 @@ class Artifacts:
                               "WHERE onnx_sha256 = ? ORDER BY created_at", (onnx_sha256,))
         return [EngineRecord(json.loads(k), s, int(b), d, float(c)) for k, s, b, d, c in rows]
 
-    def may_offer(self, device_id: str, onnx_sha256: str) -> Optional[str]:
-        """None when ``device_id`` may offer one more engine for this model file, else why not."""
+    def may_offer(self, device_id: str, key: Dict[str, Any]) -> Optional[str]:
+        """None when ``device_id`` may offer one more engine for ``key``, else why not."""
         with self._conn.reading() as conn:
-            offered = self._offered(conn, device_id, onnx_sha256)
-        return _too_many(device_id) if offered >= MAX_ENGINES_PER_DEVICE else None
+            return self._refusal(conn, device_id, key)
+
+    def _refusal(self, conn: Any, device_id: str, key: Dict[str, Any]) -> Optional[str]:
+        """At most ``MAX_ENGINES_PER_DEVICE`` per model file, and only for the GPU its engines name already."""
+        if self._offered(conn, device_id, key["onnx_sha256"]) >= MAX_ENGINES_PER_DEVICE:
+            return _too_many(device_id)
+        # A device builds on its own GPU, which does not change: one naming another GPU than its
+        # first engine did is building for devices it is not (a mistake, or a device taken over
+        # trying to reach other kinds of devices). A replaced board: delete its engines first.
+        earlier = conn.query_one("SELECT engine_key FROM engines WHERE device_id = ? ORDER BY created_at LIMIT 1",
+                                 (device_id,))
+        pinned = _gpu(json.loads(earlier[0])) if earlier is not None else None
+        if pinned is not None and _gpu(key) != pinned:
+            return (f"{device_id} offered engines for GPU {pinned[0]} (compute capability {pinned[1]}); this one "
+                    f"names {str(_gpu(key)[0])[:64]} ({str(_gpu(key)[1])[:16]}): a device offers engines for its own "
+                    f"GPU only (DELETE /api/v1/devices/{device_id}/engines if its board was replaced)")
+        return None
+
+    def delete_engines(self, *, sha256: Optional[str] = None, device_id: Optional[str] = None) -> List[str]:
+        """Stop handing out the engines with digest ``sha256``, or all that ``device_id`` offered;
+        the digests removed (their blobs are the caller's to drop once nothing else names them)."""
+        column, value = ("sha256", sha256) if sha256 is not None else ("device_id", device_id)
+        with self._conn.transaction() as conn:
+            rows = conn.query(f"SELECT sha256 FROM engines WHERE {column} = ?", (value,))
+            conn.execute(f"DELETE FROM engines WHERE {column} = ?", (value,))
+        return sorted({row[0] for row in rows})
+
+    def delete_model(self, name: str, version: str) -> List[str]:
+        """Remove ``name/version`` and, when no other version has its ONNX file, that file's engines;
+        the digests no longer named by this version (the caller drops the unused blobs). LookupError when unknown."""
+        with self._conn.transaction() as conn:
+            row = conn.query_one("SELECT onnx_sha256, labels_sha256 FROM models WHERE name = ? AND version = ?",
+                                 (name, version))
+            if row is None:
+                raise LookupError(f"unknown model {name} version {version}")
+            onnx, labels = row
+            conn.execute("DELETE FROM models WHERE name = ? AND version = ?", (name, version))
+            digests = [onnx] + ([labels] if labels else [])
+            if conn.query_one("SELECT 1 FROM models WHERE onnx_sha256 = ?", (onnx,)) is None:
+                digests += [r[0] for r in conn.query("SELECT sha256 FROM engines WHERE onnx_sha256 = ?", (onnx,))]
+                conn.execute("DELETE FROM engines WHERE onnx_sha256 = ?", (onnx,))
+        return sorted(set(digests))
 
     @staticmethod
     def _offered(conn: Any, device_id: str, onnx_sha256: str) -> int:
@@ -246,6 +287,11 @@ class Artifacts:
         }
         body["signature"] = manifest_signature(key, body)
         return body
+
+
+def _gpu(key: Dict[str, Any]) -> tuple:
+    """What in an engine key names the GPU it was built on."""
+    return key.get("gpu_name"), key.get("compute_capability")
 
 
 def _too_many(device_id: str) -> str:

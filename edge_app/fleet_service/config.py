@@ -119,8 +119,10 @@ class ArtifactsConfig(_Strict):
         description="One model file or engine; a larger body is refused with 413 before it is read",
     )
     engines_from: List[str] = Field(
-        default_factory=lambda: ["*"], title="Engines accepted from", max_length=10_000,
-        description="Device id patterns (shop-*) whose built engines are kept and handed to other devices; [] keeps none",
+        default_factory=list, title="Engines accepted from", max_length=10_000,
+        description="Device id patterns (build-orin-*) whose built engines are kept and handed to other devices with "
+                    "the same engine key; an engine runs on every such device, so list only devices you trust to "
+                    "build (default: none, every device builds its own; [\"*\"]: any device)",
     )
     upload_deadline_s: float = Field(
         900, title="Upload deadline (s)", ge=10, le=86400, allow_inf_nan=False,

@@ -8,8 +8,9 @@ those of the artifact routes, texts are cut, numbers bounded, and anything else 
 from __future__ import annotations
 
 import itertools
+import json
 import math
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from edge_app.config.schema_model import ARTIFACT_NAME_PATTERN, ARTIFACT_VERSION_PATTERN, is_artifact_part
 
@@ -61,3 +62,18 @@ def rollout_model_state(name: str, version: str, reported: Optional[Dict[str, An
     running = entry.get("version") if isinstance(entry, dict) else None
     return {"name": name, "version": version, "state": "waiting", "progress": None,
             "reason": f"the device reports version {running}" if running else None}
+
+
+def devices_reporting(conn: Any, name: str, version: str) -> List[str]:
+    """The devices whose stored ``models_state`` names fleet model ``name`` at ``version`` (running,
+    or on its way to it): those a deletion of that version would leave without it at their next start."""
+    found = []
+    for device_id, stored in conn.query("SELECT device_id, models_state FROM devices WHERE models_state IS NOT NULL "
+                                        "ORDER BY device_id"):
+        try:
+            entry = json.loads(stored).get(name)
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(entry, dict) and entry.get("version") == version:
+            found.append(device_id)
+    return found

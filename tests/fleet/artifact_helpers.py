@@ -19,8 +19,10 @@ PLATFORM = "driver 580.65"
 
 
 def artifact_fleet(fleet_factory, tmp_path: Path, max_upload_mb: int = 4, **overrides: Any):
+    # These fleets take engines from any of their devices; the product's default takes none
+    # (test_artifacts.py has a test of that).
     artifacts = {"dir": str(tmp_path / "artifacts"), "max_mb": 64, "max_upload_mb": max_upload_mb,
-                 **overrides.pop("artifacts", {})}
+                 "engines_from": ["*"], **overrides.pop("artifacts", {})}
     return fleet_factory(api={"token": ADMIN_TOKEN}, device_tokens=TOKENS, desired_keys=KEYS, artifacts=artifacts,
                          **overrides)
 

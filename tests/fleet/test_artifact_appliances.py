@@ -43,10 +43,12 @@ def fleet(fleet_factory, tmp_path):
     return artifact_fleet(fleet_factory, tmp_path, max_upload_mb=64, artifacts={"max_mb": 512})
 
 
-def _appliance(fleet, broker, tmp_path: Path, device_id: str, model_path, url: str, version: str) -> StandinAppliance:
+def _appliance(fleet, broker, tmp_path: Path, device_id: str, model_path, url: str, version: str,
+               camera=None) -> StandinAppliance:
     workdir = tmp_path / device_id
     workdir.mkdir()
-    config = {"device_id": device_id, "cameras": [{"id": "bars", "source": SOURCE, "detect": False}],
+    camera = camera or {"id": "bars", "source": SOURCE, "detect": False}
+    config = {"device_id": device_id, "cameras": [camera],
               "model": {"path": str(model_path), "backend": "tensorrt", "max_batch": 1, "engine_process": False,
                         "engine_dir": str(workdir / "engines"), "artifact": {"name": "gate", "version": version}},
               "events": {"dir": str(workdir / "events")},
@@ -88,11 +90,20 @@ def _blob(tmp_path: Path, digest: str) -> Path:
     return found[0]
 
 
+def _people(app: StandinAppliance, camera_id: str) -> int:
+    answer = app.get(f"/api/v1/cameras/{camera_id}/detections")
+    if answer.status_code != 200:
+        return 0
+    return sum(1 for found in answer.json()["detections"] if found["label"] == "person")
+
+
 def test_b_starts_with_the_engine_a_built_and_refuses_one_of_another_key(fleet, mosquitto_broker, tmp_path,
-                                                                         model_path, versions):
+                                                                         model_path, versions, bus_clip):
     assert upload(fleet, "gate", "1", versions["1"], b"person\nbicycle\n").status_code == 201
     a = _appliance(fleet, mosquitto_broker, tmp_path, "edge-a", model_path, fleet.url, "1")
-    b = _appliance(fleet, mosquitto_broker, tmp_path, "edge-b", model_path, fleet.url, "1")
+    # B analyses a real clip (the people of bus.jpg) through the engine it fetched
+    b = _appliance(fleet, mosquitto_broker, tmp_path, "edge-b", model_path, fleet.url, "1",
+                   camera={"id": "bus", "source": str(bus_clip), "loop": True, "detect": True})
     try:
         _start(a)
         assert "building TensorRT engine" in a.log_text()
@@ -111,6 +122,8 @@ def test_b_starts_with_the_engine_a_built_and_refuses_one_of_another_key(fleet, 
         assert "prebuilt" in sidecar and "build" not in sidecar
         assert b.get("/api/v1/status").json()["engine_build"] is None
         wait_for(lambda: model_state(fleet, "edge-b").get("state") == "running", 30, "B reports gate 1 running")
+        # the prebuilt engine analyses frames: the 4 people of bus.jpg, labelled from the fleet's labels.txt
+        assert wait_for(lambda: _people(b, "bus") >= 3, 60, f"B to find the people of the bus clip ({b.log_tail()})")
 
         # Version 2's only engine has another device's key (TensorRT 10.4): never fetched nor deserialised.
         assert upload(fleet, "gate", "2", versions["2"]).status_code == 201

@@ -282,7 +282,8 @@ def test_a_manifest_lists_the_newest_engines_when_the_fleet_holds_more_than_appl
 
     builders = {f"edge-builder-{i}": f"token-of-edge-builder-{i:02d}-0123" for i in range(MAX_ENGINES // MAX_ENGINES_PER_DEVICE + 1)}
     fleet = fleet_factory(api={"token": ADMIN_TOKEN}, device_tokens={**TOKENS, **builders}, desired_keys=KEYS,
-                          artifacts={"dir": str(tmp_path / "artifacts"), "max_mb": 64, "max_upload_mb": 4})
+                          artifacts={"dir": str(tmp_path / "artifacts"), "max_mb": 64, "max_upload_mb": 4,
+                                     "engines_from": ["edge-builder-*"]})
     onnx = model_bytes(4000)
     upload(fleet, "gate", "1", onnx)
     batch = 0
