@@ -9,19 +9,21 @@ simulated appliances, one MQTT connection each. Then it rolls the version out to
 ``POST /api/v1/models/<name>/<version>/rollout`` and each appliance does what the real one does
 with a desired artifact version (docs/fleet.md, "Models and engines over the air"): it reports
 ``downloading``, fetches its manifest and checks the signature with its key, downloads the ONNX
-file with its device token (reporting progress halfway), checks the SHA-256 and reports
-``running``. Measured: the time from the rollout request until the fleet's
-``GET /api/v1/rollouts/<id>`` counts every appliance ``running``, the fleet process's CPU over
-that time (psutil), and the bytes the appliances received. The appliances' work (TLS-less
-HTTP, hashing) runs in this process on the same machine, so the times are upper bounds.
+file with its device token (reporting progress every tenth), checks the SHA-256, stages it and
+reports ``running``. That work is the appliance's own code: ``edge_app.fleet_agent``'s
+``Stager`` and ``FleetClient`` over HTTPS (the fleet serves TLS with a throw-away CA the
+appliances verify), and ``models_state`` published on every change as the fleet agent does.
+Only the model load itself is left out. Measured: the time from the rollout request until the
+fleet's ``GET /api/v1/rollouts/<id>`` counts every appliance ``running``, the fleet process's
+CPU over that time (psutil), and the bytes the appliances received. The appliances' work (TLS,
+hashing, writing the file) runs in this process on the same machine, so the times are upper bounds.
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
-import hmac
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -29,7 +31,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import paho.mqtt.client as mqtt
 import requests
@@ -37,11 +39,17 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from bench.fleet.device import bench_desired_key
 from bench.fleet.server import Broker, FleetProcess, _wait
+from edge_app.config.file import parse_config
+from edge_app.config.schema_model import ArtifactConfig
+from edge_app.fleet_agent.artifacts_client import FleetRefused, FleetUnreachable
+from edge_app.fleet_agent.artifacts_manifest import ManifestError
+from edge_app.fleet_agent.artifacts_stage import Stager
+from edge_app.fleet_agent.artifacts_state import ModelsState
+from tests.mqtt.certs import make_test_certificates
 
 ADMIN_TOKEN = "bench-admin-token-0123456789abcdef"
 MODEL, VERSION = "gate", "2"
 RUNNING_VERSION = "1"  # what every simulated appliance runs before the rollout
-CHUNK_BYTES = 1 << 20
 
 
 def device_token(device_id: str) -> str:
@@ -66,16 +74,24 @@ class ModelRolloutResult:
 
 
 class SimAppliance:
-    """One appliance: an MQTT connection for desired/reported, HTTP with its device token for artifacts."""
+    """One appliance: an MQTT connection for desired/reported, the appliance's own fleet client for artifacts."""
 
-    def __init__(self, device_id: str, broker_port: int, prefix: str, fleet_url: str, done: "Tally"):
+    def __init__(self, device_id: str, broker_port: int, prefix: str, fleet: FleetProcess, work: Path, done: "Tally"):
         self.device_id = device_id
         self.root = f"{prefix}/{device_id}"
-        self.fleet_url = fleet_url
         self.done = done
         self.version = 0
         self.received = 0
         self.download_s = 0.0
+        self.config = parse_config({
+            "device_id": device_id,
+            "model": {"path": "fallback.onnx", "engine_dir": str(work / "devices" / device_id),
+                      "artifact": {"name": MODEL, "version": RUNNING_VERSION}},
+            "fleet": {"url": fleet.url, "token": device_token(device_id), "ca_certs": fleet.verify,
+                      "desired_key": bench_desired_key(device_id)}})
+        self.state = ModelsState()
+        self.state.set(MODEL, RUNNING_VERSION, "running")
+        self.state.on_change(self._publish_state)
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"bench-{device_id}", clean_session=True)
         self.client.on_connect = self._on_connect
         self.client.on_message = self._on_message
@@ -85,16 +101,12 @@ class SimAppliance:
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         client.subscribe(f"{self.root}/config/desired", qos=1)
         # a rollout to "all" targets the devices that report the model, as real appliances do
-        self._state("running", 1.0, version=RUNNING_VERSION)
+        self._publish_state()
 
-    def _status(self, models_state: Dict[str, Any]) -> None:
+    def _publish_state(self) -> None:
         body = {"state": "online", "device_id": self.device_id, "version": "bench", "ts": time.time(),
-                "models_state": models_state}
+                "models_state": self.state.snapshot()}
         self.client.publish(f"{self.root}/status", json.dumps(body), qos=1, retain=True)
-
-    def _state(self, state: str, progress: Optional[float] = None, reason: Optional[str] = None,
-               version: str = VERSION) -> None:
-        self._status({MODEL: {"version": version, "state": state, "progress": progress, "reason": reason}})
 
     def _on_message(self, client, userdata, message) -> None:
         if not message.payload:
@@ -112,39 +124,17 @@ class SimAppliance:
 
     def _fetch(self) -> None:
         started = time.monotonic()
-        self._state("downloading", 0.0)
-        headers = {"Authorization": f"Bearer {device_token(self.device_id)}", "X-Edge-Device": self.device_id}
+        model = self.config.model.model_copy(update={"artifact": ArtifactConfig(name=MODEL, version=VERSION)})
+        config = self.config.model_copy(update={"model": model})
         try:
-            with requests.Session() as http:
-                answer = http.get(f"{self.fleet_url}/api/v1/devices/{self.device_id}/models/{MODEL}/{VERSION}/manifest",
-                                  headers=headers, timeout=60)
-                answer.raise_for_status()
-                self.received += len(answer.content)
-                manifest = answer.json()
-                unsigned = {k: v for k, v in manifest.items() if k != "signature"}
-                canonical = json.dumps(unsigned, sort_keys=True, separators=(",", ":")).encode()
-                expected = hmac.new(bench_desired_key(self.device_id).encode(), canonical, hashlib.sha256).hexdigest()
-                if not hmac.compare_digest(expected, manifest["signature"]):
-                    raise ValueError("the manifest's signature does not verify")
-                onnx = next(f for f in manifest["files"] if f["role"] == "onnx")
-                digest, got, halfway = hashlib.sha256(), 0, False
-                with http.get(f"{self.fleet_url}/api/v1/blobs/{onnx['sha256']}", headers=headers, stream=True,
-                              timeout=60) as blob:
-                    blob.raise_for_status()
-                    for chunk in blob.iter_content(CHUNK_BYTES):
-                        digest.update(chunk)
-                        got += len(chunk)
-                        if not halfway and got * 2 >= onnx["bytes"]:
-                            halfway = True
-                            self._state("downloading", round(got / onnx["bytes"], 2))
-                self.received += got
-                if digest.hexdigest() != onnx["sha256"]:
-                    raise ValueError("the download's SHA-256 does not match the manifest")
+            staged, _client = Stager(lambda: config, self.state).stage(model, threading.Event())
+            self.received = sum(f.stat().st_size for f in staged.dir.iterdir() if f.is_file())
             self.download_s = time.monotonic() - started
-            self._state("running", 1.0)
+            self.state.set(MODEL, VERSION, "running")
+            shutil.rmtree(staged.dir, ignore_errors=True)  # 200 copies would fill the disk
             self.done.add(True)
-        except (requests.RequestException, ValueError, KeyError, StopIteration) as err:
-            self._state("failed", None, str(err)[:200])
+        except (FleetUnreachable, FleetRefused, ManifestError, OSError) as err:
+            self.state.set(MODEL, VERSION, "failed", reason=str(err)[:200])
             self.done.add(False)
 
     def disconnect(self) -> None:
@@ -180,31 +170,36 @@ def run(devices: int, model_mb: float, timeout_s: float, work: Path) -> ModelRol
     broker = Broker(work, devices)
     extra = {"api": {"token": ADMIN_TOKEN}, "device_tokens": {d: device_token(d) for d in ids},
              "artifacts": {"dir": str(work / "artifacts"), "max_mb": 1024, "max_upload_mb": 256}}
-    fleet = FleetProcess(work, broker.port, prefix, f"sqlite:///{work / 'fleet.db'}", ids, extra)
+    certs = make_test_certificates(work / "tls")
+    fleet = FleetProcess(work, broker.port, prefix, f"sqlite:///{work / 'fleet.db'}", ids, extra,
+                         tls=(certs.server_cert, certs.server_key, certs.ca))
     admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    https = requests.Session()
+    https.verify = fleet.verify
+    https.trust_env = False  # else REQUESTS_CA_BUNDLE would win over the throw-away CA
     print(f"broker and fleet service up after {time.monotonic() - begun:.1f} s", file=sys.stderr, flush=True)
     appliances: List[SimAppliance] = []
     try:
         model = os.urandom(int(model_mb * (1 << 20)))
         started = time.monotonic()
-        answer = requests.put(f"{fleet.url}/api/v1/models/{MODEL}/{VERSION}", data=model, headers=admin, timeout=120)
+        answer = https.put(f"{fleet.url}/api/v1/models/{MODEL}/{VERSION}", data=model, headers=admin, timeout=120)
         answer.raise_for_status()
         upload_s = time.monotonic() - started
         tally = Tally()
-        appliances = [SimAppliance(d, broker.port, prefix, fleet.url, tally) for d in ids]
-        _wait(lambda: requests.get(f"{fleet.url}/api/v1/status", headers=admin, timeout=10).json()["devices"]
+        appliances = [SimAppliance(d, broker.port, prefix, fleet, work, tally) for d in ids]
+        _wait(lambda: https.get(f"{fleet.url}/api/v1/status", headers=admin, timeout=10).json()["devices"]
               .get("online", 0) == devices, 120, f"{devices} appliances online")
 
         print(f"{devices} appliances online after {time.monotonic() - begun:.1f} s", file=sys.stderr, flush=True)
         cpu_before, started = fleet.cpu_s(), time.monotonic()
-        answer = requests.post(f"{fleet.url}/api/v1/models/{MODEL}/{VERSION}/rollout", json={"devices": "all"},
+        answer = https.post(f"{fleet.url}/api/v1/models/{MODEL}/{VERSION}/rollout", json={"devices": "all"},
                                headers=admin, timeout=60)
         answer.raise_for_status()
         rollout_id = answer.json()["rollout_id"]
         first_running: List[float] = []
 
         def all_running() -> bool:
-            states = requests.get(f"{fleet.url}/api/v1/rollouts/{rollout_id}", headers=admin,
+            states = https.get(f"{fleet.url}/api/v1/rollouts/{rollout_id}", headers=admin,
                                   timeout=30).json()["model"]["devices"]
             if states["running"] and not first_running:
                 first_running.append(time.monotonic() - started)
@@ -227,6 +222,7 @@ def run(devices: int, model_mb: float, timeout_s: float, work: Path) -> ModelRol
             appliance.disconnect()
         for appliance in appliances:
             appliance.join()
+        https.close()
         fleet.stop()
         broker.stop()
 

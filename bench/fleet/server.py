@@ -27,7 +27,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import psutil
 import requests
@@ -118,13 +118,20 @@ def _accepts(port: int) -> bool:
 
 
 class FleetProcess:
+    """``edge-app fleet`` as a separate process; with ``tls`` (certificate, key and the CA that signed
+    them) it serves HTTPS, and ``verify`` is what a client checks it against."""
+
     def __init__(self, work: Path, broker_port: int, prefix: str, db_url: str, device_ids: Sequence[str] = (),
-                 extra: Optional[dict] = None):
+                 extra: Optional[dict] = None, tls: Optional[Tuple[Path, Path, Path]] = None):
         self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        self.verify: Any = str(tls[2]) if tls else True
+        api: Dict[str, Any] = {"host": "127.0.0.1", "port": self.port}
+        if tls:
+            api["tls"] = {"enabled": True, "certfile": str(tls[0]), "keyfile": str(tls[1])}
         config = {"mqtt": {"host": "127.0.0.1", "port": broker_port, "keepalive": 30, "client_id": f"fleet-{prefix}"},
                   "topic_prefix": prefix, "database": {"url": db_url}, "devices": {"max": max(len(device_ids), 1)},
-                  "api": {"host": "127.0.0.1", "port": self.port}, "logging": {"level": "WARNING"},
+                  "api": api, "logging": {"level": "WARNING"},
                   # The simulated appliances act only on what is signed with their keys (bench.fleet.device).
                   "desired_keys": {device_id: bench_desired_key(device_id) for device_id in device_ids}}
         for section, value in (extra or {}).items():  # a section given is merged over the one above
@@ -140,12 +147,12 @@ class FleetProcess:
         if self.process.poll() is not None:
             raise RuntimeError(f"the fleet service exited with {self.process.returncode}")
         try:
-            return requests.get(self.url + "/readyz", timeout=2).status_code == 200
+            return requests.get(self.url + "/readyz", timeout=2, verify=self.verify).status_code == 200
         except requests.RequestException:
             return False
 
     def status(self) -> dict:
-        return requests.get(self.url + "/api/v1/status", timeout=10).json()
+        return requests.get(self.url + "/api/v1/status", timeout=10, verify=self.verify).json()
 
     def cpu_s(self) -> float:
         times = self.ps.cpu_times()
