@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict
 
 from edge_app.api.recording_params import MAX_EXPORT_S, MAX_LIST_S, TIME_PATTERN
-from edge_app.api.recordings import MAX_CONCURRENT_EXPORTS, MAX_PART
+from edge_app.api.recordings import EXPORT_RESERVE_BYTES, MAX_CONCURRENT_EXPORTS, MAX_PART
 from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG_HEX_CHARS
 
 Schema = Dict[str, Any]
@@ -127,6 +127,8 @@ def recording_paths(op: Op, event_id: Dict[str, Any]) -> Dict[str, Any]:
             "get": op("One MP4 of a camera's recordings in a range, by stream copy (no re-encoding); " + SIGNED_NOTE,
                       {"200": _mp4("The export"), **ranged, "400": bad_range,
                        "404": _error(f"No segment covers the range, or {off.lower()}"),
+                       "507": _error(f"Writing the export would leave less than {EXPORT_RESERVE_BYTES // 2**20} MB "
+                                     "free in the temporary folder"),
                        "503": {**_error(f"{MAX_CONCURRENT_EXPORTS} exports are being written"),
                                "headers": _headers(**{"Retry-After": "Seconds until trying again is worth it"})}},
                       "recordings", [*range_params, download, *signature]),

@@ -30,6 +30,7 @@ from edge_app.api.query_params import flag_arg, integer_arg
 from edge_app.api.recording_params import TimeRange, time_range
 from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, sign
 from edge_app.config.schema import AppConfig
+from edge_app.health.free_space import NotEnoughSpace, ensure_room
 from edge_app.record.types import ClipInfo, RecordingReader
 from edge_app.reporting.protocol import ApplianceService
 
@@ -38,6 +39,8 @@ logger = logging.getLogger(__name__)
 #: exports written at once; more wait for none and get 503 (each one copies up to an hour of video)
 MAX_CONCURRENT_EXPORTS = 2
 EXPORT_RETRY_AFTER_S = 5
+#: what an export leaves free in the temporary folder (often the recordings' disk, or RAM on a Jetson)
+EXPORT_RESERVE_BYTES = 64 * 1024 * 1024
 #: what a <video> element, the download button and the signed URLs may load without the token
 SIGNED_ENDPOINTS = frozenset({"recordings.clip", "recordings.export"})
 MP4 = "video/mp4"
@@ -185,6 +188,13 @@ def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], 
 
 
 def _export(store: RecordingReader, wanted: TimeRange, download: bool) -> Response:
+    # A stream copy is about as large as the segments it is cut from: refused up front rather
+    # than filling the disk the recordings, events and configuration live on.
+    need = sum(s.bytes for s in store.segments(str(wanted.camera_id), wanted.start, wanted.end))
+    try:
+        ensure_room(tempfile.gettempdir(), need, EXPORT_RESERVE_BYTES, "the export")
+    except NotEnoughSpace as err:
+        raise ApiError(507, f"{err}; export a shorter range") from None
     folder = Path(tempfile.mkdtemp(prefix="edge-app-export-"))
     try:
         made = store.export(str(wanted.camera_id), wanted.start, wanted.end, folder / "export.mp4")

@@ -17,7 +17,6 @@ import http.client
 import json
 import logging
 import os
-import shutil
 import ssl
 import threading
 import urllib.error
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from edge_app.config.schema import is_loopback_host
+from edge_app.health.free_space import NotEnoughSpace, ensure_room
 from edge_app.fleet_agent.artifacts_manifest import MAX_MANIFEST_BYTES
 
 log = logging.getLogger(__name__)
@@ -40,19 +40,6 @@ Progress = Callable[[int], None]
 #: what a download leaves free on its file system at least: the engine cache shares it with the
 #: configuration, events and recordings, and a disk filled by a model would stop them all
 DOWNLOAD_RESERVE_BYTES = 128 * 1024 * 1024
-
-
-class NotEnoughSpace(OSError):
-    """A download would leave less than the reserve free: nothing was written (try again once there is room)."""
-
-
-def ensure_room(folder: Path, need_bytes: int, reserve_bytes: int) -> None:
-    """NotEnoughSpace unless ``need_bytes`` more fit in ``folder`` with ``reserve_bytes`` left free."""
-    free = shutil.disk_usage(folder).free
-    if free - need_bytes < reserve_bytes:
-        mib = 1024 * 1024
-        raise NotEnoughSpace(f"not enough free space in {folder}: the download needs {need_bytes / mib:.1f} MB and "
-                             f"{free / mib:.1f} MB are free ({reserve_bytes / mib:.0f} MB are kept free)")
 
 
 class FleetUnreachable(Exception):
@@ -136,7 +123,7 @@ class FleetClient:
                         digest.update(chunk)
         headers = {"Range": f"bytes={have}-"} if 0 < have < size else {}
         if have < size:
-            ensure_room(dest.parent, size - have, self._reserve_bytes)
+            ensure_room(dest.parent, size - have, self._reserve_bytes, "the download")
             with self._open("GET", f"/api/v1/blobs/{sha256}", headers) as response:
                 if headers and response.status != 206:
                     log.info("the fleet service sent all of %s again instead of the rest; starting over", sha256[:12])
@@ -215,4 +202,4 @@ def _error_text(err: urllib.error.HTTPError) -> str:
     return " ".join(text.split())[:200] or str(err.reason)
 
 
-__all__ = ["DOWNLOAD_RESERVE_BYTES", "FleetClient", "FleetRefused", "FleetUnreachable", "NotEnoughSpace", "ensure_room"]
+__all__ = ["DOWNLOAD_RESERVE_BYTES", "FleetClient", "FleetRefused", "FleetUnreachable", "NotEnoughSpace"]

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from tests.support.media import clip_info
+from tests.support.tmpfs import mounted_tmpfs
 from tests.support.waiting import wait_for
 from tests.api.recorded_api import DAY_START, SEGMENT_S, recorded  # noqa: F401 (a fixture)
 
@@ -95,3 +96,16 @@ def test_an_export_needs_a_camera_and_a_bounded_range(recorded, params, problem,
     assert list((tmp_path / "tmp").iterdir()) == [], "nothing is exported for a refused range"
 
 
+
+
+def test_an_export_that_would_fill_the_temporary_folder_is_507_and_writes_nothing(recorded, tmp_path, monkeypatch):
+    """A real 4 MiB tmpfs as the temporary folder: an export keeps 64 MiB free there, so it is
+    refused with the figures before a byte is written (before, it was written whatever the room)."""
+    with mounted_tmpfs(tmp_path / "tmp", "4m") as small:
+        monkeypatch.setattr(tempfile, "tempdir", str(small))
+        response = recorded.get("/api/v1/recordings/export.mp4",
+                                params={"camera": "front", "from": DAY_START + 1, "to": DAY_START + 17})
+        assert response.status_code == 507, response.text
+        error = response.json()["error"]
+        assert "not enough free space" in error and "export a shorter range" in error and "MB are kept free" in error
+        assert list(small.iterdir()) == []
