@@ -7,13 +7,13 @@ a 503 saying so, never an empty list that looks like the truth.
 """
 from __future__ import annotations
 
-import math
 from typing import Mapping, Optional
 
 from flask import Blueprint, Response, jsonify, request
 
 from edge_app.api.errors import ApiError, error_response
-from edge_app.api.query_params import LARGEST_TIME_S, NAME, integer_arg, text_arg
+from edge_app.api.query_params import NAME, integer_arg, text_arg
+from edge_app.api.recording_params import parse_time
 from edge_app.config.schema_rules import label_problem
 from edge_app.events.query import DEFAULT_LIMIT, EVENT_ID_PATTERN, MAX_LIMIT, EventQuery, valid_event_id
 from edge_app.events.recovery import EventDatabaseUnusable
@@ -34,17 +34,11 @@ def _label(args: Mapping[str, str]) -> Optional[str]:
 
 
 def _time(args: Mapping[str, str], name: str) -> Optional[float]:
+    """Unix seconds or ISO 8601, as the recording routes take them (one rule: ``parse_time``)."""
     raw = args.get(name)
     if raw is None or raw == "":
         return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and 0 <= value <= LARGEST_TIME_S):
-        raise ApiError(400, f"{name} must be a time in Unix seconds (a number from 0 to {LARGEST_TIME_S:.0e}), "
-                            f"got {raw[:80]!r}")
-    return value
+    return parse_time(raw, name)
 
 
 def event_query(args: Mapping[str, str]) -> EventQuery:

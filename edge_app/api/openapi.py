@@ -12,7 +12,7 @@ from flask import Blueprint, Response, jsonify
 
 from pydantic import TypeAdapter
 
-from edge_app.api.query_params import LARGEST_TIME_S
+from edge_app.api.recording_params import TIME_PATTERN
 from edge_app.api.openapi_recordings import recording_paths, recording_schemas
 from edge_app.config.schema import AppConfig
 from edge_app.config.schema_rules import LABEL_TOPIC_CHARS, MAX_LABEL_CHARS
@@ -87,7 +87,7 @@ FPS = _param("fps", "query", {"type": "number", "minimum": 0.1, "maximum": 30}, 
 EVENT_ID = _param("event_id", "path", {"type": "string", "pattern": f"^{EVENT_ID_PATTERN}$"}, required=True)
 # An empty filter is the same as none (what an HTML form sends for a field left blank).
 NAME_FILTER = {"type": "string", "pattern": "^[A-Za-z0-9_-]{0,64}$"}
-TIME_FILTER = {"type": "number", "minimum": 0, "maximum": LARGEST_TIME_S}
+TIME_FILTER = {"type": "string", "pattern": TIME_PATTERN.replace("^(", "^(|")}  # empty: no filter
 EVENT_FILTERS = [
     _param("camera", "query", NAME_FILTER, "Only this camera's events"),
     # The rule of labels in the configuration, as far as a pattern can say it (not the invisible characters).
@@ -95,8 +95,8 @@ EVENT_FILTERS = [
                               "pattern": "^[^\\x00-\\x1f\\x7f" + LABEL_TOPIC_CHARS + "]*$"},
            "Only events of this label"),
     _param("zone", "query", NAME_FILTER, "Only events that entered this zone"),
-    _param("after", "query", TIME_FILTER, "Started after this time (Unix seconds)"),
-    _param("before", "query", TIME_FILTER, "Started before this time (Unix seconds; not earlier than after)"),
+    _param("after", "query", TIME_FILTER, "Started after this time: Unix seconds or ISO 8601 (without a zone: UTC)"),
+    _param("before", "query", TIME_FILTER, "Started before this time (as after; not earlier than after)"),
     _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 50}, "Most events answered"),
 ]
 TOKEN_QUERY = _param("token", "query", {"type": "string"}, "The API token, for <img> tags that cannot send headers")

@@ -67,6 +67,9 @@ def test_events_newest_first_in_the_spec_shape(api, stored):
     (f"after={NOW - 200}", [4, 3]),
     (f"before={NOW - 100}", [2, 1]),
     (f"after={NOW - 250}&before={NOW - 60}", [3, 2]),
+    # ISO 8601 as the recording routes take it: NOW is 2027-01-15T08:00:00Z
+    ("after=2027-01-15T07:56:40Z", [4, 3]), ("before=2027-01-15T07:58:20%2B00:00", [2, 1]),
+    ("after=2027-01-15T07:55:50&before=2027-01-15T07:59:00Z", [3, 2]),  # no zone: UTC
     ("limit=2", [4, 3]),
     ("camera=nowhere", []),
 ])
@@ -80,7 +83,8 @@ def test_filters(api, stored, query, expected):
     ("limit=%EF%BC%91", "limit"),  # a full-width digit: int() would take it
     ("limit=" + "9" * 5000, "limit"),  # more digits than int() converts
     ("after=nan", "after"), ("after=inf", "after"), ("after=-1", "after"), ("before=1e400", "before"),
-    ("before=yesterday", "before"), ("camera=../etc", "camera"), ("zone=a%20b", "zone"),
+    ("before=yesterday", "before"), ("after=2027-13-40T00:00:00Z", "after"), ("after=1.8e9", "after"),
+    ("camera=../etc", "camera"), ("zone=a%20b", "zone"),
     ("label=%00", "label"), (f"after={NOW}&before={NOW - 1}", "after"),
 ])
 def test_bad_query_parameters_are_400_with_a_sentence(api, query, parameter):
