@@ -174,6 +174,14 @@ class DeviceNv12Image:
             return None
         return self._shrink(self.planes, width_px, height_px)
 
+    def small_blurred(self, width_px: int, height_px: int, taps: np.ndarray) -> Optional[np.ndarray]:
+        """``small_grey`` blurred with the separable ``taps`` on the device as well, float32 (the
+        motion detector's picture); None where the frame's owner cannot do it."""
+        blurred = getattr(self._shrink, "blurred", None)
+        if blurred is None:
+            return None
+        return blurred(self.planes, width_px, height_px, taps)
+
     @property
     def downloads(self) -> int:
         """How many times this frame was copied to the host (0 or 1)."""

@@ -3,7 +3,8 @@
 The picture is the frame scaled to ``WIDTH_PX`` wide: the Y plane of an NV12 frame is already
 grey, a BGR frame is scaled first and converted second (a 1080p frame costs about 0.4 ms in
 all on one core). A frame in device memory (NVDEC) is scaled on the GPU by box averaging
-(``DeviceNv12Image.small_grey``) and only the small picture comes to the host. Then, per frame (Frigate's motion detector works the same way):
+(``DeviceNv12Image.small_grey``) and only the small picture comes to the host, blurred there
+already (``MotionDetector.picture``). Then, per frame (Frigate's motion detector works the same way):
 
 * blur: sensor noise is independent from pixel to pixel and averages out, a moving object does not;
 * gain: the picture is scaled to the background's mean brightness, so an exposure or gain step
@@ -60,12 +61,17 @@ class MotionResult:
     reseeded: bool
 
 
+def picture_size(image: FrameImage, width_px: int = WIDTH_PX) -> Tuple[int, int]:
+    """(width, height) of the motion picture of ``image``: ``width_px`` wide at most, the frame's aspect."""
+    height, width = int(image.shape[0]), int(image.shape[1])
+    return min(width_px, width), max(1, round(height * min(width_px, width) / width))
+
+
 def small_grey(image: FrameImage, width_px: int = WIDTH_PX) -> np.ndarray:
     """A grey uint8 picture of ``image`` ``width_px`` wide: the Y plane of NV12, else BGR to grey."""
     import cv2
 
-    height, width = int(image.shape[0]), int(image.shape[1])
-    size = (min(width_px, width), max(1, round(height * min(width_px, width) / width)))
+    size = picture_size(image, width_px)
     if isinstance(image, HostNv12Image):
         grey = image.nv12[:image.height]
     elif isinstance(image, DeviceNv12Image):
@@ -118,12 +124,23 @@ class MotionDetector:
         """How much of the frame the masks cover (None before the first picture)."""
         return None if self._keep is None else 1.0 - float(self._keep.mean())
 
+    def picture(self, image: FrameImage) -> np.ndarray:
+        """What ``detect`` takes of ``image``: ``small_grey``, or for a frame in device memory the
+        small picture already blurred there (float32), so the host starts at the difference."""
+        if isinstance(image, DeviceNv12Image):
+            blurred = image.small_blurred(*picture_size(image), self._blur_kernel)
+            if blurred is not None:
+                return blurred
+        return small_grey(image)
+
     def detect(self, grey: np.ndarray, now_s: float) -> MotionResult:
-        """Motion in ``grey`` (``small_grey``) at ``now_s`` seconds (any monotonic clock)."""
+        """Motion in ``grey`` at ``now_s`` seconds (any monotonic clock): a uint8 ``small_grey``, or
+        a float32 picture blurred already (``picture`` of a device frame)."""
         import cv2
 
         # blur and float conversion in one pass: half the CPU of GaussianBlur then astype
-        picture = cv2.sepFilter2D(grey, cv2.CV_32F, self._blur_kernel, self._blur_kernel)
+        picture = (grey if grey.dtype == np.float32
+                   else cv2.sepFilter2D(grey, cv2.CV_32F, self._blur_kernel, self._blur_kernel))
         if self._background is None or self._background.shape != picture.shape:
             self._set_keep(mask_raster(self.masks, picture.shape[1], picture.shape[0]))
             return self._reseed(picture, now_s)

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from edge_app.config.schema_cameras import CameraConfig, MotionConfig
 from edge_app.capture.gpu_image import FrameImage
-from edge_app.motion.detector import MotionDetector, MotionSettings, small_grey
+from edge_app.motion.detector import MotionDetector, MotionSettings
 from edge_app.motion.gate import MotionGate
 from edge_app.reporting.protocol import MotionReport
 
@@ -43,7 +43,7 @@ class MotionWatch:
     def admit(self, image: FrameImage, now_s: float) -> bool:
         """Whether this frame goes to the model; call once per frame, from one thread."""
         start_s = time.perf_counter()
-        result = self._detector.detect(small_grey(image), now_s)
+        result = self._detector.detect(self._detector.picture(image), now_s)
         cost_ms = (time.perf_counter() - start_s) * 1000.0
         try:
             has_objects = bool(self._has_objects())

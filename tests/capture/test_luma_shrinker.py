@@ -6,12 +6,15 @@ from __future__ import annotations
 import ctypes
 import types
 
+import cv2
+
 import numpy as np
 import pytest
 
 from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
 from edge_app.capture.luma_shrinker import MAX_SIZES, LumaShrinker
-from edge_app.cuda.kernels.luma_shrink import KERNEL_SHRINK_LUMA, SOURCE, luma_shrink_reference
+from edge_app.cuda.kernels.luma_shrink import (KERNEL_SHRINK_BLUR_LUMA, KERNEL_SHRINK_LUMA, SOURCE,
+                                                luma_shrink_blur_reference, luma_shrink_reference)
 
 
 class _HostMemoryDevice:
@@ -22,7 +25,7 @@ class _HostMemoryDevice:
         self.launches, self.compiled, self.freed = [], [], 0
 
     def compile_kernel(self, source, name, options=()):
-        assert source == SOURCE and name == KERNEL_SHRINK_LUMA
+        assert source == SOURCE and name in (KERNEL_SHRINK_LUMA, KERNEL_SHRINK_BLUR_LUMA)
         self.compiled.append(name)
         return name
 
@@ -42,16 +45,23 @@ class _HostMemoryDevice:
         return np.zeros(shape, dtype)
 
     def launch(self, kernel, grid, block, args, stream):
-        y_ptr, pitch, width, height, out_ptr, out_w, out_h = [arg.value for arg in args]
-        assert [arg.kind for arg in args] == ["ptr", "i32", "i32", "i32", "ptr", "i32", "i32"]
+        y_ptr, pitch, width, height, out_ptr, out_w, out_h = [arg.value for arg in args[:7]]
+        assert [arg.kind for arg in args[:7]] == ["ptr", "i32", "i32", "i32", "ptr", "i32", "i32"]
         assert grid[0] * block[0] >= out_w and grid[1] * block[1] >= out_h
         rows = (ctypes.c_uint8 * (pitch * height)).from_address(y_ptr)
         y = np.frombuffer(rows, np.uint8).reshape(height, pitch)[:, :width]
-        self.memory[out_ptr][:out_w * out_h] = luma_shrink_reference(y, out_w, out_h).ravel()
+        if kernel == KERNEL_SHRINK_BLUR_LUMA:
+            assert block[:2] == (32, 8), "the kernel's shared tiles are made for 32 x 8 blocks"
+            assert [arg.kind for arg in args[7:]] == ["f32"] * 5
+            taps = np.array([arg.value for arg in args[7:]], np.float32)
+            picture = luma_shrink_blur_reference(y, out_w, out_h, taps)
+            self.memory[out_ptr][:picture.nbytes] = picture.view(np.uint8).ravel()
+        else:
+            self.memory[out_ptr][:out_w * out_h] = luma_shrink_reference(y, out_w, out_h).ravel()
         self.launches.append((out_w, out_h))
 
     def memcpy_dtoh_async(self, dst, src_ptr, stream):
-        dst[...] = self.memory[src_ptr][:dst.size]
+        dst.view(np.uint8)[...] = self.memory[src_ptr][:dst.nbytes]
 
 
 def _frame(device, y, pitch, shrinker):
@@ -88,3 +98,25 @@ def test_buffers_are_kept_per_size_and_a_few_sizes_at_most():
     assert device.freed >= MAX_SIZES  # the old ones went when the set was full
     with pytest.raises(ValueError):
         image.small_grey(1280, 720)  # larger than the frame
+
+
+def test_the_blurred_picture_is_the_detectors_and_comes_back_as_float32():
+    """What the motion detector asks of a device frame (``MotionDetector.picture``): the shrink and
+    its blur in one launch, with the detector's taps; a frame without a shrinker falls back to
+    the host's small grey picture."""
+    from edge_app.motion.detector import MotionDetector, small_grey
+
+    device = _HostMemoryDevice()
+    shrinker = LumaShrinker(device)
+    y = np.random.default_rng(2).integers(0, 256, (360, 640), dtype=np.uint8)
+    detector = MotionDetector()
+    picture = detector.picture(_frame(device, y, 640, shrinker))
+    taps = cv2.getGaussianKernel(5, 0, cv2.CV_32F)
+    assert picture.dtype == np.float32 and picture.shape == (180, 320)
+    assert np.array_equal(picture, luma_shrink_blur_reference(y, 320, 180, taps))
+    assert device.compiled == [KERNEL_SHRINK_BLUR_LUMA]
+    with pytest.raises(ValueError, match="5 taps"):
+        shrinker.blurred(_frame(device, y, 640, shrinker).planes, 320, 180, np.ones(7, np.float32))
+    plain = _frame(device, y, 640, None)
+    plain.nv12_host = lambda: np.vstack([y, np.zeros((180, 640), np.uint8)])
+    assert np.array_equal(detector.picture(plain), small_grey(plain))

@@ -175,3 +175,22 @@ def test_a_device_frame_whose_owner_cannot_shrink_is_downloaded_once():
     planes = Nv12Planes(1 << 20, (1 << 20) + 640 * 360, 640, 640, 640, 360)
     image = DeviceNv12Image(planes, lambda p, host: host.__setitem__(Ellipsis, nv12))
     assert small_grey(image).shape == (180, 320) and image.downloads == 1
+
+
+def test_a_picture_blurred_already_gives_the_same_results_as_the_grey_one():
+    """The GPU path hands the detector its picture blurred on the device (float32, as
+    ``shrink_blur_luma`` makes it, checked against this reference on a GPU in
+    tests/gpu/test_luma_shrink_kernel.py): every result must be the host path's."""
+    import cv2
+
+    rng = np.random.default_rng(11)
+    scene = _background()
+    frames = [_frame(scene, rng, 4.0) for _ in range(20)]
+    frames += [_frame(_with_box(scene, 40 + 12 * k), rng, 4.0) for k in range(20)]
+    frames += [_frame(scene, rng, 4.0, 1.6) for _ in range(10)]  # light
+    taps = cv2.getGaussianKernel(5, 0, cv2.CV_32F)
+    grey_detector, blurred_detector = MotionDetector(), MotionDetector()
+    for index, frame in enumerate(frames):
+        grey = small_grey(frame)
+        blurred = cv2.sepFilter2D(grey, cv2.CV_32F, taps, taps)
+        assert grey_detector.detect(grey, index / FPS) == blurred_detector.detect(blurred, index / FPS)
