@@ -31,6 +31,9 @@ from edge_app.record.types import ClipInfo, SegmentInfo
 log = logging.getLogger(__name__)
 
 EVENTS_FOLDER = "events"
+#: opening an index that is locked or busy (each attempt waits sqlite's 5 s), before giving up
+INDEX_OPEN_ATTEMPTS = 3
+INDEX_RETRY_S = 0.5
 _CAMERA_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _EVENT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,191}$")
 # part and same-second numbers have no bound of their own: up to 9 digits are read back
@@ -75,19 +78,39 @@ class RecordingStore:
         self._writing: Dict[str, bool] = {}  # paths being written now (retention leaves them)
 
     def _open_index(self) -> RecordingIndex:
-        try:
-            index = RecordingIndex(self.folder)
-            index.all()
-            return index
-        except sqlite3.DatabaseError as err:
-            # The files are the truth: an unreadable index is set aside and rebuilt by reconcile().
-            aside = self.folder / f"{INDEX_NAME}.corrupt-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-            log.warning("recording index %s unreadable (%s): moved to %s, rebuilt from the files",
-                        self.folder / INDEX_NAME, err, aside.name)
-            os.replace(self.folder / INDEX_NAME, aside)
-            for extra in ("-wal", "-shm"):
-                (self.folder / f"{INDEX_NAME}{extra}").unlink(missing_ok=True)
-            return RecordingIndex(self.folder)
+        busy: Optional[sqlite3.OperationalError] = None
+        for attempt in range(INDEX_OPEN_ATTEMPTS):
+            if attempt:
+                time.sleep(INDEX_RETRY_S * attempt)
+            index: Optional[RecordingIndex] = None
+            try:
+                index = RecordingIndex(self.folder)
+                index.all()
+                return index
+            except sqlite3.OperationalError as err:
+                # Locked, busy, out of file handles, an I/O error: the index itself may be sound, and
+                # setting it aside would throw its rows away for a passing cause. Asked again, then
+                # raised (recording does not start, and says why; nothing is lost).
+                busy = err
+                log.warning("recording index %s cannot be opened now (%s); trying again", self.folder / INDEX_NAME, err)
+                if index is not None:
+                    index.close()
+            except sqlite3.DatabaseError as err:
+                if index is not None:
+                    index.close()
+                return self._set_aside(err)
+        assert busy is not None
+        raise busy
+
+    def _set_aside(self, err: sqlite3.DatabaseError) -> RecordingIndex:
+        # The files are the truth: an unreadable index is set aside and rebuilt by reconcile().
+        aside = self.folder / f"{INDEX_NAME}.corrupt-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        log.warning("recording index %s unreadable (%s): moved to %s, rebuilt from the files",
+                    self.folder / INDEX_NAME, err, aside.name)
+        os.replace(self.folder / INDEX_NAME, aside)
+        for extra in ("-wal", "-shm"):
+            (self.folder / f"{INDEX_NAME}{extra}").unlink(missing_ok=True)
+        return RecordingIndex(self.folder)
 
     def close(self) -> None:
         self.index.close()

@@ -169,3 +169,27 @@ def test_a_file_that_cannot_be_read_at_start_is_kept_not_deleted(recorded, monke
     monkeypatch.setattr(reading.av, "open", real_open)
     again.reconcile()
     assert victim in {s.path for s in again.segments("cam1", 0, 2e9)}
+
+
+def test_an_index_locked_at_start_is_waited_for_not_set_aside(recorded):
+    """Another process holding the index (a backup, sqlite3 on the console) makes opening it fail
+    with "database is locked" once sqlite's 5 s are up: that is no corruption. The index is asked
+    again and opened once free, with every row, and nothing is set aside."""
+    import sqlite3
+    import threading
+
+    before = sorted(row.path for row in recorded.index.all())
+    recorded.close()
+    holder = sqlite3.connect(str(recorded.folder / "index.sqlite3"), isolation_level=None, check_same_thread=False)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")  # with WAL: no other connection may even read
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("CREATE TABLE held (x)")
+    release = threading.Timer(6.5, lambda: (holder.execute("ROLLBACK"), holder.close()))
+    release.start()
+    try:
+        again = RecordingStore(recorded.folder)
+    finally:
+        release.join()
+    assert sorted(row.path for row in again.index.all()) == before
+    assert not list(recorded.folder.glob("index.sqlite3.corrupt-*"))
+    again.close()
