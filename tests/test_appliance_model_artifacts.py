@@ -132,7 +132,8 @@ def test_status_names_the_fleet_artifact_each_model_runs(fleet_appliance, models
     stager.loaded["3"].set()
     wait_for(lambda: _models(appliance)["default"].artifact == ArtifactReport(name="people", version="3"), 60,
              "version 3 to run")
-    assert _models(appliance)["default"].change.state == "applied"
+    # the change reports "applied" once its install has returned, a moment after the swap
+    wait_for(lambda: _models(appliance)["default"].change.state == "applied", 10, "the change to say applied")
 
 
 def _rollout(changes, version):

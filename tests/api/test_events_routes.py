@@ -70,6 +70,7 @@ def test_events_newest_first_in_the_spec_shape(api, stored):
     # ISO 8601 as the recording routes take it: NOW is 2027-01-15T08:00:00Z
     ("after=2027-01-15T07:56:40Z", [4, 3]), ("before=2027-01-15T07:58:20%2B00:00", [2, 1]),
     ("after=2027-01-15T07:55:50&before=2027-01-15T07:59:00Z", [3, 2]),  # no zone: UTC
+    (f"after={NOW - 200 + 0.0018163}", [4, 3]),  # str(time.time()): 7 decimals
     ("limit=2", [4, 3]),
     ("camera=nowhere", []),
 ])
