@@ -21,6 +21,7 @@ Pure apart from OpenCV: no clock, no threads.
 """
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
@@ -40,6 +41,8 @@ BACKGROUND_TAU_S = 5.0
 MIN_MEAN_FOR_GAIN = 8.0
 #: a gain closer to 1 than this is none (255 x 0.01 = 2.55 grey levels at most, a tenth of the threshold)
 GAIN_TOLERANCE = 0.01
+
+log = logging.getLogger(__name__)
 
 Polygon = Sequence[Tuple[float, float]]
 
@@ -118,6 +121,7 @@ class MotionDetector:
         self._unmasked = 0
         self._last_s: Optional[float] = None
         self._blur_kernel = _gaussian_kernel(BLUR_PX)
+        self._device_blur = True  # False once blurring on the GPU failed: the host blurs from then on
 
     @property
     def masked_fraction(self) -> Optional[float]:
@@ -127,8 +131,13 @@ class MotionDetector:
     def picture(self, image: FrameImage) -> np.ndarray:
         """What ``detect`` takes of ``image``: ``small_grey``, or for a frame in device memory the
         small picture already blurred there (float32), so the host starts at the difference."""
-        if isinstance(image, DeviceNv12Image):
-            blurred = image.small_blurred(*picture_size(image), self._blur_kernel)
+        if isinstance(image, DeviceNv12Image) and self._device_blur:
+            try:
+                blurred = image.small_blurred(*picture_size(image), self._blur_kernel)
+            except Exception as err:  # a faster path only: motion goes on without it
+                log.warning("the motion picture cannot be blurred on the GPU (%s); blurring on the host", err)
+                self._device_blur = False
+                blurred = None
             if blurred is not None:
                 return blurred
         return small_grey(image)

@@ -120,3 +120,25 @@ def test_the_blurred_picture_is_the_detectors_and_comes_back_as_float32():
     plain = _frame(device, y, 640, None)
     plain.nv12_host = lambda: np.vstack([y, np.zeros((180, 640), np.uint8)])
     assert np.array_equal(detector.picture(plain), small_grey(plain))
+
+
+def test_a_gpu_blur_that_fails_leaves_motion_to_the_host_blur(caplog):
+    """The blur on the GPU is a faster path only: if its launch fails (a driver or compiler the
+    kernel does not suit), the detector says so once and takes the small grey picture from then on."""
+    from edge_app.motion.detector import MotionDetector, small_grey
+
+    device = _HostMemoryDevice()
+    shrinker = LumaShrinker(device)
+    failures = []
+
+    def broken(*args):
+        failures.append(args)
+        raise RuntimeError("CUDA_ERROR_INVALID_PTX")
+
+    shrinker.blurred = broken
+    y = np.random.default_rng(4).integers(0, 256, (360, 640), dtype=np.uint8)
+    image = _frame(device, y, 640, shrinker)
+    detector = MotionDetector()
+    first, second = detector.picture(image), detector.picture(image)
+    assert first.dtype == np.uint8 and np.array_equal(first, small_grey(image)) and np.array_equal(second, first)
+    assert len(failures) == 1 and "blurring on the host" in caplog.text
