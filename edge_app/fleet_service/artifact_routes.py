@@ -71,11 +71,15 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
         service.artifacts.note_blob(blob)
         return blob
 
+    def drop_unused(digests) -> None:
+        """Remove the files of ``digests`` that no model or engine names (a refused upload, a deletion)."""
+        for sha256 in digests:
+            if service.artifacts.forget_if_unused(sha256):
+                service.blobs.remove(sha256)
+
     def forget(*blobs: Optional[StoredBlob]) -> None:
         """Remove again what a refused upload stored, unless a model or engine names it."""
-        for blob in blobs:
-            if blob is not None and service.artifacts.forget_if_unused(blob.sha256):
-                service.blobs.remove(blob.sha256)
+        drop_unused(blob.sha256 for blob in blobs if blob is not None)
 
     def refuse(status: int, err: Exception, *blobs: Optional[StoredBlob]) -> ApiError:
         forget(*blobs)
@@ -195,11 +199,6 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
         if stored:
             logger.info("engine %s from %s kept for %s on %s", sha256, device_id, key.get("gpu_name"), key["platform"])
         return jsonify({"sha256": sha256, "stored": stored})
-
-    def drop_unused(digests) -> None:
-        for sha256 in digests:
-            if service.artifacts.forget_if_unused(sha256):
-                service.blobs.remove(sha256)
 
     @bp.delete("/api/v1/models/<name>/<version>")
     def delete_model(name: str, version: str) -> Response:
