@@ -64,16 +64,24 @@ def rollout_model_state(name: str, version: str, reported: Optional[Dict[str, An
             "reason": f"the device reports version {running}" if running else None}
 
 
+def stored_models_state(stored: Optional[str]) -> Dict[str, Any]:
+    """A device's ``models_state`` as the database keeps it (checked JSON, or NULL): {} when there is none."""
+    if not stored:
+        return {}
+    try:
+        state = json.loads(stored)
+    except ValueError:
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
 def devices_reporting(conn: Any, name: str, version: str) -> List[str]:
     """The devices whose stored ``models_state`` names fleet model ``name`` at ``version`` (running,
     or on its way to it): those a deletion of that version would leave without it at their next start."""
     found = []
     for device_id, stored in conn.query("SELECT device_id, models_state FROM devices WHERE models_state IS NOT NULL "
                                         "ORDER BY device_id"):
-        try:
-            entry = json.loads(stored).get(name)
-        except (ValueError, AttributeError):
-            continue
+        entry = stored_models_state(stored).get(name)
         if isinstance(entry, dict) and entry.get("version") == version:
             found.append(device_id)
     return found

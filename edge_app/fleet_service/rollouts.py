@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from edge_app.config.model_patch import ARTIFACT_PREFIX
 from edge_app.fleet_service.db import Connection
 from edge_app.fleet_service.messages import MAX_INT, desired_topic
+from edge_app.fleet_service.model_state import stored_models_state
 from edge_app.fleet_agent.desired_signature import SIGNATURE_KEY, sign_desired
 
 logger = logging.getLogger(__name__)
@@ -51,13 +52,7 @@ class NoModelDevices(LookupError):
 
 def runs_model(models_state: Optional[str], name: str) -> bool:
     """Whether a device's stored ``models_state`` (checked JSON, or NULL) has fleet model ``name``."""
-    if not models_state:
-        return False
-    try:
-        state = json.loads(models_state)
-    except ValueError:
-        return False
-    return isinstance(state, dict) and name in state
+    return name in stored_models_state(models_state)
 
 
 def compose_patches(first: Any, second: Any) -> Any:
