@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from edge_app.config.schema import AppConfig, ModelConfig
+from edge_app.config.staged_model import staged_copy
 from edge_app.detect.base import DetectorError
 from edge_app.detect.factory import TENSORRT, choose_backend
 
@@ -59,9 +60,7 @@ def model_to_check(config: Any, model: ModelConfig) -> ModelToCheck:
     if staged is None:
         return ModelToCheck(model, f"{named}, not staged on this device: edge-app run fetches it and runs path "
                                    f"until then; {fallback}")
-    copy = model.model_copy(update={"path": str(staged.onnx),
-                                    "labels": str(staged.labels) if staged.labels else model.labels})
-    return ModelToCheck(copy, f"{named}, staged on this device and verified; these checks use its staged copy "
+    return ModelToCheck(staged_copy(model, staged.onnx, staged.labels), f"{named}, staged on this device and verified; these checks use its staged copy "
                               f"{staged.onnx}")
 
 

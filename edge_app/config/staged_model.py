@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional
 
+from edge_app.config.schema_model import ModelConfig
+
 MANIFEST_FILE = "manifest.json"
 #: a staged file's name by its role in the manifest
 ROLE_FILES: Dict[str, str] = {"onnx": "model.onnx", "labels": "labels.txt"}
@@ -45,4 +47,10 @@ def staged_files(engine_dir: str, name: str, version: str) -> Optional[StagedFil
     return StagedFiles(folder / ROLE_FILES["onnx"], labels if labels.is_file() else None)
 
 
-__all__ = ["MANIFEST_FILE", "ROLE_FILES", "StagedFiles", "stage_dir", "staged_files"]
+def staged_copy(model: ModelConfig, onnx: Path, labels: Optional[Path]) -> ModelConfig:
+    """``model`` as ``edge-app run`` runs it from a staged version: its files in place of ``path``
+    and ``labels`` (a version without a labels file keeps the configured ``labels``)."""
+    return model.model_copy(update={"path": str(onnx), "labels": str(labels) if labels else model.labels})
+
+
+__all__ = ["MANIFEST_FILE", "ROLE_FILES", "StagedFiles", "stage_dir", "staged_copy", "staged_files"]

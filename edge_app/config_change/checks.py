@@ -17,7 +17,7 @@ import ssl
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from edge_app.config.staged_model import staged_files
+from edge_app.config.staged_model import staged_copy, staged_files
 from edge_app.config.source_spec import SourceError, parse_source, source_file
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config.file import Problem
@@ -91,8 +91,7 @@ def fleet_version_model(model: ModelConfig) -> Optional[ModelConfig]:
     staged = staged_files(model.engine_dir, artifact.name, artifact.version) if artifact is not None else None
     if staged is None:
         return None
-    return model.model_copy(update={"path": str(staged.onnx),
-                                    "labels": str(staged.labels) if staged.labels else model.labels})
+    return staged_copy(model, staged.onnx, staged.labels)
 
 
 def _model_problems(model: ModelConfig, at: str = "model") -> List[Problem]:

@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, Optional, Set
 
 from edge_app.appliance.report_builders import running_artifact
 from edge_app.config.schema import AppConfig, ArtifactConfig, ModelConfig
+from edge_app.config.staged_model import staged_copy
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.tensorrt.cache import EngineKey, read_sidecar
 from edge_app.detect.tensorrt.onnx_info import file_sha256
@@ -117,8 +118,7 @@ class FleetModels:
             self.state.set(name, version, "failed", reason=reason)
             self._refetch_fallback(name, reason)
             raise DetectorError(f"model {name} version {version} could not be fetched: {reason}") from None
-        resolved = model.model_copy(update={"path": str(staged.onnx), "engine_dir": str(staged.dir),
-                                            "labels": str(staged.labels) if staged.labels else model.labels})
+        resolved = staged_copy(model, staged.onnx, staged.labels).model_copy(update={"engine_dir": str(staged.dir)})
         if "cancel" in options:  # TensorRT: an engine from the fleet, else a build reported as "building"
             options["prebuilt"] = lambda key: self._prebuilt(model, staged, client, key, cancel)
             options["progress"] = self._building(model, options.get("progress"))
