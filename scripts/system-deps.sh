@@ -11,6 +11,7 @@ need=()
 command -v ffmpeg >/dev/null || need+=(ffmpeg)
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
 command -v systemd-analyze >/dev/null || need+=(systemd)
+command -v openssl >/dev/null || need+=(openssl)  # throw-away TLS certificates of the tests and the rollout bench
 /usr/bin/python3 -c 'import gi; gi.require_version("GstRtspServer", "1.0"); from gi.repository import GstRtspServer' 2>/dev/null \
   || need+=(python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)
 # decoder gstreamer: Debian's software decoders (avdec_h264/avdec_h265 are in gstreamer1.0-libav) and
