@@ -13,6 +13,7 @@ from flask import Blueprint, Response, jsonify
 from pydantic import TypeAdapter
 
 from edge_app.api.recording_params import TIME_PATTERN
+from edge_app.api.openapi_parts import INTEGER, NUMBER, Schema, binary, error, error_with_headers, json_answer, obj, param, ref
 from edge_app.api.openapi_recordings import recording_paths, recording_schemas
 from edge_app.config.schema import AppConfig
 from edge_app.config.schema_rules import LABEL_TOPIC_CHARS, MAX_LABEL_CHARS
@@ -22,89 +23,45 @@ from edge_app.mqtt.payloads import CAMERA_STATES
 from edge_app.reporting.protocol import CountsReport, StatusReport
 from edge_app.version import __version__
 
-Schema = Dict[str, Any]
-
-
-def _ref(name: str) -> Schema:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def _json(schema: Schema, description: str) -> Dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
-
-
-def _error(description: str) -> Dict[str, Any]:
-    return _json(_ref("Error"), description)
-
-
-def _error_with_headers(description: str, **headers: str) -> Dict[str, Any]:
-    answer = _error(description)
-    answer["headers"] = {name: {"description": text, "schema": {"type": "string"}} for name, text in headers.items()}
-    return answer
-
-
 # What the server answers to any request before a route sees it (edge_app/api/http_limits.py).
 PROTOCOL_ERRORS = {
-    "400": _error("Host names a DNS name other than localhost that api.allowed_hosts does not list"),
-    "408": _error_with_headers("The request line and headers did not arrive within 10 s", Connection="close"),
-    "413": _error("Declared body (Content-Length) larger than api.max_body_bytes; refused before it is read"),
-    "414": _error("Request line longer than 32 KiB"),
-    "431": _error("Request headers larger than 32 KiB in total"),
+    "400": error("Host names a DNS name other than localhost that api.allowed_hosts does not list"),
+    "408": error_with_headers("The request line and headers did not arrive within 10 s", Connection="close"),
+    "413": error("Declared body (Content-Length) larger than api.max_body_bytes; refused before it is read"),
+    "414": error("Request line longer than 32 KiB"),
+    "431": error("Request headers larger than 32 KiB in total"),
 }
-THROTTLED = _error_with_headers(
+THROTTLED = error_with_headers(
     "Too many wrong tokens from this address (10 a minute); refused until the minute is over",
     **{"Retry-After": "Seconds until this address may try again"},
 )
 
 
-
-
-INTEGER: Schema = {"type": "integer"}
-NUMBER: Schema = {"type": "number"}
-
-
-def _object(**properties: Schema) -> Schema:
-    return {"type": "object", "properties": properties}
-
-
-def _param(name: str, where: str, schema: Schema, description: str = "", required: bool = False) -> Dict[str, Any]:
-    param: Dict[str, Any] = {"name": name, "in": where, "schema": schema}
-    if description:
-        param["description"] = description
-    if required:
-        param["required"] = True
-    return param
-
-
-def _binary(media_type: str, description: str) -> Dict[str, Any]:
-    return {"description": description, "content": {media_type: {"schema": {"type": "string", "format": "binary"}}}}
-
-
-CAMERA_ID = _param("camera_id", "path", {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}, required=True)
-ANNOTATE = _param("annotate", "query", {"type": "integer", "enum": [0, 1]}, "Draw boxes and labels")
-QUALITY = _param("quality", "query", {"type": "integer", "minimum": 1, "maximum": 100}, "JPEG quality")
-FPS = _param("fps", "query", {"type": "number", "minimum": 0.1, "maximum": 30}, "Most frames per second sent (default 10)")
-EVENT_ID = _param("event_id", "path", {"type": "string", "pattern": f"^{EVENT_ID_PATTERN}$"}, required=True)
+CAMERA_ID = param("camera_id", "path", {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}, required=True)
+ANNOTATE = param("annotate", "query", {"type": "integer", "enum": [0, 1]}, "Draw boxes and labels")
+QUALITY = param("quality", "query", {"type": "integer", "minimum": 1, "maximum": 100}, "JPEG quality")
+FPS = param("fps", "query", {"type": "number", "minimum": 0.1, "maximum": 30}, "Most frames per second sent (default 10)")
+EVENT_ID = param("event_id", "path", {"type": "string", "pattern": f"^{EVENT_ID_PATTERN}$"}, required=True)
 # An empty filter is the same as none (what an HTML form sends for a field left blank).
 NAME_FILTER = {"type": "string", "pattern": "^[A-Za-z0-9_-]{0,64}$"}
 TIME_FILTER = {"type": "string", "pattern": TIME_PATTERN.replace("^(", "^(|")}  # empty: no filter
 EVENT_FILTERS = [
-    _param("camera", "query", NAME_FILTER, "Only this camera's events"),
+    param("camera", "query", NAME_FILTER, "Only this camera's events"),
     # The rule of labels in the configuration, as far as a pattern can say it (not the invisible characters).
-    _param("label", "query", {"type": "string", "maxLength": MAX_LABEL_CHARS,
+    param("label", "query", {"type": "string", "maxLength": MAX_LABEL_CHARS,
                               "pattern": "^[^\\x00-\\x1f\\x7f" + LABEL_TOPIC_CHARS + "]*$"},
            "Only events of this label"),
-    _param("zone", "query", NAME_FILTER, "Only events that entered this zone"),
-    _param("after", "query", TIME_FILTER, "Started after this time: Unix seconds or ISO 8601 (without a zone: UTC)"),
-    _param("before", "query", TIME_FILTER, "Started before this time (as after; not earlier than after)"),
-    _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 50}, "Most events answered"),
+    param("zone", "query", NAME_FILTER, "Only events that entered this zone"),
+    param("after", "query", TIME_FILTER, "Started after this time: Unix seconds or ISO 8601 (without a zone: UTC)"),
+    param("before", "query", TIME_FILTER, "Started before this time (as after; not earlier than after)"),
+    param("limit", "query", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 50}, "Most events answered"),
 ]
-TOKEN_QUERY = _param("token", "query", {"type": "string"}, "The API token, for <img> tags that cannot send headers")
+TOKEN_QUERY = param("token", "query", {"type": "string"}, "The API token, for <img> tags that cannot send headers")
 CONFIG_BODY_ERRORS = {
-    "400": _json({"anyOf": [_ref("ValidationError"), _ref("Error")]},
+    "400": json_answer({"anyOf": [ref("ValidationError"), ref("Error")]},
                  "Invalid configuration (details locate each problem), or a body that is not JSON; nothing changed"),
-    "413": _error("Body larger than api.max_body_bytes"),
-    "415": _error("Body is not JSON"),
+    "413": error("Body larger than api.max_body_bytes"),
+    "415": error("Body is not JSON"),
 }
 
 
@@ -142,10 +99,10 @@ def _event_schemas() -> Dict[str, Schema]:
     counts["properties"]["cameras"] = dict(per_label, description="{camera: {label: objects in view now}}")
     counts["properties"]["zones"] = dict(per_label, description="{zone: {label: objects in the zone now}}")
     counts["properties"]["lines"] = {"type": "object", "description": "Crossings since the counts were reset, kept across restarts",
-                                     "additionalProperties": _object(**{"in": INTEGER, "out": INTEGER})}
+                                     "additionalProperties": obj(**{"in": INTEGER, "out": INTEGER})}
     counts["required"] = list(counts["properties"])
     counts["description"] = "Objects in view now, and line crossings kept across restarts"
-    return {"Event": event, "EventList": dict(_object(events={"type": "array", "items": _ref("Event")}), required=["events"]), "Counts": counts}
+    return {"Event": event, "EventList": dict(obj(events={"type": "array", "items": ref("Event")}), required=["events"]), "Counts": counts}
 
 
 def _component_schemas() -> Dict[str, Schema]:
@@ -239,7 +196,7 @@ def _op(
     for status, answer in PROTOCOL_ERRORS.items():
         op["responses"].setdefault(status, answer)
     if secured:
-        op["responses"].setdefault("401", _error("Missing or wrong token (when api.token is set)"))
+        op["responses"].setdefault("401", error("Missing or wrong token (when api.token is set)"))
         op["responses"].setdefault("429", THROTTLED)
     else:
         op["security"] = []
@@ -248,9 +205,9 @@ def _op(
 
 def _paths() -> Dict[str, Any]:
     string_list = {"type": "array", "items": {"type": "string"}}
-    unknown_camera = _error("Unknown camera")
-    bad_query = _error("Bad query parameter")
-    config_body = {"required": True, "content": {"application/json": {"schema": _ref("AppConfig")}}}
+    unknown_camera = error("Unknown camera")
+    bad_query = error("Bad query parameter")
+    config_body = {"required": True, "content": {"application/json": {"schema": ref("AppConfig")}}}
     patch_body = {
         "required": True,
         "content": {"application/merge-patch+json": {"schema": {"type": "object"}}, "application/json": {"schema": {"type": "object"}}},
@@ -258,9 +215,9 @@ def _paths() -> Dict[str, Any]:
                        "instead of a list: each key (a model's name, or artifact:<fleet model name>) addresses one "
                        "model, its value a merge patch of that model (configuration.md, Several models)",
     }
-    config_answer = {"200": _json(_ref("ConfigAnswer"), "Applied and saved"), **CONFIG_BODY_ERRORS}
+    config_answer = {"200": json_answer(ref("ConfigAnswer"), "Applied and saved"), **CONFIG_BODY_ERRORS}
     camera_body = {"required": True, "description": "One camera, as in the configuration's camera list",
-                   "content": {"application/json": {"schema": _ref("CameraConfig")}}}
+                   "content": {"application/json": {"schema": ref("CameraConfig")}}}
     camera_patch_body = {
         "required": True,
         "content": {"application/merge-patch+json": {"schema": {"type": "object"}}, "application/json": {"schema": {"type": "object"}}},
@@ -269,59 +226,59 @@ def _paths() -> Dict[str, Any]:
     }
     camera_edit_errors = {
         **CONFIG_BODY_ERRORS,
-        "400": _json({"anyOf": [_ref("ValidationError"), _ref("Error")]},
+        "400": json_answer({"anyOf": [ref("ValidationError"), ref("Error")]},
                      "Refused; details locate each problem in the whole configuration (cameras.2.fps_limit), "
                      "or the body is not JSON; nothing changed"),
     }
-    conflict = _error("A camera with this id already exists; nothing changed")
-    camera_answer = _json(_ref("CameraConfig"), "The camera as now saved (credentials in its source masked)")
-    unknown_event = _error("Unknown event")
-    bad_id = _error("Not an event id")
-    corrupt_events = _error_with_headers(
+    conflict = error("A camera with this id already exists; nothing changed")
+    camera_answer = json_answer(ref("CameraConfig"), "The camera as now saved (credentials in its source masked)")
+    unknown_event = error("Unknown event")
+    bad_id = error("Not an event id")
+    corrupt_events = error_with_headers(
         "The event database was found corrupt: it is moved aside and a new one started (events.database in the "
         "status says where, or why it cannot be)", **{"Retry-After": "Seconds until asking again is worth it"})
-    ready = _json({"type": "object", "properties": {"ready": {"const": True}}}, "Ready")
-    not_ready = _json(
+    ready = json_answer({"type": "object", "properties": {"ready": {"const": True}}}, "Ready")
+    not_ready = json_answer(
         {"type": "object", "properties": {"ready": {"const": False}, "reasons": string_list, "error": {"type": "string"}}},
         "Not ready",
     )
     text = {"description": "Prometheus text exposition", "content": {"text/plain": {"schema": {"type": "string"}}}}
     html = {"description": "HTML page", "content": {"text/html": {"schema": {"type": "string"}}}}
     return {
-        "/healthz": {"get": _op("Liveness", {"200": _json({"type": "object", "properties": {"status": {"const": "ok"}}}, "Alive")}, "health", secured=False)},
+        "/healthz": {"get": _op("Liveness", {"200": json_answer({"type": "object", "properties": {"status": {"const": "ok"}}}, "Alive")}, "health", secured=False)},
         "/readyz": {"get": _op("Readiness: model loaded and a camera streams", {"200": ready, "503": not_ready}, "health", secured=False)},
         "/metrics": {"get": _op("Prometheus metrics", {"200": text}, "monitoring", secured=False)},
-        "/api/openapi.json": {"get": _op("This document", {"200": _json({"type": "object"}, "OpenAPI document")}, "meta", secured=False)},
+        "/api/openapi.json": {"get": _op("This document", {"200": json_answer({"type": "object"}, "OpenAPI document")}, "meta", secured=False)},
         "/": {"get": _op("Built-in dashboard", {"200": html}, "meta", secured=False)},
-        "/api/v1/status": {"get": _op("Device, model, MQTT, cameras, pipeline and device health figures", {"200": _json(_ref("StatusReport"), "Status")}, "status")},
+        "/api/v1/status": {"get": _op("Device, model, MQTT, cameras, pipeline and device health figures", {"200": json_answer(ref("StatusReport"), "Status")}, "status")},
         "/api/v1/health/device": {"get": _op("Device health: temperatures, throttling, power, GPU, memory, disk and problems "
                                              "(as R/health); a figure that is unavailable is a string saying why",
-                                             {"200": _json(_ref("HealthReport"), "The latest sample")}, "status")},
+                                             {"200": json_answer(ref("HealthReport"), "The latest sample")}, "status")},
         "/api/v1/config": {
-            "get": _op("The running configuration (secrets shown as \"***\")", {"200": _json(_ref("AppConfig"), "Configuration")}, "config"),
+            "get": _op("The running configuration (secrets shown as \"***\")", {"200": json_answer(ref("AppConfig"), "Configuration")}, "config"),
             "put": _op("Replace the configuration; applied live and saved", config_answer, "config", body=config_body),
             "patch": _op("Merge-patch the configuration; applied live and saved", config_answer, "config", body=patch_body),
         },
         "/api/v1/cameras": {
-            "get": _op("All cameras", {"200": _json({"type": "array", "items": _ref("CameraReport")}, "Cameras")}, "cameras"),
+            "get": _op("All cameras", {"200": json_answer({"type": "array", "items": ref("CameraReport")}, "Cameras")}, "cameras"),
             "post": _op("Add a camera; applied live and saved, with the rules of PUT /api/v1/config",
                         {"201": dict(camera_answer, headers={"Location": {"description": "The new camera's path",
                                                                           "schema": {"type": "string"}}}),
                          "409": conflict, **camera_edit_errors}, "cameras", body=camera_body),
         },
         "/api/v1/cameras/{camera_id}": {
-            "get": _op("One camera", {"200": _json(_ref("CameraReport"), "Camera"), "404": unknown_camera}, "cameras", [CAMERA_ID]),
+            "get": _op("One camera", {"200": json_answer(ref("CameraReport"), "Camera"), "404": unknown_camera}, "cameras", [CAMERA_ID]),
             "patch": _op("Merge-patch one camera; applied live and saved, with the rules of PUT /api/v1/config",
-                         {"200": camera_answer, "404": unknown_camera, "409": _error("Renamed to the id of another camera"),
+                         {"200": camera_answer, "404": unknown_camera, "409": error("Renamed to the id of another camera"),
                           **camera_edit_errors}, "cameras", [CAMERA_ID], body=camera_patch_body),
             "delete": _op("Remove one camera; applied live and saved", {"204": {"description": "Removed"},
-                                                                        "400": _json(_ref("ValidationError"), "Refused; nothing changed"),
+                                                                        "400": json_answer(ref("ValidationError"), "Refused; nothing changed"),
                                                                         "404": unknown_camera}, "cameras", [CAMERA_ID]),
         },
         "/api/v1/cameras/{camera_id}/snapshot.jpg": {
             "get": _op(
                 "The latest analysed frame",
-                {"200": _binary("image/jpeg", "JPEG image"), "400": bad_query, "404": unknown_camera, "503": _error("No analysed frame yet")},
+                {"200": binary("image/jpeg", "JPEG image"), "400": bad_query, "404": unknown_camera, "503": error("No analysed frame yet")},
                 "cameras",
                 [CAMERA_ID, ANNOTATE, QUALITY, TOKEN_QUERY],
             ),
@@ -329,7 +286,7 @@ def _paths() -> Dict[str, Any]:
         "/api/v1/cameras/{camera_id}/detections": {
             "get": _op(
                 "The latest detections message",
-                {"200": _json(_ref("DetectionsMessage"), "Detections"), "404": unknown_camera, "503": _error("No detections yet")},
+                {"200": json_answer(ref("DetectionsMessage"), "Detections"), "404": unknown_camera, "503": error("No detections yet")},
                 "cameras",
                 [CAMERA_ID],
             ),
@@ -338,22 +295,22 @@ def _paths() -> Dict[str, Any]:
             "get": _op(
                 "Annotated live view",
                 {
-                    "200": _binary("multipart/x-mixed-replace", "A stream of JPEG parts"),
+                    "200": binary("multipart/x-mixed-replace", "A stream of JPEG parts"),
                     "400": bad_query,
                     "404": unknown_camera,
-                    "503": _error("Too many live views are open, in total or of this camera"),
+                    "503": error("Too many live views are open, in total or of this camera"),
                 },
                 "cameras",
                 [CAMERA_ID, ANNOTATE, QUALITY, FPS, TOKEN_QUERY],
             ),
         },
         "/api/v1/events": {
-            "get": _op("Stored events, newest first", {"200": _json(_ref("EventList"), "Events"), "400": bad_query,
+            "get": _op("Stored events, newest first", {"200": json_answer(ref("EventList"), "Events"), "400": bad_query,
                                                        "503": corrupt_events},
                        "events", EVENT_FILTERS),
         },
         "/api/v1/events/{event_id}": {
-            "get": _op("One event", {"200": _json(_ref("Event"), "Event"), "400": bad_id, "404": unknown_event,
+            "get": _op("One event", {"200": json_answer(ref("Event"), "Event"), "400": bad_id, "404": unknown_event,
                                      "503": corrupt_events},
                        "events", [EVENT_ID]),
             "delete": _op("Delete an event and its snapshot", {"204": {"description": "Deleted"}, "400": bad_id,
@@ -361,12 +318,12 @@ def _paths() -> Dict[str, Any]:
         },
         "/api/v1/events/{event_id}/snapshot.jpg": {
             "get": _op("The event's best snapshot, annotated with its box",
-                       {"200": _binary("image/jpeg", "JPEG image"), "400": bad_id,
-                        "404": _error("Unknown event, or it has no snapshot"), "503": corrupt_events},
+                       {"200": binary("image/jpeg", "JPEG image"), "400": bad_id,
+                        "404": error("Unknown event, or it has no snapshot"), "503": corrupt_events},
                        "events", [EVENT_ID, TOKEN_QUERY]),
         },
         "/api/v1/counts": {
-            "get": _op("Objects in view per camera and zone, and line crossings", {"200": _json(_ref("Counts"), "Counts")},
+            "get": _op("Objects in view per camera and zone, and line crossings", {"200": json_answer(ref("Counts"), "Counts")},
                        "events"),
         },
         **recording_paths(_op, EVENT_ID),

@@ -4,38 +4,19 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict
 
+from edge_app.api.openapi_parts import Schema, error, headers, json_answer, param, ref
 from edge_app.api.recording_params import MAX_EXPORT_S, MAX_LIST_S, TIME_PATTERN
 from edge_app.api.recordings import EXPORT_RESERVE_BYTES, MAX_CONCURRENT_EXPORTS, MAX_PART
 from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG_HEX_CHARS
 
-Schema = Dict[str, Any]
 Op = Callable[..., Dict[str, Any]]
 
 SIGNED_NOTE = "also through a signed URL, without the token (POST .../clip-url or .../export-url)"
 
 
-def _param(name: str, where: str, schema: Schema, description: str, required: bool = False) -> Dict[str, Any]:
-    param: Dict[str, Any] = {"name": name, "in": where, "schema": schema, "description": description}
-    if required:
-        param["required"] = True
-    return param
-
-
-def _json(schema: Schema, description: str) -> Dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
-
-
-def _error(description: str) -> Dict[str, Any]:
-    return _json({"$ref": "#/components/schemas/Error"}, description)
-
-
-def _headers(**described: str) -> Dict[str, Any]:
-    return {name: {"description": text, "schema": {"type": "string"}} for name, text in described.items()}
-
-
 def _mp4(description: str) -> Dict[str, Any]:
     return {"description": description, "content": {"video/mp4": {"schema": {"type": "string", "format": "binary"}}},
-            "headers": _headers(**{"Accept-Ranges": "bytes"})}
+            "headers": headers(**{"Accept-Ranges": "bytes"})}
 
 
 def recording_schemas() -> Dict[str, Schema]:
@@ -56,89 +37,89 @@ def recording_schemas() -> Dict[str, Schema]:
                                  "play them in order, part=0 to parts-1"}}}
     return {"Segment": segment, "ClipUrl": clip_url,
             "SegmentList": {"type": "object", "required": ["segments"],
-                            "properties": {"segments": {"type": "array", "items": {"$ref": "#/components/schemas/Segment"}}}},
+                            "properties": {"segments": {"type": "array", "items": ref("Segment")}}},
             "SignedUrl": signed}
 
 
 def recording_paths(op: Op, event_id: Dict[str, Any]) -> Dict[str, Any]:
     """The paths of the recording routes; ``op`` is openapi._op, ``event_id`` its event id parameter."""
     signature = [
-        _param("expires", "query", {"type": "integer", "minimum": 0}, "Of a signed URL: Unix seconds it is valid until"),
-        _param("sig", "query", {"type": "string", "pattern": f"^[0-9a-f]{{{SIG_HEX_CHARS}}}$"},
+        param("expires", "query", {"type": "integer", "minimum": 0}, "Of a signed URL: Unix seconds it is valid until"),
+        param("sig", "query", {"type": "string", "pattern": f"^[0-9a-f]{{{SIG_HEX_CHARS}}}$"},
                "Of a signed URL: HMAC-SHA256 of the path and the other parameters"),
     ]
-    part = _param("part", "query", {"type": "integer", "minimum": 0, "maximum": MAX_PART},
+    part = param("part", "query", {"type": "integer", "minimum": 0, "maximum": MAX_PART},
                   "Which part of a clip longer than record.events.max_s (default 0: the one from the event's start)")
-    download = _param("download", "query", {"type": "string", "enum": ["", "0", "1"]},
+    download = param("download", "query", {"type": "string", "enum": ["", "0", "1"]},
                       "1: answer with Content-Disposition: attachment (a download button)")
     ranged = {"206": dict(_mp4("The requested byte range (Range: bytes=...)"),
-                          headers=_headers(**{"Content-Range": "bytes first-last/size", "Accept-Ranges": "bytes"})),
-              "403": _error("A signed URL that has expired, was altered, or was signed under another token"),
-              "416": {**_error("The Range cannot be satisfied or parsed"),
-                      "headers": _headers(**{"Content-Range": "bytes */size"})}}
+                          headers=headers(**{"Content-Range": "bytes first-last/size", "Accept-Ranges": "bytes"})),
+              "403": error("A signed URL that has expired, was altered, or was signed under another token"),
+              "416": {**error("The Range cannot be satisfied or parsed"),
+                      "headers": headers(**{"Content-Range": "bytes */size"})}}
     time_any = {"type": "string", "pattern": TIME_PATTERN.replace("^(", "^(|")}
     time_required = {"type": "string", "pattern": TIME_PATTERN}
     camera_any = {"type": "string", "pattern": "^[A-Za-z0-9_-]{0,64}$"}
     camera_required = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}
     range_params = [
-        _param("camera", "query", camera_required, "The camera", required=True),
-        _param("from", "query", time_required, "Start: Unix seconds or ISO 8601 (without a zone: UTC)", required=True),
-        _param("to", "query", time_required, f"End, after from and at most {MAX_EXPORT_S:g} s later", required=True),
+        param("camera", "query", camera_required, "The camera", required=True),
+        param("from", "query", time_required, "Start: Unix seconds or ISO 8601 (without a zone: UTC)", required=True),
+        param("to", "query", time_required, f"End, after from and at most {MAX_EXPORT_S:g} s later", required=True),
     ]
     ttl_body = {"required": False, "description": f"Optional: how long the URL works (default {DEFAULT_TTL_S} s)",
                 "content": {"application/json": {"schema": {
                     "type": "object", "additionalProperties": False,
                     "properties": {"ttl_s": {"type": "integer", "minimum": MIN_TTL_S, "maximum": MAX_TTL_S}}}}}}
-    signed_answer = _json({"$ref": "#/components/schemas/SignedUrl"}, "A URL for a <video> element or a download link")
+    signed_answer = json_answer(ref("SignedUrl"), "A URL for a <video> element or a download link")
     off = "Recording is off on this appliance"
-    bad_range = _error("A parameter is missing or malformed, from is not before to, or the range is too long")
-    bad_body = _error('The body is not empty and not {"ttl_s": N} with N in range')
+    bad_range = error("A parameter is missing or malformed, from is not before to, or the range is too long")
+    bad_body = error('The body is not empty and not {"ttl_s": N} with N in range')
     return {
         "/api/v1/events/{event_id}/clip.mp4": {
             "get": op("The event's clip (fragmented MP4, stream copy of the camera); seekable with Range; " + SIGNED_NOTE,
                       {"200": _mp4("The whole clip (or part)"), **ranged,
-                       "400": _error("Not an event id, or download or part out of range"),
-                       "404": _error(f"Unknown event, it has no clip (or no such part), or {off.lower()}")},
+                       "400": error("Not an event id, or download or part out of range"),
+                       "404": error(f"Unknown event, it has no clip (or no such part), or {off.lower()}")},
                       "recordings", [event_id, part, download, *signature]),
         },
         "/api/v1/events/{event_id}/clip-url": {
             "post": op(f"A signed URL of the event's clip that works without the token for {DEFAULT_TTL_S} s "
                        f"(or ttl_s) and names only this clip",
-                       {"200": _json({"$ref": "#/components/schemas/ClipUrl"},
+                       {"200": json_answer(ref("ClipUrl"),
                                      "A URL for a <video> element or a download link, and the clip's parts"),
-                        "400": _error(bad_body["description"] + ", or part out of range"),
-                        "404": _error(f"Unknown event, it has no clip (or no such part), or {off.lower()}"),
-                        "413": _error("Body larger than api.max_body_bytes"), "415": _error("Body is not JSON")},
+                        "400": error(bad_body["description"] + ", or part out of range"),
+                        "404": error(f"Unknown event, it has no clip (or no such part), or {off.lower()}"),
+                        "413": error("Body larger than api.max_body_bytes"), "415": error("Body is not JSON")},
                        "recordings", [event_id, part], body=ttl_body),
         },
         "/api/v1/recordings": {
             "get": op(f"Continuous-recording segments overlapping a range (default: the last day; at most "
                       f"{MAX_LIST_S / 86400:g} days)",
-                      {"200": _json({"$ref": "#/components/schemas/SegmentList"}, "Segments, oldest first"),
-                       "400": bad_range, "404": _error(off)},
+                      {"200": json_answer({"$ref": "#/components/schemas/SegmentList"}, "Segments, oldest first"),
+                       "400": bad_range, "404": error(off)},
                       "recordings", [
-                          _param("camera", "query", camera_any, "Only this camera's segments"),
-                          _param("from", "query", time_any, "Start: Unix seconds or ISO 8601 (without a zone: UTC); "
+                          param("camera", "query", camera_any, "Only this camera's segments"),
+                          param("from", "query", time_any, "Start: Unix seconds or ISO 8601 (without a zone: UTC); "
                                                             "default a day before to"),
-                          _param("to", "query", time_any, "End, after from; default now"),
+                          param("to", "query", time_any, "End, after from; default now"),
                       ]),
         },
         "/api/v1/recordings/export.mp4": {
             "get": op("One MP4 of a camera's recordings in a range, by stream copy (no re-encoding); " + SIGNED_NOTE,
                       {"200": _mp4("The export"), **ranged, "400": bad_range,
-                       "404": _error(f"No segment covers the range, or {off.lower()}"),
-                       "507": _error(f"Writing the export would leave less than {EXPORT_RESERVE_BYTES // 2**20} MB "
+                       "404": error(f"No segment covers the range, or {off.lower()}"),
+                       "507": error(f"Writing the export would leave less than {EXPORT_RESERVE_BYTES // 2**20} MB "
                                      "free in the temporary folder"),
-                       "503": {**_error(f"{MAX_CONCURRENT_EXPORTS} exports are being written"),
-                               "headers": _headers(**{"Retry-After": "Seconds until trying again is worth it"})}},
+                       "503": {**error(f"{MAX_CONCURRENT_EXPORTS} exports are being written"),
+                               "headers": headers(**{"Retry-After": "Seconds until trying again is worth it"})}},
                       "recordings", [*range_params, download, *signature]),
         },
         "/api/v1/recordings/export-url": {
             "post": op(f"A signed URL of an export that works without the token for {DEFAULT_TTL_S} s (or ttl_s) "
                        "and names only this camera and range",
-                       {"200": signed_answer, "400": _error(bad_range["description"] + ", or a bad body"),
-                        "404": _error(off), "413": _error("Body larger than api.max_body_bytes"),
-                        "415": _error("Body is not JSON")},
+                       {"200": signed_answer, "400": error(bad_range["description"] + ", or a bad body"),
+                        "404": error(off), "413": error("Body larger than api.max_body_bytes"),
+                        "415": error("Body is not JSON")},
                        "recordings", range_params, body=ttl_body),
         },
     }
