@@ -12,8 +12,8 @@ from flask import Blueprint, Response, jsonify
 
 from pydantic import TypeAdapter
 
-from edge_app.api.recording_params import TIME_PATTERN
-from edge_app.api.openapi_parts import INTEGER, NUMBER, Schema, binary, error, error_with_headers, json_answer, obj, param, ref
+from edge_app.api.openapi_parts import (INTEGER, NAME, NAME_FILTER, NUMBER, TIME_FILTER, Schema, binary, error,
+                                        error_with_headers, json_answer, obj, param, ref)
 from edge_app.api.openapi_recordings import recording_paths, recording_schemas
 from edge_app.config.schema import AppConfig
 from edge_app.config.schema_rules import LABEL_TOPIC_CHARS, MAX_LABEL_CHARS
@@ -37,20 +37,17 @@ THROTTLED = error_with_headers(
 )
 
 
-CAMERA_ID = param("camera_id", "path", {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}, required=True)
+CAMERA_ID = param("camera_id", "path", NAME, required=True)
 ANNOTATE = param("annotate", "query", {"type": "integer", "enum": [0, 1]}, "Draw boxes and labels")
 QUALITY = param("quality", "query", {"type": "integer", "minimum": 1, "maximum": 100}, "JPEG quality")
 FPS = param("fps", "query", {"type": "number", "minimum": 0.1, "maximum": 30}, "Most frames per second sent (default 10)")
 EVENT_ID = param("event_id", "path", {"type": "string", "pattern": f"^{EVENT_ID_PATTERN}$"}, required=True)
-# An empty filter is the same as none (what an HTML form sends for a field left blank).
-NAME_FILTER = {"type": "string", "pattern": "^[A-Za-z0-9_-]{0,64}$"}
-TIME_FILTER = {"type": "string", "pattern": TIME_PATTERN.replace("^(", "^(|")}  # empty: no filter
 EVENT_FILTERS = [
     param("camera", "query", NAME_FILTER, "Only this camera's events"),
     # The rule of labels in the configuration, as far as a pattern can say it (not the invisible characters).
     param("label", "query", {"type": "string", "maxLength": MAX_LABEL_CHARS,
-                              "pattern": "^[^\\x00-\\x1f\\x7f" + LABEL_TOPIC_CHARS + "]*$"},
-           "Only events of this label"),
+                             "pattern": "^[^\\x00-\\x1f\\x7f" + LABEL_TOPIC_CHARS + "]*$"},
+          "Only events of this label"),
     param("zone", "query", NAME_FILTER, "Only events that entered this zone"),
     param("after", "query", TIME_FILTER, "Started after this time: Unix seconds or ISO 8601 (without a zone: UTC)"),
     param("before", "query", TIME_FILTER, "Started before this time (as after; not earlier than after)"),
@@ -59,7 +56,7 @@ EVENT_FILTERS = [
 TOKEN_QUERY = param("token", "query", {"type": "string"}, "The API token, for <img> tags that cannot send headers")
 CONFIG_BODY_ERRORS = {
     "400": json_answer({"anyOf": [ref("ValidationError"), ref("Error")]},
-                 "Invalid configuration (details locate each problem), or a body that is not JSON; nothing changed"),
+                       "Invalid configuration (details locate each problem), or a body that is not JSON; nothing changed"),
     "413": error("Body larger than api.max_body_bytes"),
     "415": error("Body is not JSON"),
 }
@@ -227,8 +224,8 @@ def _paths() -> Dict[str, Any]:
     camera_edit_errors = {
         **CONFIG_BODY_ERRORS,
         "400": json_answer({"anyOf": [ref("ValidationError"), ref("Error")]},
-                     "Refused; details locate each problem in the whole configuration (cameras.2.fps_limit), "
-                     "or the body is not JSON; nothing changed"),
+                           "Refused; details locate each problem in the whole configuration (cameras.2.fps_limit), "
+                           "or the body is not JSON; nothing changed"),
     }
     conflict = error("A camera with this id already exists; nothing changed")
     camera_answer = json_answer(ref("CameraConfig"), "The camera as now saved (credentials in its source masked)")

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
+from edge_app.api.recording_params import TIME_PATTERN
+
 Schema = Dict[str, Any]
 
 INTEGER: Schema = {"type": "integer"}
 NUMBER: Schema = {"type": "number"}
+#: a camera (or zone) id, and the same as a query filter, where empty is the same as none (what an
+#: HTML form sends for a field left blank)
+NAME: Schema = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}
+NAME_FILTER: Schema = {"type": "string", "pattern": "^[A-Za-z0-9_-]{0,64}$"}
+#: a time as the routes take it (``recording_params.parse_time``), and the same as a filter
+TIME: Schema = {"type": "string", "pattern": TIME_PATTERN}
+TIME_FILTER: Schema = {"type": "string", "pattern": TIME_PATTERN.replace("^(", "^(|")}
 
 
 def ref(name: str) -> Schema:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict
 
-from edge_app.api.openapi_parts import Schema, error, headers, json_answer, param, ref
-from edge_app.api.recording_params import MAX_EXPORT_S, MAX_LIST_S, TIME_PATTERN
+from edge_app.api.openapi_parts import (NAME, NAME_FILTER, TIME, TIME_FILTER, Schema, binary, error, error_with_headers,
+                                        headers, json_answer, param, ref)
+from edge_app.api.recording_params import MAX_EXPORT_S, MAX_LIST_S
 from edge_app.api.recordings import EXPORT_RESERVE_BYTES, MAX_CONCURRENT_EXPORTS, MAX_PART
 from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG_HEX_CHARS
 
@@ -15,8 +16,7 @@ SIGNED_NOTE = "also through a signed URL, without the token (POST .../clip-url o
 
 
 def _mp4(description: str) -> Dict[str, Any]:
-    return {"description": description, "content": {"video/mp4": {"schema": {"type": "string", "format": "binary"}}},
-            "headers": headers(**{"Accept-Ranges": "bytes"})}
+    return {**binary("video/mp4", description), "headers": headers(**{"Accept-Ranges": "bytes"})}
 
 
 def recording_schemas() -> Dict[str, Schema]:
@@ -55,16 +55,11 @@ def recording_paths(op: Op, event_id: Dict[str, Any]) -> Dict[str, Any]:
     ranged = {"206": dict(_mp4("The requested byte range (Range: bytes=...)"),
                           headers=headers(**{"Content-Range": "bytes first-last/size", "Accept-Ranges": "bytes"})),
               "403": error("A signed URL that has expired, was altered, or was signed under another token"),
-              "416": {**error("The Range cannot be satisfied or parsed"),
-                      "headers": headers(**{"Content-Range": "bytes */size"})}}
-    time_any = {"type": "string", "pattern": TIME_PATTERN.replace("^(", "^(|")}
-    time_required = {"type": "string", "pattern": TIME_PATTERN}
-    camera_any = {"type": "string", "pattern": "^[A-Za-z0-9_-]{0,64}$"}
-    camera_required = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}
+              "416": error_with_headers("The Range cannot be satisfied or parsed", **{"Content-Range": "bytes */size"})}
     range_params = [
-        param("camera", "query", camera_required, "The camera", required=True),
-        param("from", "query", time_required, "Start: Unix seconds or ISO 8601 (without a zone: UTC)", required=True),
-        param("to", "query", time_required, f"End, after from and at most {MAX_EXPORT_S:g} s later", required=True),
+        param("camera", "query", NAME, "The camera", required=True),
+        param("from", "query", TIME, "Start: Unix seconds or ISO 8601 (without a zone: UTC)", required=True),
+        param("to", "query", TIME, f"End, after from and at most {MAX_EXPORT_S:g} s later", required=True),
     ]
     ttl_body = {"required": False, "description": f"Optional: how long the URL works (default {DEFAULT_TTL_S} s)",
                 "content": {"application/json": {"schema": {
@@ -86,7 +81,7 @@ def recording_paths(op: Op, event_id: Dict[str, Any]) -> Dict[str, Any]:
             "post": op(f"A signed URL of the event's clip that works without the token for {DEFAULT_TTL_S} s "
                        f"(or ttl_s) and names only this clip",
                        {"200": json_answer(ref("ClipUrl"),
-                                     "A URL for a <video> element or a download link, and the clip's parts"),
+                                           "A URL for a <video> element or a download link, and the clip's parts"),
                         "400": error(bad_body["description"] + ", or part out of range"),
                         "404": error(f"Unknown event, it has no clip (or no such part), or {off.lower()}"),
                         "413": error("Body larger than api.max_body_bytes"), "415": error("Body is not JSON")},
@@ -95,13 +90,13 @@ def recording_paths(op: Op, event_id: Dict[str, Any]) -> Dict[str, Any]:
         "/api/v1/recordings": {
             "get": op(f"Continuous-recording segments overlapping a range (default: the last day; at most "
                       f"{MAX_LIST_S / 86400:g} days)",
-                      {"200": json_answer({"$ref": "#/components/schemas/SegmentList"}, "Segments, oldest first"),
+                      {"200": json_answer(ref("SegmentList"), "Segments, oldest first"),
                        "400": bad_range, "404": error(off)},
                       "recordings", [
-                          param("camera", "query", camera_any, "Only this camera's segments"),
-                          param("from", "query", time_any, "Start: Unix seconds or ISO 8601 (without a zone: UTC); "
-                                                            "default a day before to"),
-                          param("to", "query", time_any, "End, after from; default now"),
+                          param("camera", "query", NAME_FILTER, "Only this camera's segments"),
+                          param("from", "query", TIME_FILTER, "Start: Unix seconds or ISO 8601 (without a zone: UTC); "
+                                                              "default a day before to"),
+                          param("to", "query", TIME_FILTER, "End, after from; default now"),
                       ]),
         },
         "/api/v1/recordings/export.mp4": {
@@ -109,9 +104,9 @@ def recording_paths(op: Op, event_id: Dict[str, Any]) -> Dict[str, Any]:
                       {"200": _mp4("The export"), **ranged, "400": bad_range,
                        "404": error(f"No segment covers the range, or {off.lower()}"),
                        "507": error(f"Writing the export would leave less than {EXPORT_RESERVE_BYTES // 2**20} MB "
-                                     "free in the temporary folder"),
-                       "503": {**error(f"{MAX_CONCURRENT_EXPORTS} exports are being written"),
-                               "headers": headers(**{"Retry-After": "Seconds until trying again is worth it"})}},
+                                    "free in the temporary folder"),
+                       "503": error_with_headers(f"{MAX_CONCURRENT_EXPORTS} exports are being written",
+                                                 **{"Retry-After": "Seconds until trying again is worth it"})},
                       "recordings", [*range_params, download, *signature]),
         },
         "/api/v1/recordings/export-url": {
