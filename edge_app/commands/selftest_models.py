@@ -60,8 +60,8 @@ def model_to_check(config: Any, model: ModelConfig) -> ModelToCheck:
     if staged is None:
         return ModelToCheck(model, f"{named}, not staged on this device: edge-app run fetches it and runs path "
                                    f"until then; {fallback}")
-    return ModelToCheck(staged_copy(model, staged.onnx, staged.labels), f"{named}, staged on this device and verified; these checks use its staged copy "
-                              f"{staged.onnx}")
+    return ModelToCheck(staged_copy(model, staged.onnx, staged.labels),
+                        f"{named}, staged on this device and verified; these checks use its staged copy {staged.onnx}")
 
 
 def describe_model(config: Any, name: str, model: ModelConfig, gpu: bool, fleet_line: str = "") -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from edge_app.config.schema import is_loopback_host
-from edge_app.health.free_space import NotEnoughSpace, ensure_room
+from edge_app.health.free_space import ensure_room
 from edge_app.fleet_agent.artifacts_manifest import MAX_MANIFEST_BYTES
 
 log = logging.getLogger(__name__)
@@ -202,4 +202,4 @@ def _error_text(err: urllib.error.HTTPError) -> str:
     return " ".join(text.split())[:200] or str(err.reason)
 
 
-__all__ = ["DOWNLOAD_RESERVE_BYTES", "FleetClient", "FleetRefused", "FleetUnreachable", "NotEnoughSpace"]
+__all__ = ["DOWNLOAD_RESERVE_BYTES", "FleetClient", "FleetRefused", "FleetUnreachable"]
