@@ -171,8 +171,7 @@ def run(devices: int, model_mb: float, timeout_s: float, work: Path) -> ModelRol
     extra = {"api": {"token": ADMIN_TOKEN}, "device_tokens": {d: device_token(d) for d in ids},
              "artifacts": {"dir": str(work / "artifacts"), "max_mb": 1024, "max_upload_mb": 256}}
     certs = make_test_certificates(work / "tls")
-    fleet = FleetProcess(work, broker.port, prefix, f"sqlite:///{work / 'fleet.db'}", ids, extra,
-                         tls=(certs.server_cert, certs.server_key, certs.ca))
+    fleet = FleetProcess(work, broker.port, prefix, f"sqlite:///{work / 'fleet.db'}", ids, extra, tls=certs)
     admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     https = requests.Session()
     https.verify = fleet.verify

@@ -27,7 +27,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 import psutil
 import requests
@@ -37,6 +37,9 @@ from bench.fleet.device import bench_desired_key
 from bench.fleet.postgres import PostgresForBench
 from bench.fleet.sim import raise_fd_limit
 from bench.fleet.witness import FleetWitness
+
+if TYPE_CHECKING:  # a bench that serves HTTPS makes them with tests.mqtt.certs
+    from tests.mqtt.certs import BrokerCertificates
 
 ROLLOUT_PATCH = {"model": {"conf_threshold": 0.3}}
 POLL_S = 0.1
@@ -118,17 +121,17 @@ def _accepts(port: int) -> bool:
 
 
 class FleetProcess:
-    """``edge-app fleet`` as a separate process; with ``tls`` (certificate, key and the CA that signed
-    them) it serves HTTPS, and ``verify`` is what a client checks it against."""
+    """``edge-app fleet`` as a separate process; with ``tls`` (a server certificate, its key and the CA
+    that signed them) it serves HTTPS, and ``verify`` is what a client checks it against."""
 
     def __init__(self, work: Path, broker_port: int, prefix: str, db_url: str, device_ids: Sequence[str] = (),
-                 extra: Optional[dict] = None, tls: Optional[Tuple[Path, Path, Path]] = None):
+                 extra: Optional[dict] = None, tls: Optional[BrokerCertificates] = None):
         self.port = _free_port()
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
-        self.verify: Any = str(tls[2]) if tls else True
+        self.verify: Any = str(tls.ca) if tls else True
         api: Dict[str, Any] = {"host": "127.0.0.1", "port": self.port}
         if tls:
-            api["tls"] = {"enabled": True, "certfile": str(tls[0]), "keyfile": str(tls[1])}
+            api["tls"] = {"enabled": True, "certfile": str(tls.server_cert), "keyfile": str(tls.server_key)}
         config = {"mqtt": {"host": "127.0.0.1", "port": broker_port, "keepalive": 30, "client_id": f"fleet-{prefix}"},
                   "topic_prefix": prefix, "database": {"url": db_url}, "devices": {"max": max(len(device_ids), 1)},
                   "api": api, "logging": {"level": "WARNING"},
