@@ -22,7 +22,9 @@ def test_a_small_fleet_benchmark_on_both_engines(repo_root, tmp_path):
          "--kill", str(KILL), "--kill-at-s", "22", "--settle-s", "1", "--event-period-s", "5", "--json", str(out)],
         cwd=repo_root, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(out.read_text())
+    document = json.loads(out.read_text())
+    assert document["provenance"]["command"].startswith("python -m bench.fleet server --devices")
+    results = document["engines"]
     assert [r["engine"] for r in results] == ["sqlite", "postgresql"]
     for r in results:
         assert r["all_online_s"] is not None and r["all_online_s"] < 60

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-SECTIONS = ("meta", "clip", "raw", "predecoded", "full", "ultralytics", "stages", "targets", "table_markdown")
+SECTIONS = ("provenance", "meta", "clip", "raw", "predecoded", "full", "ultralytics", "stages", "targets", "table_markdown")
 
 
 @pytest.mark.slow

@@ -1,13 +1,13 @@
 """Settings and result of the chaos soak (``bench/chaos/soak.py``), with its goals and its table."""
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from bench.chaos.probes import BurstResult, ProcessSample
+from bench.common.provenance import Provenance, write_results
 
 FULL_MINUTES = 30.0
 
@@ -205,6 +205,5 @@ class ChaosReport:
         return f"{sockets} sockets; /healthz during bursts: {len(probes)} answered ({worst}), {failures} timed out (2 s)"
 
 
-def write_json(report: ChaosReport, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report.as_dict(), indent=2, default=str) + "\n")
+def write_json(report: ChaosReport, path: Path, provenance: Provenance) -> None:
+    write_results(path, report.as_dict(), provenance)

@@ -32,6 +32,7 @@ import requests
 
 from bench.chaos.probes import BurstResult, DetectionsWatch, ProcessSampler, patch_storm, slowloris
 from bench.chaos.report import CameraOutage, ChaosReport, ChaosSettings, write_json
+from bench.common.provenance import collect, engine_of
 from edge_app.commands.demo_clip import make_clip
 from tests.e2e.appliance import ApplianceProcess
 from tests.support.broker import MOSQUITTO, MosquittoBroker
@@ -369,7 +370,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = ChaosSettings.for_minutes(args.minutes, cameras=args.cameras, model_path=args.model)
     report = run_chaos(settings, args.work_dir)
-    write_json(report, args.json)
+    write_json(report, args.json, collect(engine_of(Path(args.model))))
     print(report.markdown())
     print(f"written to {args.json}")
     return 0 if report.met else 1

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence
 from bench.common.full import measure_full
 from bench.common.media import ensure_clip
 from bench.cpu.settings import BenchSettings
+from bench.common.provenance import ONNXRUNTIME_CPU, collect, write_results
 
 
 def run(cameras: int, rounds: int, seconds: float, settings: BenchSettings) -> Dict[str, object]:
@@ -55,7 +56,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     result = run(args.cameras, args.rounds, args.seconds, BenchSettings())
     text = json.dumps(result, indent=2)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text)
+        write_results(args.json, result, collect(ONNXRUNTIME_CPU))
     print(text)
     return 0 if result.get("status") == "ok" else 1

@@ -28,6 +28,7 @@ from edge_app.api import ApiServer, create_app
 from edge_app.config.schema import AppConfig
 from edge_app.record.index import FileRow
 from edge_app.record.store import RecordingStore
+from bench.common.provenance import NO_MODEL, collect, write_results
 
 TOKEN = "bench-token-0123456789abcdef"
 EVENT_ID = "1800000000.000-front-1"
@@ -112,7 +113,7 @@ def main(argv: Optional[list] = None) -> int:
     result = measure(args.size_mib, args.ranges)
     print(json.dumps(result, indent=2))
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        write_results(args.json, result, collect(NO_MODEL))
     return 0
 
 

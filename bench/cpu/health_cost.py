@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
+from bench.common.provenance import NO_MODEL, collect, write_results
 from edge_app.config.schema import HealthConfig
 from edge_app.health.sampler import HealthSampler
 
@@ -52,7 +53,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:
-        args.json.write_text(text + "\n")
+        write_results(args.json, result, collect(NO_MODEL))
     return 0 if result["percent_of_one_core"] <= BUDGET_PERCENT_OF_CORE else 1
 
 

@@ -26,7 +26,6 @@ the processes can be told apart), and the motion check is also timed on a device
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import threading
@@ -39,6 +38,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from bench.cpu.motion_clips import REPO, SHARED, make_clips, noisy, static_scene
+from bench.common.provenance import TORCH_STANDIN, collect, engine_of, write_results
 
 DEFAULT_MODEL = SHARED / "models" / "yolov8n_coco_dynbatch.onnx"
 STANDIN = "torch-standin"
@@ -378,9 +378,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             runs.append(run)
     report = _tables(runs, motion, drop, size, args.fps if args.decoder == "ffmpeg" else 0)
     print(report)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "motion_cost_ms": motion,
-                                    "early_drop_ms": drop, "runs": [asdict(r) for r in runs]}, indent=2))
+    engine = TORCH_STANDIN if args.backend == STANDIN else engine_of(args.model, args.backend)
+    write_results(args.out, {"args": {k: str(v) for k, v in vars(args).items()}, "motion_cost_ms": motion,
+                             "early_drop_ms": drop, "runs": [asdict(r) for r in runs]}, collect(engine))
     return 0
 
 

@@ -49,6 +49,7 @@ from edge_app.config.schema import MQTTConfig
 from edge_app.detect.detections import Detections
 from edge_app.mqtt import payloads
 from edge_app.mqtt.publisher import MqttPublisher
+from bench.common.provenance import NO_MODEL, collect, write_results
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "bench" / "results" / "publish_latency.json"
@@ -268,8 +269,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         finally:
             broker.stop()
     print(_table(results))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"switch_interval_ms": switch_ms, "runs": [asdict(r) for r in results]}, indent=1))
+    write_results(args.out, {"switch_interval_ms": switch_ms, "runs": [asdict(r) for r in results]}, collect(NO_MODEL))
     return 0
 
 

@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from bench.common.provenance import collect, engine_of, write_results
 from bench.common.settings import results_dir, shared_dir
 from tests.e2e.appliance import ApplianceProcess
 from tests.support.net import free_port
@@ -236,11 +237,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         finally:
             server.stop()
     print(table(phases, args.cameras, bitrate))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"cameras": args.cameras, "clip": {"width": WIDTH, "height": HEIGHT, "fps": FPS,
-                                                                      "bitrate_bps": bitrate},
-                                    "fps_limit": args.fps_limit, "cpu_count": os.cpu_count(),
-                                    "phases": [asdict(p) for p in phases]}, indent=2))
+    write_results(args.out, {"cameras": args.cameras, "clip": {"width": WIDTH, "height": HEIGHT, "fps": FPS,
+                                                               "bitrate_bps": bitrate},
+                             "fps_limit": args.fps_limit, "cpu_count": os.cpu_count(),
+                             "phases": [asdict(p) for p in phases]}, collect(engine_of(args.model)))
     return 0
 
 

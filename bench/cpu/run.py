@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import logging
 import os
 import shlex
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
 from bench.common.machine import describe_machine
+from bench.common.provenance import ONNXRUNTIME_CPU, collect, write_results
 from bench.common.media import ensure_clip
 from bench.cpu.report import markdown
 from bench.cpu.settings import BenchSettings
@@ -103,8 +103,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     document = {"meta": {**header, "duration_s": round((finished - started).total_seconds(), 1)}, **results,
                 "table_markdown": table}
     out = args.json or settings.work_dir / ("soak.json" if args.soak_minutes is not None else "latest.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(document, indent=2, default=str))
+    write_results(out, document, collect(ONNXRUNTIME_CPU))
     print(table)
     print(f"results: {out} ({document['meta']['duration_s']} s)")
     return 0

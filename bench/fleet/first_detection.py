@@ -38,6 +38,7 @@ import paho.mqtt.client as mqtt
 import requests
 from paho.mqtt.enums import CallbackAPIVersion
 
+from bench.common.provenance import TEST_STANDIN, collect, write_results
 from bench.fleet.device import bench_desired_key
 from bench.fleet.server import Broker, FleetProcess, _wait
 from tests.support.net import free_port
@@ -184,7 +185,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"| {start.round} | {start.appliance} | {'prebuilt, from the fleet' if start.prebuilt else 'built here'} "
               f"| {start.first_detection_s:.1f} | {start.simulated_build_s:.0f} |")
     if args.json:
-        args.json.write_text(json.dumps([asdict(s) for s in starts], indent=2))
+        write_results(args.json, {"starts": [asdict(s) for s in starts]}, collect(TEST_STANDIN))
     return 0
 
 

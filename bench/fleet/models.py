@@ -37,6 +37,7 @@ import paho.mqtt.client as mqtt
 import requests
 from paho.mqtt.enums import CallbackAPIVersion
 
+from bench.common.provenance import NO_MODEL, collect, write_results
 from bench.fleet.device import bench_desired_key
 from bench.fleet.server import Broker, FleetProcess, _wait
 from edge_app.config.file import parse_config
@@ -252,7 +253,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(table(result))
     print(json.dumps(asdict(result)))
     if args.json:
-        Path(args.json).write_text(json.dumps(asdict(result), indent=2))
+        write_results(Path(args.json), asdict(result), collect(NO_MODEL))
     return 0 if result.failed == 0 else 1
 
 

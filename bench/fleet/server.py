@@ -33,6 +33,7 @@ import psutil
 import requests
 import yaml
 
+from bench.common.provenance import NO_MODEL, collect, write_results
 from bench.fleet.device import bench_desired_key
 from bench.fleet.postgres import PostgresForBench
 from bench.fleet.sim import raise_fd_limit
@@ -372,5 +373,5 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(json.dumps(asdict(results[-1])), flush=True)
     print(table(results))
     if args.json is not None:
-        args.json.write_text(json.dumps([asdict(r) for r in results], indent=2) + "\n")
+        write_results(args.json, {"engines": [asdict(r) for r in results]}, collect(NO_MODEL))
     return 0

@@ -63,6 +63,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
+from bench.common.provenance import NO_MODEL, collect, write_results
 from bench.fleet.device import DeviceSettings, SimulatedAppliance
 from bench.fleet.rollout import RolloutProbe, RolloutResult
 from edge_app.config.schema_rules import ID_PATTERN
@@ -338,5 +339,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     line = json.dumps(asdict(summary))
     print(line, flush=True)
     if args.json is not None:
-        args.json.write_text(line + "\n")
+        write_results(args.json, asdict(summary), collect(NO_MODEL))
     return 0

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from bench.common.provenance import NO_MODEL, collect, write_results
 from bench.common.settings import add_switch_interval_argument, apply_switch_interval
 
 DEPTHS = ("demux", "decode", "decode_copy", "decode_process")
@@ -221,6 +222,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     if args.json:
-        args.json.write_text(json.dumps({"clip": str(args.clip), "probe_alone_per_s": probe_rate, "rows": rows,
-                                         "switch_interval_ms": switch_interval_ms}, indent=2))
+        write_results(args.json, {"clip": str(args.clip), "probe_alone_per_s": probe_rate, "rows": rows,
+                                  "switch_interval_ms": switch_interval_ms}, collect(NO_MODEL))
     return 0

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.metadata
-import json
 import logging
 import os
 import shlex
@@ -41,6 +40,7 @@ from bench.common.detectors import load_detector, model_config
 from bench.common.full import measure_full
 from bench.common.jobs import Job, guarded, run_rounds
 from bench.common.machine import describe_machine
+from bench.common.provenance import TORCH_STANDIN, collect, write_results
 from bench.common.media import clip_frames, ensure_clip
 from bench.common.raw import measure_raw
 from bench.common.rounds import summarise_pipeline, summarise_raw
@@ -272,8 +272,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     table = markdown(results)
     document = {"meta": {**header, "duration_s": round((finished - started).total_seconds(), 1)}, **results, "table_markdown": table}
     out = args.json or settings.work_dir / "gpu.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(document, indent=2, default=str))
+    write_results(out, document, collect(TORCH_STANDIN))
     if args.markdown:
         args.markdown.write_text(table)
     print(table)

@@ -12,13 +12,15 @@ Numbers depend on the machine; record where they were taken.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
+from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import cv2
 import numpy as np
+
+from bench.common.provenance import NO_MODEL, collect, write_results
 
 SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "4K": (2160, 3840)}
 
@@ -105,6 +107,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           f"with {report['cv2_threads']} threads on {report['cpu']}")
     print(markdown(report))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(report, handle, indent=2)
+        write_results(Path(args.json), report, collect(NO_MODEL))
     return 0

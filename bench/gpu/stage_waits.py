@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import statistics
 import time
 from collections import defaultdict
@@ -27,6 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from bench.common.provenance import TORCH_STANDIN, collect, write_results
 from bench.common.settings import add_switch_interval_argument, apply_switch_interval
 
 #: (module, class, method, label): the model stage's steps, outermost first
@@ -163,6 +163,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     switch_interval_ms = apply_switch_interval(args.switch_interval_ms)
     result = {**measure(args.clip, args.cameras, args.seconds, args.mqtt_port), "switch_interval_ms": switch_interval_ms}
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+        write_results(args.json, result, collect(TORCH_STANDIN))
     print(markdown(result))
     return 0

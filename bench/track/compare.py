@@ -13,15 +13,16 @@ needs opencv-python, so it lives only in ``.venv-bench`` (see bench/README.md).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from bench.common.provenance import NO_MODEL, collect, write_results
 from bench.track.scenes import SCENES, Frame, SceneSpec, generate
 from edge_app.detect.detections import Detections
 from edge_app.track import Tracker
@@ -182,6 +183,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     results = [run_scene(spec, not args.no_reference, score, args.reference_lost_s, args.timing_repeats) for spec in specs]
     print(table(results))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump([asdict(r) for r in results], fh, indent=2)
+        write_results(Path(args.json), {"scenes": [asdict(r) for r in results]}, collect(NO_MODEL))
     return 0
