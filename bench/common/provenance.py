@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 #: ("<what it is> stand-in for TensorRT") or a CPU runtime
 TENSORRT = "TensorRT"
 TORCH_STANDIN = "PyTorch FP16 stand-in for TensorRT (bench.gpu.torch_engine)"
-TEST_STANDIN = "test stand-in for TensorRT (tests/tensorrt_standin)"
+TEST_STANDIN = "test stand-in for TensorRT (tests/tensorrt_standin), inference by ONNX Runtime on the CPU"
 ONNXRUNTIME_CPU = "ONNX Runtime on the CPU"
 NO_MODEL = "no model"
 
