@@ -1,4 +1,4 @@
-"""The ratios the issue's targets name, and the markdown tables printed and stored in the JSON."""
+"""The ratios the CPU targets name, and the markdown tables printed and stored in the JSON."""
 from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional
@@ -36,7 +36,7 @@ def _fps(run: Optional[dict]) -> Optional[float]:
 
 
 def target_ratios(results: Dict[str, Any], model: str, batch_model: str) -> Dict[str, Any]:
-    """The issue's targets on ``model``; the two full-pipeline ratios again on ``batch_model``."""
+    """The CPU targets on ``model``; the two full-pipeline ratios again on ``batch_model``."""
     ultra = results.get("ultralytics", {})
     ultra_batch = results.get("ultralytics_batch_model", {})
     full_one = _one_camera(results.get("full", []), model)
@@ -189,5 +189,5 @@ def markdown(results: Dict[str, Any]) -> str:
     parts = ["### Throughput", *throughput_table(results), "",
              "### Per-frame CPU of the stages", *stage_table(results), "",
              "### CPU ms per analysed frame, by thread", *thread_table(results), "",
-             "### Targets (issue 4)", *targets_table(results.get("targets", {}))]
+             "### Targets", *targets_table(results.get("targets", {}))]
     return "\n".join(parts) + "\n"

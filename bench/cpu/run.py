@@ -1,4 +1,4 @@
-"""The edge-app benchmark: one run, one machine, every figure issue 4 asks for.
+"""The edge-app benchmark on the host CPU: one run, one machine, every figure of the CPU targets.
 
     python -m bench.cpu run [--model PATH] [--batch-model PATH] [--seconds N] [--smoke] [--json OUT]
     python -m bench.cpu run --soak-minutes 10 --cameras 4 [--json OUT]

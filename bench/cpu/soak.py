@@ -1,6 +1,6 @@
 """Long run: the full appliance with N cameras for M minutes; RSS growth and per-camera fairness.
 
-Issue 4's target over 10 minutes with 4 cameras: RSS grows by less than 20 MB (counted from the
+The long run's target, over 10 minutes with 4 cameras: RSS grows by less than 20 MB (counted from the
 end of the warm-up, when the model, buffers and decoder have settled) and every camera gets at
 least 80 % of an equal share of the analysed frames.
 """
