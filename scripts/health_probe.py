@@ -4,7 +4,7 @@
     python scripts/health_probe.py [--samples 2] [--interval-s 1] [--root /] [--dir PATH ...] [--tegrastats]
 
 ``--samples`` > 1 samples that many times ``--interval-s`` apart (``cpu.load_percent`` needs two),
-printing the last. ``--root`` reads a recorded tree instead of ``/``. ``--dir`` names the
+printing the last. ``--root`` reads a copy of a device's tree instead of ``/``. ``--dir`` names the
 directories whose disk space is reported (default: the current one). ``--tegrastats`` adds
 one line of JetPack's ``tegrastats``, parsed, for comparison (Jetson only). On a discrete GPU
 host the GPU section needs ``nvidia-ml-py`` (``pip install nvidia-ml-py``).

@@ -6,7 +6,7 @@ Takes ``--samples`` samples back to back with the appliance's own sampler (every
 in its guarded thread, problems and summary included) and reads the process's CPU time
 (``time.process_time``: every thread of the process, so the reader threads count) and the wall
 time per sample. The share of one core is CPU seconds per sample / ``--interval-s``; the budget
-is 0.5 %. ``--root`` reads a recorded tree (``tests/health/trees/orin-nx``) instead of this host.
+is 0.5 %. ``--root`` reads another tree instead of this host's ``/`` (e.g. the synthetic ``tests/health/trees/orin-nx``).
 """
 from __future__ import annotations
 

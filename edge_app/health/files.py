@@ -1,4 +1,5 @@
-"""Reading sysfs and procfs under a root directory, so a recorded tree can stand in for ``/``."""
+"""Reading sysfs and procfs under a root directory, so a copy of a device's tree (or a synthetic one,
+in tests) can stand in for ``/``."""
 from __future__ import annotations
 
 import re

@@ -57,7 +57,7 @@ class ThrottleTracker:
 
 
 class HealthSampler:
-    """Samples under ``root`` (``/``, or a recorded tree in tests); disk paths relative to ``base``."""
+    """Samples under ``root`` (``/``, or a synthetic tree in tests); disk paths relative to ``base``."""
 
     def __init__(self, config: HealthConfig, disk_paths: Sequence[str], *, root: Path = Path("/"),
                  base: Path = Path("."), nvml: Optional[NvmlReader] = None,

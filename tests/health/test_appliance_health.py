@@ -29,7 +29,7 @@ def running(mosquitto_broker, model_path, tmp_path):
         "homeassistant": {"enabled": True},
     }
     config = parse_config(raw)
-    # The Orin NX tree: 99.4 °C, throttling, memory 92 % used.
+    # The synthetic Orin NX tree: 99.4 °C, throttling, memory 92 % used.
     sampler = HealthSampler(config.health, health_dirs(config), root=TREES / "orin-nx", base=tmp_path)
     appliance = Appliance(config, health=sampler)
     changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(tmp_path / "config.yaml"))
@@ -44,7 +44,7 @@ def running(mosquitto_broker, model_path, tmp_path):
         server.stop(timeout_s=5)
 
 
-def test_rest_status_metrics_and_the_retained_topic(running, mosquitto_broker, mqtt_collector):
+def test_rest_status_metrics_and_the_retained_topic_from_a_synthetic_tree(running, mosquitto_broker, mqtt_collector):
     appliance, url = running
     body = wait_for(lambda: (lambda b: b if b["problems"] else None)(requests.get(url + "/api/v1/health/device", timeout=5).json()),
                     10, "a sample with problems")

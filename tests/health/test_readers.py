@@ -1,4 +1,5 @@
-"""The sysfs, procfs and tegrastats readers against recorded trees of three Jetson modules."""
+"""The sysfs, procfs and tegrastats readers against synthetic trees of three Jetson modules (written
+by hand, not captured from a device: trees/README.md)."""
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,9 @@ def _sampler(tree: Path) -> HealthSampler:
                          power_mode=jetson.PowerModeReader(tree, query=lambda: query))
 
 
-def test_every_module_reads_as_recorded(module_tree):
-    zones, max_c, throttling, load, mhz, mode, total_w, fan, rpm, cores, oc = EXPECTED[module_tree.name]
-    report = _sampler(module_tree).sample()
+def test_every_synthetic_module_tree_reads_as_written(synthetic_tree):
+    zones, max_c, throttling, load, mhz, mode, total_w, fan, rpm, cores, oc = EXPECTED[synthetic_tree.name]
+    report = _sampler(synthetic_tree).sample()
     assert len(report.thermal.zones) == zones
     assert report.thermal.max_temperature_c == max_c
     assert report.thermal.throttling is throttling
@@ -42,7 +43,7 @@ def test_every_module_reads_as_recorded(module_tree):
     assert report.uptime_s > 0
 
 
-def test_zones_keep_trip_points_and_say_when_a_sensor_is_off():
+def test_synthetic_zones_keep_trip_points_and_say_when_a_sensor_is_off():
     zones = thermal.read_zones(TREES / "orin-nano")
     gpu = next(z for z in zones if z.name == "GPU-therm")
     assert gpu.temperature_c == "unavailable: sensor powered off"
@@ -51,18 +52,18 @@ def test_zones_keep_trip_points_and_say_when_a_sensor_is_off():
     assert tj.throttle_c == 99.0
 
 
-def test_pmic_die_is_not_a_chip_temperature():
+def test_synthetic_pmic_die_is_not_a_chip_temperature():
     names = [z.name for z in thermal.read_zones(TREES / "agx-orin")]
     assert "PMIC-Die" not in names and "tj-therm" in names
 
 
-def test_agx_orin_rails_skip_unconnected_channels():
+def test_synthetic_agx_orin_rails_skip_unconnected_channels():
     rails = jetson.read_rails(TREES / "agx-orin")
     assert [r.name for r in rails] == ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO"]
     assert rails[0].power_w == pytest.approx(19.912 * 1.04, abs=0.001)
 
 
-def test_power_mode_from_status_file_or_from_nvpmodel_query():
+def test_power_mode_from_status_file_or_from_nvpmodel_query_of_synthetic_trees():
     assert jetson.PowerModeReader(TREES / "orin-nx").read() == ("25W", 3.0)
     calls = []
     reader = jetson.PowerModeReader(TREES / "agx-orin", query=lambda: calls.append(1) or "NV Power Mode: MAXN\n0\n",
@@ -99,7 +100,7 @@ def test_cpu_load_percent_is_measured_between_samples(tmp_path):
     assert reader.read("unavailable: x").load_percent == pytest.approx(66.7)
 
 
-def test_over_current_events_count_since_start_and_mean_throttling(tmp_path):
+def test_over_current_events_count_since_start_and_mean_throttling_on_a_synthetic_tree(tmp_path):
     tracker_sampler = _sampler(TREES / "orin-nano")
     first = tracker_sampler.sample()
     assert first.thermal.throttling is False and first.thermal.over_current_events == 0.0
@@ -112,7 +113,7 @@ def test_over_current_events_count_since_start_and_mean_throttling(tmp_path):
 
 
 @pytest.mark.parametrize("module", ["orin-nano", "orin-nx", "agx-orin"])
-def test_tegrastats_line_agrees_with_the_sysfs_tree(module):
+def test_synthetic_tegrastats_line_agrees_with_the_synthetic_sysfs_tree(module):
     tree = TREES / module
     sample = tegrastats.parse_line((tree / "tegrastats.txt").read_text())
     report = _sampler(tree).sample()
@@ -125,7 +126,7 @@ def test_tegrastats_line_agrees_with_the_sysfs_tree(module):
     assert None not in sample.cpu_percent[:6]
 
 
-def test_tegrastats_older_layouts():
+def test_tegrastats_older_layouts_and_the_synthetic_agx_orin_line():
     old = tegrastats.parse_line("RAM 3468/3983MB (lfb 48x4MB) SWAP 873/8192MB (cached 295MB) cpu [17%,13%,29%,5%]@408 "
                                 "EMC 1%@408 APE 25 GR3D 3%@76")
     assert (old.ram_used_mb, old.swap_used_mb, old.gpu_load_percent) == (3468.0, 873.0, 3.0)
