@@ -25,7 +25,7 @@ def test_a_bench_command_writes_where_its_figures_come_from(repo_root, tmp_path)
     provenance = document["provenance"]
     assert provenance["command"] == (f"python -m bench.cpu health-cost --samples 2 --interval-s 1 --json '{out}'")
     assert provenance["commit"] == _git(repo_root, "rev-parse", "HEAD")
-    dirty = bool(_git(repo_root, "status", "--porcelain", "--untracked-files=no"))
+    dirty = bool(_git(repo_root, "status", "--porcelain"))
     assert provenance["dirty"] is dirty
     assert started <= datetime.fromisoformat(provenance["date"]) <= datetime.now(timezone.utc)
     assert provenance["host"]["cpu"] and provenance["host"]["cpus"] >= 1

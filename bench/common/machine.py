@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Any, Dict
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's name: x86 says "model name", some ARM kernels "Model"; else what Python knows."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith("model name") or line.startswith("Model"):
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def _mem_total_gib() -> float:
@@ -35,7 +36,7 @@ def describe_machine() -> Dict[str, Any]:
     from edge_app import __version__
 
     return {
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "cpus": os.cpu_count(),
         "usable_cpus": len(os.sched_getaffinity(0)),
         "mem_total_gib": _mem_total_gib(),

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import platform
 import shlex
 import shutil
 import subprocess
@@ -20,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
 
+from bench.common.machine import cpu_model
 from bench.common.settings import repo_dir
 
 log = logging.getLogger(__name__)
@@ -77,16 +77,6 @@ def _git(*args: str) -> Optional[str]:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") or line.startswith("Model"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
-
-
 def _jetson_gpu() -> Optional[Gpu]:
     """A Jetson has no nvidia-smi query; its GPU is the module named by the device tree, and the
     driver comes with the L4T release."""
@@ -128,11 +118,11 @@ def collect(engine: str, argv: Optional[Sequence[str]] = None) -> Provenance:
     """The provenance of a run of this process. ``engine``: one of the names above, or the name of
     the stand-in that ran the model."""
     commit = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    status = _git("status", "--porcelain") if commit else None
     return Provenance(commit=commit, dirty=None if status is None else bool(status),
                       command=command_line(argv),
                       date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                      host=Host(cpu=_cpu_model(), cpus=os.cpu_count()),
+                      host=Host(cpu=cpu_model(), cpus=os.cpu_count()),
                       gpus=find_gpus(), engine=engine)
 
 
