@@ -106,6 +106,11 @@ def cmd_check_config(args) -> int:
     models = ", ".join(f"{name} {model.path}" if name != "default" or len(config.model_configs()) > 1 else model.path
                        for name, model in config.model_configs().items())
     print(f"{args.config}: valid ({len(config.cameras)} camera(s), model {models})")
+    from edge_app.config_change.checks import relative_paths_note
+
+    note = relative_paths_note(config)
+    if note:
+        print(note)
     return EXIT_OK
 
 
