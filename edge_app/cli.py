@@ -1,4 +1,4 @@
-"""The ``edge-app`` command line (README "Command line"): run, check-config, detect, build-engine, selftest, fleet, fleet-reset.
+"""The ``edge-app`` command line (docs/commands.md): run, check-config, detect, build-engine, selftest, fleet, fleet-reset.
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid configuration. Errors are one clear
 sentence each on stderr, never a bare traceback.
