@@ -35,7 +35,8 @@ if [ ! -f "$STATE/engines/$MODEL" ]; then
   else
     echo "No model: $SHARED/models/$MODEL does not exist. The sample models and images live in the" >&2
     echo "folder beside the checkout (../shared, or set EDGE_APP_SHARED). Or export one with Ultralytics" >&2
-    echo "(yolo export model=yolov8n.pt format=onnx dynamic=True) and copy it to engines/$MODEL" >&2
+    echo "(yolo export model=yolov8n.pt format=onnx dynamic=True) and copy it to engines/$MODEL;" >&2
+    echo "docs/demo.md, \"The sample model and images\", says how to make the folder and use your own model" >&2
     exit 1
   fi
 fi

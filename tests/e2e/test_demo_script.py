@@ -170,5 +170,12 @@ def test_the_readme_demo_runs_on_a_fresh_clone_and_stops_on_sigterm(tmp_path, re
     finally:
         demo.kill()
 
+    # Without the sample folder the script says where the model comes from, and starts nothing.
+    (tmp_path / "empty").mkdir()
+    bare = subprocess.run(["./scripts/demo.sh"], cwd=clone, capture_output=True, text=True, timeout=600,
+                          env={**env, "EDGE_APP_SHARED": str(tmp_path / "empty"), "EDGE_APP_DEMO_STATE": str(tmp_path / "bare")})
+    assert bare.returncode == 1 and "No model" in bare.stderr and "docs/demo.md" in bare.stderr, bare.stderr[-2000:]
+    assert (clone / "docs" / "demo.md").exists()
+
     status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True)
     assert status.stdout == "", f"the demo changed the clone:\n{status.stdout}"
