@@ -12,8 +12,8 @@
 # (~/.local/state/edge-app-demo), outside the checkout; EDGE_APP_DEMO_STATE points elsewhere.
 # Delete that folder to start over.
 #
-# Ctrl-C or SIGTERM to this script stops the appliance (and the private broker) within 5 s: the
-# script becomes the appliance (exec), or, with a private broker, passes the signal on.
+# Ctrl-C or SIGTERM to this script stops the appliance within 5 s, and then the private broker:
+# the script becomes the appliance (exec).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -73,19 +73,10 @@ fi
 echo "demo: files in $STATE (config.yaml there is the demo's configuration)"
 echo "demo: dashboard on http://$API_HOST:$API_PORT/ (loopback only: no API token needed); MQTT on $MQTT_HOST:$MQTT_PORT"
 cd "$STATE"
-if [ -z "$BROKER" ]; then
-  exec "$REPO/.venv/bin/edge-app" run -c config.yaml
+if [ -n "$BROKER" ]; then
+  # The script becomes the appliance (exec below), so a signal to it reaches the appliance once and
+  # directly; this watcher stops the private broker once the appliance, this same PID, has ended.
+  ( trap '' INT TERM HUP; while kill -0 "$$" 2>/dev/null; do sleep 0.5; done; kill "$BROKER" 2>/dev/null ) \
+    </dev/null >/dev/null 2>&1 &
 fi
-# With a private broker this shell stays to stop the broker after the appliance: it passes
-# Ctrl-C and SIGTERM on (a background job ignores SIGINT) and waits for the appliance to end.
-"$REPO/.venv/bin/edge-app" run -c config.yaml &
-APP=$!
-trap 'kill -TERM "$APP" 2>/dev/null || true' TERM INT HUP
-status=0
-while :; do
-  wait "$APP" && status=0 || status=$?
-  kill -0 "$APP" 2>/dev/null || break  # a trapped signal ends wait early; the appliance is still stopping
-done
-kill "$BROKER" 2>/dev/null || true
-wait "$BROKER" 2>/dev/null || true
-exit "$status"
+exec "$REPO/.venv/bin/edge-app" run -c config.yaml
