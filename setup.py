@@ -33,6 +33,7 @@ setup(
         "onnxruntime>=1.15",
         "filelock>=3.12",
         "lap>=0.5.12",
+        "av>=14; python_version>='3.9'",
     ],
     extras_require={
         "opencv": ["opencv-python-headless>=4.8"],

@@ -1,4 +1,4 @@
-"""The ``edge-app`` command line (README "Command line"): run, check-config, detect, build-engine, selftest, fleet, fleet-reset.
+"""The ``edge-app`` command line (docs/commands.md): run, check-config, detect, build-engine, selftest, fleet, fleet-reset.
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid configuration. Errors are one clear
 sentence each on stderr, never a bare traceback.
@@ -106,6 +106,11 @@ def cmd_check_config(args) -> int:
     models = ", ".join(f"{name} {model.path}" if name != "default" or len(config.model_configs()) > 1 else model.path
                        for name, model in config.model_configs().items())
     print(f"{args.config}: valid ({len(config.cameras)} camera(s), model {models})")
+    from edge_app.config_change.checks import relative_paths_note
+
+    note = relative_paths_note(config)
+    if note:
+        print(note)
     return EXIT_OK
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Refreshes the dashboard pictures in docs/screenshots/ (shown in the README).
+"""Refreshes the dashboard pictures in docs/screenshots/ (shown in docs/dashboard.md).
 
 The browser tests take them while they drive the dashboard against a real appliance (see
 tests/browser), so the pictures show what the tests have just checked. Run it after changing

@@ -10,6 +10,8 @@ set -euo pipefail
 need=()
 command -v ffmpeg >/dev/null || need+=(ffmpeg)
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
+command -v mosquitto_sub >/dev/null || need+=(mosquitto-clients)  # the README's line that watches the detections
+command -v git >/dev/null || need+=(git)  # the demo's test clones the checkout
 command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v openssl >/dev/null || need+=(openssl)  # throw-away TLS certificates of the tests and the rollout bench
 /usr/bin/python3 -c 'import gi; gi.require_version("GstRtspServer", "1.0"); from gi.repository import GstRtspServer' 2>/dev/null \

@@ -27,17 +27,25 @@ from edge_app.detect.labels import class_ids_for, read_labels_file, resolve_labe
 from edge_app.detect.model_metadata import is_engine_file
 
 
+def _resolved(path: str) -> str:
+    """Where a relative ``path`` points: what the appliance reads depends on where it was started
+    (``scripts/demo.sh`` starts it in the demo's state folder, systemd in /var/lib/edge-app)."""
+    if os.path.isabs(path):
+        return ""
+    return f" (relative to the working directory {os.getcwd()}: {os.path.abspath(path)})"
+
+
 def _readable_file(path: str, what: str) -> Optional[str]:
     """None when ``path`` is a readable regular file, else why not."""
     if not os.path.exists(path):
-        return f"{what} {path} does not exist"
+        return f"{what} {path} does not exist{_resolved(path)}"
     if not os.path.isfile(path):
-        return f"{what} {path} is not a file"
+        return f"{what} {path} is not a file{_resolved(path)}"
     try:
         with open(path, "rb") as handle:
             handle.read(1)
     except OSError as err:
-        return f"{what} {path} cannot be read ({err.strerror or type(err).__name__})"
+        return f"{what} {path} cannot be read ({err.strerror or type(err).__name__}){_resolved(path)}"
     return None
 
 
@@ -177,6 +185,20 @@ def _model_files_changed(model: ModelConfig, previous: ModelConfig) -> bool:
     return model.model_dump(exclude=_MODEL_NUMBERS | {"name"}) != previous.model_dump(exclude=_MODEL_NUMBERS | {"name"})
 
 
+def relative_paths_note(config: AppConfig) -> Optional[str]:
+    """One line naming where each relative path of ``config`` leads from here, or None when all are absolute."""
+    paths: List[Tuple[str, Optional[str]]] = []
+    for name, model in config.model_configs().items():
+        at = config.model_location(name)
+        paths += [(f"{at}.path", model.path), (f"{at}.labels", model.labels), (f"{at}.engine_dir", model.engine_dir)]
+    paths += [(f"cameras.{index}.source", source_file(cam.source)) for index, cam in enumerate(config.cameras)]
+    paths += [("events.dir", config.events.dir), ("record.dir", config.record.dir)]
+    relative = [f"{loc} {os.path.abspath(path)}" for loc, path in paths if path and not os.path.isabs(path)]
+    if not relative:
+        return None
+    return f"relative paths start in the working directory {os.getcwd()}: " + ", ".join(relative)
+
+
 def check_runtime(config: AppConfig, previous: Optional[AppConfig] = None) -> List[Problem]:
     """Every problem that would stop ``config`` from running here; empty when it would run."""
     problems: List[Problem] = []
@@ -192,4 +214,4 @@ def check_runtime(config: AppConfig, previous: Optional[AppConfig] = None) -> Li
     return problems
 
 
-__all__ = ["check_runtime", "model_labels"]
+__all__ = ["check_runtime", "model_labels", "relative_paths_note"]

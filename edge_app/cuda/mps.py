@@ -40,7 +40,7 @@ class MpsStatus:
         if self.running:
             return f"NVIDIA MPS is running (its daemon answers in {self.pipe_directory}): CUDA processes share the GPU"
         return (f"NVIDIA MPS is not running (no daemon answers in {self.pipe_directory}): decoder and engine "
-                "processes take turns on the GPU; on a dGPU host start it with systemd/edge-app-mps.service (README)")
+                "processes take turns on the GPU; on a dGPU host start it with systemd/edge-app-mps.service (docs/install.md)")
 
 
 def mps_status(environ: Optional[Mapping[str, str]] = None) -> MpsStatus:

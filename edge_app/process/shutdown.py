@@ -27,7 +27,7 @@ from typing import Callable, Optional, Sequence
 log = logging.getLogger(__name__)
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-#: a stop must be complete within 5 s of the signal (README "Command line": systemd's stop, docker stop)
+#: a stop must be complete within 5 s of the signal (docs/commands.md: systemd's stop, docker stop)
 STOP_BUDGET_S = 4.5
 EXIT_OK, EXIT_FAILURE = 0, 1
 

@@ -1,7 +1,7 @@
 """The body of ``edge-app build-engine -c CONFIG [--force]``.
 
 Builds (or reuses) the engine the appliance would load for the configuration, with a progress
-bar on the terminal, and ends with one line saying what happened. Exit codes follow README "Command line":
+bar on the terminal, and ends with one line saying what happened. Exit codes follow docs/commands.md:
 0 ok, 1 runtime failure.
 """
 from __future__ import annotations
