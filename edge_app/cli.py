@@ -106,6 +106,12 @@ def cmd_check_config(args) -> int:
     models = ", ".join(f"{name} {model.path}" if name != "default" or len(config.model_configs()) > 1 else model.path
                        for name, model in config.model_configs().items())
     print(f"{args.config}: valid ({len(config.cameras)} camera(s), model {models})")
+    from edge_app.opencv import opencv_problem
+
+    missing = opencv_problem()
+    if missing:  # what run would refuse next, though the file itself is fine
+        print(f"edge-app: edge-app run cannot start here: {missing}", file=sys.stderr)
+        return EXIT_FAILURE
     return EXIT_OK
 
 
