@@ -33,7 +33,13 @@ setup(
         "onnxruntime>=1.15",
         "filelock>=3.12",
         "lap>=0.5.12",
+        # imported by edge_app directly, not only through Flask and pydantic
+        "Werkzeug>=2.3",
+        "typing_extensions>=4.6",
+        # recording (MP4 muxing, clip reading) is a core feature; PyAV has x86-64 and aarch64 wheels,
+        # the last for Python 3.8 (JetPack 5.1) being 12.x
         "av>=14; python_version>='3.9'",
+        "av>=12; python_version<'3.9'",
     ],
     extras_require={
         "opencv": ["opencv-python-headless>=4.8"],
@@ -44,11 +50,11 @@ setup(
         # girepository-2.0 (GLib 2.80), newer than Debian 12 and Ubuntu 22.04 have.
         "gstreamer": ["PyGObject>=3.42,<3.51"],
         "bench": ["ultralytics", "psutil>=5.9"],
-        "dev": ["pytest>=7.4", "pytest-timeout>=2.2", "requests>=2.31", "psutil>=5.9", "onnx>=1.14", "motmetrics>=1.4", "av>=14",
+        "dev": ["pytest>=7.4", "pytest-timeout>=2.2", "requests>=2.31", "psutil>=5.9", "onnx>=1.14", "motmetrics>=1.4",
                 "schemathesis>=4.0,<5", "selenium>=4.11", "psycopg[binary]>=3.1"],
         # decoder: nvdec on dGPU hosts: NVDEC through PyNvVideoCodec, network streams demuxed by
-        # PyAV, frame buffers through the CUDA layer (cuda-python)
-        "nvdec": ["PyNvVideoCodec>=2.0", "av>=14", "cuda-python>=12"],
+        # PyAV (an install requirement), frame buffers through the CUDA layer (cuda-python)
+        "nvdec": ["PyNvVideoCodec>=2.0", "cuda-python>=12"],
         # The fleet service on PostgreSQL (SQLite needs nothing beyond the standard library).
         "fleet": ["psycopg[binary]>=3.1"],
         # Device health of discrete GPUs (temperature, throttling, power, NVENC/NVDEC load) through NVML.

@@ -111,6 +111,12 @@ def cmd_check_config(args) -> int:
     note = relative_paths_note(config)
     if note:
         print(note)
+    from edge_app.opencv import opencv_problem
+
+    missing = opencv_problem()
+    if missing:  # what run would refuse next, though the file itself is fine
+        print(f"edge-app: edge-app run cannot start here: {missing}", file=sys.stderr)
+        return EXIT_FAILURE
     return EXIT_OK
 
 

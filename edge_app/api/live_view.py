@@ -14,10 +14,10 @@ import threading
 import time
 from typing import Callable, Dict, Iterator, Optional, Tuple
 
-import cv2
 import numpy as np
 
 from edge_app.detect.annotate import encode_jpeg
+from edge_app.opencv import opencv
 from edge_app.reporting.protocol import AnalysedFrame, ApplianceService, UnknownCamera
 
 logger = logging.getLogger(__name__)
@@ -61,6 +61,7 @@ class LiveViewSlots:
 
 def placeholder_jpeg(message: str = "no frame yet") -> bytes:
     """A dark grey picture saying ``message``, shown until a camera has a frame."""
+    cv2 = opencv()
     width, height = PLACEHOLDER_SIZE
     image = np.full((height, width, 3), 48, np.uint8)
     scale, thickness = 1.2, 2

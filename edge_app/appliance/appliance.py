@@ -38,6 +38,7 @@ from edge_app.mqtt import link_health
 from edge_app.mqtt.ha_discovery import event_labels
 from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
+from edge_app.opencv import opencv
 from edge_app.pipeline import health as pipeline_health
 from edge_app.pipeline.health import PipelineHealth
 from edge_app.pipeline.results import ResultStore
@@ -139,7 +140,7 @@ class Appliance:
             # check's 320-wide picture, drawing): its thread pool only spins. On an H200 test machine
             # 16 threads spent 3.3 ms of CPU on a 0.21 ms motion check; with the model on the CPU they
             # would also compete with the model's threads for the same cores.
-            import cv2
+            cv2 = opencv()
 
             cv2.setNumThreads(1)
             self._recording.start(self._config)  # before the cameras: each recorded one gets its sink

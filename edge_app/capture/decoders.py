@@ -38,6 +38,7 @@ from edge_app.capture.sources import FrameSource, check_backend, open_source
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.source_spec import SourceError, SourceKind, SourceSpec
 from edge_app.config.redact import mask_secrets
+from edge_app.opencv import opencv
 
 logger = logging.getLogger(__name__)
 
@@ -85,10 +86,9 @@ class DecoderInventory:
 
 def detect_ffmpeg() -> DecoderInfo:
     try:
-        import cv2
+        cv2 = opencv()
     except ImportError as err:
-        return DecoderInfo("ffmpeg", False, False, f"OpenCV is not importable ({err}); pip install 'edge-app[opencv]' "
-                                                   "(on a Jetson: JetPack's python3-opencv)")
+        return DecoderInfo("ffmpeg", False, False, str(err))
     ffmpeg = "YES" in "".join(line for line in cv2.getBuildInformation().splitlines() if "FFMPEG:" in line)
     return DecoderInfo("ffmpeg", True, False, f"OpenCV {cv2.__version__} (FFmpeg: {'yes' if ffmpeg else 'no'}), software decode")
 

@@ -20,6 +20,8 @@ from typing import Any, Callable, Optional, Tuple, Union
 
 import numpy as np
 
+from edge_app.opencv import opencv
+
 # OpenCV's fixed-point BT.601 coefficients (color_yuv.simd.hpp), 20 fractional bits
 _SHIFT = 20
 _CY = 1220542
@@ -59,7 +61,7 @@ def nv12_to_bgr(nv12: np.ndarray) -> np.ndarray:
     """BGR of a packed NV12 array: OpenCV when installed (fast), else the numpy reference."""
     nv12_hw(nv12)
     try:
-        import cv2
+        cv2 = opencv()
     except ImportError:
         return nv12_to_bgr_reference(nv12)
     return cv2.cvtColor(nv12, cv2.COLOR_YUV2BGR_NV12)

@@ -44,6 +44,7 @@ from edge_app.capture.sources import SourceUnavailable, frame_too_large
 from edge_app.capture.gpu_image import HostNv12Image
 from edge_app.config.source_spec import SourceError, SourceKind, SourceSpec
 from edge_app.config.redact import mask_secrets
+from edge_app.opencv import opencv
 
 logger = logging.getLogger(__name__)
 
@@ -363,7 +364,7 @@ class GstSource:
         planes = _packed_planes(data, fmt, width, height, strides, offsets)
         if self.frame_format is FrameFormat.NV12:
             return planes
-        import cv2
+        cv2 = opencv()
 
         code = cv2.COLOR_YUV2BGR_NV12 if fmt == "NV12" else cv2.COLOR_YUV2BGR_I420
         return cv2.cvtColor(planes, code)

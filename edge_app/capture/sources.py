@@ -26,6 +26,7 @@ from edge_app.capture.synthetic import SyntheticSource
 # The grammar lives with the configuration; it is re-exported here for the capture code.
 from edge_app.config.source_spec import SourceError, SourceKind, SourceSpec
 from edge_app.config.redact import mask_secrets
+from edge_app.opencv import opencv
 
 FFMPEG_OPTIONS_ENV = "OPENCV_FFMPEG_CAPTURE_OPTIONS"
 FFMPEG_DEFAULT_OPTIONS = "rtsp_transport;tcp"
@@ -75,7 +76,7 @@ def check_backend(spec: SourceSpec, build_info: Optional[str] = None) -> None:
     if not spec.needs_gstreamer:
         return
     if build_info is None:
-        import cv2
+        cv2 = opencv()
 
         build_info = cv2.getBuildInformation()
     if not opencv_has_gstreamer(build_info):
@@ -86,7 +87,7 @@ class OpenCVSource:
     """A ``cv2.VideoCapture`` behind the FrameSource interface."""
 
     def __init__(self, capture: Any, live: bool) -> None:
-        import cv2
+        cv2 = opencv()
 
         self._capture = capture
         self.live = live
@@ -121,7 +122,7 @@ def open_source(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_s: 
         opts = spec.options
         return SyntheticSource(spec.target, int(opts["width"]), int(opts["height"]), float(opts["fps"]))
     check_backend(spec)
-    import cv2
+    cv2 = opencv()
 
     if spec.kind is SourceKind.FILE and not os.path.isfile(spec.target):
         raise SourceUnavailable(f"file {spec.target} does not exist")

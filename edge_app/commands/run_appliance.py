@@ -7,17 +7,9 @@ from typing import Optional
 
 from edge_app.config.schema import AppConfig
 from edge_app.config.file import remove_stale_temp_files
+from edge_app.opencv import opencv_problem
 from edge_app.process.shutdown import StopSignals
 from edge_app.process.systemd import SystemdNotifier
-
-
-def _opencv_problem() -> str:
-    try:
-        import cv2  # noqa: F401
-    except ImportError:
-        return ("OpenCV is not installed: install edge-app[opencv] (or, on a Jetson, JetPack's python3-opencv "
-                "and create the virtual environment with --system-site-packages)")
-    return ""
 
 
 #: how long a Python thread may hold the interpreter lock while others wait for it (Python's
@@ -34,7 +26,7 @@ def tune_interpreter() -> None:
 
 
 def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, notifier: SystemdNotifier) -> int:
-    problem = _opencv_problem()
+    problem = opencv_problem()
     if problem:
         print(f"edge-app: {problem}", file=sys.stderr)
         return 1

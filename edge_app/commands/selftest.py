@@ -36,6 +36,7 @@ from edge_app.detect.image_io import ImageReadError, load_image
 from edge_app.detect.model_metadata import is_engine_file
 from edge_app.detect.nms import box_iou
 from edge_app.detect.detections import Detections
+from edge_app.opencv import OpenCVUnavailable, opencv
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 #: A finding that does not fail the device but needs the owner's attention (exit code stays 0).
@@ -326,6 +327,17 @@ def check_decoders(report: Report, decoder: Optional[str]) -> None:
     report.add(PASS if result.ok else FAIL, f"decode with {chosen}", f"{result.detail} ({why})")
 
 
+def _check_opencv(report: Report) -> bool:
+    """Whether OpenCV can be used: the models' letterboxing and sample images need it."""
+    try:
+        version = opencv().__version__
+    except OpenCVUnavailable as err:
+        report.add(FAIL, "OpenCV", str(err))
+        return False
+    report.add(PASS, "OpenCV", f"cv2 {version}")
+    return True
+
+
 def _check_model(report: Report, model: ModelConfig, gpu: bool, trt: Any, device: Any, samples: List[Path]) -> None:
     """Load one model with each backend that can run here and run it on the sample images."""
     _check_engine_process(report, model, gpu)
@@ -363,6 +375,7 @@ def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os
     samples = _sample_images(next(iter(models.values())), images)
     check_broker(report, config_or_model_path)
     check_decoders(report, decoder)
+    has_opencv = _check_opencv(report)
     needs_tensorrt = any(_needs_tensorrt(model) for model in models.values())
     trt = _check_tensorrt(report, required=gpu or needs_tensorrt)
     device = _check_cuda(report, required=gpu or needs_tensorrt)
@@ -372,8 +385,12 @@ def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os
             checks = report if len(models) == 1 else _ModelChecks(report, name)
             if to_check[name].problem is not None:
                 checks.add(FAIL, "fleet artifact", to_check[name].problem)
-            _check_model(checks, model, gpu, trt, device, samples)
-        _check_gpu_letterbox(report, device, samples)
+            if has_opencv:
+                _check_model(checks, model, gpu, trt, device, samples)
+            else:
+                checks.add(SKIP, "detections", "needs OpenCV")
+        if has_opencv:
+            _check_gpu_letterbox(report, device, samples)
     finally:
         if device is not None:
             device.close()

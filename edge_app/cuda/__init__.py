@@ -63,5 +63,6 @@ def open_device(adapter: Optional[str] = None, device_index: int = 0) -> CudaDev
         except CudaError as err:
             problems.append(f"{name}: {err}")
     if not problems:
-        raise CudaUnavailable("neither cuda-python nor pycuda is installed")
+        raise CudaUnavailable("neither cuda-python nor pycuda is installed: pip install 'edge-app[tensorrt]' "
+                               "(on JetPack 5: 'edge-app[pycuda]')")
     raise CudaUnavailable("; ".join(problems))

@@ -47,7 +47,8 @@ def import_bindings() -> Tuple[Any, Any]:
         try:
             from cuda import cuda as driver, nvrtc  # older releases
         except ImportError as err:
-            raise CudaUnavailable(f"cuda-python is not installed ({err})") from None
+            raise CudaUnavailable(f"cuda-python is not installed ({err}): pip install 'edge-app[tensorrt]' "
+                                  "(on a Jetson, the cuda-python of its CUDA version: docs/jetson.md)") from None
     return driver, nvrtc
 
 

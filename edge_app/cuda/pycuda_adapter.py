@@ -29,7 +29,7 @@ def import_pycuda() -> Any:
     try:
         import pycuda.driver as driver
     except ImportError as err:
-        raise CudaUnavailable(f"pycuda is not installed ({err})") from None
+        raise CudaUnavailable(f"pycuda is not installed ({err}): pip install 'edge-app[pycuda]'") from None
     return driver
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Tuple
 
-import cv2
 import numpy as np
 
 from edge_app.detect.detections import Detections
+from edge_app.opencv import opencv
 
 Color = Tuple[int, int, int]
 
@@ -37,6 +37,7 @@ def _text_color_for(background: Color) -> Color:
 
 
 def _as_bgr(image: np.ndarray) -> np.ndarray:
+    cv2 = opencv()
     if image.ndim == 2:
         return cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
     if image.ndim == 3 and image.shape[2] == 4:
@@ -56,6 +57,7 @@ def draw_detections(
     viewers. Line width and font size scale with the frame so labels stay readable on both a
     640x360 substream and a 4K main stream.
     """
+    cv2 = opencv()
     canvas = _as_bgr(image)
     height_px, width_px = canvas.shape[:2]
     thickness = line_width_px or max(2, round((height_px + width_px) / 2 * 0.003))
@@ -100,6 +102,7 @@ def encode_jpeg(image: np.ndarray, quality: int = 85) -> bytes:
         raise ValueError(f"JPEG quality must be between 1 and 100, got {quality}")
     if image.dtype != np.uint8:
         raise ValueError(f"only 8-bit images can be encoded as JPEG, got {image.dtype}")
+    cv2 = opencv()
     ok, buffer = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
     if not ok:
         raise ValueError(f"OpenCV could not encode an image of shape {image.shape} as JPEG")

@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 from typing import Union
 
-import cv2
 import numpy as np
+
+from edge_app.opencv import opencv
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,7 @@ def load_image(path: Union[str, os.PathLike]) -> np.ndarray:
         data = np.fromfile(str(file), dtype=np.uint8)
     except OSError as exc:
         raise ImageReadError(f"image {path} cannot be read ({exc.strerror or exc})") from exc
+    cv2 = opencv()
     image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
     if image is None:
         raise ImageReadError(f"image {path} is not a readable image file")

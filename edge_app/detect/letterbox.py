@@ -14,11 +14,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
-import cv2
 import numpy as np
 
 from edge_app.detect.batch import LetterboxMeta, PreparedBatch
 from edge_app.capture.gpu_image import DeviceNv12Image, HostNv12Image
+from edge_app.opencv import opencv
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,7 @@ def as_bgr(frame: np.ndarray) -> np.ndarray:
         raise ValueError(f"frames must be uint8 numpy images, got {getattr(frame, 'dtype', type(frame).__name__)}")
     if frame.ndim == 3 and frame.shape[2] == 3:
         return frame
+    cv2 = opencv()
     if frame.ndim == 2 or (frame.ndim == 3 and frame.shape[2] == 1):
         return cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR)
     if frame.ndim == 3 and frame.shape[2] == 4:
@@ -124,12 +125,13 @@ class Letterboxer:
     """
 
     def __init__(self, input_hw: Tuple[int, int], max_batch: int = 1, num_buffers: int = 3,
-                 interpolation: int = cv2.INTER_LINEAR) -> None:
+                 interpolation: Optional[int] = None) -> None:
         if max_batch < 1 or num_buffers < 1:
             raise ValueError("max_batch and num_buffers must be at least 1")
         self.input_hw = (int(input_hw[0]), int(input_hw[1]))
         self.max_batch = int(max_batch)
-        self.interpolation = interpolation
+        self._cv2 = opencv()
+        self.interpolation = self._cv2.INTER_LINEAR if interpolation is None else interpolation
         # Allocated lazily and grown to the largest batch seen: a max_batch of 64 that is never
         # filled must not cost hundreds of MB.
         self._buffers: List[Optional[_Buffer]] = [None] * num_buffers
@@ -176,7 +178,7 @@ class Letterboxer:
         if (new_h, new_w) == src_hw:
             region[...] = image
         else:
-            resized = cv2.resize(image, (new_w, new_h), dst=region, interpolation=self.interpolation)
+            resized = self._cv2.resize(image, (new_w, new_h), dst=region, interpolation=self.interpolation)
             # OpenCV falls back to a fresh array if it cannot write into the view.
             if resized.ctypes.data != region.ctypes.data:
                 region[...] = resized

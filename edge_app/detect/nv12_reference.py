@@ -14,6 +14,7 @@ import numpy as np
 from edge_app.detect.base import LetterboxMeta
 from edge_app.detect.letterbox import letterbox
 from edge_app.capture.gpu_image import nv12_to_bgr_reference
+from edge_app.opencv import opencv
 
 
 def letterbox_nv12_reference(nv12: np.ndarray, input_hw: Tuple[int, int]) -> Tuple[np.ndarray, LetterboxMeta]:
@@ -23,7 +24,7 @@ def letterbox_nv12_reference(nv12: np.ndarray, input_hw: Tuple[int, int]) -> Tup
 
 def bgr_to_nv12(bgr: np.ndarray) -> np.ndarray:
     """A packed NV12 array of a BGR image (even size), for making test frames with OpenCV."""
-    import cv2
+    cv2 = opencv()
 
     height, width = bgr.shape[:2]
     i420 = cv2.cvtColor(bgr, cv2.COLOR_BGR2YUV_I420)

@@ -1,7 +1,7 @@
 """Discrete GPUs through NVML (``nvidia-ml-py``, imported as ``pynvml``); optional.
 
-Without the package every GPU figure says ``unavailable: nvidia-ml-py not installed``. Each
-NVML call is asked on its own: a GPU that does not support one figure (encoder utilisation on a
+Without the package every GPU figure says ``unavailable: nvidia-ml-py not installed (pip install
+'edge-app[nvml]')``. Each NVML call is asked on its own: a GPU that does not support one figure (encoder utilisation on a
 data-centre part, say) loses that figure, not the report.
 """
 from __future__ import annotations
@@ -49,7 +49,7 @@ class NvmlReader:
 
     def _init(self) -> Optional[str]:
         if self._nvml is None:
-            return "nvidia-ml-py not installed"
+            return "nvidia-ml-py not installed (pip install 'edge-app[nvml]')"
         if not self._ready and self._init_error is None:
             try:
                 self._nvml.nvmlInit()

@@ -29,6 +29,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from edge_app.capture.gpu_image import DeviceNv12Image, FrameImage, HostNv12Image
+from edge_app.opencv import opencv
 
 #: width of the picture motion is found on (height keeps the frame's aspect)
 WIDTH_PX = 320
@@ -72,7 +73,7 @@ def picture_size(image: FrameImage, width_px: int = WIDTH_PX) -> Tuple[int, int]
 
 def small_grey(image: FrameImage, width_px: int = WIDTH_PX) -> np.ndarray:
     """A grey uint8 picture of ``image`` ``width_px`` wide: the Y plane of NV12, else BGR to grey."""
-    import cv2
+    cv2 = opencv()
 
     size = picture_size(image, width_px)
     if isinstance(image, HostNv12Image):
@@ -90,14 +91,14 @@ def small_grey(image: FrameImage, width_px: int = WIDTH_PX) -> np.ndarray:
 
 def _gaussian_kernel(size_px: int) -> np.ndarray:
     """The 1-D kernel GaussianBlur uses for ``size_px`` with sigma 0 (derived from the size)."""
-    import cv2
+    cv2 = opencv()
 
     return cv2.getGaussianKernel(size_px, 0, cv2.CV_32F)
 
 
 def mask_raster(masks: Sequence[Polygon], width_px: int, height_px: int) -> np.ndarray:
     """uint8 ``(height_px, width_px)``: 1 where motion counts, 0 under a mask."""
-    import cv2
+    cv2 = opencv()
 
     keep = np.ones((height_px, width_px), np.uint8)
     for polygon in masks:
@@ -145,7 +146,7 @@ class MotionDetector:
     def detect(self, grey: np.ndarray, now_s: float) -> MotionResult:
         """Motion in ``grey`` at ``now_s`` seconds (any monotonic clock): a uint8 ``small_grey``, or
         a float32 picture blurred already (``picture`` of a device frame)."""
-        import cv2
+        cv2 = opencv()
 
         # blur and float conversion in one pass: half the CPU of GaussianBlur then astype
         picture = (grey if grey.dtype == np.float32
@@ -199,7 +200,7 @@ class MotionDetector:
 
     def _mean(self, picture: np.ndarray) -> float:
         """Mean of the unmasked pixels of a float32 picture."""
-        import cv2
+        cv2 = opencv()
 
         if self._keep_f32 is None:
             return float(cv2.mean(picture)[0])
@@ -207,13 +208,13 @@ class MotionDetector:
 
     def _changed(self, picture: np.ndarray) -> np.ndarray:
         """uint8, non-zero where an unmasked pixel differs from the background by more than the threshold."""
-        import cv2
+        cv2 = opencv()
 
         changed = cv2.compare(cv2.absdiff(picture, self._background), float(self.settings.threshold), cv2.CMP_GT)
         return changed if self._keep_255 is None else cv2.bitwise_and(changed, self._keep_255)
 
     def _changed_fraction(self, picture: np.ndarray) -> float:
-        import cv2
+        cv2 = opencv()
 
         return float(cv2.countNonZero(self._changed(picture))) / self._unmasked
 
@@ -223,7 +224,7 @@ class MotionDetector:
         return MotionResult(False, changed_fraction, 0.0, True)
 
     def _follow(self, picture: np.ndarray, now_s: float) -> None:
-        import cv2
+        cv2 = opencv()
 
         elapsed_s = max(0.0, now_s - (self._last_s if self._last_s is not None else now_s))
         self._last_s = now_s

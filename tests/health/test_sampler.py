@@ -36,7 +36,7 @@ def test_nvml_figures_with_units():
 
 def test_nvml_missing_or_without_a_driver_says_why():
     missing = NvmlReader(load=lambda: None).read()
-    assert missing == "unavailable: nvidia-ml-py not installed"
+    assert missing == "unavailable: nvidia-ml-py not installed (pip install 'edge-app[nvml]')"
     no_driver = NvmlReader(FakeNvml(library_missing=True).module()).read()
     assert no_driver == "unavailable: NVML: NVML Shared Library Not Found"
 

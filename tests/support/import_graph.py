@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import sys
 from pathlib import Path
-from typing import Dict, Iterator, List, Set
+from typing import Dict, Iterator, List, Set, Tuple
 
 Graph = Dict[str, Set[str]]
 
@@ -44,6 +44,43 @@ def _imported(module: str, path: Path, modules: Dict[str, Path]) -> Iterator[str
                 # ``from a.b import c`` imports the module a.b.c when there is one, else a name of a.b
                 submodule = f"{base}.{alias.name}"
                 yield submodule if submodule in modules else base
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return "TYPE_CHECKING" in ast.unparse(test)
+
+
+def module_level_imports(path: Path) -> Iterator[Tuple[str, int]]:
+    """(absolute module name, line) of each import that runs when the module is imported: at module
+    level and in class bodies, also under ``if``/``try``/``with``, never in a function or under
+    ``if TYPE_CHECKING:``. Relative imports are left out: they stay inside the package."""
+    def visit(statements: List[ast.stmt]) -> Iterator[Tuple[str, int]]:
+        for node in statements:
+            if isinstance(node, ast.Import):
+                yield from ((alias.name, node.lineno) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if not node.level and node.module:
+                    yield node.module, node.lineno
+            elif isinstance(node, ast.If):
+                if not _is_type_checking(node.test):
+                    yield from visit(node.body)
+                yield from visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                for block in (node.body, node.orelse, node.finalbody, *(handler.body for handler in node.handlers)):
+                    yield from visit(block)
+            elif isinstance(node, (ast.ClassDef, ast.With)):
+                yield from visit(node.body)
+
+    yield from visit(ast.parse(path.read_text(), str(path)).body)
+
+
+def every_import(path: Path) -> Iterator[Tuple[str, int]]:
+    """(absolute module name, line) of every import in the file, wherever it is."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node.module, node.lineno
 
 
 def import_graph(package_dir: Path) -> Graph:

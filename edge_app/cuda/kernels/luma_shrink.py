@@ -14,6 +14,7 @@ background difference.
 from __future__ import annotations
 
 import numpy as np
+from edge_app.opencv import opencv
 
 KERNEL_SHRINK_LUMA = "shrink_luma"
 KERNEL_SHRINK_BLUR_LUMA = "shrink_blur_luma"
@@ -118,6 +119,6 @@ def luma_shrink_reference(y: np.ndarray, out_w: int, out_h: int) -> np.ndarray:
 
 def luma_shrink_blur_reference(y: np.ndarray, out_w: int, out_h: int, taps: np.ndarray) -> np.ndarray:
     """What ``shrink_blur_luma`` makes: the reference shrink, then OpenCV's separable blur to float32."""
-    import cv2
+    cv2 = opencv()
 
     return cv2.sepFilter2D(luma_shrink_reference(y, out_w, out_h), cv2.CV_32F, taps, taps)
