@@ -197,7 +197,7 @@ class _Probe:
     def __init__(self, outcome):
         self.outcome, self.calls = outcome, 0
 
-    def __call__(self, mqtt):
+    def __call__(self, mqtt, device_id):
         self.calls += 1
         return AnonymousProbe(self.outcome, "as the test says", mqtt.host, mqtt.port)
 

@@ -37,7 +37,8 @@ REPROBE_AFTER_S = 300.0
 ANONYMOUS_WARNING = ("the MQTT broker accepts clients without a login: anyone who reaches it can publish "
                      "on this appliance's topics (require a login, or set fleet.desired_key)")
 
-Probe = Callable[[MQTTConfig], AnonymousProbe]
+#: ``probe(mqtt, device_id)``: one anonymous CONNECT (``edge_app.mqtt.anonymous_probe``)
+Probe = Callable[[MQTTConfig, str], AnonymousProbe]
 
 
 def _broker_key(mqtt: MQTTConfig) -> Tuple:
@@ -59,7 +60,8 @@ class DesiredGate:
 
     def probe_broker(self, force: bool = False) -> Optional[AnonymousProbe]:
         """The anonymous probe of the configured broker (cached while definitive); None without MQTT."""
-        mqtt = self._config_getter().mqtt
+        config = self._config_getter()
+        mqtt = config.mqtt
         if not mqtt.enabled:
             return None
         key = _broker_key(mqtt)
@@ -67,7 +69,7 @@ class DesiredGate:
             cached = self._probes.get(key)
         if cached is not None and not force and self._clock() - cached[1] < REPROBE_AFTER_S:
             return cached[0]
-        probe = self._probe(mqtt)
+        probe = self._probe(mqtt, config.device_id)
         if probe.accepted and (cached is None or not cached[0].accepted):
             log.warning("%s (%s:%d)", ANONYMOUS_WARNING, mqtt.host, mqtt.port)
         if probe.outcome is not ProbeOutcome.UNKNOWN:

@@ -10,8 +10,8 @@ like camera states.
 
 Subscription: ``on_detect_set(handler)`` makes the publisher subscribe to
 ``R/cameras/+/detect/set`` (again after every reconnect, as the session is clean) and call
-``handler(camera_id, enabled)`` on paho's network thread for every valid ``ON``/``OFF``;
-anything else on that topic is ignored (``edge_app.mqtt.commands``).
+``handler(camera_id, enabled)`` on paho's network thread for every valid ``ON``/``OFF`` that is not
+retained; anything else on that topic is ignored (``edge_app.mqtt.commands``).
 """
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ class ExtensionPublisher:
         """Offered every inbound message after the others: hands it to the ``detect/set`` commands."""
         commands = self._commands
         if commands is not None:
-            commands.handle(topic, payload)
+            commands.handle(topic, payload, retained)
         return True
 
     def connect_subscriptions(self) -> List[Tuple[str, int]]:

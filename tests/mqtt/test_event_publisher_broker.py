@@ -115,6 +115,27 @@ def test_detect_set_is_subscribed_again_after_a_broker_restart(mosquitto_factory
     wait_until(lambda: got == [("cam1", False), ("cam1", True)], 5, "command after the restart")
 
 
+def test_a_retained_command_is_never_acted_on_neither_at_start_nor_after_a_reconnect(mosquitto_factory, publisher_factory):
+    # `mosquitto_pub -r -t .../detect/set -m OFF` stays on the broker: it was applied at every
+    # (re)subscription, turning analysis off again over the owner's later ON.
+    broker = mosquitto_factory()  # persistent: the retained command outlives a restart
+    send(broker, f"{ROOT}/cameras/cam1/detect/set", b"OFF", retain=True)
+    got = []
+    pub = publisher_factory(broker)
+    pub.on_detect_set(lambda cam, on: got.append((cam, on)))
+    pub.start()
+    wait_until(lambda: pub.commands_subscribed and pub.ignored_commands == 1, 5, "the retained command ignored")
+    send(broker, f"{ROOT}/cameras/cam1/detect/set", b"ON")  # the owner's live command
+    wait_until(lambda: got == [("cam1", True)], 5, "the live command")
+    # A new subscription after the broker's restart meets the retained OFF again.
+    broker.stop()
+    wait_until(lambda: not pub.commands_subscribed, 5, "disconnect noticed")
+    broker.start()
+    wait_until(lambda: pub.ignored_commands == 2, 10, "the retained command met and ignored again")
+    send(broker, f"{ROOT}/cameras/cam1/detect/set", b"OFF")  # live, so acted on
+    wait_until(lambda: got == [("cam1", True), ("cam1", False)], 5, "the second live command")
+
+
 def test_a_handler_registered_after_connecting_subscribes_at_once(mosquitto_broker, publisher_factory):
     got = []
     pub = publisher_factory(mosquitto_broker)
