@@ -13,6 +13,7 @@ import pytest
 from edge_app.config.file import ConfigFile, load_config, parse_config, save_config
 from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
 from edge_app.fleet_agent.desired_gate import DesiredGate
+from edge_app.fleet_agent.desired_intake import BURST
 from edge_app.fleet_agent.agent import MAX_VERSION_STEP, FleetAgent
 from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
 from edge_app.mqtt.payloads import config_desired_payload, encode
@@ -115,15 +116,15 @@ def test_queued_messages_are_applied_in_arrival_order_on_the_agents_thread(setup
     original = service.apply_config
     service.apply_config = lambda config: (seen_threads.append(threading.current_thread().name), original(config))[1]
     try:
-        for version in range(1, 21):
+        for version in range(1, BURST + 1):  # as many at once as the intake's bucket takes
             agent.on_desired(desired(version, threshold(round(0.01 * version, 2))))
         agent.on_desired(b"")  # an emptied retained message asks for nothing
         assert agent.wait_idle(30)
     finally:
         agent.stop()
-    assert [r["version"] for r in reports] == list(range(1, 21))
+    assert [r["version"] for r in reports] == list(range(1, BURST + 1))
     assert set(seen_threads) == {"fleet:config"}
-    assert service.current_config().model.conf_threshold == 0.2
+    assert service.current_config().model.conf_threshold == round(0.01 * BURST, 2)
 
 
 # -- who may configure the appliance (docs/fleet.md, "Who may configure an appliance": the broker is not trusted) ---------
