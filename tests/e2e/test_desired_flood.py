@@ -9,8 +9,6 @@ most one per interval, and their counts add up to what the status and the metric
 """
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 
 import pytest
@@ -19,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from edge_app.fleet_agent.refusal_reports import REPORT_EVERY_S
 from tests.e2e.appliance import wait_until
 from tests.support.broker import MqttCollector
+from tests.support.mqtt_fuzz import line_flood
 
 pytestmark = pytest.mark.slow
 
@@ -29,14 +28,10 @@ FLOOD_LINES = 150_000
 
 
 def _flood(broker, lines: int) -> float:
-    """``yes '{}' | head -n LINES | mosquitto_pub -l``, as the attack ran it; the seconds it took."""
-    mosquitto_pub = shutil.which("mosquitto_pub")
-    if mosquitto_pub is None:
-        pytest.skip("mosquitto_pub is not installed")
-    started = time.monotonic()
-    subprocess.run([mosquitto_pub, "-h", broker.host, "-p", str(broker.port), "-t", f"{ROOT}/config/desired", "-l"],
-                   input=b"{}\n" * lines, check=True, timeout=300)
-    return time.monotonic() - started
+    try:
+        return line_flood(broker.host, broker.port, f"{ROOT}/config/desired", lines)
+    except FileNotFoundError as err:
+        pytest.skip(str(err))
 
 
 def _ended_ids(collector: MqttCollector) -> set:
