@@ -100,7 +100,7 @@ def _refusal_reports(messages) -> List[dict]:
     for message in messages:
         try:
             body = json.loads(message.payload)
-        except ValueError:
+        except (ValueError, RecursionError):  # the fuzzer's bytes
             continue
         if isinstance(body, dict) and body.get("version", 0) is None and "refused" in body and not message.retain:
             found.append(body)

@@ -69,6 +69,27 @@ def test_events_and_crossings_are_not_retained(mosquitto_broker, publisher_facto
     assert late.messages(f"{ROOT}/events") == [] and late.messages(f"{ROOT}/cameras/+/lines/+/crossing") == []
 
 
+def test_no_report_or_detection_crowds_an_event_out_while_connected(mosquitto_broker, publisher_factory, mqtt_collector):
+    # A flood of reports (as refusals of a desired flood were) and detections beyond max_queue
+    # while events happen: only the flood's oldest messages may be dropped, never an event.
+    sub = mqtt_collector(mosquitto_broker, [f"{ROOT}/events", f"{ROOT}/cameras/+/lines/+/crossing"])
+    pub = publisher_factory(mosquitto_broker, max_queue=50)
+    pub.start()
+    wait_until(lambda: pub.connected, 5, "connected")
+    for i in range(40):
+        for _ in range(100):
+            pub.publish_config_reported({"version": None, "status": "rejected", "errors": [], "ts": 1.0})
+            pub.publish_detections("cam1", {"ts": 1.0, "detections": [{"label": "person"}]})
+        event = Event(f"1.5-cam1-{i}", "cam1", "person", i, 0.8, 0.9, (1.0, 2.0, 3.0, 4.0), 2.0, 1.5)
+        pub.publish_event(EventMessage(NEW, event))
+        pub.publish_line_crossing("cam1", "gate", event.id, i, "person", "in", ts=2.0)
+    wait_until(lambda: flushed(pub), 30, "all acknowledged")
+    assert pub.stats()["dropped"] > 0  # the flood did overflow the shared queue
+    assert [m.json()["after"]["id"] for m in sub.wait_for_count(40, f"{ROOT}/events", timeout_s=10)] == \
+        [f"1.5-cam1-{i}" for i in range(40)]
+    assert len(sub.wait_for_count(40, f"{ROOT}/cameras/+/lines/+/crossing", timeout_s=10)) == 40
+
+
 def test_detect_set_round_trip(mosquitto_broker, publisher_factory, mqtt_collector):
     got = []
     arrived = threading.Condition()
