@@ -9,7 +9,8 @@ So, before anything reads a message's patch, the appliance asks:
 * or no key is set, the appliance logs in to its broker (``mqtt.username``) and an anonymous
   CONNECT to the same broker is refused (``edge_app.mqtt.anonymous_probe``): only clients with
   a login can publish there, and the broker's ACL decides which of them may write this topic.
-  A broker that accepts anonymous clients, or one whose answer is not known, is not trusted.
+  A broker that accepts anonymous clients, or one whose answer is not known (no answer, or a
+  refusal other than "bad user name or password" / "not authorised"), is not trusted.
 
 A refusal names why, for the log, ``R/config/reported`` and ``/api/v1/status``.
 The configuration is read live, so switching remote configuration off or changing the key

@@ -4,7 +4,10 @@ Delivery design
 ---------------
 * Pipeline threads never touch the network: ``publish_*`` only appends to an in-memory queue
   (bounded by ``max_queue``; beyond it the oldest message is dropped and counted) and wakes a
-  sender thread, which is the only caller of ``Client.publish`` for queued messages.
+  sender thread, which is the only caller of ``Client.publish`` for queued messages. Events and
+  line crossings have a lane of their own (its own ``max_queue`` bound), sent before the shared
+  queue, so detections, counts and reports, however many, never push an event out while the
+  broker is connected.
 * The sender hands at most ``max_inflight`` unacknowledged messages to paho at a time and
   counts a message as published only when ``on_publish`` fires (PUBACK/PUBCOMP for QoS 1/2,
   written to the socket for QoS 0). Everything else stays in our bounded queue, so a silently
