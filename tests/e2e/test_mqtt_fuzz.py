@@ -157,13 +157,13 @@ def test_hostile_mqtt_traffic_leaves_appliance_and_fleet_working(tmp_path, mosqu
 
         # A flood in is not answered by a flood out: at most one refusal report per interval (and
         # the first at once), adding up to the status's count once the last one is out.
-        wait_for(lambda: _get(app_url, "/api/v1/status").json()["remote_config"]["refused"] > 1000, 60,
-                 "the flood's refusals counted")
-        time.sleep(REPORT_EVERY_S + 1)
+        def reports_add_up() -> bool:
+            refused = _get(app_url, "/api/v1/status").json()["remote_config"]["refused"]
+            return refused > 1000 and sum(r["refused"] for r in _refusal_reports(reported.messages())) == refused
+        wait_for(reports_add_up, 120, "the refusal reports to add up to the status's count")
         refusals = _refusal_reports(reported.messages())
         elapsed_s = time.monotonic() - fuzz_started_s
-        assert 0 < len(refusals) <= elapsed_s / REPORT_EVERY_S + 2, (len(refusals), elapsed_s)
-        assert sum(r["refused"] for r in refusals) == _get(app_url, "/api/v1/status").json()["remote_config"]["refused"]
+        assert len(refusals) <= elapsed_s / REPORT_EVERY_S + 2, (len(refusals), elapsed_s)
 
         # The owner's switch (any client may switch a camera's analysis, as Home Assistant does:
         # docs/fleet.md, "Threat model") puts cam1 back on after the floods left it off or on.
