@@ -135,9 +135,9 @@ class FleetAgent:
             return  # an empty retained message clears the topic on the broker; it asks for nothing
         dropped = self._intake.refusal(payload)
         if dropped is not None:
-            self._note_refusal(dropped)
-            with self._cond:
-                self._cond.notify_all()  # the agent's thread reports it, when one is due
+            if self._note_refusal(dropped):
+                with self._cond:
+                    self._cond.notify_all()  # the agent's thread now has a report to wait for
             return
         with self._cond:
             if len(self._pending) >= self._max_pending:
@@ -237,9 +237,10 @@ class FleetAgent:
         self._publish_refusals()
         return ConfigReport(None, REJECTED, (problem,), self._clock())
 
-    def _note_refusal(self, problem: Problem) -> None:
+    def _note_refusal(self, problem: Problem) -> bool:
+        """Count a refusal; True when it is the first one a report has yet to tell of."""
         self.gate.note_refusal(problem)
-        self._refusals.note(problem)
+        return self._refusals.note(problem)
 
     def _publish_refusals(self) -> None:
         due = self._refusals.take_due()

@@ -53,10 +53,15 @@ class RefusalReports:
         self._unlogged = 0
         self._logged_mono_s: Optional[float] = None
 
-    def note(self, problem: Problem) -> None:
-        """Count one refusal; logs it when no line was written for ``log_every_s``."""
+    def note(self, problem: Problem) -> bool:
+        """Count one refusal; logs it when no line was written for ``log_every_s``.
+
+        True when it is the first one since the last report: whoever publishes the reports
+        then has one to wait for (the rest of a flood needs no wake-up each).
+        """
         now_mono_s = self._clock()
         with self._lock:
+            first = self._unreported == 0
             self._unreported += 1
             self._last_problem = problem
             due = self._logged_mono_s is None or now_mono_s - self._logged_mono_s >= self._log_every_s
@@ -67,6 +72,7 @@ class RefusalReports:
         if due:
             log.warning("desired configuration refused: %s%s", problem,
                         f" ({more} more refused since the last note)" if more else "")
+        return first
 
     def take_due(self) -> Optional[RefusalReport]:
         """The report to publish now, or None: nothing refused since the last one, or too soon."""
