@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 
 from edge_app.config.file import ConfigFile, load_config, parse_config, save_config
 from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
 from edge_app.fleet_agent.desired_gate import DesiredGate
+from edge_app.fleet_agent.desired_intake import BURST
+from edge_app.fleet_agent.refusal_reports import REPORT_EVERY_S
 from edge_app.fleet_agent.agent import MAX_VERSION_STEP, FleetAgent
 from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
 from edge_app.mqtt.payloads import config_desired_payload, encode
@@ -115,15 +118,15 @@ def test_queued_messages_are_applied_in_arrival_order_on_the_agents_thread(setup
     original = service.apply_config
     service.apply_config = lambda config: (seen_threads.append(threading.current_thread().name), original(config))[1]
     try:
-        for version in range(1, 21):
+        for version in range(1, BURST + 1):  # as many at once as the intake's bucket takes
             agent.on_desired(desired(version, threshold(round(0.01 * version, 2))))
         agent.on_desired(b"")  # an emptied retained message asks for nothing
         assert agent.wait_idle(30)
     finally:
         agent.stop()
-    assert [r["version"] for r in reports] == list(range(1, 21))
+    assert [r["version"] for r in reports] == list(range(1, BURST + 1))
     assert set(seen_threads) == {"fleet:config"}
-    assert service.current_config().model.conf_threshold == 0.2
+    assert service.current_config().model.conf_threshold == round(0.01 * BURST, 2)
 
 
 # -- who may configure the appliance (docs/fleet.md, "Who may configure an appliance": the broker is not trusted) ---------
@@ -197,7 +200,7 @@ class _Probe:
     def __init__(self, outcome):
         self.outcome, self.calls = outcome, 0
 
-    def __call__(self, mqtt):
+    def __call__(self, mqtt, device_id):
         self.calls += 1
         return AnonymousProbe(self.outcome, "as the test says", mqtt.host, mqtt.port)
 
@@ -229,3 +232,20 @@ def test_without_a_key_only_a_broker_that_refuses_anonymous_clients_is_trusted(t
     assert probe.calls == (2 if outcome is ProbeOutcome.UNKNOWN else 1)  # a definitive answer is kept
     assert status_report.enabled and status_report.broker_anonymous is {ProbeOutcome.ACCEPTED: True, ProbeOutcome.REFUSED: False}.get(outcome)
     assert bool(status_report.warnings) == (status == "rejected")
+
+
+def test_a_flood_of_unsigned_messages_is_answered_by_one_report_per_interval(setup):
+    _, service, _, reports, make_agent = setup
+    agent = make_agent().start()
+    try:
+        for _ in range(5000):
+            agent.on_desired(b"{}")
+        assert agent.wait_idle(30)
+        assert len(reports) == 1 and reports[0]["version"] is None and reports[0]["refused"] >= 1
+        deadline = time.monotonic() + REPORT_EVERY_S + 5
+        while len(reports) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        agent.stop()
+    assert len(reports) == 2 and sum(r["refused"] for r in reports) == agent.gate.report().refused == 5000
+    assert service.apply_calls == 0

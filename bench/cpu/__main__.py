@@ -13,6 +13,7 @@ COMMANDS = {
     "recording": Command("bench.cpu.recording", "4 RTSP cameras at 1080p30: recording off, pre-roll only, writing"),
     "frame-drop": Command("bench.cpu.frame_drop_cost", "what a frame dropped before analysis costs per decoder; the packet tee"),
     "publish-latency": Command("bench.cpu.publish_latency", "MQTT publishing at the engine's full rate: result to subscriber latency, QoS 0 and 1"),
+    "desired-cost": Command("bench.cpu.desired_cost", "hostile R/config/desired traffic: CPU per big unsigned message, a flood against a real appliance"),
     "health-cost": Command("bench.cpu.health_cost", "CPU time of device health sampling, as a share of one core"),
 }
 

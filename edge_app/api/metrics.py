@@ -47,6 +47,11 @@ class ApplianceCollector:
             yield from health_metrics(status.health)
         if status.recording is not None:
             yield from self._recording(status.recording, status.cameras)
+        if status.remote_config is not None:
+            yield CounterMetricFamily(f"{PREFIX}_remote_config_refused",
+                                      "R/config/desired messages refused before their patch was looked at "
+                                      "(unsigned, unauthenticated, too big or over the rate)",
+                                      value=status.remote_config.refused)
 
     @staticmethod
     def _device(status: StatusReport) -> Iterator[Metric]:

@@ -331,6 +331,11 @@ class Appliance:
         """Hand every ``R/config/desired`` payload to ``handler`` once started, across MQTT reconnects."""
         self._config_desired = handler
 
+    def refetch_config_desired(self) -> None:
+        """Subscribe to ``R/config/desired`` again: the broker hands over its retained message anew."""
+        if self._config_desired is not None:
+            self._publisher.on_config_desired(self._config_desired)
+
     def on_remote_config_report(self, provider: Callable[[], RemoteConfigReport]) -> None:
         """Where ``status()`` reads whether and how remote configuration is authenticated."""
         self._remote_config_report = provider

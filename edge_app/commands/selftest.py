@@ -293,7 +293,7 @@ def check_broker(report: Report, config: Any) -> None:
     from edge_app.mqtt.anonymous_probe import ProbeOutcome, probe_anonymous
 
     where = f"MQTT broker {config.mqtt.host}:{config.mqtt.port}"
-    probe = probe_anonymous(config.mqtt)
+    probe = probe_anonymous(config.mqtt, config.device_id)
     if probe.outcome is ProbeOutcome.ACCEPTED:
         report.add(WARN, where, ANONYMOUS_WARNING)
     elif probe.outcome is ProbeOutcome.REFUSED:

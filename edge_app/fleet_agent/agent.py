@@ -12,6 +12,11 @@ refused message is reported with ``"version": null`` and never moves the version
 anonymous client can neither pin the version nor settle the fleet's rollouts. What an
 authenticated patch may change is ``edge_app.config.remote_policy``'s allow-list.
 
+Cost: anyone may flood the topic. On paho's thread a message costs a length check and a token of
+a bucket (``edge_app.fleet_agent.desired_intake``); on the agent's thread a message without a
+signature is refused before it is parsed; refusals are reported at most once per interval, with
+a count (``edge_app.fleet_agent.refusal_reports``), so a flood in never becomes a flood out.
+
 Versions: each version is acted on once, in order. A version not above the last one acted on
 is ignored and the retained report stays as it was. A version more than ``MAX_VERSION_STEP``
 above the last one acted on is refused without moving the version, so no single message can
@@ -36,6 +41,8 @@ from edge_app.config.file import Problem
 from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
 from edge_app.fleet_agent.artifacts_state import ModelsState
 from edge_app.fleet_agent.desired_gate import DesiredGate
+from edge_app.fleet_agent.desired_intake import DesiredIntake
+from edge_app.fleet_agent.refusal_reports import RefusalReports
 from edge_app.fleet_agent.desired_versions import APPLIED, REJECTED, ConfigReport, DesiredVersionStore, state_path_for
 from edge_app.fleet_agent.desired_config import DesiredConfigError, parse_desired
 from edge_app.config.redact import MASK, mask_secrets
@@ -47,8 +54,6 @@ ReportPublisher = Callable[[Dict[str, Any]], Any]
 _SECRET_KEYS = ("password", "token", "secret", "key", "pass", "pwd")
 #: How far above the last version acted on a desired version may be (the fleet counts up by one).
 MAX_VERSION_STEP = 1_000_000
-#: Refusals of unauthenticated messages are logged at most this often (an open broker can flood).
-REFUSAL_LOG_EVERY_S = 60.0
 
 
 def _secret_values(patch: Any, in_secret: bool = False) -> Set[str]:
@@ -81,14 +86,17 @@ def scrub(problems: Iterable[Problem], patch: Any) -> List[Problem]:
 class FleetAgent:
     def __init__(self, changes: ConfigChanges, store: DesiredVersionStore, publish_reported: ReportPublisher,
                  *, gate: Optional[DesiredGate] = None, max_pending: int = 64, clock: Callable[[], float] = time.time,
-                 models_state: Optional[Callable[[], Dict[str, Any]]] = None) -> None:
+                 models_state: Optional[Callable[[], Dict[str, Any]]] = None,
+                 intake: Optional[DesiredIntake] = None, refusals: Optional[RefusalReports] = None,
+                 refetch: Optional[Callable[[], None]] = None) -> None:
         self._changes = changes
         # models_state (edge_app.fleet_agent.artifacts_state) rides along in every report
         self._models_state = models_state
         self._publish_lock = threading.Lock()
         self.gate = gate if gate is not None else DesiredGate(changes.current)
-        self._refusals_unlogged = 0
-        self._refusal_logged_mono_s: Optional[float] = None
+        self._intake = intake if intake is not None else DesiredIntake()
+        self._refusals = refusals if refusals is not None else RefusalReports()
+        self._refetch = refetch  # subscribes to R/config/desired again: the broker re-sends the retained message
         self._store = store
         self._publish_reported = publish_reported
         self._max_pending = max(1, max_pending)
@@ -125,6 +133,12 @@ class FleetAgent:
         """Queue one ``R/config/desired`` payload (called on paho's network thread)."""
         if not payload:
             return  # an empty retained message clears the topic on the broker; it asks for nothing
+        dropped = self._intake.refusal(payload)
+        if dropped is not None:
+            if self._note_refusal(dropped):
+                with self._cond:
+                    self._cond.notify_all()  # the agent's thread now has a report to wait for
+            return
         with self._cond:
             if len(self._pending) >= self._max_pending:
                 self._pending.popleft()
@@ -140,14 +154,19 @@ class FleetAgent:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._pending and not self._stopping:
-                    self._cond.wait()
+                if not self._pending and not self._stopping and not self._refusals_due():
+                    self._cond.wait(self._wake_after_s())  # a timeout only leads to the checks below
                 if self._stopping:
                     return
-                payload = self._pending.popleft()
+                payload = self._pending.popleft() if self._pending else None
                 self._busy = True
             try:
-                self.handle(payload)
+                if payload is not None:
+                    self.handle(payload)
+                self._publish_refusals()
+                if self._refetch is not None and self._intake.refetch_due():
+                    log.info("desired messages were dropped for their rate; asking the broker for the retained one again")
+                    self._refetch()
             except Exception:  # the agent must outlive any one message
                 log.exception("acting on a desired configuration failed")
             finally:
@@ -155,8 +174,21 @@ class FleetAgent:
                     self._busy = False
                     self._cond.notify_all()
 
+    def _refusals_due(self) -> bool:
+        return self._refusals.seconds_until_due() == 0.0
+
+    def _wake_after_s(self) -> Optional[float]:
+        """How long the agent's thread may sleep: until a refusal report or a refetch is due."""
+        due_s = self._refusals.seconds_until_due()
+        if self._refetch is not None:
+            due_s = 1.0 if due_s is None else min(due_s, 1.0)  # the bucket refills by the second
+        return due_s
+
     def handle(self, payload: bytes) -> Optional[ConfigReport]:
         """Act on one desired message; the report published, or None when it was ignored."""
+        refusal = self.gate.refusal_before_parsing(payload)  # no parsing for an unsigned flood
+        if refusal is not None:
+            return self._refuse_unauthenticated(refusal)
         try:
             desired = parse_desired(payload)
         except DesiredConfigError as err:
@@ -197,19 +229,24 @@ class FleetAgent:
         return self._conclude(ConfigReport(desired.version, APPLIED, (), self._clock()))
 
     def _refuse_unauthenticated(self, problem: Problem) -> ConfigReport:
-        """Refuse without a version: the message's claims, its version included, are not to be believed."""
+        """Refuse without a version: the message's claims, its version included, are not to be believed.
+
+        The report is published now only when none was for a while (``refusal_reports``).
+        """
+        self._note_refusal(problem)
+        self._publish_refusals()
+        return ConfigReport(None, REJECTED, (problem,), self._clock())
+
+    def _note_refusal(self, problem: Problem) -> bool:
+        """Count a refusal; True when it is the first one a report has yet to tell of."""
         self.gate.note_refusal(problem)
-        now_mono_s = time.monotonic()
-        due = self._refusal_logged_mono_s is None or now_mono_s - self._refusal_logged_mono_s >= REFUSAL_LOG_EVERY_S
-        if due:
-            more = f" ({self._refusals_unlogged} more refused since the last note)" if self._refusals_unlogged else ""
-            log.warning("desired configuration refused: %s%s", problem, more)
-            self._refusal_logged_mono_s, self._refusals_unlogged = now_mono_s, 0
-        else:
-            self._refusals_unlogged += 1
-        report = ConfigReport(None, REJECTED, (problem,), self._clock())
-        self._publish(report.to_payload())
-        return report
+        return self._refusals.note(problem)
+
+    def _publish_refusals(self) -> None:
+        due = self._refusals.take_due()
+        if due is not None:
+            report = ConfigReport(None, REJECTED, (due.problem,), self._clock())
+            self._publish({**report.to_payload(), "refused": due.refused})
 
     def _ignore(self, version: int) -> None:
         log.info("desired configuration %d ignored: version %d was acted on already", version, self._version)
@@ -264,7 +301,8 @@ def start_fleet_agent(appliance: Any, changes: ConfigChanges, config_path: Path,
            else "from a broker that requires a login" if config.mqtt.username else "(none: nothing authenticates them)")
     log.info("remote configuration is on: acting on desired configurations %s", how)
     agent = FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), appliance.publish_config_reported, gate=gate,
-                       models_state=models_state.snapshot if models_state is not None else None)
+                       models_state=models_state.snapshot if models_state is not None else None,
+                       refetch=appliance.refetch_config_desired)
     if models_state is not None:
         models_state.on_change(agent.republish)
     appliance.on_config_desired(agent.on_desired)

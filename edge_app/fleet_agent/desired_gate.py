@@ -9,7 +9,8 @@ So, before anything reads a message's patch, the appliance asks:
 * or no key is set, the appliance logs in to its broker (``mqtt.username``) and an anonymous
   CONNECT to the same broker is refused (``edge_app.mqtt.anonymous_probe``): only clients with
   a login can publish there, and the broker's ACL decides which of them may write this topic.
-  A broker that accepts anonymous clients, or one whose answer is not known, is not trusted.
+  A broker that accepts anonymous clients, or one whose answer is not known (no answer, or a
+  refusal other than "bad user name or password" / "not authorised"), is not trusted.
 
 A refusal names why, for the log, ``R/config/reported`` and ``/api/v1/status``.
 The configuration is read live, so switching remote configuration off or changing the key
@@ -26,7 +27,7 @@ from edge_app.config.schema import AppConfig, MQTTConfig
 from edge_app.config.file import Problem
 from edge_app.mqtt.anonymous_probe import AnonymousProbe, ProbeOutcome, probe_anonymous
 from edge_app.fleet_agent.desired_config import DesiredConfig
-from edge_app.fleet_agent.desired_signature import signature_valid
+from edge_app.fleet_agent.desired_signature import carries_signature, signature_valid
 from edge_app.reporting.protocol import RemoteConfigReport
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,12 @@ REPROBE_AFTER_S = 300.0
 ANONYMOUS_WARNING = ("the MQTT broker accepts clients without a login: anyone who reaches it can publish "
                      "on this appliance's topics (require a login, or set fleet.desired_key)")
 
-Probe = Callable[[MQTTConfig], AnonymousProbe]
+#: ``probe(mqtt, device_id)``: one anonymous CONNECT (``edge_app.mqtt.anonymous_probe``)
+Probe = Callable[[MQTTConfig, str], AnonymousProbe]
+
+_OFF = Problem("fleet.remote_config", "remote configuration is off (fleet.remote_config: false in the file)")
+_UNSIGNED = Problem("sig", "missing or invalid signature: fleet.desired_key is set, so only desired "
+                           "configurations the fleet service signed with it for this device are acted on")
 
 
 def _broker_key(mqtt: MQTTConfig) -> Tuple:
@@ -59,7 +65,8 @@ class DesiredGate:
 
     def probe_broker(self, force: bool = False) -> Optional[AnonymousProbe]:
         """The anonymous probe of the configured broker (cached while definitive); None without MQTT."""
-        mqtt = self._config_getter().mqtt
+        config = self._config_getter()
+        mqtt = config.mqtt
         if not mqtt.enabled:
             return None
         key = _broker_key(mqtt)
@@ -67,7 +74,7 @@ class DesiredGate:
             cached = self._probes.get(key)
         if cached is not None and not force and self._clock() - cached[1] < REPROBE_AFTER_S:
             return cached[0]
-        probe = self._probe(mqtt)
+        probe = self._probe(mqtt, config.device_id)
         if probe.accepted and (cached is None or not cached[0].accepted):
             log.warning("%s (%s:%d)", ANONYMOUS_WARNING, mqtt.host, mqtt.port)
         if probe.outcome is not ProbeOutcome.UNKNOWN:
@@ -75,18 +82,37 @@ class DesiredGate:
                 self._probes[key] = (probe, self._clock())
         return probe
 
+    def refusal_before_parsing(self, payload: bytes) -> Optional[Problem]:
+        """Why ``payload`` must be refused before it is parsed, or None: the checks that need no parsing.
+
+        Parsing and canonicalising a message near ``MAX_DESIRED_BYTES`` costs tens of
+        milliseconds; a message that carries no signature at all (with ``fleet.desired_key``
+        set) or arrives while nothing could authenticate it is refused for one regular
+        expression's scan of its bytes.
+        """
+        config = self._config_getter()
+        fleet = config.fleet
+        if not fleet.remote_config:
+            return _OFF
+        if fleet.desired_key:
+            return None if carries_signature(payload) else _UNSIGNED
+        return self._login_refusal(config)
+
     def refusal(self, desired: Optional[DesiredConfig]) -> Optional[Problem]:
         """Why ``desired`` (None: a message too malformed to read) must be refused, or None."""
         config = self._config_getter()
         fleet = config.fleet
         if not fleet.remote_config:
-            return Problem("fleet.remote_config", "remote configuration is off (fleet.remote_config: false in the file)")
+            return _OFF
         if fleet.desired_key:
             if desired is None or not signature_valid(fleet.desired_key, config.device_id, desired.version,
                                                       desired.patch, desired.sig):
-                return Problem("sig", "missing or invalid signature: fleet.desired_key is set, so only desired "
-                                      "configurations the fleet service signed with it for this device are acted on")
+                return _UNSIGNED
             return None
+        return self._login_refusal(config)
+
+    def _login_refusal(self, config: AppConfig) -> Optional[Problem]:
+        """Without a key: why a broker login cannot vouch for a message, or None when it can."""
         if not config.mqtt.username:
             return Problem("fleet.desired_key", "remote configuration needs fleet.desired_key, or an MQTT login "
                                                 "(mqtt.username) on a broker that refuses clients without one")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from typing import Any, Mapping
 
 from edge_app.canonical_json import canonical_json
@@ -26,6 +27,8 @@ from edge_app.config.schema import MIN_DESIRED_KEY_CHARS
 SIGNATURE_KEY = "sig"
 _SCHEME = "hmac-sha256:"
 _CONTEXT = b"edge-app desired v1\n"
+# The "sig" member as the fleet service writes it, found in the raw bytes without parsing them.
+_SIGNATURE_MEMBER = re.compile(rb'"sig"\s*:\s*"' + re.escape(_SCHEME.encode("ascii")) + rb'[0-9a-f]{64}"')
 #: A shorter key is guessable off-line from one captured message (the rule lives with the schema).
 MIN_KEY_CHARS = MIN_DESIRED_KEY_CHARS
 
@@ -44,6 +47,15 @@ def sign_desired(key: str, device_id: str, version: int, patch: Mapping[str, Any
     return _SCHEME + keyed_digest(key, _signed_bytes(device_id, version, patch))
 
 
+def carries_signature(payload: bytes) -> bool:
+    """Whether ``payload`` holds a ``"sig"`` member of the right form at all: the check before parsing.
+
+    A message without one cannot be valid (a signature written any other way, with escapes or
+    upper-case digits, never matches the digest either), so it is refused unread.
+    """
+    return _SIGNATURE_MEMBER.search(payload) is not None
+
+
 def signature_valid(key: str, device_id: str, version: int, patch: Mapping[str, Any], signature: Any) -> bool:
     """Whether ``signature`` is the one ``key`` gives for this device, version and patch."""
     if not isinstance(signature, str) or not signature.startswith(_SCHEME) or len(signature) != len(_SCHEME) + 64:
@@ -55,4 +67,4 @@ def signature_valid(key: str, device_id: str, version: int, patch: Mapping[str, 
     return hmac.compare_digest(expected, signature)
 
 
-__all__ = ["MIN_KEY_CHARS", "SIGNATURE_KEY", "keyed_digest", "sign_desired", "signature_valid"]
+__all__ = ["MIN_KEY_CHARS", "SIGNATURE_KEY", "carries_signature", "keyed_digest", "sign_desired", "signature_valid"]

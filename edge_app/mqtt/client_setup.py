@@ -14,6 +14,11 @@ from edge_app.config.schema import MQTTConfig
 log = logging.getLogger(__name__)
 
 
+def appliance_client_id(config: MQTTConfig, device_id: str) -> str:
+    """The client id the appliance connects with: ``mqtt.client_id``, else ``edge-app-<device id>``."""
+    return config.client_id or f"edge-app-{device_id}"
+
+
 def new_client(config: MQTTConfig, client_id: str, reconnect_delays_s: Tuple[float, float], connect_timeout_s: float,
                will_topic: str, will_payload: bytes) -> mqtt.Client:
     """A client that is not connected yet. Raises OSError or ValueError for TLS files it cannot use."""

@@ -1,8 +1,10 @@
 """The ``detect/set`` commands the appliance accepts over MQTT, checked before anything acts on them.
 
 Anyone who can publish on the broker can send these, so a message counts only when its topic
-names a known camera of this device and its payload is ``ON`` or ``OFF``. Everything else is
-counted and logged at most once every ``log_every_s``, so a flood cannot fill the log.
+names a known camera of this device and its payload is ``ON`` or ``OFF``, and it is not retained:
+a command is an act of now, and a retained one would be applied again at every reconnect, over
+whatever the owner decided since. Everything else is counted and logged at most once every
+``log_every_s``, so a flood cannot fill the log.
 """
 from __future__ import annotations
 
@@ -37,8 +39,10 @@ class DetectSetCommands:
     def subscription(self) -> str:
         return self.topics.all_detect_set
 
-    def handle(self, topic: str, payload: bytes) -> bool:
+    def handle(self, topic: str, payload: bytes, retained: bool = False) -> bool:
         """Act on one message; False when it was ignored."""
+        if retained:
+            return self._ignore(topic, "a retained command is not acted on (publish commands without retain)")
         camera_id = self.topics.detect_set_camera(topic)
         enabled = payloads.parse_detect_command(payload)
         if camera_id is None or not self._camera_known(camera_id):

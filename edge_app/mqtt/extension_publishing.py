@@ -2,16 +2,16 @@
 
 A part of :class:`edge_app.mqtt.publisher.MqttPublisher`, kept apart so each module stays
 readable; it uses only the public methods of the publisher's :class:`~edge_app.mqtt.outbox.Outbox`.
-Events and crossings go through the publisher's bounded offline queue like detections, all with
-QoS 1. Counts, line totals and snapshots are retained, so only the latest value of a topic
+Events and crossings have a lane of their own in the publisher's outbox, sent before detections,
+counts and reports, so none of those can crowd an event out; all with QoS 1. Counts, line totals and snapshots are retained, so only the latest value of a topic
 matters: while the broker is away, only that is kept per topic (a JPEG per label rather than
 thousands), and sent after reconnecting. ``detect/state`` is remembered per camera and re-published after every reconnect,
 like camera states.
 
 Subscription: ``on_detect_set(handler)`` makes the publisher subscribe to
 ``R/cameras/+/detect/set`` (again after every reconnect, as the session is clean) and call
-``handler(camera_id, enabled)`` on paho's network thread for every valid ``ON``/``OFF``;
-anything else on that topic is ignored (``edge_app.mqtt.commands``).
+``handler(camera_id, enabled)`` on paho's network thread for every valid ``ON``/``OFF`` that is not
+retained; anything else on that topic is ignored (``edge_app.mqtt.commands``).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from edge_app.events.model import EventMessage
 from edge_app.mqtt import payloads
 from edge_app.mqtt.commands import DetectSetCommands, DetectSetHandler
-from edge_app.mqtt.message import EVENTS, STATE, Message
+from edge_app.mqtt.message import EVENT, EVENTS, STATE, Message
 from edge_app.mqtt.outbox import Outbox
 
 
@@ -35,8 +35,11 @@ class ExtensionPublisher:
         self._commands: Optional[DetectSetCommands] = None
 
     def publish_event(self, message: EventMessage) -> bool:
-        """Queue one ``R/events`` message (QoS 1, not retained)."""
-        return self._outbox.enqueue_json(lambda: self.topics.events, lambda: message.to_dict(), retain=False)
+        """Queue one ``R/events`` message (QoS 1, not retained) in the events' own lane."""
+        if not self._outbox.enabled:
+            return False
+        self._outbox.enqueue_event(Message(self.topics.events, payloads.encode(message.to_dict()), 1, False, EVENT))
+        return True
 
     def publish_object_count(self, camera_id: str, label: str, count: int, ts: Optional[float] = None,
                              model: str = "default") -> bool:
@@ -59,9 +62,12 @@ class ExtensionPublisher:
     def publish_line_crossing(self, camera_id: str, line: str, event_id: Optional[str], track_id: int, label: str,
                               direction: str, ts: Optional[float] = None, model: str = "default") -> bool:
         """``R/cameras/<id>/lines/<line>/crossing`` (QoS 1, not retained)."""
-        return self._outbox.enqueue_json(
-            lambda: self.topics.camera_line_crossing(camera_id, line),
-            lambda: payloads.line_crossing_payload(event_id, track_id, label, direction, ts, model), retain=False)
+        if not self._outbox.enabled:
+            return False
+        body = payloads.line_crossing_payload(event_id, track_id, label, direction, ts, model)
+        self._outbox.enqueue_event(Message(self.topics.camera_line_crossing(camera_id, line), payloads.encode(body), 1,
+                                           False, EVENT))
+        return True
 
     def publish_snapshot(self, camera_id: str, label: str, jpeg: bytes) -> bool:
         """Retained raw JPEG on ``R/cameras/<id>/<label>/snapshot`` (QoS 1)."""
@@ -116,7 +122,7 @@ class ExtensionPublisher:
         """Offered every inbound message after the others: hands it to the ``detect/set`` commands."""
         commands = self._commands
         if commands is not None:
-            commands.handle(topic, payload)
+            commands.handle(topic, payload, retained)
         return True
 
     def connect_subscriptions(self) -> List[Tuple[str, int]]:

@@ -5,8 +5,10 @@ import time
 from dataclasses import dataclass, field
 
 # What a message is decides how it is treated across reconnects: states and the birth are
-# superseded by what is published on connect, everything else is re-sent.
-DETECTIONS, STATE, STATS, STATUS, EVENTS = "detections", "state", "stats", "status", "events"
+# superseded by what is published on connect, everything else is re-sent. EVENT (an event or a
+# line crossing) has a lane of its own in the outbox; EVENTS is every other QoS 1 message of the
+# extensions (counts, snapshots, health, reports).
+DETECTIONS, STATE, STATS, STATUS, EVENTS, EVENT = "detections", "state", "stats", "status", "events", "event"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
-"""The delivery core of the MQTT publisher: one queue, one lock, one client, one sender thread.
+"""The delivery core of the MQTT publisher: its queues, one lock, one client, one sender thread.
 
 :class:`Outbox` owns everything the delivery rules of ``edge_app.mqtt.publisher`` speak about
-(the bounded queue, the retained states re-published on connect, the in-flight window, the
+(the bounded queue, the events' own lane, the retained states re-published on connect, the in-flight window, the
 ``connected`` state and the paho callbacks that move them). The publisher's extensions (events
 and counts, Home Assistant, the fleet, link supervision) use only its public methods; none of
 them touches its lock. Lock order: :meth:`sending` (the send lock) -> paho's locks -> the
@@ -21,7 +21,8 @@ import paho.mqtt.client as mqtt
 
 from edge_app.config.schema import MQTTConfig
 from edge_app.mqtt import payloads
-from edge_app.mqtt.message import DETECTIONS as _DETECTIONS, EVENTS, STATE as _STATE, STATUS as _STATUS, Message as _Message
+from edge_app.mqtt.message import (DETECTIONS as _DETECTIONS, EVENT as _EVENT, EVENTS, STATE as _STATE, STATUS as _STATUS,
+                                   Message as _Message)
 from edge_app.mqtt.outbox_callbacks import MessageHandler, PahoCallbacks, SubscriptionProvider, message
 from edge_app.mqtt.topics import Topics
 
@@ -52,6 +53,10 @@ class Outbox(PahoCallbacks):
         self._cond = threading.Condition()  # guards every attribute below
         self._queue: Deque[_Message] = collections.deque()
         self._priority: Deque[_Message] = collections.deque()  # camera states, sent first
+        # Events and crossings, sent next: detections, counts and reports can fill the shared queue
+        # (an inbound flood answered by reports did), and must never push an event out of it.
+        self._events: Deque[_Message] = collections.deque()
+        self._events_dropped = 0
         self._unacked: Dict[int, _Message] = {}
         self._early_acks: Set[int] = set()  # on_publish that beat the sender's bookkeeping
         self._states: Dict[str, Dict[str, _Message]] = {group: {} for group in STATE_GROUPS}
@@ -106,6 +111,26 @@ class Outbox(PahoCallbacks):
                 self._count_drop()
             self._queue.append(msg)
             self._cond.notify_all()
+
+    def enqueue_event(self, msg: _Message) -> None:
+        """Queue an event or crossing in its own lane, sent before everything but the states.
+
+        Only the events count against its bound (``max_queue``); beyond it, which takes an outage
+        that long, the oldest event is dropped and counted.
+        """
+        with self._cond:
+            if len(self._events) >= self.config.max_queue:
+                self._events.popleft()
+                self._events_dropped += 1
+                self._count_drop(why="event queue full, dropping the oldest events")
+            self._events.append(msg)
+            self._cond.notify_all()
+
+    @property
+    def events_dropped(self) -> int:
+        """Events and crossings dropped from their lane (only ever beyond ``max_queue`` of them)."""
+        with self._cond:
+            return self._events_dropped
 
     def enqueue_latest(self, msg: _Message) -> None:
         """Queue a retained message; while offline only the latest one per topic is kept."""
@@ -171,21 +196,23 @@ class Outbox(PahoCallbacks):
     def counts(self) -> Tuple[int, int, int]:
         """``(published, queued, dropped)``; queued counts everything not yet acknowledged."""
         with self._cond:
-            queued = len(self._queue) + len(self._priority) + len(self._unacked) + len(self._offline_retained)
+            queued = (len(self._queue) + len(self._priority) + len(self._events) + len(self._unacked)
+                      + len(self._offline_retained))
             return self._published, queued, self._dropped
 
     def lag_s(self) -> float:
         """While connected, how long the oldest message not yet handed to paho has waited; 0 otherwise."""
         with self._cond:
-            if not self._connected or not self._queue:
+            oldest = [lane[0].created_s for lane in (self._queue, self._events) if lane]
+            if not self._connected or not oldest:
                 return 0.0
-            return max(0.0, time.monotonic() - self._queue[0].created_s)
+            return max(0.0, time.monotonic() - min(oldest))
 
     def waiting(self) -> Tuple[Optional[mqtt.Client], bool, bool, int]:
         """``(client, stopping, connected, messages waiting for the broker while connected)``."""
         with self._cond:
             connected = self._connected
-            waiting = len(self._queue) + len(self._priority) + len(self._unacked) if connected else 0
+            waiting = len(self._queue) + len(self._priority) + len(self._events) + len(self._unacked) if connected else 0
             return self._client, self._stopping, connected, waiting
 
     def callbacks(self) -> Dict[str, Callable[..., Any]]:
@@ -214,7 +241,7 @@ class Outbox(PahoCallbacks):
             while self._connected and self._pending() and time.monotonic() < drain_until:
                 self._cond.wait(drain_until - time.monotonic())
             self._stopping = True
-            left = len(self._queue) + len(self._priority)
+            left = len(self._queue) + len(self._priority) + len(self._events)
             self._cond.notify_all()
         if self._sender is not None:
             self._sender.join(max(0.1, deadline - time.monotonic()))
@@ -265,7 +292,7 @@ class Outbox(PahoCallbacks):
 
     # ---------------------------------------------------------------- internals
     def _pending(self) -> bool:
-        return bool(self._queue or self._priority or self._unacked)
+        return bool(self._queue or self._priority or self._events or self._unacked)
 
     def _count_drop(self, n: int = 1, why: str = "offline queue full, dropping the oldest messages") -> None:
         """Called with ``_cond`` held; warns once per connection, the counter tells the rest."""
@@ -275,7 +302,7 @@ class Outbox(PahoCallbacks):
             log.warning("MQTT messages dropped: %s (max_queue %d)", why, self.config.max_queue)
 
     def _can_send(self) -> bool:
-        return self._connected and bool(self._priority or self._queue) and len(self._unacked) < self._max_inflight
+        return self._connected and bool(self._priority or self._events or self._queue) and len(self._unacked) < self._max_inflight
 
     def _send_loop(self) -> None:
         # Messages go to paho in bursts (as many as the window allows, one lock round for all):
@@ -292,8 +319,11 @@ class Outbox(PahoCallbacks):
                 with self._cond:
                     room = min(self._max_inflight - len(self._unacked), MAX_BURST)
                     burst: List[_Message] = []
-                    while len(burst) < room and (self._priority or self._queue) and self._connected:
-                        burst.append(self._priority.popleft() if self._priority else self._queue.popleft())
+                    while len(burst) < room and self._connected:
+                        lane = self._priority or self._events or self._queue
+                        if not lane:
+                            break
+                        burst.append(lane.popleft())
                 for msg in burst:
                     try:
                         info = client.publish(msg.topic, msg.payload, qos=msg.qos, retain=msg.retain)
@@ -307,6 +337,7 @@ class Outbox(PahoCallbacks):
     def _take_back_unacked(self, returned: List[mqtt.MQTTMessage]) -> None:
         """Called with ``_cond`` held, on connect: re-queue what the last connection left unacknowledged."""
         requeue: List[_Message] = []
+        requeue_events: List[_Message] = []
         for m in returned:
             ours = self._unacked.pop(m.mid, None)
             if ours is None:
@@ -314,7 +345,9 @@ class Outbox(PahoCallbacks):
                 kind = _STATE if is_state else _STATUS if m.topic == self.topics.status else _DETECTIONS
                 ours = _Message(m.topic, bytes(m.payload), m.qos, bool(m.retain), kind)
             # States and the birth are superseded by what on_connect publishes anyway.
-            if ours.kind not in (_STATE, _STATUS):
+            if ours.kind == _EVENT:
+                requeue_events.append(ours)
+            elif ours.kind not in (_STATE, _STATUS):
                 requeue.append(ours)
         lost_qos0 = sum(1 for msg in self._unacked.values() if msg.qos == 0 and msg.kind != _STATUS)
         if lost_qos0:
@@ -322,11 +355,13 @@ class Outbox(PahoCallbacks):
         self._unacked.clear()
         self._early_acks.clear()
         self._queue.extendleft(reversed(requeue))
+        self._events.extendleft(reversed(requeue_events))
         self._queue.extend(self._offline_retained.values())  # after older values of the same topics
         self._offline_retained.clear()
         while len(self._queue) > self.config.max_queue:
             self._queue.popleft()
             self._count_drop()
         self._priority = collections.deque(msg for group in STATE_GROUPS for msg in self._states[group].values())
-        if requeue:
-            log.info("MQTT re-sending %d messages left unacknowledged by the last connection", len(requeue))
+        if requeue or requeue_events:
+            log.info("MQTT re-sending %d messages left unacknowledged by the last connection",
+                     len(requeue) + len(requeue_events))

@@ -4,7 +4,10 @@ Delivery design
 ---------------
 * Pipeline threads never touch the network: ``publish_*`` only appends to an in-memory queue
   (bounded by ``max_queue``; beyond it the oldest message is dropped and counted) and wakes a
-  sender thread, which is the only caller of ``Client.publish`` for queued messages.
+  sender thread, which is the only caller of ``Client.publish`` for queued messages. Events and
+  line crossings have a lane of their own (its own ``max_queue`` bound), sent before the shared
+  queue, so detections, counts and reports, however many, never push an event out while the
+  broker is connected.
 * The sender hands at most ``max_inflight`` unacknowledged messages to paho at a time and
   counts a message as published only when ``on_publish`` fires (PUBACK/PUBCOMP for QoS 1/2,
   written to the socket for QoS 0). Everything else stays in our bounded queue, so a silently
@@ -53,7 +56,7 @@ import paho.mqtt.client as mqtt
 from edge_app.config.schema import AppConfig, MQTTConfig
 from edge_app.events.model import EventMessage
 from edge_app.mqtt import payloads
-from edge_app.mqtt.client_setup import new_client
+from edge_app.mqtt.client_setup import appliance_client_id, new_client
 from edge_app.mqtt.commands import DetectSetHandler
 from edge_app.mqtt.extension_publishing import ExtensionPublisher
 from edge_app.mqtt.fleet_publishing import DesiredHandler, FleetPublisher
@@ -92,7 +95,7 @@ class MqttPublisher:
         self._device_id = device_id
         self._version = version
         self.topics = Topics(config.topic_prefix, device_id)
-        self.client_id = config.client_id or f"edge-app-{device_id}"
+        self.client_id = appliance_client_id(config, device_id)
         self._reconnect_delays_s = (reconnect_min_delay_s, max(reconnect_min_delay_s, reconnect_max_delay_s))
         self._connect_timeout_s = connect_timeout_s
         self._outbox = Outbox(config, self.topics, device_id, version, self.client_id, max_inflight)

@@ -132,7 +132,9 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                                              "([fleet](fleet.md#desired-and-reported-configuration))",
                                lambda: payloads.encode(payloads.config_desired_payload(
                                    7, {"model": {"conf_threshold": 0.35}}))),
-    "config_reported": TopicDoc("yes", "the outcome of the latest desired version acted on; with fleet models "
+    "config_reported": TopicDoc("yes", "the outcome of the latest desired version acted on, or (`\"version\": null`, "
+                                       "`refused`: how many) of refused unauthenticated messages, at most one such "
+                                       "report every 5 s; with fleet models "
                                        "(a model with an `artifact`) also `models_state`, published again when it changes "
                                        "([fleet](fleet.md#models-and-engines-over-the-air))",
                                 lambda: payloads.encode(payloads.config_reported_payload(

@@ -2,23 +2,27 @@
 
 Beside the HTTP fuzz run (tests/api/test_api_fuzz.py): an anonymous client on the broker sends
 each topic the appliance and the fleet service subscribe to deep nesting, huge numbers, NaN,
-wrong types, binary, 10 MB bodies, a takeover patch and floods of 10,000 messages, some of them
-retained. In the middle of it, the fleet's own signed desired configuration must still be
-applied. Afterwards both processes still publish, ingest and answer; their threads and memory
-are back within bounds; the appliance's configuration file holds the legitimate change and
-nothing else.
+wrong types, binary, 10 MB bodies, a takeover patch, desired messages just under the size limit
+unsigned or with a forged signature, and floods of 10,000 messages, some of them retained (a
+retained ``OFF`` command among them); then ``mosquitto_pub -l`` sends 150,000 lines of ``{}`` on
+the desired topic. In the middle of it, the fleet's own signed desired configuration must still be
+applied. Refusals are answered by at most one report per interval, whose counts add up to the
+status. After a broker restart the retained ``OFF`` is met again and ignored. Afterwards both
+processes still publish, ingest and answer; their threads and memory are back within bounds; the
+appliance's configuration file holds the legitimate change and nothing else.
 
 The run lasts one round by default (a few minutes of broker traffic on this small machine);
 ``EDGE_APP_MQTT_FUZZ_S=300`` keeps it going for five minutes.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
 import pytest
 import requests
@@ -26,7 +30,8 @@ import yaml
 
 from edge_app.config.file import load_config
 from tests.e2e.appliance import default_stop_signals
-from tests.support.mqtt_fuzz import FuzzClient, fuzz_topics
+from edge_app.fleet_agent.refusal_reports import REPORT_EVERY_S
+from tests.support.mqtt_fuzz import FuzzClient, fuzz_topics, line_flood
 from tests.support.net import free_port
 from tests.support.waiting import wait_for
 
@@ -37,6 +42,7 @@ PREFIX = "edge_app"
 TOKEN = "fuzz-token-0123456789abcdef"
 DESIRED_KEY = "fuzz-desired-key-0123456789abcdef0123"
 FUZZ_S = float(os.environ.get("EDGE_APP_MQTT_FUZZ_S", "0"))
+FLOOD_LINES = 150_000
 
 
 def _proc_status(pid: int) -> Dict[str, int]:
@@ -88,6 +94,19 @@ def _answers(url: str, path: str) -> bool:
         return False
 
 
+def _refusal_reports(messages) -> List[dict]:
+    """The appliance's refusal reports among what arrived on R/config/reported (the fuzzer sends there too)."""
+    found = []
+    for message in messages:
+        try:
+            body = json.loads(message.payload)
+        except (ValueError, RecursionError):  # the fuzzer's bytes
+            continue
+        if isinstance(body, dict) and body.get("version", 0) is None and "refused" in body and not message.retain:
+            found.append(body)
+    return found
+
+
 def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.terminate()
@@ -117,6 +136,8 @@ def test_hostile_mqtt_traffic_leaves_appliance_and_fleet_working(tmp_path, mosqu
         config_before = load_config(tmp_path / "appliance.yaml")
 
         root = f"{PREFIX}/{DEVICE}"
+        reported = mqtt_collector(broker, f"{root}/config/reported")
+        fuzz_started_s = time.monotonic()
         topics = [f"{root}/config/desired", f"{root}/cameras/cam1/detect/set", f"{root}/cameras/nope/detect/set",
                   f"homeassistant/device/{DEVICE}/config", "homeassistant/status",
                   f"{root}/status", f"{root}/stats", f"{root}/events", f"{root}/cameras/cam1/state",
@@ -132,11 +153,29 @@ def test_hostile_mqtt_traffic_leaves_appliance_and_fleet_working(tmp_path, mosqu
 
         report = fuzz_topics(fuzzer, topics, seed=20261204, duration_s=FUZZ_S, between=legitimate_change)
         assert report.sent > 15 * 10_000
+        line_flood(broker.host, broker.port, f"{root}/config/desired", FLOOD_LINES)
+
+        # A flood in is not answered by a flood out: at most one refusal report per interval (and
+        # the first at once), adding up to the status's count once the last one is out.
+        def reports_add_up() -> bool:
+            refused = _get(app_url, "/api/v1/status").json()["remote_config"]["refused"]
+            return refused > 1000 and sum(r["refused"] for r in _refusal_reports(reported.messages())) == refused
+        wait_for(reports_add_up, 120, "the refusal reports to add up to the status's count")
+        refusals = _refusal_reports(reported.messages())
+        elapsed_s = time.monotonic() - fuzz_started_s
+        assert len(refusals) <= elapsed_s / REPORT_EVERY_S + 2, (len(refusals), elapsed_s)
+
+        # The owner's switch (any client may switch a camera's analysis, as Home Assistant does:
+        # docs/fleet.md, "Threat model") puts cam1 back on after the floods left it off or on.
+        # The retained OFF the fuzz left on the broker is met again after a restart, and ignored.
+        fuzzer.send(f"{root}/cameras/cam1/detect/set", b"ON", qos=1)
+        time.sleep(2)
+        broker.stop()
+        broker.start()
+        wait_for(lambda: _get(app_url, "/api/v1/status").json()["mqtt"]["connected"], 60, "the appliance back on the broker")
+        time.sleep(3)  # subscribed again; the retained OFF, were it acted on, would be saved by now
         # Retained hostile messages stay on the broker; clear them so a later test does not meet them.
         fuzzer.clear_retained([t for t in topics if not t.endswith("/config/desired")])
-        # Any client may switch a camera's analysis, as Home Assistant does (docs/fleet.md, "Threat
-        # model"): the floods left it off or on; the owner's switch puts it back on.
-        fuzzer.send(f"{root}/cameras/cam1/detect/set", b"ON", qos=1)
 
         assert appliance.poll() is None, (tmp_path / "appliance.log").read_text()[-3000:]
         assert fleet.poll() is None, (tmp_path / "fleet.log").read_text()[-3000:]

@@ -30,9 +30,9 @@ KEY = "desired-key-0123456789abcdef0123456789"
 BARS = "test://bars?width=160&height=120&fps=5"
 
 
-def _publish_anonymously(broker, topic: str, body: Dict[str, Any]) -> None:
+def _publish_anonymously(broker, topic: str, body: Dict[str, Any], client_prefix: str = "") -> None:
     """What ``mosquitto_pub -r -q 1`` does: no login, retained, QoS 1."""
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"attacker-{uuid.uuid4().hex[:8]}")
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"{client_prefix}attacker-{uuid.uuid4().hex[:8]}")
     client.connect(broker.host, broker.port)
     client.loop_start()
     try:
@@ -43,7 +43,8 @@ def _publish_anonymously(broker, topic: str, body: Dict[str, Any]) -> None:
 
 
 class Appliance:
-    def __init__(self, tmp_path_factory, model_path, broker, device_id: str, **sections: Any) -> None:
+    def __init__(self, tmp_path_factory, model_path, broker, device_id: str, client_prefix: str = "",
+                 **sections: Any) -> None:
         config = {"device_id": device_id, "cameras": [{"id": "bars", "source": BARS, "detect": False}],
                   "model": {"path": str(model_path), "max_batch": 1},
                   "mqtt": {"host": broker.host, "port": broker.port, "keepalive": 5},
@@ -53,12 +54,14 @@ class Appliance:
         self.broker = broker
         self.root = f"edge_app/{device_id}"
         self.app = ApplianceProcess(config, tmp_path_factory.mktemp(device_id))
-        self.reports = MqttCollector(broker.host, broker.port, f"{self.root}/config/reported").start()
+        self.client_prefix = client_prefix  # of the test's own clients, for a broker that admits ids by prefix
+        self.reports = MqttCollector(broker.host, broker.port, f"{self.root}/config/reported",
+                                     client_id=f"{client_prefix}collector-{uuid.uuid4().hex[:8]}").start()
         self.app.start()
         self.file_before = self.app.config_path.read_bytes()
 
     def desire(self, body: Dict[str, Any]) -> None:
-        _publish_anonymously(self.broker, f"{self.root}/config/desired", body)
+        _publish_anonymously(self.broker, f"{self.root}/config/desired", body, self.client_prefix)
 
     def report(self, match, timeout_s: float = 20.0) -> Dict[str, Any]:
         message = self.reports.wait_for_message(f"{self.root}/config/reported", lambda m: match(m.json()), timeout_s)
@@ -162,3 +165,23 @@ def test_without_a_key_an_anonymous_broker_is_not_trusted(tmp_path_factory, mode
         assert (status["enabled"], status["authentication"], status["broker_anonymous"]) == (True, None, True)
     finally:
         appliance.close()
+
+
+def test_a_broker_that_admits_client_ids_by_prefix_is_not_taken_for_one_requiring_a_login(tmp_path_factory, model_path):
+    # Mosquitto `clientid_prefixes edge-app-edge` with anonymous clients allowed: the probe's own
+    # id was refused ("not authorised"), taken for "login required", and an anonymous desired
+    # message was applied. The probe now connects with the appliance's id prefix and is let in.
+    broker = MosquittoBroker(tmp_path_factory.mktemp("prefix-broker"), users={"edge-02": "edge-02-Pa55"},
+                             allow_anonymous=True, extra_config=["clientid_prefixes edge-app-edge"]).start()
+    appliance = Appliance(tmp_path_factory, model_path, broker, "edge-02", client_prefix="edge-app-edge-x-",
+                          mqtt={"username": "edge-02", "password": "edge-02-Pa55"}, fleet={"remote_config": True})
+    try:
+        status = appliance.remote_config()
+        assert (status["authentication"], status["broker_anonymous"]) == (None, True), status
+        appliance.desire({"version": 1, "patch": {"model": {"conf_threshold": 0.4}}})
+        report = appliance.report(lambda r: r["status"] == "rejected")
+        assert report["version"] is None and [e["loc"] for e in report["errors"]] == ["mqtt"], report
+        assert appliance.app.config_path.read_bytes() == appliance.file_before
+    finally:
+        appliance.close()
+        broker.kill()

@@ -69,6 +69,27 @@ def test_events_and_crossings_are_not_retained(mosquitto_broker, publisher_facto
     assert late.messages(f"{ROOT}/events") == [] and late.messages(f"{ROOT}/cameras/+/lines/+/crossing") == []
 
 
+def test_no_report_or_detection_crowds_an_event_out_while_connected(mosquitto_broker, publisher_factory, mqtt_collector):
+    # A flood of reports (as refusals of a desired flood were) and detections beyond max_queue
+    # while events happen: only the flood's oldest messages may be dropped, never an event.
+    sub = mqtt_collector(mosquitto_broker, [f"{ROOT}/events", f"{ROOT}/cameras/+/lines/+/crossing"])
+    pub = publisher_factory(mosquitto_broker, max_queue=50)
+    pub.start()
+    wait_until(lambda: pub.connected, 5, "connected")
+    for i in range(40):
+        for _ in range(100):
+            pub.publish_config_reported({"version": None, "status": "rejected", "errors": [], "ts": 1.0})
+            pub.publish_detections("cam1", {"ts": 1.0, "detections": [{"label": "person"}]})
+        event = Event(f"1.5-cam1-{i}", "cam1", "person", i, 0.8, 0.9, (1.0, 2.0, 3.0, 4.0), 2.0, 1.5)
+        pub.publish_event(EventMessage(NEW, event))
+        pub.publish_line_crossing("cam1", "gate", event.id, i, "person", "in", ts=2.0)
+    wait_until(lambda: flushed(pub), 30, "all acknowledged")
+    assert pub.stats()["dropped"] > 0  # the flood did overflow the shared queue
+    assert [m.json()["after"]["id"] for m in sub.wait_for_count(40, f"{ROOT}/events", timeout_s=10)] == \
+        [f"1.5-cam1-{i}" for i in range(40)]
+    assert len(sub.wait_for_count(40, f"{ROOT}/cameras/+/lines/+/crossing", timeout_s=10)) == 40
+
+
 def test_detect_set_round_trip(mosquitto_broker, publisher_factory, mqtt_collector):
     got = []
     arrived = threading.Condition()
@@ -113,6 +134,27 @@ def test_detect_set_is_subscribed_again_after_a_broker_restart(mosquitto_factory
     wait_until(lambda: pub.commands_subscribed, 8, "subscribed again")
     send(broker, f"{ROOT}/cameras/cam1/detect/set", b"ON")
     wait_until(lambda: got == [("cam1", False), ("cam1", True)], 5, "command after the restart")
+
+
+def test_a_retained_command_is_never_acted_on_neither_at_start_nor_after_a_reconnect(mosquitto_factory, publisher_factory):
+    # `mosquitto_pub -r -t .../detect/set -m OFF` stays on the broker: it was applied at every
+    # (re)subscription, turning analysis off again over the owner's later ON.
+    broker = mosquitto_factory()  # persistent: the retained command outlives a restart
+    send(broker, f"{ROOT}/cameras/cam1/detect/set", b"OFF", retain=True)
+    got = []
+    pub = publisher_factory(broker)
+    pub.on_detect_set(lambda cam, on: got.append((cam, on)))
+    pub.start()
+    wait_until(lambda: pub.commands_subscribed and pub.ignored_commands == 1, 5, "the retained command ignored")
+    send(broker, f"{ROOT}/cameras/cam1/detect/set", b"ON")  # the owner's live command
+    wait_until(lambda: got == [("cam1", True)], 5, "the live command")
+    # A new subscription after the broker's restart meets the retained OFF again.
+    broker.stop()
+    wait_until(lambda: not pub.commands_subscribed, 5, "disconnect noticed")
+    broker.start()
+    wait_until(lambda: pub.ignored_commands == 2, 10, "the retained command met and ignored again")
+    send(broker, f"{ROOT}/cameras/cam1/detect/set", b"OFF")  # live, so acted on
+    wait_until(lambda: got == [("cam1", True), ("cam1", False)], 5, "the second live command")
 
 
 def test_a_handler_registered_after_connecting_subscribes_at_once(mosquitto_broker, publisher_factory):

@@ -2,13 +2,17 @@
 
 The payloads are the ones an anonymous client on a home or shop broker can send to any topic:
 nesting deep enough to exhaust a recursive parser, numbers no database column holds, NaN, wrong
-JSON types, binary and invalid UTF-8, 10 MB bodies, floods, and random JSON. Generation is
-seeded, so a failing run can be repeated with the same seed.
+JSON types, binary and invalid UTF-8, 10 MB bodies, desired messages just under the size limit
+with no signature or a forged one, retained commands, floods (also ``mosquitto_pub -l`` of
+``{}`` lines, as the attack ran it), and random JSON. Generation is seeded, so a failing run can
+be repeated with the same seed.
 """
 from __future__ import annotations
 
 import json
 import random
+import shutil
+import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Sequence
@@ -17,6 +21,17 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 TEN_MB = 10 * 1024 * 1024
+#: Fixed payloads sent retained in the first round: met again at every (re)subscription.
+RETAINED = ("deep-brackets-200k", "int-2^64", "nan", "takeover", "retained-off")
+
+
+def _big_desired(target_bytes: int = 250_000) -> bytes:
+    """A desired message of cameras and zones just under the appliance's 256 KiB limit, unsigned."""
+    zones = [{"name": f"z{z}", "polygon": [[0.1 * p, 0.05 * z] for p in range(8)]} for z in range(4)]
+    camera = json.dumps({"id": "camNNNN", "source": "rtsp://10.0.0.1/stream", "zones": zones})
+    count = target_bytes // (len(camera) + 2)
+    cameras = [json.loads(camera.replace("NNNN", f"{i:04d}")) for i in range(count)]
+    return json.dumps({"version": 7, "patch": {"cameras": cameras}}).encode()
 
 
 def _fixed_payloads() -> Dict[str, bytes]:
@@ -47,6 +62,11 @@ def _fixed_payloads() -> Dict[str, bytes]:
         "ten-mb-binary": bytes(range(256)) * (TEN_MB // 256),
         "ha-offline": b"offline",
         "switch-garbage": b"ONN",
+        "big-unsigned-desired": _big_desired(),
+        # A signature of the right form but wrong digits: parsed, canonicalised, refused; bounded by the rate.
+        "big-forged-desired": _big_desired()[:-1] + b', "sig": "hmac-sha256:' + b"0" * 64 + b'"}',
+        "uppercase-sig": json.dumps({"version": 9, "patch": {}, "sig": "HMAC-SHA256:" + "A" * 64}).encode(),
+        "retained-off": b"OFF",  # sent retained: a command the broker would replay at every reconnect
     }
 
 
@@ -123,6 +143,17 @@ class FuzzClient:
         self._client.disconnect()
 
 
+def line_flood(host: str, port: int, topic: str, lines: int, line: bytes = b"{}") -> float:
+    """``yes LINE | head -n LINES | mosquitto_pub -l -t TOPIC``; the seconds it took."""
+    mosquitto_pub = shutil.which("mosquitto_pub")
+    if mosquitto_pub is None:
+        raise FileNotFoundError("mosquitto_pub is not installed")
+    started = time.monotonic()
+    subprocess.run([mosquitto_pub, "-h", host, "-p", str(port), "-t", topic, "-l"], input=(line + b"\n") * lines,
+                   check=True, timeout=600)
+    return time.monotonic() - started
+
+
 def fuzz_topics(client: FuzzClient, topics: Sequence[str], *, seed: int, duration_s: float,
                 flood_count: int = 10_000, between: Callable[[], None] = lambda: None) -> FuzzReport:
     """Send every hostile payload to every topic (some retained), then floods, until ``duration_s``.
@@ -138,7 +169,7 @@ def fuzz_topics(client: FuzzClient, topics: Sequence[str], *, seed: int, duratio
         for topic in topics:
             for name, payload in hostile_payloads(rng):
                 # A retained hostile message is met again at every (re)start of the subscriber.
-                retain = name in ("deep-brackets-200k", "int-2^64", "nan", "takeover") and rounds == 0
+                retain = name in RETAINED and rounds == 0
                 client.send(topic, payload, qos=1 if retain else 0, retain=retain)
                 report.sent_by_topic[topic] = report.sent_by_topic.get(topic, 0) + 1
             client.flood(topic, [b"ON", b"OFF", b"[" * 1000, b'{"version":1}'], flood_count)
@@ -149,4 +180,4 @@ def fuzz_topics(client: FuzzClient, topics: Sequence[str], *, seed: int, duratio
     return report
 
 
-__all__ = ["FuzzClient", "FuzzReport", "TEN_MB", "fuzz_topics", "hostile_payloads", "random_json"]
+__all__ = ["FuzzClient", "FuzzReport", "RETAINED", "TEN_MB", "fuzz_topics", "hostile_payloads", "line_flood", "random_json"]
