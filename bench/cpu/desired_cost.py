@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from bench.common.provenance import NO_MODEL, ONNXRUNTIME_CPU, collect, write_results
 from edge_app.config.file import parse_config
 from edge_app.fleet_agent.desired_config import MAX_DESIRED_BYTES, DesiredConfigError, parse_desired
 from edge_app.fleet_agent.desired_gate import DesiredGate
@@ -160,8 +161,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     text = json.dumps(result, indent=2)
     print(text)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n")
+        engine = ONNXRUNTIME_CPU if args.flood_lines else NO_MODEL  # the flood runs a real appliance
+        write_results(args.json, result, collect(engine))
     return 0
 
 
