@@ -81,6 +81,11 @@ class IngestConfig(_Strict):
         1024 * 1024, title="Bytes per device and minute", ge=1024, le=1 << 34,
         description="What one device may send in a minute; the rest of that minute is dropped and counted",
     )
+    junk_bytes_per_min: int = Field(
+        256 * 1024, title="Malformed bytes per device and minute", ge=1024, le=1 << 34,
+        description="Malformed messages under one device id are always dropped and never charged to "
+                    "device_bytes_per_min; beyond this many bytes a minute they are only counted, not logged",
+    )
     stuck_after_s: float = Field(
         60, title="Stuck after (s)", gt=0, le=86400, allow_inf_nan=False,
         description="/readyz answers 503 when messages wait and nothing was written for this long",

@@ -129,12 +129,23 @@ def _plan_models_state(plan: _Plan, heard: m.Heard, state: Optional[Dict[str, Di
         plan.models_state[heard.device_id] = (json.dumps(state), heard.received_s, heard.device_id)
 
 
+def check_message(heard: m.Heard) -> Dict[str, Any]:
+    """The payload of ``heard`` parsed and checked by the rules of its kind; ValueError naming what is wrong.
+
+    What the MQTT thread asks before a message is charged to its device's budget and queued:
+    only a message that passes is well-formed.
+    """
+    body = m.decode(heard)
+    _plan_one(_Plan(), heard, body)
+    return body
+
+
 def plan_batch(batch: Sequence[m.Heard], result: BatchResult) -> _Plan:
     plan = _Plan()
     for heard in batch:
         result.messages += 1
         try:
-            _plan_one(plan, heard, m.decode(heard))
+            _plan_one(plan, heard, heard.body if heard.body is not None else m.decode(heard))
         except ValueError as err:
             result.rejected += 1
             if len(result.reasons) < 5:

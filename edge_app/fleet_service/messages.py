@@ -54,6 +54,8 @@ class Heard:
     retained: bool
     received_s: float
     topic: str = ""
+    #: the payload parsed and checked on arrival (:func:`decode`), so the writer does not parse it again
+    body: Optional[Dict[str, Any]] = None
 
 
 def too_large(kind: str, size: int, limits: Dict[str, int]) -> bool:

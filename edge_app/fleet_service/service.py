@@ -70,7 +70,8 @@ class FleetService:
         with self._api_conn.reading() as conn:
             known = [dev for (dev,) in conn.query("SELECT device_id FROM devices")]
         devices, ingest = self.config.devices, self.config.ingest
-        admission = Admission(devices.allow, devices.max, ingest.device_bytes_per_min, known)
+        admission = Admission(devices.allow, devices.max, ingest.device_bytes_per_min, known,
+                              junk_budget_bytes=ingest.junk_bytes_per_min)
         self._ingest = FleetIngest(self.config.mqtt, self.config.mqtt_client_id, self.config.topic_prefix,
                                    self._writer_conn, events_retain_s=self.config.database.events_retain_days * 86400,
                                    admission=admission, message_bytes=ingest.message_bytes,

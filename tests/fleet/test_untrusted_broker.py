@@ -199,3 +199,25 @@ def test_a_device_over_its_byte_budget_is_cut_off_and_others_are_not(fleet_facto
     wait_for(lambda: _stats_fps(fleet, "edge-quiet") == 9.0, 10, "the quiet device's stats")
     assert _status(fleet)["admission"]["over_budget"] >= 14
     assert _stats_fps(fleet, "edge-noisy") < 6
+
+
+def test_junk_under_a_real_device_id_does_not_spend_its_budget(fleet_factory, sim_devices, anyone):
+    fleet = fleet_factory(ingest={"device_bytes_per_min": 16384, "junk_bytes_per_min": 4096})
+    device = sim_devices(fleet.prefix, "edge-01")
+    wait_for(lambda: fleet.device("edge-01").get("state") == "online", 10, "online")
+    # 75 KiB of junk under edge-01's id, in pieces of about 64 bytes, four times its budget: not
+    # JSON, not an object, a status no appliance sends, an event without an id.
+    junk = [b"x" * 64, b"[" + b"1," * 30 + b"1]", json.dumps({"state": "bogus", "pad": "x" * 32}).encode(),
+            json.dumps({"type": "new", "after": {"pad": "x" * 30}}).encode()]
+    tails = ["stats", "stats", "status", "events"]
+    anyone.flood([(f"{device.root}/{tails[i % 4]}", junk[i % 4]) for i in range(1200)])
+    device.stats(fps=7.0)
+    device.event("new", "ev-after-junk").wait_for_publish(5)
+    wait_for(lambda: _stats_fps(fleet, "edge-01") == 7.0, 10, "the real stats after the junk written")
+    events = wait_for(lambda: fleet.get("/api/v1/events?device=edge-01").json()["events"] or None, 10, "the real event")
+    assert [e["id"] for e in events] == ["ev-after-junk"]
+    admission = _status(fleet)["admission"]
+    assert admission["over_budget"] == 0
+    assert admission["junk_messages"] == 1200 and admission["junk_bytes"] >= 70_000
+    assert admission["junk_over_budget"] >= 1100 and admission["junk_devices"] == ["edge-01"]
+    assert _status(fleet)["mqtt"]["rejected"] == 1200
