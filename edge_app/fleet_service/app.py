@@ -18,6 +18,7 @@ from edge_app.api.dashboard import static_page_blueprint
 from edge_app.api.errors import error_response, register_error_handlers
 from edge_app.api.health import health_blueprint
 from edge_app.api.hosts import install_host_check
+from edge_app.api.json_provider import install_json_provider
 from edge_app.api.http_limits import DEFAULT_LIMITS
 from edge_app.api.server import ApiServer
 from edge_app.fleet_service.appliance_api import ApplianceApi
@@ -55,7 +56,7 @@ def _asks_as_device() -> bool:
 
 def create_fleet_app(service: FleetService) -> Flask:
     app = Flask(__name__, static_folder=None)
-    app.json.sort_keys = False
+    install_json_provider(app)
     config = service.config
     app.request_class = type("FleetRequest", (_FleetRequest,), {
         "upload_limit_bytes": config.artifacts.max_upload_mb * MIB, "body_limit_bytes": config.api.max_body_bytes})

@@ -29,7 +29,8 @@ DEFAULT_MESSAGE_BYTES = {"status": 4096, "camera_state": 4096, "count": 4096, "e
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # allow_inf_nan=False: a number field never holds NaN or infinity (a YAML .inf).
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class DatabaseConfig(_Strict):
