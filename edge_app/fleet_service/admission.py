@@ -94,6 +94,14 @@ class Admission:
         ledger[device_id] = (start, spent + size)
         return True
 
+    def forget(self, device_id: str) -> None:
+        """A device removed from the inventory: its place under ``devices.max`` is free again."""
+        with self._lock:
+            self._admitted.discard(device_id)
+            self._spent.pop(device_id, None)
+            self._junk_spent.pop(device_id, None)
+            self._junk_over.pop(device_id, None)
+
     def spend(self, device_id: str, size: int) -> bool:
         """Whether ``size`` more bytes of a well-formed message of an admitted device fit its budget this minute."""
         now = self._clock()

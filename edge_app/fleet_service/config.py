@@ -63,6 +63,11 @@ class DevicesConfig(_Strict):
         1000, title="Devices at most", ge=1, le=1_000_000,
         description="Devices stored at most; an admitted id beyond this many is counted and refused like an unknown one",
     )
+    forget_never_online_after_s: float = Field(
+        86400, title="Forget never-online devices after (s)", ge=0, le=365 * 86400,
+        description="A device whose status never said online (a made-up id) is removed this long after it was "
+                    "first heard of, freeing its place under max; 0: never",
+    )
 
     @field_validator("allow")
     @classmethod

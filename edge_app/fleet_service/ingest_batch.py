@@ -177,6 +177,9 @@ def write_plan(conn: Connection, plan: _Plan) -> int:
         conn.executemany(
             "UPDATE devices SET state = ?, version = COALESCE(?, version), status_ts = ? WHERE device_id = ?",
             plan.status.values())
+        conn.executemany("UPDATE devices SET online_at = ? WHERE device_id = ? AND online_at IS NULL",
+                         [(plan.touch.get(dev) or plan.ensure[dev], dev)
+                          for dev, (state, *_rest) in plan.status.items() if state == "online"])
         conn.executemany(
             "INSERT INTO cameras (device_id, camera_id, state, error, ts) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (device_id, camera_id) DO UPDATE SET state = excluded.state, error = excluded.error, ts = excluded.ts",

@@ -130,6 +130,11 @@ MIGRATIONS: Tuple[Migration, ...] = (
         "ALTER TABLE rollouts ADD COLUMN model_name TEXT",
         "ALTER TABLE rollouts ADD COLUMN model_version TEXT",
     )),
+    (5, "when a device was first online (never: forgotten after a while)", (
+        "ALTER TABLE devices ADD COLUMN online_at DOUBLE PRECISION",
+        # Every device that ever sent a status is taken to have been online: none is forgotten by the upgrade.
+        "UPDATE devices SET online_at = first_seen WHERE state <> 'unknown'",
+    )),
 )
 
 

@@ -14,7 +14,9 @@ from edge_app.fleet_service.artifacts import Artifacts
 from edge_app.fleet_service.blobs import BlobStore
 from edge_app.fleet_service.config import FleetConfig
 from edge_app.fleet_service.db import Connection, connect
+from edge_app.fleet_service.device_removal import forget_never_online, remove_device
 from edge_app.fleet_service.ingest import FleetIngest, IngestStats
+from edge_app.fleet_service.messages import desired_topic
 from edge_app.fleet_service.migrations import migrate
 from edge_app.fleet_service.rollouts import Rollout, Rollouts
 from edge_app.events.query import EventQuery
@@ -85,14 +87,19 @@ class FleetService:
 
     def _expire_loop(self) -> None:
         timeout_s = self.config.rollouts.timeout_s
-        # Checked a few times per timeout: a version times out at most a quarter late (at most a minute).
-        every_s = min(max(timeout_s / 4, 0.5), 60.0)
+        forget_after_s = self.config.devices.forget_never_online_after_s
+        # Checked a few times per timeout: a version times out (and a device never online is
+        # forgotten) at most a quarter late, at most a minute.
+        every_s = min(max(min(timeout_s, forget_after_s or timeout_s) / 4, 0.5), 60.0)
         while not self._stopping.wait(every_s):
             try:
                 assert self._rollouts is not None
                 self._rollouts.expire(timeout_s)
+                if forget_after_s:
+                    for device_id in forget_never_online(self.conn, time.time() - forget_after_s):
+                        self.ingest.admission.forget(device_id)
             except Exception as err:  # a database away: the next round tries again
-                logger.warning("checking rollouts for timeouts failed: %s", err)
+                logger.warning("checking rollouts for timeouts and devices to forget failed: %s", err)
 
     def stop(self, timeout_s: float = 3.0) -> None:
         self._stopping.set()
@@ -165,6 +172,15 @@ class FleetService:
                       model: Optional[Tuple[str, str]] = None) -> Rollout:
         assert self._rollouts is not None, "the fleet service is not started"
         return self._rollouts.start(targets, patch, model)
+
+    def remove_device(self, device_id: str) -> bool:
+        """Remove a device with everything stored of it (False: unknown); its retained desired message is deleted."""
+        if not remove_device(self.conn, device_id):
+            return False
+        self.ingest.admission.forget(device_id)
+        # The topic the fleet owns: a device of that id returning later is not handed an old version.
+        self.ingest.publish(desired_topic(self.config.topic_prefix, device_id), b"", retain=True)
+        return True
 
     def reset_version(self, device_id: str, version: int) -> int:
         assert self._rollouts is not None, "the fleet service is not started"
