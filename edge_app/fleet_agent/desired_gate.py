@@ -82,10 +82,11 @@ class DesiredGate:
         if not fleet.remote_config:
             return Problem("fleet.remote_config", "remote configuration is off (fleet.remote_config: false in the file)")
         if fleet.desired_key:
-            if desired is None or not signature_valid(fleet.desired_key, config.device_id, desired.version,
-                                                      desired.patch, desired.sig):
+            if desired is None or not signature_valid(fleet.desired_key, config.device_id, desired.epoch,
+                                                      desired.issued_ms, desired.version, desired.patch, desired.sig):
                 return Problem("sig", "missing or invalid signature: fleet.desired_key is set, so only desired "
-                                      "configurations the fleet service signed with it for this device are acted on")
+                                      "configurations the fleet service signed with it for this device (with an "
+                                      "epoch and an issue time) are acted on")
             return None
         if not config.mqtt.username:
             return Problem("fleet.desired_key", "remote configuration needs fleet.desired_key, or an MQTT login "

@@ -94,6 +94,11 @@ class Admission:
         ledger[device_id] = (start, spent + size)
         return True
 
+    def admitted(self, device_id: str) -> bool:
+        """Whether ``device_id`` is admitted already (nothing is counted or admitted by asking)."""
+        with self._lock:
+            return device_id in self._admitted
+
     def forget(self, device_id: str) -> None:
         """A device removed from the inventory: its place under ``devices.max`` is free again."""
         with self._lock:

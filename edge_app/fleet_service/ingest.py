@@ -70,7 +70,8 @@ class FleetIngest:
     def __init__(self, mqtt_config: MQTTConfig, client_id: str, prefix: str, conn: Connection,
                  *, events_retain_s: Optional[float] = None, on_batch: Optional[Callable[[BatchResult], None]] = None,
                  max_batch: int = MAX_BATCH, admission: Optional[Admission] = None,
-                 message_bytes: Optional[Dict[str, int]] = None, stuck_after_s: float = 60.0):
+                 message_bytes: Optional[Dict[str, int]] = None, stuck_after_s: float = 60.0,
+                 on_desired: Optional[Callable[[str, bytes], None]] = None):
         self._config = mqtt_config
         self._client_id = client_id
         self._prefix = prefix
@@ -80,6 +81,7 @@ class FleetIngest:
         self._admission = admission if admission is not None else Admission(["*"], 1_000_000, 1 << 40)
         self._message_bytes = dict(message_bytes or {})
         self._stuck_after_s = stuck_after_s
+        self._on_desired = on_desired
         self._progress_mono_s = time.monotonic()
         self._writing = False
         self._events_retain_s = events_retain_s
@@ -197,6 +199,10 @@ class FleetIngest:
             self._counts["dropped"] += 1
             return
         kind, device_id, key = found
+        if kind == m.DESIRED:  # the fleet's own topic, watched, never stored
+            if self._on_desired is not None and self._admission.admitted(device_id):
+                self._on_desired(device_id, bytes(message.payload))
+            return
         size = len(message.payload)
         if m.too_large(kind, size, self._message_bytes):
             self._counts["oversize"] += 1

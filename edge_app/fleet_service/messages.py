@@ -35,12 +35,14 @@ HEALTH = "health"
 def subscriptions(prefix: str) -> List[str]:
     """Topic filters of everything the fleet keeps (never the detections: one per frame).
 
-    Not ``config/desired``: the fleet's versions are what its own database says it issued,
-    never what a message on the broker claims.
+    ``config/desired`` only to notice a retained desired message cleared or replaced
+    (``edge_app.fleet_service.desired_watch``): the fleet's versions are what its own database
+    says it issued, never what a message on the broker claims.
     """
     p = f"{prefix}/+"
     return [f"{p}/status", f"{p}/stats", f"{p}/events", f"{p}/cameras/+/state", f"{p}/cameras/+/objects/+",
-            f"{p}/zones/+/+", f"{p}/cameras/+/lines/+", f"{p}/config/reported", f"{p}/health"]
+            f"{p}/zones/+/+", f"{p}/cameras/+/lines/+", f"{p}/config/reported", f"{p}/health",
+            f"{p}/config/desired"]
 
 
 def desired_topic(prefix: str, device_id: str) -> str:

@@ -14,6 +14,7 @@ from edge_app.fleet_service.artifacts import Artifacts
 from edge_app.fleet_service.blobs import BlobStore
 from edge_app.fleet_service.config import FleetConfig
 from edge_app.fleet_service.db import Connection, connect
+from edge_app.fleet_service.desired_watch import DesiredWatch
 from edge_app.fleet_service.device_removal import forget_never_online, remove_device
 from edge_app.fleet_service.ingest import FleetIngest, IngestStats
 from edge_app.fleet_service.messages import desired_topic
@@ -58,6 +59,7 @@ class FleetService:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._timeouts: Optional[threading.Thread] = None
+        self._watch: Optional[DesiredWatch] = None
 
     # -- lifecycle
     def start(self) -> None:
@@ -74,13 +76,16 @@ class FleetService:
         devices, ingest = self.config.devices, self.config.ingest
         admission = Admission(devices.allow, devices.max, ingest.device_bytes_per_min, known,
                               junk_budget_bytes=ingest.junk_bytes_per_min)
+        self._watch = DesiredWatch(self.config.topic_prefix,
+                                   lambda topic, body: self.ingest.publish(topic, body, retain=True),
+                                   self._republish)
         self._ingest = FleetIngest(self.config.mqtt, self.config.mqtt_client_id, self.config.topic_prefix,
                                    self._writer_conn, events_retain_s=self.config.database.events_retain_days * 86400,
                                    admission=admission, message_bytes=ingest.message_bytes,
-                                   stuck_after_s=ingest.stuck_after_s)
-        self._rollouts = Rollouts(self._api_conn, self.config.topic_prefix,
-                                  lambda topic, body: self.ingest.publish(topic, body, retain=True),
+                                   stuck_after_s=ingest.stuck_after_s, on_desired=self._watch.heard)
+        self._rollouts = Rollouts(self._api_conn, self.config.topic_prefix, self._watch.publish,
                                   desired_keys=lambda: self.config.desired_keys)
+        self._watch.start()
         self._ingest.start()
         self._timeouts = threading.Thread(target=self._expire_loop, name=TIMEOUTS_THREAD, daemon=True)
         self._timeouts.start()
@@ -105,6 +110,8 @@ class FleetService:
         self._stopping.set()
         if self._timeouts is not None:
             self._timeouts.join(timeout_s)
+        if self._watch is not None:
+            self._watch.stop(timeout_s)
         if self._ingest is not None:
             self._ingest.stop(timeout_s)
         for conn in (self._api_conn, self._writer_conn):
@@ -115,6 +122,10 @@ class FleetService:
     def ingest(self) -> FleetIngest:
         assert self._ingest is not None, "the fleet service is not started"
         return self._ingest
+
+    def _republish(self, device_id: str) -> bool:
+        assert self._rollouts is not None, "the fleet service is not started"
+        return self._rollouts.republish(device_id)
 
     @property
     def conn(self) -> Connection:
@@ -179,7 +190,8 @@ class FleetService:
             return False
         self.ingest.admission.forget(device_id)
         # The topic the fleet owns: a device of that id returning later is not handed an old version.
-        self.ingest.publish(desired_topic(self.config.topic_prefix, device_id), b"", retain=True)
+        assert self._watch is not None
+        self._watch.publish(desired_topic(self.config.topic_prefix, device_id), b"")
         return True
 
     def reset_version(self, device_id: str, version: int) -> int:
