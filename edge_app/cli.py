@@ -226,13 +226,11 @@ def cmd_fleet_reset(args) -> int:
     try:
         version = store.reset()
     except OSError as err:
-        print(f"edge-app: cannot remove {store.path}: {err.strerror or err}", file=sys.stderr)
+        print(f"edge-app: cannot write {store.path}: {err.strerror or err}", file=sys.stderr)
         return EXIT_FAILURE
-    if version is None:
-        print(f"{store.path}: no desired configuration version saved; nothing to reset")
-    else:
-        print(f"{store.path}: removed (last version acted on: {version}); restart the appliance so it acts on "
-              "the next desired configuration as the first")
+    held = "no desired configuration version was saved" if version is None else f"last version acted on: {version}"
+    print(f"{store.path}: reset ({held}); a new fleet epoch starts with the next desired configuration issued "
+          "from now on, and nothing issued before stays valid; restart the appliance so it acts on it")
     return EXIT_OK
 
 

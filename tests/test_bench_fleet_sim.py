@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections import Counter, defaultdict
 from typing import Any, Dict
 
@@ -18,12 +19,13 @@ import paho.mqtt.publish as mqtt_publish
 import pytest
 
 from bench.fleet.device import bench_desired_key
-from edge_app.fleet_agent.desired_signature import sign_desired
+from edge_app.fleet_agent.desired_signature import signed_desired
 from tests.e2e.appliance import wait_until
 from tests.e2e.conftest import appliance_factory  # noqa: F401  (a fixture: a real `edge-app run`)
 
 DEVICES, KILL = 20, 3
 REAL_KEY = "e2e-desired-key-0123456789abcdef01"
+EPOCH = "be" * 16
 SPEC_KEYS = {
     "status": {"state", "device_id", "version", "ts"},
     "cameras/+/state": {"state", "ts", "error"},
@@ -38,7 +40,7 @@ EVENT_KEYS = {"id", "camera_id", "label", "track_id", "score", "top_score", "box
 
 def signed(key: str, device: str, version: int, patch: Dict[str, Any]) -> str:
     """A desired message as the fleet service sends it to an appliance with ``fleet.desired_key``."""
-    return json.dumps({"version": version, "patch": patch, "sig": sign_desired(key, device, version, patch)})
+    return json.dumps(signed_desired(key, device, EPOCH, int(time.time() * 1000), version, patch))
 
 
 def kind_of(topic: str, root: str) -> str:

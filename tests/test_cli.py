@@ -2,6 +2,7 @@
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -155,12 +156,18 @@ def test_fleet_reset_forgets_the_desired_version_and_says_so(tmp_path, model_pat
     config = tmp_path / "config.yaml"
     config.write_text(f"model:\n  path: {model_path}\nfleet:\n  remote_config: true\n")
     state = tmp_path / "config.desired.json"
-    state.write_text('{"version": 9007199254740992, "reported": null}')
+    epoch = "ab" * 16
+    state.write_text('{"version": 9007199254740992, "reported": null, "epoch": "%s"}' % epoch)
+    before_ms = time.time() * 1000
     result = edge_app("fleet-reset", "-c", config)
     assert result.returncode == 0, result.stderr
-    assert "9007199254740992" in result.stdout and not state.exists()
+    assert "9007199254740992" in result.stdout and "new fleet epoch" in result.stdout
+    saved = json.loads(state.read_text())
+    assert saved["version"] == 0 and saved["epoch"] is None and saved["retired_epochs"] == [epoch]
+    assert saved["reset_at_ms"] >= before_ms
     again = edge_app("fleet-reset", "-c", config)
-    assert again.returncode == 0 and "nothing to reset" in again.stdout
+    assert again.returncode == 0 and "no desired configuration version was saved" in again.stdout
+    assert json.loads(state.read_text())["retired_epochs"] == [epoch]
 
 
 def test_fleet_reset_with_an_invalid_configuration_is_exit_2_and_keeps_the_state(tmp_path):

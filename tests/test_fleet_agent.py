@@ -20,10 +20,11 @@ from edge_app.fleet_agent.agent import MAX_VERSION_STEP, FleetAgent
 from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
 from edge_app.mqtt.payloads import config_desired_payload, encode
 from edge_app.mqtt.anonymous_probe import AnonymousProbe, ProbeOutcome
-from edge_app.fleet_agent.desired_signature import SIGNATURE_KEY, sign_desired
+from edge_app.fleet_agent.desired_signature import keyed_digest, sign_desired, signed_desired
 from tests.api.in_memory_service import InMemoryService
 
 KEY = "shared-desired-key-0123456789abcdef"
+EPOCH, NEW_EPOCH, OLDER_EPOCH = "a1" * 16, "b2" * 16, "c3" * 16
 
 
 @pytest.fixture
@@ -44,9 +45,13 @@ def setup(tmp_path, model_path):
     return config_path, service, changes, reports, agent
 
 
-def desired(version, patch, key=KEY, device="dev"):
-    """A desired message as the fleet service sends it: signed for ``device`` with ``key``."""
-    return encode({**config_desired_payload(version, patch), SIGNATURE_KEY: sign_desired(key, device, version, patch)})
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def desired(version, patch, key=KEY, device="dev", epoch=EPOCH, issued_ms=None):
+    """A desired message as the fleet service sends it: signed for ``device`` with ``key``, in ``epoch``."""
+    return encode(signed_desired(key, device, epoch, now_ms() if issued_ms is None else issued_ms, version, patch))
 
 
 def threshold(value):
@@ -149,7 +154,15 @@ def test_the_issue_attack_signed_or_not_never_changes_the_api_token(setup):
     encode(config_desired_payload(5, threshold(0.3))),                                   # unsigned
     desired(5, threshold(0.3), key="another-key-0123456789abcdef0123"),                    # another key
     desired(5, threshold(0.3), device="other"),                                          # signed for another device
-    encode({**config_desired_payload(5, threshold(0.3)), "sig": sign_desired(KEY, "dev", 5, threshold(0.9))}),  # another patch
+    encode({**config_desired_payload(5, threshold(0.3)), "epoch": EPOCH, "issued_at_ms": 1,
+            "sig": sign_desired(KEY, "dev", EPOCH, 1, 5, threshold(0.9))}),  # another patch
+    encode({**config_desired_payload(5, threshold(0.3)), "epoch": EPOCH, "issued_at_ms": 2,
+            "sig": sign_desired(KEY, "dev", EPOCH, 1, 5, threshold(0.3))}),  # another issue time
+    encode({**config_desired_payload(5, threshold(0.3)), "epoch": NEW_EPOCH, "issued_at_ms": 1,
+            "sig": sign_desired(KEY, "dev", EPOCH, 1, 5, threshold(0.3))}),  # another epoch
+    # version 1 of the signature: no epoch, no issue time (a message captured before them)
+    encode({**config_desired_payload(5, threshold(0.3)), "sig": "hmac-sha256:" + keyed_digest(
+        KEY, b"edge-app desired v1\ndev\n5\n" + json.dumps(threshold(0.3), separators=(",", ":")).encode())}),
     encode({"version": 2 ** 53, "patch": 5}),                                              # malformed, cannot be checked
     encode({"version": 2 ** 53, "patch": {}, "sig": "hmac-sha256:" + "0" * 64}),
 ])
@@ -193,7 +206,41 @@ def test_the_reset_forgets_the_version_so_a_fleet_that_started_over_is_heard(set
     store = DesiredVersionStore(state_path_for(config_path))
     assert make_agent().handle(desired(1, threshold(0.4))) is None  # acted on already
     assert store.reset() == 40 and store.reset() is None
-    assert make_agent().handle(desired(1, threshold(0.4))).status == "applied"
+    assert make_agent().handle(desired(1, threshold(0.4), epoch=NEW_EPOCH)).status == "applied"
+
+
+def test_a_captured_message_cannot_roll_back_a_reset_appliance(setup):
+    config_path, service, _, reports, make_agent = setup
+    agent = make_agent()
+    long_ago = now_ms() - 3_600_000
+    older = desired(12, threshold(0.2), epoch=OLDER_EPOCH, issued_ms=long_ago)  # captured from an earlier fleet
+    captured = desired(9, threshold(0.3), issued_ms=long_ago + 1000)
+    assert agent.handle(captured).status == "applied"
+    # The fleet started over: fleet-reset here, POST .../config/reset there, and its new epoch counts from 1.
+    DesiredVersionStore(state_path_for(config_path)).reset()
+    agent = make_agent()
+    assert agent.handle(desired(1, threshold(0.5), epoch=NEW_EPOCH)).status == "applied"
+    for replay, loc in ((captured, "epoch"), (older, "issued_at_ms")):
+        report = agent.handle(replay)
+        assert (report.status, report.version, report.errors[0].loc) == ("rejected", None, loc)
+    assert service.current_config().model.conf_threshold == 0.5
+    assert agent.version == 1 and agent.handle(desired(2, threshold(0.6), epoch=NEW_EPOCH)).status == "applied"
+    assert make_agent().version == 2 and "fleet-reset" in reports[-2]["errors"][0]["msg"]
+
+
+def test_a_new_epoch_issued_later_is_followed_and_older_epochs_are_not(setup):
+    _, service, _, _, make_agent = setup
+    agent = make_agent()
+    start = now_ms()
+    assert agent.handle(desired(9, threshold(0.3), issued_ms=start - 5000)).status == "applied"
+    # A fleet with a new database (a new epoch) is heard without touching the appliance...
+    assert agent.handle(desired(1, threshold(0.4), epoch=NEW_EPOCH, issued_ms=start)).status == "applied"
+    # ...and the old fleet's messages, issued before, are replays now.
+    report = agent.handle(desired(10, threshold(0.9), issued_ms=start - 4000))
+    assert (report.status, report.version, report.errors[0].loc) == ("rejected", None, "epoch")
+    report = agent.handle(desired(2, threshold(0.9), epoch=NEW_EPOCH, issued_ms=start + 2 * 86_400_000))
+    assert (report.status, report.version, report.errors[0].loc) == ("rejected", None, "issued_at_ms")
+    assert service.current_config().model.conf_threshold == 0.4
 
 
 class _Probe:

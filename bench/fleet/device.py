@@ -38,6 +38,7 @@ from edge_app.config.schema import MIN_DESIRED_KEY_CHARS
 from edge_app.config_change.changes import ConfigChanges
 from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
 from edge_app.fleet_agent.agent import FleetAgent
+from edge_app.fleet_agent.desired_epoch import EpochState
 from edge_app.fleet_agent.desired_versions import ConfigReport
 from edge_app.mqtt import Topics, payloads
 from edge_app.mqtt.reference import TOPIC_DOCS
@@ -85,13 +86,13 @@ class _MemoryVersionStore:
     path = Path("<memory>")
 
     def __init__(self) -> None:
-        self.saved: Optional[Tuple[int, ConfigReport]] = None
+        self.saved: Optional[Tuple[int, ConfigReport, EpochState]] = None
 
-    def load(self) -> Tuple[int, Optional[ConfigReport]]:
-        return (0, None) if self.saved is None else self.saved
+    def load(self) -> Tuple[int, Optional[ConfigReport], EpochState]:
+        return (0, None, EpochState()) if self.saved is None else self.saved
 
-    def save(self, version: int, report: ConfigReport) -> None:
-        self.saved = (version, report)
+    def save(self, version: int, report: ConfigReport, epochs: EpochState = EpochState()) -> None:
+        self.saved = (version, report, epochs)
 
 
 class _SimulatedService:

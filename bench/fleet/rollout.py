@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Set
 
@@ -19,8 +20,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from bench.fleet.device import bench_desired_key
 from bench.fleet.mqtt_asyncio import AsyncioDriver
 from edge_app.mqtt import encode
-from edge_app.fleet_agent.desired_signature import SIGNATURE_KEY, sign_desired
-from edge_app.mqtt.payloads import config_desired_payload
+from edge_app.fleet_agent.desired_signature import signed_desired
 
 
 @dataclass
@@ -60,6 +60,7 @@ class RolloutProbe:
         self._driver = AsyncioDriver(self.client, loop)
         self._subscribed = asyncio.Event()
         self._version: Optional[int] = None
+        self._epoch = uuid.uuid4().hex  # the benchmark's own fleet epoch (edge_app.fleet_agent.desired_epoch)
         self._sent_mono_s: Dict[str, float] = {}
         self._reports: Dict[str, tuple] = {}  # device -> (arrival monotonic s, status)
         self.offline_seen: Set[str] = set()  # appliances whose "offline" arrived live (not retained)
@@ -88,8 +89,8 @@ class RolloutProbe:
         started = time.monotonic()
         for index, device_id in enumerate(device_ids):
             patch = patches.get(device_id, patches["*"])
-            body = encode({**config_desired_payload(version, patch),
-                           SIGNATURE_KEY: sign_desired(bench_desired_key(device_id), device_id, version, patch)})
+            body = encode(signed_desired(bench_desired_key(device_id), device_id, self._epoch,
+                                         int(time.time() * 1000), version, patch))
             self._sent_mono_s[device_id] = time.monotonic()
             self.client.publish(f"{self.prefix}/{device_id}/config/desired", body, qos=1, retain=True)
             if index % 100 == 99:

@@ -22,6 +22,7 @@ from edge_app.api.errors import register_error_handlers
 from edge_app.api.events import events_blueprint
 from edge_app.api.health import health_blueprint
 from edge_app.api.hosts import install_host_check
+from edge_app.api.json_provider import install_json_provider
 from edge_app.api.metrics import metrics_blueprint
 from edge_app.api.openapi import openapi_blueprint
 from edge_app.api.recordings import SIGNED_ENDPOINTS, recordings_blueprint
@@ -82,7 +83,7 @@ def create_app(
     get_config: Callable[[], AppConfig] = config_getter or service.current_config
     app = Flask(__name__, static_folder=None)
     app.request_class = _live_limit_request_class(get_config)
-    app.json.sort_keys = False  # keep the configuration in the order of the schema and docs/configuration.md
+    install_json_provider(app)  # never NaN or Infinity; keys in the order of the schema and docs/configuration.md
     # The limit at start; requests read the running configuration (see _live_limit_request_class).
     app.config["MAX_CONTENT_LENGTH"] = get_config().api.max_body_bytes
 

@@ -21,6 +21,7 @@ import logging
 import select
 import socket
 import ssl
+import threading
 import time
 from http import HTTPStatus
 from typing import Any, Callable, Optional
@@ -91,6 +92,8 @@ def _json_error(message: str) -> bytes:
 
 
 _BODY_LATE = "the request body did not arrive in time"
+#: A body the app left unread is read away in pieces of this size, never into one buffer.
+_DRAIN_PIECE_BYTES = 64 * 1024
 
 
 # The app reads the body itself; a body that misses its deadline must reach it as an HTTP
@@ -138,6 +141,7 @@ class GuardedRequest(server.HTTPRequest):
 
     def parse_request(self) -> None:
         limits = self.server.limits
+        self.server.body_limit_for(None)
         self.conn.read_deadline.arm(limits.header_deadline_s)
         # cheroot's SizeCheckWrapper reads lines in 256-byte pieces and counts as it goes.
         self.rfile = server.SizeCheckWrapper(self.conn.rfile, limits.max_request_line_bytes)
@@ -148,6 +152,9 @@ class GuardedRequest(server.HTTPRequest):
             self.simple_response("414", f"the request line is longer than {limits.max_request_line_bytes} bytes")
             return
         self.rfile = server.SizeCheckWrapper(self.conn.rfile, limits.max_header_bytes)
+        # The limit of this request's body, known from its method and path before its headers
+        # are read: cheroot then answers 413 to a larger Content-Length without reading the body.
+        self.server.body_limit_for(self._is_upload(limits))
         try:
             if not self.read_request_headers():
                 return
@@ -157,12 +164,14 @@ class GuardedRequest(server.HTTPRequest):
         self.conn.read_deadline.arm(self._body_deadline_s(limits))
         self.ready = True
 
-    def _body_deadline_s(self, limits: HttpLimits) -> float:
+    def _is_upload(self, limits: HttpLimits) -> bool:
         if limits.upload_path_prefixes and self.method in (b"PUT", b"POST"):
             path = (self.path or b"").decode("latin-1")
-            if path.startswith(limits.upload_path_prefixes):
-                return limits.upload_deadline_s
-        return limits.body_deadline_s
+            return path.startswith(limits.upload_path_prefixes)
+        return False
+
+    def _body_deadline_s(self, limits: HttpLimits) -> float:
+        return limits.upload_deadline_s if self._is_upload(limits) else limits.body_deadline_s
 
     def respond(self) -> None:
         """cheroot's respond, with a chunked body over the limit answered 413 by the app rather
@@ -185,9 +194,15 @@ class GuardedRequest(server.HTTPRequest):
         if bytes(self.status[:3]) == b"413" or (b"connection", b"close") in (
                 (key.lower(), value.lower()) for key, value in self.outheaders):
             self.close_connection = True
-        if not self.close_connection and not self.chunked_read and getattr(self.rfile, "remaining", 0) > 0:
+        # Only a body within api.max_body_bytes is read away (in pieces); a larger one left unread
+        # (an upload refused before its body, a 404 under an upload path) closes the connection.
+        unread = getattr(self.rfile, "remaining", 0) if not self.chunked_read else 0
+        if unread > self.server.plain_body_limit_bytes():
+            self.close_connection = True
+        if not self.close_connection and unread > 0:
             try:
-                self.rfile.read(self.rfile.remaining)
+                while self.rfile.remaining > 0 and self.rfile.read(min(self.rfile.remaining, _DRAIN_PIECE_BYTES)):
+                    pass
             except RequestTimeout:
                 self.close_connection = True
         super().send_headers()
@@ -296,9 +311,13 @@ class GuardedWsgiServer(wsgi.Server):
     expiration_interval = 0.1
 
     def __init__(self, bind_addr: Any, wsgi_app: Any, *, limits: HttpLimits, body_limit_bytes: Callable[[], int],
-                 server_name: str = "edge-app"):
+                 upload_body_limit_bytes: Optional[Callable[[], int]] = None, server_name: str = "edge-app"):
         self.limits = limits
         self._body_limit_bytes = body_limit_bytes
+        self._upload_body_limit_bytes = upload_body_limit_bytes or body_limit_bytes
+        # Whether the request a worker thread is reading is an upload (limits.upload_path_prefixes):
+        # cheroot asks the server, not the request, for the body limit.
+        self._request_kind = threading.local()
         super().__init__(
             bind_addr,
             wsgi_app,
@@ -311,11 +330,23 @@ class GuardedWsgiServer(wsgi.Server):
         )
         self.keep_alive_conn_limit = limits.max_keepalive_connections
 
+    def body_limit_for(self, upload: Optional[bool]) -> None:
+        """Set the kind of the request this thread reads (None: not known yet, the larger limit)."""
+        self._request_kind.upload = upload
+
+    def plain_body_limit_bytes(self) -> int:
+        return self._body_limit_bytes()
+
     @property  # type: ignore[override]
     def max_request_body_size(self) -> int:
         # cheroot compares Content-Length with this before reading the body (and before sending
         # 100 Continue); reading the running configuration makes a changed limit apply at once.
-        return self._body_limit_bytes()
+        # Only requests to the upload paths get the upload limit: any other body is refused
+        # above api.max_body_bytes before a byte of it is read, authenticated or not.
+        upload = getattr(self._request_kind, "upload", None)
+        if upload is None:
+            return max(self._body_limit_bytes(), self._upload_body_limit_bytes())
+        return self._upload_body_limit_bytes() if upload else self._body_limit_bytes()
 
     @max_request_body_size.setter
     def max_request_body_size(self, value: int) -> None:

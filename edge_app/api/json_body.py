@@ -11,14 +11,11 @@ from flask import request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from edge_app.api.errors import ApiError
+from edge_app.finite_json import loads_finite
 
 #: Deepest JSON nesting accepted; a configuration is four levels deep, and deeper input would only
 #: exhaust the recursion of the parser and the merge (a 500 instead of a 400).
 MAX_JSON_DEPTH = 32
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def read_body_bytes() -> bytes:
@@ -51,8 +48,8 @@ def read_json_body() -> Any:
     if not raw.strip():
         raise ApiError(400, "the request body is empty; send a JSON object")
     try:
-        # NaN and Infinity are Python extensions to JSON; they would slip through range checks.
-        value = json.loads(raw, parse_constant=_reject_constant)
+        # NaN, Infinity and 1e400 (read as infinity) would slip through range checks.
+        value = loads_finite(raw)
     except json.JSONDecodeError as err:
         raise ApiError(400, f"the request body is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
     except (UnicodeDecodeError, ValueError) as err:

@@ -51,7 +51,8 @@ class ApiServer:
     ``port=0`` asks the OS for a free port; :attr:`port` gives the real one after :meth:`start`.
     ``limits`` bound what one client can hold; ``body_limit_bytes`` (a number, or a function
     asked per request so a changed ``api.max_body_bytes`` applies at once) refuses larger bodies
-    with 413 before they are read.
+    with 413 before they are read; ``upload_body_limit_bytes`` is the limit of PUT and POST bodies
+    to ``limits.upload_path_prefixes`` instead (default: the same).
     """
 
     def __init__(
@@ -64,6 +65,7 @@ class ApiServer:
         keyfile: Optional[str] = None,
         limits: HttpLimits = DEFAULT_LIMITS,
         body_limit_bytes: BodyLimit = APIConfig.model_fields["max_body_bytes"].default,
+        upload_body_limit_bytes: Optional[Callable[[], int]] = None,
     ):
         self._app = app
         self._host = host
@@ -72,6 +74,7 @@ class ApiServer:
         self._keyfile = keyfile
         self._limits = limits
         self._body_limit: Callable[[], int] = body_limit_bytes if callable(body_limit_bytes) else (lambda: int(body_limit_bytes))
+        self._upload_body_limit = upload_body_limit_bytes
         self._stopping = threading.Event()
         self._server: Optional[GuardedWsgiServer] = None
         self._thread: Optional[threading.Thread] = None
@@ -83,6 +86,7 @@ class ApiServer:
         api_config: APIConfig,
         *,
         body_limit_bytes: Optional[Callable[[], int]] = None,
+        upload_body_limit_bytes: Optional[Callable[[], int]] = None,
         limits: HttpLimits = DEFAULT_LIMITS,
     ) -> "ApiServer":
         """The server ``api_config`` describes: host, port, HTTPS from ``api.tls``.
@@ -99,6 +103,7 @@ class ApiServer:
             keyfile=tls.keyfile if tls.enabled else None,
             limits=limits,
             body_limit_bytes=body_limit_bytes or api_config.max_body_bytes,
+            upload_body_limit_bytes=upload_body_limit_bytes,
         )
 
     def _wsgi(self, environ: dict, start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -150,6 +155,7 @@ class ApiServer:
             self._wsgi,
             limits=self._limits,
             body_limit_bytes=self._body_limit,
+            upload_body_limit_bytes=self._upload_body_limit,
         )
         server.ssl_adapter = ssl_adapter
         try:

@@ -41,7 +41,8 @@ def _no_control_chars(value: Optional[str], what: str) -> Optional[str]:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # allow_inf_nan=False: a number field never holds NaN or infinity (a YAML .inf, a JSON 1e400).
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 def label_problem(label: str) -> Optional[str]:

@@ -20,7 +20,10 @@ a count (``edge_app.fleet_agent.refusal_reports``), so a flood in never becomes 
 Versions: each version is acted on once, in order. A version not above the last one acted on
 is ignored and the retained report stays as it was. A version more than ``MAX_VERSION_STEP``
 above the last one acted on is refused without moving the version, so no single message can
-pin it near 2**53; ``edge-app fleet-reset`` clears the saved version when a fleet starts over. The version and its report are saved
+pin it near 2**53; ``edge-app fleet-reset`` clears the saved version when a fleet starts over.
+Versions count within one fleet epoch: a message of a new epoch (issued after the last one acted
+on) starts counting anew, and one of a retired epoch or issued before a reset is refused like an
+unauthenticated one (``edge_app.fleet_agent.desired_epoch``). The version and its report are saved
 (``edge_app.fleet_agent.desired_versions``) after the change is applied, so a crash in between applies the same
 merge patch again on restart (harmless) rather than losing it. An appliance that was away gets
 the retained desired message when it subscribes again, and applies it if it is new.
@@ -40,11 +43,12 @@ from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set
 from edge_app.config.file import Problem
 from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
 from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.fleet_agent.desired_epoch import acted_on, refusal as epoch_refusal, starts_epoch
 from edge_app.fleet_agent.desired_gate import DesiredGate
 from edge_app.fleet_agent.desired_intake import DesiredIntake
 from edge_app.fleet_agent.refusal_reports import RefusalReports
 from edge_app.fleet_agent.desired_versions import APPLIED, REJECTED, ConfigReport, DesiredVersionStore, state_path_for
-from edge_app.fleet_agent.desired_config import DesiredConfigError, parse_desired
+from edge_app.fleet_agent.desired_config import DesiredConfig, DesiredConfigError, parse_desired
 from edge_app.config.redact import MASK, mask_secrets
 
 log = logging.getLogger(__name__)
@@ -101,7 +105,7 @@ class FleetAgent:
         self._publish_reported = publish_reported
         self._max_pending = max(1, max_pending)
         self._clock = clock
-        self._version, self._last_report = store.load()
+        self._version, self._last_report, self._epochs = store.load()
         self._cond = threading.Condition()
         self._pending: Deque[bytes] = collections.deque()
         self._stopping = False
@@ -201,11 +205,15 @@ class FleetAgent:
             log.warning("desired configuration %s rejected: %s", err.version if err.version is not None else "(no version)", err)
             return self._conclude(report)
         refusal = self.gate.refusal(desired)  # before anything looks at the patch
+        if refusal is None:  # authentic, but perhaps of a retired epoch or issued before a reset: a replay
+            refusal = epoch_refusal(self._epochs, desired, int(self._clock() * 1000))
         if refusal is not None:
             return self._refuse_unauthenticated(refusal)
-        if desired.version <= self._version:
+        # A new epoch (a fleet that started over) counts its versions anew.
+        new_epoch = starts_epoch(self._epochs, desired)
+        if not new_epoch and desired.version <= self._version:
             return self._ignore(desired.version)
-        if desired.version - self._version > MAX_VERSION_STEP:
+        if not new_epoch and desired.version - self._version > MAX_VERSION_STEP:
             problem = Problem("version", f"more than {MAX_VERSION_STEP} above version {self._version}, the last one "
                                          "acted on; after the fleet started over, run edge-app fleet-reset on this appliance")
             log.warning("desired configuration %d rejected: %s", desired.version, problem.msg)
@@ -217,19 +225,20 @@ class FleetAgent:
         except ConfigRefused as err:
             problems = scrub(err.problems, desired.patch)
             log.warning("desired configuration %d rejected: %s", desired.version, ConfigRefused(err.what, problems).summary())
-            return self._conclude(ConfigReport(desired.version, REJECTED, tuple(problems), self._clock()))
+            return self._conclude(ConfigReport(desired.version, REJECTED, tuple(problems), self._clock()), desired)
         except Exception as err:  # saving the file failed, say: report it, keep the version order
             problems = scrub([Problem("", f"applying failed: {type(err).__name__}: {err}")], desired.patch)
             log.error("desired configuration %d could not be applied: %s", desired.version, problems[0].msg)
-            return self._conclude(ConfigReport(desired.version, REJECTED, tuple(problems), self._clock()))
+            return self._conclude(ConfigReport(desired.version, REJECTED, tuple(problems), self._clock()), desired)
         if result.restart_required:
             log.info("desired configuration %d applied; after a restart: %s", desired.version, ", ".join(result.restart_required))
         else:
             log.info("desired configuration %d applied", desired.version)
-        return self._conclude(ConfigReport(desired.version, APPLIED, (), self._clock()))
+        return self._conclude(ConfigReport(desired.version, APPLIED, (), self._clock()), desired)
 
     def _refuse_unauthenticated(self, problem: Problem) -> ConfigReport:
-        """Refuse without a version: the message's claims, its version included, are not to be believed.
+        """Refuse without a version: the message's claims, its version included, are not to be believed
+        (not authenticated, or authentic but of a retired epoch: the fleet of today never sent it).
 
         The report is published now only when none was for a while (``refusal_reports``).
         """
@@ -252,10 +261,12 @@ class FleetAgent:
         log.info("desired configuration %d ignored: version %d was acted on already", version, self._version)
         return None
 
-    def _conclude(self, report: ConfigReport) -> ConfigReport:
+    def _conclude(self, report: ConfigReport, desired: Optional[DesiredConfig] = None) -> ConfigReport:
         if report.version is not None:
+            if desired is not None:
+                self._epochs = acted_on(self._epochs, desired)
             try:
-                self._store.save(report.version, report)
+                self._store.save(report.version, report, self._epochs)
             except OSError as err:
                 # Applied and reported, but a restart may act on this version again (idempotent).
                 log.error("could not save the desired configuration version to %s: %s", self._store.path, err)

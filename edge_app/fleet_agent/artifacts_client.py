@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import json
 import logging
 import os
 import ssl
@@ -25,6 +24,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Optional
 
+from edge_app.finite_json import loads_finite
 from edge_app.config.schema import is_loopback_host
 from edge_app.health.free_space import ensure_room
 from edge_app.fleet_agent.artifacts_manifest import MAX_MANIFEST_BYTES
@@ -186,7 +186,7 @@ def _offer_answer(body: bytes) -> dict:
     if len(body) > OFFER_ANSWER_BYTES:
         raise FleetUnreachable(f"the fleet service's answer to the engine offer is not JSON: over {OFFER_ANSWER_BYTES} bytes")
     try:
-        answer = json.loads(body or b"{}")
+        answer = loads_finite(body or b"{}")
     except (ValueError, RecursionError) as err:  # UnicodeDecodeError is a ValueError
         raise FleetUnreachable(f"the fleet service's answer to the engine offer is not JSON: {type(err).__name__}") from None
     if not isinstance(answer, dict):

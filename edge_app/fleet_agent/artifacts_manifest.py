@@ -10,11 +10,11 @@ file. Everything in it is bounded and checked before any of it is used.
 from __future__ import annotations
 
 import hmac
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+from edge_app.finite_json import loads_finite
 from edge_app.config.staged_model import ROLE_FILES
 from edge_app.detect.tensorrt.cache import EngineKey
 from edge_app.canonical_json import canonical_json
@@ -119,7 +119,7 @@ def verify_manifest(body: bytes, *, desired_key: Optional[str], device_id: str, 
     if len(body) > MAX_MANIFEST_BYTES:
         raise ManifestError(f"the manifest is larger than {MAX_MANIFEST_BYTES} bytes")
     try:
-        data = json.loads(body.decode("utf-8"))
+        data = loads_finite(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nested deeper than Python goes
         raise ManifestError("the manifest is not JSON") from None
     if not isinstance(data, dict):

@@ -43,7 +43,8 @@ Probe = Callable[[MQTTConfig, str], AnonymousProbe]
 
 _OFF = Problem("fleet.remote_config", "remote configuration is off (fleet.remote_config: false in the file)")
 _UNSIGNED = Problem("sig", "missing or invalid signature: fleet.desired_key is set, so only desired "
-                           "configurations the fleet service signed with it for this device are acted on")
+                           "configurations the fleet service signed with it for this device (with an epoch "
+                           "and an issue time) are acted on")
 
 
 def _broker_key(mqtt: MQTTConfig) -> Tuple:
@@ -105,8 +106,8 @@ class DesiredGate:
         if not fleet.remote_config:
             return _OFF
         if fleet.desired_key:
-            if desired is None or not signature_valid(fleet.desired_key, config.device_id, desired.version,
-                                                      desired.patch, desired.sig):
+            if desired is None or not signature_valid(fleet.desired_key, config.device_id, desired.epoch,
+                                                      desired.issued_ms, desired.version, desired.patch, desired.sig):
                 return _UNSIGNED
             return None
         return self._login_refusal(config)

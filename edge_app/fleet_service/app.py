@@ -18,6 +18,7 @@ from edge_app.api.dashboard import static_page_blueprint
 from edge_app.api.errors import error_response, register_error_handlers
 from edge_app.api.health import health_blueprint
 from edge_app.api.hosts import install_host_check
+from edge_app.api.json_provider import install_json_provider
 from edge_app.api.http_limits import DEFAULT_LIMITS
 from edge_app.api.server import ApiServer
 from edge_app.fleet_service.appliance_api import ApplianceApi
@@ -55,7 +56,7 @@ def _asks_as_device() -> bool:
 
 def create_fleet_app(service: FleetService) -> Flask:
     app = Flask(__name__, static_folder=None)
-    app.json.sort_keys = False
+    install_json_provider(app)
     config = service.config
     app.request_class = type("FleetRequest", (_FleetRequest,), {
         "upload_limit_bytes": config.artifacts.max_upload_mb * MIB, "body_limit_bytes": config.api.max_body_bytes})
@@ -91,12 +92,15 @@ def create_fleet_app(service: FleetService) -> Flask:
 
 def fleet_server(service: FleetService, app: Optional[Flask] = None) -> ApiServer:
     """The fleet's HTTP server: uploads of model files and engines may be larger and slower than
-    other requests (artifacts.max_upload_mb, artifacts.upload_deadline_s); each route's own limit
-    is then checked by the app before the body is read."""
+    other requests (artifacts.max_upload_mb, artifacts.upload_deadline_s); every other request's
+    body is refused above api.max_body_bytes by the server before it is read. Under the upload
+    paths each route's own limit is then checked by the app, after authentication, before the body
+    is read; an upload's body is streamed to disk only once its route has accepted the request."""
     config = service.config
     limits = dataclasses.replace(DEFAULT_LIMITS, upload_deadline_s=config.artifacts.upload_deadline_s,
                                  upload_path_prefixes=UPLOAD_PATH_PREFIXES,
                                  body_limit_setting="artifacts.max_upload_mb for uploads, api.max_body_bytes otherwise")
-    largest = max(config.api.max_body_bytes, config.artifacts.max_upload_mb * MIB)
+    upload_bytes = max(config.api.max_body_bytes, config.artifacts.max_upload_mb * MIB)
     return ApiServer.from_config(app or create_fleet_app(service), config.api, limits=limits,
-                                 body_limit_bytes=lambda: largest)
+                                 body_limit_bytes=lambda: config.api.max_body_bytes,
+                                 upload_body_limit_bytes=lambda: upload_bytes)

@@ -10,7 +10,6 @@ followed, and only the headers a player needs are passed on.
 from __future__ import annotations
 
 import http.client
-import json
 import logging
 import socket
 import ssl
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Tuple
 from urllib.parse import quote, urlencode, urlsplit
 
+from edge_app.finite_json import loads_finite
 from edge_app.fleet_service.config import ApplianceApiConfig, FleetConfig
 
 logger = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class ApplianceApi:
             if len(body) > MAX_LIST_BYTES:
                 raise ApplianceApiError(502, f"device {device_id!r} answered more than {MAX_LIST_BYTES} bytes of events")
         try:
-            return answer.status, json.loads(bytes(body))
+            return answer.status, loads_finite(bytes(body))
         except ValueError:
             raise ApplianceApiError(502, f"device {device_id!r} answered something that is not JSON") from None
 

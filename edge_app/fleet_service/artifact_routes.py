@@ -60,6 +60,9 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
         # The app-wide answer names api.max_body_bytes; these routes have their own limits.
         if request.endpoint == "artifacts.post_labels":
             return error_response(413, f"labels are at most {MAX_LABELS_BYTES} bytes")
+        if request.endpoint not in UPLOAD_ENDPOINTS:  # a JSON body under the same paths (a rollout)
+            return error_response(413, f"the request body is larger than the limit of {request.max_content_length} "
+                                       "bytes (api.max_body_bytes)")
         return error_response(413, f"the file is larger than the limit of {limits.max_upload_mb * MIB} bytes "
                                    "(artifacts.max_upload_mb)")
 

@@ -8,10 +8,10 @@
 """
 from __future__ import annotations
 
-import json
 
 from flask import Blueprint, Response, jsonify, request
 
+from edge_app.finite_json import loads_finite
 from edge_app.api.errors import ApiError
 from edge_app.api.events import checked_event_id, event_query
 from edge_app.api.query_params import integer_arg
@@ -73,7 +73,7 @@ def clip_blueprint(appliances: ApplianceApi) -> Blueprint:
 def _sentence(body: bytes) -> str:
     """The appliance's {"error": ...} sentence, if that is what it answered."""
     try:
-        value = json.loads(body)
+        value = loads_finite(body)
     except ValueError:
         return ""
     return str(value.get("error", ""))[:300] if isinstance(value, dict) else ""

@@ -29,7 +29,8 @@ DEFAULT_MESSAGE_BYTES = {"status": 4096, "camera_state": 4096, "count": 4096, "e
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # allow_inf_nan=False: a number field never holds NaN or infinity (a YAML .inf).
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 class DatabaseConfig(_Strict):
@@ -62,6 +63,11 @@ class DevicesConfig(_Strict):
         1000, title="Devices at most", ge=1, le=1_000_000,
         description="Devices stored at most; an admitted id beyond this many is counted and refused like an unknown one",
     )
+    forget_never_online_after_s: float = Field(
+        86400, title="Forget never-online devices after (s)", ge=0, le=365 * 86400,
+        description="A device whose status never said online (a made-up id) is removed this long after it was "
+                    "first heard of, freeing its place under max; 0: never",
+    )
 
     @field_validator("allow")
     @classmethod
@@ -80,6 +86,11 @@ class IngestConfig(_Strict):
     device_bytes_per_min: int = Field(
         1024 * 1024, title="Bytes per device and minute", ge=1024, le=1 << 34,
         description="What one device may send in a minute; the rest of that minute is dropped and counted",
+    )
+    junk_bytes_per_min: int = Field(
+        256 * 1024, title="Malformed bytes per device and minute", ge=1024, le=1 << 34,
+        description="Malformed messages under one device id are always dropped and never charged to "
+                    "device_bytes_per_min; beyond this many bytes a minute they are only counted, not logged",
     )
     stuck_after_s: float = Field(
         60, title="Stuck after (s)", gt=0, le=86400, allow_inf_nan=False,

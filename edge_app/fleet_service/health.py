@@ -7,10 +7,10 @@ knows are kept for filtering, and what is stored is re-encoded from the parsed v
 """
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
+from edge_app.finite_json import dumps_finite
 from edge_app.health.problems import PROBLEM_KINDS
 
 MAX_PROBLEMS = 64
@@ -39,5 +39,5 @@ def health_row(device_id: str, body: Dict[str, Any], received_s: float) -> Tuple
     kinds = problem_kinds(body)
     summary = body.get("summary") if isinstance(body.get("summary"), dict) else {}
     # Stored space-delimited so a LIKE '% hot %' finds a kind the same way in SQLite and PostgreSQL.
-    return (device_id, json.dumps(body), f" {' '.join(kinds)} " if kinds else "", len(kinds),
+    return (device_id, dumps_finite(body), f" {' '.join(kinds)} " if kinds else "", len(kinds),
             _finite(summary.get("temperature_c")), _finite(body.get("ts")), received_s)

@@ -6,8 +6,9 @@ keepalives (a stalled subscriber would be disconnected by the broker and lose Qo
 The writer thread ``fleet:writer`` takes everything queued, up to ``max_batch`` messages,
 and writes it in one transaction (:mod:`edge_app.fleet_service.ingest_batch`).
 
-Before a message is queued, its device must be admitted and within its byte budget
-(:mod:`edge_app.fleet_service.admission`) and the payload within its kind's size. A batch the database
+Before a message is queued, the payload must be within its kind's size, its device admitted,
+the payload well-formed (parsed and checked by the rules of its kind) and within the device's
+byte budget (:mod:`edge_app.fleet_service.admission`); junk is counted on a budget of its own. A batch the database
 refuses while it otherwise works is written again one message at a time, and a message it still
 refuses is dropped, counted and logged with its topic: only a database that is away is waited
 for, and a writer that makes no progress for ``stuck_after_s`` shows in ``/readyz``.
@@ -18,6 +19,7 @@ service restarts, the broker keeps its QoS 1 events for it.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import threading
 import time
@@ -32,7 +34,7 @@ from edge_app.config.schema import MQTTConfig
 from edge_app.fleet_service import messages as m
 from edge_app.fleet_service.admission import Admission
 from edge_app.fleet_service.db import Connection
-from edge_app.fleet_service.ingest_batch import BatchResult, plan_batch, write_plan
+from edge_app.fleet_service.ingest_batch import BatchResult, check_message, plan_batch, write_plan
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +70,8 @@ class FleetIngest:
     def __init__(self, mqtt_config: MQTTConfig, client_id: str, prefix: str, conn: Connection,
                  *, events_retain_s: Optional[float] = None, on_batch: Optional[Callable[[BatchResult], None]] = None,
                  max_batch: int = MAX_BATCH, admission: Optional[Admission] = None,
-                 message_bytes: Optional[Dict[str, int]] = None, stuck_after_s: float = 60.0):
+                 message_bytes: Optional[Dict[str, int]] = None, stuck_after_s: float = 60.0,
+                 on_desired: Optional[Callable[[str, bytes], None]] = None):
         self._config = mqtt_config
         self._client_id = client_id
         self._prefix = prefix
@@ -78,6 +81,7 @@ class FleetIngest:
         self._admission = admission if admission is not None else Admission(["*"], 1_000_000, 1 << 40)
         self._message_bytes = dict(message_bytes or {})
         self._stuck_after_s = stuck_after_s
+        self._on_desired = on_desired
         self._progress_mono_s = time.monotonic()
         self._writing = False
         self._events_retain_s = events_retain_s
@@ -93,7 +97,7 @@ class FleetIngest:
         # keys, and a dict that never grows is safe to update from both.
         self._counts: Dict[str, int] = dict.fromkeys(
             ("received", "written", "events", "rejected", "dropped", "batches", "db_errors", "oversize", "failed",
-             "unissued_reports"), 0)
+             "unissued_reports", "malformed"), 0)
         self._log_limiter = LogLimiter(60.0)
 
     # -- lifecycle
@@ -161,7 +165,9 @@ class FleetIngest:
 
     def stats(self) -> IngestStats:
         c = self._counts
-        return IngestStats(self.connected, c["received"], c["written"], c["events"], c["rejected"], c["dropped"],
+        # rejected: malformed on arrival (the MQTT thread's count) or, rarely, by the writer (its own)
+        return IngestStats(self.connected, c["received"], c["written"], c["events"], c["rejected"] + c["malformed"],
+                           c["dropped"],
                            len(self._queue), c["batches"], c["db_errors"], c["oversize"], c["failed"],
                            c["unissued_reports"], self.stuck_s())
 
@@ -193,6 +199,10 @@ class FleetIngest:
             self._counts["dropped"] += 1
             return
         kind, device_id, key = found
+        if kind == m.DESIRED:  # the fleet's own topic, watched, never stored
+            if self._on_desired is not None and self._admission.admitted(device_id):
+                self._on_desired(device_id, bytes(message.payload))
+            return
         size = len(message.payload)
         if m.too_large(kind, size, self._message_bytes):
             self._counts["oversize"] += 1
@@ -202,11 +212,23 @@ class FleetIngest:
             self._log_dropped("unknown", "ignored %s: device %r is not admitted (devices.allow, devices.max)",
                               message.topic, device_id)
             return
+        heard = m.Heard(kind, device_id, key, bytes(message.payload), bool(message.retain), time.time(), message.topic)
+        try:
+            # Parsed here, before the budget: junk published under a real device's id must not
+            # spend what the device's own messages need. The payload is bounded (message_bytes).
+            heard = dataclasses.replace(heard, body=check_message(heard))
+        except ValueError as err:
+            self._counts["malformed"] += 1
+            if self._admission.junk(device_id, size):
+                self._log_dropped("junk", "dropped a malformed message on %s: %s", message.topic, err)
+            else:
+                self._log_dropped("junk budget", "dropping malformed messages under device %r beyond "
+                                  "ingest.junk_bytes_per_min (someone else may publish under its id)", device_id)
+            return
         if not self._admission.spend(device_id, size):
             self._log_dropped("budget", "dropped %s: device %r is over ingest.device_bytes_per_min",
                               message.topic, device_id)
             return
-        heard = m.Heard(kind, device_id, key, bytes(message.payload), bool(message.retain), time.time(), message.topic)
         with self._wake:
             self._queue.append(heard)
             if len(self._queue) == 1:

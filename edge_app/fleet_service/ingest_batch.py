@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from edge_app.finite_json import dumps_finite
 from edge_app.fleet_service import messages as m
 from edge_app.fleet_service.db import Connection
 from edge_app.fleet_service.health import health_row
@@ -87,20 +88,24 @@ def _plan_one(plan: _Plan, heard: m.Heard, body: Any) -> None:
             raise ValueError(f"camera state {state!r} is unknown")
         plan.cameras[(dev, heard.key)] = (dev, heard.key, state, _text(body.get("error")), _number(body.get("ts")))
     elif heard.kind == m.STATS:
-        plan.stats[dev] = (json.dumps(body), heard.received_s, dev)
+        plan.stats[dev] = (dumps_finite(body), heard.received_s, dev)
     elif heard.kind == m.COUNT:
-        plan.counts[(dev, heard.key)] = (dev, heard.key, json.dumps(body), _number(body.get("ts")))
+        plan.counts[(dev, heard.key)] = (dev, heard.key, dumps_finite(body), _number(body.get("ts")))
     elif heard.kind == m.EVENT:
         event = body.get("after")
         if not isinstance(event, dict) or not isinstance(event.get("id"), str) or not 0 < len(event["id"]) <= 128:
             raise ValueError("an event message needs an 'after' object with a string 'id'")
+        for name in ("start_time", "end_time", "frame_time"):
+            when = _number(event.get(name))
+            if when is not None and when > heard.received_s + m.MAX_FUTURE_S:
+                raise ValueError(f"the event's {name} is more than {m.MAX_FUTURE_S / 3600:g} hours in the future")
         zones = event.get("entered_zones")
         zones = [z for z in zones if isinstance(z, str)] if isinstance(zones, list) else []
         stored = dict(event, device_id=dev)
         plan.events[(dev, event["id"])] = (
             dev, event["id"], _text(event.get("camera_id"), 64), _text(event.get("label"), 128),
             _number(event.get("start_time")), _number(event.get("end_time")), json.dumps(zones),
-            json.dumps(stored), heard.received_s)
+            dumps_finite(stored), heard.received_s)
     elif heard.kind == m.HEALTH:
         plan.health[dev] = health_row(dev, body, heard.received_s)
     elif heard.kind == m.REPORTED:
@@ -129,12 +134,23 @@ def _plan_models_state(plan: _Plan, heard: m.Heard, state: Optional[Dict[str, Di
         plan.models_state[heard.device_id] = (json.dumps(state), heard.received_s, heard.device_id)
 
 
+def check_message(heard: m.Heard) -> Dict[str, Any]:
+    """The payload of ``heard`` parsed and checked by the rules of its kind; ValueError naming what is wrong.
+
+    What the MQTT thread asks before a message is charged to its device's budget and queued:
+    only a message that passes is well-formed.
+    """
+    body = m.decode(heard)
+    _plan_one(_Plan(), heard, body)
+    return body
+
+
 def plan_batch(batch: Sequence[m.Heard], result: BatchResult) -> _Plan:
     plan = _Plan()
     for heard in batch:
         result.messages += 1
         try:
-            _plan_one(plan, heard, m.decode(heard))
+            _plan_one(plan, heard, heard.body if heard.body is not None else m.decode(heard))
         except ValueError as err:
             result.rejected += 1
             if len(result.reasons) < 5:
@@ -161,6 +177,9 @@ def write_plan(conn: Connection, plan: _Plan) -> int:
         conn.executemany(
             "UPDATE devices SET state = ?, version = COALESCE(?, version), status_ts = ? WHERE device_id = ?",
             plan.status.values())
+        conn.executemany("UPDATE devices SET online_at = ? WHERE device_id = ? AND online_at IS NULL",
+                         [(plan.touch.get(dev) or plan.ensure[dev], dev)
+                          for dev, (state, *_rest) in plan.status.items() if state == "online"])
         conn.executemany(
             "INSERT INTO cameras (device_id, camera_id, state, error, ts) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (device_id, camera_id) DO UPDATE SET state = excluded.state, error = excluded.error, ts = excluded.ts",

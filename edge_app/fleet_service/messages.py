@@ -8,10 +8,11 @@ refused (and counted) before it goes anywhere near a batch.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
+
+from edge_app.finite_json import loads_finite
 
 #: Larger payloads are dropped whatever their kind (FLEET.yaml ingest.message_bytes sets each kind's own).
 MAX_PAYLOAD_BYTES = 1024 * 1024
@@ -20,6 +21,9 @@ MAX_INT = 2 ** 53
 MAX_STRING_CHARS = 4096
 MAX_LIST_ITEMS = 1024
 MAX_DEPTH = 16
+#: An event time further ahead of the fleet's clock than this is refused: it would pin the event on
+#: top of every list sorted by time. A day covers any appliance clock that is merely wrong.
+MAX_FUTURE_S = 86400.0
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _LEVEL = re.compile(r"^[^/#+\x00-\x1f\x7f]{1,128}$")
 
@@ -31,12 +35,14 @@ HEALTH = "health"
 def subscriptions(prefix: str) -> List[str]:
     """Topic filters of everything the fleet keeps (never the detections: one per frame).
 
-    Not ``config/desired``: the fleet's versions are what its own database says it issued,
-    never what a message on the broker claims.
+    ``config/desired`` only to notice a retained desired message cleared or replaced
+    (``edge_app.fleet_service.desired_watch``): the fleet's versions are what its own database
+    says it issued, never what a message on the broker claims.
     """
     p = f"{prefix}/+"
     return [f"{p}/status", f"{p}/stats", f"{p}/events", f"{p}/cameras/+/state", f"{p}/cameras/+/objects/+",
-            f"{p}/zones/+/+", f"{p}/cameras/+/lines/+", f"{p}/config/reported", f"{p}/health"]
+            f"{p}/zones/+/+", f"{p}/cameras/+/lines/+", f"{p}/config/reported", f"{p}/health",
+            f"{p}/config/desired"]
 
 
 def desired_topic(prefix: str, device_id: str) -> str:
@@ -54,6 +60,8 @@ class Heard:
     retained: bool
     received_s: float
     topic: str = ""
+    #: the payload parsed and checked on arrival (:func:`decode`), so the writer does not parse it again
+    body: Optional[Dict[str, Any]] = None
 
 
 def too_large(kind: str, size: int, limits: Dict[str, int]) -> bool:
@@ -89,12 +97,12 @@ def decode(heard: Heard) -> Dict[str, Any]:
     """The payload as a JSON object every value of which fits the database; ValueError naming what does not.
 
     The size was checked when the message arrived (:func:`too_large`), so ``json.loads`` only
-    ever sees a bounded payload; NaN and Infinity become null.
+    ever sees a bounded payload; NaN, Infinity and numbers beyond a float's range (1e400) are refused.
     """
     if len(heard.payload) > MAX_PAYLOAD_BYTES:
         raise ValueError(f"a payload over {MAX_PAYLOAD_BYTES} bytes")
     try:
-        body = json.loads(heard.payload.decode("utf-8"), parse_constant=lambda name: None)
+        body = loads_finite(heard.payload.decode("utf-8"))
     except RecursionError:
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
     if not isinstance(body, dict):

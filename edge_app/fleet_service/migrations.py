@@ -130,6 +130,15 @@ MIGRATIONS: Tuple[Migration, ...] = (
         "ALTER TABLE rollouts ADD COLUMN model_name TEXT",
         "ALTER TABLE rollouts ADD COLUMN model_version TEXT",
     )),
+    (5, "when a device was first online (never: forgotten after a while)", (
+        "ALTER TABLE devices ADD COLUMN online_at DOUBLE PRECISION",
+        # Every device that ever sent a status is taken to have been online: none is forgotten by the upgrade.
+        "UPDATE devices SET online_at = first_seen WHERE state <> 'unknown'",
+    )),
+    (6, "the fleet epoch of each device's desired configurations", (
+        # NULL until the first rollout to the device picks one (edge_app.fleet_service.rollouts).
+        "ALTER TABLE devices ADD COLUMN desired_epoch TEXT",
+    )),
 )
 
 

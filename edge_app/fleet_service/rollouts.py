@@ -12,6 +12,14 @@ device that did apply it changes nothing. A report of N settles every pending ve
 A version no report answers within ``rollouts.timeout_s`` is marked ``timed_out`` with the
 reason (a late report still settles it). :meth:`Rollouts.reset` is the operator's way to set a
 device's version, for a device reset on its side or a database started anew.
+
+Epochs: each device's versions count within an epoch of the fleet (``devices.desired_epoch``, 32
+random hexadecimal digits, picked at the first rollout to it and anew at every reset). Every
+desired message carries the epoch and the time it was issued, under the signature where the
+device has a key, so an appliance never acts on a captured message of an earlier epoch again
+(``edge_app.fleet_agent.desired_epoch``). A pending version is published again, issued anew, by
+:meth:`Rollouts.republish` when the retained message on the broker is found cleared or replaced
+(``edge_app.fleet_service.desired_watch``).
 """
 from __future__ import annotations
 
@@ -28,7 +36,7 @@ from edge_app.config.model_patch import ARTIFACT_PREFIX
 from edge_app.fleet_service.db import Connection
 from edge_app.fleet_service.messages import MAX_INT, desired_topic
 from edge_app.fleet_service.model_state import stored_models_state
-from edge_app.fleet_agent.desired_signature import SIGNATURE_KEY, sign_desired
+from edge_app.fleet_agent.desired_signature import EPOCH_KEY, ISSUED_KEY, SIGNATURE_KEY, sign_desired
 
 logger = logging.getLogger(__name__)
 
@@ -113,10 +121,12 @@ class Rollouts:
         patch_text = json.dumps(patch)
         with self._lock:
             with self._conn.transaction() as conn:
-                rows = conn.query("SELECT device_id, desired_version, models_state FROM devices ORDER BY device_id")
-                known = {dev: int(issued) for dev, issued, _models in rows}
+                rows = conn.query("SELECT device_id, desired_version, models_state, desired_epoch FROM devices "
+                                  "ORDER BY device_id")
+                known = {dev: int(issued) for dev, issued, _models, _epoch in rows}
+                epochs = {dev: epoch for dev, _issued, _models, epoch in rows}
                 if targets == "all" and model is not None:
-                    chosen = [dev for dev, _issued, models in rows if runs_model(models, model[0])]
+                    chosen = [dev for dev, _issued, models, _epoch in rows if runs_model(models, model[0])]
                     if not chosen:
                         raise NoModelDevices(model[0])
                 elif targets == "all":
@@ -137,31 +147,51 @@ class Rollouts:
                     [(rollout_id, dev, versions[dev], patch_text, now) for dev in chosen])
                 conn.executemany("UPDATE devices SET desired_version = ? WHERE device_id = ?",
                                  [(versions[dev], dev) for dev in chosen])
+                fresh = {dev: uuid.uuid4().hex for dev in chosen if not epochs.get(dev)}
+                conn.executemany("UPDATE devices SET desired_epoch = ? WHERE device_id = ?",
+                                 [(epoch, dev) for dev, epoch in fresh.items()])
+                epochs.update(fresh)
             # Published after the commit: a report can only ever answer a stored version.
             for dev in chosen:
-                composed: Any = patch
-                earlier = pending.get(dev, [])
-                if earlier:
-                    composed = earlier[0]
-                    for later in earlier[1:] + [patch]:
-                        composed = compose_patches(composed, later)
-                message: Dict[str, Any] = {"version": versions[dev], "patch": composed}
-                key = self._desired_keys().get(dev)
-                if key is not None:  # the appliance's fleet.desired_key: it acts only on what this signs
-                    message[SIGNATURE_KEY] = sign_desired(key.get_secret_value(), dev, versions[dev], composed)
-                body = json.dumps(message).encode("utf-8")
-                self._publish(desired_topic(self._prefix, dev), body)
+                self._publish_desired(dev, epochs[dev], versions[dev], pending.get(dev, []) + [patch])
         logger.info("rollout %s: version(s) %s to %d device(s)", rollout_id,
                     sorted(set(versions.values())) if len(set(versions.values())) <= 5 else "…", len(chosen))
         return Rollout(rollout_id, versions)
 
+    def _publish_desired(self, dev: str, epoch: str, version: int, patches: List[Any]) -> None:
+        """Publish ``version`` of ``dev``: ``patches`` (oldest first) composed into one, issued now."""
+        composed: Any = patches[0]
+        for later in patches[1:]:
+            composed = compose_patches(composed, later)
+        issued_ms = int(self._clock() * 1000)
+        message: Dict[str, Any] = {"version": version, "patch": composed, EPOCH_KEY: epoch, ISSUED_KEY: issued_ms}
+        key = self._desired_keys().get(dev)
+        if key is not None:  # the appliance's fleet.desired_key: it acts only on what this signs
+            message[SIGNATURE_KEY] = sign_desired(key.get_secret_value(), dev, epoch, issued_ms, version, composed)
+        self._publish(desired_topic(self._prefix, dev), json.dumps(message).encode("utf-8"))
+
+    def republish(self, device_id: str) -> bool:
+        """Publish ``device_id``'s pending version again, issued now; False when nothing is pending for it."""
+        with self._lock:
+            with self._conn.reading() as conn:
+                row = conn.query_one("SELECT desired_version, desired_epoch FROM devices WHERE device_id = ?",
+                                     (device_id,))
+                pending = self._pending_patches(conn, {device_id}, device_id).get(device_id, [])
+            if row is None or not row[1] or not pending:
+                return False
+            self._publish_desired(device_id, row[1], int(row[0]), pending)
+        logger.warning("the desired configuration of %s (version %d, pending) was cleared or replaced on the broker; "
+                       "published it again", device_id, int(row[0]))
+        return True
+
     @staticmethod
-    def _pending_patches(conn: Connection, devices: set) -> Dict[str, List[Any]]:
+    def _pending_patches(conn: Connection, devices: set, only: Optional[str] = None) -> Dict[str, List[Any]]:
         """Per device, the patches still unanswered (pending or timed out) above what it reported, oldest first."""
         rows = conn.query(
             "SELECT rd.device_id, rd.patch FROM rollout_devices rd JOIN devices d ON d.device_id = rd.device_id "
             "WHERE rd.status IN ('pending', 'timed_out') AND rd.version > d.reported_version "
-            "ORDER BY rd.device_id, rd.version")
+            + ("AND rd.device_id = ? " if only is not None else "") + "ORDER BY rd.device_id, rd.version",
+            (only,) if only is not None else ())
         found: Dict[str, List[Any]] = {}
         for dev, patch in rows:
             if dev in devices:
@@ -190,8 +220,9 @@ class Rollouts:
     def reset(self, device_id: str, version: int) -> int:
         """Set ``device_id``'s version to ``version`` (issued and reported); returns how many versions were cancelled.
 
-        What was pending or timed out for it is cancelled, and its retained desired message is
-        deleted, so a device reset on its side is not handed an old version again.
+        What was pending or timed out for it is cancelled, its retained desired message is
+        deleted, so a device reset on its side is not handed an old version again, and a new epoch
+        begins for it: nothing signed before can be replayed to it as new.
         """
         if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version < MAX_INT:
             raise ValueError("version must be an integer from 0 to 2^53 - 1")
@@ -207,8 +238,8 @@ class Rollouts:
                 conn.execute("UPDATE rollout_devices SET status = 'cancelled', errors = ?, updated_at = ? "
                              "WHERE device_id = ? AND status IN ('pending', 'timed_out')", (reason, now, device_id))
                 conn.execute("UPDATE devices SET desired_version = ?, reported_version = ?, reported_status = NULL, "
-                             "reported_errors = NULL, unissued_version = NULL, unissued_ts = NULL WHERE device_id = ?",
-                             (version, version, device_id))
+                             "reported_errors = NULL, unissued_version = NULL, unissued_ts = NULL, desired_epoch = ? "
+                             "WHERE device_id = ?", (version, version, uuid.uuid4().hex, device_id))
             self._publish(desired_topic(self._prefix, device_id), b"")
         logger.warning("the configuration version of %s was reset to %d", device_id, version)
         return int(cancelled[0]) if cancelled else 0

@@ -99,6 +99,14 @@ def fleet_blueprint(service: FleetService) -> Blueprint:
         response.status_code = 202
         return response
 
+    @bp.delete("/api/v1/devices/<device_id>")
+    def delete_device(device_id: str) -> Response:
+        """A device and everything stored of it (admin token); it comes back if it goes on publishing."""
+        _device_id(device_id)
+        if not service.remove_device(device_id):
+            raise ApiError(404, f"unknown device {device_id!r}")
+        return jsonify({"deleted": device_id})
+
     @bp.post("/api/v1/devices/<device_id>/config/reset")
     def reset_device(device_id: str) -> Response:
         _device_id(device_id)

@@ -14,7 +14,10 @@ from edge_app.fleet_service.artifacts import Artifacts
 from edge_app.fleet_service.blobs import BlobStore
 from edge_app.fleet_service.config import FleetConfig
 from edge_app.fleet_service.db import Connection, connect
+from edge_app.fleet_service.desired_watch import DesiredWatch
+from edge_app.fleet_service.device_removal import forget_never_online, remove_device
 from edge_app.fleet_service.ingest import FleetIngest, IngestStats
+from edge_app.fleet_service.messages import desired_topic
 from edge_app.fleet_service.migrations import migrate
 from edge_app.fleet_service.rollouts import Rollout, Rollouts
 from edge_app.events.query import EventQuery
@@ -56,6 +59,7 @@ class FleetService:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._timeouts: Optional[threading.Thread] = None
+        self._watch: Optional[DesiredWatch] = None
 
     # -- lifecycle
     def start(self) -> None:
@@ -70,33 +74,44 @@ class FleetService:
         with self._api_conn.reading() as conn:
             known = [dev for (dev,) in conn.query("SELECT device_id FROM devices")]
         devices, ingest = self.config.devices, self.config.ingest
-        admission = Admission(devices.allow, devices.max, ingest.device_bytes_per_min, known)
+        admission = Admission(devices.allow, devices.max, ingest.device_bytes_per_min, known,
+                              junk_budget_bytes=ingest.junk_bytes_per_min)
+        self._watch = DesiredWatch(self.config.topic_prefix,
+                                   lambda topic, body: self.ingest.publish(topic, body, retain=True),
+                                   self._republish)
         self._ingest = FleetIngest(self.config.mqtt, self.config.mqtt_client_id, self.config.topic_prefix,
                                    self._writer_conn, events_retain_s=self.config.database.events_retain_days * 86400,
                                    admission=admission, message_bytes=ingest.message_bytes,
-                                   stuck_after_s=ingest.stuck_after_s)
-        self._rollouts = Rollouts(self._api_conn, self.config.topic_prefix,
-                                  lambda topic, body: self.ingest.publish(topic, body, retain=True),
+                                   stuck_after_s=ingest.stuck_after_s, on_desired=self._watch.heard)
+        self._rollouts = Rollouts(self._api_conn, self.config.topic_prefix, self._watch.publish,
                                   desired_keys=lambda: self.config.desired_keys)
+        self._watch.start()
         self._ingest.start()
         self._timeouts = threading.Thread(target=self._expire_loop, name=TIMEOUTS_THREAD, daemon=True)
         self._timeouts.start()
 
     def _expire_loop(self) -> None:
         timeout_s = self.config.rollouts.timeout_s
-        # Checked a few times per timeout: a version times out at most a quarter late (at most a minute).
-        every_s = min(max(timeout_s / 4, 0.5), 60.0)
+        forget_after_s = self.config.devices.forget_never_online_after_s
+        # Checked a few times per timeout: a version times out (and a device never online is
+        # forgotten) at most a quarter late, at most a minute.
+        every_s = min(max(min(timeout_s, forget_after_s or timeout_s) / 4, 0.5), 60.0)
         while not self._stopping.wait(every_s):
             try:
                 assert self._rollouts is not None
                 self._rollouts.expire(timeout_s)
+                if forget_after_s:
+                    for device_id in forget_never_online(self.conn, time.time() - forget_after_s):
+                        self.ingest.admission.forget(device_id)
             except Exception as err:  # a database away: the next round tries again
-                logger.warning("checking rollouts for timeouts failed: %s", err)
+                logger.warning("checking rollouts for timeouts and devices to forget failed: %s", err)
 
     def stop(self, timeout_s: float = 3.0) -> None:
         self._stopping.set()
         if self._timeouts is not None:
             self._timeouts.join(timeout_s)
+        if self._watch is not None:
+            self._watch.stop(timeout_s)
         if self._ingest is not None:
             self._ingest.stop(timeout_s)
         for conn in (self._api_conn, self._writer_conn):
@@ -107,6 +122,10 @@ class FleetService:
     def ingest(self) -> FleetIngest:
         assert self._ingest is not None, "the fleet service is not started"
         return self._ingest
+
+    def _republish(self, device_id: str) -> bool:
+        assert self._rollouts is not None, "the fleet service is not started"
+        return self._rollouts.republish(device_id)
 
     @property
     def conn(self) -> Connection:
@@ -164,6 +183,16 @@ class FleetService:
                       model: Optional[Tuple[str, str]] = None) -> Rollout:
         assert self._rollouts is not None, "the fleet service is not started"
         return self._rollouts.start(targets, patch, model)
+
+    def remove_device(self, device_id: str) -> bool:
+        """Remove a device with everything stored of it (False: unknown); its retained desired message is deleted."""
+        if not remove_device(self.conn, device_id):
+            return False
+        self.ingest.admission.forget(device_id)
+        # The topic the fleet owns: a device of that id returning later is not handed an old version.
+        assert self._watch is not None
+        self._watch.publish(desired_topic(self.config.topic_prefix, device_id), b"")
+        return True
 
     def reset_version(self, device_id: str, version: int) -> int:
         assert self._rollouts is not None, "the fleet service is not started"

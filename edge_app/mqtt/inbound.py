@@ -9,10 +9,10 @@ Infinity or numbers that only a float overflow makes finite-looking, and raises 
 """
 from __future__ import annotations
 
-import json
-import math
 import re
 from typing import Any
+
+from edge_app.finite_json import loads_finite
 
 #: json.loads recurses per level; far below the interpreter's limit whatever the caller asks for
 DEPTH_LIMIT = 200
@@ -50,17 +50,6 @@ def nesting_depth_exceeds(payload: bytes, max_depth: int) -> bool:
     return False
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):  # 1e999 parses as inf
-        raise ValueError(f"{text[:32]} is out of range for a number")
-    return value
-
-
 def parse_json_payload(payload: bytes, max_bytes: int, max_depth: int) -> Any:
     """The JSON value in ``payload``; raises :class:`InboundPayloadError` for anything refused.
 
@@ -80,7 +69,7 @@ def parse_json_payload(payload: bytes, max_bytes: int, max_depth: int) -> Any:
     except UnicodeDecodeError:
         raise InboundPayloadError("the message is not UTF-8 text") from None
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        return loads_finite(text)
     except RecursionError:  # not reachable within DEPTH_LIMIT; kept so the one error type holds
         raise InboundPayloadError("the message is nested too deeply") from None
     except ValueError as err:  # json.JSONDecodeError, refused constants, over-long integers

@@ -128,7 +128,8 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                                   lambda: b"OFF"),
     "camera_label_snapshot": TopicDoc("yes", "raw JPEG bytes: the best snapshot of the latest event of that label"),
     "config_desired": TopicDoc("subscribed", "the fleet's desired configuration: a version and an RFC 7396 merge "
-                                             "patch, applied with the rules of `PATCH /api/v1/config` "
+                                             "patch, applied with the rules of `PATCH /api/v1/config`; from the "
+                                             "fleet service also its epoch, issue time and signature "
                                              "([fleet](fleet.md#desired-and-reported-configuration))",
                                lambda: payloads.encode(payloads.config_desired_payload(
                                    7, {"model": {"conf_threshold": 0.35}}))),

@@ -1,5 +1,7 @@
 """POST /api/v1/cameras, PATCH and DELETE /api/v1/cameras/<id>: one camera at a time, with every
 rule of the config routes (secrets, schema, API change policy, runtime checks), all or nothing."""
+import json
+
 import pytest
 
 from edge_app.config.file import ConfigError, Problem, load_config
@@ -295,3 +297,16 @@ def test_a_camera_edit_the_appliance_cannot_apply_is_400_and_saves_nothing(api):
     assert response.json()["error"].startswith("the configuration cannot be applied")
     assert locs(response) == ["cameras.1.source"]
     assert api.config_path.read_bytes() == file_bytes
+
+
+@pytest.mark.parametrize("raw", [b'{"fps_limit": 1e400}', b'{"fps_limit": -1e400}', b'{"fps_limit": NaN}',
+                                 b'{"fps_limit": Infinity}'])
+def test_a_non_finite_number_is_refused_and_the_config_stays_valid_json(api, raw):
+    unchanged = Unchanged(api)
+    response = api.request("PATCH", "/api/v1/cameras/back", data=raw, headers={"Content-Type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert "not valid JSON" in response.json()["error"]
+    unchanged.check()
+    config = api.get("/api/v1/config")
+    assert config.status_code == 200
+    json.loads(config.text, parse_constant=lambda name: pytest.fail(f"{name} in GET /api/v1/config"))

@@ -17,7 +17,7 @@ import yaml
 from paho.mqtt.enums import CallbackAPIVersion
 
 from edge_app.fleet_agent.agent import MAX_VERSION_STEP
-from edge_app.fleet_agent.desired_signature import sign_desired
+from edge_app.fleet_agent.desired_signature import signed_desired
 from tests.e2e.appliance import ApplianceProcess, wait_until
 from tests.support.broker import MosquittoBroker, MqttCollector
 from tests.support.net import free_port
@@ -28,6 +28,12 @@ OWNER_TOKEN = "owner-token-0123456789abcdef"
 ATTACK = {"api": {"token": "attacker-owned-token-1234567890"}}
 KEY = "desired-key-0123456789abcdef0123456789"
 BARS = "test://bars?width=160&height=120&fps=5"
+EPOCH = "5e" * 16
+
+
+def signed(version: int, patch: Dict[str, Any]) -> Dict[str, Any]:
+    """A desired message for keyed1 as the fleet service signs it."""
+    return signed_desired(KEY, "keyed1", EPOCH, int(time.time() * 1000), version, patch)
 
 
 def _publish_anonymously(broker, topic: str, body: Dict[str, Any], client_prefix: str = "") -> None:
@@ -122,7 +128,7 @@ def test_with_a_key_only_signed_messages_are_acted_on_and_never_on_the_api(tmp_p
 
         # The fleet service's signed message is applied, version 1 included.
         patch = {"model": {"conf_threshold": 0.4}}
-        appliance.desire({"version": 1, "patch": patch, "sig": sign_desired(KEY, "keyed1", 1, patch)})
+        appliance.desire(signed(1, patch))
         assert appliance.report(lambda r: r["version"] == 1)["status"] == "applied"
         assert yaml.safe_load(appliance.app.config_path.read_text())["model"]["conf_threshold"] == 0.4
 
@@ -132,7 +138,7 @@ def test_with_a_key_only_signed_messages_are_acted_on_and_never_on_the_api(tmp_p
                                     (4, {"mqtt": {"port": 1}}, "mqtt.port"), (5, {"device_id": "other"}, "device_id"),
                                     (6, {"fleet": {"remote_config": False}}, "fleet.remote_config"),
                                     (7, {"model": {"path": "/tmp/x.onnx"}}, "model.path")]:
-            appliance.desire({"version": version, "patch": patch, "sig": sign_desired(KEY, "keyed1", version, patch)})
+            appliance.desire(signed(version, patch))
             report = appliance.report(lambda r: r["version"] == version)
             assert report["status"] == "rejected" and loc in [e["loc"] for e in report["errors"]], report
         assert appliance.app.config_path.read_bytes() == before
@@ -140,10 +146,9 @@ def test_with_a_key_only_signed_messages_are_acted_on_and_never_on_the_api(tmp_p
 
         # One signed message cannot pin the version near 2**53 either.
         far = 7 + MAX_VERSION_STEP + 1
-        appliance.desire({"version": far, "patch": patch, "sig": sign_desired(KEY, "keyed1", far, patch)})
+        appliance.desire(signed(far, patch))
         assert [e["loc"] for e in appliance.report(lambda r: r["version"] == far)["errors"]] == ["version"]
-        appliance.desire({"version": 8, "patch": {"model": {"conf_threshold": 0.5}},
-                          "sig": sign_desired(KEY, "keyed1", 8, {"model": {"conf_threshold": 0.5}})})
+        appliance.desire(signed(8, {"model": {"conf_threshold": 0.5}}))
         assert appliance.report(lambda r: r["version"] == 8)["status"] == "applied"
 
         status = appliance.remote_config()

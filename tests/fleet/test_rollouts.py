@@ -200,7 +200,67 @@ def test_desired_configurations_are_signed_for_devices_with_a_key_and_the_key_ne
     assert response.status_code == 202, response.text
     keyed = desired.wait_for_message(f"{fleet.prefix}/edge-keyed/config/desired", timeout_s=10).json()
     plain = desired.wait_for_message(f"{fleet.prefix}/edge-plain/config/desired", timeout_s=10).json()
-    assert signature_valid(key, "edge-keyed", keyed["version"], keyed["patch"], keyed["sig"])
+    assert signature_valid(key, "edge-keyed", keyed["epoch"], keyed["issued_at_ms"], keyed["version"], keyed["patch"],
+                           keyed["sig"])
     assert "sig" not in plain
     config = fleet.service.config
     assert key not in repr(config) and key not in json.dumps(config.model_dump(mode="json"))
+
+
+def _retained_desired(mosquitto_broker, mqtt_collector, topic: str):
+    """The desired message the broker holds for a device now (what an appliance coming back gets), or None."""
+    collector = mqtt_collector(mosquitto_broker, topic)
+    try:
+        found = collector.wait_until(lambda: [m for m in collector.messages(topic) if m.retain and m.payload], 1.5,
+                                     "a retained message")
+    except AssertionError:
+        return None
+    finally:
+        collector.stop()
+    return found[-1].json()
+
+
+def test_a_pending_rollout_cleared_or_replaced_on_the_broker_is_published_again(
+        fleet_factory, sim_devices, mosquitto_broker, mqtt_collector):
+    import paho.mqtt.publish as publish
+
+    key = "edge-away-desired-key-0123456789abc"
+    fleet = fleet_factory(desired_keys={"edge-away": key})
+    sim_devices(fleet.prefix, "edge-away").stop()  # offline: its rollout stays pending
+    wait_for(lambda: fleet.device("edge-away").get("state") == "offline", 10, "offline")
+    response = fleet.patch("/api/v1/devices/edge-away/config", {"model": {"conf_threshold": 0.4}})
+    assert response.status_code == 202, response.text
+    topic = f"{fleet.prefix}/edge-away/config/desired"
+    first = wait_for(lambda: _retained_desired(mosquitto_broker, mqtt_collector, topic), 10, "the rollout retained")
+    for attack in (b"", json.dumps({"version": 1, "patch": {}}).encode()):  # cleared, then replaced
+        publish.single(topic, attack, qos=1, retain=True, hostname=mosquitto_broker.host, port=mosquitto_broker.port)
+        again = wait_for(lambda: (lambda m: m if m and m.get("patch") else None)(
+            _retained_desired(mosquitto_broker, mqtt_collector, topic)), 15, "the rollout published again")
+        assert (again["version"], again["patch"], again["epoch"]) == (1, first["patch"], first["epoch"])
+        assert again["issued_at_ms"] >= first["issued_at_ms"]
+        from edge_app.fleet_agent.desired_signature import signature_valid
+        assert signature_valid(key, "edge-away", again["epoch"], again["issued_at_ms"], 1, again["patch"], again["sig"])
+    # A flood of clearing messages costs at most about one publication a second.
+    watch = mqtt_collector(mosquitto_broker, topic)
+    publish.multiple([{"topic": topic, "payload": b"", "qos": 1, "retain": True}] * 300,
+                     hostname=mosquitto_broker.host, port=mosquitto_broker.port)
+    wait_for(lambda: _retained_desired(mosquitto_broker, mqtt_collector, topic), 15, "the rollout retained again")
+    republished = len([m for m in watch.messages(topic) if m.payload])
+    print(f"300 clearing messages: the rollout published again {republished} time(s)")
+    assert republished <= 10
+
+
+def test_a_reset_starts_a_new_epoch_for_the_device(fleet_factory, sim_devices, mosquitto_broker, mqtt_collector):
+    fleet = fleet_factory()
+    sim_devices(fleet.prefix, "edge-a")
+    _online(fleet, 1)
+    desired = mqtt_collector(mosquitto_broker, f"{fleet.prefix}/+/config/desired")
+    topic = f"{fleet.prefix}/edge-a/config/desired"
+    assert fleet.patch("/api/v1/devices/edge-a/config", {"model": {"conf_threshold": 0.4}}).status_code == 202
+    first = desired.wait_for_message(topic, timeout_s=10).json()
+    assert first["version"] == 1 and len(first["epoch"]) == 32
+    assert fleet.post("/api/v1/devices/edge-a/config/reset", {"version": 0}).status_code == 200
+    desired.clear()
+    assert fleet.patch("/api/v1/devices/edge-a/config", {"model": {"conf_threshold": 0.5}}).status_code == 202
+    second = wait_for(lambda: [m.json() for m in desired.messages(topic) if m.payload], 10, "the next rollout")[-1]
+    assert second["version"] == 1 and second["epoch"] != first["epoch"]

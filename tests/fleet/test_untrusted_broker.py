@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import sqlite3
 import uuid
 
@@ -199,3 +200,62 @@ def test_a_device_over_its_byte_budget_is_cut_off_and_others_are_not(fleet_facto
     wait_for(lambda: _stats_fps(fleet, "edge-quiet") == 9.0, 10, "the quiet device's stats")
     assert _status(fleet)["admission"]["over_budget"] >= 14
     assert _stats_fps(fleet, "edge-noisy") < 6
+
+
+def test_junk_under_a_real_device_id_does_not_spend_its_budget(fleet_factory, sim_devices, anyone):
+    fleet = fleet_factory(ingest={"device_bytes_per_min": 16384, "junk_bytes_per_min": 4096})
+    device = sim_devices(fleet.prefix, "edge-01")
+    wait_for(lambda: fleet.device("edge-01").get("state") == "online", 10, "online")
+    # 75 KiB of junk under edge-01's id, in pieces of about 64 bytes, four times its budget: not
+    # JSON, not an object, a status no appliance sends, an event without an id.
+    junk = [b"x" * 64, b"[" + b"1," * 30 + b"1]", json.dumps({"state": "bogus", "pad": "x" * 32}).encode(),
+            json.dumps({"type": "new", "after": {"pad": "x" * 30}}).encode()]
+    tails = ["stats", "stats", "status", "events"]
+    anyone.flood([(f"{device.root}/{tails[i % 4]}", junk[i % 4]) for i in range(1200)])
+    device.stats(fps=7.0)
+    device.event("new", "ev-after-junk").wait_for_publish(5)
+    wait_for(lambda: _stats_fps(fleet, "edge-01") == 7.0, 10, "the real stats after the junk written")
+    events = wait_for(lambda: fleet.get("/api/v1/events?device=edge-01").json()["events"] or None, 10, "the real event")
+    assert [e["id"] for e in events] == ["ev-after-junk"]
+    admission = _status(fleet)["admission"]
+    assert admission["over_budget"] == 0
+    assert admission["junk_messages"] == 1200 and admission["junk_bytes"] >= 70_000
+    assert admission["junk_over_budget"] >= 1100 and admission["junk_devices"] == ["edge-01"]
+    assert _status(fleet)["mqtt"]["rejected"] == 1200
+
+
+def _strict_json(text: str):
+    return json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in an answer of the fleet"))
+
+
+def test_non_finite_numbers_and_far_future_events_are_refused(fleet_factory, sim_devices, anyone, fleet_db_url):
+    fleet = fleet_factory()
+    device = sim_devices(fleet.prefix, "edge-01")
+    wait_for(lambda: fleet.device("edge-01").get("state") == "online", 10, "online")
+    after = {"camera_id": "cam1", "label": "person", "track_id": 1, "score": 0.8, "start_time": time.time()}
+    for event_id, raw in (("ev-1e400", b'"score": 1e400'), ("ev-nan", b'"score": NaN'),
+                          ("ev-inf", b'"score": -Infinity')):
+        body = json.dumps({"type": "new", "after": {**after, "id": event_id, "score": 0}}).encode()
+        anyone.send(f"{device.root}/events", body.replace(b'"score": 0', raw))
+    anyone.send(f"{device.root}/stats", b'{"fps": 1e400}')
+    device.event("new", "ev-future", start_time=time.time() + 2 * 86400).wait_for_publish(5)
+    device.event("new", "ev-real").wait_for_publish(5)
+    device.stats(fps=4.0)
+    wait_for(lambda: _stats_fps(fleet, "edge-01") == 4.0, 10, "the real stats")
+    events = wait_for(lambda: _strict_json(fleet.get("/api/v1/events").text)["events"] or None, 10, "the real event")
+    assert [e["id"] for e in events] == ["ev-real"]
+    assert _status(fleet)["mqtt"]["rejected"] == 5
+    _strict_json(fleet.get("/api/v1/devices/edge-01").text)
+
+
+def test_a_non_finite_number_stored_before_is_answered_as_null(fleet_factory, sim_devices, fleet_db_url):
+    fleet = fleet_factory()
+    device = sim_devices(fleet.prefix, "edge-01")
+    device.event("new", "ev-old").wait_for_publish(5)
+    wait_for(lambda: fleet.get("/api/v1/events").json()["events"], 10, "the event stored")
+    conn = connect(fleet_db_url)  # what an older version of the fleet stored from "score": 1e400
+    with conn.transaction():
+        conn.execute("UPDATE events SET body = ?", ('{"id": "ev-old", "camera_id": "cam1", "score": Infinity}',))
+    conn.close()
+    events = _strict_json(fleet.get("/api/v1/events").text)["events"]
+    assert events == [{"id": "ev-old", "camera_id": "cam1", "score": None}]

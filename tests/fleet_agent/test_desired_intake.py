@@ -11,7 +11,7 @@ from edge_app.config.file import Problem, parse_config
 from edge_app.fleet_agent.desired_config import MAX_DESIRED_BYTES
 from edge_app.fleet_agent.desired_gate import DesiredGate
 from edge_app.fleet_agent.desired_intake import DesiredIntake, TokenBucket
-from edge_app.fleet_agent.desired_signature import carries_signature, sign_desired
+from edge_app.fleet_agent.desired_signature import carries_signature, signed_desired
 from edge_app.fleet_agent.refusal_reports import RefusalReports
 
 KEY = "intake-desired-key-0123456789abcdef0123"
@@ -68,7 +68,7 @@ def test_a_message_without_a_signature_is_refused_before_parsing_and_a_signed_on
                            "fleet": {"remote_config": True, "desired_key": KEY}})
     gate = DesiredGate(lambda: config)
     patch = {"model": {"conf_threshold": 0.3}}
-    signed = json.dumps({"version": 1, "patch": patch, "sig": sign_desired(KEY, "dev", 1, patch)}).encode()
+    signed = json.dumps(signed_desired(KEY, "dev", "e" * 32, 1, 1, patch)).encode()
     assert gate.refusal_before_parsing(signed) is None
     unsigned = json.dumps({"version": 1, "patch": patch}).encode()
     for payload in (unsigned, b"{}", b"[" * 200_000, unsigned.replace(b"}}", b'}, "sig": "hmac-sha256:ABC"}'),

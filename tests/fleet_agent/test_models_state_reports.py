@@ -1,13 +1,15 @@
 """``models_state`` rides along in ``R/config/reported``: with every report, and again whenever it changes."""
 from __future__ import annotations
 
+import time
+
 from edge_app.config.file import ConfigFile, parse_config, save_config
 from edge_app.config_change.changes import ConfigChanges
 from edge_app.fleet_agent.agent import FleetAgent
 from edge_app.fleet_agent.artifacts_state import ModelsState
-from edge_app.fleet_agent.desired_signature import SIGNATURE_KEY, sign_desired
+from edge_app.fleet_agent.desired_signature import signed_desired
 from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
-from edge_app.mqtt.payloads import config_desired_payload, encode
+from edge_app.mqtt.payloads import encode
 from tests.api.in_memory_service import InMemoryService
 
 KEY = "shared-desired-key-0123456789abcdef"
@@ -32,7 +34,7 @@ def test_models_state_is_published_with_reports_and_on_its_own_changes(tmp_path,
     assert reports[-1]["models_state"] == {"gate": {"version": "3", "state": "downloading", "progress": 0.0,
                                                     "reason": None}}
     patch = {"model": {"conf_threshold": 0.4}}
-    message = encode({**config_desired_payload(1, patch), SIGNATURE_KEY: sign_desired(KEY, "dev", 1, patch)})
+    message = encode(signed_desired(KEY, "dev", "e" * 32, int(time.time() * 1000), 1, patch))
     agent.handle(message)
     assert reports[-1]["version"] == 1 and reports[-1]["models_state"]["gate"]["state"] == "downloading"
     state.set("gate", "3", "failed", reason="the fleet service at https://fleet.example cannot be reached")
