@@ -142,7 +142,8 @@ def _camera_problems(config: AppConfig, previous: Optional[AppConfig]) -> List[P
     old_sources = {cam.id: cam.source for cam in previous.cameras} if previous is not None else {}
     problems = []
     for index, cam in enumerate(config.cameras):
-        if not cam.enabled or old_sources.get(cam.id) == cam.source:
+        # Disabled cameras too: enabling one later keeps its source, so this is the only check it gets.
+        if old_sources.get(cam.id) == cam.source:
             continue
         path = source_file(cam.source)
         why = _readable_file(path, "file") if path else None

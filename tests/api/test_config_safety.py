@@ -167,3 +167,20 @@ def test_the_engine_process_can_be_switched_on(api):
     response = api.request("PATCH", "/api/v1/config", json={"model": {"engine_process": True}})
     assert response.status_code == 200, response.text
     assert api.service.current_config().model.engine_process is True
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+@pytest.mark.parametrize("source", ["file:{outside}", "FILE:{outside}", "concat:{outside}", "subfile,,start,0,end,999,,:{outside}",
+                                    "missing.mp4"])
+def test_ffmpeg_prefixes_and_missing_files_are_refused_for_disabled_cameras_too(make_api, tmp_path, monkeypatch,
+                                                                               bus_jpg, source, enabled):
+    """A camera file in the working directory (as in configs/demo.yaml) makes it a media folder:
+    ``file:/abs/path`` resolved there while FFmpeg opened the absolute path, and a disabled
+    camera skipped the existence check it never got again once enabled."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "clip.mp4").write_bytes(b"x")
+    api = make_api({"cameras": [{"id": "front", "source": "clip.mp4"}]})
+    evil = {"id": "evil", "source": source.format(outside=bus_jpg), "enabled": enabled}
+    assert_refused(api, "PATCH", {"cameras": [{"id": "front", "source": "clip.mp4"}, evil]}, "cameras.1.source")
+    assert api.request("POST", "/api/v1/cameras", json=evil).status_code == 400
+    assert [cam["id"] for cam in api.get("/api/v1/cameras").json()] == ["front"]
