@@ -88,6 +88,15 @@ def _answers(url: str, path: str) -> bool:
         return False
 
 
+def _refused_at(message, loc: str) -> bool:
+    try:
+        report = message.json()
+    except ValueError:
+        return False  # the fuzzer's own junk on the topic
+    return isinstance(report, dict) and report.get("status") == "rejected" and \
+        any(isinstance(e, dict) and e.get("loc") == loc for e in report.get("errors") or [])
+
+
 def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.terminate()
@@ -137,6 +146,16 @@ def test_hostile_mqtt_traffic_leaves_appliance_and_fleet_working(tmp_path, mosqu
         # Any client may switch a camera's analysis, as Home Assistant does (docs/fleet.md, "Threat
         # model"): the floods left it off or on; the owner's switch puts it back on.
         fuzzer.send(f"{root}/cameras/cam1/detect/set", b"ON", qos=1)
+
+        # The broker may not add synthetic cameras, even in a signed message: one of 8192 x 8192 at
+        # 1000 fps held ~760 MB. The fleet signs it; the appliance refuses it and keeps its file.
+        reports = mqtt_collector(broker, f"{root}/config/reported")
+        big = {"cameras": [{"id": "cam1", "source": "test://bars", "fps_limit": 5},
+                           {"id": "big", "source": "test://noise?width=8192&height=8192&fps=1000"}]}
+        response = requests.patch(f"{fleet_url}/api/v1/devices/{DEVICE}/config", json=big,
+                                  headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
+        assert response.status_code == 202, response.text
+        reports.wait_for_message(f"{root}/config/reported", lambda m: _refused_at(m, "cameras.1.source"), timeout_s=60)
 
         assert appliance.poll() is None, (tmp_path / "appliance.log").read_text()[-3000:]
         assert fleet.poll() is None, (tmp_path / "fleet.log").read_text()[-3000:]
