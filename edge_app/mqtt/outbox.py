@@ -24,6 +24,7 @@ from edge_app.mqtt import payloads
 from edge_app.mqtt.message import DETECTIONS as _DETECTIONS, EVENTS, STATE as _STATE, STATUS as _STATUS, Message as _Message
 from edge_app.mqtt.outbox_callbacks import MessageHandler, PahoCallbacks, SubscriptionProvider, message
 from edge_app.mqtt.topics import Topics
+from edge_app.mqtt_takeover import TakeoverWatch
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class Outbox(PahoCallbacks):
         self._subscription_providers: List[SubscriptionProvider] = []
         self._message_handlers: List[MessageHandler] = []
         self._connect_hooks: List[Callable[[], None]] = []
+        self.takeover = TakeoverWatch(client_id)  # has its own lock
 
         self._send_lock = threading.Lock()
         self._cond = threading.Condition()  # guards every attribute below
