@@ -4,7 +4,8 @@ Beside the HTTP fuzz run (tests/api/test_api_fuzz.py): an anonymous client on th
 each topic the appliance and the fleet service subscribe to deep nesting, huge numbers, NaN,
 wrong types, binary, 10 MB bodies, a takeover patch and floods of 10,000 messages, some of them
 retained. In the middle of it, the fleet's own signed desired configuration must still be
-applied. Afterwards both processes still publish, ingest and answer; their threads and memory
+applied; a signed one that adds a huge synthetic camera must not. Last, clients take the
+appliance's and the fleet's client ids, which both must notice. Afterwards both processes still publish, ingest and answer; their threads and memory
 are back within bounds; the appliance's configuration file holds the legitimate change and
 nothing else.
 
@@ -26,6 +27,7 @@ import yaml
 
 from edge_app.config.file import load_config
 from tests.e2e.appliance import default_stop_signals
+from tests.support.takeover import TAKEN_OVER_S, Thief
 from tests.support.mqtt_fuzz import FuzzClient, fuzz_topics
 from tests.support.net import free_port
 from tests.support.waiting import wait_for
@@ -185,6 +187,18 @@ def test_hostile_mqtt_traffic_leaves_appliance_and_fleet_working(tmp_path, mosqu
             now = _proc_status(proc.pid)
             assert now["Threads"] <= baseline[name]["Threads"] + 8, (name, baseline[name], now)
             assert now["VmRSS"] <= baseline[name]["VmRSS"] + 200 * 1024, (name, baseline[name], now)
+
+        # Last, clients that connect with the appliance's and the fleet's client ids, as anyone can on
+        # this anonymous broker: both notice the takeover loop and say so in their status.
+        thieves = [Thief(broker, f"edge-app-{DEVICE}"), Thief(broker, "edge-app-fleet")]
+        try:
+            for url in (app_url, fleet_url):
+                wait_for(lambda: _get(url, "/api/v1/status").json()["mqtt"]["takeover_warning"], TAKEN_OVER_S,
+                         f"the takeover warning of {url}")
+            assert "edge_app_mqtt_session_taken_over 1.0" in _get(app_url, "/metrics").text
+        finally:
+            for thief in thieves:
+                thief.stop()
     finally:
         fuzzer.close()
         _stop(appliance)

@@ -6,32 +6,14 @@ from __future__ import annotations
 
 import uuid
 
-import paho.mqtt.client as mqtt
 import pytest
-from paho.mqtt.enums import CallbackAPIVersion
 
 from edge_app.config.schema import MQTTConfig
 from edge_app.mqtt import MqttPublisher
 from edge_app.mqtt_takeover import TAKEOVER_CLOSES, TAKEOVER_WINDOW_S, TakeoverWatch
 from tests.support.fleet import start_fleet
+from tests.support.takeover import TAKEN_OVER_S, Thief
 from tests.support.waiting import wait_for
-
-TAKEN_OVER_S = 45  # three rounds of paho's reconnect delays on a loaded machine
-
-
-class Thief:
-    """A client with someone else's client id that reconnects as soon as it is thrown out."""
-
-    def __init__(self, broker, client_id: str) -> None:
-        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id)
-        self.client.reconnect_delay_set(0.5, 1)
-        self.client.connect(broker.host, broker.port, keepalive=5)
-        self.client.loop_start()
-
-    def stop(self) -> None:
-        self.client.loop_stop()
-        self.client.disconnect()
-
 
 @pytest.fixture
 def thieves():
