@@ -92,12 +92,12 @@ def _changed(old: Any, new: Any, path: Tuple[str, ...] = ()) -> Iterator[Tuple[s
 
 
 def _synthetic_sources_added(current: AppConfig, new: AppConfig) -> List[Problem]:
-    """``test://`` sources the running configuration does not have: drawn in Python at any size
-    and rate they ask, they are for the owner's tests, never the broker's to add or resize."""
-    existing = {cam.source.strip() for cam in current.cameras}
+    """``test://`` cameras the running configuration does not have, by id and source: drawn in
+    Python at any size and rate they ask, they are the owner's, never the broker's to add, copy or resize."""
+    existing = {(cam.id, cam.source.strip()) for cam in current.cameras}
     return [Problem(f"cameras.{index}.source", "test:// sources cannot be added through R/config/desired")
             for index, cam in enumerate(new.cameras)
-            if cam.source.strip().lower().startswith("test://") and cam.source.strip() not in existing]
+            if cam.source.strip().lower().startswith("test://") and (cam.id, cam.source.strip()) not in existing]
 
 
 def broker_problems(current: AppConfig, new: AppConfig) -> List[Problem]:
