@@ -100,6 +100,9 @@ def test_a_failed_state_save_still_applies_and_reports(setup, tmp_path):
     {"id": "evil", "source": "gst:filesrc location=/etc/passwd ! appsink"},
     {"id": "evil", "source": "/etc/passwd"},
     {"id": "evil", "source": "csi://0"},
+    {"id": "evil", "source": "file:/etc/passwd"},  # FFmpeg's file protocol: judged by the file it opens
+    {"id": "evil", "source": "test://noise?width=8192&height=8192&fps=1000"},  # ~760 MB of frames
+    {"id": "evil", "source": "test://bars", "enabled": False},  # synthetic sources are never the broker's to add
 ])
 def test_the_broker_never_brings_unsafe_sources_even_when_the_file_allows_them(setup, camera):
     """api.allow_unsafe_sources: true trusts the local API; R/config/desired stays limited."""

@@ -1,4 +1,4 @@
-"""Bearer-token protection of ``/api/v1/*``.
+"""Bearer-token protection of ``/api/v1/*``, and of ``/metrics`` as ``api.metrics_auth`` says.
 
 The token is read from the running configuration on every request, so a token changed through
 ``PATCH /api/v1/config`` applies to the very next request without a restart. A client that
@@ -23,12 +23,14 @@ from edge_app.api.errors import error_response
 from edge_app.api.signed_urls import check as check_signed_url, is_signed_request
 from edge_app.api.listening import request_listening_hosts
 from edge_app.api.throttle import FailureThrottle, LogLimiter
-from edge_app.config.exposure import MAKE_TOKEN, describe_hosts, exposed_hosts, usable_token
+from edge_app.config.exposure import MAKE_TOKEN, describe_hosts, exposed_hosts, metrics_need_token, usable_token
 from edge_app.config.schema import AppConfig, is_loopback_host
 
 logger = logging.getLogger(__name__)
 
 PROTECTED_PREFIX = "/api/v1"
+#: protected as ``api.metrics_auth`` says (:func:`edge_app.config.exposure.metrics_need_token`)
+METRICS_PATH = "/metrics"
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="edge-app"'}
 
 
@@ -91,7 +93,10 @@ def install_auth(
     @app.before_request
     def _require_token() -> Optional[Response]:
         path = request.path
-        if path != PROTECTED_PREFIX and not path.startswith(PROTECTED_PREFIX + "/"):
+        if path == METRICS_PATH:
+            if not metrics_need_token(config_getter(), request_listening_hosts()):
+                return None
+        elif path != PROTECTED_PREFIX and not path.startswith(PROTECTED_PREFIX + "/"):
             return None
         if authenticated_elsewhere():
             return None

@@ -114,6 +114,11 @@ class ApplianceCollector:
                                 value=mqtt.lag_ms / 1000.0)
         yield CounterMetricFamily(f"{PREFIX}_mqtt_loop_restarts", "Times the MQTT network thread was started again",
                                   value=mqtt.loop_restarts)
+        yield CounterMetricFamily(f"{PREFIX}_mqtt_closed_by_broker",
+                                  "Accepted MQTT connections the broker closed again", value=mqtt.closed_by_broker)
+        yield GaugeMetricFamily(f"{PREFIX}_mqtt_session_taken_over",
+                                "1 while the broker keeps closing the connection right after accepting it: another "
+                                "client probably uses this client id", value=float(mqtt.takeover_warning is not None))
         errors = CounterMetricFamily(f"{PREFIX}_mqtt_callback_errors",
                                      "Exceptions caught in MQTT callbacks (a hostile or broken message, a failing handler)",
                                      labels=["callback"])

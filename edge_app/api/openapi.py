@@ -244,7 +244,8 @@ def _paths() -> Dict[str, Any]:
     return {
         "/healthz": {"get": _op("Liveness", {"200": json_answer({"type": "object", "properties": {"status": {"const": "ok"}}}, "Alive")}, "health", secured=False)},
         "/readyz": {"get": _op("Readiness: model loaded and a camera streams", {"200": ready, "503": not_ready}, "health", secured=False)},
-        "/metrics": {"get": _op("Prometheus metrics", {"200": text}, "monitoring", secured=False)},
+        "/metrics": {"get": _op("Prometheus metrics; the token is needed as api.metrics_auth says (by default while the "
+                                "API listens beyond loopback)", {"200": text}, "monitoring")},
         "/api/openapi.json": {"get": _op("This document", {"200": json_answer({"type": "object"}, "OpenAPI document")}, "meta", secured=False)},
         "/": {"get": _op("Built-in dashboard", {"200": html}, "meta", secured=False)},
         "/api/v1/status": {"get": _op("Device, model, MQTT, cameras, pipeline and device health figures", {"200": json_answer(ref("StatusReport"), "Status")}, "status")},

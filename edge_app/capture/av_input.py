@@ -27,7 +27,9 @@ def ffmpeg_options(target: str, environ: Optional[Dict[str, str]] = None) -> Dic
     """FFmpeg options for ``target``: RTSP over TCP unless the operator's own options say otherwise.
 
     The operator's options use OpenCV's format, ``key;value|key;value``, so one setting serves
-    every decoder.
+    every decoder. A local file (``parse_source`` writes every file target as an absolute or a
+    ``./`` path) is read with the file protocol only, whatever those options say: the folder rules
+    checked that file, and FFmpeg must not read anything else for it.
     """
     environ = os.environ if environ is None else environ
     options: Dict[str, str] = {}
@@ -37,6 +39,8 @@ def ffmpeg_options(target: str, environ: Optional[Dict[str, str]] = None) -> Dic
         key, sep, value = item.partition(";")
         if sep and key.strip():
             options[key.strip()] = value.strip()
+    if target.startswith(("/", "./")):
+        options["protocol_whitelist"] = "file"
     return options
 
 

@@ -6,7 +6,8 @@ decoders the device has (and decodes a test clip with one of them), the
 TensorRT, CUDA and driver versions and the GPU, builds a small engine from the
 configured model, runs sample images through TensorRT and through ONNX Runtime and compares the
 detections, and checks the GPU letterbox against the CPU one. Given a configuration, it also
-warns (``WARN``, not a failure) when the MQTT broker accepts clients without a login. Each check prints one
+warns (``WARN``, not a failure) when the MQTT broker accepts clients without a login, and when the
+appliance running here sees another client take its MQTT session over. Each check prints one
 ``PASS``/``FAIL``/``SKIP`` line; any FAIL makes the exit code 1. On a machine with an NVIDIA GPU,
 a missing TensorRT or CUDA is said plainly on a FAIL line, and the checks that need them are
 skipped. On a machine without one they are not applicable (SKIP) unless the model needs them,
@@ -302,6 +303,17 @@ def check_broker(report: Report, config: Any) -> None:
         report.add(SKIP, where, f"could not tell whether it accepts clients without a login: {probe.detail}")
 
 
+def check_session_takeover(report: Report, config: Any) -> None:
+    """Warn when the running appliance sees another client take its MQTT session over (``edge_app.mqtt_takeover``)."""
+    if not isinstance(config, AppConfig) or not config.mqtt.enabled or not config.api.enabled:
+        return
+    from edge_app.commands.running_appliance import running_mqtt
+
+    found = running_mqtt(config)
+    status = (WARN if found.takeover_warning else PASS) if found.answered else SKIP
+    report.add(status, "MQTT session", found.takeover_warning or found.detail)
+
+
 def check_decoders(report: Report, decoder: Optional[str]) -> None:
     """One line per decoder this device has or lacks, then a test clip through one of them:
     ``decoder`` when given, else the one ``decoder: auto`` uses for RTSP cameras and files."""
@@ -374,6 +386,7 @@ def selftest_command(config_or_model_path: Union[AppConfig, ModelConfig, str, os
     models = {name: checked.model for name, checked in to_check.items()}
     samples = _sample_images(next(iter(models.values())), images)
     check_broker(report, config_or_model_path)
+    check_session_takeover(report, config_or_model_path)
     check_decoders(report, decoder)
     has_opencv = _check_opencv(report)
     needs_tensorrt = any(_needs_tensorrt(model) for model in models.values())

@@ -37,6 +37,19 @@ def describe_hosts(hosts: Sequence[str]) -> str:
     return ", ".join(host or "all interfaces" for host in hosts)
 
 
+def metrics_need_token(config: AppConfig, listening_hosts: Sequence[str]) -> bool:
+    """Whether ``GET /metrics`` asks for the token (``api.metrics_auth``).
+
+    Its per-camera motion and analysed rates tell who moves where, so ``auto`` protects it as soon
+    as other machines can reach the API: an address it listens on, or the configured ``api.host``,
+    is off loopback. Without a token set it stays open, like every route.
+    """
+    mode = config.api.metrics_auth
+    if mode != "auto":
+        return mode == "token"
+    return bool(exposed_hosts(listening_hosts)) or bool(exposed_hosts([config.api.host]))
+
+
 def token_problems(new_config: AppConfig, listening_hosts: Sequence[str]) -> List[Problem]:
     """The ``api.token`` problem of running ``new_config`` on a server listening on ``listening_hosts``.
 
@@ -60,4 +73,4 @@ def token_problems(new_config: AppConfig, listening_hosts: Sequence[str]) -> Lis
     return []
 
 
-__all__ = ["MAKE_TOKEN", "describe_hosts", "exposed_hosts", "token_problems", "usable_token"]
+__all__ = ["MAKE_TOKEN", "describe_hosts", "exposed_hosts", "metrics_need_token", "token_problems", "usable_token"]

@@ -5,7 +5,8 @@ whole configuration a desired message would produce, never on the keys of the pa
 shape a patch takes (a camera list replaced, a section deleted with null, a key moved), every
 field whose value would change is named and compared with this list. The broker may change:
 
-* cameras (their sources under the API's rules, ``edge_app.config.policy``), with their zones,
+* cameras (their sources under the API's rules, ``edge_app.config.policy``, and never a
+  ``test://`` source the running configuration does not have), with their zones,
   lines, ``detect`` switches and ``record``/``motion``/``model`` choices;
 * the detection thresholds and classes (``model.conf_threshold``, ``iou_threshold``, ``classes``);
 * the fleet artifact's version (``model.artifact.version``, ``models[i].artifact.version``), a rollout
@@ -90,10 +91,19 @@ def _changed(old: Any, new: Any, path: Tuple[str, ...] = ()) -> Iterator[Tuple[s
         yield path
 
 
+def _synthetic_sources_added(current: AppConfig, new: AppConfig) -> List[Problem]:
+    """``test://`` cameras the running configuration does not have, by id and source: drawn in
+    Python at any size and rate they ask, they are the owner's, never the broker's to add, copy or resize."""
+    existing = {(cam.id, cam.source.strip()) for cam in current.cameras}
+    return [Problem(f"cameras.{index}.source", "test:// sources cannot be added through R/config/desired")
+            for index, cam in enumerate(new.cameras)
+            if cam.source.strip().lower().startswith("test://") and (cam.id, cam.source.strip()) not in existing]
+
+
 def broker_problems(current: AppConfig, new: AppConfig) -> List[Problem]:
     """Every field the change from ``current`` to ``new`` touches that the broker may not change."""
-    problems: List[Problem] = []
-    seen = set()
+    problems: List[Problem] = _synthetic_sources_added(current, new)[:MAX_PROBLEMS]
+    seen = {problem.loc for problem in problems}
     for path in _changed(config_to_dict(current), config_to_dict(new)):
         if _allowed(path):
             continue

@@ -183,6 +183,7 @@ class APIConfig(_Strict):
     port: int = Field(8080, title="Listen port", ge=0, le=65535)
     token: Optional[str] = Field(None, title="Bearer token", validate_default=True, description=f"Needed (at least {MIN_TOKEN_CHARS} characters) when host is not loopback")
     max_body_bytes: int = Field(65536, title="Max body (bytes)", ge=1024, le=MAX_BODY_BYTES)
+    metrics_auth: Literal["auto", "token", "open"] = Field("auto", title="Token for /metrics", description="auto: /metrics needs the token while the API listens beyond loopback; token: always (with a token set); open: never (per-camera motion and rates are then readable by anyone who reaches the port)")
     tls: APITLSConfig = Field(default_factory=APITLSConfig, title="HTTPS")
     allow_unsafe_sources: bool = Field(
         False, title="Allow unsafe sources through the API",

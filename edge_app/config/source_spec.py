@@ -29,6 +29,8 @@ CSI_DEFAULT_FPS = 30
 
 TEST_DEFAULTS = {"width": 640, "height": 480, "fps": 10.0}
 
+_FFMPEG_PROTOCOL = re.compile(r"([A-Za-z0-9+.-]+):")
+
 
 class SourceKind(str, enum.Enum):
     RTSP = "rtsp"
@@ -91,7 +93,42 @@ def parse_source(source: str) -> SourceSpec:
     if "://" in source:
         scheme = source.split("://", 1)[0]
         raise SourceError(f"unsupported source scheme {scheme!r}; use rtsp, rtsps, http, https, file, csi, gst: or test")
-    return SourceSpec(SourceKind.FILE, source, live=False)
+    return SourceSpec(SourceKind.FILE, _local_path(source), live=False)
+
+
+def ffmpeg_protocol(path: str) -> Optional[str]:
+    """The FFmpeg protocol a bare string opens (``concat``, ``pipe``, ``subfile``...), or None for a plain path.
+
+    FFmpeg's own rule (``url_find_protocol``): a name of letters, digits, ``+``, ``-`` and ``.``
+    followed by ``:`` is a protocol, and so is ``subfile,<options>:``.
+    """
+    match = _FFMPEG_PROTOCOL.match(path)
+    if match:
+        return match.group(1)
+    if path.startswith("subfile,") and ":" in path[len("subfile,"):]:
+        return "subfile"
+    return None
+
+
+def _local_path(source: str) -> str:
+    """The file a bare source names, written so that FFmpeg, GStreamer and os agree on it.
+
+    ``file:<path>`` is FFmpeg's file protocol: its real target is ``<path>``, which is checked like
+    any path. Any other protocol prefix (``concat:``, ``subfile,``, ``data:``, ``pipe:``,
+    ``crypto:``, ``async:``, ``cache:``...) would have FFmpeg read something else than the file the
+    folder rules see, so it is refused. A relative path is opened as ``./<path>``: FFmpeg can then
+    never take a part of it for a protocol.
+    """
+    path = source
+    protocol = ffmpeg_protocol(path)
+    if protocol is not None and protocol.lower() == "file":
+        path = path[len(protocol) + 1:]
+        if not path:
+            raise SourceError(f"file source {source!r} names no file")
+    elif protocol is not None:
+        raise SourceError(f"{protocol}: is an FFmpeg protocol, not a camera source (a file whose name has a ':' "
+                          f"is written ./{source}); use rtsp, rtsps, http, https, a file path, csi, gst: or test")
+    return path if path.startswith("/") or path.startswith("./") else "./" + path
 
 
 def _parse_csi(source: str) -> SourceSpec:

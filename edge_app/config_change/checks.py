@@ -3,7 +3,8 @@
 Form is the schema's job; this module checks the configuration against the machine: the model
 file is there and readable, its labels (a labels file or the model's metadata) can be read and pass the
 rule of configured labels, ``model.classes`` names labels the model has,
-the HTTPS certificate loads, camera files exist. The config API runs it before saving anything
+the HTTPS certificate loads, camera files exist, ``test://`` cameras fit the device's synthetic
+budget (``edge_app.config.synthetic_budget``). The config API runs it before saving anything
 (a change is all or nothing), ``check-config`` reports it, and ``run`` refuses to start with it
 instead of failing later in a restart loop.
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from edge_app.config.staged_model import staged_copy, staged_files
+from edge_app.config.synthetic_budget import physical_memory_bytes, synthetic_problems
 from edge_app.config.source_spec import SourceError, parse_source, source_file
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config.file import Problem
@@ -150,7 +152,8 @@ def _camera_problems(config: AppConfig, previous: Optional[AppConfig]) -> List[P
     old_sources = {cam.id: cam.source for cam in previous.cameras} if previous is not None else {}
     problems = []
     for index, cam in enumerate(config.cameras):
-        if not cam.enabled or old_sources.get(cam.id) == cam.source:
+        # Disabled cameras too: enabling one later keeps its source, so this is the only check it gets.
+        if old_sources.get(cam.id) == cam.source:
             continue
         path = source_file(cam.source)
         why = _readable_file(path, "file") if path else None
@@ -211,6 +214,7 @@ def check_runtime(config: AppConfig, previous: Optional[AppConfig] = None) -> Li
         problems += _tls_problems(config)
     problems += _camera_problems(config, previous)
     problems += _decoder_problems(config, previous)
+    problems += synthetic_problems(config, physical_memory_bytes())
     return problems
 
 

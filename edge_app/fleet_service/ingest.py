@@ -35,6 +35,7 @@ from edge_app.fleet_service import messages as m
 from edge_app.fleet_service.admission import Admission
 from edge_app.fleet_service.db import Connection
 from edge_app.fleet_service.ingest_batch import BatchResult, check_message, plan_batch, write_plan
+from edge_app.mqtt_takeover import TakeoverWatch
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +63,8 @@ class IngestStats:
     failed: int
     unissued_reports: int
     stuck_s: float
+    closed_by_broker: int = 0  # accepted connections the broker closed again (edge_app.mqtt_takeover)
+    takeover_warning: Optional[str] = None  # set while that looks like another client taking the session over
 
 
 class FleetIngest:
@@ -99,6 +102,7 @@ class FleetIngest:
             ("received", "written", "events", "rejected", "dropped", "batches", "db_errors", "oversize", "failed",
              "unissued_reports", "malformed"), 0)
         self._log_limiter = LogLimiter(60.0)
+        self._takeover = TakeoverWatch(client_id)
 
     # -- lifecycle
     def start(self) -> None:
@@ -165,11 +169,12 @@ class FleetIngest:
 
     def stats(self) -> IngestStats:
         c = self._counts
+        takeover = self._takeover.report(time.monotonic())
         # rejected: malformed on arrival (the MQTT thread's count) or, rarely, by the writer (its own)
         return IngestStats(self.connected, c["received"], c["written"], c["events"], c["rejected"] + c["malformed"],
                            c["dropped"],
                            len(self._queue), c["batches"], c["db_errors"], c["oversize"], c["failed"],
-                           c["unissued_reports"], self.stuck_s())
+                           c["unissued_reports"], self.stuck_s(), takeover.closes_total, takeover.warning)
 
     # -- paho callbacks (network thread: nothing slow here)
     def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
@@ -183,9 +188,13 @@ class FleetIngest:
         logger.info("fleet subscriber connected (session %s)", "resumed" if flags.session_present else "new")
 
     def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason_code: Any, properties: Any) -> None:
+        was_connected = self._connected.is_set()
         self._connected.clear()
         if not self._stopping:
             logger.warning("fleet subscriber disconnected (%s); reconnecting", reason_code)
+            # A persistent session taken over loses the messages queued for it: say so loudly.
+            if was_connected and self._takeover.closed(time.monotonic(), reason_code):
+                logger.error("%s", self._takeover.report(time.monotonic()).warning)
 
     def _on_subscribe(self, client: mqtt.Client, userdata: Any, mid: int, reason_codes: Any, properties: Any) -> None:
         if any(code.is_failure for code in reason_codes):

@@ -25,6 +25,7 @@ from edge_app.mqtt.message import (DETECTIONS as _DETECTIONS, EVENT as _EVENT, E
                                    Message as _Message)
 from edge_app.mqtt.outbox_callbacks import MessageHandler, PahoCallbacks, SubscriptionProvider, message
 from edge_app.mqtt.topics import Topics
+from edge_app.mqtt_takeover import TakeoverWatch
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class Outbox(PahoCallbacks):
         self._subscription_providers: List[SubscriptionProvider] = []
         self._message_handlers: List[MessageHandler] = []
         self._connect_hooks: List[Callable[[], None]] = []
+        self.takeover = TakeoverWatch(client_id)  # has its own lock
 
         self._send_lock = threading.Lock()
         self._cond = threading.Condition()  # guards every attribute below

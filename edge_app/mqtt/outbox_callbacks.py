@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import paho.mqtt.client as mqtt
@@ -16,6 +17,7 @@ import paho.mqtt.client as mqtt
 from edge_app.config.schema import MQTTConfig
 from edge_app.mqtt import payloads
 from edge_app.mqtt.message import STATUS as _STATUS, Message as _Message
+from edge_app.mqtt_takeover import TakeoverWatch
 from edge_app.mqtt.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,7 @@ class PahoCallbacks:
     _published: int
     _drop_warned: bool
     _last_error: Optional[str]
+    takeover: TakeoverWatch
 
     # What Outbox provides.
     def note_error(self, text: str, level: int = logging.WARNING) -> None:
@@ -104,6 +107,8 @@ class PahoCallbacks:
             self._cond.notify_all()
         if was_connected and not stopping:
             self.note_error(f"MQTT connection to {self.config.host}:{self.config.port} lost ({reason_code}); reconnecting")
+            if self.takeover.closed(time.monotonic(), reason_code):
+                log.warning("%s", self.takeover.report(time.monotonic()).warning)
 
     def _on_publish(self, client: mqtt.Client, userdata: Any, mid: int, reason_code: Any, properties: Any) -> None:
         with self._cond:

@@ -137,7 +137,7 @@ class MqttPublisher:
 
     def stats(self) -> Dict[str, Any]:
         """``{"connected", "published", "queued", "dropped", "stalled", "stall_reason", "loop_restarts",
-        "callback_errors", "lag_ms", "behind_reason"}``.
+        "callback_errors", "lag_ms", "behind_reason", "closed_by_broker", "takeover_warning"}``.
 
         ``queued`` counts messages not yet acknowledged by the broker: waiting in the offline
         queue plus handed to the network but not acknowledged. ``callback_errors`` maps a paho
@@ -147,8 +147,10 @@ class MqttPublisher:
         link = self._link.stats()
         published, queued, dropped = self._outbox.counts()
         lag_ms = round(self._outbox.lag_s() * 1000.0, 1)
+        takeover = self._outbox.takeover.report(time.monotonic())
         return {"connected": link.pop("connected"), "published": published, "queued": queued,
-                "dropped": dropped, **link, "lag_ms": lag_ms, "behind_reason": self._behind_reason(lag_ms)}
+                "dropped": dropped, **link, "lag_ms": lag_ms, "behind_reason": self._behind_reason(lag_ms),
+                "closed_by_broker": takeover.closes_total, "takeover_warning": takeover.warning}
 
     def _behind_reason(self, lag_ms: float) -> Optional[str]:
         """Why messages wait, once the oldest has waited over ``BEHIND_AFTER_MS``; None otherwise."""

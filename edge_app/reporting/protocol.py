@@ -108,6 +108,8 @@ class MqttReport:
     callback_errors: Dict[str, int] = field(default_factory=dict)  # exceptions caught per paho callback
     lag_ms: float = 0.0  # how long the oldest message not yet handed to the broker link has waited
     behind_reason: Optional[str] = None  # set while lag_ms is over a second: where the cap is and why
+    closed_by_broker: int = 0  # accepted connections the broker closed again (edge_app.mqtt_takeover)
+    takeover_warning: Optional[str] = None  # set while that looks like another client taking the session over
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,8 @@ def make_api(tmp_path, bus_image, model_path) -> Callable[..., RunningApi]:
     """
     started: List[RunningApi] = []
 
-    def start(config_patch: Optional[Dict[str, Any]] = None, publish: bool = True, **app_kwargs: Any) -> RunningApi:
+    def start(config_patch: Optional[Dict[str, Any]] = None, publish: bool = True, listen_host: str = "127.0.0.1",
+              **app_kwargs: Any) -> RunningApi:
         base = merge_patch(copy.deepcopy(BASE_CONFIG), {"model": {"path": str(model_path)}})
         config = parse_config(merge_patch(base, config_patch or {}))
         config_path = tmp_path / f"config-{len(started)}.yaml"
@@ -93,7 +94,7 @@ def make_api(tmp_path, bus_image, model_path) -> Callable[..., RunningApi]:
                                 listening_hosts=request_listening_hosts)
         if publish:
             service.publish("front", bus_image, bus_detections())
-        server = ApiServer(create_app(service, config_changes=changes, **app_kwargs), "127.0.0.1", 0)
+        server = ApiServer(create_app(service, config_changes=changes, **app_kwargs), listen_host, 0)
         server.start()
         running = RunningApi(service, server, config_path, changes)
         started.append(running)

@@ -155,3 +155,41 @@ def test_no_server_errors_and_answers_as_documented(case, fuzzed_api, answers):
         checks = CHECKS
     answers[response.status_code] += 1
     case.validate_response(response, checks=checks, headers=BEARER)
+
+
+# Sources that read something else than a camera: every FFmpeg protocol prefix (file: judged by its
+# target, outside the folders in use here), and synthetic sources that draw gigapixels per second.
+FILE_ATTACKS = [
+    *(f"{prefix}/etc/hostname" for prefix in ("file:", "FILE:", "concat:", "subfile,,start,0,end,64,,:", "crypto:",
+                                              "async:", "cache:", "md5:", "pipe:", "fd:", "unix:", "tee:")),
+    "concat:/etc/hostname|/etc/passwd", "data:video/mp4;base64,AAAAIGZ0eXA=", "pipe:0", "file:../../etc/hostname",
+]
+SYNTHETIC_ATTACKS = ["test://noise?width=8192&height=8192&fps=1000", "test://bars?width=8192&height=8192&fps=100"]
+
+
+def _refused_everywhere(api, cameras, source, enabled):
+    camera = {"id": "hostile", "source": source, "enabled": enabled}
+    for method, path, body in (("PATCH", "/api/v1/config", {"cameras": [*cameras, camera]}),
+                               ("POST", "/api/v1/cameras", camera),
+                               ("PATCH", "/api/v1/cameras/back", {"source": source, "enabled": enabled})):
+        response = api.request(method, path, json=body, headers=BEARER)
+        assert response.status_code == 400, (method, path, source, response.text)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_hostile_sources_are_refused_on_every_route_that_takes_one(fuzzed_api, enabled):
+    before = fuzzed_api.config_path.read_bytes() if fuzzed_api.config_path.exists() else None
+    cameras = fuzzed_api.get("/api/v1/config", headers=BEARER).json()["cameras"]
+    # A disabled synthetic camera costs nothing until it is enabled, which is refused then.
+    for source in FILE_ATTACKS + (SYNTHETIC_ATTACKS if enabled else []):
+        _refused_everywhere(fuzzed_api, cameras, source, enabled)
+    after = fuzzed_api.config_path.read_bytes() if fuzzed_api.config_path.exists() else None
+    assert after == before and fuzzed_api.service.apply_calls == 0
+    if not enabled:
+        for source in SYNTHETIC_ATTACKS:
+            added = fuzzed_api.request("POST", "/api/v1/cameras", json={"id": "idle", "source": source, "enabled": False},
+                                       headers=BEARER)
+            assert added.status_code == 201, added.text
+            enabling = fuzzed_api.request("PATCH", "/api/v1/cameras/idle", json={"enabled": True}, headers=BEARER)
+            assert enabling.status_code == 400 and "test:// cameras" in enabling.text, enabling.text
+            assert fuzzed_api.request("DELETE", "/api/v1/cameras/idle", headers=BEARER).status_code in (200, 204)

@@ -75,3 +75,32 @@ def test_a_changed_token_applies_to_the_next_request(secured_api):
 def test_without_a_token_configured_the_api_is_open(api):
     assert api.get("/api/v1/status").status_code == 200
     assert api.get("/api/v1/status", headers={"Authorization": "Bearer anything"}).status_code == 200
+
+
+def test_metrics_need_the_token_while_the_api_listens_beyond_loopback(make_api):
+    """Per-camera motion and analysed rates tell who moves where: not for anyone on the LAN."""
+    running = make_api({"api": {"token": TOKEN}}, listen_host="0.0.0.0")
+    assert running.get("/metrics").status_code == 401
+    assert running.get("/metrics", headers={"Authorization": "Bearer wrong-token"}).status_code == 401
+    scraped = running.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert scraped.status_code == 200 and "edge_app_camera_fps" in scraped.text
+    # The probes stay open: a load balancer or systemd check has no token.
+    assert running.get("/healthz").status_code == 200
+
+
+def test_metrics_auth_open_and_token_override_auto(make_api):
+    opened = make_api({"api": {"token": TOKEN, "metrics_auth": "open"}}, listen_host="0.0.0.0")
+    assert opened.get("/metrics").status_code == 200
+    always = make_api({"api": {"token": TOKEN, "metrics_auth": "token"}})
+    assert always.get("/metrics").status_code == 401
+    assert always.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert always.get("/metrics", params={"token": TOKEN}).status_code == 401  # headers only, like the JSON routes
+
+
+def test_metrics_auth_applies_to_the_next_request(make_api):
+    running = make_api({"api": {"token": TOKEN}})
+    assert running.get("/metrics").status_code == 200  # loopback only: auto leaves it open
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    changed = running.request("PATCH", "/api/v1/config", json={"api": {"metrics_auth": "token"}}, headers=auth)
+    assert changed.status_code == 200, changed.text
+    assert running.get("/metrics").status_code == 401

@@ -167,3 +167,37 @@ def test_the_engine_process_can_be_switched_on(api):
     response = api.request("PATCH", "/api/v1/config", json={"model": {"engine_process": True}})
     assert response.status_code == 200, response.text
     assert api.service.current_config().model.engine_process is True
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+@pytest.mark.parametrize("source", ["file:{outside}", "FILE:{outside}", "concat:{outside}", "subfile,,start,0,end,999,,:{outside}",
+                                    "missing.mp4"])
+def test_ffmpeg_prefixes_and_missing_files_are_refused_for_disabled_cameras_too(make_api, tmp_path, monkeypatch,
+                                                                               bus_jpg, source, enabled):
+    """A camera file in the working directory (as in configs/demo.yaml) makes it a media folder:
+    ``file:/abs/path`` resolved there while FFmpeg opened the absolute path, and a disabled
+    camera skipped the existence check it never got again once enabled."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "clip.mp4").write_bytes(b"x")
+    api = make_api({"cameras": [{"id": "front", "source": "clip.mp4"}]})
+    evil = {"id": "evil", "source": source.format(outside=bus_jpg), "enabled": enabled}
+    assert_refused(api, "PATCH", {"cameras": [{"id": "front", "source": "clip.mp4"}, evil]}, "cameras.1.source")
+    assert api.request("POST", "/api/v1/cameras", json=evil).status_code == 400
+    assert [cam["id"] for cam in api.get("/api/v1/cameras").json()] == ["front"]
+
+
+@pytest.mark.parametrize("source, count, why", [
+    ("test://noise?width=8192&height=8192&fps=1000", 1, "megapixels per second"),
+    # 0.1 fps keeps the pixel rate low: what refuses these is the memory their frames would hold.
+    ("test://noise?width=8192&height=8192&fps=0.1", 62, "MB of frames"),
+])
+def test_synthetic_cameras_are_budgeted_against_the_device(api, source, count, why):
+    """Each 8192 x 8192 test:// camera held ~760 MB; 64 were allowed."""
+    cameras = [{"id": "front", "source": "rtsp://admin:***@10.0.0.5:554/stream1"}, {"id": "back", "source": "test://bars"}]
+    cameras += [{"id": f"big{i}", "source": source} for i in range(count)]
+    response = api.request("PATCH", "/api/v1/config", json={"cameras": cameras})
+    assert response.status_code == 400, response.text
+    assert why in json.dumps(response.json()["details"])
+    assert api.service.apply_calls == 0 and len(api.get("/api/v1/cameras").json()) == 2
+    single = api.request("POST", "/api/v1/cameras", json={"id": "big", "source": "test://noise?width=8192&height=8192&fps=1000"})
+    assert single.status_code == 400 and "megapixels per second" in single.text

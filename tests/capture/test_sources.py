@@ -21,7 +21,7 @@ BUILD_WITHOUT_GST = "  Video I/O:\n    FFMPEG:                      YES\n    GSt
         ("http://cam.local/video.mjpg", SourceKind.HTTP, "http://cam.local/video.mjpg", True),
         ("https://cam.local/video.mjpg", SourceKind.HTTP, "https://cam.local/video.mjpg", True),
         ("/data/clips/a.mp4", SourceKind.FILE, "/data/clips/a.mp4", False),
-        ("clips/a.mp4", SourceKind.FILE, "clips/a.mp4", False),
+        ("clips/a.mp4", SourceKind.FILE, "./clips/a.mp4", False),  # "./": FFmpeg never reads a protocol into it
         ("file:///data/my%20clip.mp4", SourceKind.FILE, "/data/my clip.mp4", False),
         ("/dev/video0", SourceKind.V4L2, "/dev/video0", True),
         ("/dev/video12", SourceKind.V4L2, "/dev/video12", True),

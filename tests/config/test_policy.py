@@ -132,7 +132,8 @@ def test_changes_from_the_broker_are_limited_even_when_the_file_allows_everythin
 
 @pytest.mark.parametrize("source, expected", [
     ("/data/x.mp4", "/data/x.mp4"), ("file:///data/x.mp4", "/data/x.mp4"), ("file://host/data/x.mp4", "/data/x.mp4"),
-    ("clip.mp4", "clip.mp4"), ("rtsp://h/s", None), ("http://h/x", None), ("test://bars", None),
+    ("clip.mp4", "./clip.mp4"), ("file:/data/x.mp4", "/data/x.mp4"), ("file:clip.mp4", "./clip.mp4"),
+    ("./a:b.mp4", "./a:b.mp4"), ("file:concat:a|b", "./concat:a|b"), ("rtsp://h/s", None), ("http://h/x", None), ("test://bars", None),
     ("/dev/video2", None), ("csi://0", None), ("gst:videotestsrc ! appsink", None), ("GST:x ! appsink", None),
 ])
 def test_source_file_names_what_capture_would_open_as_a_file(source, expected):
@@ -142,7 +143,28 @@ def test_source_file_names_what_capture_would_open_as_a_file(source, expected):
     assert (spec.kind is SourceKind.FILE) == (expected is not None)
 
 
-@pytest.mark.parametrize("source", ["/dev/video0/../../etc/passwd", "ftp://h/x", "test://ball", "csi://front", "gst:videotestsrc"])
+FFMPEG_PROTOCOLS = ["concat:/etc/hostname|clip.mp4", "concatf:list.txt", "subfile,,start,0,end,64,,:/etc/hostname",
+                    "data:video/mp4;base64,AAAAIGZ0eXA=", "pipe:0", "fd:3", "crypto:/etc/hostname", "async:/etc/hostname",
+                    "cache:/etc/hostname", "tee:x", "md5:/etc/hostname", "unix:/run/x.sock", "a:b.mp4"]
+
+
+@pytest.mark.parametrize("source", ["/dev/video0/../../etc/passwd", "ftp://h/x", "test://ball", "csi://front", "gst:videotestsrc",
+                                    *FFMPEG_PROTOCOLS])
 def test_sources_capture_would_refuse_are_refused_by_the_configuration(source):
     with pytest.raises(ConfigError, match="cameras.0.source"):
         parse_config({"cameras": [{"id": "c", "source": source}], "model": {"path": "m.onnx"}})
+
+
+@pytest.mark.parametrize("source", ["file:/etc/hostname", "FILE:/etc/hostname", "file:../elsewhere.yaml"])
+def test_ffmpegs_file_prefix_is_judged_by_the_file_it_opens(tree, monkeypatch, source):
+    """A camera file in the working directory (as in configs/demo.yaml) made it the media folder,
+    and ``file:/abs`` resolved as a file inside it while FFmpeg opened the absolute path."""
+    monkeypatch.chdir(tree)
+    (tree / "clip.mp4").write_text("x")
+    old = config(tree, cameras=[{"id": "a", "source": "clip.mp4"}])
+    new = config(tree, cameras=[{"id": "a", "source": "clip.mp4"},
+                                {"id": "b", "source": source, "enabled": False}])
+    problems = unsafe_changes(old, new, tree)
+    assert locs(problems) == ["cameras.1.source"], problems
+    assert unsafe_changes(old, config(tree, cameras=[{"id": "a", "source": "clip.mp4"},
+                                                     {"id": "b", "source": "file:media/clip.mp4"}]), tree) == []

@@ -48,6 +48,12 @@ REFUSED = [
     ("logging", {"logging": {"level": "DEBUG"}}, "logging.level"),
     ("capture timing", {"capture": {"stall_timeout_s": 1}}, "capture.stall_timeout_s"),
     ("snapshots", {"snapshots": {"jpeg_quality": 10}}, "snapshots.jpeg_quality"),
+    # Drawn in Python at any size and rate: 8192 x 8192 at 1000 fps cost ~760 MB of memory each.
+    ("synthetic camera added", {"cameras": [BASE["cameras"][0],
+                                            {"id": "big", "source": "test://noise?width=8192&height=8192&fps=1000"}]},
+     "cameras.1.source"),
+    ("synthetic source in place of a camera's", {"cameras": [{**BASE["cameras"][0], "source": "test://bars"}]},
+     "cameras.0.source"),
 ]
 
 
@@ -114,3 +120,11 @@ def test_the_desired_key_is_masked_like_the_api_token_and_kept_when_sent_back():
     assert shown["fleet"]["desired_key"] == "***" and "k" * 40 not in str(shown)
     data, _, problems = restore_secrets(shown, current)
     assert problems == [] and parse_config(data).fleet.desired_key == "k" * 40
+
+
+def test_a_synthetic_source_already_running_may_stay_but_not_grow():
+    bars = {"cameras": [{**BASE["cameras"][0], "source": "test://bars?width=320&height=240&fps=5"}]}
+    current = config(bars)
+    assert broker_problems(current, config(merge_patch(bars, {"cameras": [{**bars["cameras"][0], "detect": False}]}))) == []
+    grown = {"cameras": [{**bars["cameras"][0], "source": "test://bars?width=8192&height=8192&fps=1000"}]}
+    assert [p.loc for p in broker_problems(current, config(grown))] == ["cameras.0.source"]

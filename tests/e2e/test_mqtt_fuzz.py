@@ -7,9 +7,11 @@ unsigned or with a forged signature, and floods of 10,000 messages, some of them
 retained ``OFF`` command among them); then ``mosquitto_pub -l`` sends 150,000 lines of ``{}`` on
 the desired topic. In the middle of it, the fleet's own signed desired configuration must still be
 applied. Refusals are answered by at most one report per interval, whose counts add up to the
-status. After a broker restart the retained ``OFF`` is met again and ignored. Afterwards both
-processes still publish, ingest and answer; their threads and memory are back within bounds; the
-appliance's configuration file holds the legitimate change and nothing else.
+status. After a broker restart the retained ``OFF`` is met again and ignored. A signed desired
+configuration that adds a huge synthetic camera must be refused. Last, clients take the
+appliance's and the fleet's client ids, which both must notice. Afterwards both processes still
+publish, ingest and answer; their threads and memory are back within bounds; the appliance's
+configuration file holds the legitimate change and nothing else.
 
 The run lasts one round by default (a few minutes of broker traffic on this small machine);
 ``EDGE_APP_MQTT_FUZZ_S=300`` keeps it going for five minutes.
@@ -31,6 +33,7 @@ import yaml
 from edge_app.config.file import load_config
 from tests.e2e.appliance import default_stop_signals
 from edge_app.fleet_agent.refusal_reports import REPORT_EVERY_S
+from tests.support.takeover import TAKEN_OVER_S, Thief
 from tests.support.mqtt_fuzz import FuzzClient, fuzz_topics, line_flood
 from tests.support.net import free_port
 from tests.support.waiting import wait_for
@@ -107,6 +110,15 @@ def _refusal_reports(messages) -> List[dict]:
     return found
 
 
+def _refused_at(message, loc: str) -> bool:
+    try:
+        report = message.json()
+    except ValueError:
+        return False  # the fuzzer's own junk on the topic
+    return isinstance(report, dict) and report.get("status") == "rejected" and \
+        any(isinstance(e, dict) and e.get("loc") == loc for e in report.get("errors") or [])
+
+
 def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.terminate()
@@ -177,6 +189,16 @@ def test_hostile_mqtt_traffic_leaves_appliance_and_fleet_working(tmp_path, mosqu
         # Retained hostile messages stay on the broker; clear them so a later test does not meet them.
         fuzzer.clear_retained([t for t in topics if not t.endswith("/config/desired")])
 
+        # The broker may not add synthetic cameras, even in a signed message: one of 8192 x 8192 at
+        # 1000 fps held ~760 MB. The fleet signs it; the appliance refuses it and keeps its file.
+        reports = mqtt_collector(broker, f"{root}/config/reported")
+        big = {"cameras": [{"id": "cam1", "source": "test://bars", "fps_limit": 5},
+                           {"id": "big", "source": "test://noise?width=8192&height=8192&fps=1000"}]}
+        response = requests.patch(f"{fleet_url}/api/v1/devices/{DEVICE}/config", json=big,
+                                  headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
+        assert response.status_code == 202, response.text
+        reports.wait_for_message(f"{root}/config/reported", lambda m: _refused_at(m, "cameras.1.source"), timeout_s=60)
+
         assert appliance.poll() is None, (tmp_path / "appliance.log").read_text()[-3000:]
         assert fleet.poll() is None, (tmp_path / "fleet.log").read_text()[-3000:]
 
@@ -205,6 +227,18 @@ def test_hostile_mqtt_traffic_leaves_appliance_and_fleet_working(tmp_path, mosqu
             now = _proc_status(proc.pid)
             assert now["Threads"] <= baseline[name]["Threads"] + 8, (name, baseline[name], now)
             assert now["VmRSS"] <= baseline[name]["VmRSS"] + 200 * 1024, (name, baseline[name], now)
+
+        # Last, clients that connect with the appliance's and the fleet's client ids, as anyone can on
+        # this anonymous broker: both notice the takeover loop and say so in their status.
+        thieves = [Thief(broker, f"edge-app-{DEVICE}"), Thief(broker, "edge-app-fleet")]
+        try:
+            for url in (app_url, fleet_url):
+                wait_for(lambda: _get(url, "/api/v1/status").json()["mqtt"]["takeover_warning"], TAKEN_OVER_S,
+                         f"the takeover warning of {url}")
+            assert "edge_app_mqtt_session_taken_over 1.0" in _get(app_url, "/metrics").text
+        finally:
+            for thief in thieves:
+                thief.stop()
     finally:
         fuzzer.close()
         _stop(appliance)

@@ -31,7 +31,8 @@ from tests.support.net import free_port, port_accepts
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = "fleet.service"
-PASSWORDS = {FLEET: "fleet-Pw-1", "sim-a": "a-Pw-1", "sim-b": "b-Pw-1",
+MONITOR = "monitor.ops"  # the read-only watching account the shipped acl describes (commented out there)
+PASSWORDS = {FLEET: "fleet-Pw-1", MONITOR: "monitor-Pw-1", "sim-a": "a-Pw-1", "sim-b": "b-Pw-1",
              **{f"sim-{i:04d}": f"pw-sim-{i:04d}" for i in range(3)}}  # the simulator's appliances
 SETTLE_S = 1.5  # how long a message that is allowed takes at most to arrive on loopback
 
@@ -49,7 +50,12 @@ class FleetBroker:
         for index, (user, password) in enumerate(PASSWORDS.items()):
             flags = ["-c", "-b"] if index == 0 else ["-b"]
             subprocess.run([MOSQUITTO_PASSWD, *flags, str(directory / "passwd"), user, password], check=True, capture_output=True)
-        shutil.copy(REPO / "configs" / "fleet" / "acl", directory / "acl")
+        acl = (REPO / "configs" / "fleet" / "acl").read_text()
+        # The broker binds client ids to logins, so each account has one connection: the tests watch
+        # with the monitoring account, as docs/fleet.md says to.
+        (directory / "acl").write_text(acl.replace(f"# user {MONITOR}\n# topic read edge_app/#",
+                                                   f"user {MONITOR}\ntopic read edge_app/#"))
+        assert f"user {MONITOR}" in (directory / "acl").read_text()
         self.port = free_port()
         conf = (REPO / "configs" / "fleet" / "mosquitto.conf").read_text()
         conf = conf.replace("/etc/mosquitto/fleet/", f"{directory}/").replace("listener 8883", f"listener {self.port} 127.0.0.1")
@@ -73,12 +79,15 @@ class FleetBroker:
 class Client:
     """A TLS client with an account; keeps what it receives."""
 
-    def __init__(self, broker: FleetBroker, user: Optional[str], password: Optional[str] = None) -> None:
+    def __init__(self, broker: FleetBroker, user: Optional[str], password: Optional[str] = None,
+                 client_id: Optional[str] = None) -> None:
         self.received: List[Tuple[str, bytes]] = []
         self.connect_result: Optional[str] = None
+        self.disconnects = 0
         self._connected = threading.Event()
         self._subscribed = threading.Event()
-        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"acl-{uuid.uuid4().hex[:8]}")
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id or f"acl-{uuid.uuid4().hex[:8]}")
+        self.client.on_disconnect = self._on_disconnect
         self.client.tls_set(ca_certs=str(broker.ca))
         if user is not None:
             self.client.username_pw_set(user, PASSWORDS.get(user) if password is None else password)
@@ -88,6 +97,9 @@ class Client:
         self.client.connect("127.0.0.1", broker.port)
         self.client.loop_start()
         self._connected.wait(5)
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
+        self.disconnects += 1
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         self.connect_result = str(reason_code)
@@ -117,8 +129,8 @@ def broker(tmp_path_factory):
 def clients(broker):
     made: List[Client] = []
 
-    def make(user: Optional[str], password: Optional[str] = None) -> Client:
-        made.append(Client(broker, user, password))
+    def make(user: Optional[str], password: Optional[str] = None, client_id: Optional[str] = None) -> Client:
+        made.append(Client(broker, user, password, client_id))
         return made[-1]
 
     yield make
@@ -148,7 +160,7 @@ def test_only_known_accounts_connect(clients, user, password, accepted):
     (FLEET, "edge_app/sim-b/status", False),  # the fleet service cannot speak for an appliance
 ])
 def test_who_may_publish_where(clients, user, topic, allowed):
-    observer = clients(FLEET)
+    observer = clients(MONITOR)
     observer.subscribe("edge_app/#")
     payload = uuid.uuid4().hex.encode()
     clients(user).publish(topic, payload)
@@ -212,7 +224,7 @@ def test_the_appliances_own_client_works_under_the_acl(broker, clients):
 def test_nothing_the_appliance_contract_sends_is_refused(broker, clients):
     """Simulated appliances (every topic of the contract) over TLS with their own accounts, and a
     rollout from the fleet account: the broker delivers every message they sent, and every report."""
-    fleet = clients(FLEET)
+    fleet = clients(MONITOR)
     fleet.subscribe("edge_app/#")
     done = subprocess.run(
         [sys.executable, "-m", "bench.fleet", "sim", "--broker", f"127.0.0.1:{broker.port}", "--devices", "3",
@@ -227,3 +239,32 @@ def test_nothing_the_appliance_contract_sends_is_refused(broker, clients):
     assert summary["errors"] == 0 and summary["connected"] == 3, summary
     assert summary["rollout"]["applied"] == 3 and summary["rollout"]["missing"] == 0, summary
     assert len(sent_by_appliances) == summary["messages_sent"], (len(sent_by_appliances), summary)
+
+
+@pytest.mark.parametrize("victim, thief", [(FLEET, "sim-b"), ("sim-a", "sim-b"), ("sim-a", FLEET)])
+def test_no_account_can_take_another_ones_session_over(clients, victim, thief):
+    """The attack: appliance account evil-03 connected as edge-app-fleet and wiped the fleet's
+    persistent session. With use_username_as_clientid the broker replaces the client id by the
+    login, so the thief gets a session of its own and the victim stays connected."""
+    observer = clients(MONITOR)
+    observer.subscribe("edge_app/#")
+    target = clients(victim, client_id="edge-app-fleet" if victim == FLEET else f"edge-app-{victim}")
+    assert target.connect_result == "Success"
+    thief_client = clients(thief, client_id="edge-app-fleet" if victim == FLEET else f"edge-app-{victim}")
+    assert thief_client.connect_result == "Success"
+    time.sleep(SETTLE_S)
+    assert target.disconnects == 0 and thief_client.disconnects == 0
+    if victim != FLEET:  # still the victim's connection: what it publishes arrives
+        payload = uuid.uuid4().hex.encode()
+        target.publish(f"edge_app/{victim}/status", payload)
+        time.sleep(SETTLE_S)
+        assert (f"edge_app/{victim}/status", payload) in observer.received
+
+
+def test_a_second_connection_of_one_account_replaces_the_first(clients):
+    """The price of the binding, which docs/fleet.md states: one connection per account."""
+    first = clients("sim-a")
+    second = clients("sim-a")
+    assert (first.connect_result, second.connect_result) == ("Success", "Success")
+    time.sleep(SETTLE_S)
+    assert first.disconnects >= 1
