@@ -78,6 +78,7 @@ class CameraRecorder:
         self._lock = threading.Lock()  # guards the figures status() reads
         self._open_files = 0
         self._open_bytes = 0
+        self._preroll_short = 0  # clips whose pre-roll the ring no longer held
         self._files = CameraFiles(store, self.camera_id, on_clip)
         self._unavailable: Optional[str] = None
         self._paused: Optional[str] = None
@@ -89,7 +90,7 @@ class CameraRecorder:
         self._inbox.always(("opened", info))
 
     def packet(self, packet: EncodedPacket) -> None:
-        self._inbox.offer(("packet", packet), len(packet.data))
+        self._inbox.offer(("packet", packet), len(packet.data), packet.keyframe)
 
     def stream_closed(self, reason: str) -> None:
         self._inbox.always(("closed", reason))
@@ -143,7 +144,7 @@ class CameraRecorder:
                 continuous_enabled=self.settings.continuous_enabled,
                 recording=self._open_files > 0 and self._paused is None, unavailable=self._unavailable,
                 paused=self._paused, bytes_written=self._files.bytes_done + self._open_bytes,
-                packets_dropped=self._inbox.dropped)
+                packets_dropped=self._inbox.dropped, clips_preroll_short=self._preroll_short)
 
     def _publish(self) -> None:
         """What status() says about the open files (it runs on other threads: it never walks them)."""
@@ -261,11 +262,19 @@ class CameraRecorder:
         if newest_wall is None or newest_wall < clip.start_ts - self.settings.pre_s:
             return
         clip.waiting = False
+        if not self._ring.reaches(clip.start_ts - self.settings.pre_s):
+            self._count_short_preroll(clip)
         for held_info, held in list(self._ring.since(clip.start_ts - self.settings.pre_s)):
             if clip.end_deadline is not None and decode_wall(held_info, held) > clip.end_deadline:
                 self._end_clip(clip)
                 return
             self._feed_clip(clip, held_info, held)
+
+    def _count_short_preroll(self, clip: _Clip) -> None:
+        with self._lock:
+            self._preroll_short += 1
+        log.warning("recording %s: the clip of event %s misses part of its pre-roll (the event came %.1f s "
+                    "after its start)", self.camera_id, clip.event_id, (self._ring.newest_wall() or 0) - clip.start_ts)
 
     def _feed_clip(self, clip: _Clip, info: StreamInfo, packet: EncodedPacket) -> None:
         if self._paused is not None:

@@ -1,8 +1,11 @@
 """The pre-roll ring: the last ``pre_s`` seconds of a camera's packets, in whole GOPs.
 
 A clip must start at a keyframe, so the ring keeps whole GOPs and drops them from the front only
-while what remains still reaches back ``pre_s``: it holds at most ``pre_s`` plus one GOP. A byte
-limit bounds it too (a camera with a 60 s GOP must not hold a minute of 4K in memory): GOPs go
+while what remains still reaches back ``pre_s + late_s``: it holds at most that plus one GOP.
+``late_s`` is how late an event's start may reach the recorder and its clip still get the whole
+pre-roll: an event starts at the first frame its object was seen, but is known only after
+``events.min_frames`` analysed frames and the detector's latency, which on a loaded device at one
+analysed frame a second is seconds behind the camera. A byte limit bounds the ring too (a camera with a 60 s GOP must not hold a minute of 4K in memory): GOPs go
 from the front while it is exceeded, the newest too, and then the ring holds nothing until the
 next keyframe (a clip starting then has no pre-roll).
 """
@@ -14,6 +17,8 @@ from typing import Deque, Iterator, List, Optional, Tuple
 
 from edge_app.capture.packets import EncodedPacket, StreamInfo
 
+#: how late an event's start may come and still find its whole pre-roll held (see above)
+DEFAULT_LATE_S = 5.0
 #: default byte bound: 5 s of a 4 Mbit/s camera is 2.5 MB; this leaves room for a long GOP
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
@@ -37,14 +42,16 @@ class _Gop:
 
 
 class PreRollRing:
-    """Whole GOPs covering at least the last ``pre_s`` seconds (when they fit in ``max_bytes``)."""
+    """Whole GOPs covering at least the last ``pre_s + late_s`` seconds (when they fit in ``max_bytes``)."""
 
-    def __init__(self, pre_s: float, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(self, pre_s: float, max_bytes: int = DEFAULT_MAX_BYTES, late_s: float = DEFAULT_LATE_S) -> None:
         self.pre_s = pre_s
+        self.late_s = late_s
         self.max_bytes = max_bytes
         self._gops: Deque[_Gop] = deque()
         self._bytes = 0
         self._newest = float("-inf")
+        self._lost_before = float("-inf")  # packets held before this time were dropped
         self.dropped_for_bytes = 0
 
     @property
@@ -58,6 +65,7 @@ class PreRollRing:
         self._gops.clear()
         self._bytes = 0
         self._newest = float("-inf")
+        self._lost_before = float("-inf")
 
     def add(self, info: StreamInfo, packet: EncodedPacket) -> None:
         """One packet in decode order; packets before a connection's first keyframe are dropped."""
@@ -73,8 +81,8 @@ class PreRollRing:
         self._trim(self._newest)
 
     def _trim(self, now_wall: float) -> None:
-        # The front GOP may go when the next one still starts at or before now - pre_s.
-        while len(self._gops) > 1 and self._gops[1].start_wall <= now_wall - self.pre_s:
+        # The front GOP may go when the next one still starts at or before now - pre_s - late_s.
+        while len(self._gops) > 1 and self._gops[1].start_wall <= now_wall - self.pre_s - self.late_s:
             self._drop_front()
         while self._gops and self._bytes > self.max_bytes:
             # the newest GOP too, once it alone is over the bound (keyframes stopped, a long GOP
@@ -84,6 +92,12 @@ class PreRollRing:
 
     def _drop_front(self) -> None:
         self._bytes -= self._gops.popleft().bytes
+        self._lost_before = self._gops[0].start_wall if self._gops else self._newest
+
+    def reaches(self, wall_ts: float) -> bool:
+        """Whether every packet given since ``wall_ts`` is still held: False once a GOP the ring
+        had dropped was needed (an event later than ``late_s``, a pre-roll over ``max_bytes``)."""
+        return wall_ts >= self._lost_before
 
     def since(self, wall_ts: float) -> Iterator[Entry]:
         """Packets from the last keyframe at or before ``wall_ts`` (or the oldest one held)."""
