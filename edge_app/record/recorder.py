@@ -79,6 +79,8 @@ class CameraRecorder:
         self._open_files = 0
         self._open_bytes = 0
         self._preroll_short = 0  # clips whose pre-roll the ring no longer held
+        self._capture_info: Optional[StreamInfo] = None  # the capture thread's connection (the ring's)
+        self._reached: Optional[EncodedPacket] = None  # the last packet this thread handled
         self._files = CameraFiles(store, self.camera_id, on_clip)
         self._unavailable: Optional[str] = None
         self._paused: Optional[str] = None
@@ -87,12 +89,18 @@ class CameraRecorder:
     # ---- PacketSink (capture thread: never blocks) ---------------------------------------------
 
     def stream_opened(self, info: StreamInfo) -> None:
+        self._capture_info = info
         self._inbox.always(("opened", info))
 
     def packet(self, packet: EncodedPacket) -> None:
+        # the pre-roll is kept here, before the queue: a full queue never costs a clip its pre-roll
+        if self._capture_info is not None and self._capture_info.codec in RECORDABLE_CODECS \
+                and self.settings.events_enabled:
+            self._ring.add(self._capture_info, packet)
         self._inbox.offer(("packet", packet), len(packet.data), packet.keyframe)
 
     def stream_closed(self, reason: str) -> None:
+        self._capture_info = None
         self._inbox.always(("closed", reason))
 
     def unavailable(self, reason: str) -> None:
@@ -229,8 +237,7 @@ class CameraRecorder:
             with self._lock:
                 self._unavailable = f"recording unavailable: codec {info.codec} cannot be recorded by stream copy"
             return
-        if self.settings.events_enabled:
-            self._ring.add(info, packet)
+        self._reached = packet
         if packet.keyframe:
             self._check_disk()
             self._publish()
@@ -251,7 +258,7 @@ class CameraRecorder:
             return
         clip = _Clip(event_id=event_id, start_ts=start_ts)
         self._clips[event_id] = clip
-        self._catch_up(clip, self._ring.newest_wall())
+        self._catch_up(clip, None if self._reached is None else self._reached.wall_ts)
 
     def _catch_up(self, clip: _Clip, newest_wall: Optional[float]) -> None:
         """Start the clip from the ring once the packets of start - pre_s have arrived.
@@ -264,7 +271,7 @@ class CameraRecorder:
         clip.waiting = False
         if not self._ring.reaches(clip.start_ts - self.settings.pre_s):
             self._count_short_preroll(clip)
-        for held_info, held in list(self._ring.since(clip.start_ts - self.settings.pre_s)):
+        for held_info, held in self._ring.since(clip.start_ts - self.settings.pre_s, upto=self._reached):
             if clip.end_deadline is not None and decode_wall(held_info, held) > clip.end_deadline:
                 self._end_clip(clip)
                 return

@@ -8,12 +8,18 @@ pre-roll: an event starts at the first frame its object was seen, but is known o
 analysed frame a second is seconds behind the camera. A byte limit bounds the ring too (a camera with a 60 s GOP must not hold a minute of 4K in memory): GOPs go
 from the front while it is exceeded, the newest too, and then the ring holds nothing until the
 next keyframe (a clip starting then has no pre-roll).
+
+The capture thread fills the ring as packets arrive, before they are queued for the recorder
+thread: a queue full of packets waiting for a slow disk or a starved CPU drops packets of files
+being written, never the pre-roll of a clip still to come. The recorder thread reads the ring up
+to the packet it has reached (``since``'s ``upto``); what comes after reaches it through the queue.
 """
 from __future__ import annotations
 
+import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Deque, Iterator, List, Optional, Tuple
+from typing import Deque, List, Optional, Tuple
 
 from edge_app.capture.packets import EncodedPacket, StreamInfo
 
@@ -52,6 +58,7 @@ class PreRollRing:
         self._bytes = 0
         self._newest = float("-inf")
         self._lost_before = float("-inf")  # packets held before this time were dropped
+        self._lock = threading.Lock()  # the capture thread adds, the recorder thread reads
         self.dropped_for_bytes = 0
 
     @property
@@ -62,13 +69,18 @@ class PreRollRing:
         return sum(len(g.entries) for g in self._gops)
 
     def clear(self) -> None:
-        self._gops.clear()
-        self._bytes = 0
-        self._newest = float("-inf")
-        self._lost_before = float("-inf")
+        with self._lock:
+            self._gops.clear()
+            self._bytes = 0
+            self._newest = float("-inf")
+            self._lost_before = float("-inf")
 
     def add(self, info: StreamInfo, packet: EncodedPacket) -> None:
         """One packet in decode order; packets before a connection's first keyframe are dropped."""
+        with self._lock:
+            self._add(info, packet)
+
+    def _add(self, info: StreamInfo, packet: EncodedPacket) -> None:
         if packet.keyframe:
             self._gops.append(_Gop())
         elif not self._gops or self._gops[-1].entries and self._gops[-1].entries[-1][0] is not info:
@@ -97,20 +109,27 @@ class PreRollRing:
     def reaches(self, wall_ts: float) -> bool:
         """Whether every packet given since ``wall_ts`` is still held: False once a GOP the ring
         had dropped was needed (an event later than ``late_s``, a pre-roll over ``max_bytes``)."""
-        return wall_ts >= self._lost_before
+        with self._lock:
+            return wall_ts >= self._lost_before
 
-    def since(self, wall_ts: float) -> Iterator[Entry]:
-        """Packets from the last keyframe at or before ``wall_ts`` (or the oldest one held)."""
-        start = 0
-        for index, gop in enumerate(self._gops):
-            if gop.start_wall <= wall_ts:
-                start = index
-        for gop in list(self._gops)[start:]:
-            yield from gop.entries
+    def since(self, wall_ts: float, upto: Optional[EncodedPacket] = None) -> List[Entry]:
+        """Packets from the last keyframe at or before ``wall_ts`` (or the oldest one held), up to
+        and with the packet ``upto`` where given (none when it is no longer held)."""
+        with self._lock:
+            start = 0
+            for index, gop in enumerate(self._gops):
+                if gop.start_wall <= wall_ts:
+                    start = index
+            held = [entry for gop in list(self._gops)[start:] for entry in gop.entries]
+        if upto is None:
+            return held
+        end = next((i for i in range(len(held) - 1, -1, -1) if held[i][1] is upto), -1)
+        return held[:end + 1]
 
     def newest_wall(self) -> Optional[float]:
         """Wall-clock time of the newest packet held; None when empty."""
-        return self._newest if self._gops else None
+        with self._lock:
+            return self._newest if self._gops else None
 
     def span_s(self) -> float:
         """Seconds from the oldest packet held to the newest."""

@@ -96,3 +96,36 @@ def test_the_inbox_refuses_a_gops_tail_once_a_packet_of_it_was_dropped():
     assert not inbox.offer(("packet", 3), 1, keyframe=False)  # room, but it refers to packet 2
     assert inbox.offer(("packet", 4), 1, keyframe=True)       # a keyframe starts over
     assert inbox.dropped == 2
+
+
+def test_a_full_queue_never_costs_a_clip_its_pre_roll(tmp_path, stream):
+    """The recorder thread stalls (here: not started yet) while the camera sends on: the queue
+    fills after a second and drops the next five, the very seconds an event's pre-roll needs."""
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    pre_s, start, end, post_s = 2.0, BASE_WALL + 5.0, BASE_WALL + 8.0, 1.0
+    recorder = CameraRecorder(store, settings(pre_s=pre_s, post_s=post_s), queue_packets=GOP_FRAMES)
+    recorder.stream_opened(info)
+    stalled = [p for p in packets if p.wall_ts < start + 1.0]
+    for packet in stalled:
+        recorder.packet(packet)
+    recorder.event_started("ev1", "cam1", start)
+    recorder.start()
+    ended = False
+    try:
+        for packet in packets[len(stalled):]:
+            assert recorder.wait_idle(10)
+            if packet.wall_ts >= end and not ended:
+                recorder.event_ended("ev1", end)
+                ended = True
+            recorder.packet(packet)
+    finally:
+        recorder.stop(timeout_s=60)
+    assert recorder.status().packets_dropped == len(stalled) - GOP_FRAMES
+    clip = store.clip("ev1")
+    assert clip is not None and clip.complete
+    assert start - pre_s - GOP_S - 1e-6 <= clip.start <= start - pre_s + 1e-6, clip.start - (start - pre_s)
+    probe = ffprobe(store.resolve(clip.path))
+    assert probe.errors == ""
+    assert clip.start + (probe.last_s - probe.first_s) >= end + post_s - FRAME_S - 1e-6
+    assert recorder.status().clips_preroll_short == 0
