@@ -71,7 +71,8 @@ class CameraRecorder:
         self._free_bytes = free_bytes or (lambda: shutil.disk_usage(self.store.folder).free)
         self._inbox = Inbox(queue_packets, queue_bytes)
         self._orders: "queue.SimpleQueue" = queue.SimpleQueue()
-        self._ring = PreRollRing(settings.pre_s, **({"max_bytes": ring_max_bytes} if ring_max_bytes else {}))
+        self._ring = PreRollRing(settings.pre_s, follow_reader=True,
+                                 **({"max_bytes": ring_max_bytes} if ring_max_bytes else {}))
         self._clips: Dict[str, _Clip] = {}
         self._segment: Optional[Fmp4Writer] = None
         self._thread: Optional[threading.Thread] = None
@@ -238,6 +239,7 @@ class CameraRecorder:
                 self._unavailable = f"recording unavailable: codec {info.codec} cannot be recorded by stream copy"
             return
         self._reached = packet
+        self._ring.reached(packet.wall_ts)
         if packet.keyframe:
             self._check_disk()
             self._publish()

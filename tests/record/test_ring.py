@@ -86,3 +86,30 @@ def test_the_ring_knows_when_it_no_longer_holds_what_a_late_event_needs(stream):
     assert PreRollRing(2.0).reaches(float("-inf"))   # an empty ring lost nothing
     ring.clear()
     assert ring.reaches(float("-inf"))
+
+
+def test_a_ring_that_follows_its_reader_keeps_the_pre_roll_behind_the_reader_not_the_camera(stream):
+    """The recorder thread runs 6 s behind the camera: the GOPs it will still need stay."""
+    info, packets = stream
+    ring = PreRollRing(1.0, late_s=1.0, follow_reader=True)
+    base = packets[0].wall_ts
+    for packet in packets[:int(10 * 30)]:
+        ring.add(info, packet)
+    assert ring.since(float("-inf"))[0][1].wall_ts == base  # the reader has handled nothing yet
+    ring.reached(base + 4.0)
+    ring.add(info, packets[300])
+    assert ring.since(float("-inf"))[0][1].wall_ts == pytest.approx(base + 2.0)  # 4 - pre_s - late_s
+    assert ring.reaches(base + 2.0) and not ring.reaches(base + 1.5)
+    alone = PreRollRing(1.0, late_s=1.0)
+    for packet in packets[:301]:
+        alone.add(info, packet)
+    assert alone.since(float("-inf"))[0][1].wall_ts == pytest.approx(base + 8.0)  # behind the camera
+
+
+def test_since_stops_at_the_packet_the_reader_has_reached(stream):
+    info, packets = stream
+    ring = PreRollRing(2.0, follow_reader=True)
+    for packet in packets[:90]:
+        ring.add(info, packet)
+    assert [p for _, p in ring.since(packets[30].wall_ts, upto=packets[40])] == packets[30:41]
+    assert ring.since(packets[30].wall_ts, upto=packets[200]) == []  # not held: the queue brings it
