@@ -11,7 +11,9 @@ Each stage is an optimal assignment on IoU cost between Kalman-predicted boxes a
 A tentative track has no speed yet, so its prediction stands still; at a low analysed rate
 (a loaded device, one frame a second) a walker has left that box before the next frame. The
 third stage therefore lets a tentative track reach as far as ``tentative_reach_heights_per_s``
-allows in the time since it was seen and compares shapes there, nearer candidates first.
+allows in the time since it was seen beyond ``tentative_reach_after_s`` and compares shapes
+there, nearer candidates first. Within that half second the plain overlap decides, as it did
+before: a walker's boxes still overlap, and look-alikes side by side are not paired by guess.
 A high-score detection left over starts a tentative track; it gets an id once it has been seen
 ``confirm_hits`` times in a row, so a single false positive never consumes an id. A confirmed
 track not seen for ``lost_timeout_s`` is removed. Tracks keep their class: a detection of
@@ -43,9 +45,11 @@ class TrackerSettings:
     match_iou: float = 0.2             # first stage: least IoU between prediction and detection
     low_match_iou: float = 0.5         # second stage is stricter: low scores are less certain
     tentative_match_iou: float = 0.3
-    # How far (box heights a second) a tentative track may have moved since its first sighting:
-    # a brisk walk is under one height a second. Gaps longer than lost_timeout_s reach no further.
+    # How far (box heights a second) a tentative track may have moved since its first sighting,
+    # counted after tentative_reach_after_s: a brisk walk is under one height a second. Gaps
+    # longer than lost_timeout_s reach no further.
     tentative_reach_heights_per_s: float = 1.5
+    tentative_reach_after_s: float = 0.5
     tentative_distance_weight: float = 0.1  # breaks ties between look-alikes in favour of the nearer
     confirm_hits: int = 2              # sightings in a row before a track gets an id
     # A confirmed track unseen this long is removed. Long enough for someone walking behind a
@@ -60,8 +64,10 @@ class TrackerSettings:
         for name in ("match_iou", "low_match_iou", "tentative_match_iou"):
             if not 0 < getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be in (0, 1]")
-        if self.tentative_reach_heights_per_s < 0 or not 0 <= self.tentative_distance_weight < 1:
-            raise ValueError("tentative_reach_heights_per_s must be >= 0, tentative_distance_weight in [0, 1)")
+        if (self.tentative_reach_heights_per_s < 0 or self.tentative_reach_after_s < 0
+                or not 0 <= self.tentative_distance_weight < 1):
+            raise ValueError("tentative_reach_heights_per_s and tentative_reach_after_s must be >= 0, "
+                             "tentative_distance_weight in [0, 1)")
         if self.confirm_hits < 1 or self.lost_timeout_s < 0 or self.max_tracks < 1:
             raise ValueError("confirm_hits and max_tracks must be >= 1, lost_timeout_s >= 0")
 
@@ -171,7 +177,7 @@ class Tracker:
         s = self.settings
         gap_s = np.minimum(now_s - self._seen_s[tentative], s.lost_timeout_s)
         heights = self._mean[tentative, 3]
-        reach_px = s.tentative_reach_heights_per_s * heights * np.maximum(gap_s, 0.0)
+        reach_px = s.tentative_reach_heights_per_s * heights * np.maximum(gap_s - s.tentative_reach_after_s, 0.0)
         reached = reach_cost(xyah_to_xyxy(self._mean[tentative]), self._classes[tentative], reach_px,
                              boxes, classes, s.tentative_distance_weight)
         return np.minimum(plain, reached)
