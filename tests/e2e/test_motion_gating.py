@@ -59,8 +59,12 @@ def _frame_interval_s(walk) -> float:
 
 def _complete_walks(collector, camera_id, clip):
     passes = split_passes(collector.payloads(f"{ROOT}/cameras/{camera_id}/detections"), GAP_S)
+    # Not the first pass a camera saw: the cameras connect one after the other, and a camera in its
+    # first seconds (connecting, its first frames analysed late) may show a walk from its middle
+    # that still starts left of the line.
     return [walk for index, walk in enumerate(passes)
-            if (index + 1 < len(passes) or time.time() - walk.end_ts > max(QUIET_S, 3 * _frame_interval_s(walk)))
+            if index > 0
+            and (index + 1 < len(passes) or time.time() - walk.end_ts > max(QUIET_S, 3 * _frame_interval_s(walk)))
             and walk.starts_left_of(0.46 * clip.width)]
 
 
