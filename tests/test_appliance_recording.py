@@ -74,7 +74,7 @@ class RecorderStandIn:
         return [CameraRecordingStatus(cid, events_enabled=True, continuous_enabled=False,
                                       recording=self.paused is None and cid not in self.unavailable,
                                       unavailable=self.unavailable.get(cid), paused=self.paused,
-                                      bytes_written=1000, packets_dropped=2)
+                                      bytes_written=1000, packets_dropped=2, clips_preroll_short=1)
                 for cid in sorted(self.recorded)]
 
     def reader(self):
@@ -208,6 +208,7 @@ def test_the_appliance_gives_recorded_cameras_a_sink_and_shows_their_recording(t
         assert cams["cam1"].recording.unavailable.startswith("recording unavailable"), cams["cam1"].recording
         assert cams["cam2"].recording is None
         assert appliance.status().recording.bytes_written == 1000
+        assert appliance.status().recording.clips_preroll_short == 1
         assert appliance.recordings() == "reader"
 
         recorder.paused = "disk below its reserve"
@@ -217,6 +218,8 @@ def test_the_appliance_gives_recorded_cameras_a_sink_and_shows_their_recording(t
                    for m in ApplianceCollector(appliance).collect() for s in m.samples}
         assert samples[("edge_app_recording_paused", ())] == 1.0
         assert samples[("edge_app_camera_recording_bytes_written_total", (("camera", "cam1"),))] == 1000.0
+        assert samples[("edge_app_recording_clips_preroll_short_total", ())] == 1.0
+        assert samples[("edge_app_camera_recording_clips_preroll_short_total", (("camera", "cam1"),))] == 1.0
 
         # Recording switched on for cam2 by a configuration change: it restarts with a sink.
         recorder.recorded_next = {"cam1", "cam2"}

@@ -14,6 +14,7 @@ from bench.gpu.report import appliance_cpu_ms, cpu_comparison, finish, markdown,
 from bench.gpu.rtsp_serve import MAX_PAYLOAD, group_frames, packetize, split_nals
 from edge_app.detect.tensorrt.engine_process import EngineWork
 from edge_app.detect.detections import Detections
+from tests.support.skips import require_module
 
 
 def _raw(batch, images_per_s):
@@ -134,7 +135,7 @@ def test_packetize_fragments_large_nal_units_as_fu_a(size, packets):
 
 @pytest.mark.slow
 def test_rtsp_server_streams_a_real_clip_to_ffmpeg(tmp_path, images_dir):
-    cv2 = pytest.importorskip("cv2")
+    cv2 = require_module("cv2", extra="opencv")
     from bench.common.media import ensure_clip
     from bench.gpu.rtsp_launch import RtspServerProcess
 
@@ -254,7 +255,7 @@ def test_the_engine_process_busy_figures(work, batch_times_s, expected):
 
 
 def test_a_repeated_clip_holds_every_frame_of_each_pass(tmp_path, images_dir):
-    cv2 = pytest.importorskip("cv2")
+    cv2 = require_module("cv2", extra="opencv")
     from bench.common.media import ensure_clip, repeat_clip
 
     clip = ensure_clip(images_dir, tmp_path, (320, 240), 0.5, 30)

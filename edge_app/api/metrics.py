@@ -154,6 +154,9 @@ class ApplianceCollector:
                                   value=recording.bytes_written)
         yield CounterMetricFamily(f"{PREFIX}_recording_packets_dropped",
                                   "Compressed packets the recorder could not take in time", value=recording.packets_dropped)
+        yield CounterMetricFamily(f"{PREFIX}_recording_clips_preroll_short",
+                                  "Event clips that came too late for the pre-roll held in memory",
+                                  value=recording.clips_preroll_short)
         labels = ["camera"]
         active = GaugeMetricFamily(f"{PREFIX}_camera_recording", "1 while the camera's packets are being written",
                                    labels=labels)
@@ -161,12 +164,16 @@ class ApplianceCollector:
                                       labels=labels)
         dropped = CounterMetricFamily(f"{PREFIX}_camera_recording_packets_dropped",
                                       "Packets of the camera the recorder could not take in time", labels=labels)
+        short = CounterMetricFamily(f"{PREFIX}_camera_recording_clips_preroll_short",
+                                    "Clips of the camera that came too late for the pre-roll held in memory",
+                                    labels=labels)
         for camera in cameras:
             if camera.recording is not None:
                 active.add_metric([camera.id], float(camera.recording.recording))
                 written.add_metric([camera.id], float(camera.recording.bytes_written))
                 dropped.add_metric([camera.id], float(camera.recording.packets_dropped))
-        yield from (family for family in (active, written, dropped) if family.samples)
+                short.add_metric([camera.id], float(camera.recording.clips_preroll_short))
+        yield from (family for family in (active, written, dropped, short) if family.samples)
 
 
 def metrics_blueprint(service: ApplianceService) -> Blueprint:

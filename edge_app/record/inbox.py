@@ -2,6 +2,9 @@
 
 The capture thread must never wait for a disk: a packet that does not fit is dropped and counted
 (the camera's recording status shows the count). A clip then has a hole, never a stalled camera.
+Once a packet is dropped, the rest of its GOP goes too, until the next keyframe that fits: the
+frames after a missing one refer to it, so written they would only decode as garbage, and the
+pre-roll ring behind the inbox keeps whole GOPs.
 The other items (a connection opened or closed, orders, stop) are never dropped: without them
 the packets after a reconnect would be measured from the old connection's origin. They are few
 (one pair per reconnect, which the capture loop paces) and take no room from packets.
@@ -33,12 +36,18 @@ class Inbox:
         self._bytes = 0
         self._unfinished = 0  # queued or being handled
         self.dropped = 0
+        self._dropping_gop = False  # a packet of the current GOP was dropped: so is the rest of it
 
-    def offer(self, item: Item, size: int = 0) -> bool:
-        """Queue a packet without waiting; False (and counted) when it does not fit."""
+    def offer(self, item: Item, size: int = 0, keyframe: bool = True) -> bool:
+        """Queue a packet without waiting; False (and counted) when it does not fit, or when an
+        earlier packet of its GOP did not (``keyframe`` False: it needs the packets before it)."""
         with self._changed:
-            if self._packets >= self._max_packets or self._bytes + size > self._max_bytes:
+            if keyframe:
+                self._dropping_gop = False
+            if (self._dropping_gop or self._packets >= self._max_packets
+                    or self._bytes + size > self._max_bytes):
                 self.dropped += 1
+                self._dropping_gop = True
                 return False
             self._packets += 1
             self._bytes += size

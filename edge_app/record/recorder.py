@@ -71,13 +71,17 @@ class CameraRecorder:
         self._free_bytes = free_bytes or (lambda: shutil.disk_usage(self.store.folder).free)
         self._inbox = Inbox(queue_packets, queue_bytes)
         self._orders: "queue.SimpleQueue" = queue.SimpleQueue()
-        self._ring = PreRollRing(settings.pre_s, **({"max_bytes": ring_max_bytes} if ring_max_bytes else {}))
+        self._ring = PreRollRing(settings.pre_s, follow_reader=True,
+                                 **({"max_bytes": ring_max_bytes} if ring_max_bytes else {}))
         self._clips: Dict[str, _Clip] = {}
         self._segment: Optional[Fmp4Writer] = None
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()  # guards the figures status() reads
         self._open_files = 0
         self._open_bytes = 0
+        self._preroll_short = 0  # clips whose pre-roll the ring no longer held
+        self._capture_info: Optional[StreamInfo] = None  # the capture thread's connection (the ring's)
+        self._reached: Optional[EncodedPacket] = None  # the last packet this thread handled
         self._files = CameraFiles(store, self.camera_id, on_clip)
         self._unavailable: Optional[str] = None
         self._paused: Optional[str] = None
@@ -86,12 +90,18 @@ class CameraRecorder:
     # ---- PacketSink (capture thread: never blocks) ---------------------------------------------
 
     def stream_opened(self, info: StreamInfo) -> None:
+        self._capture_info = info
         self._inbox.always(("opened", info))
 
     def packet(self, packet: EncodedPacket) -> None:
-        self._inbox.offer(("packet", packet), len(packet.data))
+        # the pre-roll is kept here, before the queue: a full queue never costs a clip its pre-roll
+        if self._capture_info is not None and self._capture_info.codec in RECORDABLE_CODECS \
+                and self.settings.events_enabled:
+            self._ring.add(self._capture_info, packet)
+        self._inbox.offer(("packet", packet), len(packet.data), packet.keyframe)
 
     def stream_closed(self, reason: str) -> None:
+        self._capture_info = None
         self._inbox.always(("closed", reason))
 
     def unavailable(self, reason: str) -> None:
@@ -143,7 +153,7 @@ class CameraRecorder:
                 continuous_enabled=self.settings.continuous_enabled,
                 recording=self._open_files > 0 and self._paused is None, unavailable=self._unavailable,
                 paused=self._paused, bytes_written=self._files.bytes_done + self._open_bytes,
-                packets_dropped=self._inbox.dropped)
+                packets_dropped=self._inbox.dropped, clips_preroll_short=self._preroll_short)
 
     def _publish(self) -> None:
         """What status() says about the open files (it runs on other threads: it never walks them)."""
@@ -228,8 +238,8 @@ class CameraRecorder:
             with self._lock:
                 self._unavailable = f"recording unavailable: codec {info.codec} cannot be recorded by stream copy"
             return
-        if self.settings.events_enabled:
-            self._ring.add(info, packet)
+        self._reached = packet
+        self._ring.reached(packet.wall_ts)
         if packet.keyframe:
             self._check_disk()
             self._publish()
@@ -250,7 +260,7 @@ class CameraRecorder:
             return
         clip = _Clip(event_id=event_id, start_ts=start_ts)
         self._clips[event_id] = clip
-        self._catch_up(clip, self._ring.newest_wall())
+        self._catch_up(clip, None if self._reached is None else self._reached.wall_ts)
 
     def _catch_up(self, clip: _Clip, newest_wall: Optional[float]) -> None:
         """Start the clip from the ring once the packets of start - pre_s have arrived.
@@ -261,11 +271,19 @@ class CameraRecorder:
         if newest_wall is None or newest_wall < clip.start_ts - self.settings.pre_s:
             return
         clip.waiting = False
-        for held_info, held in list(self._ring.since(clip.start_ts - self.settings.pre_s)):
+        if not self._ring.reaches(clip.start_ts - self.settings.pre_s):
+            self._count_short_preroll(clip)
+        for held_info, held in self._ring.since(clip.start_ts - self.settings.pre_s, upto=self._reached):
             if clip.end_deadline is not None and decode_wall(held_info, held) > clip.end_deadline:
                 self._end_clip(clip)
                 return
             self._feed_clip(clip, held_info, held)
+
+    def _count_short_preroll(self, clip: _Clip) -> None:
+        with self._lock:
+            self._preroll_short += 1
+        log.warning("recording %s: the clip of event %s misses part of its pre-roll (the event came %.1f s "
+                    "after its start)", self.camera_id, clip.event_id, (self._ring.newest_wall() or 0) - clip.start_ts)
 
     def _feed_clip(self, clip: _Clip, info: StreamInfo, packet: EncodedPacket) -> None:
         if self._paused is not None:

@@ -50,7 +50,8 @@ class CameraRecordingStatus:
     unavailable: Optional[str] = None  # "recording unavailable: <why>" for sources without packets
     paused: Optional[str] = None  # why writing stopped (disk below its reserve), None when writing
     bytes_written: int = 0
-    packets_dropped: int = 0
+    packets_dropped: int = 0  # packets the recorder could not take in time (whole GOP tails)
+    clips_preroll_short: int = 0  # clips that came too late for the pre-roll held in memory
 
 
 class RecordingReader(Protocol):

@@ -218,6 +218,7 @@ class RecordingReport:
     recording: List[str]  # cameras whose packets are being written now
     bytes_written: int
     packets_dropped: int
+    clips_preroll_short: int = 0  # clips that came too late for the pre-roll held in memory
 
 
 @dataclass(frozen=True)

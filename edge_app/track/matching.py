@@ -57,3 +57,35 @@ def assign(cost: np.ndarray, max_cost: float) -> Tuple[np.ndarray, np.ndarray, n
     matched_rows = np.flatnonzero(row_to_col >= 0)
     pairs = np.stack([matched_rows, row_to_col[matched_rows]], axis=1).astype(np.int64)
     return pairs, np.flatnonzero(row_to_col < 0), np.flatnonzero(col_to_row < 0)
+
+
+def reach_cost(track_boxes: np.ndarray, track_classes: np.ndarray, reach_px: np.ndarray,
+               det_boxes: np.ndarray, det_classes: np.ndarray, distance_weight: float) -> np.ndarray:
+    """``1 - IoU`` of each detection with its track's box moved towards it by up to ``reach_px``
+    ``(T,)``, plus ``distance_weight`` times the distance as a share of the reach (at most 1).
+
+    For a track seen once, whose speed is unknown: where it is now is anywhere within reach of
+    where it was, so the overlap compares shapes; the distance term makes the nearer of two
+    look-alikes win. Pairs of different classes are forbidden as in :func:`iou_cost`.
+    """
+    t, d = track_boxes.shape[0], det_boxes.shape[0]
+    if t == 0 or d == 0:
+        return np.zeros((t, d))
+    track_centres = (track_boxes[:, :2] + track_boxes[:, 2:]) / 2
+    det_centres = (det_boxes[:, :2] + det_boxes[:, 2:]) / 2
+    offset = det_centres[None, :, :] - track_centres[:, None, :]              # (T, D, 2)
+    distance = np.hypot(offset[..., 0], offset[..., 1])
+    reach = np.maximum(reach_px, 0.0)[:, None]
+    step = np.where(distance > reach, reach / np.maximum(distance, 1e-12), 1.0)
+    moved = track_boxes[:, None, :] + np.tile(offset * step[..., None], 2)     # (T, D, 4)
+    iw = np.maximum(np.minimum(moved[..., 2], det_boxes[None, :, 2]) - np.maximum(moved[..., 0], det_boxes[None, :, 0]), 0.0)
+    ih = np.maximum(np.minimum(moved[..., 3], det_boxes[None, :, 3]) - np.maximum(moved[..., 1], det_boxes[None, :, 1]), 0.0)
+    inter = iw * ih
+    area_t = np.maximum(track_boxes[:, 2] - track_boxes[:, 0], 0.0) * np.maximum(track_boxes[:, 3] - track_boxes[:, 1], 0.0)
+    area_d = np.maximum(det_boxes[:, 2] - det_boxes[:, 0], 0.0) * np.maximum(det_boxes[:, 3] - det_boxes[:, 1], 0.0)
+    union = area_t[:, None] + area_d[None, :] - inter
+    iou = np.where(union > 0, inter / np.maximum(union, 1e-12), 0.0)
+    share = np.minimum(distance / np.maximum(reach, 1e-12), 1.0)
+    cost = 1.0 - iou + distance_weight * share
+    cost[(track_classes[:, None] != det_classes[None, :]) | ~np.isfinite(cost)] = FORBIDDEN_COST
+    return cost

@@ -8,6 +8,12 @@ Association runs in stages (Zhang et al., "ByteTrack", ECCV 2022):
    half hidden, with a low score, and the strict IoU of this stage keeps clutter out;
 3. tentative tracks (one sighting so far) against the high-score detections left over.
 Each stage is an optimal assignment on IoU cost between Kalman-predicted boxes and detections.
+A tentative track has no speed yet, so its prediction stands still; at a low analysed rate
+(a loaded device, one frame a second) a walker has left that box before the next frame. The
+third stage therefore lets a tentative track reach as far as ``tentative_reach_heights_per_s``
+allows in the time since it was seen beyond ``tentative_reach_after_s`` and compares shapes
+there, nearer candidates first. Within that half second the plain overlap decides, as it did
+before: a walker's boxes still overlap, and look-alikes side by side are not paired by guess.
 A high-score detection left over starts a tentative track; it gets an id once it has been seen
 ``confirm_hits`` times in a row, so a single false positive never consumes an id. A confirmed
 track not seen for ``lost_timeout_s`` is removed. Tracks keep their class: a detection of
@@ -24,7 +30,7 @@ import numpy as np
 
 from edge_app.detect.detections import Detections
 from edge_app.track.kalman import STATE_DIM, BoxKalman, KalmanNoise, xyah_to_xyxy, xyxy_to_xyah
-from edge_app.track.matching import assign, iou_cost
+from edge_app.track.matching import assign, iou_cost, reach_cost
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +45,12 @@ class TrackerSettings:
     match_iou: float = 0.2             # first stage: least IoU between prediction and detection
     low_match_iou: float = 0.5         # second stage is stricter: low scores are less certain
     tentative_match_iou: float = 0.3
+    # How far (box heights a second) a tentative track may have moved since its first sighting,
+    # counted after tentative_reach_after_s: a brisk walk is under one height a second. Gaps
+    # longer than lost_timeout_s reach no further.
+    tentative_reach_heights_per_s: float = 1.5
+    tentative_reach_after_s: float = 0.5
+    tentative_distance_weight: float = 0.1  # breaks ties between look-alikes in favour of the nearer
     confirm_hits: int = 2              # sightings in a row before a track gets an id
     # A confirmed track unseen this long is removed. Long enough for someone walking behind a
     # pillar or a parked car; an event ends after events.end_after_s (2 s) alike.
@@ -52,6 +64,10 @@ class TrackerSettings:
         for name in ("match_iou", "low_match_iou", "tentative_match_iou"):
             if not 0 < getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be in (0, 1]")
+        if (self.tentative_reach_heights_per_s < 0 or self.tentative_reach_after_s < 0
+                or not 0 <= self.tentative_distance_weight < 1):
+            raise ValueError("tentative_reach_heights_per_s and tentative_reach_after_s must be >= 0, "
+                             "tentative_distance_weight in [0, 1)")
         if self.confirm_hits < 1 or self.lost_timeout_s < 0 or self.max_tracks < 1:
             raise ValueError("confirm_hits and max_tracks must be >= 1, lost_timeout_s >= 0")
 
@@ -121,17 +137,21 @@ class Tracker:
 
         matched_tracks, matched_dets = [], []
 
-        def stage(tracks: np.ndarray, dets: np.ndarray, min_iou: float) -> Tuple[np.ndarray, np.ndarray]:
+        def stage(tracks: np.ndarray, dets: np.ndarray, min_iou: float, costs: Optional[np.ndarray] = None,
+                  ) -> Tuple[np.ndarray, np.ndarray]:
             if len(tracks) == 0 or len(dets) == 0:
                 return tracks, dets
-            pairs, free_tracks, free_dets = assign(cost[np.ix_(tracks, dets)], 1.0 - min_iou)
+            pairs, free_tracks, free_dets = assign(cost[np.ix_(tracks, dets)] if costs is None else costs, 1.0 - min_iou)
             matched_tracks.append(tracks[pairs[:, 0]])
             matched_dets.append(dets[pairs[:, 1]])
             return tracks[free_tracks], dets[free_dets]
 
         confirmed_left, high_left = stage(confirmed, high, s.match_iou)
         stage(confirmed_left, low, s.low_match_iou)
-        _, high_left = stage(tentative, high_left, s.tentative_match_iou)
+        if len(tentative) and len(high_left):
+            _, high_left = stage(tentative, high_left, s.tentative_match_iou,
+                                 self._tentative_cost(tentative, det_boxes[high_left], det_classes[high_left],
+                                                      cost[np.ix_(tentative, high_left)], now_s))
 
         tracks_hit = np.concatenate(matched_tracks) if matched_tracks else np.zeros(0, np.int64)
         dets_hit = np.concatenate(matched_dets) if matched_dets else np.zeros(0, np.int64)
@@ -149,6 +169,18 @@ class Tracker:
         if len(starters):
             out[starters] = self._start(starters, det_boxes[starters], det_classes[starters], now_s)
         return out
+
+    def _tentative_cost(self, tentative: np.ndarray, boxes: np.ndarray, classes: np.ndarray,
+                        plain: np.ndarray, now_s: float) -> np.ndarray:
+        """The third stage's cost: never above the plain overlap cost, lower for a detection
+        within the reach of a tentative track's first sighting."""
+        s = self.settings
+        gap_s = np.minimum(now_s - self._seen_s[tentative], s.lost_timeout_s)
+        heights = self._mean[tentative, 3]
+        reach_px = s.tentative_reach_heights_per_s * heights * np.maximum(gap_s - s.tentative_reach_after_s, 0.0)
+        reached = reach_cost(xyah_to_xyxy(self._mean[tentative]), self._classes[tentative], reach_px,
+                             boxes, classes, s.tentative_distance_weight)
+        return np.minimum(plain, reached)
 
     def _correct(self, tracks: np.ndarray, boxes: np.ndarray, now_s: float) -> None:
         mean, cov = self._kalman.update(self._mean[tracks], self._cov[tracks], xyxy_to_xyah(boxes))

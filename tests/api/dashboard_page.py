@@ -3,24 +3,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-import pytest
 
 import edge_app.api
+from tests.support.skips import require_tool
 
 STATIC_DIR = Path(edge_app.api.__file__).parent / "static"
 HARNESS = Path(__file__).parent / "js" / "dashboard_harness.mjs"
 
 
 def _node() -> str:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
-    return node
+    return require_tool("node")
 
 
 def run_dashboard(api, scenario: str, token: str = "", env: Optional[Dict[str, str]] = None) -> dict:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Pattern, Sequence
 
-import pytest
+from tests.support.skips import missing
 
 CHROMIUM = Path(os.environ.get("EDGE_APP_CHROMIUM", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("EDGE_APP_CHROMEDRIVER", "/usr/bin/chromedriver"))
@@ -31,14 +31,12 @@ CHROMIUM_FLAGS = (
 
 def require_chromium() -> None:
     """Skip (fail on CI) unless Debian's chromium and chromium-driver are installed."""
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
-    problem = f"{' and '.join(missing)} missing (run scripts/system-deps.sh)" if missing else None
+    absent = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not os.access(p, os.X_OK)]
+    problem = f"{' and '.join(absent)} missing (run scripts/system-deps.sh)" if absent else None
     if problem is None and importlib.util.find_spec("selenium") is None:
         problem = "selenium is not installed (pip install -e '.[dev]')"
     if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"browser tests cannot run: {problem}")
-        pytest.skip(f"browser tests need Chromium: {problem}")
+        missing(f"browser tests need Chromium: {problem}")
 
 
 def start_chromium(user_data_dir: Path, log_path: Path):

@@ -12,8 +12,9 @@ from edge_app.capture.av_demux import AvDemuxer, ffmpeg_options, is_annexb
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from tests.support.media import require_tool
 from tests.support.net import free_port
+from tests.support.skips import require_module
 
-av = pytest.importorskip("av")
+av = require_module("av")
 
 
 def _software_decode(demuxer: AvDemuxer, max_packets: int):

@@ -23,6 +23,7 @@ import yaml
 
 from tests.e2e.appliance import wait_until
 from tests.e2e.scene import describe, detect_objects, event_histories, jpeg_size, split_passes
+from tests.support.skips import missing
 
 pytestmark = pytest.mark.slow
 
@@ -307,7 +308,7 @@ def full_events_dir(tmp_path):
         return
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(folder)], capture_output=True, text=True)
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tiny tmpfs as root here: {mounted.stderr.strip()}")
+        missing(f"cannot mount a tiny tmpfs as root here: {mounted.stderr.strip()}")
     try:
         with open(folder / "filler", "wb", buffering=0) as filler:
             try:

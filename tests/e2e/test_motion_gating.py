@@ -7,7 +7,13 @@ motion gating on and one with it off; ``static`` reads a noisy scene whose light
 half way. The two walking cameras must give the same events (starting within 0.5 s of each other),
 the same zone entries and the same line crossings, while the gated one holds back the frames of
 the empty scene; the static camera gives no event and no lasting motion.
+
+On a loaded machine the cameras are analysed more slowly than ``fps_limit``; each samples the
+walk at its own instants, so their events can start up to one analysed frame apart, and a walk
+is over only when its camera stayed quiet for a few of its frame intervals: both allowances grow
+with the interval the detections show (never below their fixed values).
 """
+import statistics
 import time
 from collections import Counter
 
@@ -24,6 +30,7 @@ KEEPALIVE_S = 1.0
 GAP_S = 2.5
 QUIET_S = 3.5
 START_TOLERANCE_S = 0.5
+FPS_LIMIT = 5
 
 
 @pytest.fixture(scope="module")
@@ -39,15 +46,25 @@ def static_clip(clips_dir):
 
 def _camera(camera_id, source, gated):
     # 5 frames/s analysed: both cameras and the model share the test machine's CPU with the rest of the suite
-    return {"id": camera_id, "source": source, "motion": {"enabled": gated}, "fps_limit": 5,
+    return {"id": camera_id, "source": source, "motion": {"enabled": gated}, "fps_limit": FPS_LIMIT,
             "zones": [{"name": f"{camera_id}_right", "polygon": [[0.5, 0.0], [1.0, 0.0], [1.0, 1.0], [0.5, 1.0]]}],
             "lines": [{"name": f"{camera_id}_middle", "points": [[0.5, 0.0], [0.5, 1.0]]}]}
 
 
+def _frame_interval_s(walk) -> float:
+    """The camera's analysed frame interval during a walk (its frame rate limit while unknown)."""
+    times = [frame["ts"] for frame in walk.frames]
+    return statistics.median(b - a for a, b in zip(times, times[1:])) if len(times) > 1 else 1 / FPS_LIMIT
+
+
 def _complete_walks(collector, camera_id, clip):
     passes = split_passes(collector.payloads(f"{ROOT}/cameras/{camera_id}/detections"), GAP_S)
+    # Not the first pass a camera saw: the cameras connect one after the other, and a camera in its
+    # first seconds (connecting, its first frames analysed late) may show a walk from its middle
+    # that still starts left of the line.
     return [walk for index, walk in enumerate(passes)
-            if (index + 1 < len(passes) or time.time() - walk.end_ts > QUIET_S)
+            if index > 0
+            and (index + 1 < len(passes) or time.time() - walk.end_ts > max(QUIET_S, 3 * _frame_interval_s(walk)))
             and walk.starts_left_of(0.46 * clip.width)]
 
 
@@ -87,8 +104,9 @@ def test_gating_gives_the_same_events_for_less_work_and_a_static_scene_costs_not
 
     gated_walk, ungated_walk = wait_until(lambda: _same_walk_on_both(collector, noisy_walk), 120,
                                           "one walk seen from its start by both cameras")
-    # one shared stream: the same walk reaches both cameras at the same time
-    assert abs(gated_walk.start_ts - ungated_walk.start_ts) <= START_TOLERANCE_S, (
+    # one shared stream: the same walk reaches both cameras at the same time, give or take a frame
+    tolerance_s = max(START_TOLERANCE_S, 1.5 * max(_frame_interval_s(gated_walk), _frame_interval_s(ungated_walk)))
+    assert abs(gated_walk.start_ts - ungated_walk.start_ts) <= tolerance_s, (
         f"first complete walk at {gated_walk.start_ts:.2f} gated, {ungated_walk.start_ts:.2f} ungated")
 
     def ended_events():
@@ -100,7 +118,7 @@ def test_gating_gives_the_same_events_for_less_work_and_a_static_scene_costs_not
     assert [h.last["label"] for h in gated] == [h.last["label"] for h in ungated] and gated, (
         f"events gated {[h.last['label'] for h in gated]}, ungated {[h.last['label'] for h in ungated]}")
     for g, u in zip(gated, ungated):
-        assert abs(g.last["start_time"] - u.last["start_time"]) <= START_TOLERANCE_S, (
+        assert abs(g.last["start_time"] - u.last["start_time"]) <= tolerance_s, (
             f"{g.last['label']} started at {g.last['start_time']:.2f} gated, {u.last['start_time']:.2f} ungated")
         assert [m["type"] for m in g.messages][-1] == "end", f"gated event {g.id} did not end"
         assert g.last["entered_zones"] == ["gated_right"] and u.last["entered_zones"] == ["ungated_right"]

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Iterator
 
-import pytest
+from tests.support.skips import missing
 
 
 def _mount(target: Path, options: str) -> bool:
@@ -48,7 +48,7 @@ def tiny_filesystem(target: Path, size_kb: int) -> Iterator[Path]:
     """A tmpfs of ``size_kb`` at ``target``; skips the test when it cannot be mounted."""
     target.mkdir(parents=True, exist_ok=True)
     if not _mount(target, f"size={size_kb}k"):
-        pytest.skip("mounting a tmpfs needs root")
+        missing("mounting a tmpfs needs root")
     try:
         yield target
     finally:

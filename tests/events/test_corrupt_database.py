@@ -16,6 +16,7 @@ from edge_app.events.query import EventQuery, snapshot_file_name
 EventDatabaseUnusable = Exception
 from edge_app.events.store import EventStore
 from tests.events.disks import tiny_filesystem
+from tests.support.skips import missing
 from tests.events.test_store import JPEG, NOW, event, snapshot
 
 #: what a file may look like after the disk failed; each is refused by SQLite in its own way
@@ -145,7 +146,7 @@ def test_a_corrupt_database_that_cannot_be_moved_is_reported_and_never_answered_
         if earlier_runs:
             (folder / SNAPSHOT_DIR).mkdir()
         if subprocess.run(["mount", "-o", "remount,ro", str(folder)], capture_output=True).returncode != 0:
-            pytest.skip("cannot remount the tmpfs read-only")
+            missing("cannot remount the tmpfs read-only (needs root)")
         store = EventStore(folder, clock=lambda: NOW)
         try:
             health = store.health()

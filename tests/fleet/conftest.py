@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.fleet import RunningFleet, start_fleet
 from tests.support.fleet_devices import SimDevice
+from tests.support.skips import missing, require_module
 
 PG_ADMIN_URL = os.environ.get("EDGE_APP_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 ENGINES = ["sqlite", "postgresql"]
@@ -28,11 +29,12 @@ def _pg_url(dbname: str) -> str:
 @pytest.fixture
 def pg_database() -> Iterator[str]:
     """The URL of a fresh PostgreSQL database, dropped afterwards."""
-    psycopg = pytest.importorskip("psycopg")
+    psycopg = require_module("psycopg")
     try:
         admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
     except psycopg.OperationalError as err:
-        pytest.skip(f"no PostgreSQL at {PG_ADMIN_URL}: {err}")
+        missing(f"no PostgreSQL at {PG_ADMIN_URL} (scripts/system-deps.sh starts one; EDGE_APP_TEST_PG "
+                f"points elsewhere): {err}")
     name = f"fleet_test_{uuid.uuid4().hex[:12]}"
     admin.execute(f"CREATE DATABASE {name}")
     try:

@@ -13,6 +13,7 @@ from edge_app.health.problems import DISK_FULL, HOT, THROTTLING, ProblemLog, fin
 from edge_app.health.report import is_unavailable
 from edge_app.health.sampler import SAMPLER_THREAD, HealthSampler
 from tests.health.fake_pynvml import FakeGpu, FakeNvml
+from tests.support.skips import missing
 
 
 def _dgpu_sampler(fake: FakeNvml, **options) -> HealthSampler:
@@ -91,7 +92,7 @@ def small_tmpfs(tmp_path):
     mount_point.mkdir()
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)], capture_output=True, text=True)
     if done.returncode != 0:
-        pytest.skip(f"mounting a tmpfs was refused: {done.stderr.strip()}")
+        missing(f"mounting a tmpfs was refused (needs root): {done.stderr.strip()}")
     yield mount_point
     subprocess.run(["umount", "-l", str(mount_point)], check=False)
 

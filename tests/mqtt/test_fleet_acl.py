@@ -28,6 +28,7 @@ from edge_app.mqtt.payloads import config_desired_payload, encode
 from tests.mqtt.certs import make_test_certificates
 from tests.support.broker import MOSQUITTO, MOSQUITTO_PASSWD
 from tests.support.net import free_port, port_accepts
+from tests.support.skips import require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = "fleet.service"
@@ -39,8 +40,7 @@ SETTLE_S = 1.5  # how long a message that is allowed takes at most to arrive on 
 
 class FleetBroker:
     def __init__(self, directory: Path) -> None:
-        if not Path(MOSQUITTO).exists():
-            pytest.skip(f"{MOSQUITTO} is not installed")
+        require_tool("mosquitto", MOSQUITTO)
         self.dir = directory
         certs = make_test_certificates(directory / "certs")
         for source, name in ((certs.ca, "ca.pem"), (certs.server_cert, "server.pem"), (certs.server_key, "server.key")):

@@ -1,4 +1,5 @@
-"""The pre-roll ring holds at most pre_s plus one GOP, in whole GOPs, and stays within its bytes."""
+"""The pre-roll ring holds pre_s and the lateness allowed to events plus at most one GOP, in whole
+GOPs, and stays within its bytes."""
 from __future__ import annotations
 
 import pytest
@@ -7,10 +8,10 @@ from edge_app.record.ring import PreRollRing
 from tests.record.media import GOP_S, shifted
 
 
-@pytest.mark.parametrize("pre_s", [0.0, 0.5, 1.0, 2.5, 5.0])
-def test_ring_holds_pre_s_plus_at_most_one_gop(stream, pre_s):
+@pytest.mark.parametrize("pre_s, late_s", [(0.0, 0.0), (0.5, 0.0), (1.0, 2.0), (2.5, 1.5), (5.0, 0.0), (0.0, 5.0)])
+def test_ring_holds_pre_s_and_late_s_plus_at_most_one_gop(stream, pre_s, late_s):
     info, packets = stream
-    ring = PreRollRing(pre_s)
+    ring = PreRollRing(pre_s, late_s=late_s)
     newest = float("-inf")
     for packet in packets:
         ring.add(info, packet)
@@ -19,14 +20,15 @@ def test_ring_holds_pre_s_plus_at_most_one_gop(stream, pre_s):
         assert held[0][1].keyframe
         span = newest - held[0][1].wall_ts
         reached = newest - packets[0].wall_ts
-        assert span >= min(pre_s, reached) - 1e-6  # it reaches back pre_s (once the stream is that old)
-        assert span <= pre_s + GOP_S + 1e-6  # and no more than one GOP further
+        assert span >= min(pre_s + late_s, reached) - 1e-6  # it reaches back that far (once the stream is that old)
+        assert span <= pre_s + late_s + GOP_S + 1e-6  # and no more than one GOP further
+        assert ring.reaches(newest - pre_s - late_s)  # what an event that late needs is all there
 
 
 @pytest.mark.parametrize("offset_s, expected_start_s", [(4.5, 4.0), (4.0, 4.0), (3.99, 3.0), (-100.0, 3.0)])
 def test_since_starts_at_the_last_keyframe_at_or_before(stream, offset_s, expected_start_s):
     info, packets = stream
-    ring = PreRollRing(2.0)
+    ring = PreRollRing(2.0, late_s=0.0)
     base = packets[0].wall_ts
     for packet in packets[:int(5.5 * 30)]:
         ring.add(info, packet)
@@ -71,3 +73,43 @@ def test_a_gop_longer_than_the_byte_bound_is_not_held(stream):
     assert len(ring) == 0 and ring.dropped_for_bytes == 1
     ring.add(info, packets[30])  # the next keyframe: held again
     assert len(ring) == 1 and next(iter(ring.since(float("-inf"))))[1].keyframe
+
+
+def test_the_ring_knows_when_it_no_longer_holds_what_a_late_event_needs(stream):
+    info, packets = stream
+    ring = PreRollRing(2.0, late_s=1.0)
+    base = packets[0].wall_ts
+    for packet in packets[:int(8.5 * 30)]:
+        ring.add(info, packet)
+    assert ring.reaches(base + 8.5 - 3.0)             # pre_s + late_s back: held
+    assert not ring.reaches(base + 8.5 - 5.0)         # an event 3 s late: its pre-roll's first GOPs are gone
+    assert PreRollRing(2.0).reaches(float("-inf"))   # an empty ring lost nothing
+    ring.clear()
+    assert ring.reaches(float("-inf"))
+
+
+def test_a_ring_that_follows_its_reader_keeps_the_pre_roll_behind_the_reader_not_the_camera(stream):
+    """The recorder thread runs 6 s behind the camera: the GOPs it will still need stay."""
+    info, packets = stream
+    ring = PreRollRing(1.0, late_s=1.0, follow_reader=True)
+    base = packets[0].wall_ts
+    for packet in packets[:int(10 * 30)]:
+        ring.add(info, packet)
+    assert ring.since(float("-inf"))[0][1].wall_ts == base  # the reader has handled nothing yet
+    ring.reached(base + 4.0)
+    ring.add(info, packets[300])
+    assert ring.since(float("-inf"))[0][1].wall_ts == pytest.approx(base + 2.0)  # 4 - pre_s - late_s
+    assert ring.reaches(base + 2.0) and not ring.reaches(base + 1.5)
+    alone = PreRollRing(1.0, late_s=1.0)
+    for packet in packets[:301]:
+        alone.add(info, packet)
+    assert alone.since(float("-inf"))[0][1].wall_ts == pytest.approx(base + 8.0)  # behind the camera
+
+
+def test_since_stops_at_the_packet_the_reader_has_reached(stream):
+    info, packets = stream
+    ring = PreRollRing(2.0, follow_reader=True)
+    for packet in packets[:90]:
+        ring.add(info, packet)
+    assert [p for _, p in ring.since(packets[30].wall_ts, upto=packets[40])] == packets[30:41]
+    assert ring.since(packets[30].wall_ts, upto=packets[200]) == []  # not held: the queue brings it

@@ -38,6 +38,7 @@ import paho.mqtt.client as mqtt
 import pytest
 
 from tests.support.net import free_port, port_accepts
+from tests.support.skips import require_tool
 from paho.mqtt.enums import CallbackAPIVersion
 
 MOSQUITTO = os.environ.get("EDGE_APP_MOSQUITTO", "/usr/sbin/mosquitto")
@@ -59,8 +60,7 @@ class MosquittoBroker:
         tls: Any = None,
         require_certificate: bool = False,
     ) -> None:
-        if not Path(MOSQUITTO).exists():
-            pytest.skip(f"{MOSQUITTO} is not installed")
+        require_tool("mosquitto", MOSQUITTO)
         self.host = host
         self.port = port or free_port(host)
         self.work_dir = Path(work_dir)

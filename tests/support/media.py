@@ -16,8 +16,6 @@ Fixtures (pytest scope "session", i.e. made once per run):
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from dataclasses import dataclass
@@ -27,20 +25,10 @@ import numpy as np
 import pytest
 
 from edge_app.commands import demo_clip
+from tests.support.skips import require_tool  # noqa: F401 - also imported from here by many tests
 
 CLIP_FPS = 10
 CLIP_SECONDS_PER_IMAGE = 2.0
-
-
-def require_tool(name: str) -> str:
-    """Path of a command-line tool; skip (fail on CI) when it is not installed."""
-    path = shutil.which(name)
-    if path is None:
-        message = f"{name} is not installed (run scripts/system-deps.sh)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
 
 
 image_size = demo_clip.image_size

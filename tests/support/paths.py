@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.skips import missing
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -18,10 +20,7 @@ def shared_dir() -> Path:
 
 def _require(path: Path) -> Path:
     if not path.exists():
-        message = f"test data {path} is missing (set EDGE_APP_SHARED to the folder with models/ and images/)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        missing(f"test data {path} is missing (set EDGE_APP_SHARED to the folder with models/ and images/)")
     return path
 
 

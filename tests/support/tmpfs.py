@@ -1,5 +1,5 @@
 """A real small file system for tests of a full disk: a tmpfs mounted for the test (needs root,
-else the test is skipped). Its pages are only taken as they are written."""
+else the test is skipped; on CI it fails). Its pages are only taken as they are written."""
 from __future__ import annotations
 
 import contextlib
@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Iterator
 
-import pytest
+from tests.support.skips import missing
 
 
 @contextlib.contextmanager
@@ -16,7 +16,7 @@ def mounted_tmpfs(folder: Path, size: str) -> Iterator[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
     if mounted.returncode:
-        pytest.skip(f"cannot mount a tmpfs (needs root): {mounted.stderr.decode().strip()}")
+        missing(f"cannot mount a tmpfs (needs root): {mounted.stderr.decode().strip()}")
     try:
         yield folder
     finally:

@@ -4,6 +4,7 @@ import pytest
 
 from bench.track.compare import iou_distances, run_scene, table
 from bench.track.scenes import FRAME_H, FRAME_W, SceneSpec, generate
+from tests.support.skips import require_module
 
 
 def test_scenes_are_reproducible_and_consistent():
@@ -29,7 +30,7 @@ def test_iou_distances_match_the_motmetrics_convention():
 
 
 def test_a_short_run_scores_our_tracker():
-    pytest.importorskip("motmetrics")
+    require_module("motmetrics")
     result = run_scene(SceneSpec("smoke", objects=5, frames=30), with_reference=False, timing_repeats=1)
     (ours,) = result.scores
     assert ours.tracker == "edge-app" and 0 < ours.idf1 <= 1 and ours.mota <= 1 and ours.id_switches >= 0

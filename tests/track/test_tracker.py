@@ -260,3 +260,37 @@ def test_a_nan_box_never_takes_or_breaks_a_track():
     for i in range(5, 10):
         dets = Detections([nan_box, box_at(300 + 2 * i, 300), box_at(320 + 2 * i, 300)], [0.9, 0.9, 0.9], [0, 0, 0])
         assert tracker.update(dets, i / 30).tolist() == [UNTRACKED, 1, 2]
+
+
+# A person 400 px tall walking at 100 px/s (a quarter of their height a second, the pace of the
+# walking clip of the end-to-end tests), analysed as slowly as a loaded device manages.
+@pytest.mark.parametrize("fps", [0.5, 0.8, 1.0, 2.0, 5.0])
+def test_a_walker_seen_at_a_low_analysed_rate_gets_an_id_at_its_second_sighting(fps):
+    frames = [[(1, 0, 0.9, box_at(200 + 100 * t / fps, 400, w=150, h=400))] for t in range(8)]
+    seen, _ = run(frames, fps)
+    assert seen[1][0] == UNTRACKED and set(tracked(seen[1])) == {1}
+
+
+@pytest.mark.parametrize("fps", [0.8, 2.0])
+def test_walkers_side_by_side_at_a_low_analysed_rate_keep_their_own_ids(fps):
+    # apart by twice their width, so that each is nearer to where it was than to its neighbour
+    frames = [[(k, 0, 0.9, box_at(200 + 300 * k + 100 * t / fps, 400, w=150, h=400)) for k in range(4)]
+              for t in range(8)]
+    seen, _ = run(frames, fps)
+    ids = [set(tracked(seen[k])) for k in range(4)]
+    assert all(len(i) == 1 and UNTRACKED not in i for i in ids) and len(set.union(*ids)) == 4, ids
+
+
+def test_two_sightings_further_apart_than_anyone_walks_are_not_one_object():
+    # one false positive, then another of the same class and size three heights away 0.5 s later
+    tracker = Tracker()
+    assert tracker.update(Detections([box_at(200, 400, w=40, h=80)], [0.9], [0]), 0.0).tolist() == [UNTRACKED]
+    assert tracker.update(Detections([box_at(440, 400, w=40, h=80)], [0.9], [0]), 0.5).tolist() == [UNTRACKED]
+    assert tracker.active_ids() == ()
+
+
+def test_a_tentative_track_reaches_no_further_for_a_gap_longer_than_the_lost_timeout():
+    tracker = Tracker(TrackerSettings(lost_timeout_s=2.0))
+    tracker.update(Detections([box_at(200, 400, w=40, h=80)], [0.9], [0]), 0.0)
+    # 60 s later something of that class six heights away is someone else, not the first one walking
+    assert tracker.update(Detections([box_at(680, 400, w=40, h=80)], [0.9], [0]), 60.0).tolist() == [UNTRACKED]
