@@ -2,16 +2,15 @@
 and commands that do what it says when pasted."""
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 from typing import List, Set, Tuple
 
 import paho.mqtt.publish as publish
-import pytest
+
+from tests.support.skips import require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -129,11 +128,7 @@ def test_the_readme_says_the_demo_needs_no_token_because_it_listens_on_loopback(
 
 
 def test_the_readme_mosquitto_sub_line_prints_messages_but_no_snapshot_bytes(mosquitto_broker):
-    if shutil.which("mosquitto_sub") is None:
-        message = "mosquitto_sub is not installed (scripts/system-deps.sh installs mosquitto-clients)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require_tool("mosquitto_sub")
     (line,) = [line for line in _code_lines(_text(README)) if line.startswith("mosquitto_sub ")]
     jpeg = b"\xff\xd8\xff\xe0" + bytes(range(256)) * 8 + b"\xff\xd9"
     retained = [("edge_app/demo/status", b'{"state": "online", "device_id": "demo"}'),

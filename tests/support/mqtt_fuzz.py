@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -19,6 +18,8 @@ from typing import Any, Callable, Dict, Iterator, List, Sequence
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
+
+from tests.support.skips import require_tool
 
 TEN_MB = 10 * 1024 * 1024
 #: Fixed payloads sent retained in the first round: met again at every (re)subscription.
@@ -145,9 +146,7 @@ class FuzzClient:
 
 def line_flood(host: str, port: int, topic: str, lines: int, line: bytes = b"{}") -> float:
     """``yes LINE | head -n LINES | mosquitto_pub -l -t TOPIC``; the seconds it took."""
-    mosquitto_pub = shutil.which("mosquitto_pub")
-    if mosquitto_pub is None:
-        raise FileNotFoundError("mosquitto_pub is not installed")
+    mosquitto_pub = require_tool("mosquitto_pub")
     started = time.monotonic()
     subprocess.run([mosquitto_pub, "-h", host, "-p", str(port), "-t", topic, "-l"], input=(line + b"\n") * lines,
                    check=True, timeout=600)

@@ -29,6 +29,7 @@ TOOLS: Dict[str, str] = {
     "chromedriver": "chromium-driver",
     "postgres": "postgresql",              # the fleet service on PostgreSQL
     "psql": "postgresql-client",
+    "git": "git",                          # the demo's test clones the checkout
     "openssl": "openssl",                  # throw-away TLS certificates
     "systemd-analyze": "systemd",          # the shipped unit file
 }
