@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from edge_app.record.export import export_range
+from edge_app.record.export import export_range, export_stream
 from edge_app.record.index import INDEX_NAME, FileRow, RecordingIndex
 from edge_app.record.mp4 import trim_torn_tail
 from edge_app.record.reading import probe_span, read_packets
@@ -214,6 +214,10 @@ class RecordingStore:
 
     def export(self, camera_id: str, start: float, end: float, out: Path):
         return export_range(self, camera_id, start, end, Path(out))
+
+    def export_stream(self, camera_id: str, start: float, end: float):
+        """The export's bytes as they are muxed (nothing when no segment covers the range)."""
+        return export_stream(self, camera_id, start, end)
 
     # ---- reconciling the index with the files --------------------------------------------------
 

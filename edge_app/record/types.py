@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Protocol
+from typing import Iterator, List, Optional, Protocol
 
 
 @dataclass(frozen=True)
@@ -65,5 +65,5 @@ class RecordingReader(Protocol):
     def resolve(self, relative_path: str) -> Path:
         """The file for a path from a report; ValueError for anything outside the recording directory."""
 
-    def export(self, camera_id: str, start: float, end: float, out: Path) -> Optional[Path]:
-        """One MP4 of the range by stream copy into ``out``; None when no segment covers it."""
+    def export_stream(self, camera_id: str, start: float, end: float) -> Iterator[bytes]:
+        """One MP4 of the range by stream copy, muxed as it is read; no bytes when no segment covers it."""
