@@ -129,9 +129,9 @@ def held_exports(url: str, count: int, **kwargs) -> List[SlowReader]:
 
 @pytest.fixture
 def big_recorded(tmp_path, secured_api, monkeypatch):
-    """Recordings and the temporary folder on one real 64 MiB file system (as under PrivateTmp):
+    """Recordings and the temporary folder on one real 256 MiB file system (as under PrivateTmp):
     three 6 s segments of "front" at 1280x720 that compress badly."""
-    with mounted_tmpfs(tmp_path / "disk", "64m") as disk:
+    with mounted_tmpfs(tmp_path / "disk", "256m") as disk:
         files = RecordedFiles(disk / "recordings")
         try:
             secured_api.service.recording_reader = files.store
