@@ -36,6 +36,69 @@ class _Chunks:
         return data
 
 
+def _box(data: bytes, offset: int, end: int, name: bytes):
+    """(start, size) of the first box ``name`` among the boxes from ``offset`` to ``end``; None without one."""
+    while offset + 8 <= end:
+        size = int.from_bytes(data[offset:offset + 4], "big")
+        if size < 8 or offset + size > end:
+            return None
+        if data[offset + 4:offset + 8] == name:
+            return offset, size
+        offset += size
+    return None
+
+
+def _set_duration(data: bytearray, box_start: int, duration_s: float, timescale_of=None) -> int:
+    """Write the duration field of an mvhd, mdhd (timescale then duration) or tkhd (duration only,
+    in ``timescale_of``) box at ``box_start``; returns the box's own timescale (0 for a tkhd)."""
+    at = box_start + 8
+    version = data[at]
+    width = 8 if version == 1 else 4
+    dates = at + 4 + 2 * width  # after version, flags, creation and modification times
+    if timescale_of is None:
+        timescale, field = int.from_bytes(data[dates:dates + 4], "big"), dates + 4
+    else:
+        timescale, field = timescale_of, dates + 8  # after track_ID and a reserved word
+    ticks = int(round(duration_s * timescale))
+    if timescale and 0 < ticks < 1 << (8 * width):
+        data[field:field + width] = ticks.to_bytes(width, "big")
+    return timescale if timescale_of is None else 0
+
+
+def with_duration(header: bytes, duration_s: float) -> bytes:
+    """``header`` (ftyp and moov) with the duration of the movie and of its track set.
+
+    A streamed fragmented MP4 states no duration (the muxer does not know it yet); a player then
+    shows only what it has loaded so far. The export's length is known from the index, so it is
+    written where players look for it (mvhd, tkhd, mdhd); the header keeps its size (the fields
+    are there, as zero).
+    """
+    moov = _box(header, 0, len(header), b"moov")
+    if moov is None or duration_s <= 0:
+        return header
+    data = bytearray(header)
+    moov_end = moov[0] + moov[1]
+    mvhd = _box(header, moov[0] + 8, moov_end, b"mvhd")
+    if mvhd is None:
+        return header
+    movie_scale = _set_duration(data, mvhd[0], duration_s)
+    offset = moov[0] + 8
+    while True:
+        trak = _box(header, offset, moov_end, b"trak")
+        if trak is None:
+            break
+        trak_end = trak[0] + trak[1]
+        tkhd = _box(header, trak[0] + 8, trak_end, b"tkhd")
+        if tkhd is not None:
+            _set_duration(data, tkhd[0], duration_s, movie_scale)
+        mdia = _box(header, trak[0] + 8, trak_end, b"mdia")
+        mdhd = mdia and _box(header, mdia[0] + 8, mdia[0] + mdia[1], b"mdhd")
+        if mdhd:
+            _set_duration(data, mdhd[0], duration_s)
+        offset = trak_end
+    return bytes(data)
+
+
 def export_stream(store, camera_id: str, start: float, end: float) -> Iterator[bytes]:
     """The export's bytes, produced as they are asked for; nothing at all when no segment holds a
     frame of the range. Closing the iterator early (the client went away) stops the reading."""
@@ -46,6 +109,8 @@ def export_stream(store, camera_id: str, start: float, end: float) -> Iterator[b
 
 def _stream(store, camera_id: str, start: float, end: float) -> Iterator[bytes]:
     rows = store.index.segments(camera_id, start, end)
+    last_wall = min(end, max((row.end for row in rows), default=end))
+    header_done = False
     chunks = _Chunks()
     writer: Optional[Fmp4Writer] = None
     pending = []  # the current GOP while the range has not begun: it may hold the range's start
@@ -75,6 +140,8 @@ def _stream(store, camera_id: str, start: float, end: float) -> Iterator[bytes]:
                 else:
                     writer.write(info, packet)
                 data = chunks.take()
+                if data and not header_done and writer is not None:
+                    data, header_done = with_duration(data, last_wall - writer.start_wall), True
                 if data:
                     yield data
             if stop:
