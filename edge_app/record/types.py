@@ -51,6 +51,9 @@ class CameraRecordingStatus:
     paused: Optional[str] = None  # why writing stopped (disk below its reserve), None when writing
     bytes_written: int = 0
     packets_dropped: int = 0
+    clips_skipped: int = 0  # events stored without a clip (record.events.max_concurrent or max_mb_per_hour)
+    clips_cut: int = 0  # clips ended early because the hour's clip bytes were spent
+    clips_limited: Optional[str] = None  # the cap that last refused or cut a clip
 
 
 class RecordingReader(Protocol):
