@@ -96,11 +96,6 @@ class EventClips:
     def started(self, event_id: str, start_ts: float, pre_s: float) -> None:
         if self.knows(event_id):
             return
-        why = self.budget.why_not(self.open_events(), self._newest_wall)
-        if why is not None:
-            self.budget.refuse(why)
-            log.warning("event %s of %s is stored without a clip: %s", event_id, self.camera_id, why)
-            return
         event = self._waiting[event_id] = _Event(event_id, start_ts)
         self._catch_up(event, self._ring.newest_wall(), pre_s)
 
@@ -122,13 +117,14 @@ class EventClips:
 
     def packet(self, info: StreamInfo, packet: EncodedPacket, pre_s: float) -> None:
         self._newest_wall = packet.wall_ts if self._newest_wall is None else max(self._newest_wall, packet.wall_ts)
+        due = decode_wall(info, packet)
+        for run in list(self._runs):
+            for event in [e for e in run.events.values() if e.end_deadline is not None and due > e.end_deadline]:
+                self._leave(run, event)
         runs = list(self._runs)  # a run started below from the ring has this packet already
         for event in list(self._waiting.values()):
             self._catch_up(event, packet.wall_ts, pre_s)
-        due = decode_wall(info, packet)
         for run in runs:
-            for event in [e for e in run.events.values() if e.end_deadline is not None and due > e.end_deadline]:
-                self._leave(run, event)
             if run.events and run in self._runs:
                 self._feed(run, info, packet)
 
@@ -164,6 +160,12 @@ class EventClips:
             return
         self._waiting.pop(event.event_id, None)
         event.waiting = False
+        # the caps are judged at the event's own time, not when its order came (the recorder may lag)
+        why = self.budget.why_not(sum(len(run.events) for run in self._runs), newest_wall)
+        if why is not None:
+            self.budget.refuse(why)
+            log.warning("event %s of %s is stored without a clip: %s", event.event_id, self.camera_id, why)
+            return
         held = list(self._ring.since(event.start_ts - pre_s))
         wanted = held[0][1].wall_ts if held else None
         run = self._run_covering(wanted)
