@@ -144,6 +144,12 @@ class ApplianceCollector:
                                   value=recording.bytes_written)
         yield CounterMetricFamily(f"{PREFIX}_recording_packets_dropped",
                                   "Compressed packets the recorder could not take in time", value=recording.packets_dropped)
+        yield CounterMetricFamily(f"{PREFIX}_recording_clips_skipped",
+                                  "Events stored without a clip: a camera's clips at once or clip bytes per hour "
+                                  "were at their cap", value=recording.clips_skipped)
+        yield CounterMetricFamily(f"{PREFIX}_recording_clips_cut",
+                                  "Clips ended early: their camera's clip bytes of the hour were spent",
+                                  value=recording.clips_cut)
         labels = ["camera"]
         active = GaugeMetricFamily(f"{PREFIX}_camera_recording", "1 while the camera's packets are being written",
                                    labels=labels)
@@ -151,12 +157,15 @@ class ApplianceCollector:
                                       labels=labels)
         dropped = CounterMetricFamily(f"{PREFIX}_camera_recording_packets_dropped",
                                       "Packets of the camera the recorder could not take in time", labels=labels)
+        skipped = CounterMetricFamily(f"{PREFIX}_camera_recording_clips_skipped",
+                                      "Events of the camera stored without a clip (a clip cap)", labels=labels)
         for camera in cameras:
             if camera.recording is not None:
                 active.add_metric([camera.id], float(camera.recording.recording))
                 written.add_metric([camera.id], float(camera.recording.bytes_written))
                 dropped.add_metric([camera.id], float(camera.recording.packets_dropped))
-        yield from (family for family in (active, written, dropped) if family.samples)
+                skipped.add_metric([camera.id], float(camera.recording.clips_skipped))
+        yield from (family for family in (active, written, dropped, skipped) if family.samples)
 
 
 def metrics_blueprint(service: ApplianceService) -> Blueprint:

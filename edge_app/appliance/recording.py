@@ -199,7 +199,9 @@ class RecordingHub:
         return RecordingReport(directory=self._directory or "", paused=paused,
                                recording=sorted(c for c, s in statuses.items() if s.recording),
                                bytes_written=sum(s.bytes_written for s in statuses.values()),
-                               packets_dropped=sum(s.packets_dropped for s in statuses.values()))
+                               packets_dropped=sum(s.packets_dropped for s in statuses.values()),
+                               clips_skipped=sum(s.clips_skipped for s in statuses.values()),
+                               clips_cut=sum(s.clips_cut for s in statuses.values()))
 
     def _statuses(self) -> Dict[str, CameraRecordingStatus]:
         recorder = self._recorder

@@ -286,12 +286,24 @@ class RecordingStore:
             disk = DiskUsage(usage.total, usage.used, usage.free)
         with self._lock:
             writing = set(self._writing)
-        plan = plan_retention(self.index.all(), time.time() if now is None else now, policy, disk, writing)
+        rows = [self._own_share(row) for row in self.index.all()]
+        plan = plan_retention(rows, time.time() if now is None else now, policy, disk, writing)
         if plan.delete:
             self.delete(plan.delete)
             log.info("retention deleted %d recordings (%d by age, %d by size), %d MB",
                      len(plan.delete), plan.by_age, plan.by_size, plan.freed_bytes // (1024 * 1024))
         return plan
+
+    def _own_share(self, row: FileRow) -> FileRow:
+        """A clip sharing its file with other events' clips (hard links) counts for its share of
+        the bytes, so that the recordings' total is what the disk holds."""
+        if row.kind != "clip":
+            return row
+        try:
+            links = os.stat(self.folder / row.path).st_nlink
+        except OSError:
+            return row
+        return replace(row, bytes=row.bytes // links) if links > 1 else row
 
     def total_bytes(self) -> int:
         return sum(row.bytes for row in self.index.all())

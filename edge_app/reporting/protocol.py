@@ -216,6 +216,8 @@ class RecordingReport:
     recording: List[str]  # cameras whose packets are being written now
     bytes_written: int
     packets_dropped: int
+    clips_skipped: int = 0  # events stored without a clip (record.events.max_concurrent, max_mb_per_hour)
+    clips_cut: int = 0  # clips ended early because a camera's clip bytes of the hour were spent
 
 
 @dataclass(frozen=True)
