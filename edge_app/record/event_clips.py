@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 #: a run's file may begin this much after the keyframe an event wants and still serve it (clock noise)
 JOIN_SLACK_S = 1e-3
+#: events refused by a cap are logged at most once in this many seconds (with how many there were)
+REFUSAL_LOG_INTERVAL_S = 60.0
 
 
 class ClipWriting(Protocol):
@@ -80,6 +82,8 @@ class EventClips:
         self._runs: List[_Run] = []
         self._waiting: Dict[str, _Event] = {}
         self._newest_wall: Optional[float] = None
+        self._warned_wall: Optional[float] = None
+        self._warned_skipped = 0
         self.max_s = 300.0  # a file this long continues in the next part (the recorder's settings)
 
     # ---- what the recorder asks --------------------------------------------------------------
@@ -164,7 +168,7 @@ class EventClips:
         why = self.budget.why_not(sum(len(run.events) for run in self._runs), newest_wall)
         if why is not None:
             self.budget.refuse(why)
-            log.warning("event %s of %s is stored without a clip: %s", event.event_id, self.camera_id, why)
+            self._warn_refused(event.event_id, why, newest_wall)
             return
         held = list(self._ring.since(event.start_ts - pre_s))
         wanted = held[0][1].wall_ts if held else None
@@ -179,6 +183,15 @@ class EventClips:
                 self._leave(run, event)
                 return
             self._feed(run, held_info, held_packet)
+
+    def _warn_refused(self, event_id: str, why: str, wall_ts: float) -> None:
+        # a storm refuses many events a second: one line a minute says how many, not one line each
+        if self._warned_wall is not None and wall_ts - self._warned_wall < REFUSAL_LOG_INTERVAL_S:
+            return
+        since = self.budget.skipped - self._warned_skipped
+        self._warned_wall, self._warned_skipped = wall_ts, self.budget.skipped
+        log.warning("event %s of %s is stored without a clip (%d since the last such line): %s",
+                    event_id, self.camera_id, since, why)
 
     def _run_covering(self, wanted_wall: Optional[float]) -> Optional[_Run]:
         """An open run whose files hold the packets from ``wanted_wall`` on (None: the ring is empty,
