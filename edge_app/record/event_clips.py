@@ -66,6 +66,7 @@ class _Run:
     owner_part: int = 0  # and which part of that event's clip it is
     writer: Optional[Fmp4Writer] = None
     previous: Optional[FileRow] = None  # the run's last finished file (a late event's pre-roll may be there)
+    ended: List[_Event] = field(default_factory=list)  # post-roll over, their clip completes with this file
 
 
 class EventClips:
@@ -111,7 +112,9 @@ class EventClips:
     def deleted(self, event_id: str) -> None:
         self._waiting.pop(event_id, None)
         for run in list(self._runs):
-            if run.events.pop(event_id, None) is None:
+            gone = [e for e in run.ended if e.event_id == event_id]
+            run.ended = [e for e in run.ended if e.event_id != event_id]
+            if run.events.pop(event_id, None) is None and not gone:
                 continue
             if not run.events:
                 self._close_run(run)
@@ -301,28 +304,29 @@ class EventClips:
         writer, run.writer = run.writer, None
         if writer is None:
             return
-        owner = run.events.get(run.owner)
         self._io.close(writer, (run.owner, run.owner_part))
         run.previous = self.store.index.get(self._files.relative(writer))
-        for event in run.events.values():
-            if event.path is not None and event is not owner:
+        for event in [*run.events.values(), *run.ended]:
+            if event.path is not None and event.event_id != run.owner:
                 self._files.finish_link(event.path, run.previous, (event.event_id, event.part))
+            event.path = None
+        run.ended = []  # their clips end with this file; the next part is the others' only
 
     def _leave(self, run: _Run, event: _Event) -> None:
-        """The event's post-roll is over: its clip is complete; the run goes on for the others."""
+        """The event's post-roll is over. Its clip is the run's file, so it is complete when that
+        file is: when the last event of the run ends, or the file reaches max_s (then its clip
+        ends there, and the next part is only the others'); until then it takes no new parts and
+        costs no index update."""
         run.events.pop(event.event_id, None)
+        if event.path is not None:
+            run.ended.append(event)
         if not run.events:
             self._close_run(run)
-            return
-        if run.writer is not None and event.path is not None:
-            if run.owner == event.event_id:
-                self._hand_over(run)
-            self._files.index(run.writer, (event.event_id, event.part), "finished", path=event.path)
 
     def _hand_over(self, run: _Run) -> None:
         """The writer's file goes on under the name of another event of the run (the owner's
         name may be deleted with its event; the bytes stay while any name of them does)."""
-        heir = next((e for e in run.events.values() if e.path is not None), None)
+        heir = next((e for e in [*run.events.values(), *run.ended] if e.path is not None), None)
         if heir is None or run.writer is None:
             return
         run.owner, run.owner_part = heir.event_id, heir.part

@@ -53,6 +53,8 @@ def test_overlapping_events_share_one_file_and_each_clip_covers_its_event(tmp_pa
     for event_id, start, end in events:
         clip = store.clip(event_id)
         assert clip is not None and clip.complete, event_id
+        # complete with the shared file: what the index says is what the file holds
+        assert clip.bytes == store.resolve(clip.path).stat().st_size
         probe = ffprobe(store.resolve(clip.path))
         assert probe.errors == "", probe.errors
         assert clip.start <= BASE_WALL + start - 1.0 + 1e-6
