@@ -96,7 +96,8 @@ class EventClips:
         return len(self._waiting) + sum(len(run.events) for run in self._runs)
 
     def knows(self, event_id: str) -> bool:
-        return event_id in self._waiting or any(event_id in run.events for run in self._runs)
+        return event_id in self._waiting or any(
+            event_id in run.events or any(e.event_id == event_id for e in run.ended) for run in self._runs)
 
     def started(self, event_id: str, start_ts: float, pre_s: float) -> None:
         if self.knows(event_id):
@@ -114,8 +115,13 @@ class EventClips:
         for run in list(self._runs):
             gone = [e for e in run.ended if e.event_id == event_id]
             run.ended = [e for e in run.ended if e.event_id != event_id]
-            if run.events.pop(event_id, None) is None and not gone:
+            active = run.events.pop(event_id, None)
+            gone += [active] if active is not None else []
+            if not gone:
                 continue
+            for event in gone:
+                if event.path is not None:
+                    self.store.forget_writing(event.path)  # its name goes with the event, below
             if not run.events:
                 self._close_run(run)
             elif run.owner == event_id and run.writer is not None:
