@@ -4,10 +4,11 @@ Events of one camera that overlap share one file (a *run*): the run starts at th
 first event's pre-roll needs and goes on while any of its events has post-roll left. Each event's
 clip is a hard link to the run's file (``<camera>/events/<event_id>.mp4``), so its bytes are on
 the disk once; an event that joins later links the same file (which begins before its own
-pre-roll), and events starting on the same frame get the same file. A clip of an event that ended
-while others go on is indexed complete at its end; the file it names keeps growing with the run.
-A run longer than ``max_s`` continues in a new file (a new part of each of its events); an event
-joining in the first moments of a part, whose pre-roll is in the previous part, links that part too.
+pre-roll), and events starting on the same frame get the same file. A clip is complete when its file
+is, so an event that ends while others go on ends the file at the first keyframe
+``COMPLETE_WITHIN_S`` after its post-roll, and the others continue in a new file (their next
+part); a run longer than ``max_s`` does the same. An event joining in the first moments of a
+part, whose pre-roll is in the previous part, links that part too.
 
 Every file is one open descriptor and one stream written to the disk, so events that find no run
 to join start one only while ``record.events.max_concurrent`` allows, and clips stop while the
@@ -31,6 +32,9 @@ log = logging.getLogger(__name__)
 
 #: a run's file may begin this much after the keyframe an event wants and still serve it (clock noise)
 JOIN_SLACK_S = 1e-3
+#: an event that ended while others of its run go on has its clip completed this long after its
+#: post-roll at the latest (the shared file ends at the next keyframe; the others continue in a new part)
+COMPLETE_WITHIN_S = 10.0
 #: events refused by a cap are logged at most once in this many seconds (with how many there were)
 REFUSAL_LOG_INTERVAL_S = 60.0
 
@@ -264,7 +268,8 @@ class EventClips:
             return
         writer = run.writer
         if writer is not None and packet.keyframe and (
-                length_s(writer, packet) >= self.max_s or not compatible(writer.info, info)):
+                length_s(writer, packet) >= self.max_s or not compatible(writer.info, info)
+                or self._ended_waited(run, packet.wall_ts)):
             self._close_file(run)  # this part is complete; the next one starts at this keyframe
             writer = None
         if writer is None:
@@ -286,6 +291,13 @@ class EventClips:
                 for event in run.events.values():
                     if event.path is not None:
                         self._files.index(writer, (event.event_id, event.part), "progressed", path=event.path)
+
+    @staticmethod
+    def _ended_waited(run: _Run, wall_ts: float) -> bool:
+        """Whether an event whose post-roll is over has waited long enough for its clip to complete:
+        the file then ends at this keyframe and the others go on in a new part. Waiting batches
+        the ends of a busy scene into one new part every few seconds instead of one per event."""
+        return any(e.end_deadline is not None and wall_ts >= e.end_deadline + COMPLETE_WITHIN_S for e in run.ended)
 
     def _open_file(self, run: _Run, info: StreamInfo, packet: EncodedPacket) -> bool:
         owner = run.events.get(run.owner) or next(iter(run.events.values()))
@@ -320,9 +332,9 @@ class EventClips:
 
     def _leave(self, run: _Run, event: _Event) -> None:
         """The event's post-roll is over. Its clip is the run's file, so it is complete when that
-        file is: when the last event of the run ends, or the file reaches max_s (then its clip
-        ends there, and the next part is only the others'); until then it takes no new parts and
-        costs no index update."""
+        file is: when the last event of the run ends, the file reaches max_s, or at the first
+        keyframe ``COMPLETE_WITHIN_S`` later (the others then go on in a new part); until then it
+        takes no new parts and costs no index update."""
         run.events.pop(event.event_id, None)
         if event.path is not None:
             run.ended.append(event)

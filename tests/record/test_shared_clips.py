@@ -105,3 +105,30 @@ def test_clips_stop_when_the_hour_s_clip_bytes_are_spent(tmp_path, stream):
     assert store.clip("ev2") is None
     status = recorder.status()
     assert status.clips_cut == 1 and status.clips_skipped == 1 and "max_mb_per_hour" in status.clips_limited
+
+
+def test_an_event_ending_while_another_goes_on_completes_soon_and_the_other_continues_in_a_part(
+        tmp_path, stream, monkeypatch):
+    """Its clip completes at the first keyframe COMPLETE_WITHIN_S after its post-roll (here 2 s),
+    matching its file; the other event goes on in a new part of the same run, nothing written twice."""
+    from edge_app.record import event_clips
+
+    monkeypatch.setattr(event_clips, "COMPLETE_WITHIN_S", 2.0)
+    info, packets = stream
+    store = RecordingStore(tmp_path / "rec")
+    _recorder, seen = record(store, settings(pre_s=1.0, post_s=1.0), [(info, packets)],
+                             _orders(("ev1", 2.0, 3.0), ("ev2", 2.5, 10.0)))
+    first = store.clips("ev1")
+    assert len(first) == 1 and first[0].complete
+    assert first[0].bytes == store.resolve(first[0].path).stat().st_size
+    assert BASE_WALL + 3.0 + 1.0 + 2.0 <= first[0].end <= BASE_WALL + 3.0 + 1.0 + 2.0 + GOP_S + FRAME_S
+    done_at = [c for c in seen if c.event_id == "ev1" and c.complete]
+    assert done_at, "the listener heard ev1's clip complete"
+    second = store.clips("ev2")
+    assert [c.part for c in second] == [0, 1] and all(c.complete for c in second)
+    assert second[0].path != first[0].path and _inodes(store, "ev1") < _inodes(store, "ev2")
+    assert second[1].start == first[0].end or abs(second[1].start - first[0].end) <= FRAME_S
+    one_stream = sum(len(p.data) for p in packets if BASE_WALL + 1.0 - GOP_S <= p.wall_ts <= BASE_WALL + 11.5)
+    assert _clip_disk_bytes(store) <= one_stream * 1.05
+    for clip in second:
+        assert ffprobe(store.resolve(clip.path)).errors == ""
