@@ -275,4 +275,3 @@ def test_queued_bytes_are_bounded_too(tmp_path, stream):
     for packet in packets[:50]:
         recorder.packet(packet)
     assert recorder.status().packets_dropped == 30
-
