@@ -70,6 +70,17 @@ def test_the_unit_is_hardened_and_notifies(repo_root):
     assert not _settings(text, "MemoryDenyWriteExecute")
 
 
+def test_the_unit_allows_the_open_files_a_full_appliance_needs(repo_root):
+    """64 cameras, each with its socket, a segment and record.events.max_concurrent clip files at
+    the default, and the API's connections: more than the default soft limit of 1024."""
+    from edge_app.config.schema_record import RecordEventsConfig
+
+    limit = _settings(_unit(repo_root), "LimitNOFILE")
+    assert limit, "the unit sets LimitNOFILE"
+    needed = 64 * (2 + RecordEventsConfig().max_concurrent) + 128 + 64
+    assert int(limit[0].split(":")[0]) >= needed
+
+
 def test_an_invalid_configuration_is_not_restarted_in_a_loop(repo_root):
     """``run`` and ``check-config`` exit 2 for a configuration that can never start."""
     text = _unit(repo_root)

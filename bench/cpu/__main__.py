@@ -11,6 +11,7 @@ COMMANDS = {
     "analysis-cost": Command("bench.cpu.analysis_cost", "the full appliance with tracking and events off and on"),
     "motion-gating": Command("bench.cpu.motion_gating", "8 cameras, 6 static and 2 walking, with motion gating off and on"),
     "recording": Command("bench.cpu.recording", "4 RTSP cameras at 1080p30: recording off, pre-roll only, writing"),
+    "clip-storm": Command("bench.cpu.clip_storm", "an event storm: bytes written in clips against the continuous recording"),
     "frame-drop": Command("bench.cpu.frame_drop_cost", "what a frame dropped before analysis costs per decoder; the packet tee"),
     "publish-latency": Command("bench.cpu.publish_latency", "MQTT publishing at the engine's full rate: result to subscriber latency, QoS 0 and 1"),
     "desired-cost": Command("bench.cpu.desired_cost", "hostile R/config/desired traffic: CPU per big unsigned message, a flood against a real appliance"),

@@ -157,6 +157,12 @@ class ApplianceCollector:
         yield CounterMetricFamily(f"{PREFIX}_recording_clips_preroll_short",
                                   "Event clips that came too late for the pre-roll held in memory",
                                   value=recording.clips_preroll_short)
+        yield CounterMetricFamily(f"{PREFIX}_recording_clips_skipped",
+                                  "Events stored without a clip: a camera's clips at once or clip bytes per hour "
+                                  "were at their cap", value=recording.clips_skipped)
+        yield CounterMetricFamily(f"{PREFIX}_recording_clips_cut",
+                                  "Clips ended early: their camera's clip bytes of the hour were spent",
+                                  value=recording.clips_cut)
         labels = ["camera"]
         active = GaugeMetricFamily(f"{PREFIX}_camera_recording", "1 while the camera's packets are being written",
                                    labels=labels)
@@ -167,13 +173,16 @@ class ApplianceCollector:
         short = CounterMetricFamily(f"{PREFIX}_camera_recording_clips_preroll_short",
                                     "Clips of the camera that came too late for the pre-roll held in memory",
                                     labels=labels)
+        skipped = CounterMetricFamily(f"{PREFIX}_camera_recording_clips_skipped",
+                                      "Events of the camera stored without a clip (a clip cap)", labels=labels)
         for camera in cameras:
             if camera.recording is not None:
                 active.add_metric([camera.id], float(camera.recording.recording))
                 written.add_metric([camera.id], float(camera.recording.bytes_written))
                 dropped.add_metric([camera.id], float(camera.recording.packets_dropped))
                 short.add_metric([camera.id], float(camera.recording.clips_preroll_short))
-        yield from (family for family in (active, written, dropped, short) if family.samples)
+                skipped.add_metric([camera.id], float(camera.recording.clips_skipped))
+        yield from (family for family in (active, written, dropped, short, skipped) if family.samples)
 
 
 def metrics_blueprint(service: ApplianceService) -> Blueprint:

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict
 from edge_app.api.openapi_parts import (NAME, NAME_FILTER, TIME, TIME_FILTER, Schema, binary, error, error_with_headers,
                                         headers, json_answer, param, ref)
 from edge_app.api.recording_params import MAX_EXPORT_S, MAX_LIST_S
-from edge_app.api.recordings import EXPORT_RESERVE_BYTES, MAX_CONCURRENT_EXPORTS, MAX_PART
+from edge_app.api.recordings import MAX_CONCURRENT_EXPORTS, MAX_PART, MAX_USES_PER_SIGNED_URL
 from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG_HEX_CHARS
 
 Op = Callable[..., Dict[str, Any]]
@@ -15,8 +15,8 @@ Op = Callable[..., Dict[str, Any]]
 SIGNED_NOTE = "also through a signed URL, without the token (POST .../clip-url or .../export-url)"
 
 
-def _mp4(description: str) -> Dict[str, Any]:
-    return {**binary("video/mp4", description), "headers": headers(**{"Accept-Ranges": "bytes"})}
+def _mp4(description: str, ranges: str = "bytes") -> Dict[str, Any]:
+    return {**binary("video/mp4", description), "headers": headers(**{"Accept-Ranges": ranges})}
 
 
 def recording_schemas() -> Dict[str, Schema]:
@@ -52,6 +52,8 @@ def recording_paths(op: Op, event_id: Dict[str, Any]) -> Dict[str, Any]:
                   "Which part of a clip longer than record.events.max_s (default 0: the one from the event's start)")
     download = param("download", "query", {"type": "string", "enum": ["", "0", "1"]},
                       "1: answer with Content-Disposition: attachment (a download button)")
+    busy_url = error_with_headers(f"This signed URL is being read {MAX_USES_PER_SIGNED_URL} times at once already",
+                                  **{"Retry-After": "Seconds until trying again is worth it"})
     ranged = {"206": dict(_mp4("The requested byte range (Range: bytes=...)"),
                           headers=headers(**{"Content-Range": "bytes first-last/size", "Accept-Ranges": "bytes"})),
               "403": error("A signed URL that has expired, was altered, or was signed under another token"),
@@ -72,7 +74,7 @@ def recording_paths(op: Op, event_id: Dict[str, Any]) -> Dict[str, Any]:
     return {
         "/api/v1/events/{event_id}/clip.mp4": {
             "get": op("The event's clip (fragmented MP4, stream copy of the camera); seekable with Range; " + SIGNED_NOTE,
-                      {"200": _mp4("The whole clip (or part)"), **ranged,
+                      {"200": _mp4("The whole clip (or part)"), **ranged, "429": busy_url,
                        "400": error("Not an event id, or download or part out of range"),
                        "404": error(f"Unknown event, it has no clip (or no such part), or {off.lower()}")},
                       "recordings", [event_id, part, download, *signature]),
@@ -100,12 +102,13 @@ def recording_paths(op: Op, event_id: Dict[str, Any]) -> Dict[str, Any]:
                       ]),
         },
         "/api/v1/recordings/export.mp4": {
-            "get": op("One MP4 of a camera's recordings in a range, by stream copy (no re-encoding); " + SIGNED_NOTE,
-                      {"200": _mp4("The export"), **ranged, "400": bad_range,
+            "get": op("One MP4 of a camera's recordings in a range, by stream copy (no re-encoding), muxed while "
+                      "it is sent (fragmented MP4, no temporary file, no Range); " + SIGNED_NOTE,
+                      {"200": _mp4("The export", "none"), "400": bad_range,
+                       "403": ranged["403"], "429": busy_url,
                        "404": error(f"No segment covers the range, or {off.lower()}"),
-                       "507": error(f"Writing the export would leave less than {EXPORT_RESERVE_BYTES // 2**20} MB "
-                                    "free in the temporary folder"),
-                       "503": error_with_headers(f"{MAX_CONCURRENT_EXPORTS} exports are being written",
+                       "503": error_with_headers(f"{MAX_CONCURRENT_EXPORTS} exports are being sent (an export counts "
+                                                 "until its last byte is read)",
                                                  **{"Retry-After": "Seconds until trying again is worth it"})},
                       "recordings", [*range_params, download, *signature]),
         },

@@ -5,7 +5,12 @@
 - ``POST /api/v1/events/<id>/clip-url``: a short-lived signed URL of that clip for a ``<video>``.
 - ``GET /api/v1/recordings``: the continuous-recording segments of a time range.
 - ``GET /api/v1/recordings/export.mp4`` (and ``POST .../export-url`` to sign it): one MP4 of a
-  range, by stream copy into a temporary file that is removed once the answer is sent.
+  range, by stream copy, muxed while it is sent (fragmented MP4): it takes no disk space, so no
+  download can make retention delete recordings; it has no Range (``Accept-Ranges: none``).
+  At most ``MAX_CONCURRENT_EXPORTS`` are open at once, for as long as they are read (503 and
+  Retry-After beyond).
+- A signed URL serves at most ``MAX_USES_PER_SIGNED_URL`` answers at once (429 and Retry-After
+  beyond): one URL handed out for a ``<video>`` cannot be replayed into many held downloads.
 
 URLs carry event ids, camera ids and times only; the recording store turns them into files and
 refuses any path outside its directory.
@@ -13,34 +18,32 @@ refuses any path outside its directory.
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
-import threading
 from pathlib import Path
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, Iterator, List, Tuple
 
 from flask import Blueprint, Response, jsonify, request, send_file
 from werkzeug.http import parse_range_header
-from werkzeug.wsgi import ClosingIterator
 
 from edge_app.api.errors import ApiError
 from edge_app.api.events import checked_event_id
+from edge_app.api.held_responses import HeldLimit, once, release_when_closed
 from edge_app.api.json_body import read_json_body
 from edge_app.api.query_params import flag_arg, integer_arg
 from edge_app.api.recording_params import TimeRange, time_range
-from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, sign
+from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG, is_signed_request, sign
 from edge_app.config.schema import AppConfig
-from edge_app.health.free_space import NotEnoughSpace, ensure_room
 from edge_app.record.types import ClipInfo, RecordingReader
 from edge_app.reporting.protocol import ApplianceService
 
 logger = logging.getLogger(__name__)
 
-#: exports written at once; more wait for none and get 503 (each one copies up to an hour of video)
+#: exports open at once, from the request to the last byte read; more wait for none and get 503
+#: (each one reads up to an hour of video and holds a server thread while its client reads)
 MAX_CONCURRENT_EXPORTS = 2
 EXPORT_RETRY_AFTER_S = 5
-#: what an export leaves free in the temporary folder (often the recordings' disk, or RAM on a Jetson)
-EXPORT_RESERVE_BYTES = 64 * 1024 * 1024
+#: answers one signed URL serves at once (a player may overlap two Range requests of a clip)
+MAX_USES_PER_SIGNED_URL = 2
+SIGNED_RETRY_AFTER_S = 5
 #: what a <video> element, the download button and the signed URLs may load without the token
 SIGNED_ENDPOINTS = frozenset({"recordings.clip", "recordings.export"})
 MP4 = "video/mp4"
@@ -108,7 +111,8 @@ def _send_mp4(path: Path, download_name: str, download: bool) -> Response:
 
 def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], AppConfig]) -> Blueprint:
     bp = Blueprint("recordings", __name__)
-    exports = threading.BoundedSemaphore(MAX_CONCURRENT_EXPORTS)
+    exports = HeldLimit(MAX_CONCURRENT_EXPORTS)
+    signed_uses = HeldLimit(MAX_USES_PER_SIGNED_URL)
 
     def reader() -> RecordingReader:
         found = service.recordings()
@@ -143,11 +147,31 @@ def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], 
         url = sign(config_getter().api.token, path, params, _ttl_s())
         return jsonify({"url": url.url, "expires": url.expires, **extra})
 
+    def signed_use() -> Callable[[], None]:
+        """A place for this request's signed URL (429 when its uses are all open); what gives it back."""
+        if not is_signed_request(request.args):
+            return lambda: None
+        key = request.args.get(SIG, "")
+        if not signed_uses.take(key):
+            raise ApiError(429, f"this signed URL is being read {MAX_USES_PER_SIGNED_URL} times already; "
+                                "try again when one of them has finished",
+                           headers={"Retry-After": str(SIGNED_RETRY_AFTER_S)})
+        return once(lambda: signed_uses.give(key))
+
+    def held(answer: Callable[[], Response], release: Callable[[], None]) -> Response:
+        """``answer()``, with ``release`` run once the server has closed it (or at once when it fails)."""
+        try:
+            response = answer()
+        except BaseException:
+            release()
+            raise
+        return release_when_closed(response, release)
+
     @bp.get("/api/v1/events/<event_id>/clip.mp4")
     def clip(event_id: str) -> Response:
         download, part = _download_flag(), _part()
         name = f"{event_id}-part{part}.mp4" if part else f"{event_id}.mp4"
-        return _send_mp4(clip_file(event_id, part), name, download)
+        return held(lambda: _send_mp4(clip_file(event_id, part), name, download), signed_use())
 
     @bp.post("/api/v1/events/<event_id>/clip-url")
     def clip_url(event_id: str) -> Response:
@@ -176,37 +200,41 @@ def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], 
         wanted = time_range(request.args, export=True)
         download = _download_flag()
         store = reader()
-        if not exports.acquire(blocking=False):
-            raise ApiError(503, f"{MAX_CONCURRENT_EXPORTS} exports are being written; try again in a moment",
+        release_signed = signed_use()
+        if not exports.take():
+            release_signed()
+            raise ApiError(503, f"{MAX_CONCURRENT_EXPORTS} exports are being sent; try again in a moment",
                            headers={"Retry-After": str(EXPORT_RETRY_AFTER_S)})
-        try:
-            return _export(store, wanted, download)
-        finally:
-            exports.release()
+        release_export = once(exports.give)
+
+        def release() -> None:
+            release_export()
+            release_signed()
+        return held(lambda: _export(store, wanted, download), release)
 
     return bp
 
 
 def _export(store: RecordingReader, wanted: TimeRange, download: bool) -> Response:
-    # A stream copy is about as large as the segments it is cut from: refused up front rather
-    # than filling the disk the recordings, events and configuration live on.
-    need = sum(s.bytes for s in store.segments(str(wanted.camera_id), wanted.start, wanted.end))
-    try:
-        ensure_room(tempfile.gettempdir(), need, EXPORT_RESERVE_BYTES, "the export")
-    except NotEnoughSpace as err:
-        raise ApiError(507, f"{err}; export a shorter range") from None
-    folder = Path(tempfile.mkdtemp(prefix="edge-app-export-"))
-    try:
-        made = store.export(str(wanted.camera_id), wanted.start, wanted.end, folder / "export.mp4")
-        if made is None or not made.is_file():
-            raise ApiError(404, f"no recording of camera {wanted.camera_id!r} covers that range")
-        name = f"{wanted.camera_id}-{int(wanted.start)}-{int(wanted.end)}.mp4"
-        response = _send_mp4(made, name, download)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    # Removed once the answer is sent or the client hung up, so no export outlives its request.
-    # A file answer is passed to the server as it is (its iterable is closed, not the
-    # response), so the removal rides on that iterable; a HEAD answer closes it through the response.
-    response.response = ClosingIterator(response.response, lambda: shutil.rmtree(folder, ignore_errors=True))
+    stream = store.export_stream(str(wanted.camera_id), wanted.start, wanted.end)
+    # The first fragment is muxed before the answer starts: a range without a frame is a 404,
+    # not an empty 200.
+    first = next(stream, None)
+    if first is None:
+        raise ApiError(404, f"no recording of camera {wanted.camera_id!r} covers that range")
+    name = f"{wanted.camera_id}-{int(wanted.start)}-{int(wanted.end)}.mp4"
+    response = Response(_chained(first, stream), mimetype=MP4, direct_passthrough=True)
+    response.headers["Accept-Ranges"] = "none"  # muxed as it is sent: there is no byte n to start at
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["Content-Disposition"] = f"{'attachment' if download else 'inline'}; filename={name}"
     return response
+
+
+def _chained(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    try:
+        yield first
+        yield from rest
+    finally:
+        close = getattr(rest, "close", None)
+        if close is not None:
+            close()  # the client went away: the export's reading stops with it

@@ -25,6 +25,12 @@ class RecordEventsConfig(_Strict):
                           description="Seconds after the event's end written into its clip")
     max_s: float = Field(300, title="Longest clip (s)", ge=10, le=MAX_CLIP_S, allow_inf_nan=False,
                          description="A clip this long ends and a new clip of the same event continues it")
+    max_concurrent: int = Field(16, title="Clips at once", ge=1, le=256,
+                                description="Events of one camera whose clips are written at once (overlapping events "
+                                            "share one file); an event beyond is stored without a clip, and counted")
+    max_mb_per_hour: float = Field(4096, title="Clip MiB per hour", gt=0, le=1_048_576, allow_inf_nan=False,
+                                   description="Clip bytes one camera may write in an hour; beyond, clips end and "
+                                               "events are stored without one (counted) until the hour's total falls")
 
 
 class RecordContinuousConfig(_Strict):
@@ -90,6 +96,8 @@ class RecordSettings:
     max_s: float
     continuous_enabled: bool
     segment_s: float
+    max_concurrent: int = 16
+    max_mb_per_hour: float = 4096.0
 
     @property
     def any_enabled(self) -> bool:
@@ -111,4 +119,6 @@ def resolve_record(record: RecordConfig, camera_id: str, camera: Optional[Camera
         max_s=float(record.events.max_s),
         continuous_enabled=pick(own.continuous, record.continuous.enabled),
         segment_s=float(record.continuous.segment_s),
+        max_concurrent=record.events.max_concurrent,
+        max_mb_per_hour=float(record.events.max_mb_per_hour),
     )

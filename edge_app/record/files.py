@@ -5,6 +5,7 @@ import errno
 import logging
 import sqlite3
 import threading
+from dataclasses import replace
 from typing import Callable, Optional, Tuple
 
 from edge_app.record.index import FileRow
@@ -79,17 +80,36 @@ class CameraFiles:
         self._tell(key, row)
         return None
 
-    def index(self, writer: Fmp4Writer, key: ClipKey, stage: str, end: Optional[float] = None) -> None:
-        """Tell the index (and the on_clip listener) that a file grew or finished."""
-        row = self._row(writer, key, stage, end)
+    def index(self, writer: Fmp4Writer, key: ClipKey, stage: str, end: Optional[float] = None,
+              path: Optional[str] = None) -> None:
+        """Tell the index (and the on_clip listener) that a file grew or finished; ``path``: another
+        name of the writer's file (a clip sharing it)."""
+        row = self._row(writer, key, stage, end, path)
         self.guard(lambda: getattr(self.store, stage)(row))
         self._tell(key, row)
 
-    def _row(self, writer: Fmp4Writer, key: ClipKey, stage: str, end: Optional[float] = None) -> FileRow:
+    def start_link(self, writer: Fmp4Writer, path: str, key: ClipKey) -> None:
+        """Index ``path``, a new name of the file ``writer`` writes, as a clip being written."""
+        row = self._row(writer, key, "started", path=path)
+        self.guard(lambda: self.store.started(row))
+        self._tell(key, row)
+
+    def finish_link(self, path: str, row: Optional[FileRow], key: ClipKey) -> None:
+        """Index ``path``, another name of the finished file ``row`` describes, as complete."""
+        if row is None:  # the file could not be finished (nothing of it is left)
+            self.store.forget_writing(path)
+            return
+        assert key is not None
+        named = replace(row, path=path, event_id=key[0], part=key[1], complete=True)
+        self.guard(lambda: self.store.finished(named))
+        self._tell(key, named)
+
+    def _row(self, writer: Fmp4Writer, key: ClipKey, stage: str, end: Optional[float] = None,
+             path: Optional[str] = None) -> FileRow:
         end = writer.start_wall + writer.duration_s if end is None else end
         event_id, part = key if key is not None else (None, 0)
-        return FileRow(self.relative(writer), "segment" if key is None else "clip", self.camera_id, event_id, part,
-                       writer.start_wall, end, writer.bytes, stage == "finished")
+        return FileRow(path or self.relative(writer), "segment" if key is None else "clip", self.camera_id, event_id,
+                       part, writer.start_wall, end, writer.bytes, stage == "finished")
 
     def _tell(self, key: ClipKey, row: FileRow) -> None:
         if key is not None and self._on_clip is not None:

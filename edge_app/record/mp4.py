@@ -12,7 +12,7 @@ import logging
 import os
 from fractions import Fraction
 from pathlib import Path
-from typing import Optional
+from typing import BinaryIO, Optional
 
 import av
 
@@ -127,7 +127,9 @@ def _copy_stream(out, info: StreamInfo):
 class Fmp4Writer:
     """One fragmented MP4 file written by stream copy; not thread-safe (one recorder thread)."""
 
-    def __init__(self, path: Path, info: StreamInfo, first: EncodedPacket) -> None:
+    def __init__(self, path: Path, info: StreamInfo, first: EncodedPacket, sink: Optional[BinaryIO] = None) -> None:
+        """``sink``: write into this object (``write`` only, never seeked) instead of the file
+        ``path``, which then only names the output in messages."""
         if info.codec not in RECORDABLE_CODECS:
             raise ValueError(f"codec {info.codec!r} cannot be recorded (only {', '.join(RECORDABLE_CODECS)})")
         self.path = Path(path)
@@ -136,6 +138,7 @@ class Fmp4Writer:
         self.last_wall = first.wall_ts
         self.packets = 0
         self.failed = False  # a write failed: the file's tail is trimmed to its last complete fragment
+        self._sink = sink
         self._frame_ticks = int(round((1 / info.fps if info.fps > 0 else _DEFAULT_FRAME_S) / FILE_TIME_BASE))
         self._conn: Optional[StreamInfo] = None
         self._conn_first_dts = 0
@@ -145,10 +148,11 @@ class Fmp4Writer:
         self._first_pts: Optional[int] = None  # the first frame's time on the file's timeline
         extradata = info.extradata or in_band_parameter_sets(info.codec, first.data)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)  # a file in its place, EACCES, EDQUOT
+            if sink is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)  # a file in its place, EACCES, EDQUOT
             # flush_packets: each fragment reaches the file when it is complete, not when an I/O
             # buffer fills; otherwise a kill -9 loses the header and the fragments with it.
-            self._out = av.open(str(self.path), "w", format="mp4",
+            self._out = av.open(str(self.path) if sink is None else sink, "w", format="mp4",
                                 options={"movflags": MOVFLAGS, "flush_packets": "1"})
         except OSError as err:
             raise WriteError(err.errno, f"cannot create {self.path}: {err.strerror}") from err
@@ -167,7 +171,8 @@ class Fmp4Writer:
         except (av.error.FFmpegError, ValueError) as err:
             self._abandon()
             try:
-                self.path.unlink()  # a file without its header holds nothing
+                if sink is None:
+                    self.path.unlink()  # a file without its header holds nothing
             except OSError:
                 pass
             if not isinstance(err, av.error.FFmpegError):
@@ -181,6 +186,8 @@ class Fmp4Writer:
 
     @property
     def bytes(self) -> int:
+        if self._sink is not None:
+            return 0  # nothing of it is on disk
         try:
             return self.path.stat().st_size
         except OSError:
@@ -238,7 +245,8 @@ class Fmp4Writer:
         finally:
             # what a failed write left half done would not play; FFmpeg does not always report a
             # write that a full disk refused while it closes, so every closed file is checked
-            if trim_torn_tail(self.path) > 0:
+            # (a stream into a sink has no file to check)
+            if self._sink is None and trim_torn_tail(self.path) > 0:
                 self.failed = True
                 log.warning("%s: its last fragment was not written whole (a full disk?): cut back", self.path)
 

@@ -13,16 +13,18 @@ import queue
 import shutil
 import threading
 import time
-from dataclasses import dataclass, replace
-from typing import Callable, Dict, Optional
+from dataclasses import replace
+from typing import Callable, Optional
 
 from edge_app.capture.packets import RECORDABLE_CODECS, EncodedPacket, StreamInfo
 from edge_app.config.schema_record import RecordSettings
+from edge_app.record.clip_budget import ClipBudget
+from edge_app.record.event_clips import EventClips, length_s
 from edge_app.record.files import CameraFiles, ClipKey
 from edge_app.record.inbox import DEFAULT_BYTES, DEFAULT_ITEMS, Inbox
 from edge_app.record.mp4 import Fmp4Writer, WriteError, compatible
 from edge_app.record.retention import MB, ReserveGuard
-from edge_app.record.ring import PreRollRing, decode_wall
+from edge_app.record.ring import PreRollRing
 from edge_app.record.store import RecordingStore
 from edge_app.record.types import CameraRecordingStatus, ClipInfo
 
@@ -31,28 +33,6 @@ log = logging.getLogger(__name__)
 IDLE_CHECK_S = 0.5  # how often the thread looks at the clock while no packet comes
 #: a camera offline this long: clips whose post-roll is over are finished without waiting for it
 OFFLINE_FINISH_S = 10.0
-
-
-@dataclass
-class _Clip:
-    """An event's clip while it is written: the writer of its current part, if any."""
-
-    event_id: str
-    start_ts: float
-    end_deadline: Optional[float] = None  # end + post_s once the event ended
-    part: int = -1
-    writer: Optional[Fmp4Writer] = None
-    waiting: bool = True  # the recorder has not yet seen packets up to start - pre_s
-
-
-def _length_s(writer: Fmp4Writer, packet: EncodedPacket) -> float:
-    """How long a file is, up to ``packet``: by its video, and by the wall clock where that says more
-    (a gap after a reconnect); a wall clock stepped back still lets the video decide."""
-    return max(writer.duration_s, packet.wall_ts - writer.start_wall)
-
-
-def _key(clip: Optional[_Clip]) -> ClipKey:
-    return None if clip is None else (clip.event_id, clip.part)
 
 
 class CameraRecorder:
@@ -73,7 +53,6 @@ class CameraRecorder:
         self._orders: "queue.SimpleQueue" = queue.SimpleQueue()
         self._ring = PreRollRing(settings.pre_s, follow_reader=True,
                                  **({"max_bytes": ring_max_bytes} if ring_max_bytes else {}))
-        self._clips: Dict[str, _Clip] = {}
         self._segment: Optional[Fmp4Writer] = None
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()  # guards the figures status() reads
@@ -81,11 +60,15 @@ class CameraRecorder:
         self._open_bytes = 0
         self._preroll_short = 0  # clips whose pre-roll the ring no longer held
         self._capture_info: Optional[StreamInfo] = None  # the capture thread's connection (the ring's)
-        self._reached: Optional[EncodedPacket] = None  # the last packet this thread handled
+        self._clips_skipped = self._clips_cut = 0
+        self._clips_limited: Optional[str] = None
         self._files = CameraFiles(store, self.camera_id, on_clip)
         self._unavailable: Optional[str] = None
         self._paused: Optional[str] = None
         self._reserve = ReserveGuard(reserve_bytes)
+        self._clips = EventClips(self.camera_id, self._ring, self._files, self,
+                                 ClipBudget(settings.max_concurrent, settings.max_mb_per_hour))
+        self._clips.max_s = settings.max_s
 
     # ---- PacketSink (capture thread: never blocks) ---------------------------------------------
 
@@ -153,15 +136,18 @@ class CameraRecorder:
                 continuous_enabled=self.settings.continuous_enabled,
                 recording=self._open_files > 0 and self._paused is None, unavailable=self._unavailable,
                 paused=self._paused, bytes_written=self._files.bytes_done + self._open_bytes,
-                packets_dropped=self._inbox.dropped, clips_preroll_short=self._preroll_short)
+                packets_dropped=self._inbox.dropped, clips_preroll_short=self._preroll_short,
+                clips_skipped=self._clips_skipped, clips_cut=self._clips_cut, clips_limited=self._clips_limited)
 
     def _publish(self) -> None:
         """What status() says about the open files (it runs on other threads: it never walks them)."""
-        writers = [c.writer for c in self._clips.values() if c.writer is not None]
+        writers = self._clips.writers()
         writers += [self._segment] if self._segment is not None else []
+        budget = self._clips.budget
         with self._lock:
             self._open_files = len(writers)
             self._open_bytes = sum(w.bytes for w in writers)
+            self._clips_skipped, self._clips_cut, self._clips_limited = budget.skipped, budget.cut, budget.limited
 
     # ---- the recorder thread -----------------------------------------------------------------
 
@@ -172,7 +158,8 @@ class CameraRecorder:
             item = self._inbox.take(IDLE_CHECK_S)
             if item is None:
                 if closed_since is not None and time.monotonic() - closed_since > self._offline_finish_s:
-                    self._finish_ended_clips(time.time())
+                    self._clips.finish_ended(time.time())  # the camera is gone: post-rolls end by the clock
+                    self._publish()
                 continue
             try:
                 if not self._apply_orders() or item[0] == "stop":
@@ -195,13 +182,6 @@ class CameraRecorder:
         self._finish_all()
         self._publish()
 
-    def _finish_ended_clips(self, now_wall: float) -> None:
-        """The camera is gone: clips whose event ended and whose post-roll is over are finished."""
-        for clip in list(self._clips.values()):
-            if clip.end_deadline is not None and now_wall > clip.end_deadline:
-                self._end_clip(clip)
-        self._publish()
-
     def _apply_orders(self) -> bool:
         while True:
             try:
@@ -212,22 +192,21 @@ class CameraRecorder:
             if name == "stop":
                 return False
             if name == "started":
-                self._start_clip(order[1], order[2])
+                if self.settings.events_enabled:
+                    self._clips.started(order[1], order[2], self.settings.pre_s)
             elif name == "ended":
-                clip = self._clips.get(order[1])
-                if clip is not None:
-                    clip.end_deadline = order[2] + self.settings.post_s
+                self._clips.ended(order[1], order[2], self.settings.post_s)
             elif name == "deleted":
-                clip = self._clips.pop(order[1], None)
-                if clip is not None and clip.writer is not None:
-                    self._close(clip.writer, clip)  # indexed as the event's, so that it goes with it
-                self._files.guard(lambda: self.store.delete_event(order[1]))
+                self._clips.deleted(order[1])
+                self._publish()
             elif name == "settings":
                 self._apply_settings(order[1])
 
     def _apply_settings(self, settings: RecordSettings) -> None:
         self.settings = replace(settings, camera_id=self.camera_id)
         self._ring.pre_s = settings.pre_s
+        self._clips.max_s = settings.max_s
+        self._clips.budget.set_limits(settings.max_concurrent, settings.max_mb_per_hour)
         if not settings.events_enabled:
             self._ring.clear()
         if not settings.continuous_enabled and self._segment is not None:
@@ -238,83 +217,13 @@ class CameraRecorder:
             with self._lock:
                 self._unavailable = f"recording unavailable: codec {info.codec} cannot be recorded by stream copy"
             return
-        self._reached = packet
         self._ring.reached(packet.wall_ts)
         if packet.keyframe:
             self._check_disk()
             self._publish()
-        for clip in list(self._clips.values()):
-            if clip.waiting:
-                self._catch_up(clip, packet.wall_ts)
-            elif clip.end_deadline is not None and decode_wall(info, packet) > clip.end_deadline:
-                self._end_clip(clip)
-            else:
-                self._feed_clip(clip, info, packet)
+        self._clips.packet(info, packet, self.settings.pre_s)
         if self.settings.continuous_enabled:
             self._feed_segment(info, packet)
-
-    # ---- event clips ----------------------------------------------------------------------------
-
-    def _start_clip(self, event_id: str, start_ts: float) -> None:
-        if not self.settings.events_enabled or event_id in self._clips:
-            return
-        clip = _Clip(event_id=event_id, start_ts=start_ts)
-        self._clips[event_id] = clip
-        self._catch_up(clip, None if self._reached is None else self._reached.wall_ts)
-
-    def _catch_up(self, clip: _Clip, newest_wall: Optional[float]) -> None:
-        """Start the clip from the ring once the packets of start - pre_s have arrived.
-
-        The order may come before the packets of its time when this thread lags behind the
-        camera; starting right away would take an older keyframe than the one the clip needs.
-        """
-        if newest_wall is None or newest_wall < clip.start_ts - self.settings.pre_s:
-            return
-        clip.waiting = False
-        if not self._ring.reaches(clip.start_ts - self.settings.pre_s):
-            self._count_short_preroll(clip)
-        for held_info, held in self._ring.since(clip.start_ts - self.settings.pre_s, upto=self._reached):
-            if clip.end_deadline is not None and decode_wall(held_info, held) > clip.end_deadline:
-                self._end_clip(clip)
-                return
-            self._feed_clip(clip, held_info, held)
-
-    def _count_short_preroll(self, clip: _Clip) -> None:
-        with self._lock:
-            self._preroll_short += 1
-        log.warning("recording %s: the clip of event %s misses part of its pre-roll (the event came %.1f s "
-                    "after its start)", self.camera_id, clip.event_id, (self._ring.newest_wall() or 0) - clip.start_ts)
-
-    def _feed_clip(self, clip: _Clip, info: StreamInfo, packet: EncodedPacket) -> None:
-        if self._paused is not None:
-            return
-        writer = clip.writer
-        if writer is not None and packet.keyframe and (
-                _length_s(writer, packet) >= self.settings.max_s or not compatible(writer.info, info)):
-            self._close(writer, clip)  # this part is complete; the next one starts at this keyframe
-            writer = clip.writer = None
-        if writer is None:
-            if not packet.keyframe:
-                return
-            clip.part += 1
-            try:
-                path = self.store.clip_path(self.camera_id, clip.event_id, clip.part)
-            except ValueError as err:
-                log.warning("no clip for event %s: %s", clip.event_id, err)
-                self._clips.pop(clip.event_id, None)
-                return
-            writer = clip.writer = self._open(path, info, packet)
-            if writer is None or not self._started(writer, _key(clip)):
-                clip.writer = None
-                return
-        if self._write(writer, info, packet) and packet.keyframe:
-            self._files.index(writer, _key(clip), "progressed")
-
-    def _end_clip(self, clip: _Clip) -> None:
-        self._clips.pop(clip.event_id, None)
-        if clip.writer is not None:
-            self._close(clip.writer, clip)
-            clip.writer = None
 
     # ---- continuous segments --------------------------------------------------------------------
 
@@ -323,7 +232,7 @@ class CameraRecorder:
             return
         writer = self._segment
         if writer is not None and packet.keyframe and (
-                _length_s(writer, packet) >= self.settings.segment_s or not compatible(writer.info, info)):
+                length_s(writer, packet) >= self.settings.segment_s or not compatible(writer.info, info)):
             self._close_segment()
             writer = None
         if writer is None:
@@ -343,6 +252,29 @@ class CameraRecorder:
             self._segment = None
 
     # ---- files, index and the disk --------------------------------------------------------------
+
+    # ClipWriting (what EventClips asks of the recorder)
+
+    def open_file(self, path: str, info: StreamInfo, packet: EncodedPacket) -> Optional[Fmp4Writer]:
+        return self._open(path, info, packet)
+
+    def started(self, writer: Fmp4Writer, key: ClipKey) -> bool:
+        return self._started(writer, key)
+
+    def write(self, writer: Fmp4Writer, info: StreamInfo, packet: EncodedPacket) -> bool:
+        return self._write(writer, info, packet)
+
+    def close(self, writer: Fmp4Writer, key: ClipKey) -> None:
+        self._close(writer, key)
+
+    def preroll_short(self, event_id: str, late_s: float) -> None:
+        with self._lock:
+            self._preroll_short += 1
+        log.warning("recording %s: the clip of event %s misses part of its pre-roll (the event came %.1f s "
+                    "after its start)", self.camera_id, event_id, late_s)
+
+    def paused(self) -> bool:
+        return self._paused is not None
 
     def _open(self, path: str, info: StreamInfo, packet: EncodedPacket) -> Optional[Fmp4Writer]:
         try:
@@ -368,8 +300,8 @@ class CameraRecorder:
             self._write_failed(err)
             return False
 
-    def _close(self, writer: Fmp4Writer, clip: Optional[_Clip]) -> None:
-        failure = self._files.finish(writer, _key(clip))
+    def _close(self, writer: Fmp4Writer, key: ClipKey) -> None:
+        failure = self._files.finish(writer, key)
         if failure is not None and failure.errno == errno.ENOSPC:
             self._pause_for_enospc(failure)
 
@@ -387,10 +319,7 @@ class CameraRecorder:
 
     def _drop_writers(self) -> None:
         """Close every open file as far as the disk allows; an active clip continues in a new part."""
-        for clip in self._clips.values():
-            if clip.writer is not None:
-                writer, clip.writer = clip.writer, None
-                self._close(writer, clip)
+        self._clips.drop_writers()
         self._close_segment()
 
     def _drop_writers_after_error(self) -> None:
@@ -398,8 +327,7 @@ class CameraRecorder:
             self._drop_writers()
         except Exception:  # noqa: BLE001 - the files are abandoned; the index is rebuilt from them at start
             log.exception("recording %s: its open files could not be finished", self.camera_id)
-            for clip in self._clips.values():
-                clip.writer = None
+            self._clips.forget_writers()
             self._segment = None
         self._publish()
 
@@ -419,8 +347,5 @@ class CameraRecorder:
             self._drop_writers()
 
     def _finish_all(self) -> None:
-        for clip in list(self._clips.values()):
-            if clip.writer is not None:
-                self._close(clip.writer, clip)
-                clip.writer = None
+        self._clips.finish_all()
         self._close_segment()

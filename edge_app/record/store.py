@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from edge_app.record.export import export_range
+from edge_app.record.export import export_range, export_stream
 from edge_app.record.index import INDEX_NAME, FileRow, RecordingIndex
 from edge_app.record.mp4 import trim_torn_tail
 from edge_app.record.reading import probe_span, read_packets
@@ -215,6 +215,10 @@ class RecordingStore:
     def export(self, camera_id: str, start: float, end: float, out: Path):
         return export_range(self, camera_id, start, end, Path(out))
 
+    def export_stream(self, camera_id: str, start: float, end: float):
+        """The export's bytes as they are muxed (nothing when no segment covers the range)."""
+        return export_stream(self, camera_id, start, end)
+
     # ---- reconciling the index with the files --------------------------------------------------
 
     def _scan(self) -> Dict[str, FileRow]:
@@ -282,12 +286,24 @@ class RecordingStore:
             disk = DiskUsage(usage.total, usage.used, usage.free)
         with self._lock:
             writing = set(self._writing)
-        plan = plan_retention(self.index.all(), time.time() if now is None else now, policy, disk, writing)
+        rows = [self._own_share(row) for row in self.index.all()]
+        plan = plan_retention(rows, time.time() if now is None else now, policy, disk, writing)
         if plan.delete:
             self.delete(plan.delete)
             log.info("retention deleted %d recordings (%d by age, %d by size), %d MB",
                      len(plan.delete), plan.by_age, plan.by_size, plan.freed_bytes // (1024 * 1024))
         return plan
+
+    def _own_share(self, row: FileRow) -> FileRow:
+        """A clip sharing its file with other events' clips (hard links) counts for its share of
+        the bytes, so that the recordings' total is what the disk holds."""
+        if row.kind != "clip":
+            return row
+        try:
+            links = os.stat(self.folder / row.path).st_nlink
+        except OSError:
+            return row
+        return replace(row, bytes=row.bytes // links) if links > 1 else row
 
     def total_bytes(self) -> int:
         return sum(row.bytes for row in self.index.all())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Protocol
+from typing import Iterator, List, Optional, Protocol
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ class CameraRecordingStatus:
     bytes_written: int = 0
     packets_dropped: int = 0  # packets the recorder could not take in time (whole GOP tails)
     clips_preroll_short: int = 0  # clips that came too late for the pre-roll held in memory
+    clips_skipped: int = 0  # events stored without a clip (record.events.max_concurrent or max_mb_per_hour)
+    clips_cut: int = 0  # clips ended early because the hour's clip bytes were spent
+    clips_limited: Optional[str] = None  # the cap that last refused or cut a clip
 
 
 class RecordingReader(Protocol):
@@ -66,5 +69,5 @@ class RecordingReader(Protocol):
     def resolve(self, relative_path: str) -> Path:
         """The file for a path from a report; ValueError for anything outside the recording directory."""
 
-    def export(self, camera_id: str, start: float, end: float, out: Path) -> Optional[Path]:
-        """One MP4 of the range by stream copy into ``out``; None when no segment covers it."""
+    def export_stream(self, camera_id: str, start: float, end: float) -> Iterator[bytes]:
+        """One MP4 of the range by stream copy, muxed as it is read; no bytes when no segment covers it."""

@@ -118,8 +118,8 @@ def test_a_signed_export_url_names_its_range_only(recorded):
     answer = recorded.request("POST", "/api/v1/recordings/export-url?" + urlencode(params))
     assert answer.status_code == 200, answer.text
     url = answer.json()["url"]
-    played = requests.get(recorded.url + url, headers={"Range": "bytes=0-99"}, timeout=10)
-    assert played.status_code == 206 and len(played.content) == 100
+    played = requests.get(recorded.url + url, timeout=10)
+    assert played.status_code == 200 and played.content.startswith(b"\x00\x00\x00\x1cftyp")
     for changed in (with_params(url, to=str(DAY_START + 18)), with_params(url, camera="back"), with_params(url, **{"from": "0"})):
         assert requests.get(recorded.url + changed, timeout=10).status_code == 403, changed
 

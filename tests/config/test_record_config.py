@@ -28,7 +28,8 @@ def test_defaults_are_the_spec():
     record = parse_config(BASE).record
     assert record.model_dump() == {
         "dir": "recordings",
-        "events": {"enabled": False, "pre_s": 5, "post_s": 5, "max_s": 300},
+        "events": {"enabled": False, "pre_s": 5, "post_s": 5, "max_s": 300, "max_concurrent": 16,
+                   "max_mb_per_hour": 4096},
         "continuous": {"enabled": False, "segment_s": 60},
         "retain": {"events_days": 30, "continuous_days": 3, "max_disk_percent": 80, "max_gb": None,
                    "reserve_mb": 512},
