@@ -200,7 +200,7 @@ class RecordingHub:
                                recording=sorted(c for c, s in statuses.items() if s.recording),
                                bytes_written=sum(s.bytes_written for s in statuses.values()),
                                packets_dropped=sum(s.packets_dropped for s in statuses.values()),
-                               clips_preroll_short=sum(s.clips_preroll_short for s in statuses.values())),
+                               clips_preroll_short=sum(s.clips_preroll_short for s in statuses.values()),
                                clips_skipped=sum(s.clips_skipped for s in statuses.values()),
                                clips_cut=sum(s.clips_cut for s in statuses.values()))
 
