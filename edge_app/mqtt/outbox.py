@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 STATE_GROUPS = ("camera", "detect")
 #: the most messages the sender hands to paho in one go (the in-flight window bounds it too)
 MAX_BURST = 64
+#: Events held while connected but not yet sent, beyond which the oldest go (a broker that takes nothing).
+CONNECTED_EVENTS_CEILING = 100_000
 
 
 class Outbox(PahoCallbacks):
@@ -117,11 +119,14 @@ class Outbox(PahoCallbacks):
     def enqueue_event(self, msg: _Message) -> None:
         """Queue an event or crossing in its own lane, sent before everything but the states.
 
-        Only the events count against its bound (``max_queue``); beyond it, which takes an outage
-        that long, the oldest event is dropped and counted.
+        While the broker is connected no event is dropped: a backlog there is the sender catching
+        up (events come a few a second at most), and only ``CONNECTED_EVENTS_CEILING`` guards the
+        memory against a broker that takes nothing. Offline, the lane keeps the newest
+        ``max_queue`` events, as the shared queue does; the dropped ones are counted.
         """
         with self._cond:
-            if len(self._events) >= self.config.max_queue:
+            bound = max(self.config.max_queue, CONNECTED_EVENTS_CEILING) if self._connected else self.config.max_queue
+            while len(self._events) >= bound:
                 self._events.popleft()
                 self._events_dropped += 1
                 self._count_drop(why="event queue full, dropping the oldest events")
@@ -130,7 +135,7 @@ class Outbox(PahoCallbacks):
 
     @property
     def events_dropped(self) -> int:
-        """Events and crossings dropped from their lane (only ever beyond ``max_queue`` of them)."""
+        """Events and crossings dropped from their lane (offline beyond ``max_queue`` of them)."""
         with self._cond:
             return self._events_dropped
 
