@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import json
 import logging
 import os
 import re
@@ -44,6 +43,7 @@ import numpy as np
 import psutil
 import requests
 
+from bench.common.provenance import ONNXRUNTIME_CPU, collect, write_results
 from edge_app.commands.demo_clip import make_clip
 from tests.e2e.appliance import ApplianceProcess
 from tests.support.broker import MosquittoBroker
@@ -339,8 +339,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         work = args.work_dir or Path(temporary)
         work.mkdir(parents=True, exist_ok=True)
         report = DiskPressureRun(args, work).run()
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({**asdict(report), "met": report.met}, indent=2))
+    write_results(args.json, {**asdict(report), "met": report.met}, collect(ONNXRUNTIME_CPU))
     print(report.markdown())
     print(f"written to {args.json}")
     return 0 if report.met else 1

@@ -18,7 +18,6 @@ packets carry their camera's wall clock, so the scene is played as fast as the d
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import subprocess
@@ -31,6 +30,7 @@ from typing import Dict, List, Optional
 
 import av
 
+from bench.common.provenance import NO_MODEL, collect, write_results
 from bench.common.settings import results_dir
 from edge_app.capture.packets import EncodedPacket, StreamInfo
 from edge_app.config.schema_record import RecordSettings
@@ -185,9 +185,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     for r in results:
         print(f"{r.setting:10} {r.events:7d} {r.events_with_clip:8d} {r.clip_bytes_on_disk / 1e6:9.1f} {r.clip_files:6d} "
               f"{r.continuous_bytes / 1e6:9.1f} {r.clips_per_continuous:7.2f} {r.peak_open_clip_files:9d}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"scene_s": args.scene_s, "interval_s": args.interval_s, "event_s": EVENT_S,
-                                    "source": {"width": WIDTH, "height": HEIGHT, "fps": FPS, "bitrate": BITRATE},
-                                    "results": [asdict(r) for r in results]}, indent=2))
+    write_results(args.out, {"scene_s": args.scene_s, "interval_s": args.interval_s, "event_s": EVENT_S,
+                             "source": {"width": WIDTH, "height": HEIGHT, "fps": FPS, "bitrate": BITRATE},
+                             "results": [asdict(r) for r in results]}, collect(NO_MODEL))
     print(f"written to {args.out}")
     return 0
