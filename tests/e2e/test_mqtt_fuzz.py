@@ -213,6 +213,10 @@ def test_hostile_mqtt_traffic_leaves_appliance_and_fleet_working(tmp_path, mosqu
         wait_for(lambda: _get(fleet_url, f"/api/v1/devices/{DEVICE}").json()["last_seen"] != seen_before, 120,
                  "the fleet to ingest the appliance's messages again")
         assert _get(fleet_url, "/readyz").status_code == 200
+        # No number beyond a float and no far-future event got in: the fleet's answers stay valid JSON.
+        events = _get(fleet_url, "/api/v1/events").text
+        json.loads(events, parse_constant=lambda name: pytest.fail(f"the fleet's events hold {name}"))
+        assert "2.0-cam1-2" not in events and "1.0-cam1-1" not in events
 
         # The legitimate change landed, and nothing else did.
         config_after = load_config(tmp_path / "appliance.yaml")  # saved whole, defaults written out

@@ -14,7 +14,7 @@ import random
 import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Sequence
+from typing import Any, Callable, Dict, Iterator, Sequence
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
@@ -68,6 +68,13 @@ def _fixed_payloads() -> Dict[str, bytes]:
         "big-forged-desired": _big_desired()[:-1] + b', "sig": "hmac-sha256:' + b"0" * 64 + b'"}',
         "uppercase-sig": json.dumps({"version": 9, "patch": {}, "sig": "HMAC-SHA256:" + "A" * 64}).encode(),
         "retained-off": b"OFF",  # sent retained: a command the broker would replay at every reconnect
+        # Event-shaped, so that they reach the fleet's checks: a score beyond a float, and a start ten
+        # days ahead that would pin the event on top of every list sorted by time.
+        "event-score-1e400": b'{"type":"new","before":null,"after":{"id":"1.0-cam1-1","camera_id":"cam1",'
+                             b'"label":"person","score":1e400,"top_score":1e400,"start_time":1.0,"end_time":null}}',
+        "event-far-future": json.dumps({"type": "new", "before": None, "after": {
+            "id": "2.0-cam1-2", "camera_id": "cam1", "label": "person", "score": 0.9, "top_score": 0.9,
+            "start_time": time.time() + 10 * 86400, "end_time": None}}).encode(),
     }
 
 
