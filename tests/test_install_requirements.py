@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Dict, FrozenSet, List, Tuple
 
@@ -24,7 +23,7 @@ from packaging.requirements import Requirement
 from tests.support.import_graph import every_import, module_files, module_level_imports
 from tests.support.install_requirements import (distributions_installed_by, import_names, names_outside,
                                                 read_setup)
-from tests.support.net import free_port
+from tests.support.net import answers_ok, free_port
 from tests.support.waiting import wait_for
 from tests.support.without_packages import python_without
 
@@ -131,14 +130,6 @@ def test_without_opencv_the_appliance_commands_say_what_to_install(appliance_dir
     assert OPENCV_HINT in output and "Traceback" not in output, output
 
 
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
 def test_the_fleet_service_runs_on_a_plain_install_without_opencv(tmp_path, mosquitto_broker, plain_install):
     """SQLite needs nothing beyond the standard library; the service never imports OpenCV."""
     port = free_port()
@@ -159,7 +150,7 @@ def test_the_fleet_service_runs_on_a_plain_install_without_opencv(tmp_path, mosq
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path,
                                 env=ENV)
     try:
-        wait_for(lambda: proc.poll() is not None or _answers(f"http://127.0.0.1:{port}/healthz"), 60, "the fleet's /healthz")
+        wait_for(lambda: proc.poll() is not None or answers_ok(f"http://127.0.0.1:{port}/healthz"), 60, "the fleet's /healthz")
         assert proc.poll() is None, log.read_text()
         proc.send_signal(signal.SIGTERM)
         started = time.monotonic()

@@ -12,7 +12,6 @@ import signal
 import sqlite3
 import subprocess
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -22,7 +21,7 @@ import yaml
 
 from tests.support.fresh_venv import FreshVenv, Wheelhouse, make_system_opencv
 from tests.support.media import require_tool
-from tests.support.net import free_port
+from tests.support.net import answers_ok, free_port
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.install]
@@ -130,14 +129,6 @@ def _appliance_config(tmp_path: Path, line: InstallLine, model_path: Path, clip:
     return path, port
 
 
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
 def _frames(path: Path) -> int:
     """Frames ffprobe decodes from ``path`` (0 when it cannot read it)."""
     done = subprocess.run([require_tool("ffprobe"), "-v", "error", "-count_frames", "-select_streams", "v:0",
@@ -182,7 +173,7 @@ def test_run_records_and_stops(installed, tmp_path, model_path, bus_clip, mosqui
         proc = subprocess.Popen(venv.command("edge-app", "run", "-c", str(config)), stdout=out, stderr=subprocess.STDOUT,
                                 cwd=tmp_path, env=venv.env())
     try:
-        wait_for(lambda: proc.poll() is not None or _answers(f"http://127.0.0.1:{port}/healthz"), 120, "/healthz")
+        wait_for(lambda: proc.poll() is not None or answers_ok(f"http://127.0.0.1:{port}/healthz"), 120, "/healthz")
         assert proc.poll() is None, log.read_text()[-3000:]
         time.sleep(line.run_s)
         assert proc.poll() is None, log.read_text()[-3000:]
@@ -218,9 +209,9 @@ def test_fleet(installed, tmp_path, mosquitto_broker):
         proc = subprocess.Popen(venv.command("edge-app", "fleet", "-c", str(config)), stdout=out,
                                 stderr=subprocess.STDOUT, cwd=tmp_path, env=venv.env())
     try:
-        wait_for(lambda: proc.poll() is not None or _answers(f"http://127.0.0.1:{port}/healthz"), 60, "/healthz")
+        wait_for(lambda: proc.poll() is not None or answers_ok(f"http://127.0.0.1:{port}/healthz"), 60, "/healthz")
         assert proc.poll() is None, log.read_text()
-        assert _answers(f"http://127.0.0.1:{port}/api/v1/devices")
+        assert answers_ok(f"http://127.0.0.1:{port}/api/v1/devices")
         _stop(proc, log)
     finally:
         if proc.poll() is None:

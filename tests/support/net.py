@@ -3,6 +3,7 @@ import fcntl
 import ipaddress
 import socket
 import struct
+import urllib.request
 from typing import Optional
 
 #: the ioctl that reads an interface's IPv4 address (linux/sockios.h)
@@ -40,3 +41,12 @@ def local_lan_address() -> Optional[str]:
         if not ipaddress.ip_address(address).is_loopback:
             return address
     return None
+
+
+def answers_ok(url: str, timeout_s: float = 1.0) -> bool:
+    """Whether a plain GET of ``url`` answers 200 (False while nothing listens or on any error)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            return response.status == 200
+    except OSError:
+        return False
