@@ -334,12 +334,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--json", type=Path, default=Path("bench/results/chaos-disk.json"))
     parser.add_argument("--work-dir", type=Path, default=None, help="keep the logs here")
     args = parser.parse_args(argv)
+    provenance = collect(ONNXRUNTIME_CPU)  # the tree as it is when the run starts
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with tempfile.TemporaryDirectory(prefix="edge-app-chaos-disk-") as temporary:
         work = args.work_dir or Path(temporary)
         work.mkdir(parents=True, exist_ok=True)
         report = DiskPressureRun(args, work).run()
-    write_results(args.json, {**asdict(report), "met": report.met}, collect(ONNXRUNTIME_CPU))
+    write_results(args.json, {**asdict(report), "met": report.met}, provenance)
     print(report.markdown())
     print(f"written to {args.json}")
     return 0 if report.met else 1

@@ -174,6 +174,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--work-dir", type=Path, default=None, help="where the recordings go (kept); default a temporary folder")
     parser.add_argument("--out", type=Path, default=results_dir() / "clip-storm.json")
     args = parser.parse_args(argv)
+    provenance = collect(NO_MODEL)  # the tree as it is when the run starts
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("edge_app.record.event_clips").setLevel(logging.ERROR)  # one line per capped event
     with tempfile.TemporaryDirectory(prefix="clip-storm-") as temporary:
@@ -187,6 +188,6 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"{r.continuous_bytes / 1e6:9.1f} {r.clips_per_continuous:7.2f} {r.peak_open_clip_files:9d}")
     write_results(args.out, {"scene_s": args.scene_s, "interval_s": args.interval_s, "event_s": EVENT_S,
                              "source": {"width": WIDTH, "height": HEIGHT, "fps": FPS, "bitrate": BITRATE},
-                             "results": [asdict(r) for r in results]}, collect(NO_MODEL))
+                             "results": [asdict(r) for r in results]}, provenance)
     print(f"written to {args.out}")
     return 0
