@@ -133,7 +133,7 @@ def test_disabled_publisher_is_a_no_op_with_stats():
     assert pub.publish_stats({"fps": 1}) is False
     assert pub.stats() == {"connected": False, "published": 0, "queued": 0, "dropped": 0,
                            "stalled": False, "stall_reason": None, "loop_restarts": 0, "callback_errors": {},
-                           "lag_ms": 0.0, "behind_reason": None}
+                           "lag_ms": 0.0, "behind_reason": None, "closed_by_broker": 0, "takeover_warning": None}
     pub.stop()
 
 
@@ -158,4 +158,4 @@ def test_offline_queue_is_bounded_before_any_connection():
         pub.publish_detections("cam1", {"frame_id": i, "detections": [1]})
     assert pub.stats() == {"connected": False, "published": 0, "queued": 3, "dropped": 2,
                            "stalled": False, "stall_reason": None, "loop_restarts": 0, "callback_errors": {},
-                           "lag_ms": 0.0, "behind_reason": None}
+                           "lag_ms": 0.0, "behind_reason": None, "closed_by_broker": 0, "takeover_warning": None}
