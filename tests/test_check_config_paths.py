@@ -19,7 +19,7 @@ def test_a_missing_relative_file_is_named_with_the_working_directory_and_the_res
     assert result.returncode == 2, result.stderr
     assert (f"model.path: model file engines/m.onnx does not exist (relative to the working directory {elsewhere}: "
             f"{elsewhere}/engines/m.onnx)") in result.stderr
-    assert (f"cameras.0.source: file demo.mp4 does not exist (relative to the working directory {elsewhere}: "
+    assert (f"cameras.0.source: file ./demo.mp4 does not exist (relative to the working directory {elsewhere}: "
             f"{elsewhere}/demo.mp4)") in result.stderr
 
 

@@ -5,6 +5,7 @@ camera streaming again within 10 s of its server's return."""
 import pytest
 
 from bench.chaos.report import ChaosSettings, write_json
+from bench.common.provenance import ONNXRUNTIME_CPU, collect
 from bench.chaos.soak import run_chaos
 
 pytestmark = pytest.mark.slow
@@ -17,7 +18,7 @@ def test_two_minutes_of_chaos_leave_the_appliance_whole(model_path, tmp_path, rt
     mosquitto_factory.default()
     settings = ChaosSettings.for_minutes(2, model_path=str(model_path))
     report = run_chaos(settings, tmp_path / "chaos")
-    write_json(report, tmp_path / "chaos" / "chaos.json")  # kept with the logs for a failed run
+    write_json(report, tmp_path / "chaos" / "chaos.json", collect(ONNXRUNTIME_CPU))  # kept with the logs for a failed run
     failed = [goal for goal in report.goals() if not goal.met]
     assert not failed, report.markdown()
     assert len(report.outages) >= settings.cameras * 2
