@@ -43,6 +43,7 @@ import numpy as np
 import psutil
 import requests
 
+from bench.chaos.probes import api_json
 from bench.common.provenance import ONNXRUNTIME_CPU, collect, write_results
 from edge_app.commands.demo_clip import make_clip
 from tests.e2e.appliance import ApplianceProcess
@@ -220,8 +221,8 @@ class DiskPressureRun:
     # ---- phases --------------------------------------------------------------------------------
 
     def _storm_figures(self, recordings: Path) -> None:
-        status = self._api("/api/v1/status") or {}
-        events = (self._api("/api/v1/events?limit=500") or {}).get("events", [])
+        status = api_json(self.app, "/api/v1/status") or {}
+        events = (api_json(self.app, "/api/v1/events?limit=500") or {}).get("events", [])
         self.report.events = len(events)  # the newest 500 at most
         self.report.events_with_clip = sum(1 for e in events if e.get("has_clip"))
         self.report.clips_skipped = int((status.get("recording") or {}).get("clips_skipped", 0))
@@ -261,14 +262,14 @@ class DiskPressureRun:
                     fh.write(b"\0" * (1 << 20))
             except OSError:
                 pass  # ENOSPC: the disk is full
-        paused = self._until(lambda: ((self._api("/api/v1/status") or {}).get("recording") or {}).get("paused"), 90)
+        paused = self._until(lambda: ((api_json(self.app, "/api/v1/status") or {}).get("recording") or {}).get("paused"), 90)
         if paused:
             self.report.paused_after_full_s = round(time.monotonic() - started, 1)
             self.report.pause_reason = paused
         filler.unlink()
         freed = time.monotonic()
         before = self._bytes_written()
-        writing = self._until(lambda: (not ((self._api("/api/v1/status") or {}).get("recording") or {}).get("paused")
+        writing = self._until(lambda: (not ((api_json(self.app, "/api/v1/status") or {}).get("recording") or {}).get("paused")
                                        and self._bytes_written() > before), 120)
         if writing:
             self.report.writing_again_after_freed_s = round(time.monotonic() - freed, 1)
@@ -276,7 +277,7 @@ class DiskPressureRun:
     # ---- helpers -------------------------------------------------------------------------------
 
     def _bytes_written(self) -> int:
-        return int(((self._api("/api/v1/status") or {}).get("recording") or {}).get("bytes_written", 0))
+        return int(((api_json(self.app, "/api/v1/status") or {}).get("recording") or {}).get("bytes_written", 0))
 
     def _retention_deleted(self) -> int:
         text = self.app.log_path.read_text(errors="replace")
@@ -301,12 +302,6 @@ class DiskPressureRun:
             self._watch(0.5)
         return None
 
-    def _api(self, path: str) -> Optional[dict]:
-        try:
-            response = self.app.get(path)
-            return response.json() if response.status_code == 200 else None
-        except (requests.RequestException, ValueError):
-            return None
 
     def _stop(self) -> None:
         if self.app is None or self.app.proc is None:

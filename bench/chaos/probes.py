@@ -6,6 +6,7 @@
   capture time; the broker queues for it while either side is away.
 * ``slowloris``: N sockets that trickle header bytes while ``/healthz`` is timed.
 * ``patch_storm``: many valid ``PATCH /api/v1/config`` changes of decode-only model settings.
+* ``api_json``: one answer of the appliance's API, or None while it cannot give one.
 
 Each burst runs with bounded timeouts so that the caller can run it on its own thread without
 delaying the kill schedule.
@@ -27,6 +28,16 @@ import requests
 from paho.mqtt.enums import CallbackAPIVersion
 
 log = logging.getLogger(__name__)
+
+
+def api_json(app, path: str) -> Optional[dict]:
+    """The JSON of ``app``'s 200 answer to ``GET path``; None for any other answer or a failed
+    request (the appliance may be restarting, or not answering yet)."""
+    try:
+        response = app.get(path)
+        return response.json() if response.status_code == 200 else None
+    except (requests.RequestException, ValueError):
+        return None
 
 
 @dataclass(frozen=True)

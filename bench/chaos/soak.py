@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-import requests
 
-from bench.chaos.probes import BurstResult, DetectionsWatch, ProcessSampler, patch_storm, slowloris
+from bench.chaos.probes import BurstResult, DetectionsWatch, ProcessSampler, api_json, patch_storm, slowloris
 from bench.chaos.report import CameraOutage, ChaosReport, ChaosSettings, write_json
 from bench.common.provenance import collect, engine_of
 from edge_app.commands.demo_clip import make_clip
@@ -214,14 +213,14 @@ class ChaosRun:
             server.stop()
 
         def drained() -> Optional[Dict[str, int]]:
-            status, cameras = self._api("/api/v1/status"), self._api("/api/v1/cameras")
+            status, cameras = api_json(self.app, "/api/v1/status"), api_json(self.app, "/api/v1/cameras")
             if status is None or cameras is None or status["mqtt"]["queued"] or not status["mqtt"]["connected"]:
                 return None
             return {cam["id"]: int(cam["frames_analyzed"]) for cam in cameras}
 
         settled = self._stable(drained, 3.0, 90.0)
         report.analysed = settled or {}
-        status = self._api("/api/v1/status") or {}
+        status = api_json(self.app, "/api/v1/status") or {}
         report.mqtt_dropped = (status.get("mqtt") or {}).get("dropped")
         try:
             self._wait(lambda: all(self.watch.unique_per_camera().get(c, 0) >= n for c, n in report.analysed.items()),
@@ -320,13 +319,6 @@ class ChaosRun:
                 return value
             self._sleep_watching(0.5)
         return None
-
-    def _api(self, path: str) -> Optional[dict]:
-        try:
-            response = self.app.get(path)
-            return response.json() if response.status_code == 200 else None
-        except (requests.RequestException, ValueError):
-            return None
 
 
 class _Crashed(RuntimeError):
