@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 #: a fresh venv and `pip install -e .[opencv]` from a wheel cache take about a minute on 2 cores
 SETUP_TIMEOUT_S = 900
-#: what the issue of a stop promises: Ctrl-C, then the port is free again
+#: what a stop promises: Ctrl-C, then the port is free again
 STOP_TIMEOUT_S = 10
 TOOLS = ("git", "ffmpeg", "mosquitto")
 

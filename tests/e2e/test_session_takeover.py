@@ -1,5 +1,5 @@
 """A real ``edge-app run`` on a real Mosquitto that does not bind client ids to logins (anonymous, as
-the attack ran): a client connecting with the appliance's client id again and again is noticed in
+many home brokers are): a client connecting with the appliance's client id again and again is noticed in
 ``/api/v1/status``, ``/metrics`` and ``edge-app selftest``."""
 from __future__ import annotations
 
