@@ -88,7 +88,6 @@ class EventClips:
         self.budget = budget
         self._runs: List[_Run] = []
         self._waiting: Dict[str, _Event] = {}
-        self._newest_wall: Optional[float] = None
         self._reached: Optional[EncodedPacket] = None  # the last packet handled: the ring may hold newer ones
         self._warned_wall: Optional[float] = None
         self._warned_skipped = 0
@@ -137,7 +136,6 @@ class EventClips:
 
     def packet(self, info: StreamInfo, packet: EncodedPacket, pre_s: float) -> None:
         self._reached = packet
-        self._newest_wall = packet.wall_ts if self._newest_wall is None else max(self._newest_wall, packet.wall_ts)
         due = decode_wall(info, packet)
         for run in list(self._runs):
             for event in [e for e in run.events.values() if e.end_deadline is not None and due > e.end_deadline]:
