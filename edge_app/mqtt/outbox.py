@@ -60,7 +60,6 @@ class Outbox(PahoCallbacks):
         # Events and crossings, sent next: detections, counts and reports can fill the shared queue
         # (an inbound flood answered by reports did), and must never push an event out of it.
         self._events: Deque[_Message] = collections.deque()
-        self._events_dropped = 0
         self._unacked: Dict[int, _Message] = {}
         self._early_acks: Set[int] = set()  # on_publish that beat the sender's bookkeeping
         self._states: Dict[str, Dict[str, _Message]] = {group: {} for group in STATE_GROUPS}
@@ -128,16 +127,9 @@ class Outbox(PahoCallbacks):
             bound = max(self.config.max_queue, CONNECTED_EVENTS_CEILING) if self._connected else self.config.max_queue
             while len(self._events) >= bound:
                 self._events.popleft()
-                self._events_dropped += 1
                 self._count_drop(why="event queue full, dropping the oldest events")
             self._events.append(msg)
             self._cond.notify_all()
-
-    @property
-    def events_dropped(self) -> int:
-        """Events and crossings dropped from their lane (offline beyond ``max_queue`` of them)."""
-        with self._cond:
-            return self._events_dropped
 
     def enqueue_latest(self, msg: _Message) -> None:
         """Queue a retained message; while offline only the latest one per topic is kept."""
