@@ -23,6 +23,8 @@ from edge_app.config.redact import MASK as REDACTED, mask_secrets
 log = logging.getLogger(__name__)
 
 SECRET_PATHS = (("mqtt", "password"), ("api", "token"), ("fleet", "desired_key"), ("fleet", "token"))
+#: Secrets of each ``notifications.targets`` entry.
+TARGET_SECRET_KEYS = ("secret", "token")
 #: ``save_config``'s temp file beside ``<name>``: ".<name>.<random>.tmp" (tempfile's random part)
 TEMP_SUFFIX = ".tmp"
 TEMP_RANDOM_PATTERN = r"[A-Za-z0-9_]{1,32}"
@@ -243,6 +245,10 @@ def redacted_dict(config: AppConfig) -> Dict[str, Any]:
             data[section][key] = REDACTED
     for cam in data.get("cameras", []):
         cam["source"] = mask_secrets(cam["source"])
+    for target in data.get("notifications", {}).get("targets", []):
+        for key in TARGET_SECRET_KEYS:
+            if target.get(key) is not None:
+                target[key] = REDACTED
     return data
 
 
