@@ -58,9 +58,14 @@ class Notifier:
         for worker in self._workers:
             worker.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 0.5) -> None:
+        """Every target stops waiting and retrying; a request in flight ends by its own timeout
+        (the threads are daemons: a hanging receiver never holds up the appliance's exit)."""
         for worker in self._workers:
-            worker.stop()
+            worker.stop(timeout_s=0)
+        deadline = time.monotonic() + timeout_s
+        for worker in self._workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
 
     def status(self) -> NotifierStatus:
         return NotifierStatus(tuple(worker.status() for worker in self._workers))

@@ -71,7 +71,10 @@ class TargetWorker:
     def stop(self, timeout_s: float = 2.0) -> None:
         """Stop waiting and retrying; a request in flight ends by its own timeout."""
         self._stop.set()
-        if self._thread.is_alive():
+        self.join(timeout_s)
+
+    def join(self, timeout_s: float) -> None:
+        if self._thread.is_alive() and timeout_s > 0:
             self._thread.join(timeout_s)
 
     def submit(self, notification: Notification) -> bool:
