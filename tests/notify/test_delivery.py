@@ -8,7 +8,6 @@ import json
 import threading
 import time
 
-
 from edge_app.config.schema_notify import NotificationsConfig, NotifyTargetConfig
 from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
 from edge_app.notify.message import SIGNATURE_HEADER
