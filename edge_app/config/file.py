@@ -17,14 +17,13 @@ from typing import Any, Dict, List, Optional, Sequence, Type, Union
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from edge_app.config.schema_notify import TARGET_SECRET_KEYS
 from edge_app.config.schema import AppConfig
 from edge_app.config.redact import MASK as REDACTED, mask_secrets
 
 log = logging.getLogger(__name__)
 
 SECRET_PATHS = (("mqtt", "password"), ("api", "token"), ("fleet", "desired_key"), ("fleet", "token"))
-#: Secrets of each ``notifications.targets`` entry.
-TARGET_SECRET_KEYS = ("secret", "token")
 #: ``save_config``'s temp file beside ``<name>``: ".<name>.<random>.tmp" (tempfile's random part)
 TEMP_SUFFIX = ".tmp"
 TEMP_RANDOM_PATTERN = r"[A-Za-z0-9_]{1,32}"

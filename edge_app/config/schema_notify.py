@@ -15,6 +15,8 @@ from edge_app.config.model_names import LocatedError
 from edge_app.config.schema_rules import _CONTROL_CHARS, ID_PATTERN, _Strict
 
 MAX_TARGETS = 16
+#: the keys of a target that hold secrets: shown as "***" by the API
+TARGET_SECRET_KEYS = ("secret", "token")
 MIN_SECRET_CHARS = 16
 MAX_SECRET_CHARS = 1024
 _HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")

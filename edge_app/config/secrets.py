@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
 from edge_app.config.schema import AppConfig
-from edge_app.config.file import SECRET_PATHS, TARGET_SECRET_KEYS, Problem
+from edge_app.config.file import SECRET_PATHS, Problem
+from edge_app.config.schema_notify import TARGET_SECRET_KEYS
 from edge_app.config.redact import MASK, unmask
 
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?:[^\s?#]*@)?(?P<host>[^/?#\s]*)", re.DOTALL)
