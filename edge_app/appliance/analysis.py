@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from dataclasses import replace
-from typing import Callable, Dict, Optional, Protocol
+from typing import Callable, Dict, List, Optional, Protocol
 
 from edge_app.config.schema import AppConfig
 from edge_app.config.schema_cameras import CameraConfig
@@ -60,6 +60,7 @@ class AnalysisHub:
         self._lock = threading.Lock()
         self._analyses: Dict[str, CameraAnalysis] = {}
         self._keys: Dict[str, tuple] = {}
+        self._listeners: List[Callable[[EventMessage], object]] = []  # also_tell
         # Line totals of cameras without an analysis right now, kept for when it comes back.
         self._line_totals: Dict[str, Dict[str, LineTotals]] = store.load_line_counts() if store is not None else {}
 
@@ -140,12 +141,19 @@ class AnalysisHub:
                     lines.setdefault(line, total.to_dict())
         return CountsReport(cameras=cameras, zones=zones, lines=lines)
 
+    def also_tell(self, listener: Callable[[EventMessage], object]) -> None:
+        """Before ``start``: ``listener`` is told every event message as it goes out (notifications).
+        It runs on the analysis thread, so it must not wait and should not raise."""
+        self._listeners.append(listener)
+
     # -- where results go ---------------------------------------------------------------------------
     def _send(self, result: FrameAnalysis) -> None:
         publisher, camera_id, ts = self._publisher(), result.camera_id, result.ts
         for message in result.events:
             message = self._on_event(message)
             publisher.publish_event(message)
+            for listener in self._listeners:
+                listener(message)
             if self._store is not None:
                 self._store.save_event(message.after)
         for snapshot in result.snapshots:

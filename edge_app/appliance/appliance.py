@@ -30,6 +30,7 @@ from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler, health_dirs
+from edge_app.notify.wiring import notifier_for
 from edge_app.appliance.model_set import ModelSet
 from edge_app.appliance.recording import RecorderFactory, RecordingHub
 from edge_app.appliance.read_side import ApplianceReads, RunningParts
@@ -99,6 +100,9 @@ class Appliance:
         self._config_desired: Optional[Callable[[bytes], None]] = None  # the fleet agent, if any
         self._health = health or HealthSampler(config.health, health_dirs(config))
         self._health.set_publisher(self._publish_health)
+        # Alerts announced to notifications.targets (docs/notifications.md), told each event message.
+        self._notifier = notifier_for(lambda: self._config, snapshot_of=event_store.snapshot if event_store else None)
+        self._analysis.also_tell(self._notifier.on_event)
         self._remote_config_report: Optional[Callable[[], RemoteConfigReport]] = None
         self._models = ModelSet(self._apply_lock, self._load_detector, self._results, config=lambda: self._config,
                                 changes=lambda: self._changes, stopping=self._cancel, swapped=self._model_swapped)
@@ -128,6 +132,7 @@ class Appliance:
         TensorRT engine build in progress, and ``start`` then raises ``StartCancelled``.
         """
         self._publisher.start()
+        self._notifier.start()
         self._health.start()  # before the model: a Jetson building an engine may be the one overheating
         self._models.load_all(self._config)  # raises when no model loads; one that fails is reported
         for name in self._models.detectors():
@@ -187,6 +192,7 @@ class Appliance:
             # What the end of the open events wrote must reach the disk; MQTT keeps its share of the budget.
             self._event_store.close(timeout_s=max(0.3, min(1.5, deadline - time.monotonic() - 1.0)))
         self._publisher.stop(timeout_s=max(0.5, deadline - time.monotonic()))
+        self._notifier.stop()
 
     def _load_detector(self, name: str, model: ModelConfig, cancel: threading.Event) -> Detector:
         """Load the model called ``name`` (on its own load thread: several may load at once)."""

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Type, Union
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from edge_app.config.schema_notify import TARGET_SECRET_KEYS
 from edge_app.config.schema import AppConfig
 from edge_app.config.redact import MASK as REDACTED, mask_secrets
 
@@ -243,6 +244,10 @@ def redacted_dict(config: AppConfig) -> Dict[str, Any]:
             data[section][key] = REDACTED
     for cam in data.get("cameras", []):
         cam["source"] = mask_secrets(cam["source"])
+    for target in data.get("notifications", {}).get("targets", []):
+        for key in TARGET_SECRET_KEYS:
+            if target.get(key) is not None:
+                target[key] = REDACTED
     return data
 
 

@@ -9,6 +9,8 @@ GStreamer pipeline (``gst:`` with ``filesrc``/``tcpclientsink``). So through the
 * file sources only inside directories that already hold configured file sources;
 * model, labels, engine, calibration, events and recordings paths (and TLS files) only inside their current
   directories (a model added to ``models``: inside the directories of the models there are);
+* no change at all to ``notifications``: a target's URL decides where alerts, snapshots and the
+  secret's signatures go, so only the file on disk sets it, whatever ``api.allow_unsafe_sources`` says;
 
 unless the file on disk sets ``api.allow_unsafe_sources: true``, which the API itself can never
 change. Paths are compared after resolving ``..`` and symbolic links.
@@ -127,6 +129,9 @@ def unsafe_changes(old: AppConfig, new: AppConfig, cwd: Union[str, Path], *,
     problems: List[Problem] = []
     if new.api.allow_unsafe_sources != old.api.allow_unsafe_sources:
         problems.append(Problem("api.allow_unsafe_sources", "can only be changed in the configuration file, never through the API"))
+    if new.notifications != old.notifications:
+        problems.append(Problem("notifications", "can only be changed in the configuration file, never through the API "
+                                                 "or R/config/desired"))
     if old.api.allow_unsafe_sources and honour_allow_unsafe:
         return problems
     return problems + _source_problems(old, new, cwd) + _path_problems(old, new, cwd)

@@ -13,11 +13,11 @@ field whose value would change is named and compared with this list. The broker 
   of a model the fleet service holds; never its name, nor the artifact section as a whole. A
   rollout addresses the model by its fleet name (``{"models": {"artifact:<name>": ...}}``,
   ``edge_app.config.model_patch``), resolved to a plain change before this list is consulted;
-* ``tracking``, ``events`` (not ``events.dir``), ``record`` (not ``record.dir``), ``motion`` and
-  ``health`` settings;
+* ``tracking``, ``events`` (not ``events.dir``), ``record`` (not ``record.dir``), ``motion``,
+  ``health`` and ``review`` settings (a camera's ``review`` too);
 * the ``version`` of each entry of ``models``, and its thresholds and classes.
 
-Everything else is refused: ``api.*``, ``mqtt.*``, ``device_id``, ``fleet.*``, ``homeassistant.*``,
+Everything else is refused: ``api.*``, ``mqtt.*``, ``device_id``, ``fleet.*``, ``homeassistant.*``, ``notifications.*``,
 ``logging``, ``capture``, ``snapshots`` and every path (model files, labels, engine and
 calibration folders, events and recordings folders, TLS files); for ``models`` that means no
 entry added, removed or renamed, and no path, backend or load setting changed. Keys that do not
@@ -39,12 +39,12 @@ ALLOWED: Tuple[Pattern, ...] = (
     ("cameras", "*", "fps_limit"), ("cameras", "*", "loop"), ("cameras", "*", "realtime"),
     ("cameras", "*", "decoder"), ("cameras", "*", "detect"), ("cameras", "*", "zones"),
     ("cameras", "*", "lines"), ("cameras", "*", "record"), ("cameras", "*", "motion"),
-    ("cameras", "*", "model"),
+    ("cameras", "*", "model"), ("cameras", "*", "review"),
     ("model", "conf_threshold"), ("model", "iou_threshold"), ("model", "classes"),
     ("model", "artifact", "version"), ("models", "*", "artifact", "version"),
     ("models", "*", "version"), ("models", "*", "conf_threshold"), ("models", "*", "iou_threshold"),
     ("models", "*", "classes"),
-    ("tracking",), ("events",), ("record",), ("motion",), ("health",),
+    ("tracking",), ("events",), ("record",), ("motion",), ("health",), ("review",),
 )
 #: Paths inside allowed sections: a folder the appliance writes to is never the broker's to choose.
 DENIED: Tuple[Pattern, ...] = (("events", "dir"), ("record", "dir"))
@@ -52,7 +52,7 @@ DENIED: Tuple[Pattern, ...] = (("events", "dir"), ("record", "dir"))
 MAX_PROBLEMS = 32
 
 _WHY = ("cannot be changed through R/config/desired; the broker may change only cameras, zones, lines, "
-        "detect switches, thresholds and classes, tracking, events, record, motion, health and model versions")
+        "detect switches, thresholds and classes, tracking, events, record, motion, health, review and model versions")
 
 
 def _matches(pattern: Pattern, path: Tuple[str, ...]) -> bool:

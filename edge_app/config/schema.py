@@ -15,7 +15,9 @@ from edge_app.config.model_names import DEFAULT_MODEL, MAX_MODELS, check_models,
 from edge_app.config.schema_cameras import CameraConfig, MotionConfig
 # Re-exported: the model sections were defined here, and are imported from here.
 from edge_app.config.schema_model import ArtifactConfig, ModelConfig, NamedModelConfig  # noqa: F401
+from edge_app.config.schema_notify import NotificationsConfig, check_target_cameras
 from edge_app.config.schema_record import RecordConfig, RecordSettings, resolve_record
+from edge_app.config.schema_review import ReviewAlertsConfig, ReviewConfig, check_alert_zones
 from edge_app.config.schema_rules import (_CONTROL_CHARS, ID_PATTERN, MAX_AREA_LABELS, _clean_labels,
                                           _no_control_chars, _Strict)
 
@@ -345,6 +347,11 @@ class AppConfig(_Strict):
     fleet: FleetConfig = Field(default_factory=FleetConfig, title="Fleet")
     motion: MotionConfig = Field(default_factory=MotionConfig, title="Motion")
     record: RecordConfig = Field(default_factory=RecordConfig, title="Recording")
+    review: ReviewConfig = Field(default_factory=ReviewConfig, title="Review",
+                                 description="Review items (events grouped per camera) and which of them are alerts")
+    notifications: NotificationsConfig = Field(
+        default_factory=NotificationsConfig, title="Notifications",
+        description="Where alerts are announced; only the configuration file can set this section")
 
     @field_validator("cameras")
     @classmethod
@@ -373,6 +380,18 @@ class AppConfig(_Strict):
     def _model_names(self) -> "AppConfig":
         check_models(self.model, self.models, self.cameras)
         return self
+
+    @model_validator(mode="after")
+    def _review_and_notification_names(self) -> "AppConfig":
+        check_alert_zones(self.review, self.cameras)
+        check_target_cameras(self.notifications, [cam.id for cam in self.cameras])
+        return self
+
+    def alert_rules(self, camera_id: str) -> ReviewAlertsConfig:
+        """The alert rules of one camera: its own review.alerts, else the review section's."""
+        cam = self.camera(camera_id)
+        own = cam.review.alerts if cam is not None else None
+        return own if own is not None else self.review.alerts
 
     def camera(self, camera_id: str) -> Optional[CameraConfig]:
         return next((c for c in self.cameras if c.id == camera_id), None)

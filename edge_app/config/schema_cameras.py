@@ -9,6 +9,7 @@ from typing_extensions import Annotated
 
 from edge_app.config.model_names import DEFAULT_MODEL, MODEL_NAME_PATTERN
 from edge_app.config.schema_record import CameraRecordConfig
+from edge_app.config.schema_review import CameraReviewConfig
 from edge_app.config.schema_rules import ID_PATTERN, MAX_AREA_LABELS, NormPoint, _clean_labels, _Strict
 from edge_app.config.source_spec import parse_source
 
@@ -128,6 +129,8 @@ class CameraConfig(_Strict):
                        description="The name of the model that analyses this camera (model is named default)")
     record: CameraRecordConfig = Field(default_factory=CameraRecordConfig, title="Recording",
                                        description="This camera's own recording choices; left out: the record section's")
+    review: CameraReviewConfig = Field(default_factory=CameraReviewConfig, title="Review",
+                                       description="This camera's own alert rules; left out: the review section's")
 
     @field_validator("source")
     @classmethod

@@ -15,6 +15,7 @@ from typing import Any, List, Optional, Tuple
 
 from edge_app.config.schema import AppConfig
 from edge_app.config.file import SECRET_PATHS, Problem
+from edge_app.config.schema_notify import TARGET_SECRET_KEYS
 from edge_app.config.redact import MASK, unmask
 
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?:[^\s?#]*@)?(?P<host>[^/?#\s]*)", re.DOTALL)
@@ -58,6 +59,7 @@ def restore_secrets(data: Any, current: AppConfig) -> Tuple[Any, List[RestoredSe
         if isinstance(block, dict) and block.get(key) == MASK:
             block[key] = stored
             restored.append(RestoredSecret(f"{section}.{key}"))
+    restored += _restore_target_secrets(data, current)
     old_sources = {cam.id: cam.source for cam in current.cameras}
     cameras = data.get("cameras")
     for index, cam in enumerate(cameras if isinstance(cameras, list) else []):
@@ -72,6 +74,28 @@ def restore_secrets(data: Any, current: AppConfig) -> Tuple[Any, List[RestoredSe
         cam["source"] = filled
         restored.append(RestoredSecret(loc, cam["id"]))
     return data, restored, problems
+
+
+def _restore_target_secrets(data: dict, current: AppConfig) -> List[RestoredSecret]:
+    """``***`` in a notification target's secret or token: the stored one of the target of that name.
+
+    Safe without a destination check: no write through the API or the broker may change the
+    notifications section at all (``edge_app.config.policy``), so a restored secret either goes back
+    exactly where it was or the whole change is refused.
+    """
+    restored: List[RestoredSecret] = []
+    block = data.get("notifications")
+    targets = block.get("targets") if isinstance(block, dict) else None
+    stored = {target.name: target for target in current.notifications.targets}
+    for index, target in enumerate(targets if isinstance(targets, list) else []):
+        if not isinstance(target, dict) or not isinstance(target.get("name"), str):
+            continue
+        old = stored.get(target["name"])
+        for key in TARGET_SECRET_KEYS:
+            if target.get(key) == MASK and old is not None and getattr(old, key) is not None:
+                target[key] = getattr(old, key)
+                restored.append(RestoredSecret(f"notifications.targets.{index}.{key}"))
+    return restored
 
 
 def misdirected_secrets(new: AppConfig, current: AppConfig, restored: List[RestoredSecret]) -> List[Problem]:

@@ -2,7 +2,7 @@
 
 Form is the schema's job; this module checks the configuration against the machine: the model
 file is there and readable, its labels (a labels file or the model's metadata) can be read and pass the
-rule of configured labels, ``model.classes`` names labels the model has,
+rule of configured labels, ``model.classes`` and the alert labels of ``review`` name labels the model has,
 the HTTPS certificate loads, camera files exist, ``test://`` cameras fit the device's synthetic
 budget (``edge_app.config.synthetic_budget``). The config API runs it before saving anything
 (a change is all or nothing), ``check-config`` reports it, and ``run`` refuses to start with it
@@ -22,6 +22,7 @@ from edge_app.config.staged_model import staged_copy, staged_files
 from edge_app.config.synthetic_budget import physical_memory_bytes, synthetic_problems
 from edge_app.config.source_spec import SourceError, parse_source, source_file
 from edge_app.config.schema import AppConfig, ModelConfig
+from edge_app.config.schema_review import alert_label_problems
 from edge_app.config.file import Problem
 from edge_app.detect.base import DetectorError
 from edge_app.detect.factory import choose_backend
@@ -188,6 +189,25 @@ def _model_files_changed(model: ModelConfig, previous: ModelConfig) -> bool:
     return model.model_dump(exclude=_MODEL_NUMBERS | {"name"}) != previous.model_dump(exclude=_MODEL_NUMBERS | {"name"})
 
 
+def _review_rules(config: AppConfig) -> tuple:
+    return (config.review.alerts, [(cam.model, cam.review.alerts) for cam in config.cameras], config.model_configs())
+
+
+def _review_label_problems(config: AppConfig, previous: Optional[AppConfig]) -> List[Problem]:
+    """Alert labels (``review.alerts.labels``, ``cameras[].review.alerts.labels``) the models do not know."""
+    if not (config.review.alerts.labels or any(cam.review.alerts and cam.review.alerts.labels for cam in config.cameras)):
+        return []
+    if previous is not None and _review_rules(config) == _review_rules(previous):
+        return []
+    labels_of_model: Dict[str, Optional[List[str]]] = {}
+    for name, model in config.model_configs().items():
+        try:
+            labels_of_model[name] = model_labels(fleet_version_model(model) or model)
+        except DetectorError:
+            labels_of_model[name] = None  # the model's own check reports why
+    return [Problem(err.loc, str(err)) for err in alert_label_problems(config.review, config.cameras, labels_of_model)]
+
+
 def relative_paths_note(config: AppConfig) -> Optional[str]:
     """One line naming where each relative path of ``config`` leads from here, or None when all are absolute."""
     paths: List[Tuple[str, Optional[str]]] = []
@@ -212,6 +232,7 @@ def check_runtime(config: AppConfig, previous: Optional[AppConfig] = None) -> Li
             problems += _model_problems(model, config.model_location(name))
     if previous is None or config.api.tls != previous.api.tls or config.api.enabled != previous.api.enabled:
         problems += _tls_problems(config)
+    problems += _review_label_problems(config, previous)
     problems += _camera_problems(config, previous)
     problems += _decoder_problems(config, previous)
     problems += synthetic_problems(config, physical_memory_bytes())

@@ -16,7 +16,7 @@ _DECODE_ONLY_KEYS = {"conf_threshold", "iou_threshold", "classes", "batch_timeou
 # no camera restart (a camera that starts or stops being recorded reconnects through the recorder's
 # own check, edge_app.appliance.recording). ``model``: the camera's frames go to another model's
 # pipeline; capture goes on as it is.
-_ANALYSIS_KEYS = {"detect", "zones", "lines", "motion", "model", "record"}
+_ANALYSIS_KEYS = {"detect", "zones", "lines", "motion", "model", "record", "review"}
 
 
 def _capture_settings(camera) -> dict:

@@ -36,6 +36,10 @@ BASE = {
         ({"cameras": [{"id": "a", "source": "test://bars", "record": {"pre_s": 1}}, {"id": "b", "source": "test://noise"}]},
          {}),
         ({"events": {"retain_days": 1}}, {}),
+        # alert rules are read per event message: nothing restarts
+        ({"review": {"gap_s": 5, "alerts": {"labels": ["person"]}}}, {}),
+        ({"cameras": [{"id": "a", "source": "test://bars", "review": {"alerts": {"labels": ["car"]}}},
+                      {"id": "b", "source": "test://noise"}]}, {}),
     ],
 )
 def test_plan_changes(patch, expected):

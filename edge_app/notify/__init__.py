@@ -1,0 +1,1 @@
+"""Notifications when an alert starts: signed webhooks and ntfy (docs/notifications.md)."""
