@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Seque
 
 from edge_app.appliance.model_change import ModelSwaps
 from edge_app.capture.camera import CameraWorker
+from edge_app.capture.early_drop import scheduler_fps_limit
 from edge_app.config.model_names import DEFAULT_MODEL
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config_change.plan import model_reload_needed
@@ -92,7 +93,10 @@ class ModelUnit:
         max_batch = min(model.max_batch, detector.max_batch if detector else model.max_batch)
         wanted = {c.id: c.fps_limit for c in config.cameras if c.enabled and c.detect and c.model == self.name}
         self.detecting = {cid: worker for cid, worker in cameras.items() if cid in wanted}
-        self.pipeline.reconfigure(wanted, max_batch, model.batch_timeout_ms / 1000.0)
+        # a camera whose capture drops frames keeps its fps_limit there; the scheduler paces the others
+        paced = {cid: fps if cid not in self.detecting else scheduler_fps_limit(self.detecting[cid].policy, fps)
+                 for cid, fps in wanted.items()}
+        self.pipeline.reconfigure(paced, max_batch, model.batch_timeout_ms / 1000.0)
         if self._active and detector is not None and not self.pipeline.started and not self._stopping.is_set():
             self.pipeline.start()
 

@@ -3,7 +3,7 @@
 The pipeline uses ``CameraWorker`` (one per enabled camera) and ``Frame``; the API may use
 ``StreamState``.
 """
-from edge_app.capture.backoff import is_stalled, reconnect_delay_s
+from edge_app.capture.backoff import reconnect_delay_s
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, policy_for
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.frame import Frame
@@ -16,5 +16,5 @@ from edge_app.config.source_spec import parse_source
 __all__ = [
     "ALLOWED_TRANSITIONS", "BufferPolicy", "CameraWorker", "Frame", "FrameSlot", "IllegalTransition",
     "SourceError", "SourceKind", "SourceSpec", "SourceUnavailable", "StreamState",
-    "is_stalled", "open_source", "parse_source", "policy_for", "reconnect_delay_s",
+    "open_source", "parse_source", "policy_for", "reconnect_delay_s",
 ]

@@ -32,16 +32,6 @@ def reconnect_delay_s(failures: int, initial_s: float = 1.0, max_s: float = 30.0
     return delay_s
 
 
-def is_stalled(last_frame_mono_s: float, now_mono_s: float, stall_timeout_s: float) -> bool:
-    """True when a stream that is open has delivered nothing for ``stall_timeout_s`` seconds.
-
-    ``last_frame_mono_s`` is the monotonic time of the last frame, or of the moment the stream
-    opened when no frame came yet. A stalled stream must be reopened: many cameras keep the TCP
-    connection alive while sending nothing, and a read would otherwise wait forever.
-    """
-    return now_mono_s - last_frame_mono_s >= stall_timeout_s
-
-
 def watchdog_limit_s(call: str, stall_timeout_s: float, open_timeout_s: float) -> float:
     """How long one blocking backend call may take before the watchdog abandons it.
 

@@ -20,7 +20,7 @@ from edge_app.capture.buffer import BufferPolicy, FrameSlot, policy_for
 from edge_app.capture.camera_loop import CaptureLoop
 from edge_app.capture.counters import CaptureCounters
 from edge_app.capture.decoders import CameraOpener, Opener, default_openers
-from edge_app.capture.early_drop import EarlyDrop
+from edge_app.capture.early_drop import EarlyDrop, capture_fps_limit
 from edge_app.capture.frame import Frame
 from edge_app.capture.frame_gate import FrameAdmission, FrameGate
 from edge_app.capture.packet_tee import PacketTee
@@ -75,7 +75,7 @@ class CameraWorker(CaptureLoop):
         live = self._spec.live if self._spec is not None else True
         self.policy: BufferPolicy = policy_for(live, config.realtime)
         # Without an opener, cameras[].decoder picks one; fps_limit reaches decoders that drop inside
-        drop_fps = config.fps_limit if self.policy is BufferPolicy.DROP_OLDEST else 0.0
+        drop_fps = capture_fps_limit(self.policy, config.fps_limit)
         self._opener = opener if opener is not None else CameraOpener(config.decoder, default_openers(drop_fps))
         self._slot = FrameSlot(self.policy)
         self._machine = StateMachine()

@@ -21,8 +21,9 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
-from edge_app.capture.backoff import is_stalled, watchdog_limit_s
+from edge_app.capture.backoff import watchdog_limit_s
 from edge_app.config.schema import CaptureConfig
+from edge_app.process.stall import stalled
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class BackendCalls:
         if call is None or call.generation != generation:
             return None
         limit_s = watchdog_limit_s(call.kind, self._capture.stall_timeout_s, self._capture.open_timeout_s)
-        return call if is_stalled(call.started_mono_s, now_mono_s, limit_s) else None
+        return call if stalled(now_mono_s, call.started_mono_s, limit_s) else None
 
     def abandon(self, stuck: Optional[threading.Thread], name: str) -> None:
         """Leave ``stuck`` behind (renamed ``name``) until its call returns, if ever."""

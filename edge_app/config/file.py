@@ -6,9 +6,7 @@ import difflib
 import json
 import logging
 import os
-import re
 import stat
-import tempfile
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,17 +18,11 @@ from pydantic import BaseModel, ValidationError
 from edge_app.config.schema_notify import TARGET_SECRET_KEYS
 from edge_app.config.schema import AppConfig
 from edge_app.config.redact import MASK as REDACTED, mask_secrets
+from edge_app.process.atomic_file import temp_name_pattern, write_atomic
 
 log = logging.getLogger(__name__)
 
 SECRET_PATHS = (("mqtt", "password"), ("api", "token"), ("fleet", "desired_key"), ("fleet", "token"))
-#: ``save_config``'s temp file beside ``<name>``: ".<name>.<random>.tmp" (tempfile's random part)
-TEMP_SUFFIX = ".tmp"
-TEMP_RANDOM_PATTERN = r"[A-Za-z0-9_]{1,32}"
-
-
-def _temp_prefix(path: Path) -> str:
-    return f".{path.name}."
 
 
 @dataclass(frozen=True)
@@ -156,31 +148,7 @@ def save_config(config: AppConfig, path: Union[str, Path]) -> None:
     A power cut mid-write leaves either the old file or the new one, never half of each.
     """
     text = yaml.safe_dump(config_to_dict(config), sort_keys=False, default_flow_style=False)
-    _write_atomically(Path(path), text.encode("utf-8"))
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp_name = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=TEMP_SUFFIX, dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if path.exists():
-            os.chmod(tmp_name, path.stat().st_mode & 0o777)
-        os.replace(tmp_name, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_atomic(Path(path), text.encode("utf-8"))
 
 
 class ConfigFile:
@@ -203,7 +171,7 @@ class ConfigFile:
         if previous is None:
             self.path.unlink(missing_ok=True)
         else:
-            _write_atomically(self.path, previous)
+            write_atomic(self.path, previous)
 
 
 def remove_stale_temp_files(path: Union[str, Path]) -> List[Path]:
@@ -215,7 +183,7 @@ def remove_stale_temp_files(path: Union[str, Path]) -> List[Path]:
     """
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
-    own = re.compile(re.escape(_temp_prefix(path)) + TEMP_RANDOM_PATTERN + re.escape(TEMP_SUFFIX))
+    own = temp_name_pattern(path)
     removed: List[Path] = []
     try:
         names = sorted(name for name in os.listdir(directory) if own.fullmatch(name))

@@ -15,11 +15,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict
 
 from edge_app.config.schema import AppConfig
 from edge_app.config.file import redacted_dict
 from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
+from edge_app.process.worker import WorkerThread
 
 log = logging.getLogger(__name__)
 
@@ -41,22 +42,18 @@ class DetectSwitch:
         self._wanted: Dict[str, bool] = {}  # camera id -> the latest command; at most one per camera
         self._next_apply_mono_s = 0.0
         self._busy = False
-        self._stopping = False
-        self._thread: Optional[threading.Thread] = None
+        self._worker = WorkerThread(self._run, "mqtt:detect-switch", wake=self._notify)
 
     def start(self) -> "DetectSwitch":
-        with self._cond:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="mqtt:detect-switch", daemon=True)
-                self._thread.start()
+        self._worker.start()
         return self
 
     def stop(self, timeout_s: float = 2.0) -> None:
+        self._worker.stop(timeout_s)
+
+    def _notify(self) -> None:
         with self._cond:
-            self._stopping = True
             self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
 
     def on_command(self, camera_id: str, enabled: bool) -> None:
         """Note a command (called on paho's network thread, which must not wait for a change)."""
@@ -72,9 +69,9 @@ class DetectSwitch:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._stopping and (not self._wanted or time.monotonic() < self._next_apply_mono_s):
+                while not self._worker.stopping.is_set() and (not self._wanted or time.monotonic() < self._next_apply_mono_s):
                     self._cond.wait(max(0.0, self._next_apply_mono_s - time.monotonic()) if self._wanted else None)
-                if self._stopping:
+                if self._worker.stopping.is_set():
                     return
                 wanted, self._wanted = self._wanted, {}
                 self._busy = True

@@ -16,6 +16,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 from edge_app.events.model import ClipRecord, Event
 from edge_app.events.query import EventQuery, LineCountsByCamera, snapshot_file_name
+from edge_app.events.query_sql import EventColumns, event_filter
 
 log = logging.getLogger(__name__)
 
@@ -117,24 +118,15 @@ def _event_from_row(row: Sequence) -> Event:
                  clip_duration_s=float(row[15]))
 
 
+#: the appliance's events table (``e``); entered zones have a table of their own, indexed by zone
+EVENT_COLUMNS = EventColumns(camera="e.camera_id", label="e.label", start_time="e.start_time",
+                             entered_zone="e.id IN (SELECT event_id FROM event_zones WHERE zone = ?)")
+
+
 def query_events(conn: sqlite3.Connection, query: EventQuery) -> List[Event]:
-    where, args = [], []
-    for column, value in (("e.camera_id", query.camera), ("e.label", query.label)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            args.append(value)
-    if query.zone is not None:
-        where.append("e.id IN (SELECT event_id FROM event_zones WHERE zone = ?)")
-        args.append(query.zone)
-    if query.after is not None:
-        where.append("e.start_time > ?")
-        args.append(query.after)
-    if query.before is not None:
-        where.append("e.start_time < ?")
-        args.append(query.before)
-    sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY e.start_time DESC, e.id DESC LIMIT ?"
-    args.append(query.bounded_limit)
-    return [_event_from_row(row) for row in conn.execute(sql, args)]
+    found = event_filter(query, EVENT_COLUMNS)
+    sql = _SELECT + found.where() + " ORDER BY e.start_time DESC, e.id DESC LIMIT ?"
+    return [_event_from_row(row) for row in conn.execute(sql, (*found.params, query.bounded_limit))]
 
 
 def get_event(conn: sqlite3.Connection, event_id: str) -> Optional[Event]:

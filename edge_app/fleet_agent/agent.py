@@ -50,6 +50,7 @@ from edge_app.fleet_agent.refusal_reports import RefusalReports
 from edge_app.fleet_agent.desired_versions import APPLIED, REJECTED, ConfigReport, DesiredVersionStore, state_path_for
 from edge_app.fleet_agent.desired_config import DesiredConfig, DesiredConfigError, parse_desired
 from edge_app.config.redact import MASK, mask_secrets
+from edge_app.process.worker import WorkerThread
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +109,8 @@ class FleetAgent:
         self._version, self._last_report, self._epochs = store.load()
         self._cond = threading.Condition()
         self._pending: Deque[bytes] = collections.deque()
-        self._stopping = False
         self._busy = False
-        self._thread: Optional[threading.Thread] = None
+        self._worker = WorkerThread(self._run, "fleet:config", wake=self._notify)
 
     @property
     def version(self) -> int:
@@ -122,16 +122,15 @@ class FleetAgent:
         # PUBACK); publishing it again costs one message and makes both agree.
         if self._last_report is not None:
             self._publish(self._last_report.to_payload())
-        self._thread = threading.Thread(target=self._run, name="fleet:config", daemon=True)
-        self._thread.start()
+        self._worker.start()
         return self
 
     def stop(self, timeout_s: float = 2.0) -> None:
+        self._worker.stop(timeout_s)
+
+    def _notify(self) -> None:
         with self._cond:
-            self._stopping = True
             self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
 
     def on_desired(self, payload: bytes) -> None:
         """Queue one ``R/config/desired`` payload (called on paho's network thread)."""
@@ -158,9 +157,9 @@ class FleetAgent:
     def _run(self) -> None:
         while True:
             with self._cond:
-                if not self._pending and not self._stopping and not self._refusals_due():
+                if not self._pending and not self._worker.stopping.is_set() and not self._refusals_due():
                     self._cond.wait(self._wake_after_s())  # a timeout only leads to the checks below
-                if self._stopping:
+                if self._worker.stopping.is_set():
                     return
                 payload = self._pending.popleft() if self._pending else None
                 self._busy = True

@@ -39,6 +39,7 @@ from edge_app.fleet_agent.artifacts_manifest import ManifestError, engine_for
 from edge_app.fleet_agent.artifacts_refetch import Refetch, Reload
 from edge_app.fleet_agent.artifacts_stage import ENGINE_FILE, StagedModel, Stager
 from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.process.backoff import next_retry_s
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +199,7 @@ class FleetModels:
                     raise FleetUnreachable(f"{err} (the appliance stopped, or another model was asked for)") from None
                 if self._wanted(artifact.name) != artifact:
                     raise FleetUnreachable(f"{err} (another version was asked for meanwhile)") from None
-                delay_s = min(delay_s * 2, RETRY_MAX_S)
+                delay_s = next_retry_s(delay_s, self._retry_first_s, RETRY_MAX_S)
 
     def _wanted(self, fleet_name: str) -> Optional[ArtifactConfig]:
         """The artifact the configuration asks for now, of the model that runs ``fleet_name``."""

@@ -26,6 +26,7 @@ from typing import Callable, Optional
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.fleet_agent.artifacts_client import FleetRefused, FleetUnreachable
 from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.process.backoff import next_retry_s
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +37,6 @@ Reload = Callable[[str, ModelConfig], bool]
 #: probe(section): returns, or raises FleetRefused, once the fleet service answered about the section's
 #: version (a refusal is reported by the model change that follows); FleetUnreachable otherwise
 Probe = Callable[[ModelConfig], None]
-
-
-def next_retry_s(previous_s: Optional[float], first_s: float, max_s: float) -> float:
-    """The wait before the next attempt: ``first_s`` at first, then twice the previous, never over ``max_s``."""
-    return min(first_s if previous_s is None else previous_s * 2, max_s)
 
 
 def section_name(config: AppConfig, model: ModelConfig) -> Optional[str]:
@@ -122,4 +118,4 @@ class Refetch:
                                f"trying again in {delay_s:.0f} s")
 
 
-__all__ = ["Probe", "Refetch", "Reload", "next_retry_s", "section_name"]
+__all__ = ["Probe", "Refetch", "Reload", "section_name"]

@@ -18,11 +18,11 @@ from typing import Callable, Iterable, List, Optional, Tuple
 
 from edge_app.config import staged_model
 from edge_app.config.schema import AppConfig, ModelConfig
-from edge_app.detect.tensorrt.cache import write_atomic
 from edge_app.detect.tensorrt.onnx_info import file_sha256
 from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
 from edge_app.fleet_agent.artifacts_manifest import ROLE_FILES, Manifest, ManifestError, verify_manifest
 from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.process.atomic_file import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class Stager:
                                 progress=lambda n: self._state.set(artifact.name, artifact.version, "downloading",
                                                                    (base + n) / total))
             done += entry.bytes
-        write_atomic(folder / MANIFEST_FILE, body)
+        write_atomic(folder / MANIFEST_FILE, body, make_folder=True)
         configured = [m.artifact.version for m in config.model_configs().values()
                       if m.artifact is not None and m.artifact.name == artifact.name]
         prune_staged(folder.parent, keep=[artifact.version, *configured])

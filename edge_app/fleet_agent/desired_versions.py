@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any, Dict, Optional, Tuple
 from edge_app.config.file import Problem
 from edge_app.fleet_agent.desired_epoch import EpochState, reset as reset_epochs
 from edge_app.mqtt.payloads import config_reported_payload
+from edge_app.process.atomic_file import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -89,17 +88,4 @@ class DesiredVersionStore:
         self._write({"version": version, "reported": report.to_payload(), **epochs.to_dict()})
 
     def _write(self, data: Dict[str, Any]) -> None:
-        body = json.dumps(data, indent=1).encode("utf-8")
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=str(self.path.parent))
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(body)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_atomic(self.path, json.dumps(data, indent=1).encode("utf-8"))

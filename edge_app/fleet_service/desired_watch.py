@@ -17,9 +17,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict
 
 from edge_app.fleet_service import messages as m
+from edge_app.process.worker import WorkerThread
 
 logger = logging.getLogger(__name__)
 
@@ -41,18 +42,13 @@ class DesiredWatch:
         self._heard: Dict[str, bytes] = {}  # device id -> the newest message heard, not yet compared
         self._last_mono_s: Dict[str, float] = {}
         self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._worker = WorkerThread(self._loop, WATCH_THREAD, wake=self._wake.set)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name=WATCH_THREAD, daemon=True)
-        self._thread.start()
+        self._worker.start()
 
     def stop(self, timeout_s: float = 2.0) -> None:
-        self._stopping.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
+        self._worker.stop(timeout_s)
 
     def publish(self, topic: str, body: bytes) -> None:
         found = m.classify(self._prefix, topic)
@@ -83,9 +79,9 @@ class DesiredWatch:
         return due
 
     def _loop(self) -> None:
-        while not self._stopping.is_set():
+        while not self._worker.stopping.is_set():
             self._wake.wait(REPUBLISH_EVERY_S)
-            if self._stopping.is_set():
+            if self._worker.stopping.is_set():
                 return
             for device_id in self._due():
                 try:

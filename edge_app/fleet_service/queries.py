@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from edge_app.events.query import EventQuery
+from edge_app.events.query_sql import EventColumns, event_filter
 from edge_app.fleet_service.db import Connection
 from edge_app.fleet_service.model_state import MODEL_STATES, rollout_model_state
 
@@ -235,36 +236,22 @@ def get_device(conn: Connection, device_id: str) -> Optional[DeviceDetail]:
         unissued_version=None if row[13] is None else int(row[13]), models_state_at=row[14])
 
 
-def _like_member(value: str) -> str:
-    """A LIKE pattern matching ``"value"`` inside a JSON list of strings, wildcards escaped."""
-    escaped = json.dumps(value).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+#: the fleet's events table on each engine; ``entered_zones`` is a JSON list of strings
+EVENT_COLUMNS = {
+    "sqlite": EventColumns(camera="camera_id", label="label", start_time="start_time",
+                           entered_zone="EXISTS (SELECT 1 FROM json_each(entered_zones) WHERE json_each.value = ?)"),
+    "postgresql": EventColumns(camera="camera_id", label="label", start_time="start_time",
+                               entered_zone="EXISTS (SELECT 1 FROM jsonb_array_elements_text(CAST(entered_zones AS jsonb)) "
+                                            "AS zone(name) WHERE zone.name = ?)"),
+}
 
 
 def list_events(conn: Connection, query: EventQuery, device: Optional[str] = None) -> List[Dict[str, Any]]:
     """Events of the fleet (the appliance's filters, and ``device``), newest first."""
-    where: List[str] = []
-    params: List[Any] = []
-    for column, value in (("device_id", device), ("camera_id", query.camera), ("label", query.label)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    if query.zone is not None:
-        where.append("entered_zones LIKE ? ESCAPE '\\'")
-        params.append(_like_member(query.zone))
-    if query.after is not None:
-        where.append("start_time > ?")
-        params.append(query.after)
-    if query.before is not None:
-        where.append("start_time < ?")
-        params.append(query.before)
-    sql = "SELECT body FROM events"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY start_time DESC, event_id DESC LIMIT ?"
-    params.append(int(query.limit))
+    found = event_filter(query, EVENT_COLUMNS[conn.dialect], extra=(("device_id", device),))
+    sql = "SELECT body FROM events" + found.where() + " ORDER BY start_time DESC, event_id DESC LIMIT ?"
     with conn.reading():
-        rows = conn.query(sql, params)
+        rows = conn.query(sql, (*found.params, query.bounded_limit))
     return [json.loads(body) for (body,) in rows]
 
 

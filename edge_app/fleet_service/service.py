@@ -21,6 +21,7 @@ from edge_app.fleet_service.messages import desired_topic
 from edge_app.fleet_service.migrations import migrate
 from edge_app.fleet_service.rollouts import Rollout, Rollouts
 from edge_app.events.query import EventQuery
+from edge_app.process.worker import WorkerThread
 from edge_app.version import __version__
 
 logger = logging.getLogger(__name__)
@@ -57,8 +58,7 @@ class FleetService:
         self._blobs: Optional[BlobStore] = None
         self._artifacts: Optional[Artifacts] = None
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._timeouts: Optional[threading.Thread] = None
+        self._timeouts = WorkerThread(self._expire_loop, TIMEOUTS_THREAD)
         self._watch: Optional[DesiredWatch] = None
 
     # -- lifecycle
@@ -87,7 +87,6 @@ class FleetService:
                                   desired_keys=lambda: self.config.desired_keys)
         self._watch.start()
         self._ingest.start()
-        self._timeouts = threading.Thread(target=self._expire_loop, name=TIMEOUTS_THREAD, daemon=True)
         self._timeouts.start()
 
     def _expire_loop(self) -> None:
@@ -96,7 +95,7 @@ class FleetService:
         # Checked a few times per timeout: a version times out (and a device never online is
         # forgotten) at most a quarter late, at most a minute.
         every_s = min(max(min(timeout_s, forget_after_s or timeout_s) / 4, 0.5), 60.0)
-        while not self._stopping.wait(every_s):
+        while not self._timeouts.stopping.wait(every_s):
             try:
                 assert self._rollouts is not None
                 self._rollouts.expire(timeout_s)
@@ -107,9 +106,7 @@ class FleetService:
                 logger.warning("checking rollouts for timeouts and devices to forget failed: %s", err)
 
     def stop(self, timeout_s: float = 3.0) -> None:
-        self._stopping.set()
-        if self._timeouts is not None:
-            self._timeouts.join(timeout_s)
+        self._timeouts.stop(timeout_s)
         if self._watch is not None:
             self._watch.stop(timeout_s)
         if self._ingest is not None:

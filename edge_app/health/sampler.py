@@ -20,6 +20,7 @@ from edge_app.health import host, jetson, thermal
 from edge_app.health.guard import GuardedReaders
 from edge_app.health.nvml import NvmlReader
 from edge_app.health.problems import ProblemLog, find_problems
+from edge_app.process.worker import WorkerThread
 from edge_app.health.report import (CpuReport, Figure, HealthReport, ThermalReport, ThermalZone, is_unavailable,
                                     not_sampled_yet, summarise, unavailable)
 
@@ -81,21 +82,15 @@ class HealthSampler:
         self._lock = threading.Lock()
         self._latest = not_sampled_yet(time.time())
         self._next_publish_mono_s = 0.0
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._worker = WorkerThread(self._loop, SAMPLER_THREAD)
         self.samples = 0
 
     # -- lifecycle
     def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._loop, name=SAMPLER_THREAD, daemon=True)
-        self._thread.start()
+        self._worker.start()
 
     def stop(self, timeout_s: float = 1.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
+        self._worker.stop(timeout_s)
         if self._nvml is not None:
             self._nvml.close()
 
@@ -113,14 +108,14 @@ class HealthSampler:
             return self._latest
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
+        while not self._worker.stopping.is_set():
             try:
                 self.sample()
             except Exception:  # the sampler must outlive any surprise in a report
                 log.exception("sampling device health failed")
             with self._lock:
                 interval_s = self._config.interval_s
-            self._stop.wait(interval_s)
+            self._worker.stopping.wait(interval_s)
 
     # -- one sample
     def _readers(self, disk_paths: List[str]) -> Dict[str, Callable[[], Any]]:

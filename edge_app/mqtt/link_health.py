@@ -15,6 +15,8 @@ import threading
 from dataclasses import dataclass
 from typing import Optional
 
+from edge_app.process.stall import stalled
+
 
 def stall_after_s_for(keepalive_s: float) -> float:
     """Twice the keepalive: paho gives up on a silent broker before that."""
@@ -44,11 +46,10 @@ def assess_link(activity: LinkActivity, now_s: float, stall_after_s: float) -> L
         return LinkHealth(False, None, stall_after_s)
     if not activity.loop_alive:
         return LinkHealth(True, "the MQTT network thread has stopped", stall_after_s)
-    if activity.connected and activity.waiting and activity.waiting_since_s is not None:
+    if activity.connected and activity.waiting and stalled(now_s, activity.waiting_since_s, stall_after_s):
         waited_s = now_s - activity.waiting_since_s
-        if waited_s > stall_after_s:
-            reason = f"no MQTT traffic for {waited_s:.0f} s while {activity.waiting} messages wait for the broker"
-            return LinkHealth(True, reason, stall_after_s)
+        reason = f"no MQTT traffic for {waited_s:.0f} s while {activity.waiting} messages wait for the broker"
+        return LinkHealth(True, reason, stall_after_s)
     return LinkHealth(False, None, stall_after_s)
 
 

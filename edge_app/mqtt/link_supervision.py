@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, Mapping, Optional
 from edge_app.mqtt.callback_guard import CallbackGuard
 from edge_app.mqtt.link_health import LinkActivity, LinkHealth, LinkTracker, assess_link, stall_after_s_for
 from edge_app.mqtt.outbox import Outbox
+from edge_app.process.backoff import next_retry_s
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ class LinkSupervisor:
         now_s = time.monotonic()
         if client is not None and running and not loop_alive(client):
             if now_s >= self._restart_due_s:
-                self._restart_gap_s = min(MAX_RESTART_GAP_S, max(1.0, 2 * self._restart_gap_s))
+                self._restart_gap_s = next_retry_s(self._restart_gap_s or None, 1.0, MAX_RESTART_GAP_S)
                 self._restart_due_s = now_s + self._restart_gap_s
                 self._restart_loop(client)
             return

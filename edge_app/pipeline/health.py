@@ -13,6 +13,8 @@ import threading
 from dataclasses import dataclass
 from typing import Optional
 
+from edge_app.process.stall import stalled
+
 #: longest time work may wait for a completed batch; a first TensorRT batch takes a few seconds
 STALL_AFTER_S = 20.0
 
@@ -41,7 +43,7 @@ def assess(activity: PipelineActivity, now_s: float, stall_after_s: float = STAL
         return PipelineHealth(False, None, age_s)
     if not activity.gather_alive:
         return PipelineHealth(True, "the pipeline thread has stopped", age_s)
-    if activity.work_since_s is not None and now_s - activity.work_since_s > stall_after_s:
+    if stalled(now_s, activity.work_since_s, stall_after_s):
         waited_s = now_s - activity.work_since_s
         reason = f"no batch completed for {waited_s:.0f} s while there was work"
         if activity.last_error:

@@ -2,12 +2,16 @@
 
 Pure logic with time passed in (as Savant does for stall detection), so batching, fairness and
 ``fps_limit`` are tested without threads or cameras. The pipeline thread asks ``plan`` what to
-do every time a frame arrives or a wait runs out.
+do every time a frame arrives or a wait runs out. The ``fps_limit`` given here is the one left to
+the scheduler (``edge_app.capture.early_drop.scheduler_fps_limit``: files read with
+``realtime: false``), held by the capture's own schedule and tolerance.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+
+from edge_app.capture.early_drop import EarlyDrop
 
 
 @dataclass(frozen=True)
@@ -22,7 +26,8 @@ class BatchPlan:
 @dataclass
 class _CameraTurn:
     fps_limit: float
-    last_analysed_s: Optional[float] = None
+    #: the capture's rule for ``fps_limit`` (one schedule, one tolerance), fed the batching times
+    schedule: EarlyDrop
 
 
 @dataclass
@@ -35,17 +40,18 @@ class BatchScheduler:
 
     def set_cameras(self, fps_limits: Mapping[str, float]) -> None:
         """(Re)declare the cameras; keeps the turn state of cameras that stay."""
-        self._cameras = {cid: _CameraTurn(float(fps), self._cameras[cid].last_analysed_s if cid in self._cameras else None)
-                         for cid, fps in fps_limits.items()}
+        self._cameras = {cid: self._turn(cid, float(fps)) for cid, fps in fps_limits.items()}
         self._order = list(fps_limits)
         self._next_index %= max(1, len(self._order))
 
+    def _turn(self, camera_id: str, fps_limit: float) -> _CameraTurn:
+        turn = self._cameras.get(camera_id)
+        return turn if turn is not None and turn.fps_limit == fps_limit else _CameraTurn(fps_limit, EarlyDrop(fps_limit))
+
     def _eligible_at(self, camera_id: str) -> float:
         """Earliest time the camera may be analysed again under its fps_limit."""
-        turn = self._cameras[camera_id]
-        if turn.fps_limit <= 0 or turn.last_analysed_s is None:
-            return float("-inf")
-        return turn.last_analysed_s + 1.0 / turn.fps_limit
+        earliest_s = self._cameras[camera_id].schedule.earliest_s()
+        return float("-inf") if earliest_s is None else earliest_s
 
     def _round_robin(self, ids: Iterable[str]) -> List[str]:
         wanted = set(ids)
@@ -78,7 +84,7 @@ class BatchScheduler:
         last_index = None
         for cid in camera_ids:
             if cid in self._cameras:
-                self._cameras[cid].last_analysed_s = now_s
+                self._cameras[cid].schedule.kept(now_s)
                 last_index = self._order.index(cid)
         if last_index is not None and self._order:
             self._next_index = (last_index + 1) % len(self._order)

@@ -1,6 +1,6 @@
 import pytest
 
-from edge_app.capture.backoff import is_stalled, reconnect_delay_s, watchdog_limit_s
+from edge_app.capture.backoff import reconnect_delay_s, watchdog_limit_s
 from edge_app.config.schema import CaptureConfig
 
 
@@ -13,15 +13,6 @@ def test_default_delays_double_from_one_second_to_thirty():
 @pytest.mark.parametrize("failures,expected", [(0, 0.0), (-3, 0.0), (1, 0.25), (2, 0.5), (3, 1.0), (4, 1.5), (10_000, 1.5)])
 def test_custom_delays(failures, expected):
     assert reconnect_delay_s(failures, initial_s=0.25, max_s=1.5) == expected
-
-
-@pytest.mark.parametrize(
-    "last_s,now_s,timeout_s,stalled",
-    [(100.0, 100.0, 10.0, False), (100.0, 109.99, 10.0, False), (100.0, 110.0, 10.0, True), (100.0, 500.0, 10.0, True),
-     (100.0, 100.5, 0.5, True), (100.0, 99.0, 10.0, False)],
-)
-def test_is_stalled(last_s, now_s, timeout_s, stalled):
-    assert is_stalled(last_s, now_s, timeout_s) is stalled
 
 
 def test_watchdog_gives_the_backend_timeouts_a_head_start():

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from edge_app.config.file import parse_config
 from edge_app.detect.base import DetectorError
 from edge_app.fleet_agent.artifacts_models import FleetModels
-from edge_app.fleet_agent.artifacts_refetch import Refetch, next_retry_s
+from edge_app.fleet_agent.artifacts_refetch import Refetch
 from edge_app.fleet_agent.artifacts_stage import Stager, make_client
 from edge_app.fleet_agent.artifacts_state import ModelsState
 from tests.support.net import free_port
@@ -94,15 +94,6 @@ class _Fleet404(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
-
-
-def test_the_wait_doubles_from_the_first_up_to_the_longest():
-    waits, wait_s = [], None
-    for _ in range(8):
-        wait_s = next_retry_s(wait_s, 30, 600)
-        waits.append(wait_s)
-    assert waits == [30, 60, 120, 240, 480, 600, 600, 600]
-    assert next_retry_s(None, 30, 10) == 10
 
 
 def test_a_model_that_fell_back_is_loaded_again_once_the_fleet_answers_and_only_then(tmp_path):

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import json
-import os
 import struct
 from dataclasses import replace
 
 import pytest
 
 from edge_app.detect.tensorrt.cache import (EngineKey, check_cached_engine, engine_paths, read_sidecar,
-                                            split_ultralytics_header, timing_cache_path, write_atomic, write_engine)
+                                            split_ultralytics_header, timing_cache_path, write_engine)
 
 KEY = EngineKey(onnx_sha256="a" * 64, tensorrt_version="10.3.0", gpu_name="Orin", compute_capability="8.7",
                 precision="fp16", max_batch=4, input_size=(640, 640), dla_core=None, platform="L4T R36.4.0")
@@ -123,29 +122,6 @@ def test_corrupt_engine_of_the_right_size(stored):
     stored.engine.write_bytes(bytes(data))
     check = check_cached_engine(stored, KEY)
     assert not check.usable and "checksum" in check.reason
-
-
-def test_write_atomic_replaces_whole_files_and_leaves_no_temporaries(tmp_path):
-    target = tmp_path / "sub" / "file.bin"
-    write_atomic(target, b"first")
-    write_atomic(target, b"second")
-    assert target.read_bytes() == b"second"
-    assert sorted(p.name for p in target.parent.iterdir()) == ["file.bin"]
-
-
-def test_write_atomic_keeps_the_old_file_when_writing_fails(tmp_path, monkeypatch):
-    target = tmp_path / "file.bin"
-    write_atomic(target, b"old")
-
-    def broken_replace(src, dst):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError):
-        write_atomic(target, b"new")
-    monkeypatch.undo()
-    assert target.read_bytes() == b"old"
-    assert [p.name for p in tmp_path.iterdir()] == ["file.bin"]
 
 
 def test_sidecar_records_size_and_checksum(stored):

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from edge_app.detect.base import DetectorError
 from edge_app.detect.tensorrt.api import make_logger, init_plugins, network_flags
-from edge_app.detect.tensorrt.cache import write_atomic
+from edge_app.process.atomic_file import write_atomic
 from edge_app.detect.tensorrt.calibration import (DEFAULT_BATCH, CalibrationBatches, calibration_files,
                                                   calibration_fingerprint, make_entropy_calibrator)
 from edge_app.detect.tensorrt.onnx_info import OnnxInfo
@@ -165,7 +165,8 @@ def _calibrator(trt: Any, builder: Any, config: Any, info: OnnxInfo, settings: B
         shape = (batches.batch_size, 3, *settings.input_hw)
         profile.set_shape(info.input_name, shape, shape, shape)
         config.set_calibration_profile(profile)
-    calibrator = make_entropy_calibrator(trt, batches, device, cache_path, write_atomic)
+    calibrator = make_entropy_calibrator(trt, batches, device, cache_path,
+                                         lambda path, data: write_atomic(path, data, make_folder=True))
     config.int8_calibrator = calibrator
     notes["calibration"] = {"images": len(batches) * batches.batch_size, "batch": batches.batch_size,
                             "cache": cache_path.name}
@@ -209,7 +210,7 @@ def build_engine(trt: Any, onnx_path: Path, info: OnnxInfo, settings: BuildSetti
             raise EngineBuildError(f"the engine build for {onnx_path} was cancelled")
         raise EngineBuildError(f"TensorRT could not build an engine from {onnx_path}; the TensorRT errors logged above say why")
     try:
-        write_atomic(timing_cache, bytes((config.get_timing_cache() or cache).serialize()))
+        write_atomic(timing_cache, bytes((config.get_timing_cache() or cache).serialize()), make_folder=True)
     except OSError as err:
         log.warning("could not save the timing cache %s: %s", timing_cache, err.strerror)
     notes["build_seconds"] = round(time.monotonic() - started_s, 1)

@@ -11,15 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import struct
-import tempfile
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from edge_app.canonical_json import canonical_json
+from edge_app.process.atomic_file import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -123,38 +122,20 @@ def timing_cache_path(engine_dir: Path, tensorrt_version: str, gpu_name: str, co
     return engine_dir / f"{name}.timing-cache"
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` so that ``path`` is either the old file or the whole new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except OSError:
-            pass
-        raise
-
-
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
 def write_engine(paths: EnginePaths, engine: bytes, key: EngineKey, extra: Dict[str, Any]) -> None:
     """Store a freshly built engine, then its sidecar (the sidecar is what makes it count)."""
-    write_atomic(paths.engine, engine)
+    write_atomic(paths.engine, engine, make_folder=True)
     sidecar = {
         "schema": SIDECAR_SCHEMA,
         "key": key.to_dict(),
         "engine": {"file": paths.engine.name, "bytes": len(engine), "sha256": sha256_bytes(engine)},
         **extra,
     }
-    write_atomic(paths.sidecar, json.dumps(sidecar, indent=2, sort_keys=True).encode())
+    write_atomic(paths.sidecar, json.dumps(sidecar, indent=2, sort_keys=True).encode(), make_folder=True)
 
 
 def read_sidecar(path: Path) -> Dict[str, Any]:

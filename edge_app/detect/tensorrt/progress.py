@@ -14,6 +14,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional, TextIO
 
+from edge_app.process.worker import WorkerThread
+
 log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 2.0
@@ -169,8 +171,7 @@ class BuildReporter:
         self._lock = threading.Lock()
         self._start_s = time.monotonic()
         self._cancel = cancel if cancel is not None else threading.Event()
-        self._stop_heartbeat = threading.Event()
-        self._heartbeat: Optional[threading.Thread] = None
+        self._heartbeat = WorkerThread(self._beat, "trt-build-heartbeat")
 
     @property
     def cancelled(self) -> bool:
@@ -212,17 +213,14 @@ class BuildReporter:
     def start(self, monitored: bool) -> None:
         self._emit("building", "starting", 0.0 if monitored else None)
         if not monitored:
-            self._heartbeat = threading.Thread(target=self._beat, name="trt-build-heartbeat", daemon=True)
             self._heartbeat.start()
 
     def _beat(self) -> None:
-        while not self._stop_heartbeat.wait(HEARTBEAT_S):
+        while not self._heartbeat.stopping.wait(HEARTBEAT_S):
             self._emit("building", "TensorRT 8.x reports no progress", None)
 
     def finish(self, ok: bool) -> None:
-        self._stop_heartbeat.set()
-        if self._heartbeat is not None:
-            self._heartbeat.join(timeout=1.0)
+        self._heartbeat.stop(1.0)
         self._emit("done" if ok else "failed", "done" if ok else "failed", 1.0 if ok else None)
 
 
