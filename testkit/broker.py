@@ -1,24 +1,10 @@
-"""A real Mosquitto broker per test, and a subscriber that collects what it receives.
+"""A real Mosquitto broker on a free port, and a subscriber that collects what it receives.
 
-Fixtures
---------
-``mosquitto_factory``
-    Callable: ``mosquitto_factory(**options) -> MosquittoBroker``, started unless
-    ``start=False``. Options: ``users={"name": "password"}`` (writes a password file and turns
-    anonymous access off), ``allow_anonymous``, ``persistence`` (default on, in the test's
-    tmp_path, so a ``stop()``/``start()`` keeps retained messages and persistent sessions),
-    ``extra_config=["max_queued_messages 5000", ...]``, ``port``, ``tls`` (anything with ``.ca``,
-    ``.server_cert``, ``.server_key`` paths, e.g. ``tests.mqtt.certs.make_test_certificates``)
-    with ``require_certificate``.
-    The factory also stands for its first (default) broker: ``mosquitto_factory.host``,
-    ``.port``, ``.start()``, ``.stop()`` create and use that one. Every broker is killed at
-    teardown. A broker has ``.host``, ``.port``, ``.start()`` (same port), ``.stop()`` (SIGTERM,
-    state saved), ``.kill()`` (crash), ``.pause()``/``.resume()`` (hung), ``.wait_persisted()``.
-``mosquitto_broker``
-    The default broker, started.
-``mqtt_collector``
-    Callable: ``mqtt_collector(broker, topics="#", **options) -> MqttCollector``, connected and
-    subscribed; ``broker`` is anything with ``.host`` and ``.port``. Stopped at teardown.
+``MosquittoBroker(work_dir, **options)`` is one broker: ``.host``, ``.port``, ``.start()`` (same
+port), ``.stop()`` (SIGTERM, state saved), ``.kill()`` (crash), ``.pause()``/``.resume()`` (hung),
+``.wait_persisted()``. ``MosquittoFactory`` makes brokers in one folder and stands for its first.
+``MqttCollector`` subscribes and keeps every message. The tests' fixtures are in
+``tests/support/broker.py``.
 """
 from __future__ import annotations
 
@@ -35,10 +21,8 @@ from pathlib import Path
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
 
 import paho.mqtt.client as mqtt
-import pytest
-
-from tests.support.net import free_port, port_accepts
-from tests.support.skips import require_tool
+from testkit.net import free_port, port_accepts
+from testkit.skips import require_tool
 from paho.mqtt.enums import CallbackAPIVersion
 
 MOSQUITTO = os.environ.get("EDGE_APP_MOSQUITTO", "/usr/sbin/mosquitto")
@@ -59,8 +43,10 @@ class MosquittoBroker:
         extra_config: Sequence[str] = (),
         tls: Any = None,
         require_certificate: bool = False,
+        log_types: Sequence[str] = ("error", "warning", "notice", "information"),
+        binary: str = MOSQUITTO,
     ) -> None:
-        require_tool("mosquitto", MOSQUITTO)
+        self.binary = require_tool("mosquitto", binary)
         self.host = host
         self.port = port or free_port(host)
         self.work_dir = Path(work_dir)
@@ -74,7 +60,7 @@ class MosquittoBroker:
             # Running as root, mosquitto would switch to the 'mosquitto' user and lose access to tmp_path.
             f"user {getpass.getuser()}",
             f"log_dest file {self.log_path}",
-            *(f"log_type {kind}" for kind in ("error", "warning", "notice", "information")),
+            *(f"log_type {kind}" for kind in log_types),
             "connection_messages true",
         ]
         if tls is not None:
@@ -107,7 +93,7 @@ class MosquittoBroker:
         deadline = time.monotonic() + timeout_s
         with open(self.log_path, "ab") as log_file:
             self._process = subprocess.Popen(
-                [MOSQUITTO, "-c", str(self.config_path)], stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                [self.binary, "-c", str(self.config_path)], stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
@@ -355,29 +341,3 @@ class MqttCollector:
         with self._cond:
             self._messages.append(received)
             self._cond.notify_all()
-
-
-@pytest.fixture
-def mosquitto_factory(tmp_path: Path):
-    factory = MosquittoFactory(tmp_path)
-    yield factory
-    factory.close()
-
-
-@pytest.fixture
-def mosquitto_broker(mosquitto_factory: MosquittoFactory) -> MosquittoBroker:
-    return mosquitto_factory.default().start()
-
-
-@pytest.fixture
-def mqtt_collector():
-    collectors: List[MqttCollector] = []
-
-    def make(broker: Any, topics: Union[str, Sequence[str]] = "#", *, wait: bool = True, **options: Any) -> MqttCollector:
-        collector = MqttCollector(broker.host, broker.port, topics, **options)
-        collectors.append(collector)
-        return collector.start(wait=wait)
-
-    yield make
-    for collector in collectors:
-        collector.stop()

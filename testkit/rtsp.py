@@ -1,15 +1,10 @@
-"""A real RTSP server for tests: ``rtsp_server.py`` (gst-rtsp-server) run by the system python.
+"""A real RTSP server: ``rtsp_server.py`` (gst-rtsp-server) run by the system python.
 
-Fixtures
---------
-``rtsp_server_factory``
-    Callable: ``rtsp_server_factory({"cam": clip_path, ...}, port=None, start=True) -> RtspServer``.
-    Each mount point loops its H.264 clip forever without re-encoding. ``server.url("cam")`` is
-    ``rtsp://127.0.0.1:<port>/cam``; ``server.stop()`` kills it and ``server.start()`` brings it
-    back on the *same* port (for reconnect tests); ``with server.frozen():`` stops it sending
-    while its connections stay open. Every server is stopped at teardown.
-``rtsp_server``
-    A started server with the mounts ``bus``, ``zidane`` and ``mixed`` (the clips of media.py).
+``RtspServer({"cam": clip_path, ...}, work_dir, port=None)`` loops each mount's H.264 clip forever
+without re-encoding. ``server.url("cam")`` is ``rtsp://127.0.0.1:<port>/cam``; ``server.stop()``
+kills it and ``server.start()`` brings it back on the *same* port (for reconnect tests);
+``with server.frozen():`` stops it sending while its connections stay open. The tests' fixtures
+are in ``tests/support/rtsp.py``.
 
 The venv python has no GObject bindings, hence the subprocess; ``EDGE_APP_SYSTEM_PYTHON``
 overrides ``/usr/bin/python3``. Without GStreamer's RTSP server the tests skip (fail on CI).
@@ -22,13 +17,10 @@ import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Mapping, Optional
+from typing import Dict, Iterator, Mapping, Optional
 
-import pytest
-
-from tests.support.net import free_port, port_accepts
-
-from tests.support.skips import missing, require_tool
+from testkit.net import free_port, port_accepts
+from testkit.skips import missing
 
 SYSTEM_PYTHON = os.environ.get("EDGE_APP_SYSTEM_PYTHON", "/usr/bin/python3")
 SERVER_SCRIPT = Path(__file__).with_name("rtsp_server.py")
@@ -140,24 +132,3 @@ class RtspServer:
                 pass
         self._process.wait(5)
         self._process = None
-
-
-@pytest.fixture
-def rtsp_server_factory(tmp_path) -> Callable[..., RtspServer]:
-    require_tool("ffmpeg")
-    require_gst_rtsp_server()
-    servers: List[RtspServer] = []
-
-    def make(mounts: Mapping[str, Path], port: Optional[int] = None, start: bool = True) -> RtspServer:
-        server = RtspServer(mounts, tmp_path / "rtsp", port=port)
-        servers.append(server)
-        return server.start() if start else server
-
-    yield make
-    for server in servers:
-        server.stop()
-
-
-@pytest.fixture
-def rtsp_server(rtsp_server_factory, bus_clip, zidane_clip, mixed_clip) -> RtspServer:
-    return rtsp_server_factory({"bus": bus_clip, "zidane": zidane_clip, "mixed": mixed_clip})

@@ -55,7 +55,7 @@ def require_tool(name: str, path: Optional[str] = None) -> str:
     """The path of the command ``name`` (of ``TOOLS``): ``path`` where given (an executable file),
     else found on PATH."""
     if name not in TOOLS:
-        raise ValueError(f"{name} is not in tests/support/skips.py TOOLS: add it with its Debian package")
+        raise ValueError(f"{name} is not in testkit/skips.py TOOLS: add it with its Debian package")
     found = (path if os.access(path, os.X_OK) else None) if path else shutil.which(name)
     if found is None:
         missing(f"{path or name} is not installed (Debian package {TOOLS[name]}; run scripts/system-deps.sh)")

@@ -10,7 +10,7 @@ from typing import List, Set, Tuple
 
 import paho.mqtt.publish as publish
 
-from tests.support.skips import require_tool
+from testkit.skips import require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
