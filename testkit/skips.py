@@ -3,7 +3,7 @@ machine, a failure on CI (``CI`` set, as ``.ci/run`` does), where ``scripts/syst
 ``pip install -e '.[opencv,dev,gstreamer]'`` install everything the suite needs. A missing tool
 can never turn CI green by skipping.
 
-Every test that needs a tool or a package asks for it here (``tests/test_skips.py`` finds any
+Every test that needs a tool or a package asks for it here (``tests/project/test_skips.py`` finds any
 skip that does not, and checks that ``scripts/system-deps.sh`` installs every tool of ``TOOLS``).
 """
 from __future__ import annotations

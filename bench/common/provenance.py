@@ -32,7 +32,7 @@ TEST_STANDIN = "test stand-in for TensorRT (testkit/tensorrt_standin), inference
 ONNXRUNTIME_CPU = "ONNX Runtime on the CPU"
 NO_MODEL = "no model"
 
-#: the fields every provenance block has (tests/test_results_provenance.py checks them)
+#: the fields every provenance block has (tests/project/test_results_provenance.py checks them)
 REQUIRED_FIELDS = ("commit", "dirty", "command", "date", "host", "gpus", "engine")
 
 _GIT_TIMEOUT_S = 10.0

@@ -27,7 +27,7 @@ from testkit.net import answers_ok, free_port
 from testkit.waiting import wait_for
 from tests.support.without_packages import python_without
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "edge_app"
 OPENCV_HINT = "edge-app[opencv]"
 

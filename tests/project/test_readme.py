@@ -12,7 +12,7 @@ import paho.mqtt.publish as publish
 
 from testkit.skips import require_tool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 #: what fits a terminal or a browser window without scrolling far
 FIRST_SCREEN_LINES = 45

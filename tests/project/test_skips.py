@@ -17,7 +17,7 @@ import pytest
 
 from testkit import skips
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TESTS = REPO / "tests"
 #: where a skip can be: the tests and the kit they share with the benchmarks
 SCANNED = (TESTS, REPO / "testkit")
@@ -34,11 +34,11 @@ class Allowed:
 
 ALLOWED = (
     Allowed("tests/gpu/", "", "needs an NVIDIA GPU with CUDA and its Python bindings; CI has no GPU"),
-    Allowed("tests/test_bench_torch_runtime.py", "importorskip", "PyTorch and onnx2torch are no dependency of "
+    Allowed("tests/bench/test_torch_runtime.py", "importorskip", "PyTorch and onnx2torch are no dependency of "
             "edge-app: the bench's torch runtime is compared where someone installed them"),
-    Allowed("tests/test_checks.py", "this machine has nvdec", "the check under test passes where the hardware exists"),
-    Allowed("tests/test_checks.py", "a Jetson has nvarguscamerasrc", "the check under test passes on a Jetson"),
-    Allowed("tests/test_selftest.py", "this machine has", "the failure under test cannot happen where the decoder exists"),
+    Allowed("tests/config_change/test_checks.py", "this machine has nvdec", "the check under test passes where the hardware exists"),
+    Allowed("tests/config_change/test_checks.py", "a Jetson has nvarguscamerasrc", "the check under test passes on a Jetson"),
+    Allowed("tests/commands/test_selftest.py", "this machine has", "the failure under test cannot happen where the decoder exists"),
     Allowed("tests/detect/test_factory.py", "TensorRT is installed here", "tests the error without TensorRT"),
     Allowed("tests/tensorrt/test_commands.py", "this machine has an NVIDIA GPU", "tests the error without a GPU"),
     Allowed("tests/capture/test_nvdec_source.py", "PyNvVideoCodec is installed here", "tests the error without it"),
@@ -49,9 +49,9 @@ ALLOWED = (
     Allowed("tests/e2e/test_listening_address.py", "no non-loopback IPv4 address",
             "a container may have loopback only; what it tests cannot exist there"),
     Allowed("tests/capture/test_camera_rtsp.py", "EDGE_APP_SKIP_LONG", "left out only when asked for by name"),
-    Allowed("tests/test_docs_wording.py", "a recorded tree exists", "only while no tree captured from a device exists"),
+    Allowed("tests/project/test_docs_wording.py", "a recorded tree exists", "only while no tree captured from a device exists"),
     Allowed("testkit/skips.py", "", "the helper itself"),
-    Allowed("tests/test_skips.py", "", "this test"),
+    Allowed("tests/project/test_skips.py", "", "this test"),
 )
 
 
@@ -101,7 +101,7 @@ def test_every_skip_for_something_missing_goes_through_the_helper():
 
 def test_every_allowed_skip_still_exists():
     found = all_skips()
-    stale = [a for a in ALLOWED if not a.path.endswith("/") and a.path not in ("testkit/skips.py", "tests/test_skips.py")
+    stale = [a for a in ALLOWED if not a.path.endswith("/") and a.path not in ("testkit/skips.py", "tests/project/test_skips.py")
              and not any(a in _allowed_by(s) for s in found)]
     assert not stale, f"allowed skips that are gone (remove them from ALLOWED): {stale}"
 
