@@ -2,9 +2,11 @@
 
 ``MosquittoBroker(work_dir, **options)`` is one broker: ``.host``, ``.port``, ``.start()`` (same
 port), ``.stop()`` (SIGTERM, state saved), ``.kill()`` (crash), ``.pause()``/``.resume()`` (hung),
-``.wait_persisted()``. ``MosquittoFactory`` makes brokers in one folder and stands for its first.
-``MqttCollector`` subscribes and keeps every message. The tests' fixtures are in
-``tests/support/broker.py``.
+``.wait_persisted()``. Its options (``users``, ``allow_anonymous``, ``persistence``,
+``extra_config``, ``tls``, ``log_types``, ``binary``) are described with the tests' fixtures in
+``tests/support/broker.py``; a benchmark's broker turns persistence off and logs errors only.
+``MosquittoFactory`` makes brokers in one folder and stands for its first; ``MqttCollector``
+subscribes and keeps every message.
 """
 from __future__ import annotations
 
@@ -21,9 +23,10 @@ from pathlib import Path
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
 
 import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+
 from testkit.net import free_port, port_accepts
 from testkit.skips import require_tool
-from paho.mqtt.enums import CallbackAPIVersion
 
 MOSQUITTO = os.environ.get("EDGE_APP_MOSQUITTO", "/usr/sbin/mosquitto")
 MOSQUITTO_PASSWD = os.environ.get("EDGE_APP_MOSQUITTO_PASSWD", "mosquitto_passwd")

@@ -9,7 +9,8 @@ Fixtures
     tmp_path, so a ``stop()``/``start()`` keeps retained messages and persistent sessions),
     ``extra_config=["max_queued_messages 5000", ...]``, ``port``, ``tls`` (anything with ``.ca``,
     ``.server_cert``, ``.server_key`` paths, e.g. ``testkit.certs.make_test_certificates``)
-    with ``require_certificate``.
+    with ``require_certificate``, ``log_types`` (default error to information), ``binary``
+    (default ``EDGE_APP_MOSQUITTO`` or /usr/sbin/mosquitto).
     The factory also stands for its first (default) broker: ``mosquitto_factory.host``,
     ``.port``, ``.start()``, ``.stop()`` create and use that one. Every broker is killed at
     teardown. A broker has ``.host``, ``.port``, ``.start()`` (same port), ``.stop()`` (SIGTERM,
