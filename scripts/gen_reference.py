@@ -5,7 +5,7 @@
     python scripts/gen_reference.py --check   # exit 1 and show the difference if a page is stale
 
 Each page keeps its hand-written text; only the blocks between the markers below are generated.
-tests/test_docs_reference.py runs the check, so a new configuration key, route or topic fails
+tests/project/test_docs_reference.py runs the check, so a new configuration key, route or topic fails
 the suite until the pages are regenerated.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@
 # Chromium with its WebDriver (the dashboard's browser tests drive /usr/bin/chromium through
 # /usr/bin/chromedriver), Node (the dashboard's scripts), PostgreSQL with its client (the fleet
 # service's second database engine) and Mosquitto's clients (the commands the docs give users).
-# tests/support/skips.py lists every tool the tests ask for; on CI (CI set) a missing one fails.
+# testkit/skips.py lists every tool the tests ask for; on CI (CI set) a missing one fails.
 # Installs nothing when everything is already there; then starts a throw-away PostgreSQL for the
 # tests when nothing listens on 127.0.0.1:5432.
 set -euo pipefail

@@ -1,5 +1,6 @@
-"""Fixtures shared by the whole suite. Support modules hold the real-world helpers:
-a Mosquitto broker on a free port, a GStreamer RTSP server, clips made with ffmpeg."""
+"""Fixtures shared by the whole suite, in tests/support: around the real-world helpers of the
+test kit (``testkit``: a Mosquitto broker on a free port, a GStreamer RTSP server), and clips
+made with ffmpeg."""
 import os
 from pathlib import Path
 

@@ -46,11 +46,11 @@ import requests
 from bench.chaos.probes import api_json
 from bench.common.provenance import ONNXRUNTIME_CPU, collect, write_results
 from edge_app.commands.demo_clip import make_clip
-from tests.e2e.appliance import ApplianceProcess
-from tests.support.broker import MosquittoBroker
-from tests.support.net import free_port
-from tests.support.paths import shared_dir
-from tests.support.rtsp import RtspServer
+from testkit.appliance import ApplianceProcess
+from testkit.broker import MosquittoBroker
+from testkit.net import free_port
+from testkit.paths import shared_dir
+from testkit.rtsp import RtspServer
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ each on its own thread so the kill schedule never waits for them. Before the dis
 warm-up, after them a settle time; then the accounting (see ``ChaosReport`` for the goals).
 
 The real-world helpers (RTSP server, Mosquitto, the appliance as a subprocess) are the test
-suite's, in ``tests/support`` and ``tests/e2e``: the soak drives them the way the tests do.
+kit's (``testkit``), which the tests use too: the soak drives them the way the tests do.
 """
 from __future__ import annotations
 
@@ -33,11 +33,11 @@ from bench.chaos.probes import BurstResult, DetectionsWatch, ProcessSampler, api
 from bench.chaos.report import CameraOutage, ChaosReport, ChaosSettings, write_json
 from bench.common.provenance import collect, engine_of
 from edge_app.commands.demo_clip import make_clip
-from tests.e2e.appliance import ApplianceProcess
-from tests.support.broker import MOSQUITTO, MosquittoBroker
-from tests.support.net import free_port
-from tests.support.paths import shared_dir
-from tests.support.rtsp import SYSTEM_PYTHON, RtspServer
+from testkit.appliance import ApplianceProcess
+from testkit.broker import MOSQUITTO, MosquittoBroker
+from testkit.net import free_port
+from testkit.paths import shared_dir
+from testkit.rtsp import SYSTEM_PYTHON, RtspServer
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from bench.common.appliance_run import analysed_counts, bench_config, published_count, running
-from bench.common.mqtt_watch import WATCHER_SUFFIX, WatcherProcess, broker_reachable
+from bench.common.mqtt_watch import WATCHER_SUFFIX, WatcherProcess
 from bench.common.resources import ResourceMeter
-from bench.common.windows import count_deltas, wait_for
+from bench.common.windows import count_deltas
+from testkit.net import port_accepts
+from testkit.waiting import poll_until
 from edge_app.detect import Detector
 from edge_app.mqtt import Topics
 
@@ -25,7 +27,7 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
     """One window of the real Appliance; ``detector_factory``, ``decoder`` and ``sources`` as in
     ``bench_config`` and ``running`` (defaults: the configured backend, the clip on every camera)."""
     base = {"cameras": cameras, "model": model_path.name, "batch": batch, "analysis": analysis}
-    if not broker_reachable(mqtt_host, mqtt_port):
+    if not port_accepts(mqtt_host, mqtt_port, timeout_s=1.0):
         return {**base, "status": "skipped", "reason": f"no MQTT broker at {mqtt_host}:{mqtt_port}"}
     config = bench_config(clip, cameras, model_path, batch, batch_timeout_ms, mqtt_host, mqtt_port, analysis=analysis,
                           sources=sources, decoder=decoder, nvdec_processes=nvdec_processes, mqtt_qos=mqtt_qos)
@@ -39,7 +41,7 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
     meter.reset_peak()
     try:
         with running(config, detector_factory) as appliance:
-            warm = wait_for(lambda: min(analysed_counts(appliance).values() or [0]) >= 2,
+            warm = poll_until(lambda: min(analysed_counts(appliance).values() or [0]) >= 2,
                             timeout_s=warm_timeout_s or max(60.0, 10 * warmup_s))
             time.sleep(warmup_s)
             analysed_before, published_before, received_before = analysed_counts(appliance), published_count(appliance), watcher.counts()

@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import select
-import socket
 import subprocess
 import sys
 import threading
@@ -26,14 +25,6 @@ log = logging.getLogger(__name__)
 
 #: the benchmark's subscribers have client ids ending so, next to the appliance's own
 WATCHER_SUFFIX = "-watch"
-
-
-def broker_reachable(host: str, port: int, timeout_s: float = 1.0) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
 
 
 class DetectionsWatcher:

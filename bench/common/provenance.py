@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
 
 from bench.common.machine import cpu_model
-from bench.common.settings import repo_dir
+from testkit.paths import REPO
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +28,11 @@ log = logging.getLogger(__name__)
 #: ("<what it is> stand-in for TensorRT") or a CPU runtime
 TENSORRT = "TensorRT"
 TORCH_STANDIN = "PyTorch FP16 stand-in for TensorRT (bench.gpu.torch_engine)"
-TEST_STANDIN = "test stand-in for TensorRT (tests/tensorrt_standin), inference by ONNX Runtime on the CPU"
+TEST_STANDIN = "test stand-in for TensorRT (testkit/tensorrt_standin), inference by ONNX Runtime on the CPU"
 ONNXRUNTIME_CPU = "ONNX Runtime on the CPU"
 NO_MODEL = "no model"
 
-#: the fields every provenance block has (tests/test_results_provenance.py checks them)
+#: the fields every provenance block has (tests/project/test_results_provenance.py checks them)
 REQUIRED_FIELDS = ("commit", "dirty", "command", "date", "host", "gpus", "engine")
 
 _GIT_TIMEOUT_S = 10.0
@@ -69,7 +69,7 @@ def _git(*args: str) -> Optional[str]:
     if shutil.which("git") is None:
         return None
     try:
-        done = subprocess.run(["git", *args], cwd=repo_dir(), capture_output=True, text=True,
+        done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
                               timeout=_GIT_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:
         log.warning("git %s: %s", " ".join(args), err)

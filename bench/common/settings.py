@@ -1,26 +1,18 @@
-"""Where the benchmarks find the repository, the shared models and images and their results; Python's
-thread switch interval for a run."""
+"""Where the benchmarks keep their results (the repository and the shared models and images are
+``testkit.paths``'); Python's thread switch interval for a run."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Optional
 
-
-def repo_dir() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
-def shared_dir() -> Path:
-    """The shared models and images: ``EDGE_APP_SHARED`` or ``../shared`` beside the repository."""
-    return Path(os.environ.get("EDGE_APP_SHARED", repo_dir().parent / "shared")).resolve()
+from testkit.paths import REPO
 
 
 def results_dir() -> Path:
     """Generated clips and JSON results (git-ignored)."""
-    return repo_dir() / "bench" / "results"
+    return REPO / "bench" / "results"
 
 
 def add_switch_interval_argument(parser: argparse.ArgumentParser) -> None:

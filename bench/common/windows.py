@@ -1,17 +1,7 @@
-"""Waiting out a warm-up, then counting over a fixed window."""
+"""Counting over a fixed window (the warm-up before it is waited out with ``testkit.waiting.poll_until``)."""
 from __future__ import annotations
 
-import time
-from typing import Callable, Dict
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float, interval_s: float = 0.05) -> bool:
-    deadline_s = time.monotonic() + timeout_s
-    while time.monotonic() < deadline_s:
-        if condition():
-            return True
-        time.sleep(interval_s)
-    return condition()
+from typing import Dict
 
 
 def count_deltas(before: Dict[str, int], after: Dict[str, int]) -> Dict[str, int]:

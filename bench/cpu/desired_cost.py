@@ -95,10 +95,11 @@ def _cpu_s(pid: int) -> float:
 def flood(lines: int, settle_s: float, source: Optional[Path], model_path: Path, work_dir: Path) -> Dict[str, Any]:
     # The benchmark's processes are the test suite's: a real broker, a real `edge-app run`.
     from edge_app.commands.demo_clip import make_clip
-    from tests.e2e.appliance import ApplianceProcess, wait_until
-    from tests.support.broker import MosquittoBroker, MqttCollector
-    from tests.support.net import free_port
-    from tests.support.paths import shared_dir
+    from testkit.appliance import ApplianceProcess
+    from testkit.waiting import wait_until
+    from testkit.broker import MosquittoBroker, MqttCollector
+    from testkit.net import free_port
+    from testkit.paths import shared_dir
 
     mosquitto_pub = shutil.which("mosquitto_pub")
     if mosquitto_pub is None:
@@ -153,7 +154,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     result: Dict[str, Any] = {"per_message": per_message(args.messages)}
     if args.flood_lines:
-        from tests.support.paths import shared_dir
+        from testkit.paths import shared_dir
 
         model = args.model or shared_dir() / "models" / "yolov8n_coco_dynbatch.onnx"
         with tempfile.TemporaryDirectory(prefix="desired-cost-") as work:

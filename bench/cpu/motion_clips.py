@@ -2,7 +2,6 @@
 noise, and the same scene with the people of bus.jpg walking across it, encoded with ffmpeg."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,9 +9,9 @@ from typing import Callable, Tuple
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[2]  # the repository: bench/cpu/ is two levels down
-SHARED = Path(os.environ.get("EDGE_APP_SHARED", REPO.parent / "shared"))
-BUS_JPG = SHARED / "images" / "bus.jpg"
+from testkit.paths import shared_dir
+
+BUS_JPG = shared_dir() / "images" / "bus.jpg"
 
 
 def _encode(frames: Callable[[int], np.ndarray], count: int, size: Tuple[int, int], fps: int, out: Path) -> Path:

@@ -37,10 +37,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from bench.cpu.motion_clips import REPO, SHARED, make_clips, noisy, static_scene
+from bench.cpu.motion_clips import make_clips, noisy, static_scene
+from testkit.paths import REPO, shared_dir
 from bench.common.provenance import TORCH_STANDIN, collect, engine_of, write_results
 
-DEFAULT_MODEL = SHARED / "models" / "yolov8n_coco_dynbatch.onnx"
+DEFAULT_MODEL = shared_dir() / "models" / "yolov8n_coco_dynbatch.onnx"
 STANDIN = "torch-standin"
 STATIC_CAMERAS = 6
 WALKING_CAMERAS = 2

@@ -10,7 +10,8 @@ import numpy as np
 
 from bench.common.detectors import load_detector
 from bench.common.resources import ResourceMeter
-from bench.common.windows import count_deltas, wait_for
+from bench.common.windows import count_deltas
+from testkit.waiting import poll_until
 from bench.cpu.sources import CountingPublisher, PreDecodedSource
 from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.pipeline.results import ResultStore
@@ -38,7 +39,7 @@ def measure_predecoded(model_path: Path, cameras: int, batch: int, frames: Seque
     pipeline.reconfigure({cid: 0.0 for cid in sources}, batch, batch_timeout_ms / 1000.0)
     pipeline.start()
     try:
-        warm = wait_for(lambda: publisher.total() >= 2 * batch, timeout_s=max(30.0, 10 * warmup_s))
+        warm = poll_until(lambda: publisher.total() >= 2 * batch, timeout_s=max(30.0, 10 * warmup_s))
         time.sleep(warmup_s)
         before = publisher.counts()
         stale_before = {cid: store.camera_figures(cid).frames_stale for cid in sources}

@@ -28,11 +28,8 @@ Results go to ``bench/results/publish_latency.json``; bench/README.md has the ta
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import logging
-import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -50,8 +47,9 @@ from edge_app.detect.detections import Detections
 from edge_app.mqtt import payloads
 from edge_app.mqtt.publisher import MqttPublisher
 from bench.common.provenance import NO_MODEL, collect, write_results
+from testkit.broker import MosquittoBroker
+from testkit.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "bench" / "results" / "publish_latency.json"
 DEVICE_ID = "bench-publish"
 LABELS = ("person", "bicycle", "car")
@@ -79,29 +77,10 @@ class RunResult:
     cpu_us_per_message: Dict[str, float]
 
 
-class Mosquitto:
+def start_broker(binary: str, work: Path) -> MosquittoBroker:
     """A throw-away broker on a free port (no persistence, no logging to disk beyond errors)."""
-
-    def __init__(self, binary: str, work: Path) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        conf = work / "mosquitto.conf"
-        conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\nuser {getpass.getuser()}\n"
-                        f"log_dest file {work / 'mosquitto.log'}\nlog_type error\nmax_queued_messages 0\n")
-        self._process = subprocess.Popen([binary, "-c", str(conf)])
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("mosquitto did not start")
-
-    def stop(self) -> None:
-        self._process.terminate()
-        self._process.wait(5.0)
+    return MosquittoBroker(work, allow_anonymous=True, persistence=False, log_types=("error",),
+                           extra_config=["max_queued_messages 0"], binary=binary).start()
 
 
 def _detections(count: int, rng: np.random.Generator) -> Detections:
@@ -257,7 +236,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     switch_ms = apply_switch_interval(args.switch_interval_ms)
     results: List[RunResult] = []
     with tempfile.TemporaryDirectory(prefix="bench-publish-") as work:
-        broker = Mosquitto(args.mosquitto, Path(work))
+        broker = start_broker(args.mosquitto, Path(work))
         try:
             for rate in args.rate:
                 for load in args.load_threads:

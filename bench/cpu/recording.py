@@ -44,10 +44,11 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from bench.common.provenance import collect, engine_of, write_results
-from bench.common.settings import results_dir, shared_dir
-from tests.e2e.appliance import ApplianceProcess
-from tests.support.net import free_port
-from tests.support.rtsp import RtspServer
+from bench.common.settings import results_dir
+from testkit.appliance import ApplianceProcess
+from testkit.net import free_port
+from testkit.paths import shared_dir
+from testkit.rtsp import RtspServer
 
 log = logging.getLogger("bench.cpu.recording")
 

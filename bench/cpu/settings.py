@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from bench.common.settings import repo_dir, results_dir, shared_dir
+from bench.common.settings import results_dir
+from testkit.paths import REPO, shared_dir
 
 
 @dataclass
@@ -34,7 +35,7 @@ class BenchSettings:
     run_ultralytics: bool = True
     #: also run the full pipeline (1 camera) and Ultralytics on the batch model, at batch 1
     compare_batch_model: bool = True
-    ultralytics_python: Path = field(default_factory=lambda: repo_dir() / ".venv-bench" / "bin" / "python")
+    ultralytics_python: Path = field(default_factory=lambda: REPO / ".venv-bench" / "bin" / "python")
     cv2_threads: Optional[int] = None
 
     @classmethod

@@ -15,9 +15,10 @@ from typing import List
 import numpy as np
 
 from bench.common.appliance_run import analysed_counts, bench_config, published_count, running
-from bench.common.mqtt_watch import broker_reachable
 from bench.common.resources import ResourceMeter, rss_mb
-from bench.common.windows import count_deltas, share_of_equal, wait_for
+from bench.common.windows import count_deltas, share_of_equal
+from testkit.net import port_accepts
+from testkit.waiting import poll_until
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ def run_soak(clip: Path, cameras: int, model_path: Path, batch: int, minutes: fl
              mqtt_host: str, mqtt_port: int, realtime: bool = True, sample_interval_s: float = 10.0) -> dict:
     """``realtime`` True (the default) paces each camera like a live one at the clip's frame rate, so
     with more frames offered than the model can take the scheduler's fairness is what is measured."""
-    if not broker_reachable(mqtt_host, mqtt_port):
+    if not port_accepts(mqtt_host, mqtt_port, timeout_s=1.0):
         return {"status": "skipped", "reason": f"no MQTT broker at {mqtt_host}:{mqtt_port}"}
     duration_s = minutes * 60.0
     warmup_s = min(60.0, max(5.0, duration_s * 0.1))
@@ -36,7 +37,7 @@ def run_soak(clip: Path, cameras: int, model_path: Path, batch: int, minutes: fl
     with running(config) as appliance:
         started_s = time.monotonic()
         rss_at_start_mb = rss_mb()
-        wait_for(lambda: min(analysed_counts(appliance).values() or [0]) >= 1, timeout_s=60.0)
+        poll_until(lambda: min(analysed_counts(appliance).values() or [0]) >= 1, timeout_s=60.0)
         time.sleep(max(0.0, warmup_s - (time.monotonic() - started_s)))
         baseline_counts, baseline_published = analysed_counts(appliance), published_count(appliance)
         baseline_rss_mb = rss_mb()

@@ -12,7 +12,7 @@ analysed frame published):
 * B: the fleet now holds A's engine for B's exact engine key, so B downloads it instead of building.
 
 Measured per appliance: from the process start to its first ``R/cameras/bars/detections``
-message on the broker. The appliances' TensorRT is the test stand-in (tests/tensorrt_standin,
+message on the broker. The appliances' TensorRT is the test stand-in (testkit/tensorrt_standin,
 NOT TensorRT): it implements the documented TensorRT 10 Python API, its "engine" is the ONNX
 plus build metadata, and inference is ONNX Runtime on the CPU. Its build takes no time of its
 own, so every one of its 7 progress steps sleeps ``--build-step-s``: the build time in the
@@ -40,13 +40,13 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from bench.common.provenance import TEST_STANDIN, collect, write_results
 from bench.fleet.device import bench_desired_key
-from bench.fleet.server import Broker, FleetProcess, _wait
-from tests.support.net import free_port
-from tests.support.paths import shared_dir
-from tests.support.standin_appliance import StandinAppliance
+from bench.fleet.server import FleetProcess, _wait, start_broker
+from testkit.net import free_port
+from testkit.paths import shared_dir
+from testkit.standin_appliance import StandinAppliance
 
 ADMIN_TOKEN = "bench-admin-token-0123456789abcdef"
-BUILD_STEPS = 7  # progress steps of the stand-in's build (tests/tensorrt_standin/tensorrt/_build_steps.py)
+BUILD_STEPS = 7  # progress steps of the stand-in's build (testkit/tensorrt_standin/tensorrt/_build_steps.py)
 
 
 @dataclass
@@ -116,7 +116,7 @@ def one_round(index: int, model: Path, build_step_s: float, timeout_s: float, gp
     work = Path(tempfile.mkdtemp(prefix="bench-first-detection-"))
     prefix = f"first{uuid.uuid4().hex[:6]}"
     ids = [f"bench-a{index}", f"bench-b{index}"]
-    broker = Broker(work, 4)
+    broker = start_broker(work, 4)
     fleet = FleetProcess(work, broker.port, prefix, f"sqlite:///{work / 'fleet.db'}", ids,
                          {"api": {"token": ADMIN_TOKEN},
                           "device_tokens": {d: f"bench-device-token-{d}" for d in ids},

@@ -39,14 +39,14 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from bench.common.provenance import NO_MODEL, collect, write_results
 from bench.fleet.device import bench_desired_key
-from bench.fleet.server import Broker, FleetProcess, _wait
+from bench.fleet.server import FleetProcess, _wait, start_broker
 from edge_app.config.file import parse_config
 from edge_app.config.schema_model import ArtifactConfig
 from edge_app.fleet_agent.artifacts_client import FleetRefused, FleetUnreachable
 from edge_app.fleet_agent.artifacts_manifest import ManifestError
 from edge_app.fleet_agent.artifacts_stage import Stager
 from edge_app.fleet_agent.artifacts_state import ModelsState
-from tests.mqtt.certs import make_test_certificates
+from testkit.certs import make_test_certificates
 
 ADMIN_TOKEN = "bench-admin-token-0123456789abcdef"
 MODEL, VERSION = "gate", "2"
@@ -168,7 +168,7 @@ def run(devices: int, model_mb: float, timeout_s: float, work: Path) -> ModelRol
     begun = time.monotonic()
     ids = [f"edge-{i:04d}" for i in range(devices)]
     prefix = f"bench{uuid.uuid4().hex[:6]}"
-    broker = Broker(work, devices)
+    broker = start_broker(work, devices)
     extra = {"api": {"token": ADMIN_TOKEN}, "device_tokens": {d: device_token(d) for d in ids},
              "artifacts": {"dir": str(work / "artifacts"), "max_mb": 1024, "max_upload_mb": 256}}
     certs = make_test_certificates(work / "tls")

@@ -12,7 +12,6 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -20,11 +19,7 @@ import uuid
 from pathlib import Path
 from typing import List, Optional
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from testkit.net import free_port
 
 
 def _server_bin() -> Optional[Path]:
@@ -62,7 +57,7 @@ class PostgresForBench:
         self._dir = Path(tempfile.mkdtemp(prefix="fleet-bench-pg-"))
         if self._as_user:
             shutil.chown(self._dir, "postgres", "postgres")
-        data, port = self._dir / "data", _free_port()
+        data, port = self._dir / "data", free_port()
         steps = [
             [str(self._bin / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"],
             [str(self._bin / "pg_ctl"), "-D", str(data), "-l", str(self._dir / "server.log"), "-w", "-t", "60", "start",

@@ -15,7 +15,6 @@ witness, and the fleet process's CPU and memory (psutil). PostgreSQL: see
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import os
 import shutil
@@ -38,9 +37,12 @@ from bench.fleet.device import bench_desired_key
 from bench.fleet.postgres import PostgresForBench
 from bench.fleet.sim import raise_fd_limit
 from bench.fleet.witness import FleetWitness
+from testkit.broker import MosquittoBroker
+from testkit.net import free_port
+from testkit.waiting import wait_for
 
-if TYPE_CHECKING:  # a bench that serves HTTPS makes them with tests.mqtt.certs
-    from tests.mqtt.certs import BrokerCertificates
+if TYPE_CHECKING:  # a bench that serves HTTPS makes them with testkit.certs
+    from testkit.certs import BrokerCertificates
 
 ROLLOUT_PATCH = {"model": {"conf_threshold": 0.3}}
 POLL_S = 0.1
@@ -74,51 +76,20 @@ class EngineResult:
     load_avg_1m: float  # the machine's 1-minute load average at the end: what else ran meanwhile
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _wait(condition: Callable[[], object], timeout_s: float, what: str) -> object:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(POLL_S)
-    raise RuntimeError(f"timed out after {timeout_s} s waiting for {what}")
-
-
-class Broker:
-    def __init__(self, work: Path, devices: int):
-        self.port = _free_port()
-        conf = work / "mosquitto.conf"
-        conf.write_text("\n".join([
-            f"listener {self.port} 127.0.0.1", "allow_anonymous true", f"user {getpass.getuser()}",
-            "max_connections -1", "max_queued_messages 100000", "max_inflight_messages 100", "persistence false",
-            f"log_dest file {work / 'mosquitto.log'}", "log_type error", "log_type warning", ""]))
-        raise_fd_limit(devices * 2 + 512)  # inherited: one descriptor per connection
-        binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-        self.process = subprocess.Popen([binary, "-c", str(conf)], stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait(lambda: _accepts(self.port), 10, "mosquitto")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
-
-
-def _accepts(port: int) -> bool:
-    import socket
-
+    """The kit's wait at the bench's pace; a timeout is the run's failure (RuntimeError), not a test's."""
     try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        return True
-    except OSError:
-        return False
+        return wait_for(condition, timeout_s, what, POLL_S)
+    except AssertionError as err:
+        raise RuntimeError(str(err)) from None
+
+
+def start_broker(work: Path, devices: int) -> MosquittoBroker:
+    """The fleet's broker: anonymous, no persistence, errors and warnings logged, no connection limit."""
+    raise_fd_limit(devices * 2 + 512)  # inherited: one descriptor per connection
+    return MosquittoBroker(work, allow_anonymous=True, persistence=False, log_types=("error", "warning"),
+                           extra_config=["max_connections -1", "max_queued_messages 100000",
+                                         "max_inflight_messages 100"]).start()
 
 
 class FleetProcess:
@@ -127,7 +98,7 @@ class FleetProcess:
 
     def __init__(self, work: Path, broker_port: int, prefix: str, db_url: str, device_ids: Sequence[str] = (),
                  extra: Optional[dict] = None, tls: Optional[BrokerCertificates] = None):
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.verify: Any = str(tls.ca) if tls else True
         api: Dict[str, Any] = {"host": "127.0.0.1", "port": self.port}
@@ -228,7 +199,7 @@ def run_engine(engine: str, args: argparse.Namespace, work: Path) -> EngineResul
         pg = PostgresForBench(args.pg_url).start()
         db_url, database = pg.url, "PostgreSQL: " + pg.how
     prefix = f"bench_{engine}"
-    broker = Broker(work, args.devices)
+    broker = start_broker(work, args.devices)
     fleet = witness = sim = None
     try:
         fleet = FleetProcess(work, broker.port, prefix, db_url, [f"sim-{index:04d}" for index in range(args.devices)])

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 import json
 import logging
 import random
@@ -55,7 +54,6 @@ import re
 import resource
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -67,6 +65,7 @@ from bench.common.provenance import NO_MODEL, collect, write_results
 from bench.fleet.device import DeviceSettings, SimulatedAppliance
 from bench.fleet.rollout import RolloutProbe, RolloutResult
 from edge_app.config.schema_rules import ID_PATTERN
+from testkit.broker import MosquittoBroker
 
 log = logging.getLogger("bench.fleet.sim")
 
@@ -104,47 +103,12 @@ def raise_fd_limit(wanted: int) -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-class PrivateMosquitto:
+def start_private_broker(devices: int, work_dir: Path) -> MosquittoBroker:
     """A Mosquitto on a free loopback port, sized for a fleet: no connection cap, big queues."""
-
-    def __init__(self, devices: int) -> None:
-        import socket
-
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        self.dir = Path(tempfile.mkdtemp(prefix="fleet-sim-broker-"))
-        config = self.dir / "mosquitto.conf"
-        config.write_text("\n".join([
-            f"listener {self.port} 127.0.0.1", "allow_anonymous true", f"user {getpass.getuser()}",
-            "max_connections -1", "max_queued_messages 10000", "persistence false",
-            f"log_dest file {self.dir / 'mosquitto.log'}", "log_type error", "log_type warning", "",
-        ]))
-        binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-        # The broker inherits the raised descriptor limit: one descriptor per connection.
-        raise_fd_limit(devices * 2 + 256)
-        self.process = subprocess.Popen([binary, "-c", str(config)], stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                if self.process.poll() is not None:
-                    break
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"mosquitto did not start on port {self.port}")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
+    # The broker inherits the raised descriptor limit: one descriptor per connection.
+    raise_fd_limit(devices * 2 + 256)
+    return MosquittoBroker(work_dir, allow_anonymous=True, persistence=False, log_types=("error", "warning"),
+                           extra_config=["max_connections -1", "max_queued_messages 10000"]).start()
 
 
 def parse_broker(text: str) -> Tuple[str, int]:
@@ -326,16 +290,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"fleet_sim: ulimit -n is {limit}, too low for {args.devices} connections", file=sys.stderr)
         return 2
     broker_process = None
+    broker_dir = Path(tempfile.mkdtemp(prefix="fleet-sim-broker-"))
     broker = args.broker
-    if broker is None:
-        broker_process = PrivateMosquitto(args.devices)
-        broker = ("127.0.0.1", broker_process.port)
-        print(f"fleet_sim: broker 127.0.0.1:{broker_process.port}", file=sys.stderr, flush=True)
     try:
+        if broker is None:
+            broker_process = start_private_broker(args.devices, broker_dir)
+            broker = ("127.0.0.1", broker_process.port)
+            print(f"fleet_sim: broker 127.0.0.1:{broker_process.port}", file=sys.stderr, flush=True)
         summary = asyncio.run(run(args, broker))
     finally:
         if broker_process is not None:
             broker_process.stop()
+        shutil.rmtree(broker_dir, ignore_errors=True)
     line = json.dumps(asdict(summary))
     print(line, flush=True)
     if args.json is not None:

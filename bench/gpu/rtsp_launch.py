@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from bench.common.settings import repo_dir
+from testkit.paths import REPO
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class RtspServerProcess:
         command = [sys.executable, "-m", "bench.gpu.rtsp_serve", "--port", str(self.port), "--clip", str(stream), "--fps", str(self.fps)]
         for mount in self.mounts:
             command += ["--mount", mount]
-        self._proc = subprocess.Popen(command, cwd=repo_dir(), stdout=subprocess.PIPE, text=True)
+        self._proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
         self._started_s = time.monotonic()
         line = self._proc.stdout.readline() if self._proc.stdout else ""
         if not line.startswith("READY "):

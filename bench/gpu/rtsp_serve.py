@@ -2,7 +2,7 @@
 
     python -m bench.gpu rtsp-serve --port 8554 --clip clip.h264 --fps 30 --mount cam0 --mount cam1
 
-The tests' server (``tests/support/rtsp_server.py``) is GStreamer's gst-rtsp-server, which the
+The tests' server (``testkit/rtsp_server.py``) is GStreamer's gst-rtsp-server, which the
 GPU test machine does not have; this one needs nothing but Python. It speaks RTSP 1.0 (RFC 2326:
 OPTIONS, DESCRIBE, SETUP, PLAY, GET_PARAMETER, TEARDOWN) with RTP over the RTSP connection
 (interleaved TCP, as edge-app opens rtsp:// sources) and packs H.264 as RFC 6184 says (single

@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Tuple, Union
 
-from bench.common.settings import results_dir, shared_dir
+from bench.common.settings import results_dir
+from testkit.paths import shared_dir
 
 
 

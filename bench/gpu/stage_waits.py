@@ -101,7 +101,7 @@ def measure(clip: Path, cameras: int, window_s: float, mqtt_port: Optional[int])
     from bench.gpu.pipeline import _standin
     from bench.gpu.settings import GpuBenchSettings
     from bench.common.media import clip_frames
-    from bench.common.windows import wait_for
+    from testkit.waiting import poll_until
 
     settings = GpuBenchSettings()
     timer = StepTimer()
@@ -125,7 +125,7 @@ def measure(clip: Path, cameras: int, window_s: float, mqtt_port: Optional[int])
         if mqtt_port is None:
             config = config.model_copy(update={"mqtt": config.mqtt.model_copy(update={"enabled": False})})
         with running(config, partial(_standin, settings)) as appliance:
-            wait_for(lambda: min(analysed_counts(appliance).values() or [0]) >= 2, timeout_s=60)
+            poll_until(lambda: min(analysed_counts(appliance).values() or [0]) >= 2, timeout_s=60)
             time.sleep(settings.warmup_s)
             timer.clear()
             before, start_s = sum(analysed_counts(appliance).values()), time.perf_counter()

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional
 
 
 import edge_app.api
-from tests.support.skips import require_tool
+from testkit.skips import require_tool
 
 STATIC_DIR = Path(edge_app.api.__file__).parent / "static"
 HARNESS = Path(__file__).parent / "js" / "dashboard_harness.mjs"

@@ -29,7 +29,7 @@ from edge_app.api.openapi import build_openapi
 from edge_app.config.file import merge_patch, parse_config
 from tests.api.conftest import BASE_CONFIG, TOKEN, bus_detections
 from tests.api.test_events_routes import NOW, event
-from tests.support.paths import shared_dir
+from testkit.paths import shared_dir
 from tests.support.recordings import RecordedFiles
 
 EXAMPLES_PER_OPERATION = 20

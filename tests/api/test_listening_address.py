@@ -20,7 +20,7 @@ from edge_app.api.listening import request_listening_hosts
 from edge_app.config.file import ConfigFile, load_config, parse_config
 from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
 from tests.api.in_memory_service import InMemoryService
-from tests.support.net import local_lan_address
+from testkit.net import local_lan_address
 
 TOKEN = "lan-t0ken-of-the-owner-123456"
 ATTACK = {"api": {"host": "127.0.0.1", "token": None}}

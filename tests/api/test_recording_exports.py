@@ -15,7 +15,7 @@ from tests.support.recordings import RecordedFiles, make_fmp4
 
 from tests.support.media import clip_info
 from tests.support.tmpfs import mounted_tmpfs
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 from tests.api.recorded_api import BEARER, DAY_START, SEGMENT_S, recorded  # noqa: F401 (a fixture)
 
 

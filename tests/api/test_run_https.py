@@ -10,8 +10,8 @@ import pytest
 import requests
 import yaml
 
-from tests.mqtt.certs import make_test_certificates
-from tests.support.net import free_port
+from testkit.certs import make_test_certificates
+from testkit.net import free_port
 
 
 def _config(tmp_path, model_path, tls):

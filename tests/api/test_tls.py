@@ -12,7 +12,7 @@ from edge_app.api import ApiServer, create_app
 from edge_app.api.server import TLSSetupError
 from edge_app.config.schema import APIConfig
 from tests.api import raw_http
-from tests.mqtt.certs import make_test_certificates
+from testkit.certs import make_test_certificates
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Pattern, Sequence
 
-from tests.support.skips import missing
+from testkit.skips import missing
 
 CHROMIUM = Path(os.environ.get("EDGE_APP_CHROMIUM", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("EDGE_APP_CHROMEDRIVER", "/usr/bin/chromedriver"))

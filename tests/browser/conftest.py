@@ -19,11 +19,11 @@ import pytest
 
 from tests.browser.chrome import ConsoleLog, describe, require_chromium, start_chromium
 from tests.browser.dashboard import Dashboard
-from tests.e2e.appliance import ApplianceProcess
-from tests.support.broker import MosquittoBroker
+from testkit.appliance import ApplianceProcess
+from testkit.broker import MosquittoBroker
 from tests.support.media import make_walking_clip, require_tool
-from tests.support.net import free_port
-from tests.support.rtsp import RtspServer, require_gst_rtsp_server
+from testkit.net import free_port
+from testkit.rtsp import RtspServer, require_gst_rtsp_server
 
 TOKEN = "browser-tests-token-0123456789abcdef"
 WALK_CAMERA = "walk"

@@ -18,7 +18,7 @@ from selenium.webdriver.common.by import By
 from tests.browser.conftest import screenshots_dir
 from tests.support.fleet import start_fleet
 from tests.support.fleet_devices import SimDevice
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

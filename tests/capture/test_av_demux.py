@@ -11,8 +11,8 @@ import pytest
 from edge_app.capture.av_demux import AvDemuxer, ffmpeg_options, is_annexb
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from tests.support.media import require_tool
-from tests.support.net import free_port
-from tests.support.skips import require_module
+from testkit.net import free_port
+from testkit.skips import require_module
 
 av = require_module("av")
 

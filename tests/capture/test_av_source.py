@@ -15,7 +15,7 @@ from edge_app.config.source_spec import parse_source
 
 from tests.capture.helpers import FAST, camera, timed_stop, wait_for
 from tests.support.media import require_tool
-from tests.support.net import free_port
+from testkit.net import free_port
 from tests.support.packets import CollectingSink
 
 S = StreamState

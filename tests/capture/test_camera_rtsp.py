@@ -13,7 +13,7 @@ from edge_app.config.schema import CaptureConfig
 
 from tests.capture.helpers import FAST, StateLog, camera, timed_stop, wait_for
 from tests.support.media import require_tool
-from tests.support.net import free_port
+from testkit.net import free_port
 
 S = StreamState
 pytestmark = pytest.mark.slow

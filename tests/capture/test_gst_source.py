@@ -21,7 +21,7 @@ from edge_app.capture.gpu_image import HostNv12Image
 from tests.capture.helpers import FAST, StateLog, camera, drain, timed_stop, wait_for
 from tests.support.gst import require_gi
 from tests.support.media import clip_info, require_tool
-from tests.support.net import free_port
+from testkit.net import free_port
 
 S = StreamState
 pytestmark = pytest.mark.slow

@@ -1,7 +1,7 @@
 import pytest
 
-from tests.e2e.appliance import ApplianceProcess
-from tests.support.net import free_port
+from testkit.appliance import ApplianceProcess
+from testkit.net import free_port
 
 
 @pytest.fixture

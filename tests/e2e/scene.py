@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from tests.support.broker import ReceivedMessage
+from testkit.broker import ReceivedMessage
 
 
 @dataclass

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from tests.e2e.appliance import wait_until
-from tests.support.net import free_port
+from testkit.waiting import wait_until
+from testkit.net import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -20,11 +20,11 @@ from typing import Dict, List, Optional
 import pytest
 import requests
 
-from tests.support import skips
-from tests.support.broker import MqttCollector
-from tests.support.net import free_port, port_accepts
-from tests.support.paths import shared_dir
-from tests.support.waiting import wait_for
+from testkit import skips
+from testkit.broker import MqttCollector
+from testkit.net import free_port, port_accepts
+from testkit.paths import shared_dir
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

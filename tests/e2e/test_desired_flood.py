@@ -15,8 +15,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from edge_app.fleet_agent.refusal_reports import REPORT_EVERY_S
-from tests.e2e.appliance import wait_until
-from tests.support.broker import MqttCollector
+from testkit.waiting import wait_until
+from testkit.broker import MqttCollector
 from tests.support.mqtt_fuzz import line_flood
 
 pytestmark = pytest.mark.slow

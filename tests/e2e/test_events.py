@@ -21,9 +21,9 @@ import paho.mqtt.publish as mqtt_publish
 import pytest
 import yaml
 
-from tests.e2e.appliance import wait_until
+from testkit.waiting import wait_until
 from tests.e2e.scene import describe, detect_objects, event_histories, jpeg_size, split_passes
-from tests.support.skips import missing
+from testkit.skips import missing
 
 pytestmark = pytest.mark.slow
 

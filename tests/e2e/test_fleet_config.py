@@ -15,9 +15,10 @@ import yaml
 from paho.mqtt.enums import CallbackAPIVersion
 
 from edge_app.mqtt.payloads import config_desired_payload, encode
-from tests.e2e.appliance import ApplianceProcess, wait_until
-from tests.support.broker import MosquittoBroker, MqttCollector
-from tests.support.net import free_port
+from testkit.appliance import ApplianceProcess
+from testkit.waiting import wait_until
+from testkit.broker import MosquittoBroker, MqttCollector
+from testkit.net import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import pytest
 
 from edge_app.config.schema import ModelConfig
 from edge_app.detect.factory import create_detector
-from tests.e2e.appliance import wait_until
+from testkit.waiting import wait_until
 from tests.support.media import make_clip
 
 pytestmark = pytest.mark.slow

@@ -4,8 +4,8 @@ and after the restart (on loopback) the token may go."""
 import pytest
 import requests
 
-from tests.e2e.appliance import wait_until
-from tests.support.net import local_lan_address, port_accepts
+from testkit.waiting import wait_until
+from testkit.net import local_lan_address, port_accepts
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(local_lan_address() is None, reason="this machine has no non-loopback IPv4 address")]

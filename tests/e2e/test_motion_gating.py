@@ -19,7 +19,7 @@ from collections import Counter
 
 import pytest
 
-from tests.e2e.appliance import wait_until
+from testkit.waiting import wait_until
 from tests.e2e.scene import event_histories, split_passes
 from tests.support.media import make_static_clip, make_walking_clip
 

@@ -31,12 +31,12 @@ import requests
 import yaml
 
 from edge_app.config.file import load_config
-from tests.e2e.appliance import default_stop_signals
+from testkit.appliance import default_stop_signals
 from edge_app.fleet_agent.refusal_reports import REPORT_EVERY_S
 from tests.support.takeover import TAKEN_OVER_S, Thief
 from tests.support.mqtt_fuzz import FuzzClient, fuzz_topics, line_flood
-from tests.support.net import free_port
-from tests.support.waiting import wait_for
+from testkit.net import free_port
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

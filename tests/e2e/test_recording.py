@@ -19,7 +19,7 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from tests.e2e.appliance import wait_until
+from testkit.waiting import wait_until
 from tests.e2e.scene import event_histories
 from tests.events.disks import fill, tiny_filesystem
 from tests.support.media import require_tool

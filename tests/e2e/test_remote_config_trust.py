@@ -18,9 +18,10 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from edge_app.fleet_agent.agent import MAX_VERSION_STEP
 from edge_app.fleet_agent.desired_signature import signed_desired
-from tests.e2e.appliance import ApplianceProcess, wait_until
-from tests.support.broker import MosquittoBroker, MqttCollector
-from tests.support.net import free_port
+from testkit.appliance import ApplianceProcess
+from testkit.waiting import wait_until
+from testkit.broker import MosquittoBroker, MqttCollector
+from testkit.net import free_port
 
 pytestmark = pytest.mark.slow
 

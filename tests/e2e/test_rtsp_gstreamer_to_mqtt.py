@@ -2,7 +2,7 @@
 GStreamer (software decoders here, nvv4l2decoder on a Jetson) -> YOLOv8n -> a real Mosquitto."""
 import pytest
 
-from tests.e2e.appliance import wait_until
+from testkit.waiting import wait_until
 from tests.support.gst import require_gi
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from tests.e2e.appliance import wait_until
+from testkit.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import pytest
 from edge_app.commands.selftest import PASS, WARN, Report, check_session_takeover
 from edge_app.config.file import load_config
 from tests.support.takeover import TAKEN_OVER_S, Thief
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

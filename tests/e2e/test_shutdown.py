@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from tests.e2e.appliance import default_stop_signals, wait_until
+from testkit.appliance import default_stop_signals
+from testkit.waiting import wait_until
 from tests.e2e.hung_server import HungServer
 
 pytestmark = pytest.mark.slow

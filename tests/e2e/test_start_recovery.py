@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.e2e.appliance import wait_until
+from testkit.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ reloading one model leaves the other untouched.
 
 import pytest
 
-from tests.e2e.appliance import wait_until
+from testkit.waiting import wait_until
 from tests.support.model_files import models_dir  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow

@@ -16,7 +16,7 @@ from edge_app.events.query import EventQuery, snapshot_file_name
 EventDatabaseUnusable = Exception
 from edge_app.events.store import EventStore
 from tests.events.disks import tiny_filesystem
-from tests.support.skips import missing
+from testkit.skips import missing
 from tests.events.test_store import JPEG, NOW, event, snapshot
 
 #: what a file may look like after the disk failed; each is refused by SQLite in its own way

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.fleet import RunningFleet, start_fleet
 from tests.support.fleet_devices import SimDevice
-from tests.support.skips import missing, require_module
+from testkit.skips import missing, require_module
 
 PG_ADMIN_URL = os.environ.get("EDGE_APP_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 ENGINES = ["sqlite", "postgresql"]

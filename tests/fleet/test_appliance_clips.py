@@ -16,7 +16,7 @@ from edge_app.fleet_service.config import parse_fleet_config
 from tests.api.served_double import served_double
 from tests.api.test_events_routes import NOW, event
 from tests.support.fleet import start_fleet
-from tests.support.net import free_port
+from testkit.net import free_port
 from tests.support.recordings import RecordedFiles
 
 APPLIANCE_TOKEN = "appliance-token-0123456789abcdef"

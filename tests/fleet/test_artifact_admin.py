@@ -7,7 +7,7 @@ import requests
 
 from tests.fleet.artifact_helpers import (ADMIN, ADMIN_TOKEN, KEYS, TOKENS, as_device, artifact_fleet, engine_key,
                                           model_bytes, offer, sha, upload)
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 
 def _stored_files(tmp_path):

@@ -1,6 +1,6 @@
 """Models and prebuilt engines between a real fleet service and two real ``edge-app run`` appliances.
 
-The appliances' TensorRT is the test stand-in (tests/tensorrt_standin, NOT TensorRT: it
+The appliances' TensorRT is the test stand-in (testkit/tensorrt_standin, NOT TensorRT: it
 implements the documented TensorRT 10 Python API calls edge-app makes; its engine is the ONNX
 plus build metadata, run with ONNX Runtime). The fleet service is the real one, on SQLite and
 PostgreSQL, with its real HTTP API and a real Mosquitto. Model versions are the real YOLOv8n
@@ -23,9 +23,9 @@ import requests
 from tests.fleet.artifact_helpers import (ADMIN, KEYS, TOKENS, artifact_fleet, model_state, offer, roll_out,
                                          sha, stamped_versions, upload)
 from tests.support.cut_proxy import CutProxy
-from tests.support.net import free_port
-from tests.support.standin_appliance import StandinAppliance
-from tests.support.waiting import wait_for
+from testkit.net import free_port
+from testkit.standin_appliance import StandinAppliance
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.appliance import ApplianceProcess
+from testkit.appliance import ApplianceProcess
 from tests.fleet.artifact_helpers import (KEYS, TOKENS, artifact_fleet, model_state, roll_out, sha,
                                          stamped_versions, upload)
-from tests.support.net import free_port
-from tests.support.waiting import wait_for
+from testkit.net import free_port
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

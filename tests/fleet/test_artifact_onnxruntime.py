@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.appliance import ApplianceProcess
+from testkit.appliance import ApplianceProcess
 from tests.fleet.artifact_helpers import KEYS, TOKENS, artifact_fleet, model_state, roll_out, upload
 from tests.support.cut_proxy import CutProxy
-from tests.support.net import free_port
-from tests.support.waiting import wait_for
+from testkit.net import free_port
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

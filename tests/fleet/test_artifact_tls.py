@@ -6,7 +6,7 @@ import pytest
 from edge_app.fleet_agent.artifacts_client import FleetClient, FleetUnreachable
 from edge_app.fleet_agent.artifacts_manifest import verify_manifest
 from tests.fleet.artifact_helpers import ADMIN_TOKEN, KEYS, TOKENS, sha
-from tests.mqtt.certs import make_test_certificates
+from testkit.certs import make_test_certificates
 
 ONNX = b"an onnx file, as the fleet sees it: bytes" * 100
 

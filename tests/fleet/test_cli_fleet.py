@@ -10,9 +10,9 @@ import pytest
 import requests
 import yaml
 
-from tests.support.waiting import wait_for
-from tests.mqtt.certs import make_test_certificates
-from tests.support.net import free_port
+from testkit.waiting import wait_for
+from testkit.certs import make_test_certificates
+from testkit.net import free_port
 
 TOKEN = "fleet-token-0123456789abcdef"
 

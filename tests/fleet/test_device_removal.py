@@ -14,7 +14,7 @@ import requests
 from paho.mqtt.enums import CallbackAPIVersion
 
 from edge_app.fleet_service.db import connect
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 TOKEN = "fleet-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

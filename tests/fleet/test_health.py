@@ -5,7 +5,7 @@ from __future__ import annotations
 from edge_app.config.schema import HealthConfig
 from edge_app.health.sampler import HealthSampler
 from tests.health.conftest import TREES
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 
 def _report(module: str) -> dict:

@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from edge_app.fleet_service.artifact_routes import UPLOAD_ENDPOINTS
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 TOKEN = "fleet-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

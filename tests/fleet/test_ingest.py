@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 
 def test_devices_cameras_stats_and_counts_reach_the_inventory(fleet_factory, sim_devices):

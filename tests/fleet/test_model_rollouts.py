@@ -5,7 +5,7 @@ from __future__ import annotations
 import requests
 
 from tests.fleet.artifact_helpers import ADMIN, artifact_fleet, model_bytes, upload
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 
 def _rollout(fleet, rollout_id: str) -> dict:

@@ -15,12 +15,12 @@ import time
 import pytest
 
 from edge_app.version import __version__
-from tests.e2e.appliance import ApplianceProcess
-from tests.support.waiting import wait_for
-from tests.support.broker import MosquittoBroker
+from testkit.appliance import ApplianceProcess
+from testkit.waiting import wait_for
+from testkit.broker import MosquittoBroker
 from tests.support.fleet import start_fleet
 from tests.support.fleet_devices import SimDevice
-from tests.support.net import free_port
+from testkit.net import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 
 def _terminate_other_backends(db_url: str) -> int:

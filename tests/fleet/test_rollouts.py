@@ -6,7 +6,7 @@ import json
 import pytest
 
 from edge_app.fleet_service.rollouts import compose_patches
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 
 def _tally(**counts: int) -> dict:

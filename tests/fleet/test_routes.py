@@ -13,7 +13,7 @@ from edge_app.api.dashboard import STATIC_DIR as DASHBOARD_STATIC_DIR
 from edge_app.fleet_service.app import STATIC_DIR as FLEET_STATIC_DIR
 from edge_app.fleet_service.app import create_fleet_app
 from edge_app.fleet_service.config import FleetConfig
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 TOKEN = "fleet-token-0123456789abcdef"
 

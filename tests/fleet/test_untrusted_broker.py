@@ -16,7 +16,7 @@ import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
 from edge_app.fleet_service.db import connect
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 
 class Publisher:

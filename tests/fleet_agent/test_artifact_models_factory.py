@@ -15,8 +15,8 @@ from edge_app.fleet_agent.artifacts_models import FleetModels
 from edge_app.fleet_agent.artifacts_refetch import Refetch
 from edge_app.fleet_agent.artifacts_stage import Stager, make_client
 from edge_app.fleet_agent.artifacts_state import ModelsState
-from tests.support.net import free_port
-from tests.support.waiting import wait_for
+from testkit.net import free_port
+from testkit.waiting import wait_for
 
 
 def _config(tmp_path, plates_version: str, port: int = 0):

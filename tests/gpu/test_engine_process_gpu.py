@@ -24,7 +24,7 @@ pytest.importorskip("pydantic")
 def images():
     import cv2
 
-    from bench.common.settings import shared_dir
+    from testkit.paths import shared_dir
 
     found = [cv2.imread(str(shared_dir() / "images" / name)) for name in ("bus.jpg", "zidane.jpg")]
     if any(image is None for image in found) or not torch.cuda.is_available():
@@ -35,7 +35,7 @@ def images():
 @pytest.fixture(scope="module")
 def pair(images):
     from bench.common.detectors import model_config
-    from bench.common.settings import shared_dir
+    from testkit.paths import shared_dir
     from bench.gpu.torch_engine import TorchFp16StandIn
 
     model = model_config(shared_dir() / "models" / "yolov8n_coco_dynbatch.onnx", 4)
@@ -62,7 +62,7 @@ def test_the_engine_process_gives_the_in_process_detections(pair, images):
 
 def test_a_killed_engine_process_fails_batches_with_a_clear_error(images):
     from bench.common.detectors import model_config
-    from bench.common.settings import shared_dir
+    from testkit.paths import shared_dir
     from bench.gpu.torch_engine import TorchFp16StandIn
     from edge_app.detect.base import DetectorError
 
@@ -78,11 +78,11 @@ def test_a_killed_engine_process_fails_batches_with_a_clear_error(images):
 def test_the_appliance_replaces_a_killed_engine_process(images, tmp_path):
     """Through real CUDA IPC: the killed child's input slots stay mapped in the appliance until
     the broken model is retired, and a new child serves the camera's frames."""
-    from bench.common.settings import shared_dir
+    from testkit.paths import shared_dir
     from bench.gpu.torch_engine import TorchFp16StandIn
     from edge_app.appliance.appliance import Appliance
     from edge_app.config.file import parse_config
-    from tests.support.waiting import wait_for
+    from testkit.waiting import wait_for
 
     made = []
 

@@ -12,7 +12,7 @@ from edge_app.config.file import ConfigFile, parse_config
 from edge_app.config_change.changes import ConfigChanges
 from edge_app.health.sampler import HealthSampler
 from tests.health.conftest import TREES
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 

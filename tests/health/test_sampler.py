@@ -13,7 +13,7 @@ from edge_app.health.problems import DISK_FULL, HOT, THROTTLING, ProblemLog, fin
 from edge_app.health.report import is_unavailable
 from edge_app.health.sampler import SAMPLER_THREAD, HealthSampler
 from tests.health.fake_pynvml import FakeGpu, FakeNvml
-from tests.support.skips import missing
+from testkit.skips import missing
 
 
 def _dgpu_sampler(fake: FakeNvml, **options) -> HealthSampler:

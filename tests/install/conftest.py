@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.fresh_venv import PipFailed, Wheelhouse
-from tests.support.skips import missing
+from testkit.skips import missing
 
 #: every extra a documented install line names (gstreamer and pycuda build from source: not here)
 EXTRAS = ("opencv", "fleet", "nvml", "nvdec", "tensorrt")

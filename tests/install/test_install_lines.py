@@ -21,8 +21,8 @@ import yaml
 
 from tests.support.fresh_venv import FreshVenv, Wheelhouse, make_system_opencv
 from tests.support.media import require_tool
-from tests.support.net import answers_ok, free_port
-from tests.support.waiting import wait_for
+from testkit.net import answers_ok, free_port
+from testkit.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.install]
 

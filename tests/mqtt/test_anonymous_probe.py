@@ -8,7 +8,7 @@ import pytest
 
 from edge_app.config.schema import MQTTConfig
 from edge_app.mqtt.anonymous_probe import ProbeOutcome, probe_anonymous, probe_client_id
-from tests.support.net import free_port
+from testkit.net import free_port
 
 
 def test_an_open_broker_is_found_open(mosquitto_factory):

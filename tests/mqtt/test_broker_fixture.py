@@ -4,8 +4,8 @@ import time
 import paho.mqtt.publish as single
 import pytest
 
-from tests.support.broker import MqttCollector
-from tests.support.net import port_accepts
+from testkit.broker import MqttCollector
+from testkit.net import port_accepts
 
 
 def _publish(broker, topic, payload, retain=False, qos=1):

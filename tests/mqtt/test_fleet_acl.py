@@ -25,10 +25,10 @@ from paho.mqtt.enums import CallbackAPIVersion
 from edge_app.config.schema import MQTTConfig
 from edge_app.mqtt import MqttPublisher
 from edge_app.mqtt.payloads import config_desired_payload, encode
-from tests.mqtt.certs import make_test_certificates
-from tests.support.broker import MOSQUITTO, MOSQUITTO_PASSWD
-from tests.support.net import free_port, port_accepts
-from tests.support.skips import require_tool
+from testkit.certs import make_test_certificates
+from testkit.broker import MOSQUITTO, MOSQUITTO_PASSWD
+from testkit.net import free_port, port_accepts
+from testkit.skips import require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET = "fleet.service"

@@ -6,7 +6,7 @@ import logging
 import pytest
 
 from tests.mqtt.helpers import wait_until
-from tests.mqtt.certs import make_test_certificates
+from testkit.certs import make_test_certificates
 
 
 @pytest.fixture

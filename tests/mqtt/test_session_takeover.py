@@ -15,7 +15,7 @@ from edge_app.mqtt import MqttPublisher
 from edge_app.mqtt_takeover import TAKEOVER_CLOSES, TAKEOVER_WINDOW_S, TakeoverWatch
 from tests.support.fleet import start_fleet
 from tests.support.takeover import TAKEN_OVER_S, Thief
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 @contextmanager
 def connected_publisher(broker, device_id: str) -> Iterator[MqttPublisher]:

@@ -11,7 +11,7 @@ from edge_app.record.store import RecordingStore
 from tests.record.feeding import settings
 from tests.record.media import ffprobe
 from tests.support.tmpfs import mounted_tmpfs
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 IDLE_TIMEOUT_S = 120
 

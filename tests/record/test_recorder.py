@@ -10,7 +10,7 @@ from edge_app.record.recorder import CameraRecorder
 from edge_app.record.store import RecordingStore
 from tests.record.feeding import record, settings
 from tests.record.media import BASE_WALL, FRAME_S, GOP_S, due_wall, ffprobe, shifted
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 
 def _started(event_id, at):

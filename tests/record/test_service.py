@@ -6,7 +6,7 @@ from edge_app.record.service import Recordings, retention_policy
 from edge_app.record.store import RecordingStore
 from tests.record.feeding import settings
 from tests.record.media import BASE_WALL, ffprobe
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 
 def test_recordings_record_a_camera_and_retention_reports_lost_clips(tmp_path, stream):

@@ -2,7 +2,7 @@
 decoder gstreamer. Missing, those tests skip (and fail on CI, where it must be installed)."""
 from __future__ import annotations
 
-from tests.support.skips import missing
+from testkit.skips import missing
 
 
 def require_gi() -> None:

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from edge_app.commands import demo_clip
-from tests.support.skips import require_tool  # noqa: F401 - also imported from here by many tests
+from testkit.skips import require_tool  # noqa: F401 - also imported from here by many tests
 
 CLIP_FPS = 10
 CLIP_SECONDS_PER_IMAGE = 2.0

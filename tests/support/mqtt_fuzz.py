@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterator, Sequence
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from tests.support.skips import require_tool
+from testkit.skips import require_tool
 
 TEN_MB = 10 * 1024 * 1024
 #: Fixed payloads sent retained in the first round: met again at every (re)subscription.

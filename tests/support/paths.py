@@ -1,21 +1,15 @@
-"""Where the shared test data lives: real YOLOv8n models and real images.
+"""Fixtures for the shared test data: real YOLOv8n models and real images.
 
-The data sits beside the repository in ``../shared`` (or where ``EDGE_APP_SHARED`` points).
-A contributor without it gets skips with a reason; CI (``CI=true``) fails instead, so a missing
+The data sits beside the repository in ``../shared`` (or where ``EDGE_APP_SHARED`` points;
+``testkit.paths``). A contributor without it gets skips with a reason; CI (``CI=true``) fails instead, so a missing
 folder can never turn the suite green by skipping.
 """
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.support.skips import missing
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def shared_dir() -> Path:
-    return Path(os.environ.get("EDGE_APP_SHARED", REPO.parent / "shared")).resolve()
+from testkit.paths import REPO, shared_dir
+from testkit.skips import missing
 
 
 def _require(path: Path) -> Path:

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Iterator
 
-from tests.support.skips import missing
+from testkit.skips import missing
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """Fixtures for the TensorRT backend's CPU tests.
 
-``standin_trt`` puts the stand-in ``tensorrt`` package (tests/tensorrt_standin, NOT TensorRT)
+``standin_trt`` puts the stand-in ``tensorrt`` package (testkit/tensorrt_standin, NOT TensorRT)
 on sys.path for one test and removes it afterwards, so nothing else in the suite can import it
 by accident. ``host_device`` is the host-memory stand-in of the CUDA layer.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-STANDIN_DIR = Path(__file__).resolve().parents[1] / "tensorrt_standin"
+STANDIN_DIR = Path(__file__).resolve().parents[2] / "testkit" / "tensorrt_standin"
 
 
 def _forget_tensorrt() -> None:
@@ -41,7 +41,7 @@ def no_tensorrt(monkeypatch):
 
 @pytest.fixture
 def host_device():
-    from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+    from testkit.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
     return HostMemoryCudaDevice()
 

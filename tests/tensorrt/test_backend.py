@@ -14,7 +14,7 @@ from edge_app.detect.onnxruntime_backend import OnnxRuntimeDetector
 from edge_app.detect.tensorrt import TensorRTDetector
 from tests.tensorrt import onnx_models
 from tests.tensorrt.same_detections import assert_same_detections
-from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+from testkit.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
 
 def _assert_bus(detections):

@@ -8,7 +8,7 @@ from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.detect.tensorrt import commands
 from edge_app.commands.selftest import compare_detections, selftest_command
 from edge_app.detect.detections import Detections
-from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+from testkit.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from edge_app.detect.tensorrt.cache import read_sidecar
 from edge_app.detect.tensorrt.prepare import EngineCache
 from edge_app.detect.tensorrt.runtime import EngineRuntime
 from tests.tensorrt import onnx_models
-from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+from testkit.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
 PREPARE_LOGGER = "edge_app.detect.tensorrt.prepare"
 

@@ -1,6 +1,6 @@
 """The platform in the engine key (L4T release or NVIDIA driver), and refusing engines of another device.
 
-With the stand-in TensorRT (tests/tensorrt_standin, NOT TensorRT: it implements the documented
+With the stand-in TensorRT (testkit/tensorrt_standin, NOT TensorRT: it implements the documented
 TensorRT 10 Python API calls edge-app makes, its "engine" is the ONNX plus build metadata).
 """
 from __future__ import annotations

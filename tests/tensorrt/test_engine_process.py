@@ -18,10 +18,10 @@ from edge_app.detect.base import DetectorError
 from edge_app.detect.tensorrt import TensorRTDetector
 from edge_app.detect.tensorrt.engine_process import EngineProcess, PendingBatch
 from tests.tensorrt.same_detections import assert_retuned_alike, assert_same_detections
-from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
-from tests.tensorrt_standin.shared_host_cuda import SharedHostCudaDevice
+from testkit.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+from testkit.tensorrt_standin.shared_host_cuda import SharedHostCudaDevice
 
-SHARED_DEVICE = "tests.tensorrt_standin.shared_host_cuda:open_shared_device"
+SHARED_DEVICE = "testkit.tensorrt_standin.shared_host_cuda:open_shared_device"
 
 
 
@@ -176,7 +176,7 @@ def test_without_the_gpu_letterbox_the_engine_stays_in_process(standin_trt, make
 def test_an_engine_process_that_cannot_start_leaves_the_engine_in_process(standin_trt, make_model, monkeypatch,
                                                                          shared_device, bus_image):
     """A device the child cannot open (here: no such opener) is reported, and the model still runs."""
-    monkeypatch.setattr(TensorRTDetector, "engine_process_device", "tests.tensorrt_standin.shared_host_cuda:no_such_opener")
+    monkeypatch.setattr(TensorRTDetector, "engine_process_device", "testkit.tensorrt_standin.shared_host_cuda:no_such_opener")
     detector = TensorRTDetector(make_model(max_batch=1, engine_process=True), device=shared_device)
     try:
         assert detector.describe()["engine_process"] is None

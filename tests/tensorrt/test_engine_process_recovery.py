@@ -16,10 +16,10 @@ from edge_app.appliance.appliance import Appliance
 from edge_app.config.file import parse_config
 from edge_app.detect.tensorrt import TensorRTDetector
 from edge_app.appliance.model_change import BROKEN_RELOAD_EVERY_S, reload_due
-from tests.support.waiting import wait_for
-from tests.tensorrt_standin.shared_host_cuda import SharedHostCudaDevice
+from testkit.waiting import wait_for
+from testkit.tensorrt_standin.shared_host_cuda import SharedHostCudaDevice
 
-SHARED_DEVICE = "tests.tensorrt_standin.shared_host_cuda:open_shared_device"
+SHARED_DEVICE = "testkit.tensorrt_standin.shared_host_cuda:open_shared_device"
 
 
 @pytest.mark.parametrize("failure, last_reload_s, now_s, due", [

@@ -15,7 +15,7 @@ from edge_app.detect.base import DetectorError
 from edge_app.detect.decode_gpu import GpuDecoded
 from edge_app.detect.tensorrt import TensorRTDetector
 from tests.tensorrt.same_detections import assert_retuned_alike, assert_same_detections
-from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+from testkit.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
 
 

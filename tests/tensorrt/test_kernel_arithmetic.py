@@ -12,7 +12,7 @@ import pytest
 
 from edge_app.detect.letterbox_gpu import PAD_VALUE_F32
 from edge_app.detect.letterbox import letterbox, resized_wh
-from tests.tensorrt_standin.kernel_emulation import emulate_letterbox
+from testkit.tensorrt_standin.kernel_emulation import emulate_letterbox
 
 TOLERANCE = 1.0 / 255.0 + 1e-6
 

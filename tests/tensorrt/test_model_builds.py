@@ -15,8 +15,8 @@ import pytest
 
 from edge_app.config.file import config_to_dict
 from tests.support.changing_appliance import appliance_with_changes
-from tests.support.waiting import wait_for
-from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+from testkit.waiting import wait_for
+from testkit.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
 CAMERA = "test://box?fps=2&width=160&height=120"
 

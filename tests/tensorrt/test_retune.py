@@ -1,6 +1,6 @@
 """Live retuning (threshold and class changes without a reload) on both backends.
 
-The TensorRT backend runs on the stand-in ``tensorrt`` module (tests/tensorrt_standin, NOT
+The TensorRT backend runs on the stand-in ``tensorrt`` module (testkit/tensorrt_standin, NOT
 TensorRT: it executes the ONNX model with ONNX Runtime behind the documented engine API), so
 what is checked here is the backend's own handling of the decoder settings.
 """

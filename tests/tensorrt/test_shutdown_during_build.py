@@ -18,11 +18,12 @@ import requests
 
 from edge_app.appliance.appliance import Appliance
 from edge_app.config.schema import AppConfig
-from tests.e2e.appliance import ApplianceProcess, wait_until
-from tests.support.net import free_port
+from testkit.appliance import ApplianceProcess
+from testkit.waiting import wait_until
+from testkit.net import free_port
 from tests.support.notify import NotifySocket
 from tests.tensorrt.conftest import STANDIN_DIR
-from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+from testkit.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
 STEP_S = 1.0
 
@@ -75,7 +76,7 @@ LAUNCHER = f"""
 import sys, time
 sys.path.insert(0, {str(STANDIN_DIR)!r})
 from tensorrt import _build_steps
-from tests.tensorrt_standin.process_cuda import use_host_memory_cuda
+from testkit.tensorrt_standin.process_cuda import use_host_memory_cuda
 from edge_app.cli import main
 
 use_host_memory_cuda({{}})

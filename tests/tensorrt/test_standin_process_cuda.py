@@ -1,4 +1,4 @@
-"""The stand-in CUDA layer of the stand-in appliance subprocesses (tests/tensorrt_standin/process_cuda,
+"""The stand-in CUDA layer of the stand-in appliance subprocesses (testkit/tensorrt_standin/process_cuda,
 host memory, NOT CUDA): every part of the process that opens a device gets the stand-in.
 
 Each case runs in a subprocess of its own, as the appliances do, because the patch is process-wide.
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.support.standin_appliance import REPO_ROOT, STANDIN_DIR
+from testkit.standin_appliance import REPO_ROOT, STANDIN_DIR
 
 PROBES = {
     # what the NVDEC probe and selftest do: the first listed adapter, opened by name
@@ -23,7 +23,7 @@ def test_every_open_device_of_the_process_gets_the_standin(probe):
     code = "\n".join([
         "import sys", f"sys.path.insert(0, {str(REPO_ROOT)!r})", f"sys.path.insert(0, {str(STANDIN_DIR)!r})",
         "import edge_app.cuda",
-        "from tests.tensorrt_standin.process_cuda import use_host_memory_cuda",
+        "from testkit.tensorrt_standin.process_cuda import use_host_memory_cuda",
         "use_host_memory_cuda({'name': 'NVIDIA H200', 'compute_capability': (9, 0)})",
         probe,
         "print(type(d).__name__, d.name, d.compute_capability)",

@@ -3,7 +3,7 @@ machine, a failure on CI (``CI`` set, as ``.ci/run`` does), where ``scripts/syst
 ``pip install -e '.[opencv,dev,gstreamer]'`` install everything the suite needs. A missing tool
 can never turn CI green by skipping.
 
-Every test that needs a tool or a package asks for it here (``tests/test_skips.py`` finds any
+Every test that needs a tool or a package asks for it here (``tests/project/test_skips.py`` finds any
 skip that does not, and checks that ``scripts/system-deps.sh`` installs every tool of ``TOOLS``).
 """
 from __future__ import annotations
@@ -55,7 +55,7 @@ def require_tool(name: str, path: Optional[str] = None) -> str:
     """The path of the command ``name`` (of ``TOOLS``): ``path`` where given (an executable file),
     else found on PATH."""
     if name not in TOOLS:
-        raise ValueError(f"{name} is not in tests/support/skips.py TOOLS: add it with its Debian package")
+        raise ValueError(f"{name} is not in testkit/skips.py TOOLS: add it with its Debian package")
     found = (path if os.access(path, os.X_OK) else None) if path else shutil.which(name)
     if found is None:
         missing(f"{path or name} is not installed (Debian package {TOOLS[name]}; run scripts/system-deps.sh)")

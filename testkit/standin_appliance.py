@@ -1,4 +1,4 @@
-"""``edge-app run`` in a subprocess whose TensorRT is the test stand-in (tests/tensorrt_standin, NOT TensorRT).
+"""``edge-app run`` in a subprocess whose TensorRT is the test stand-in (testkit/tensorrt_standin, NOT TensorRT).
 
 The stand-in implements the TensorRT 10 Python API calls edge-app makes, with the names and
 signatures of NVIDIA's documentation; its "engine" is the ONNX plus build metadata, run with
@@ -16,10 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any, Dict
 
-from tests.e2e.appliance import ApplianceProcess, default_stop_signals, wait_until
+from testkit.appliance import ApplianceProcess, default_stop_signals
+from testkit.waiting import wait_until
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-STANDIN_DIR = REPO_ROOT / "tests" / "tensorrt_standin"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+STANDIN_DIR = REPO_ROOT / "testkit" / "tensorrt_standin"
 
 LAUNCHER = """
 import os, sys, time
@@ -27,7 +28,7 @@ sys.path.insert(0, {repo!r})
 sys.path.insert(0, {standin!r})
 import edge_app.cuda
 from tensorrt import _build_steps
-from tests.tensorrt_standin.process_cuda import use_host_memory_cuda
+from testkit.tensorrt_standin.process_cuda import use_host_memory_cuda
 from edge_app.cli import main
 
 assert __import__("tensorrt").IS_STANDIN

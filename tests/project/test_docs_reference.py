@@ -20,7 +20,7 @@ from edge_app.fleet_service.app import create_fleet_app
 from edge_app.fleet_service.config import FleetConfig
 from edge_app.mqtt.reference import topic_pattern, undocumented_topics
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REGENERATE = "run `python scripts/gen_reference.py` and commit the pages it rewrites"
 
 

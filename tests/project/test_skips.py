@@ -1,5 +1,5 @@
 """No silent skips on CI: a test skips for a missing tool or package only through
-``tests.support.skips`` (which fails instead when ``CI`` is set), and ``scripts/system-deps.sh``
+``testkit.skips`` (which fails instead when ``CI`` is set), and ``scripts/system-deps.sh``
 installs every tool the tests ask for.
 
 Skips that are right on CI too are listed in ``ALLOWED``, each with why.
@@ -15,10 +15,12 @@ from typing import Iterator, List
 
 import pytest
 
-from tests.support import skips
+from testkit import skips
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TESTS = REPO / "tests"
+#: where a skip can be: the tests and the kit they share with the benchmarks
+SCANNED = (TESTS, REPO / "testkit")
 SYSTEM_DEPS = REPO / "scripts" / "system-deps.sh"
 SKIP_CALLS = {"skip", "importorskip", "skipif"}  # pytest.skip(), pytest.importorskip(), pytest.mark.skip[if]
 
@@ -32,11 +34,11 @@ class Allowed:
 
 ALLOWED = (
     Allowed("tests/gpu/", "", "needs an NVIDIA GPU with CUDA and its Python bindings; CI has no GPU"),
-    Allowed("tests/test_bench_torch_runtime.py", "importorskip", "PyTorch and onnx2torch are no dependency of "
+    Allowed("tests/bench/test_torch_runtime.py", "importorskip", "PyTorch and onnx2torch are no dependency of "
             "edge-app: the bench's torch runtime is compared where someone installed them"),
-    Allowed("tests/test_checks.py", "this machine has nvdec", "the check under test passes where the hardware exists"),
-    Allowed("tests/test_checks.py", "a Jetson has nvarguscamerasrc", "the check under test passes on a Jetson"),
-    Allowed("tests/test_selftest.py", "this machine has", "the failure under test cannot happen where the decoder exists"),
+    Allowed("tests/config_change/test_checks.py", "this machine has nvdec", "the check under test passes where the hardware exists"),
+    Allowed("tests/config_change/test_checks.py", "a Jetson has nvarguscamerasrc", "the check under test passes on a Jetson"),
+    Allowed("tests/commands/test_selftest.py", "this machine has", "the failure under test cannot happen where the decoder exists"),
     Allowed("tests/detect/test_factory.py", "TensorRT is installed here", "tests the error without TensorRT"),
     Allowed("tests/tensorrt/test_commands.py", "this machine has an NVIDIA GPU", "tests the error without a GPU"),
     Allowed("tests/capture/test_nvdec_source.py", "PyNvVideoCodec is installed here", "tests the error without it"),
@@ -47,9 +49,9 @@ ALLOWED = (
     Allowed("tests/e2e/test_listening_address.py", "no non-loopback IPv4 address",
             "a container may have loopback only; what it tests cannot exist there"),
     Allowed("tests/capture/test_camera_rtsp.py", "EDGE_APP_SKIP_LONG", "left out only when asked for by name"),
-    Allowed("tests/test_docs_wording.py", "a recorded tree exists", "only while no tree captured from a device exists"),
-    Allowed("tests/support/skips.py", "", "the helper itself"),
-    Allowed("tests/test_skips.py", "", "this test"),
+    Allowed("tests/project/test_docs_wording.py", "a recorded tree exists", "only while no tree captured from a device exists"),
+    Allowed("testkit/skips.py", "", "the helper itself"),
+    Allowed("tests/project/test_skips.py", "", "this test"),
 )
 
 
@@ -88,18 +90,18 @@ def _allowed_by(skip: Skip) -> List[Allowed]:
 
 
 def all_skips() -> List[Skip]:
-    return [s for path in sorted(TESTS.rglob("*.py")) for s in skips_in(path)]
+    return [s for root in SCANNED for path in sorted(root.rglob("*.py")) for s in skips_in(path)]
 
 
 def test_every_skip_for_something_missing_goes_through_the_helper():
     bare = [str(s) for s in all_skips() if not _allowed_by(s)]
-    assert not bare, ("skips that would pass silently on CI; use tests.support.skips (require_tool, "
+    assert not bare, ("skips that would pass silently on CI; use testkit.skips (require_tool, "
                       "require_module, missing) or add them to ALLOWED with why:\n" + "\n".join(bare))
 
 
 def test_every_allowed_skip_still_exists():
     found = all_skips()
-    stale = [a for a in ALLOWED if not a.path.endswith("/") and a.path not in ("tests/support/skips.py", "tests/test_skips.py")
+    stale = [a for a in ALLOWED if not a.path.endswith("/") and a.path not in ("testkit/skips.py", "tests/project/test_skips.py")
              and not any(a in _allowed_by(s) for s in found)]
     assert not stale, f"allowed skips that are gone (remove them from ALLOWED): {stale}"
 
@@ -119,7 +121,7 @@ def test_the_scan_finds_bare_skips(tmp_path):
 def test_every_tool_asked_for_is_known_and_installed_by_system_deps():
     script = SYSTEM_DEPS.read_text()
     asked = set()
-    for path in sorted(p for p in TESTS.rglob("*.py") if p != Path(__file__)):
+    for path in sorted(p for root in SCANNED for p in root.rglob("*.py") if p != Path(__file__)):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "require_tool" \
                     and node.args and isinstance(node.args[0], ast.Constant):

@@ -24,7 +24,7 @@ from edge_app.fleet_agent.artifacts_state import ModelState, ModelsState
 from edge_app.reporting.protocol import ArtifactReport
 from tests.support.changing_appliance import appliance_with_changes
 from tests.support.model_files import models_dir  # noqa: F401  (a fixture)
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 CAMERA = "test://box?fps=2&width=160&height=120"
 

@@ -12,7 +12,7 @@ from typing import Dict, List
 import numpy as np
 
 from edge_app.cuda.base import CudaError, DeviceBuffer
-from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+from testkit.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
 
 class _SharedBuffer(DeviceBuffer):

@@ -21,7 +21,7 @@ from edge_app.cuda.base import (CudaDevice, CudaError, DeviceBuffer, Kernel, Ker
 from edge_app.cuda.kernels.letterbox import KERNEL_F16, KERNEL_F32, KERNEL_NV12_F16, KERNEL_NV12_F32
 from edge_app.cuda.kernels.yolo_nms import KERNEL_CANDIDATES_F16, KERNEL_CANDIDATES_F32, KERNEL_NMS, ROW_VALUES
 from edge_app.capture.gpu_image import nv12_to_bgr_reference
-from tests.tensorrt_standin.kernel_emulation import emulate_letterbox, emulate_yolo_candidates, emulate_yolo_nms
+from testkit.tensorrt_standin.kernel_emulation import emulate_letterbox, emulate_yolo_candidates, emulate_yolo_nms
 
 _KERNELS = {KERNEL_F32: np.float32, KERNEL_F16: np.float16, KERNEL_NV12_F32: np.float32, KERNEL_NV12_F16: np.float16,
             KERNEL_CANDIDATES_F32: np.float32, KERNEL_CANDIDATES_F16: np.float16, KERNEL_NMS: None}

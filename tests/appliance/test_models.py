@@ -18,7 +18,7 @@ from edge_app.config.file import config_to_dict, load_config, parse_config
 from edge_app.detect.base import DetectorError
 from tests.support.changing_appliance import appliance_with_changes
 from tests.support.model_files import models_dir  # noqa: F401  (a fixture)
-from tests.test_appliance_apply import GatedFactory, _wait
+from tests.appliance.test_apply import GatedFactory, _wait
 
 CAMERA = "test://box?fps=5&width=320&height=240"
 

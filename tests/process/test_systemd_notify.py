@@ -19,9 +19,9 @@ import requests
 import yaml
 
 from edge_app.process.systemd import SystemdNotifier, watchdog_interval_s
-from tests.e2e.appliance import wait_until
+from testkit.waiting import wait_until
 from tests.support.notify import NotifySocket
-from tests.support.net import free_port
+from testkit.net import free_port
 
 
 def test_notifier_speaks_to_path_and_abstract_sockets_and_never_raises(request):

@@ -23,11 +23,11 @@ from packaging.requirements import Requirement
 from tests.support.import_graph import every_import, module_files, module_level_imports
 from tests.support.install_requirements import (distributions_installed_by, import_names, names_outside,
                                                 read_setup)
-from tests.support.net import answers_ok, free_port
-from tests.support.waiting import wait_for
+from testkit.net import answers_ok, free_port
+from testkit.waiting import wait_for
 from tests.support.without_packages import python_without
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "edge_app"
 OPENCV_HINT = "edge-app[opencv]"
 

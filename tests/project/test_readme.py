@@ -10,9 +10,9 @@ from typing import List, Set, Tuple
 
 import paho.mqtt.publish as publish
 
-from tests.support.skips import require_tool
+from testkit.skips import require_tool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 #: what fits a terminal or a browser window without scrolling far
 FIRST_SCREEN_LINES = 45

@@ -10,7 +10,7 @@ from typing import Iterator, List
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TREES = REPO / "tests" / "health" / "trees"
 TEXT_SUFFIXES = {".md", ".py", ".json", ".txt", ".sh", ".yaml", ".yml", ".html", ".js"}
 

@@ -14,7 +14,7 @@ from bench.gpu.report import appliance_cpu_ms, cpu_comparison, finish, markdown,
 from bench.gpu.rtsp_serve import MAX_PAYLOAD, group_frames, packetize, split_nals
 from edge_app.detect.tensorrt.engine_process import EngineWork
 from edge_app.detect.detections import Detections
-from tests.support.skips import require_module
+from testkit.skips import require_module
 
 
 def _raw(batch, images_per_s):

@@ -1,16 +1,12 @@
 """NV12 frame images without a GPU: the numpy conversion against OpenCV, lazy conversion, sizes."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import cv2
 import numpy as np
 import pytest
 
 from edge_app.capture.gpu_image import (DeviceNv12Image, HostNv12Image, Nv12Planes, bgr_image, image_hw, nv12_hw,
                                         nv12_to_bgr, nv12_to_bgr_reference)
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 @pytest.mark.parametrize("height, width, seed", [(2, 2, 1), (8, 6, 2), (480, 640, 3), (1080, 1920, 4), (36, 1282, 5)])

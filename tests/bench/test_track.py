@@ -4,7 +4,7 @@ import pytest
 
 from bench.track.compare import iou_distances, run_scene, table
 from bench.track.scenes import FRAME_H, FRAME_W, SceneSpec, generate
-from tests.support.skips import require_module
+from testkit.skips import require_module
 
 
 def test_scenes_are_reproducible_and_consistent():

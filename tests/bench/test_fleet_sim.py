@@ -20,7 +20,7 @@ import pytest
 
 from bench.fleet.device import bench_desired_key
 from edge_app.fleet_agent.desired_signature import signed_desired
-from tests.e2e.appliance import wait_until
+from testkit.waiting import wait_until
 from tests.e2e.conftest import appliance_factory  # noqa: F401  (a fixture: a real `edge-app run`)
 
 DEVICES, KILL = 20, 3

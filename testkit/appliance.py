@@ -7,16 +7,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict, Optional
 
 import requests
 import yaml
 
-from tests.support.waiting import wait_for
-
-
-def wait_until(condition: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.2) -> Any:
-    return wait_for(condition, timeout_s, what, interval_s)
+from testkit.waiting import wait_until
 
 
 def default_stop_signals() -> None:

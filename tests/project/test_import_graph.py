@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.import_graph import import_graph, loops
 
-PACKAGE = Path(__file__).resolve().parent.parent / "edge_app"
+PACKAGE = Path(__file__).resolve().parents[2] / "edge_app"
 
 #: lowest first; a module may import its own layer and those below, never one above
 LAYERS: Tuple[Tuple[str, ...], ...] = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from tests.tensorrt_standin.host_cuda import HostMemoryCudaDevice
+from testkit.tensorrt_standin.host_cuda import HostMemoryCudaDevice
 
 ADAPTER = HostMemoryCudaDevice.adapter_name
 

@@ -18,7 +18,7 @@ from edge_app.appliance.appliance import Appliance
 from edge_app.config_change.checks import check_runtime
 from edge_app.config.file import ConfigFile, load_config, parse_config, save_config
 from edge_app.config_change.changes import ConfigChanges
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 DEVICE = "one-path"
 CAM = "cam"
