@@ -1,10 +1,6 @@
 """Fixtures shared by the whole suite, in tests/support: around the real-world helpers of the
 test kit (``testkit``: a Mosquitto broker on a free port, a GStreamer RTSP server), and clips
 made with ffmpeg."""
-import os
-from pathlib import Path
-
-import pytest
 
 pytest_plugins = ["tests.support.paths", "tests.support.media", "tests.support.broker", "tests.support.rtsp"]
 

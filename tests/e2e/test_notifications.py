@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from tests.e2e.appliance import wait_until
+from testkit.waiting import wait_until
 from tests.e2e.scene import jpeg_size
 from tests.notify.receivers import NtfyStandIn, Receiver
-from tests.support.net import free_port
+from testkit.net import free_port
 
 pytestmark = pytest.mark.slow
 

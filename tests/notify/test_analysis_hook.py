@@ -8,7 +8,7 @@ from edge_app.notify.wiring import notifier_for
 from edge_app.reporting.protocol import AnalysedFrame
 from tests.events.scene import FPS, T0, Obj, detections_at, image, moving
 from tests.notify.receivers import Receiver
-from tests.test_analysis import RecordingPublisher
+from tests.appliance.test_analysis import RecordingPublisher
 
 SECRET = "x" * 32
 RIGHT = [[0.5, 0], [1, 0], [1, 1], [0.5, 1]]

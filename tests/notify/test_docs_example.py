@@ -16,7 +16,7 @@ from edge_app.notify.notifier import Notifier
 from edge_app.review.live import LiveReview
 from edge_app.review.model import AlertRule
 from tests.notify.receivers import Receiver
-from tests.support.skips import require_tool
+from testkit.skips import require_tool
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "notifications.md"
 SECRET = "5b0c9b0e6f1f4e0a9c7d2d7a8e1f3b4c"
