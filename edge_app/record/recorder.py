@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import logging
 import queue
-import shutil
 import threading
 import time
 from dataclasses import replace
@@ -18,6 +17,7 @@ from typing import Callable, Optional
 
 from edge_app.capture.packets import RECORDABLE_CODECS, EncodedPacket, StreamInfo
 from edge_app.config.schema_record import RecordSettings
+from edge_app.health.free_space import free_bytes as read_free_bytes
 from edge_app.record.clip_budget import ClipBudget
 from edge_app.record.event_clips import EventClips, length_s
 from edge_app.record.files import CameraFiles, ClipKey
@@ -48,7 +48,7 @@ class CameraRecorder:
         self.settings = settings
         self.camera_id = settings.camera_id
         self._offline_finish_s = offline_finish_s
-        self._free_bytes = free_bytes or (lambda: shutil.disk_usage(self.store.folder).free)
+        self._free_bytes = free_bytes or (lambda: read_free_bytes(self.store.folder))
         self._inbox = Inbox(queue_packets, queue_bytes)
         self._orders: "queue.SimpleQueue" = queue.SimpleQueue()
         self._ring = PreRollRing(settings.pre_s, follow_reader=True,
