@@ -19,14 +19,16 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Protocol
+from typing import Dict, List, Optional
 
 from edge_app.capture.packets import EncodedPacket, StreamInfo
+from edge_app.config.schema_record import RecordSettings
 from edge_app.record.clip_budget import ClipBudget
-from edge_app.record.files import CameraFiles, ClipKey
+from edge_app.record.files import CameraFiles
 from edge_app.record.index import FileRow
 from edge_app.record.mp4 import Fmp4Writer, compatible
-from edge_app.record.ring import PreRollRing, decode_wall
+from edge_app.record.ring import DEFAULT_MAX_BYTES, PreRollRing, decode_wall
+from edge_app.record.writing import FileWriting, length_s
 
 log = logging.getLogger(__name__)
 
@@ -37,22 +39,6 @@ JOIN_SLACK_S = 1e-3
 COMPLETE_WITHIN_S = 10.0
 #: events refused by a cap are logged at most once in this many seconds (with how many there were)
 REFUSAL_LOG_INTERVAL_S = 60.0
-
-
-class ClipWriting(Protocol):
-    """What the recorder does for a clip's file (open, write, index, close; pausing on a full disk)."""
-
-    def open_file(self, path: str, info: StreamInfo, packet: EncodedPacket) -> Optional[Fmp4Writer]: ...
-
-    def started(self, writer: Fmp4Writer, key: ClipKey) -> bool: ...
-
-    def write(self, writer: Fmp4Writer, info: StreamInfo, packet: EncodedPacket) -> bool: ...
-
-    def close(self, writer: Fmp4Writer, key: ClipKey) -> None: ...
-
-    def preroll_short(self, event_id: str, late_s: float) -> None: ...
-
-    def paused(self) -> bool: ...
 
 
 @dataclass
@@ -76,22 +62,40 @@ class _Run:
 
 
 class EventClips:
-    """The event clips of one camera; called on its recorder's thread only."""
+    """The event clips of one camera and their pre-roll ring. ``keep`` runs on the capture thread
+    (it only fills the ring); everything else on the camera's recorder thread."""
 
-    def __init__(self, camera_id: str, ring: PreRollRing, files: CameraFiles, io: ClipWriting,
-                 budget: ClipBudget) -> None:
-        self.camera_id = camera_id
+    def __init__(self, settings: RecordSettings, files: CameraFiles, io: FileWriting,
+                 ring_max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.camera_id = files.camera_id
         self.store = files.store
-        self._ring = ring
         self._files = files
         self._io = io
-        self.budget = budget
+        self._enabled = settings.events_enabled
+        self._post_s = settings.post_s
+        self._max_s = settings.max_s  # a file this long continues in the next part
+        self._ring = PreRollRing(settings.pre_s, max_bytes=ring_max_bytes)
+        self.budget = ClipBudget(settings.max_concurrent, settings.max_mb_per_hour)
         self._runs: List[_Run] = []
         self._waiting: Dict[str, _Event] = {}
         self._reached: Optional[EncodedPacket] = None  # the last packet handled: the ring may hold newer ones
         self._warned_wall: Optional[float] = None
         self._warned_skipped = 0
-        self.max_s = 300.0  # a file this long continues in the next part (the recorder's settings)
+        self.preroll_short = 0  # clips whose pre-roll the ring no longer held
+
+    def configure(self, settings: RecordSettings) -> None:
+        """The camera's new settings (a configuration change); open clips keep their files."""
+        self._enabled, self._post_s, self._max_s = settings.events_enabled, settings.post_s, settings.max_s
+        self._ring.pre_s = settings.pre_s
+        self.budget.set_limits(settings.max_concurrent, settings.max_mb_per_hour)
+        if not settings.events_enabled:
+            self._ring.clear()
+
+    def keep(self, info: StreamInfo, packet: EncodedPacket) -> None:
+        """The capture thread: a packet into the pre-roll ring (before the recorder's queue, so a
+        full queue never costs a clip its pre-roll)."""
+        if self._enabled:
+            self._ring.add(info, packet)
 
     # ---- what the recorder asks --------------------------------------------------------------
 
@@ -105,16 +109,16 @@ class EventClips:
         return event_id in self._waiting or any(
             event_id in run.events or any(e.event_id == event_id for e in run.ended) for run in self._runs)
 
-    def started(self, event_id: str, start_ts: float, pre_s: float) -> None:
-        if self.knows(event_id):
+    def started(self, event_id: str, start_ts: float) -> None:
+        if not self._enabled or self.knows(event_id):
             return
         event = self._waiting[event_id] = _Event(event_id, start_ts)
-        self._catch_up(event, None if self._reached is None else self._reached.wall_ts, pre_s)
+        self._catch_up(event, None if self._reached is None else self._reached.wall_ts)
 
-    def ended(self, event_id: str, end_ts: float, post_s: float) -> None:
+    def ended(self, event_id: str, end_ts: float) -> None:
         event = self._waiting.get(event_id) or next((r.events[event_id] for r in self._runs if event_id in r.events), None)
         if event is not None:
-            event.end_deadline = end_ts + post_s
+            event.end_deadline = end_ts + self._post_s
 
     def deleted(self, event_id: str) -> None:
         self._waiting.pop(event_id, None)
@@ -134,7 +138,8 @@ class EventClips:
                 self._hand_over(run)
         self._files.guard(lambda: self.store.delete_event(event_id))
 
-    def packet(self, info: StreamInfo, packet: EncodedPacket, pre_s: float) -> None:
+    def packet(self, info: StreamInfo, packet: EncodedPacket) -> None:
+        self._ring.reached(packet.wall_ts)
         self._reached = packet
         due = decode_wall(info, packet)
         for run in list(self._runs):
@@ -142,7 +147,7 @@ class EventClips:
                 self._leave(run, event)
         runs = list(self._runs)  # a run started below from the ring has this packet already
         for event in list(self._waiting.values()):
-            self._catch_up(event, packet.wall_ts, pre_s)
+            self._catch_up(event, packet.wall_ts)
         for run in runs:
             if run.events and run in self._runs:
                 self._feed(run, info, packet)
@@ -169,12 +174,13 @@ class EventClips:
 
     # ---- joining a run -------------------------------------------------------------------------
 
-    def _catch_up(self, event: _Event, newest_wall: Optional[float], pre_s: float) -> None:
+    def _catch_up(self, event: _Event, newest_wall: Optional[float]) -> None:
         """Give the event its clip once the packets of start - pre_s have arrived.
 
         The order may come before the packets of its time when the recorder lags behind the
         camera; starting right away would take an older keyframe than the clip needs.
         """
+        pre_s = self._ring.pre_s
         if newest_wall is None or newest_wall < event.start_ts - pre_s:
             return
         self._waiting.pop(event.event_id, None)
@@ -186,7 +192,9 @@ class EventClips:
             self._warn_refused(event.event_id, why, newest_wall)
             return
         if not self._ring.reaches(event.start_ts - pre_s):
-            self._io.preroll_short(event.event_id, newest_wall - event.start_ts)
+            self.preroll_short += 1
+            log.warning("recording %s: the clip of event %s misses part of its pre-roll (the event came %.1f s "
+                        "after its start)", self.camera_id, event.event_id, newest_wall - event.start_ts)
         held = self._ring.since(event.start_ts - pre_s, upto=self._reached)
         wanted = held[0][1].wall_ts if held else None
         run = self._run_covering(wanted)
@@ -272,7 +280,7 @@ class EventClips:
             return
         writer = run.writer
         if writer is not None and packet.keyframe and (
-                length_s(writer, packet) >= self.max_s or not compatible(writer.info, info)
+                length_s(writer, packet) >= self._max_s or not compatible(writer.info, info)
                 or self._ended_waited(run, packet.wall_ts)):
             self._close_file(run)  # this part is complete; the next one starts at this keyframe
             writer = None
@@ -367,8 +375,3 @@ class EventClips:
         log.warning("clips of %s end early: %s", self.camera_id, why)
         self._close_run(run)
 
-
-def length_s(writer: Fmp4Writer, packet: EncodedPacket) -> float:
-    """How long a file is, up to ``packet``: by its video, and by the wall clock where that says more
-    (a gap after a reconnect); a wall clock stepped back still lets the video decide."""
-    return max(writer.duration_s, packet.wall_ts - writer.start_wall)
