@@ -113,7 +113,7 @@ class DeviceRecorder:
 
         store, retention = self._store, self._retention
         assert store is not None and retention is not None
-        retention.policy = retention_policy(config.record.retain)  # the next run applies it
+        policy = retention.policy = retention_policy(config.record.retain)  # the next run applies it
         wanted = settings_of(config)
         with self._lock:
             before, self._settings = self._settings, wanted
@@ -126,9 +126,9 @@ class DeviceRecorder:
             with self._lock:
                 recorder = self._recorders.get(camera_id)
                 if recorder is None:
-                    # the reserve of the retention now; a running recorder keeps the one it started with
+                    # the reserve of this configuration; a running recorder keeps the one it started with
                     self._recorders[camera_id] = CameraRecorder(
-                        store, settings, reserve_bytes=retention.policy.reserve_bytes,
+                        store, settings, reserve_bytes=policy.reserve_bytes,
                         on_clip=self._ledger.clip_reported).start()
             if recorder is not None:
                 recorder.update(settings)
