@@ -32,7 +32,6 @@ from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler, health_dirs
 from edge_app.notify.wiring import notifier_for
 from edge_app.appliance.model_set import ModelSet
-from edge_app.appliance.recording import RecorderFactory, RecordingHub
 from edge_app.appliance.read_side import ApplianceReads, RunningParts
 from edge_app.motion.gating import MotionGating
 from edge_app.mqtt import link_health
@@ -43,6 +42,7 @@ from edge_app.opencv import opencv
 from edge_app.pipeline import health as pipeline_health
 from edge_app.pipeline.health import PipelineHealth
 from edge_app.pipeline.results import ResultStore
+from edge_app.record.device_recorder import DeviceRecorder
 from edge_app.record.types import RecordingReader
 from edge_app.config_change.plan import plan_changes
 from edge_app.config_change.detect_switch import DetectSwitch
@@ -66,7 +66,7 @@ class Appliance:
                  publisher_factory: Callable[..., MqttPublisher] = MqttPublisher,
                  camera_factory: Callable[..., CameraWorker] = CameraWorker,
                  event_store: Optional[EventStore] = None, health: Optional[HealthSampler] = None,
-                 recorder_factory: Optional[RecorderFactory] = None,
+                 record: bool = False,
                  on_model_running: Optional[Callable[[ModelConfig, Detector], None]] = None):
         self._config = config
         # Told each time a model's detector has been installed (at start, or swapped in): the fleet's models_state.
@@ -82,9 +82,9 @@ class Appliance:
         self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
         self._changes: Optional["ConfigChanges"] = None  # the one change path (use_changes)
         self._detect_switch: Optional[DetectSwitch] = None
-        # Without a recorder factory nothing is recorded; events and MQTT are the same either way.
-        self._recording = RecordingHub(recorder_factory, lambda message: self._publisher.publish_event(message),
-                                       store=event_store)
+        # Only with record (edge-app run) is the record section acted on; events and MQTT are the same either way.
+        self._recording = DeviceRecorder(lambda message: self._publisher.publish_event(message), event_store,
+                                         enabled=record)
         self._analysis = AnalysisHub(lambda: self._publisher, store=event_store, on_event=self._recording.on_event)
         self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse)
         # Frames of a camera where nothing moves and nothing is tracked never reach the model.

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 
 from edge_app.appliance.analysis import AnalysisHub
 from edge_app.appliance.engine_builds import EngineBuilds
-from edge_app.appliance.recording import RecordingHub
 from edge_app.appliance.report_builders import camera_report, model_report, model_status_report, pipeline_report
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
@@ -28,6 +27,7 @@ from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline.health import PipelineActivity, PipelineHealth, assess, readiness_reason
 from edge_app.pipeline.results import ResultStore
+from edge_app.record.device_recorder import DeviceRecorder
 from edge_app.record.types import RecordingReader
 from edge_app.reporting.protocol import (AnalysedFrame, CameraReport, CountsReport, ModelChangeReport,
                                          ModelStatusReport, MqttReport, RemoteConfigReport, StatusReport, UnknownCamera)
@@ -66,7 +66,7 @@ class ApplianceReads:
 
     def __init__(self, running: Callable[[], RunningParts], *, results: ResultStore, pipeline: "PipelineLike",
                  analysis: AnalysisHub, event_store: Optional[EventStore], health: HealthSampler,
-                 stall_after_s: float, recording: Optional[RecordingHub] = None,
+                 stall_after_s: float, recording: Optional[DeviceRecorder] = None,
                  builds: Optional[EngineBuilds] = None):
         self._running = running
         self._builds = builds if builds is not None else EngineBuilds()  # each model's TensorRT engine build

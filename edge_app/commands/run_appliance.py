@@ -46,7 +46,6 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     # Relative to the working directory, like every path of the configuration.
     store = (EventStore(Path(config.events.dir), config.events.retain_days, config.events.max_mb)
              if config.events.enabled else None)
-    from edge_app.appliance.recording_service import recording_service
     from edge_app.detect.factory import create_detector
     from edge_app.fleet_agent.artifacts_models import FleetModels
     from edge_app.fleet_agent.artifacts_state import ModelsState
@@ -56,7 +55,7 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     models_state = ModelsState()
     fleet_models = FleetModels(create_detector, lambda: appliance.current_config(), models_state,
                                reload=lambda name, model: appliance.reload_model(name, model))
-    appliance = Appliance(config, event_store=store, detector_factory=fleet_models, recorder_factory=recording_service,
+    appliance = Appliance(config, event_store=store, detector_factory=fleet_models, record=True,
                           on_model_running=fleet_models.running)
     server: Optional[ApiServer] = None
     # One change path for the API, the fleet's R/config/desired, the detect switch and model

@@ -14,7 +14,7 @@ from edge_app.config.schema import AppConfig, ModelConfig
 _DECODE_ONLY_KEYS = {"conf_threshold", "iou_threshold", "classes", "batch_timeout_ms"}
 # Camera settings read by the analysis (edge_app.appliance.analysis) or the recorder, not by capture:
 # no camera restart (a camera that starts or stops being recorded reconnects through the recorder's
-# own check, edge_app.appliance.recording). ``model``: the camera's frames go to another model's
+# own check, edge_app.record.device_recorder). ``model``: the camera's frames go to another model's
 # pipeline; capture goes on as it is.
 _ANALYSIS_KEYS = {"detect", "zones", "lines", "motion", "model", "record", "review"}
 

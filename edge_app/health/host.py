@@ -1,7 +1,7 @@
 """Every host: CPU load, clocks and temperature, memory, disk space of given directories, uptime.
 
 From procfs (``/proc/loadavg``, ``/proc/stat``, ``/proc/meminfo``, ``/proc/uptime``), cpufreq
-(``/sys/devices/system/cpu/cpu*/cpufreq/scaling_cur_freq``, kHz) and ``os.statvfs``.
+(``/sys/devices/system/cpu/cpu*/cpufreq/scaling_cur_freq``, kHz) and ``edge_app.health.free_space``.
 """
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from edge_app.health.files import read_int, read_text, sorted_glob, under
+from edge_app.health.free_space import disk_space
 from edge_app.health.report import CpuReport, DiskReport, Figure, MemoryReport, unavailable
 
 _MB = 1024.0 * 1024.0
@@ -78,16 +79,13 @@ def read_memory(root: Path, shared_with_gpu: bool) -> Union[MemoryReport, str]:
 def read_disk(path: str, base: Path) -> DiskReport:
     """Space of the file system holding ``path`` (relative to ``base``), as ``df`` counts it."""
     try:
-        st = os.statvfs(base / path)
+        space = disk_space(base / path)
     except OSError as err:
         why = unavailable(f"{err.strerror or err}")
         return DiskReport(path, why, why, why)
-    total = st.f_blocks * st.f_frsize
-    used = (st.f_blocks - st.f_bfree) * st.f_frsize
-    available = st.f_bavail * st.f_frsize
-    # df's Use%: reserved blocks count as neither used nor available to us.
-    percent: Figure = round(100.0 * used / (used + available), 1) if used + available else unavailable("empty file system")
-    return DiskReport(path, round(total / _MB, 1), round(available / _MB, 1), percent)
+    percent: Figure = (round(space.used_percent, 1) if space.used_bytes + space.free_bytes
+                       else unavailable("empty file system"))
+    return DiskReport(path, round(space.total_bytes / _MB, 1), round(space.free_bytes / _MB, 1), percent)
 
 
 def read_disks(paths: Sequence[str], base: Path) -> List[DiskReport]:

@@ -8,7 +8,8 @@ pre-roll), and events starting on the same frame get the same file. A clip is co
 is, so an event that ends while others go on ends the file at the first keyframe
 ``COMPLETE_WITHIN_S`` after its post-roll, and the others continue in a new file (their next
 part); a run longer than ``max_s`` does the same. An event joining in the first moments of a
-part, whose pre-roll is in the previous part, links that part too.
+part, whose pre-roll is in the previous part, links that part too. Which events share a run is
+decided here; the run's files are written and named by ``RunFiles`` (``clip_runs``).
 
 Every file is one open descriptor and one stream written to the disk, so events that find no run
 to join start one only while ``record.events.max_concurrent`` allows, and clips stop while the
@@ -17,81 +18,60 @@ camera's clip bytes of the last hour exceed ``record.events.max_mb_per_hour`` (`
 from __future__ import annotations
 
 import logging
-import os
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Protocol
+from typing import Dict, List, Optional
 
 from edge_app.capture.packets import EncodedPacket, StreamInfo
+from edge_app.config.schema_record import RecordSettings
 from edge_app.record.clip_budget import ClipBudget
-from edge_app.record.files import CameraFiles, ClipKey
-from edge_app.record.index import FileRow
-from edge_app.record.mp4 import Fmp4Writer, compatible
-from edge_app.record.ring import PreRollRing, decode_wall
+from edge_app.record.clip_runs import ClipEvent, ClipRun, RunFiles
+from edge_app.record.files import CameraFiles
+from edge_app.record.mp4 import Fmp4Writer
+from edge_app.record.ring import DEFAULT_MAX_BYTES, PreRollRing, decode_wall
+from edge_app.record.writing import FileWriting
 
 log = logging.getLogger(__name__)
 
 #: a run's file may begin this much after the keyframe an event wants and still serve it (clock noise)
 JOIN_SLACK_S = 1e-3
-#: an event that ended while others of its run go on has its clip completed this long after its
-#: post-roll at the latest (the shared file ends at the next keyframe; the others continue in a new part)
-COMPLETE_WITHIN_S = 10.0
 #: events refused by a cap are logged at most once in this many seconds (with how many there were)
 REFUSAL_LOG_INTERVAL_S = 60.0
 
 
-class ClipWriting(Protocol):
-    """What the recorder does for a clip's file (open, write, index, close; pausing on a full disk)."""
-
-    def open_file(self, path: str, info: StreamInfo, packet: EncodedPacket) -> Optional[Fmp4Writer]: ...
-
-    def started(self, writer: Fmp4Writer, key: ClipKey) -> bool: ...
-
-    def write(self, writer: Fmp4Writer, info: StreamInfo, packet: EncodedPacket) -> bool: ...
-
-    def close(self, writer: Fmp4Writer, key: ClipKey) -> None: ...
-
-    def preroll_short(self, event_id: str, late_s: float) -> None: ...
-
-    def paused(self) -> bool: ...
-
-
-@dataclass
-class _Event:
-    event_id: str
-    start_ts: float
-    end_deadline: Optional[float] = None  # end + post_s once the event ended
-    part: int = -1  # its part number of the run's current file
-    path: Optional[str] = None  # its name of the run's current file (relative)
-    waiting: bool = True  # the recorder has not yet seen packets up to start - pre_s
-
-
-@dataclass
-class _Run:
-    events: Dict[str, _Event] = field(default_factory=dict)
-    owner: str = ""  # the event whose name the writer's file has
-    owner_part: int = 0  # and which part of that event's clip it is
-    writer: Optional[Fmp4Writer] = None
-    previous: Optional[FileRow] = None  # the run's last finished file (a late event's pre-roll may be there)
-    ended: List[_Event] = field(default_factory=list)  # post-roll over, their clip completes with this file
-
-
 class EventClips:
-    """The event clips of one camera; called on its recorder's thread only."""
+    """The event clips of one camera and their pre-roll ring. ``keep`` runs on the capture thread
+    (it only fills the ring); everything else on the camera's recorder thread."""
 
-    def __init__(self, camera_id: str, ring: PreRollRing, files: CameraFiles, io: ClipWriting,
-                 budget: ClipBudget) -> None:
-        self.camera_id = camera_id
+    def __init__(self, settings: RecordSettings, files: CameraFiles, io: FileWriting,
+                 ring_max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.camera_id = files.camera_id
         self.store = files.store
-        self._ring = ring
         self._files = files
-        self._io = io
-        self.budget = budget
-        self._runs: List[_Run] = []
-        self._waiting: Dict[str, _Event] = {}
+        self._enabled = settings.events_enabled
+        self._post_s = settings.post_s
+        self._ring = PreRollRing(settings.pre_s, max_bytes=ring_max_bytes)
+        self.budget = ClipBudget(settings.max_concurrent, settings.max_mb_per_hour)
+        self._run_files = RunFiles(files, io, self.budget, settings.max_s)
+        self._runs: List[ClipRun] = []
+        self._waiting: Dict[str, ClipEvent] = {}
         self._reached: Optional[EncodedPacket] = None  # the last packet handled: the ring may hold newer ones
         self._warned_wall: Optional[float] = None
         self._warned_skipped = 0
-        self.max_s = 300.0  # a file this long continues in the next part (the recorder's settings)
+        self.preroll_short = 0  # clips whose pre-roll the ring no longer held
+
+    def configure(self, settings: RecordSettings) -> None:
+        """The camera's new settings (a configuration change); open clips keep their files."""
+        self._enabled, self._post_s = settings.events_enabled, settings.post_s
+        self._run_files.max_s = settings.max_s
+        self._ring.pre_s = settings.pre_s
+        self.budget.set_limits(settings.max_concurrent, settings.max_mb_per_hour)
+        if not settings.events_enabled:
+            self._ring.clear()
+
+    def keep(self, info: StreamInfo, packet: EncodedPacket) -> None:
+        """The capture thread: a packet into the pre-roll ring (before the recorder's queue, so a
+        full queue never costs a clip its pre-roll)."""
+        if self._enabled:
+            self._ring.add(info, packet)
 
     # ---- what the recorder asks --------------------------------------------------------------
 
@@ -105,16 +85,16 @@ class EventClips:
         return event_id in self._waiting or any(
             event_id in run.events or any(e.event_id == event_id for e in run.ended) for run in self._runs)
 
-    def started(self, event_id: str, start_ts: float, pre_s: float) -> None:
-        if self.knows(event_id):
+    def started(self, event_id: str, start_ts: float) -> None:
+        if not self._enabled or self.knows(event_id):
             return
-        event = self._waiting[event_id] = _Event(event_id, start_ts)
-        self._catch_up(event, None if self._reached is None else self._reached.wall_ts, pre_s)
+        event = self._waiting[event_id] = ClipEvent(event_id, start_ts)
+        self._catch_up(event, None if self._reached is None else self._reached.wall_ts)
 
-    def ended(self, event_id: str, end_ts: float, post_s: float) -> None:
+    def ended(self, event_id: str, end_ts: float) -> None:
         event = self._waiting.get(event_id) or next((r.events[event_id] for r in self._runs if event_id in r.events), None)
         if event is not None:
-            event.end_deadline = end_ts + post_s
+            event.end_deadline = end_ts + self._post_s
 
     def deleted(self, event_id: str) -> None:
         self._waiting.pop(event_id, None)
@@ -131,10 +111,11 @@ class EventClips:
             if not run.events:
                 self._close_run(run)
             elif run.owner == event_id and run.writer is not None:
-                self._hand_over(run)
+                self._run_files.hand_over(run)
         self._files.guard(lambda: self.store.delete_event(event_id))
 
-    def packet(self, info: StreamInfo, packet: EncodedPacket, pre_s: float) -> None:
+    def packet(self, info: StreamInfo, packet: EncodedPacket) -> None:
+        self._ring.reached(packet.wall_ts)
         self._reached = packet
         due = decode_wall(info, packet)
         for run in list(self._runs):
@@ -142,7 +123,7 @@ class EventClips:
                 self._leave(run, event)
         runs = list(self._runs)  # a run started below from the ring has this packet already
         for event in list(self._waiting.values()):
-            self._catch_up(event, packet.wall_ts, pre_s)
+            self._catch_up(event, packet.wall_ts)
         for run in runs:
             if run.events and run in self._runs:
                 self._feed(run, info, packet)
@@ -156,7 +137,7 @@ class EventClips:
     def drop_writers(self) -> None:
         """Close every open file as far as the disk allows; active runs continue in a new part."""
         for run in self._runs:
-            self._close_file(run)
+            self._run_files.close(run)
 
     def forget_writers(self) -> None:
         """After an error the files could not even be closed: they are left to the next start's reconciling."""
@@ -169,12 +150,13 @@ class EventClips:
 
     # ---- joining a run -------------------------------------------------------------------------
 
-    def _catch_up(self, event: _Event, newest_wall: Optional[float], pre_s: float) -> None:
+    def _catch_up(self, event: ClipEvent, newest_wall: Optional[float]) -> None:
         """Give the event its clip once the packets of start - pre_s have arrived.
 
         The order may come before the packets of its time when the recorder lags behind the
         camera; starting right away would take an older keyframe than the clip needs.
         """
+        pre_s = self._ring.pre_s
         if newest_wall is None or newest_wall < event.start_ts - pre_s:
             return
         self._waiting.pop(event.event_id, None)
@@ -186,14 +168,16 @@ class EventClips:
             self._warn_refused(event.event_id, why, newest_wall)
             return
         if not self._ring.reaches(event.start_ts - pre_s):
-            self._io.preroll_short(event.event_id, newest_wall - event.start_ts)
+            self.preroll_short += 1
+            log.warning("recording %s: the clip of event %s misses part of its pre-roll (the event came %.1f s "
+                        "after its start)", self.camera_id, event.event_id, newest_wall - event.start_ts)
         held = self._ring.since(event.start_ts - pre_s, upto=self._reached)
         wanted = held[0][1].wall_ts if held else None
         run = self._run_covering(wanted)
         if run is not None:
             self._join(run, event, wanted)
             return
-        run = _Run(events={event.event_id: event}, owner=event.event_id)
+        run = ClipRun(events={event.event_id: event}, owner=event.event_id)
         self._runs.append(run)
         for held_info, held_packet in held:
             if event.end_deadline is not None and decode_wall(held_info, held_packet) > event.end_deadline:
@@ -210,7 +194,7 @@ class EventClips:
         log.warning("event %s of %s is stored without a clip (%d since the last such line): %s",
                     event_id, self.camera_id, since, why)
 
-    def _run_covering(self, wanted_wall: Optional[float]) -> Optional[_Run]:
+    def _run_covering(self, wanted_wall: Optional[float]) -> Optional[ClipRun]:
         """An open run whose files hold the packets from ``wanted_wall`` on (None: the ring is empty,
         any run with a file will do)."""
         for run in self._runs:
@@ -222,119 +206,23 @@ class EventClips:
                 return run
         return None
 
-    def _join(self, run: _Run, event: _Event, wanted_wall: Optional[float]) -> None:
+    def _join(self, run: ClipRun, event: ClipEvent, wanted_wall: Optional[float]) -> None:
         writer = run.writer
         assert writer is not None
         if wanted_wall is not None and writer.start_wall > wanted_wall + JOIN_SLACK_S and run.previous is not None:
             event.part = 0
-            self._link_finished(run.previous, event)
+            self._run_files.link_finished(run.previous, event)
         run.events[event.event_id] = event
-        self._link_current(run, event)
+        self._run_files.link_current(run, event)
 
-    def _link_finished(self, row: FileRow, event: _Event) -> None:
-        path = self._name(event, event.part)
-        if path is None or not self._link(row.path, path):
-            return
-        self._files.finish_link(path, row, (event.event_id, event.part))
-
-    def _link_current(self, run: _Run, event: _Event) -> None:
-        writer = run.writer
-        assert writer is not None
-        event.part += 1
-        event.path = self._name(event, event.part)
-        source = self._files.relative(writer)
-        if event.path is None or not self._link(source, event.path):
-            event.path = None
-            return
-        self._files.start_link(writer, event.path, (event.event_id, event.part))
-
-    def _name(self, event: _Event, part: int) -> Optional[str]:
-        try:
-            return self.store.clip_path(self.camera_id, event.event_id, part)
-        except ValueError as err:
-            log.warning("no clip for event %s: %s", event.event_id, err)
-            return None
-
-    def _link(self, source: str, target: str) -> bool:
-        try:
-            os.link(self.store.folder / source, self.store.folder / target)
-            return True
-        except FileExistsError:
-            return (self.store.folder / source).samefile(self.store.folder / target)
-        except OSError as err:  # a file system without hard links, EMLINK: this event goes without
-            log.warning("clip %s cannot share %s: %s", target, source, err)
-            return False
-
-    # ---- writing a run's file ------------------------------------------------------------------
-
-    def _feed(self, run: _Run, info: StreamInfo, packet: EncodedPacket) -> None:
-        if self._io.paused():
-            return
-        writer = run.writer
-        if writer is not None and packet.keyframe and (
-                length_s(writer, packet) >= self.max_s or not compatible(writer.info, info)
-                or self._ended_waited(run, packet.wall_ts)):
-            self._close_file(run)  # this part is complete; the next one starts at this keyframe
-            writer = None
-        if writer is None:
-            if not packet.keyframe:
-                return
-            if self.budget.spent(packet.wall_ts):
-                self._cut(run, packet.wall_ts)
-                return
-            if not self._open_file(run, info, packet):
-                return
-            writer = run.writer
-        assert writer is not None
-        if self.budget.spent(packet.wall_ts):
+    def _feed(self, run: ClipRun, info: StreamInfo, packet: EncodedPacket) -> None:
+        stop = self._run_files.feed(run, info, packet)
+        if stop is not None and stop.cut:
             self._cut(run, packet.wall_ts)
-            return
-        if self._io.write(writer, info, packet):
-            self.budget.wrote(packet.wall_ts, len(packet.data))
-            if packet.keyframe:
-                for event in run.events.values():
-                    if event.path is not None:
-                        self._files.index(writer, (event.event_id, event.part), "progressed", path=event.path)
+        elif stop is not None and stop.leaving is not None:
+            self._leave(run, stop.leaving)
 
-    @staticmethod
-    def _ended_waited(run: _Run, wall_ts: float) -> bool:
-        """Whether an event whose post-roll is over has waited long enough for its clip to complete:
-        the file then ends at this keyframe and the others go on in a new part. Waiting batches
-        the ends of a busy scene into one new part every few seconds instead of one per event."""
-        return any(e.end_deadline is not None and wall_ts >= e.end_deadline + COMPLETE_WITHIN_S for e in run.ended)
-
-    def _open_file(self, run: _Run, info: StreamInfo, packet: EncodedPacket) -> bool:
-        owner = run.events.get(run.owner) or next(iter(run.events.values()))
-        run.owner = owner.event_id
-        owner.part += 1
-        owner.path = self._name(owner, owner.part)
-        if owner.path is None:
-            self._leave(run, owner)
-            return False
-        writer = self._io.open_file(owner.path, info, packet)
-        if writer is None or not self._io.started(writer, (owner.event_id, owner.part)):
-            owner.part -= 1
-            owner.path = None
-            return False
-        run.writer, run.owner_part = writer, owner.part
-        for event in run.events.values():
-            if event is not owner:
-                self._link_current(run, event)
-        return True
-
-    def _close_file(self, run: _Run) -> None:
-        writer, run.writer = run.writer, None
-        if writer is None:
-            return
-        self._io.close(writer, (run.owner, run.owner_part))
-        run.previous = self.store.index.get(self._files.relative(writer))
-        for event in [*run.events.values(), *run.ended]:
-            if event.path is not None and event.event_id != run.owner:
-                self._files.finish_link(event.path, run.previous, (event.event_id, event.part))
-            event.path = None
-        run.ended = []  # their clips end with this file; the next part is the others' only
-
-    def _leave(self, run: _Run, event: _Event) -> None:
+    def _leave(self, run: ClipRun, event: ClipEvent) -> None:
         """The event's post-roll is over. Its clip is the run's file, so it is complete when that
         file is: when the last event of the run ends, the file reaches max_s, or at the first
         keyframe ``COMPLETE_WITHIN_S`` later (the others then go on in a new part); until then it
@@ -345,21 +233,12 @@ class EventClips:
         if not run.events:
             self._close_run(run)
 
-    def _hand_over(self, run: _Run) -> None:
-        """The writer's file goes on under the name of another event of the run (the owner's
-        name may be deleted with its event; the bytes stay while any name of them does)."""
-        heir = next((e for e in [*run.events.values(), *run.ended] if e.path is not None), None)
-        if heir is None or run.writer is None:
-            return
-        run.owner, run.owner_part = heir.event_id, heir.part
-        run.writer.path = self.store.folder / heir.path
-
-    def _close_run(self, run: _Run) -> None:
-        self._close_file(run)
+    def _close_run(self, run: ClipRun) -> None:
+        self._run_files.close(run)
         if run in self._runs:
             self._runs.remove(run)
 
-    def _cut(self, run: _Run, wall_ts: float) -> None:
+    def _cut(self, run: ClipRun, wall_ts: float) -> None:
         """The hour's clip bytes are spent: the run's clips end here."""
         why = self.budget.why_not(0, wall_ts) or "the clip budget is spent"
         self.budget.cut += len(run.events)
@@ -367,8 +246,3 @@ class EventClips:
         log.warning("clips of %s end early: %s", self.camera_id, why)
         self._close_run(run)
 
-
-def length_s(writer: Fmp4Writer, packet: EncodedPacket) -> float:
-    """How long a file is, up to ``packet``: by its video, and by the wall clock where that says more
-    (a gap after a reconnect); a wall clock stepped back still lets the video decide."""
-    return max(writer.duration_s, packet.wall_ts - writer.start_wall)

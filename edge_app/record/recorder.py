@@ -1,5 +1,7 @@
 """One camera's recorder: the ``PacketSink`` its demuxer calls, and a thread ``record:<camera>`` that
-keeps the pre-roll ring, writes event clips and continuous segments, and pauses when the disk runs low.
+hands each packet to the recorder's two parts, its event clips (``EventClips``, with the pre-roll
+ring) and its continuous segments (``ContinuousSegments``), which write through one
+``CameraWriting`` (pausing when the disk runs low).
 
 The capture thread only queues (a bounded queue; what does not fit is counted as dropped); the
 events side only queues orders (event started / ended / deleted). Everything else happens on
@@ -7,10 +9,8 @@ the recorder's own thread, so a slow disk never stalls analysis.
 """
 from __future__ import annotations
 
-import errno
 import logging
 import queue
-import shutil
 import threading
 import time
 from dataclasses import replace
@@ -18,15 +18,16 @@ from typing import Callable, Optional
 
 from edge_app.capture.packets import RECORDABLE_CODECS, EncodedPacket, StreamInfo
 from edge_app.config.schema_record import RecordSettings
-from edge_app.record.clip_budget import ClipBudget
-from edge_app.record.event_clips import EventClips, length_s
-from edge_app.record.files import CameraFiles, ClipKey
+from edge_app.health.free_space import free_bytes as read_free_bytes
+from edge_app.record.event_clips import EventClips
+from edge_app.record.files import CameraFiles
 from edge_app.record.inbox import DEFAULT_BYTES, DEFAULT_ITEMS, Inbox
-from edge_app.record.mp4 import Fmp4Writer, WriteError, compatible
-from edge_app.record.retention import MB, ReserveGuard
-from edge_app.record.ring import PreRollRing
+from edge_app.record.retention import MB
+from edge_app.record.ring import DEFAULT_MAX_BYTES
+from edge_app.record.segments import ContinuousSegments
 from edge_app.record.store import RecordingStore
 from edge_app.record.types import CameraRecordingStatus, ClipInfo
+from edge_app.record.writing import CameraWriting
 
 log = logging.getLogger(__name__)
 
@@ -42,33 +43,27 @@ class CameraRecorder:
                  on_clip: Optional[Callable[[ClipInfo], None]] = None,
                  free_bytes: Optional[Callable[[], int]] = None,
                  queue_packets: int = DEFAULT_ITEMS, queue_bytes: int = DEFAULT_BYTES,
-                 ring_max_bytes: Optional[int] = None,
+                 ring_max_bytes: int = DEFAULT_MAX_BYTES,
                  offline_finish_s: float = OFFLINE_FINISH_S) -> None:
         self.store = store
         self.settings = settings
         self.camera_id = settings.camera_id
         self._offline_finish_s = offline_finish_s
-        self._free_bytes = free_bytes or (lambda: shutil.disk_usage(self.store.folder).free)
         self._inbox = Inbox(queue_packets, queue_bytes)
         self._orders: "queue.SimpleQueue" = queue.SimpleQueue()
-        self._ring = PreRollRing(settings.pre_s, follow_reader=True,
-                                 **({"max_bytes": ring_max_bytes} if ring_max_bytes else {}))
-        self._segment: Optional[Fmp4Writer] = None
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()  # guards the figures status() reads
         self._open_files = 0
         self._open_bytes = 0
-        self._preroll_short = 0  # clips whose pre-roll the ring no longer held
         self._capture_info: Optional[StreamInfo] = None  # the capture thread's connection (the ring's)
         self._clips_skipped = self._clips_cut = 0
         self._clips_limited: Optional[str] = None
-        self._files = CameraFiles(store, self.camera_id, on_clip)
-        self._unavailable: Optional[str] = None
-        self._paused: Optional[str] = None
-        self._reserve = ReserveGuard(reserve_bytes)
-        self._clips = EventClips(self.camera_id, self._ring, self._files, self,
-                                 ClipBudget(settings.max_concurrent, settings.max_mb_per_hour))
-        self._clips.max_s = settings.max_s
+        files = CameraFiles(store, self.camera_id, on_clip)
+        self._writing = CameraWriting(files, reserve_bytes, free_bytes or (lambda: read_free_bytes(store.folder)),
+                                      drop_writers=self._drop_writers)
+        self._clips = EventClips(settings, files, self._writing, ring_max_bytes=ring_max_bytes)
+        self._segments = ContinuousSegments(settings, self._writing)
+        self._files = files
 
     # ---- PacketSink (capture thread: never blocks) ---------------------------------------------
 
@@ -78,9 +73,8 @@ class CameraRecorder:
 
     def packet(self, packet: EncodedPacket) -> None:
         # the pre-roll is kept here, before the queue: a full queue never costs a clip its pre-roll
-        if self._capture_info is not None and self._capture_info.codec in RECORDABLE_CODECS \
-                and self.settings.events_enabled:
-            self._ring.add(self._capture_info, packet)
+        if self._capture_info is not None and self._capture_info.codec in RECORDABLE_CODECS:
+            self._clips.keep(self._capture_info, packet)
         self._inbox.offer(("packet", packet), len(packet.data), packet.keyframe)
 
     def stream_closed(self, reason: str) -> None:
@@ -88,8 +82,7 @@ class CameraRecorder:
         self._inbox.always(("closed", reason))
 
     def unavailable(self, reason: str) -> None:
-        with self._lock:
-            self._unavailable = f"recording unavailable: {reason}"
+        self._writing.unavailable(f"recording unavailable: {reason}")
 
     # ---- orders from the events side -----------------------------------------------------------
 
@@ -130,19 +123,20 @@ class CameraRecorder:
         return self._inbox.wait_idle(timeout_s)
 
     def status(self) -> CameraRecordingStatus:
+        paused = self._writing.paused_reason
         with self._lock:
             return CameraRecordingStatus(
                 camera_id=self.camera_id, events_enabled=self.settings.events_enabled,
                 continuous_enabled=self.settings.continuous_enabled,
-                recording=self._open_files > 0 and self._paused is None, unavailable=self._unavailable,
-                paused=self._paused, bytes_written=self._files.bytes_done + self._open_bytes,
-                packets_dropped=self._inbox.dropped, clips_preroll_short=self._preroll_short,
+                recording=self._open_files > 0 and paused is None, unavailable=self._writing.unavailable_reason,
+                paused=paused, bytes_written=self._files.bytes_done + self._open_bytes,
+                packets_dropped=self._inbox.dropped, clips_preroll_short=self._clips.preroll_short,
                 clips_skipped=self._clips_skipped, clips_cut=self._clips_cut, clips_limited=self._clips_limited)
 
     def _publish(self) -> None:
         """What status() says about the open files (it runs on other threads: it never walks them)."""
         writers = self._clips.writers()
-        writers += [self._segment] if self._segment is not None else []
+        writers += [self._segments.writer] if self._segments.writer is not None else []
         budget = self._clips.budget
         with self._lock:
             self._open_files = len(writers)
@@ -167,8 +161,7 @@ class CameraRecorder:
                 if item[0] == "opened":
                     info, closed_since = item[1], None
                     if info.codec in RECORDABLE_CODECS:
-                        with self._lock:
-                            self._unavailable = None
+                        self._writing.unavailable(None)
                 elif item[0] == "closed":
                     info = None  # packets until the next stream_opened have no stream to belong to
                     closed_since = time.monotonic()
@@ -179,7 +172,8 @@ class CameraRecorder:
                 self._drop_writers_after_error()
             finally:
                 self._inbox.done(len(item[1].data) if item[0] == "packet" else 0)
-        self._finish_all()
+        self._clips.finish_all()
+        self._segments.close()
         self._publish()
 
     def _apply_orders(self) -> bool:
@@ -192,135 +186,31 @@ class CameraRecorder:
             if name == "stop":
                 return False
             if name == "started":
-                if self.settings.events_enabled:
-                    self._clips.started(order[1], order[2], self.settings.pre_s)
+                self._clips.started(order[1], order[2])
             elif name == "ended":
-                self._clips.ended(order[1], order[2], self.settings.post_s)
+                self._clips.ended(order[1], order[2])
             elif name == "deleted":
                 self._clips.deleted(order[1])
                 self._publish()
             elif name == "settings":
-                self._apply_settings(order[1])
-
-    def _apply_settings(self, settings: RecordSettings) -> None:
-        self.settings = replace(settings, camera_id=self.camera_id)
-        self._ring.pre_s = settings.pre_s
-        self._clips.max_s = settings.max_s
-        self._clips.budget.set_limits(settings.max_concurrent, settings.max_mb_per_hour)
-        if not settings.events_enabled:
-            self._ring.clear()
-        if not settings.continuous_enabled and self._segment is not None:
-            self._close_segment()
+                self.settings = replace(order[1], camera_id=self.camera_id)
+                self._clips.configure(self.settings)
+                self._segments.configure(self.settings)
 
     def _handle(self, info: StreamInfo, packet: EncodedPacket) -> None:
         if info.codec not in RECORDABLE_CODECS:
-            with self._lock:
-                self._unavailable = f"recording unavailable: codec {info.codec} cannot be recorded by stream copy"
+            self._writing.unavailable(f"recording unavailable: codec {info.codec} cannot be recorded by stream copy")
             return
-        self._ring.reached(packet.wall_ts)
         if packet.keyframe:
-            self._check_disk()
+            self._writing.check_disk()
             self._publish()
-        self._clips.packet(info, packet, self.settings.pre_s)
-        if self.settings.continuous_enabled:
-            self._feed_segment(info, packet)
-
-    # ---- continuous segments --------------------------------------------------------------------
-
-    def _feed_segment(self, info: StreamInfo, packet: EncodedPacket) -> None:
-        if self._paused is not None:
-            return
-        writer = self._segment
-        if writer is not None and packet.keyframe and (
-                length_s(writer, packet) >= self.settings.segment_s or not compatible(writer.info, info)):
-            self._close_segment()
-            writer = None
-        if writer is None:
-            if not packet.keyframe:
-                return
-            path = self.store.segment_path(self.camera_id, packet.wall_ts)
-            writer = self._segment = self._open(path, info, packet)
-            if writer is None or not self._started(writer, None):
-                self._segment = None
-                return
-        if self._write(writer, info, packet) and packet.keyframe:
-            self._files.index(writer, None, "progressed")
-
-    def _close_segment(self) -> None:
-        if self._segment is not None:
-            self._close(self._segment, None)
-            self._segment = None
-
-    # ---- files, index and the disk --------------------------------------------------------------
-
-    # ClipWriting (what EventClips asks of the recorder)
-
-    def open_file(self, path: str, info: StreamInfo, packet: EncodedPacket) -> Optional[Fmp4Writer]:
-        return self._open(path, info, packet)
-
-    def started(self, writer: Fmp4Writer, key: ClipKey) -> bool:
-        return self._started(writer, key)
-
-    def write(self, writer: Fmp4Writer, info: StreamInfo, packet: EncodedPacket) -> bool:
-        return self._write(writer, info, packet)
-
-    def close(self, writer: Fmp4Writer, key: ClipKey) -> None:
-        self._close(writer, key)
-
-    def preroll_short(self, event_id: str, late_s: float) -> None:
-        with self._lock:
-            self._preroll_short += 1
-        log.warning("recording %s: the clip of event %s misses part of its pre-roll (the event came %.1f s "
-                    "after its start)", self.camera_id, event_id, late_s)
-
-    def paused(self) -> bool:
-        return self._paused is not None
-
-    def _open(self, path: str, info: StreamInfo, packet: EncodedPacket) -> Optional[Fmp4Writer]:
-        try:
-            return Fmp4Writer(self.store.folder / path, info, packet)
-        except WriteError as err:
-            self._write_failed(err)
-        except ValueError as err:
-            with self._lock:
-                self._unavailable = f"recording unavailable: {err}"
-        return None
-
-    def _started(self, writer: Fmp4Writer, key) -> bool:
-        failure = self._files.start(writer, key)
-        if failure is not None:  # the file is gone: nothing could find it to delete it
-            self._write_failed(failure)
-        return failure is None
-
-    def _write(self, writer: Fmp4Writer, info: StreamInfo, packet: EncodedPacket) -> bool:
-        try:
-            writer.write(info, packet)
-            return True
-        except WriteError as err:
-            self._write_failed(err)
-            return False
-
-    def _close(self, writer: Fmp4Writer, key: ClipKey) -> None:
-        failure = self._files.finish(writer, key)
-        if failure is not None and failure.errno == errno.ENOSPC:
-            self._pause_for_enospc(failure)
-
-    def _write_failed(self, err: WriteError) -> None:
-        if err.errno == errno.ENOSPC:
-            self._pause_for_enospc(err)
-        else:
-            log.error("recording %s: %s", self.camera_id, err)
-        self._drop_writers()
-
-    def _pause_for_enospc(self, err: WriteError) -> None:
-        with self._lock:
-            self._paused = self._reserve.disk_full(str(err.strerror or err))
-        log.warning("recording of %s paused: %s", self.camera_id, self._paused)
+        self._clips.packet(info, packet)
+        self._segments.packet(info, packet)
 
     def _drop_writers(self) -> None:
         """Close every open file as far as the disk allows; an active clip continues in a new part."""
         self._clips.drop_writers()
-        self._close_segment()
+        self._segments.close()
 
     def _drop_writers_after_error(self) -> None:
         try:
@@ -328,24 +218,5 @@ class CameraRecorder:
         except Exception:  # noqa: BLE001 - the files are abandoned; the index is rebuilt from them at start
             log.exception("recording %s: its open files could not be finished", self.camera_id)
             self._clips.forget_writers()
-            self._segment = None
+            self._segments.forget()
         self._publish()
-
-    def _check_disk(self) -> None:
-        try:
-            free = self._free_bytes()
-        except OSError as err:
-            log.warning("free space of %s unknown: %s", self.store.folder, err)
-            return
-        was = self._paused
-        with self._lock:
-            self._paused = self._reserve.check(free)
-        if was is not None and self._paused is None:
-            log.info("recording of %s resumes: %d MB free", self.camera_id, free // MB)
-        elif was is None and self._paused is not None:
-            log.warning("recording of %s paused: %s", self.camera_id, self._paused)
-            self._drop_writers()
-
-    def _finish_all(self) -> None:
-        self._clips.finish_all()
-        self._close_segment()

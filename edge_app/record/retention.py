@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from edge_app.health.free_space import DiskSpace
 from edge_app.record.index import FileRow
 
 DAY_S = 86400.0
@@ -31,15 +32,6 @@ class RetentionPolicy:
     max_disk_percent: float
     max_bytes: Optional[int] = None  # the recordings' own limit; None: only the disk's
     reserve_bytes: int = 512 * MB
-
-
-@dataclass(frozen=True)
-class DiskUsage:
-    """The recording folder's file system (shutil.disk_usage)."""
-
-    total: int
-    used: int
-    free: int
 
 
 @dataclass
@@ -91,7 +83,7 @@ def _overlaps(row: FileRow, spans: Iterable[Tuple[float, float]]) -> bool:
     return any(row.start <= end and start <= row.end for start, end in spans)
 
 
-def plan_retention(rows: List[FileRow], now: float, policy: RetentionPolicy, disk: Optional[DiskUsage],
+def plan_retention(rows: List[FileRow], now: float, policy: RetentionPolicy, disk: Optional[DiskSpace],
                    writing: Set[str] = frozenset()) -> RetentionPlan:
     """The files to delete under ``policy``; files in ``writing`` are never chosen."""
     plan = RetentionPlan()
@@ -145,18 +137,18 @@ def plan_retention(rows: List[FileRow], now: float, policy: RetentionPolicy, dis
     return plan
 
 
-def _excess_bytes(rows: List[FileRow], gone: Set[str], policy: RetentionPolicy, disk: Optional[DiskUsage]) -> int:
+def _excess_bytes(rows: List[FileRow], gone: Set[str], policy: RetentionPolicy, disk: Optional[DiskSpace]) -> int:
     remaining = sum(r.bytes for r in rows if r.path not in gone)
     freed = sum(r.bytes for r in rows if r.path in gone)
     excess = 0
     if policy.max_bytes is not None:
         excess = max(excess, remaining - policy.max_bytes)
-    if disk is not None and disk.total > 0:
-        allowed_used = disk.total * policy.max_disk_percent / 100.0
-        excess = max(excess, int(disk.used - freed - allowed_used))
+    if disk is not None and disk.total_bytes > 0:
+        allowed_used = disk.total_bytes * policy.max_disk_percent / 100.0
+        excess = max(excess, int(disk.used_bytes - freed - allowed_used))
         if policy.reserve_bytes > 0:
             margin = min(RESUME_MARGIN_BYTES, policy.reserve_bytes // 4)  # a small card's reserve is small too
-            excess = max(excess, policy.reserve_bytes + margin - (disk.free + freed))
+            excess = max(excess, policy.reserve_bytes + margin - (disk.free_bytes + freed))
     return excess
 
 

@@ -53,8 +53,7 @@ class _Gop:
 class PreRollRing:
     """Whole GOPs covering at least the last ``pre_s + late_s`` seconds (when they fit in ``max_bytes``)."""
 
-    def __init__(self, pre_s: float, max_bytes: int = DEFAULT_MAX_BYTES, late_s: float = DEFAULT_LATE_S,
-                 follow_reader: bool = False) -> None:
+    def __init__(self, pre_s: float, max_bytes: int = DEFAULT_MAX_BYTES, late_s: float = DEFAULT_LATE_S) -> None:
         self.pre_s = pre_s
         self.late_s = late_s
         self.max_bytes = max_bytes
@@ -62,10 +61,9 @@ class PreRollRing:
         self._bytes = 0
         self._newest = float("-inf")
         self._lost_before = float("-inf")  # packets held before this time were dropped
-        # With follow_reader, the reader's newest packet time (``reached``): nothing is trimmed
-        # by time before the reader has handled a packet. Without, the ring trims behind the camera.
-        self._start_reached: Optional[float] = float("-inf") if follow_reader else None
-        self._reached = self._start_reached
+        # the reader's newest packet time (``reached``): nothing is trimmed by time before the
+        # reader has handled a packet
+        self._reached = float("-inf")
         self._lock = threading.Lock()  # the capture thread adds, the recorder thread reads
         self.dropped_for_bytes = 0
 
@@ -82,7 +80,7 @@ class PreRollRing:
             self._bytes = 0
             self._newest = float("-inf")
             self._lost_before = float("-inf")
-            self._reached = self._start_reached
+            self._reached = float("-inf")
 
     def add(self, info: StreamInfo, packet: EncodedPacket) -> None:
         """One packet in decode order; packets before a connection's first keyframe are dropped."""
@@ -99,7 +97,7 @@ class PreRollRing:
         gop.bytes += len(packet.data)
         self._bytes += len(packet.data)
         self._newest = max(self._newest, packet.wall_ts)  # B-frames come after the later frame they refer to
-        self._trim(self._newest if self._reached is None else min(self._newest, self._reached))
+        self._trim(min(self._newest, self._reached))
 
     def _trim(self, now_wall: float) -> None:
         # The front GOP may go when the next one still starts at or before now - pre_s - late_s.
@@ -118,7 +116,7 @@ class PreRollRing:
     def reached(self, wall_ts: float) -> None:
         """The recorder thread has handled the packets up to ``wall_ts``."""
         with self._lock:
-            self._reached = max(self._reached if self._reached is not None else wall_ts, wall_ts)
+            self._reached = max(self._reached, wall_ts)
 
     def reaches(self, wall_ts: float) -> bool:
         """Whether every packet given since ``wall_ts`` is still held: False once a GOP the ring

@@ -13,7 +13,6 @@ import calendar
 import logging
 import os
 import re
-import shutil
 import sqlite3
 import threading
 import time
@@ -21,11 +20,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from edge_app.health.free_space import DiskSpace, disk_space
 from edge_app.record.export import export_range, export_stream
 from edge_app.record.index import INDEX_NAME, FileRow, RecordingIndex
 from edge_app.record.mp4 import trim_torn_tail
 from edge_app.record.reading import probe_span, read_packets
-from edge_app.record.retention import DiskUsage, RetentionPlan, RetentionPolicy, plan_retention
+from edge_app.record.retention import RetentionPlan, RetentionPolicy, plan_retention
 from edge_app.record.types import ClipInfo, SegmentInfo
 
 log = logging.getLogger(__name__)
@@ -279,11 +279,10 @@ class RecordingStore:
         return changed
 
     def enforce_retention(self, policy: RetentionPolicy, now: Optional[float] = None,
-                          disk: Optional[DiskUsage] = None) -> RetentionPlan:
+                          disk: Optional[DiskSpace] = None) -> RetentionPlan:
         """Delete what ``policy`` says must go (files being written stay); returns what went."""
         if disk is None:
-            usage = shutil.disk_usage(self.folder)
-            disk = DiskUsage(usage.total, usage.used, usage.free)
+            disk = disk_space(self.folder)
         with self._lock:
             writing = set(self._writing)
         rows = [self._own_share(row) for row in self.index.all()]

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import pytest
 
+from edge_app.health.free_space import DiskSpace
 from edge_app.record.index import FileRow
-from edge_app.record.retention import (DAY_S, MB, DiskUsage, ReserveGuard, RetentionPolicy, plan_retention,
+from edge_app.record.retention import (DAY_S, MB, ReserveGuard, RetentionPolicy, plan_retention,
                                        reserve_reason)
 from edge_app.record.store import RecordingStore
 from tests.record.feeding import record, settings
@@ -45,16 +46,16 @@ NO_RESERVE = RetentionPolicy(events_days=30, continuous_days=3, max_disk_percent
     ([seg("a", 2), clip("e1", 2), seg("b", 1)], RetentionPolicy(30, 3, 80, max_bytes=50), None, set(),
      ["cam1/events/e1.mp4", "cam1/a.mp4", "cam1/b.mp4"]),
     # by disk percent: 900 of 1000 used, 80 % allowed: 100 bytes must go (no reserve on this tiny disk)
-    ([seg("a", 2), seg("b", 1)], NO_RESERVE, DiskUsage(total=1000, used=900, free=100), set(), ["cam1/a.mp4"]),
-    ([seg("a", 2), seg("b", 1)], NO_RESERVE, DiskUsage(total=1000, used=700, free=300), set(), []),
+    ([seg("a", 2), seg("b", 1)], NO_RESERVE, DiskSpace(total_bytes=1000, used_bytes=900, free_bytes=100), set(), ["cam1/a.mp4"]),
+    ([seg("a", 2), seg("b", 1)], NO_RESERVE, DiskSpace(total_bytes=1000, used_bytes=700, free_bytes=300), set(), []),
     # the reserve: 400 MB free of 32 GB is within 99 %, but below the 512 MB reserve, where writing
     # pauses; the oldest go until the reserve and its margin are free, or the pause would never end
     ([seg("a", 2, size=100 * MB), seg("b", 1, size=100 * MB), seg("c", 0.5, size=100 * MB)],
-     RetentionPolicy(30, 3, 99, reserve_bytes=512 * MB), DiskUsage(32_000 * MB, 31_600 * MB, 400 * MB), set(),
+     RetentionPolicy(30, 3, 99, reserve_bytes=512 * MB), DiskSpace(32_000 * MB, 31_600 * MB, 400 * MB), set(),
      ["cam1/a.mp4", "cam1/b.mp4"]),
     # ... and nothing goes while the reserve and its margin are free
     ([seg("a", 2, size=100 * MB)], RetentionPolicy(30, 3, 99, reserve_bytes=512 * MB),
-     DiskUsage(32_000 * MB, 31_000 * MB, 1000 * MB), set(), []),
+     DiskSpace(32_000 * MB, 31_000 * MB, 1000 * MB), set(), []),
 ])
 def test_plan(rows, policy, disk, writing, expected):
     assert plan_retention(rows, NOW, policy, disk, writing).delete == expected
@@ -83,7 +84,7 @@ def test_retention_on_real_files_keeps_the_segments_of_a_kept_clip(tmp_path, str
             start + 1: [lambda r: r.event_ended("ev1", start + 1)]})
     segments = store.segments("cam1", 0, 2e9)
     now = BASE_WALL + 3.5 * DAY_S  # every segment is past continuous_days, the clip is not past events_days
-    plan = store.enforce_retention(RetentionPolicy(30, 3, 99), now=now, disk=DiskUsage(10 ** 12, 0, 10 ** 12))
+    plan = store.enforce_retention(RetentionPolicy(30, 3, 99), now=now, disk=DiskSpace(10 ** 12, 0, 10 ** 12))
     kept = store.segments("cam1", 0, 2e9)
     clip_info = store.clip("ev1")
     assert kept and all(s.start <= clip_info.end and clip_info.start <= s.end for s in kept)
@@ -93,7 +94,7 @@ def test_retention_on_real_files_keeps_the_segments_of_a_kept_clip(tmp_path, str
     # by size: everything but the newest files, clip first, its segments after it
     total = sum(r.bytes for r in store.index.all())
     plan = store.enforce_retention(RetentionPolicy(30, 3, 99, max_bytes=1), now=now,
-                                   disk=DiskUsage(10 ** 12, total, 10 ** 12))
+                                   disk=DiskSpace(10 ** 12, total, 10 ** 12))
     assert store.index.all() == [] and plan.events_without_clip == ["ev1"]
 
 

@@ -111,9 +111,9 @@ def test_an_event_ending_while_another_goes_on_completes_soon_and_the_other_cont
         tmp_path, stream, monkeypatch):
     """Its clip completes at the first keyframe COMPLETE_WITHIN_S after its post-roll (here 2 s),
     matching its file; the other event goes on in a new part of the same run, nothing written twice."""
-    from edge_app.record import event_clips
+    from edge_app.record import clip_runs
 
-    monkeypatch.setattr(event_clips, "COMPLETE_WITHIN_S", 2.0)
+    monkeypatch.setattr(clip_runs, "COMPLETE_WITHIN_S", 2.0)
     info, packets = stream
     store = RecordingStore(tmp_path / "rec")
     _recorder, seen = record(store, settings(pre_s=1.0, post_s=1.0), [(info, packets)],
