@@ -4,6 +4,6 @@ It is written against ``edge_app.reporting.protocol.ApplianceService`` only; not
 imports it.
 """
 from edge_app.api.app import create_app
-from edge_app.api.server import ApiServer
+from edge_app.http_server.server import ApiServer
 
 __all__ = ["create_app", "ApiServer"]

@@ -11,18 +11,18 @@ from typing import Callable, Optional, Type
 
 from flask import Flask, Request, Response, request
 
-from edge_app.api.auth import install_auth
+from edge_app.http_server.auth import install_auth
 from edge_app.api.camera_edits import camera_edits_blueprint
 from edge_app.api.cameras import cameras_blueprint
 from edge_app.api.config_routes import config_blueprint
 from edge_app.api.config_writer import ConfigWriter
 from edge_app.config_change.changes import ConfigChanges
 from edge_app.api.dashboard import dashboard_blueprint
-from edge_app.api.errors import register_error_handlers
+from edge_app.http_server.errors import register_error_handlers
 from edge_app.api.events import events_blueprint
-from edge_app.api.health import health_blueprint
-from edge_app.api.hosts import install_host_check
-from edge_app.api.json_provider import install_json_provider
+from edge_app.http_server.probes import health_blueprint
+from edge_app.http_server.hosts import install_host_check
+from edge_app.http_server.json_provider import install_json_provider
 from edge_app.api.metrics import metrics_blueprint
 from edge_app.api.openapi import openapi_blueprint
 from edge_app.api.recordings import SIGNED_ENDPOINTS, recordings_blueprint

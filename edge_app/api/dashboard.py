@@ -11,7 +11,7 @@ from flask import Blueprint, Response, send_from_directory
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 #: the CSS and JavaScript helpers this dashboard and the fleet page both load, from ``/static/shared/``
-SHARED_STATIC_DIR = Path(__file__).resolve().parent / "shared_static"
+SHARED_STATIC_DIR = Path(__file__).resolve().parent.parent / "http_server" / "shared_static"
 
 # Everything the page loads comes from the appliance itself; the live view is an <img>.
 CONTENT_SECURITY_POLICY = (

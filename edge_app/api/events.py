@@ -11,8 +11,8 @@ from typing import Mapping, Optional
 
 from flask import Blueprint, Response, jsonify, request
 
-from edge_app.api.errors import ApiError, error_response
-from edge_app.api.query_params import NAME, integer_arg, text_arg
+from edge_app.http_server.errors import ApiError, error_response
+from edge_app.http_server.query_params import NAME, integer_arg, text_arg
 from edge_app.api.recording_params import parse_time
 from edge_app.config.schema_rules import label_problem
 from edge_app.events.query import DEFAULT_LIMIT, EVENT_ID_PATTERN, MAX_LIMIT, EventQuery, valid_event_id

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Mapping, Optional
 
-from edge_app.api.errors import ApiError
-from edge_app.api.query_params import LARGEST_TIME_S, NAME, text_arg
+from edge_app.http_server.errors import ApiError
+from edge_app.http_server.query_params import LARGEST_TIME_S, NAME, text_arg
 
 UNIX_TIME = r"[0-9]{1,11}(\.[0-9]{1,9})?"  # str(time.time()) has up to 7 decimals
 ISO_TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?(Z|[+-][0-9]{2}:[0-9]{2})?"

@@ -8,8 +8,8 @@ import time
 
 import requests
 
-from edge_app.api.http_limits import HttpLimits
-from edge_app.api.server import ApiServer
+from edge_app.http_server.http_limits import HttpLimits
+from edge_app.http_server.server import ApiServer
 from edge_app.fleet_service.app import create_fleet_app
 from edge_app.fleet_service.artifact_routes import UPLOAD_PATH_PREFIXES
 from edge_app.canonical_json import canonical_json

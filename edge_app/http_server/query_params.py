@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Mapping, Optional
 
-from edge_app.api.errors import ApiError
+from edge_app.http_server.errors import ApiError
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # camera ids and zone names (docs/configuration.md)
 LARGEST_TIME_S = 1e11  # Unix seconds, the year 5138: beyond it a number is a mistake
