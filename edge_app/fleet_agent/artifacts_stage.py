@@ -21,7 +21,7 @@ from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.detect.tensorrt.cache import write_atomic
 from edge_app.detect.tensorrt.onnx_info import file_sha256
 from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
-from edge_app.fleet_agent.artifacts_manifest import ROLE_FILES, Manifest, ManifestError, verify_manifest
+from edge_app.fleet_protocol.artifacts_manifest import ROLE_FILES, Manifest, ManifestError, verify_manifest
 from edge_app.fleet_agent.artifacts_state import ModelsState
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ import yaml
 from paho.mqtt.enums import CallbackAPIVersion
 
 from edge_app.fleet_agent.agent import MAX_VERSION_STEP
-from edge_app.fleet_agent.desired_signature import signed_desired
+from edge_app.fleet_protocol.desired_signature import signed_desired
 from tests.e2e.appliance import ApplianceProcess, wait_until
 from tests.support.broker import MosquittoBroker, MqttCollector
 from tests.support.net import free_port

@@ -11,7 +11,7 @@ from edge_app.config.file import Problem, parse_config
 from edge_app.fleet_agent.desired_config import MAX_DESIRED_BYTES
 from edge_app.fleet_agent.desired_gate import DesiredGate
 from edge_app.fleet_agent.desired_intake import DesiredIntake, TokenBucket
-from edge_app.fleet_agent.desired_signature import carries_signature, signed_desired
+from edge_app.fleet_protocol.desired_signature import carries_signature, signed_desired
 from edge_app.fleet_agent.refusal_reports import RefusalReports
 
 KEY = "intake-desired-key-0123456789abcdef0123"
