@@ -22,7 +22,8 @@ from flask import Flask, Response, request
 from edge_app.http_server.errors import error_response
 from edge_app.http_server.signed_urls import check as check_signed_url, is_signed_request
 from edge_app.http_server.listening import request_listening_hosts
-from edge_app.http_server.throttle import FailureThrottle, LogLimiter
+from edge_app.http_server.throttle import FailureThrottle
+from edge_app.process.log_limit import LogLimiter
 from edge_app.config.exposure import MAKE_TOKEN, describe_hosts, exposed_hosts, metrics_need_token, usable_token
 from edge_app.config.schema import AppConfig, is_loopback_host
 

@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from edge_app.http_server.hosts import host_allowed
-from edge_app.http_server.throttle import FailureThrottle, LogLimiter, ThrottlePolicy
+from edge_app.http_server.throttle import FailureThrottle, ThrottlePolicy
 from tests.api import raw_http
 from tests.api.conftest import TOKEN
 
@@ -64,17 +64,6 @@ def test_the_throttle_forgets_failures_after_the_window():
     throttle.record_failure("c")
     throttle.record_failure("d")
     assert throttle.retry_after_s("b") is None
-
-
-def test_the_log_limiter_counts_what_it_left_out():
-    now = [0.0]
-    limiter = LogLimiter(interval_s=60.0, clock=lambda: now[0])
-    assert limiter.allow("x") == (True, 0)
-    assert limiter.allow("x") == (False, 0)
-    assert limiter.allow("x") == (False, 0)
-    assert limiter.allow("y") == (True, 0)
-    now[0] = 61.0
-    assert limiter.allow("x") == (True, 2)
 
 
 @pytest.mark.parametrize("host, allowed", [

@@ -62,6 +62,19 @@ def test_refusals_are_reported_once_per_interval_with_their_count():
     assert reports.take_due() is None and reports.seconds_until_due() is None
 
 
+def test_refusals_are_logged_once_per_log_interval_with_the_count_left_out(caplog):
+    clock = Clock()
+    reports = RefusalReports(interval_s=5.0, log_every_s=60.0, clock=clock)
+    with caplog.at_level("WARNING", logger="edge_app.fleet_agent.refusal_reports"):
+        for i in range(100):
+            reports.note(Problem("sig", f"refused {i}"))
+        clock.now_s += 60
+        reports.note(Problem("sig", "after a minute"))
+    assert [record.getMessage() for record in caplog.records] == [
+        "desired configuration refused: sig: refused 0",
+        "desired configuration refused: sig: after a minute (99 more refused since the last note)"]
+
+
 def test_a_message_without_a_signature_is_refused_before_parsing_and_a_signed_one_is_not():
     config = parse_config({"device_id": "dev", "cameras": [{"id": "cam", "source": "test://bars"}],
                            "model": {"path": "model.onnx"}, "mqtt": {"enabled": False},
