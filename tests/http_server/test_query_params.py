@@ -1,4 +1,4 @@
-"""The query-parameter rules of the API (edge_app/http_server/query_params.py), one table per rule."""
+"""The query-parameter rules the API and the fleet service share (edge_app/http_server/query_params.py), one table per rule."""
 from __future__ import annotations
 
 import math
