@@ -21,7 +21,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.8",
     packages=find_packages(include=["edge_app", "edge_app.*"]),
-    package_data={"edge_app": ["api/static/*", "api/shared_static/*", "detect/coco80.txt", "fleet_service/static/*"]},
+    package_data={"edge_app": ["api/static/*", "http_server/shared_static/*", "detect/coco80.txt", "fleet_service/static/*"]},
     install_requires=[
         "numpy>=1.21",
         "pydantic>=2.5,<3",

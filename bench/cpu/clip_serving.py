@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from edge_app.api import ApiServer, create_app
+from edge_app.api import create_app
+from edge_app.http_server.server import ApiServer
 from edge_app.config.schema import AppConfig
 from edge_app.record.index import FileRow
 from edge_app.record.store import RecordingStore

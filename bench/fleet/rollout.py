@@ -20,7 +20,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from bench.fleet.device import bench_desired_key
 from bench.fleet.mqtt_asyncio import AsyncioDriver
 from edge_app.mqtt import encode
-from edge_app.fleet_agent.desired_signature import signed_desired
+from edge_app.fleet_protocol.desired_signature import signed_desired
 
 
 @dataclass

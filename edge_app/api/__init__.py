@@ -1,9 +1,8 @@
-"""The REST API: a Flask app built by ``create_app`` and served by ``ApiServer`` (cheroot).
+"""The REST API: a Flask app built by ``create_app``, served by :class:`edge_app.http_server.server.ApiServer`.
 
 It is written against ``edge_app.reporting.protocol.ApplianceService`` only; nothing below the API
 imports it.
 """
 from edge_app.api.app import create_app
-from edge_app.api.server import ApiServer
 
-__all__ = ["create_app", "ApiServer"]
+__all__ = ["create_app"]

@@ -9,20 +9,21 @@ from __future__ import annotations
 import logging
 from typing import Callable, Optional, Type
 
-from flask import Flask, Request, Response, request
+from flask import Flask, Request
 
-from edge_app.api.auth import install_auth
+from edge_app.http_server.auth import install_auth
 from edge_app.api.camera_edits import camera_edits_blueprint
 from edge_app.api.cameras import cameras_blueprint
 from edge_app.api.config_routes import config_blueprint
 from edge_app.api.config_writer import ConfigWriter
 from edge_app.config_change.changes import ConfigChanges
 from edge_app.api.dashboard import dashboard_blueprint
-from edge_app.api.errors import register_error_handlers
+from edge_app.api.error_handlers import register_error_handlers
+from edge_app.http_server.headers import install_common_headers
 from edge_app.api.events import events_blueprint
-from edge_app.api.health import health_blueprint
-from edge_app.api.hosts import install_host_check
-from edge_app.api.json_provider import install_json_provider
+from edge_app.http_server.probes import health_blueprint
+from edge_app.http_server.hosts import install_host_check
+from edge_app.http_server.json_provider import install_json_provider
 from edge_app.api.metrics import metrics_blueprint
 from edge_app.api.openapi import openapi_blueprint
 from edge_app.api.recordings import SIGNED_ENDPOINTS, recordings_blueprint
@@ -49,19 +50,6 @@ def _live_limit_request_class(get_config: Callable[[], AppConfig]) -> Type[Reque
             return get_config().api.max_body_bytes
 
     return LiveLimitRequest
-
-
-def install_common_headers(app: Flask) -> None:
-    """Headers every answer of an edge-app server carries (the appliance's and the fleet's)."""
-
-    @app.after_request
-    def _common_headers(response: Response) -> Response:
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        # Status, config and detections change all the time; a cached copy is a wrong answer.
-        if request.path.startswith("/api/v1/"):
-            response.headers.setdefault("Cache-Control", "no-store")
-        logger.debug("%s %s -> %s", request.method, request.path, response.status_code)
-        return response
 
 
 def create_app(

@@ -13,8 +13,8 @@ from typing import Any, Dict, List
 from flask import Blueprint, Response, jsonify
 
 from edge_app.api.config_writer import ConfigWriter
-from edge_app.api.errors import ApiError
-from edge_app.api.json_body import read_json_body
+from edge_app.http_server.errors import ApiError
+from edge_app.http_server.json_body import read_json_body
 from edge_app.config.schema import AppConfig
 from edge_app.config.file import merge_patch, redacted_dict
 from edge_app.reporting.protocol import ApplyResult, UnknownCamera

@@ -13,10 +13,10 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from flask import Blueprint, Response, jsonify, request
 
 from edge_app.detect.annotate import draw_detections, encode_jpeg
-from edge_app.api.errors import ApiError
-from edge_app.api.query_params import flag_arg, integer_arg, number_arg
+from edge_app.http_server.errors import ApiError
+from edge_app.http_server.query_params import flag_arg, integer_arg, number_arg
 from edge_app.api.live_view import BOUNDARY, LiveViewSlots, mjpeg_parts, placeholder_jpeg
-from edge_app.api.server import SHUTDOWN_ENVIRON_KEY
+from edge_app.http_server.server import SHUTDOWN_ENVIRON_KEY
 from edge_app.reporting.protocol import AnalysedFrame, ApplianceService, UnknownCamera
 from edge_app.config.schema import AppConfig
 

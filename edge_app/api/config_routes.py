@@ -9,7 +9,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 
 from edge_app.api.config_writer import ConfigWriter
-from edge_app.api.json_body import read_json_body
+from edge_app.http_server.json_body import read_json_body
 from edge_app.config.file import redacted_dict
 from edge_app.reporting.protocol import ApplyResult
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List
 
-from edge_app.api.errors import ApiError
+from edge_app.http_server.errors import ApiError
 from edge_app.config.schema import AppConfig
 from edge_app.config.file import Problem
 from edge_app.config_change.changes import ConfigBuilder, ConfigChanges, ConfigRefused

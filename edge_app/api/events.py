@@ -7,54 +7,14 @@ a 503 saying so, never an empty list that looks like the truth.
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
-
 from flask import Blueprint, Response, jsonify, request
 
-from edge_app.api.errors import ApiError, error_response
-from edge_app.api.query_params import NAME, integer_arg, text_arg
-from edge_app.api.recording_params import parse_time
-from edge_app.config.schema_rules import label_problem
-from edge_app.events.query import DEFAULT_LIMIT, EVENT_ID_PATTERN, MAX_LIMIT, EventQuery, valid_event_id
+from edge_app.http_server.errors import ApiError, error_response
+from edge_app.http_server.event_params import checked_event_id, event_query
 from edge_app.events.recovery import EventDatabaseUnusable
 from edge_app.reporting.protocol import ApplianceService
 
 RETRY_AFTER_S = 5  # a corrupt database is moved aside and a new one started within moments
-
-
-def _label(args: Mapping[str, str]) -> Optional[str]:
-    # Exactly what a label may be (class names hold spaces: "traffic light"), by the configuration's rule.
-    raw = args.get("label")
-    if raw is None or raw == "":
-        return None
-    problem = label_problem(raw)
-    if problem is not None:
-        raise ApiError(400, f"label: {problem}")
-    return raw
-
-
-def _time(args: Mapping[str, str], name: str) -> Optional[float]:
-    """Unix seconds or ISO 8601, as the recording routes take them (one rule: ``parse_time``)."""
-    raw = args.get(name)
-    if raw is None or raw == "":
-        return None
-    return parse_time(raw, name)
-
-
-def event_query(args: Mapping[str, str]) -> EventQuery:
-    """The filters of ``GET /api/v1/events``; raises ApiError (400) for a bad parameter."""
-    query = EventQuery(camera=text_arg(args, "camera", NAME), label=_label(args),
-                       zone=text_arg(args, "zone", NAME), after=_time(args, "after"), before=_time(args, "before"),
-                       limit=integer_arg(args, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT))
-    if query.after is not None and query.before is not None and query.after > query.before:
-        raise ApiError(400, f"after ({query.after:g}) must be earlier than before ({query.before:g})")
-    return query
-
-
-def checked_event_id(event_id: str) -> str:
-    if not valid_event_id(event_id):
-        raise ApiError(400, f"an event id must match {EVENT_ID_PATTERN}, got {event_id[:80]!r}")
-    return event_id
 
 
 def events_blueprint(service: ApplianceService) -> Blueprint:

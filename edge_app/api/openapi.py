@@ -23,7 +23,7 @@ from edge_app.mqtt.payloads import CAMERA_STATES
 from edge_app.reporting.protocol import CountsReport, StatusReport
 from edge_app.version import __version__
 
-# What the server answers to any request before a route sees it (edge_app/api/http_limits.py).
+# What the server answers to any request before a route sees it (edge_app/http_server/http_limits.py).
 PROTOCOL_ERRORS = {
     "400": error("Host names a DNS name other than localhost that api.allowed_hosts does not list"),
     "408": error_with_headers("The request line and headers did not arrive within 10 s", Connection="close"),

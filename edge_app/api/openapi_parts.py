@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from edge_app.api.recording_params import TIME_PATTERN
+from edge_app.http_server.query_params import TIME_PATTERN
 
 Schema = Dict[str, Any]
 
@@ -14,7 +14,7 @@ NUMBER: Schema = {"type": "number"}
 #: HTML form sends for a field left blank)
 NAME: Schema = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}
 NAME_FILTER: Schema = {"type": "string", "pattern": "^[A-Za-z0-9_-]{0,64}$"}
-#: a time as the routes take it (``recording_params.parse_time``), and the same as a filter
+#: a time as the routes take it (``http_server.query_params.parse_time``), and the same as a filter
 TIME: Schema = {"type": "string", "pattern": TIME_PATTERN}
 TIME_FILTER: Schema = {"type": "string", "pattern": TIME_PATTERN.replace("^(", "^(|")}
 

@@ -7,8 +7,9 @@ from typing import Any, Callable, Dict
 from edge_app.api.openapi_parts import (NAME, NAME_FILTER, TIME, TIME_FILTER, Schema, binary, error, error_with_headers,
                                         headers, json_answer, param, ref)
 from edge_app.api.recording_params import MAX_EXPORT_S, MAX_LIST_S
-from edge_app.api.recordings import MAX_CONCURRENT_EXPORTS, MAX_PART, MAX_USES_PER_SIGNED_URL
-from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG_HEX_CHARS
+from edge_app.api.recordings import MAX_CONCURRENT_EXPORTS, MAX_USES_PER_SIGNED_URL
+from edge_app.record.types import MAX_PART
+from edge_app.http_server.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG_HEX_CHARS
 
 Op = Callable[..., Dict[str, Any]]
 

@@ -7,19 +7,13 @@ names a file.
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Mapping, Optional
 
-from edge_app.api.errors import ApiError
-from edge_app.api.query_params import LARGEST_TIME_S, NAME, text_arg
+from edge_app.http_server.errors import ApiError
+from edge_app.http_server.query_params import NAME, parse_time, text_arg
 
-UNIX_TIME = r"[0-9]{1,11}(\.[0-9]{1,9})?"  # str(time.time()) has up to 7 decimals
-ISO_TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?(Z|[+-][0-9]{2}:[0-9]{2})?"
-TIME_PATTERN = f"^({UNIX_TIME}|{ISO_TIME})$"
-_TIME = re.compile(TIME_PATTERN)
 DAY_S = 86400.0
 #: the default window of a listing when ``from`` is left out: the last day
 DEFAULT_LIST_S = DAY_S
@@ -34,26 +28,6 @@ class TimeRange:
     camera_id: Optional[str]
     start: float  # Unix seconds
     end: float
-
-
-def parse_time(raw: str, name: str) -> float:
-    """Unix seconds from a parameter's text; ApiError (400) naming ``name`` otherwise."""
-    problem = f"{name} must be Unix seconds or an ISO 8601 date and time (2026-12-04T22:00:00Z), got {raw[:80]!r}"
-    if not _TIME.fullmatch(raw):
-        raise ApiError(400, problem)
-    if "-" not in raw:
-        value = float(raw)
-    else:
-        try:
-            moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-        except ValueError:
-            raise ApiError(400, problem) from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
-        value = moment.timestamp()
-    if not 0 <= value <= LARGEST_TIME_S:
-        raise ApiError(400, f"{name} must lie between 1970 and the year 5138, got {raw[:80]!r}")
-    return value
 
 
 def _camera(args: Mapping[str, str], required: bool) -> Optional[str]:

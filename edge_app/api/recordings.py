@@ -24,15 +24,15 @@ from typing import Callable, Dict, Iterator, List, Tuple
 from flask import Blueprint, Response, jsonify, request, send_file
 from werkzeug.http import parse_range_header
 
-from edge_app.api.errors import ApiError
-from edge_app.api.events import checked_event_id
+from edge_app.http_server.errors import ApiError
+from edge_app.http_server.event_params import checked_event_id
 from edge_app.api.held_responses import HeldLimit, once, release_when_closed
-from edge_app.api.json_body import read_json_body
-from edge_app.api.query_params import flag_arg, integer_arg
+from edge_app.http_server.json_body import read_json_body
+from edge_app.http_server.query_params import flag_arg, integer_arg
 from edge_app.api.recording_params import TimeRange, time_range
-from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG, is_signed_request, sign
+from edge_app.http_server.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG, is_signed_request, sign
 from edge_app.config.schema import AppConfig
-from edge_app.record.types import ClipInfo, RecordingReader
+from edge_app.record.types import MAX_PART, ClipInfo, RecordingReader
 from edge_app.reporting.protocol import ApplianceService
 
 logger = logging.getLogger(__name__)
@@ -47,8 +47,6 @@ SIGNED_RETRY_AFTER_S = 5
 #: what a <video> element, the download button and the signed URLs may load without the token
 SIGNED_ENDPOINTS = frozenset({"recordings.clip", "recordings.export"})
 MP4 = "video/mp4"
-#: the largest part number of a clip (a clip continues in a new part every record.events.max_s)
-MAX_PART = 9999
 
 
 def _ttl_s() -> int:

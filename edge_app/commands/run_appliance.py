@@ -34,7 +34,7 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     # Before any save of this run can start one: what saves cut short left holds the token too.
     remove_stale_temp_files(config_path)
     from edge_app.api import create_app
-    from edge_app.api.server import ApiServer, TLSSetupError
+    from edge_app.http_server.server import ApiServer, TLSSetupError
     from edge_app.appliance.appliance import Appliance
     from edge_app.config.file import ConfigFile
     from edge_app.config_change.changes import ConfigChanges

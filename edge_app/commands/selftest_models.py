@@ -47,7 +47,7 @@ def model_to_check(config: Any, model: ModelConfig) -> ModelToCheck:
     if artifact is None:
         return ModelToCheck(model)
     from edge_app.fleet_agent.artifacts_client import FleetRefused
-    from edge_app.fleet_agent.artifacts_manifest import ManifestError
+    from edge_app.fleet_protocol.artifacts_manifest import ManifestError
     from edge_app.fleet_agent.artifacts_stage import verified_staged
 
     named = f"; fleet artifact {artifact.name} version {artifact.version}"

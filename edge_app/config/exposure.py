@@ -8,7 +8,7 @@ listener serving everything without a token until the restart. So a token is nee
 for the configuration's own ``api.host`` (where it will listen after the restart).
 
 The configuration change path (:mod:`edge_app.config_change.changes`) refuses changes that break the
-rule, whatever their origin; the auth middleware (:mod:`edge_app.api.auth`) enforces it again per
+rule, whatever their origin; the auth middleware (:mod:`edge_app.http_server.auth`) enforces it again per
 request, should a configuration without a usable token ever be running on an exposed listener.
 """
 from __future__ import annotations

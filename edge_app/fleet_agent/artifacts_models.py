@@ -35,7 +35,7 @@ from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.tensorrt.cache import EngineKey, read_sidecar
 from edge_app.detect.tensorrt.onnx_info import file_sha256
 from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
-from edge_app.fleet_agent.artifacts_manifest import ManifestError, engine_for
+from edge_app.fleet_protocol.artifacts_manifest import ManifestError, engine_for
 from edge_app.fleet_agent.artifacts_refetch import Refetch, Reload
 from edge_app.fleet_agent.artifacts_stage import ENGINE_FILE, StagedModel, Stager
 from edge_app.fleet_agent.artifacts_state import ModelsState

@@ -4,7 +4,7 @@ Anyone who can publish on the broker can send one, so the payload is treated as 
 most ``MAX_DESIRED_BYTES`` nested at most ``MAX_DESIRED_DEPTH`` deep (both checked before
 parsing, ``edge_app.mqtt.inbound``), UTF-8 JSON without NaN or Infinity, exactly ``{"version": N,
 "patch": {...}}`` (and the optional ``"epoch"``, ``"issued_at_ms"`` and ``"sig"`` of
-``edge_app.fleet_agent.desired_signature``, each of its form) with ``N``
+``edge_app.fleet_protocol.desired_signature``, each of its form) with ``N``
 an integer from 1 to 2**53 (what every JSON parser reads exactly) and
 the patch an object. Anything else raises :class:`DesiredConfigError` with located problems, and
 the version when one could still be read, so the refusal can be reported for that version.
@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 
 from edge_app.config.file import Problem
 from edge_app.mqtt.inbound import InboundPayloadError, parse_json_payload
-from edge_app.fleet_agent.desired_signature import EPOCH_KEY, ISSUED_KEY, SIGNATURE_KEY, valid_epoch, valid_issued_ms
+from edge_app.fleet_protocol.desired_signature import EPOCH_KEY, ISSUED_KEY, SIGNATURE_KEY, valid_epoch, valid_issued_ms
 
 MAX_DESIRED_BYTES = 256 * 1024
 #: a whole configuration nests about 8 levels (cameras, zones, polygons, points)
@@ -30,7 +30,7 @@ _KEYS = ("version", "patch", EPOCH_KEY, ISSUED_KEY, SIGNATURE_KEY)
 class DesiredConfig:
     version: int
     patch: Dict[str, Any]
-    sig: Any = None  # as received: checked by edge_app.fleet_agent.desired_signature, never trusted here
+    sig: Any = None  # as received: checked by edge_app.fleet_protocol.desired_signature, never trusted here
     epoch: Optional[str] = None  # the fleet's epoch for this device (edge_app.fleet_agent.desired_epoch)
     issued_ms: Optional[int] = None  # when the fleet issued the message, milliseconds since 1970
 

@@ -2,7 +2,7 @@
 
 Every desired message the fleet sends carries the fleet's epoch for the device (chosen anew when
 the fleet's database starts over or an operator resets the device's version there) and the time
-it was issued, both under the signature (``edge_app.fleet_agent.desired_signature``). Versions
+it was issued, both under the signature (``edge_app.fleet_protocol.desired_signature``). Versions
 order the messages of one epoch; across epochs the issue time does, so that a captured message
 can never be replayed to roll a configuration back:
 
@@ -25,7 +25,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from edge_app.config.file import Problem
 from edge_app.fleet_agent.desired_config import DesiredConfig
-from edge_app.fleet_agent.desired_signature import valid_epoch, valid_issued_ms
+from edge_app.fleet_protocol.desired_signature import valid_epoch, valid_issued_ms
 
 #: How far ahead of this appliance's clock an issue time may be.
 MAX_AHEAD_MS = 86_400_000

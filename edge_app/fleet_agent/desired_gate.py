@@ -5,7 +5,7 @@ So, before anything reads a message's patch, the appliance asks:
 
 * ``fleet.remote_config`` is true in the file (off by default);
 * and either ``fleet.desired_key`` is set and the message carries a valid signature for this
-  device, version and patch (``edge_app.fleet_agent.desired_signature``),
+  device, version and patch (``edge_app.fleet_protocol.desired_signature``),
 * or no key is set, the appliance logs in to its broker (``mqtt.username``) and an anonymous
   CONNECT to the same broker is refused (``edge_app.mqtt.anonymous_probe``): only clients with
   a login can publish there, and the broker's ACL decides which of them may write this topic.
@@ -27,7 +27,7 @@ from edge_app.config.schema import AppConfig, MQTTConfig
 from edge_app.config.file import Problem
 from edge_app.mqtt.anonymous_probe import AnonymousProbe, ProbeOutcome, probe_anonymous
 from edge_app.fleet_agent.desired_config import DesiredConfig
-from edge_app.fleet_agent.desired_signature import carries_signature, signature_valid
+from edge_app.fleet_protocol.desired_signature import carries_signature, signature_valid
 from edge_app.reporting.protocol import RemoteConfigReport
 
 log = logging.getLogger(__name__)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from edge_app.config.file import Problem
+from edge_app.process.log_limit import LogLimiter
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +45,12 @@ class RefusalReports:
     def __init__(self, interval_s: float = REPORT_EVERY_S, log_every_s: float = LOG_EVERY_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._interval_s = interval_s
-        self._log_every_s = log_every_s
         self._clock = clock
         self._lock = threading.Lock()
         self._unreported = 0
         self._last_problem: Optional[Problem] = None
         self._reported_mono_s: Optional[float] = None
-        self._unlogged = 0
-        self._logged_mono_s: Optional[float] = None
+        self._log_limiter = LogLimiter(log_every_s, clock=clock)
 
     def note(self, problem: Problem) -> bool:
         """Count one refusal; logs it when no line was written for ``log_every_s``.
@@ -59,16 +58,11 @@ class RefusalReports:
         True when it is the first one since the last report: whoever publishes the reports
         then has one to wait for (the rest of a flood needs no wake-up each).
         """
-        now_mono_s = self._clock()
         with self._lock:
             first = self._unreported == 0
             self._unreported += 1
             self._last_problem = problem
-            due = self._logged_mono_s is None or now_mono_s - self._logged_mono_s >= self._log_every_s
-            if due:
-                more, self._unlogged, self._logged_mono_s = self._unlogged, 0, now_mono_s
-            else:
-                self._unlogged += 1
+        due, more = self._log_limiter.allow("")
         if due:
             log.warning("desired configuration refused: %s%s", problem,
                         f" ({more} more refused since the last note)" if more else "")

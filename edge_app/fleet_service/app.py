@@ -1,7 +1,7 @@
-"""``create_fleet_app``: the fleet's Flask app, behind the appliance API's host check, auth and errors.
+"""``create_fleet_app``: the fleet's Flask app, behind the same host check, auth and errors as the appliance's API.
 
-The server around it is the appliance's :class:`edge_app.api.server.ApiServer` (cheroot, TLS,
-the limits of :mod:`edge_app.api.http_limits`), so both answer a LAN the same way.
+The server around it is the appliance's too, :class:`edge_app.http_server.server.ApiServer` (cheroot, TLS,
+the limits of :mod:`edge_app.http_server.http_limits`), so both answer a LAN the same way.
 """
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from typing import Optional
 
 from flask import Blueprint, Flask, Request, Response, request
 
-from edge_app.api.app import install_common_headers
-from edge_app.api.auth import install_auth
-from edge_app.api.dashboard import static_page_blueprint
-from edge_app.api.errors import error_response, register_error_handlers
-from edge_app.api.health import health_blueprint
-from edge_app.api.hosts import install_host_check
-from edge_app.api.json_provider import install_json_provider
-from edge_app.api.http_limits import DEFAULT_LIMITS
-from edge_app.api.server import ApiServer
+from edge_app.http_server.auth import install_auth
+from edge_app.http_server.errors import error_response, register_error_handlers
+from edge_app.http_server.headers import install_common_headers
+from edge_app.http_server.probes import health_blueprint
+from edge_app.http_server.hosts import install_host_check
+from edge_app.http_server.json_provider import install_json_provider
+from edge_app.http_server.http_limits import DEFAULT_LIMITS
+from edge_app.http_server.server import ApiServer
+from edge_app.http_server.static_pages import static_page_blueprint
 from edge_app.fleet_service.appliance_api import ApplianceApi
 from edge_app.fleet_service.artifact_routes import (DEVICE_ENDPOINTS, UPLOAD_ENDPOINTS, UPLOAD_PATH_PREFIXES,
                                                      artifacts_blueprint)
@@ -71,7 +71,7 @@ def create_fleet_app(service: FleetService) -> Flask:
         logger.error("%s", err)
         return error_response(503, "the fleet database is unavailable; the service log has the details")
 
-    app.register_blueprint(health_blueprint(service))  # type: ignore[arg-type]
+    app.register_blueprint(health_blueprint(service))
     app.register_blueprint(fleet_blueprint(service))
     app.register_blueprint(artifacts_blueprint(service, DeviceAuth(lambda: service.config.device_tokens)))
     app.register_blueprint(clip_blueprint(ApplianceApi(service.current_config)))

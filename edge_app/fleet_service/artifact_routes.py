@@ -16,9 +16,9 @@ from flask import Blueprint, Response, jsonify, request, send_file
 
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from edge_app.api.errors import ApiError, error_response
-from edge_app.api.json_body import read_json_body
-from edge_app.fleet_agent.artifacts_manifest import MAX_LABELS_BYTES
+from edge_app.http_server.errors import ApiError, error_response
+from edge_app.http_server.json_body import read_json_body
+from edge_app.fleet_protocol.artifacts_manifest import MAX_LABELS_BYTES
 from edge_app.fleet_service.artifacts import ArtifactConflict, check_name, parse_engine_key
 from edge_app.fleet_service.blobs import BlobError, StoredBlob, is_sha256
 from edge_app.fleet_service.device_auth import DeviceAuth

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Dict, List, Optional
 
 from edge_app.config.schema_model import ARTIFACT_NAME_PATTERN, ARTIFACT_VERSION_PATTERN, is_artifact_part
-from edge_app.fleet_agent.artifacts_manifest import MAX_ENGINES, manifest_signature
+from edge_app.fleet_protocol.artifacts_manifest import MAX_ENGINES, manifest_signature
 from edge_app.canonical_json import canonical_json
 from edge_app.fleet_service.blobs import StoredBlob, is_sha256
 from edge_app.fleet_service.db import Connection

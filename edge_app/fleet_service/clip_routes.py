@@ -12,10 +12,10 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify, request
 
 from edge_app.finite_json import loads_finite
-from edge_app.api.errors import ApiError
-from edge_app.api.events import checked_event_id, event_query
-from edge_app.api.query_params import integer_arg
-from edge_app.api.recordings import MAX_PART
+from edge_app.http_server.errors import ApiError
+from edge_app.http_server.event_params import checked_event_id, event_query
+from edge_app.http_server.query_params import integer_arg
+from edge_app.record.types import MAX_PART
 from edge_app.fleet_service.appliance_api import ApplianceApi, ApplianceApiError, annotate_clips
 from edge_app.fleet_service.routes import DEVICE_ID
 

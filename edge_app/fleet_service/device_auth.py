@@ -16,9 +16,9 @@ from typing import Callable, Mapping, Optional
 from flask import request
 from pydantic import SecretStr
 
-from edge_app.api.auth import CHALLENGE, bearer_token
-from edge_app.api.errors import ApiError
-from edge_app.api.throttle import FailureThrottle
+from edge_app.http_server.auth import CHALLENGE, bearer_token
+from edge_app.http_server.errors import ApiError
+from edge_app.http_server.throttle import FailureThrottle
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Deque, Dict, Optional, Tuple
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from edge_app.api.throttle import LogLimiter
+from edge_app.process.log_limit import LogLimiter
 from edge_app.config.schema import MQTTConfig
 from edge_app.fleet_service import messages as m
 from edge_app.fleet_service.admission import Admission

@@ -36,7 +36,7 @@ from edge_app.config.model_patch import ARTIFACT_PREFIX
 from edge_app.fleet_service.db import Connection
 from edge_app.fleet_service.messages import MAX_INT, desired_topic
 from edge_app.fleet_service.model_state import stored_models_state
-from edge_app.fleet_agent.desired_signature import EPOCH_KEY, ISSUED_KEY, SIGNATURE_KEY, sign_desired
+from edge_app.fleet_protocol.desired_signature import EPOCH_KEY, ISSUED_KEY, SIGNATURE_KEY, sign_desired
 
 logger = logging.getLogger(__name__)
 

@@ -16,6 +16,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, Mapping
 
+from edge_app.process.log_limit import LogLimiter
+
 log = logging.getLogger(__name__)
 
 LOG_EVERY_S = 60.0
@@ -25,12 +27,9 @@ class CallbackGuard:
     """Wraps callbacks so they never raise; counts and rate-limits the logging of what they raised."""
 
     def __init__(self, log_every_s: float = LOG_EVERY_S, clock: Callable[[], float] = time.monotonic) -> None:
-        self._log_every_s = log_every_s
-        self._clock = clock
         self._lock = threading.Lock()
         self._errors: Dict[str, int] = {}
-        self._unlogged: Dict[str, int] = {}
-        self._logged_s: Dict[str, float] = {}
+        self._log_limiter = LogLimiter(log_every_s, clock=clock)
 
     def wrap(self, name: str, callback: Callable[..., Any]) -> Callable[..., None]:
         @functools.wraps(callback)
@@ -47,16 +46,12 @@ class CallbackGuard:
             setattr(client, name, self.wrap(name, callback))
 
     def caught(self, name: str, err: BaseException) -> None:
-        now_s = self._clock()
         with self._lock:
             self._errors[name] = self._errors.get(name, 0) + 1
-            last_s = self._logged_s.get(name)
-            if last_s is not None and now_s - last_s < self._log_every_s:
-                self._unlogged[name] = self._unlogged.get(name, 0) + 1
-                return
-            self._logged_s[name] = now_s
-            unlogged = self._unlogged.pop(name, 0)
             total = self._errors[name]
+        allowed, unlogged = self._log_limiter.allow(name)
+        if not allowed:
+            return
         try:
             since = f", {unlogged} more not logged since the last report" if unlogged else ""
             log.error("MQTT %s handler failed (%d failures so far%s): %s: %s", name, total, since,

@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, List, Optional, Protocol
 
+#: the largest part number of a clip anyone may ask for (a clip continues in a new part every
+#: record.events.max_s): the appliance's recording routes and the fleet's clip proxy take no larger
+MAX_PART = 9999
+
 
 @dataclass(frozen=True)
 class SegmentInfo:

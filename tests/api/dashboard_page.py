@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 
 
 import edge_app.api
+from edge_app.http_server.static_pages import SHARED_STATIC_DIR
 from testkit.skips import require_tool
 
 STATIC_DIR = Path(edge_app.api.__file__).parent / "static"
@@ -23,7 +24,8 @@ def run_dashboard(api, scenario: str, token: str = "", env: Optional[Dict[str, s
     """The page's own scripts, run against the real API; what the page showed at each step.
     ``env`` is added to the harness's environment."""
     args = [_node(), str(HARNESS), api.url, str(STATIC_DIR / "index.html"), scenario] + ([token] if token else [])
-    result = subprocess.run(args, capture_output=True, text=True, timeout=90, env={**os.environ, **(env or {})})
+    env = {**os.environ, "SHARED_STATIC_DIR": str(SHARED_STATIC_DIR), **(env or {})}
+    result = subprocess.run(args, capture_output=True, text=True, timeout=90, env=env)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 

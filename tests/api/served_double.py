@@ -7,8 +7,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, Tuple
 
-from edge_app.api import ApiServer, create_app
-from edge_app.api.listening import request_listening_hosts
+from edge_app.api import create_app
+from edge_app.http_server.server import ApiServer
+from edge_app.http_server.listening import request_listening_hosts
 from edge_app.config.file import ConfigFile, merge_patch, parse_config
 from edge_app.config_change.changes import ConfigChanges
 from tests.api.conftest import BASE_CONFIG

@@ -10,8 +10,9 @@ from typing import List
 import pytest
 import requests
 
-from edge_app.api import ApiServer, create_app
-from edge_app.api.http_limits import DEFAULT_LIMITS, HttpLimits
+from edge_app.api import create_app
+from edge_app.http_server.server import ApiServer
+from edge_app.http_server.http_limits import DEFAULT_LIMITS, HttpLimits
 from tests.api import raw_http
 
 SLOW_SOCKETS = 64

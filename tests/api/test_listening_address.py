@@ -15,8 +15,9 @@ from typing import Any, Callable, Dict, List, Optional
 import pytest
 import requests
 
-from edge_app.api import ApiServer, create_app
-from edge_app.api.listening import request_listening_hosts
+from edge_app.api import create_app
+from edge_app.http_server.server import ApiServer
+from edge_app.http_server.listening import request_listening_hosts
 from edge_app.config.file import ConfigFile, load_config, parse_config
 from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
 from tests.api.in_memory_service import InMemoryService

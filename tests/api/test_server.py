@@ -5,7 +5,8 @@ import threading
 import pytest
 import requests
 
-from edge_app.api import ApiServer, create_app
+from edge_app.api import create_app
+from edge_app.http_server.server import ApiServer
 
 
 def test_port_zero_gives_the_real_port_and_a_named_thread(api):

@@ -6,7 +6,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import requests
 
-from edge_app.api import signed_urls
+from edge_app.http_server import signed_urls
 from tests.api.conftest import TOKEN
 from tests.api.test_events_routes import event
 from tests.support.recordings import RecordedFiles

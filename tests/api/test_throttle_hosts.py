@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from edge_app.api.hosts import host_allowed
-from edge_app.api.throttle import FailureThrottle, LogLimiter, ThrottlePolicy
+from edge_app.http_server.hosts import host_allowed
+from edge_app.http_server.throttle import FailureThrottle, ThrottlePolicy
 from tests.api import raw_http
 from tests.api.conftest import TOKEN
 
@@ -23,7 +23,7 @@ def _get_from(url: str, path: str, source_ip: str, headers: dict) -> raw_http.Ra
 
 
 def test_ten_wrong_tokens_a_minute_get_429_even_with_the_right_token_then(secured_api, caplog):
-    caplog.set_level(logging.INFO, logger="edge_app.api.auth")
+    caplog.set_level(logging.INFO, logger="edge_app.http_server.auth")
     wrong = {"Authorization": "Bearer guess-0000000000"}
     for _ in range(10):
         assert _get_from(secured_api.url, "/api/v1/status", "127.0.0.1", wrong).status == 401
@@ -38,7 +38,7 @@ def test_ten_wrong_tokens_a_minute_get_429_even_with_the_right_token_then(secure
     assert _get_from(secured_api.url, "/api/v1/status", "127.0.0.2", right).status == 200
     assert _get_from(secured_api.url, "/healthz", "127.0.0.1", {}).status == 200
     # Eleven failures: one line for the first, one warning for reaching the limit, not eleven.
-    lines = [r for r in caplog.records if r.name == "edge_app.api.auth"]
+    lines = [r for r in caplog.records if r.name == "edge_app.http_server.auth"]
     assert len(lines) <= 3, [r.getMessage() for r in lines]
     assert any(r.levelno == logging.WARNING and "127.0.0.1" in r.getMessage() for r in lines)
 
@@ -64,17 +64,6 @@ def test_the_throttle_forgets_failures_after_the_window():
     throttle.record_failure("c")
     throttle.record_failure("d")
     assert throttle.retry_after_s("b") is None
-
-
-def test_the_log_limiter_counts_what_it_left_out():
-    now = [0.0]
-    limiter = LogLimiter(interval_s=60.0, clock=lambda: now[0])
-    assert limiter.allow("x") == (True, 0)
-    assert limiter.allow("x") == (False, 0)
-    assert limiter.allow("x") == (False, 0)
-    assert limiter.allow("y") == (True, 0)
-    now[0] = 61.0
-    assert limiter.allow("x") == (True, 2)
 
 
 @pytest.mark.parametrize("host, allowed", [

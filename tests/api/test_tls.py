@@ -8,8 +8,9 @@ import time
 import pytest
 import requests
 
-from edge_app.api import ApiServer, create_app
-from edge_app.api.server import TLSSetupError
+from edge_app.api import create_app
+from edge_app.http_server.server import ApiServer
+from edge_app.http_server.server import TLSSetupError
 from edge_app.config.schema import APIConfig
 from tests.api import raw_http
 from testkit.certs import make_test_certificates

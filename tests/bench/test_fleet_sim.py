@@ -19,7 +19,7 @@ import paho.mqtt.publish as mqtt_publish
 import pytest
 
 from bench.fleet.device import bench_desired_key
-from edge_app.fleet_agent.desired_signature import signed_desired
+from edge_app.fleet_protocol.desired_signature import signed_desired
 from testkit.waiting import wait_until
 from tests.e2e.conftest import appliance_factory  # noqa: F401  (a fixture: a real `edge-app run`)
 

@@ -5,7 +5,7 @@ import json
 
 from edge_app.commands.selftest import selftest_command
 from edge_app.config.file import parse_config
-from edge_app.fleet_agent.artifacts_manifest import manifest_signature
+from edge_app.fleet_protocol.artifacts_manifest import manifest_signature
 
 
 def _config(general, second):

@@ -17,7 +17,7 @@ import yaml
 from paho.mqtt.enums import CallbackAPIVersion
 
 from edge_app.fleet_agent.agent import MAX_VERSION_STEP
-from edge_app.fleet_agent.desired_signature import signed_desired
+from edge_app.fleet_protocol.desired_signature import signed_desired
 from testkit.appliance import ApplianceProcess
 from testkit.waiting import wait_until
 from testkit.broker import MosquittoBroker, MqttCollector

@@ -8,8 +8,8 @@ import time
 
 import requests
 
-from edge_app.api.http_limits import HttpLimits
-from edge_app.api.server import ApiServer
+from edge_app.http_server.http_limits import HttpLimits
+from edge_app.http_server.server import ApiServer
 from edge_app.fleet_service.app import create_fleet_app
 from edge_app.fleet_service.artifact_routes import UPLOAD_PATH_PREFIXES
 from edge_app.canonical_json import canonical_json
@@ -259,7 +259,7 @@ def test_one_device_cannot_crowd_a_model_file_with_engines(fleet_factory, tmp_pa
     push a model's manifest past the MAX_ENGINES an appliance accepts, and so stop that model
     version on every device. A device keeps at most MAX_ENGINES_PER_DEVICE engines per model file,
     and a manifest lists at most MAX_ENGINES (the newest), so every manifest stays one appliances take."""
-    from edge_app.fleet_agent.artifacts_manifest import MAX_ENGINES, verify_manifest
+    from edge_app.fleet_protocol.artifacts_manifest import MAX_ENGINES, verify_manifest
     from edge_app.fleet_service.artifacts import MAX_ENGINES_PER_DEVICE
 
     fleet = artifact_fleet(fleet_factory, tmp_path)
@@ -277,7 +277,7 @@ def test_one_device_cannot_crowd_a_model_file_with_engines(fleet_factory, tmp_pa
 
 def test_a_manifest_lists_the_newest_engines_when_the_fleet_holds_more_than_appliances_take(
         fleet_factory, tmp_path):
-    from edge_app.fleet_agent.artifacts_manifest import MAX_ENGINES, verify_manifest
+    from edge_app.fleet_protocol.artifacts_manifest import MAX_ENGINES, verify_manifest
     from edge_app.fleet_service.artifacts import MAX_ENGINES_PER_DEVICE
 
     builders = {f"edge-builder-{i}": f"token-of-edge-builder-{i:02d}-0123" for i in range(MAX_ENGINES // MAX_ENGINES_PER_DEVICE + 1)}

@@ -188,7 +188,7 @@ def test_composed_patches_do_what_both_do_in_order(first, second, combined):
 
 def test_desired_configurations_are_signed_for_devices_with_a_key_and_the_key_never_shows(
         fleet_factory, sim_devices, mqtt_collector, mosquitto_broker):
-    from edge_app.fleet_agent.desired_signature import signature_valid
+    from edge_app.fleet_protocol.desired_signature import signature_valid
 
     key = "edge-keyed-desired-key-0123456789ab"
     fleet = fleet_factory(desired_keys={"edge-keyed": key})
@@ -238,7 +238,7 @@ def test_a_pending_rollout_cleared_or_replaced_on_the_broker_is_published_again(
             _retained_desired(mosquitto_broker, mqtt_collector, topic)), 15, "the rollout published again")
         assert (again["version"], again["patch"], again["epoch"]) == (1, first["patch"], first["epoch"])
         assert again["issued_at_ms"] >= first["issued_at_ms"]
-        from edge_app.fleet_agent.desired_signature import signature_valid
+        from edge_app.fleet_protocol.desired_signature import signature_valid
         assert signature_valid(key, "edge-away", again["epoch"], again["issued_at_ms"], 1, again["patch"], again["sig"])
     # A flood of clearing messages costs at most about one publication a second.
     watch = mqtt_collector(mosquitto_broker, topic)

@@ -8,7 +8,7 @@ import pytest
 import requests
 from paho.mqtt.enums import CallbackAPIVersion
 
-from edge_app.api.dashboard import SHARED_STATIC_DIR
+from edge_app.http_server.static_pages import SHARED_STATIC_DIR
 from edge_app.api.dashboard import STATIC_DIR as DASHBOARD_STATIC_DIR
 from edge_app.fleet_service.app import STATIC_DIR as FLEET_STATIC_DIR
 from edge_app.fleet_service.app import create_fleet_app

@@ -20,7 +20,7 @@ from edge_app.fleet_agent.agent import MAX_VERSION_STEP, FleetAgent
 from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
 from edge_app.mqtt.payloads import config_desired_payload, encode
 from edge_app.mqtt.anonymous_probe import AnonymousProbe, ProbeOutcome
-from edge_app.fleet_agent.desired_signature import keyed_digest, sign_desired, signed_desired
+from edge_app.fleet_protocol.desired_signature import keyed_digest, sign_desired, signed_desired
 from tests.api.in_memory_service import InMemoryService
 
 KEY = "shared-desired-key-0123456789abcdef"

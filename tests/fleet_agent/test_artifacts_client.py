@@ -15,7 +15,7 @@ import pytest
 from edge_app.detect.tensorrt.cache import EngineKey
 from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
 from edge_app.health.free_space import NotEnoughSpace
-from edge_app.fleet_agent.artifacts_manifest import ManifestError, engine_for, manifest_signature, verify_manifest
+from edge_app.fleet_protocol.artifacts_manifest import ManifestError, engine_for, manifest_signature, verify_manifest
 from edge_app.fleet_agent.artifacts_stage import stage_dir
 from edge_app.fleet_agent.artifacts_state import ModelsState
 from tests.support.tmpfs import mounted_tmpfs

@@ -11,7 +11,7 @@ from edge_app.config.file import Problem, parse_config
 from edge_app.fleet_agent.desired_config import MAX_DESIRED_BYTES
 from edge_app.fleet_agent.desired_gate import DesiredGate
 from edge_app.fleet_agent.desired_intake import DesiredIntake, TokenBucket
-from edge_app.fleet_agent.desired_signature import carries_signature, signed_desired
+from edge_app.fleet_protocol.desired_signature import carries_signature, signed_desired
 from edge_app.fleet_agent.refusal_reports import RefusalReports
 
 KEY = "intake-desired-key-0123456789abcdef0123"
@@ -60,6 +60,19 @@ def test_refusals_are_reported_once_per_interval_with_their_count():
     coalesced = reports.take_due()
     assert (coalesced.problem.msg, coalesced.refused) == ("more 9999", 10_000)
     assert reports.take_due() is None and reports.seconds_until_due() is None
+
+
+def test_refusals_are_logged_once_per_log_interval_with_the_count_left_out(caplog):
+    clock = Clock()
+    reports = RefusalReports(interval_s=5.0, log_every_s=60.0, clock=clock)
+    with caplog.at_level("WARNING", logger="edge_app.fleet_agent.refusal_reports"):
+        for i in range(100):
+            reports.note(Problem("sig", f"refused {i}"))
+        clock.now_s += 60
+        reports.note(Problem("sig", "after a minute"))
+    assert [record.getMessage() for record in caplog.records] == [
+        "desired configuration refused: sig: refused 0",
+        "desired configuration refused: sig: after a minute (99 more refused since the last note)"]
 
 
 def test_a_message_without_a_signature_is_refused_before_parsing_and_a_signed_one_is_not():

@@ -5,7 +5,7 @@ import pytest
 import requests
 
 from edge_app.api import create_app
-from edge_app.api.server import ApiServer
+from edge_app.http_server.server import ApiServer
 from edge_app.appliance.appliance import Appliance
 from edge_app.health.sampler import health_dirs
 from edge_app.config.file import ConfigFile, parse_config

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import requests
 
-from edge_app.api.server import ApiServer
+from edge_app.http_server.server import ApiServer
 from edge_app.fleet_service.app import fleet_server
 from edge_app.fleet_service.config import FleetConfig
 from edge_app.fleet_service.service import FleetService

@@ -2,7 +2,8 @@
 // what the page shows. Prints one JSON object: what the page showed after each step of the
 // scenario.
 //   node dashboard_harness.mjs <api base url> <path to index.html> [scenario] [token]
-// The scripts are those index.html loads, in its order. With --calls, the pure functions of
+// The scripts are those index.html loads, in its order; SHARED_STATIC_DIR in the environment is
+// the folder behind static/shared/. With --calls, the pure functions of
 // logic.js answer calls, one a line: {"function": name, "args": [...]} on stdin, the JSON
 // result (or {"error": message}) on stdout:
 //   node dashboard_harness.mjs --calls <path to logic.js>
@@ -472,9 +473,9 @@ const scenarios = {
 const steps = {};
 const scripts = [...readFileSync(indexPath, "utf8").matchAll(/<script src="static\/([^"]+)"><\/script>/g)].map((m) => m[1]);
 vm.createContext(context);
-// static/shared/ is served from the folder beside static/ that the fleet page loads too.
+// static/shared/ is served from the folder the fleet page loads too (edge_app/http_server/shared_static/).
 const scriptFile = (script) => script.startsWith("shared/")
-  ? path.join(path.dirname(indexPath), "..", "shared_static", script.slice("shared/".length))
+  ? path.join(process.env.SHARED_STATIC_DIR, script.slice("shared/".length))
   : path.join(path.dirname(indexPath), script);
 for (const script of scripts) {
   vm.runInContext(readFileSync(scriptFile(script), "utf8"), context, { filename: script });

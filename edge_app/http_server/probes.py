@@ -2,16 +2,22 @@
 from __future__ import annotations
 
 import logging
+from typing import List, Protocol, Tuple
 
 from flask import Blueprint, Response, jsonify
-
-from edge_app.reporting.protocol import ApplianceService
 
 logger = logging.getLogger(__name__)
 
 
-def health_blueprint(service: ApplianceService) -> Blueprint:
-    """``/healthz`` answers while the process serves HTTP; ``/readyz`` asks the appliance."""
+class Readiness(Protocol):
+    """What ``/readyz`` asks: the appliance and the fleet service each answer it."""
+
+    def readiness(self) -> Tuple[bool, List[str]]:
+        """(ready, the reasons it is not)."""
+
+
+def health_blueprint(service: Readiness) -> Blueprint:
+    """``/healthz`` answers while the process serves HTTP; ``/readyz`` asks ``service``."""
     bp = Blueprint("health", __name__)
 
     @bp.get("/healthz")

@@ -1,7 +1,7 @@
-"""Every error the API answers is a JSON object ``{"error": "<sentence>", ...}``.
+"""Every error the API and the fleet service answer is a JSON object ``{"error": "<sentence>", ...}``.
 
 That includes Flask's own 404/405/413 and any uncaught exception: a client (or a curl user)
-must never get an HTML page or a traceback from the appliance.
+must never get an HTML page or a traceback from the server.
 """
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Any, Dict, List, Mapping, Optional
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from edge_app.reporting.protocol import UnknownCamera
 from edge_app.config.redact import mask_secrets
 
 logger = logging.getLogger(__name__)
@@ -72,11 +71,6 @@ def register_error_handlers(app: Flask) -> None:
         details = None if err.details is None else [{k: mask_secrets(str(v)) for k, v in item.items()} for item in err.details]
         extra = {"details": details} if details is not None else {}
         return error_response(err.status, err.message, err.headers, **extra)
-
-    @app.errorhandler(UnknownCamera)
-    def _unknown_camera(err: UnknownCamera) -> Response:
-        camera_id = err.args[0] if err.args else "?"
-        return error_response(404, f"unknown camera {camera_id!r}")
 
     @app.errorhandler(HTTPException)
     def _http_error(err: HTTPException) -> Response:

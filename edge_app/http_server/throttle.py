@@ -1,7 +1,8 @@
-"""Slowing down token guessing, and keeping its log lines from flooding the journal.
+"""Slowing down token guessing (its log lines are kept from flooding the journal by
+:class:`edge_app.process.log_limit.LogLimiter`).
 
-Both are keyed by the client's address (the socket's, never a forwarded-for header a client
-could make up) and bounded in memory however many addresses a LAN attacker cycles through.
+Keyed by the client's address (the socket's, never a forwarded-for header a client could make
+up) and bounded in memory however many addresses a LAN attacker cycles through.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import Callable, Deque, Optional, Tuple
+from typing import Callable, Deque, Optional
 
 
 @dataclass(frozen=True)
@@ -59,27 +60,3 @@ class FailureThrottle:
         horizon = self._clock() - self._policy.window_s
         while times and times[0] <= horizon:
             times.popleft()
-
-
-class LogLimiter:
-    """At most one log line per key and interval; the next one says how many were left out."""
-
-    def __init__(self, interval_s: float = 60.0, max_keys: int = 4096, clock: Callable[[], float] = time.monotonic):
-        self._interval_s = interval_s
-        self._max_keys = max_keys
-        self._clock = clock
-        self._state: "OrderedDict[str, Tuple[float, int]]" = OrderedDict()
-        self._lock = threading.Lock()
-
-    def allow(self, key: str) -> Tuple[bool, int]:
-        """(whether to log now, how many lines for ``key`` were suppressed since the last one)."""
-        now = self._clock()
-        with self._lock:
-            last_at, suppressed = self._state.pop(key, (None, 0))
-            if last_at is not None and now - last_at < self._interval_s:
-                self._state[key] = (last_at, suppressed + 1)
-                return False, 0
-            self._state[key] = (now, 0)
-            while len(self._state) > self._max_keys:
-                self._state.popitem(last=False)
-            return True, suppressed

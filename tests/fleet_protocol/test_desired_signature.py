@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from edge_app.fleet_agent.desired_signature import keyed_digest, sign_desired, signature_valid, signed_desired
+from edge_app.fleet_protocol.desired_signature import keyed_digest, sign_desired, signature_valid, signed_desired
 
 KEY = "k" * 40
 EPOCH = "0123456789abcdef" * 2

@@ -18,7 +18,7 @@ from edge_app.finite_json import loads_finite
 from edge_app.config.staged_model import ROLE_FILES
 from edge_app.detect.tensorrt.cache import EngineKey
 from edge_app.canonical_json import canonical_json
-from edge_app.fleet_agent.desired_signature import keyed_digest
+from edge_app.fleet_protocol.desired_signature import keyed_digest
 
 #: a manifest lists a few files and engines; more than this is not one
 MAX_MANIFEST_BYTES = 1 << 20

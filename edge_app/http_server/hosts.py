@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Optional
 
 from flask import Flask, Response, request
 
-from edge_app.api.errors import error_response
+from edge_app.http_server.errors import error_response
 from edge_app.config.schema import AppConfig
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """``ApiServer``: the Flask app served by cheroot, a production WSGI server, in its own thread.
 
 Connection handling (deadlines, size limits, the TLS handshake) lives in
-:mod:`edge_app.api.http_protocol`, its numbers in :mod:`edge_app.api.http_limits`.
+:mod:`edge_app.http_server.http_protocol`, its numbers in :mod:`edge_app.http_server.http_limits`.
 TLS: ``certfile`` (and ``keyfile`` when the key is not in the certificate file) switch HTTPS on;
 :meth:`ApiServer.from_config` takes them from ``api.tls``.
 """
@@ -14,9 +14,9 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Optional, Tuple, Union
 
-from edge_app.api.http_limits import DEFAULT_LIMITS, HttpLimits
-from edge_app.api.http_protocol import DeferredHandshakeSSLAdapter, GuardedWsgiServer
-from edge_app.api.listening import LISTENING_ENVIRON_KEY
+from edge_app.http_server.http_limits import DEFAULT_LIMITS, HttpLimits
+from edge_app.http_server.http_protocol import DeferredHandshakeSSLAdapter, GuardedWsgiServer
+from edge_app.http_server.listening import LISTENING_ENVIRON_KEY
 from edge_app.config.schema import APIConfig
 
 logger = logging.getLogger(__name__)

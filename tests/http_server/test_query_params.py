@@ -1,12 +1,12 @@
-"""The query-parameter rules of the API (edge_app/api/query_params.py), one table per rule."""
+"""The query-parameter rules the API and the fleet service share (edge_app/http_server/query_params.py), one table per rule."""
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from edge_app.api.errors import ApiError
-from edge_app.api.query_params import integer_arg, number_arg
+from edge_app.http_server.errors import ApiError
+from edge_app.http_server.query_params import integer_arg, number_arg
 
 
 @pytest.mark.parametrize("raw, expected", [

@@ -18,7 +18,7 @@ the message is needed. Version 1 (no epoch, no time) is not accepted any more: i
 be replayed after a reset.
 
 The canonical JSON and the keyed digest are the ones every fleet signature uses: the manifests
-of model versions (``edge_app.fleet_agent.artifacts_manifest``) are signed with them too.
+of model versions (``edge_app.fleet_protocol.artifacts_manifest``) are signed with them too.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""cheroot's connection handling with the limits of :mod:`edge_app.api.http_limits`.
+"""cheroot's connection handling with the limits of :mod:`edge_app.http_server.http_limits`.
 
 cheroot (a thread-per-request WSGI server) is kept: it parks idle keep-alive sockets in a
 selector rather than in threads, and its request parsing is mature. What it lacks out of the
@@ -32,7 +32,7 @@ from cheroot.ssl.builtin import BuiltinSSLAdapter
 
 from werkzeug.exceptions import RequestEntityTooLarge, RequestTimeout
 
-from edge_app.api.http_limits import HttpLimits
+from edge_app.http_server.http_limits import HttpLimits
 
 logger = logging.getLogger(__name__)
 

@@ -19,10 +19,11 @@ from typing import Callable, Collection, List, Optional
 
 from flask import Flask, Response, request
 
-from edge_app.api.errors import error_response
-from edge_app.api.signed_urls import check as check_signed_url, is_signed_request
-from edge_app.api.listening import request_listening_hosts
-from edge_app.api.throttle import FailureThrottle, LogLimiter
+from edge_app.http_server.errors import error_response
+from edge_app.http_server.signed_urls import check as check_signed_url, is_signed_request
+from edge_app.http_server.listening import request_listening_hosts
+from edge_app.http_server.throttle import FailureThrottle
+from edge_app.process.log_limit import LogLimiter
 from edge_app.config.exposure import MAKE_TOKEN, describe_hosts, exposed_hosts, metrics_need_token, usable_token
 from edge_app.config.schema import AppConfig, is_loopback_host
 
@@ -64,7 +65,7 @@ def install_auth(
     an MJPEG stream in a browser cannot send an Authorization header. Everywhere else the query
     parameter is ignored, so tokens do not spread into URLs that need not carry them.
     ``signed_endpoints`` (what a ``<video>`` loads) also accept a signed URL
-    (:mod:`edge_app.api.signed_urls`) instead of the token: a request that carries ``expires`` or
+    (:mod:`edge_app.http_server.signed_urls`) instead of the token: a request that carries ``expires`` or
     ``sig`` is judged by its signature alone, and an expired or altered one is 403.
     ``throttle`` counts wrong tokens per client address (default: 10 a minute).
     A request for which ``authenticated_elsewhere()`` is true is left to its route, which must

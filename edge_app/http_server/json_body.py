@@ -10,7 +10,7 @@ from typing import Any
 from flask import request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from edge_app.api.errors import ApiError
+from edge_app.http_server.errors import ApiError
 from edge_app.finite_json import loads_finite
 
 #: Deepest JSON nesting accepted; a configuration is four levels deep, and deeper input would only

@@ -1,4 +1,7 @@
-"""Query-parameter rules shared by the API's routes, each written once.
+"""Query-parameter rules shared by the API's and the fleet service's routes, each written once.
+
+A time is Unix seconds (``1733356800`` or ``1733356800.5``) or ISO 8601 with a date and a time
+(``2026-12-04T22:00:00Z``); one without a zone is UTC.
 
 A parameter left out or empty takes its default; anything else is checked before use and a bad
 value is a 400 naming the parameter, never a server error.
@@ -6,12 +9,17 @@ value is a 400 naming the parameter, never a server error.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 from typing import Mapping, Optional
 
-from edge_app.api.errors import ApiError
+from edge_app.http_server.errors import ApiError
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # camera ids and zone names (docs/configuration.md)
 LARGEST_TIME_S = 1e11  # Unix seconds, the year 5138: beyond it a number is a mistake
+UNIX_TIME = r"[0-9]{1,11}(\.[0-9]{1,9})?"  # str(time.time()) has up to 7 decimals
+ISO_TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?(Z|[+-][0-9]{2}:[0-9]{2})?"
+TIME_PATTERN = f"^({UNIX_TIME}|{ISO_TIME})$"
+_TIME = re.compile(TIME_PATTERN)
 #: more digits than any bound of an integer parameter; int() refuses thousands of them with a ValueError
 MAX_INTEGER_DIGITS = 18
 #: a decimal number's text, at most (float() of thousands of digits is slow, and no client needs them)
@@ -62,3 +70,23 @@ def flag_arg(args: Mapping[str, str], name: str, default: bool) -> bool:
     if raw not in ("0", "1"):
         raise ApiError(400, f"{name} must be 0 or 1, got {raw[:80]!r}")
     return raw == "1"
+
+
+def parse_time(raw: str, name: str) -> float:
+    """Unix seconds from a parameter's text; ApiError (400) naming ``name`` otherwise."""
+    problem = f"{name} must be Unix seconds or an ISO 8601 date and time (2026-12-04T22:00:00Z), got {raw[:80]!r}"
+    if not _TIME.fullmatch(raw):
+        raise ApiError(400, problem)
+    if "-" not in raw:
+        value = float(raw)
+    else:
+        try:
+            moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        except ValueError:
+            raise ApiError(400, problem) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        value = moment.timestamp()
+    if not 0 <= value <= LARGEST_TIME_S:
+        raise ApiError(400, f"{name} must lie between 1970 and the year 5138, got {raw[:80]!r}")
+    return value
