@@ -22,6 +22,7 @@ from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event, EventMessage, Snapshot
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.reporting.protocol import AnalysedFrame, CountsReport
+from edge_app.reporting.stage_times import StageTimes
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +52,11 @@ def analyses_camera(camera: CameraConfig, config: AppConfig) -> bool:
 class AnalysisHub:
     def __init__(self, publisher: Callable[[], MqttPublisher], store: Optional[EventSink] = None,
                  clock: Callable[[], float] = time.time,
-                 on_event: Callable[[EventMessage], EventMessage] = lambda message: message) -> None:
+                 on_event: Callable[[EventMessage], EventMessage] = lambda message: message,
+                 stage_times: Optional[StageTimes] = None) -> None:
         self._publisher = publisher
+        # Each frame's time in tracking, zones and lines, events, snapshots and their MQTT messages.
+        self._stage_times = stage_times if stage_times is not None else StageTimes()
         self._store = store
         # Every event message passes here before it goes out: recording adds the clip's figures.
         self._on_event = on_event
@@ -76,7 +80,8 @@ class AnalysisHub:
                 if camera_id not in self._analyses:
                     seed = {name: (t.count_in, t.count_out) for name, t in self._line_totals.get(camera_id, {}).items()}
                     self._analyses[camera_id] = CameraAnalysis.from_config(
-                        camera, config.events, jpeg_quality=config.snapshots.jpeg_quality, line_seed=seed)
+                        camera, config.events, jpeg_quality=config.snapshots.jpeg_quality, line_seed=seed,
+                        stage_times=self._stage_times)
                     self._keys[camera_id] = _analysis_key(camera, config)
 
     def _end(self, camera_id: str) -> None:
@@ -106,7 +111,10 @@ class AnalysisHub:
             except Exception:  # a bug in analysis must not stop detections
                 log.exception("analysing a frame of camera %s failed", frame.camera_id)
                 return frame
+            start_s = time.perf_counter()
             self._send(result)
+            # frames=0: the frame's MQTT time is counted once, with its detections (ResultStore)
+            self._stage_times.add(frame.camera_id, "mqtt", time.perf_counter() - start_s, frames=0)
         return replace(frame, detections=result.detections)
 
     def has_objects(self, camera_id: str) -> Optional[bool]:

@@ -17,8 +17,8 @@ import queue
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Mapping, Optional, Protocol
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 
 from edge_app.capture.frame import Frame
 from edge_app.capture.rate import RateMeter
@@ -56,6 +56,8 @@ class _Batch:
     prepared: PreparedBatch
     detector: Detector
     prep_ms: float
+    # per frame: (capture hand-off, batching wait) in ms
+    waits_ms: List[Tuple[float, float]] = field(default_factory=list)
     outputs: Optional[list] = None
     infer_ms: float = 0.0
 
@@ -182,7 +184,7 @@ class Pipeline:
         if not self._in_flight.acquire(detector.max_batches_in_flight, self._stop, owner=detector):
             return
         try:
-            frames = self._take_batch()
+            frames, waits_ms = self._take_batch()
         except BaseException:
             self._in_flight.release(detector)
             raise
@@ -196,27 +198,32 @@ class Pipeline:
             self._in_flight.release(detector)
             self._failed("preprocess", "preprocessing failed for cameras %s", ", ".join(f.camera_id for f in frames))
             return
-        batch = _Batch(frames, prepared, detector, (time.perf_counter() - start_s) * 1000.0)
+        batch = _Batch(frames, prepared, detector, (time.perf_counter() - start_s) * 1000.0, waits_ms)
         if detector.runs_on_host_cpu:
             if self._infer(batch):
                 self._post(batch)
         else:
             self._to_infer.put(batch)
 
-    def _take_batch(self) -> List[Frame]:
-        """The frames the scheduler batches now, or none (after waiting as long as it says)."""
+    def _take_batch(self) -> Tuple[List[Frame], List[Tuple[float, float]]]:
+        """The frames the scheduler batches now, or none (after waiting as long as it says),
+        with each frame's (capture hand-off, batching wait) in ms."""
         self._wake.clear()
         self._collect(self._sources_getter())
-        plan = self._scheduler.plan(self._pending_since_s, self._clock())
+        now_s = self._clock()
+        plan = self._scheduler.plan(self._pending_since_s, now_s)
         if not plan.take:
             self._wake.wait(0.5 if plan.wait_s is None else max(plan.wait_s, 0.0005))
-            return []
+            return [], []
         frames = [self._pending.pop(cid) for cid in plan.take]
-        for cid in plan.take:
-            self._pending_since_s.pop(cid, None)
+        waits_ms = []
+        for frame in frames:
+            # A newer frame may have replaced the one collected first: its hand-off is then 0.
+            collected_s = self._pending_since_s.pop(frame.camera_id, now_s)
+            waits_ms.append((max(0.0, collected_s - frame.mono_ts) * 1000.0, max(0.0, now_s - collected_s) * 1000.0))
         self._scheduler.mark_analysed(plan.take, self._clock())
         self._activity.work_taken(self._clock())
-        return frames
+        return frames, waits_ms
 
     def _get(self, q: "queue.Queue"):
         while not self._stop.is_set():
@@ -266,9 +273,11 @@ class Pipeline:
             self._in_flight.release(batch.detector)
         post_ms = (time.perf_counter() - start_s) * 1000.0
         n = len(batch.frames)
-        timings_ms = {"preprocess": batch.prep_ms / n, "inference": batch.infer_ms / n, "postprocess": post_ms / n}
+        shared_ms = {"preprocess": batch.prep_ms / n, "inference": batch.infer_ms / n, "postprocess": post_ms / n}
+        waits_ms = batch.waits_ms or [(0.0, 0.0)] * n
         delivered = False
-        for frame, detections in zip(batch.frames, results):
+        for frame, detections, (capture_ms, batching_ms) in zip(batch.frames, results, waits_ms):
+            timings_ms = {"capture": capture_ms, "batching": batching_ms, **shared_ms}
             try:
                 self._sink.handle(frame, detections, timings_ms)
                 delivered = True
