@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Tuple
+from typing import Callable, Tuple
 
 import numpy as np
 
@@ -40,14 +40,10 @@ class SceneSettings:
                 f"{self.bitrate}.mp4")
 
 
-def ensure_camera_scene(work_dir: Path, settings: SceneSettings = SceneSettings()) -> Path:
-    """The clip for ``settings`` in ``work_dir``, made unless it is already there."""
+def scene_frames(settings: SceneSettings = SceneSettings()) -> Tuple[Callable[[int], np.ndarray], int]:
+    """(frame i as BGR, frame count) of the scene before encoding; call in order (the noise is drawn in turn)."""
     import cv2
 
-    out = Path(work_dir) / settings.file_name()
-    if out.exists() and out.stat().st_size > 0:
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
     width, height = settings.size
     view_w = int(round(width * (1 + PAN_MARGIN)))
     background = motion_clips.static_scene((view_w, height))
@@ -70,4 +66,14 @@ def ensure_camera_scene(work_dir: Path, settings: SceneSettings = SceneSettings(
         x = int(round((view_w - width) * phase))
         return motion_clips.noisy(np.ascontiguousarray(view[:, x:x + width]), rng, settings.noise)
 
+    return frame, count
+
+
+def ensure_camera_scene(work_dir: Path, settings: SceneSettings = SceneSettings()) -> Path:
+    """The clip for ``settings`` in ``work_dir``, made unless it is already there."""
+    out = Path(work_dir) / settings.file_name()
+    if out.exists() and out.stat().st_size > 0:
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    frame, count = scene_frames(settings)
     return motion_clips.encode(frame, count, settings.size, settings.fps, out, settings.bitrate)
