@@ -32,7 +32,8 @@ class PipelineFigures:
 
 
 class ResultStore:
-    """Receives each analysed frame from the pipeline (one thread) and serves readers (API threads).
+    """Receives each analysed frame from the pipeline (its lanes: a camera's frames from one thread
+    at a time) and serves readers (API threads).
 
     ``sink`` gets every ``AnalysedFrame`` as it is done (the appliance publishes it on MQTT);
     encoding a JPEG never happens here, only when a snapshot or live view is asked for.
@@ -78,12 +79,15 @@ class ResultStore:
             self._frames[frame.camera_id] = analysed
             self._analysed[frame.camera_id] += 1
             self._stage_ms = {k: round(0.9 * self._stage_ms.get(k, v) + 0.1 * v, 3) for k, v in timings_ms.items()}
+            # Made under the lock: the pipeline's lanes hand in several cameras' frames at once.
+            camera_rate, model_rate, model_latency = (self._camera_rates[frame.camera_id], self._model_rates[model],
+                                                      self._model_latency[model])
             self._cond.notify_all()
-        self._camera_rates[frame.camera_id].tick(now_mono_s)
+        camera_rate.tick(now_mono_s)
         self.rate.tick(now_mono_s)
         self.latency.add(latency_ms)
-        self._model_rates[model].tick(now_mono_s)
-        self._model_latency[model].add(latency_ms)
+        model_rate.tick(now_mono_s)
+        model_latency.add(latency_ms)
         done_s = time.perf_counter()
         stages.add(camera_id, "mqtt", sent_s - start_s)
         stages.add(camera_id, "status", done_s - sent_s)

@@ -6,13 +6,19 @@ published and stored (DeepStream keeps its model busy the same way). How many ba
 under way at once is the detector's to say (``max_batches_in_flight``, the number of buffers
 it rotates); a deeper pipeline would only hold frames that grow stale behind a slow model.
 
+After decoding, the publish thread hands each frame to its camera's lane
+(``edge_app.pipeline.lanes``): the cameras' tracking, events and MQTT messages run side by side,
+each camera's in order.
+
 When the model itself runs on the host CPU, its threads already use every core, and overlapped
 stages only preempt them (measured: same throughput, three times the latency). The gather
 thread then runs all stages of a batch itself.
 """
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import queue
 import sys
 import threading
@@ -25,12 +31,18 @@ from edge_app.capture.rate import RateMeter
 from edge_app.detect.base import Detector, PreparedBatch
 from edge_app.detect.detections import Detections
 from edge_app.pipeline.inflight import InFlight
+from edge_app.pipeline.lanes import CameraLanes
 from edge_app.pipeline.errorlog import RateLimitedErrorLog
 from edge_app.pipeline.health import ActivityTracker, PipelineActivity
 from edge_app.pipeline.scheduler import BatchScheduler
 
 log = logging.getLogger(__name__)
 _STOP = object()
+
+
+def default_lanes() -> int:
+    """Result lanes for an accelerator's pipeline: half the cores, 1 to 4 (more only contend for the interpreter lock)."""
+    return max(1, min(4, (os.cpu_count() or 2) // 2))
 
 
 class CameraFeed(Protocol):
@@ -73,6 +85,7 @@ class Pipeline:
         scheduler: BatchScheduler,
         clock: Callable[[], float] = time.monotonic,
         name: str = "pipeline",
+        lanes: Optional[int] = None,
     ):
         self._detector_getter = detector_getter
         self._sources_getter = sources_getter
@@ -93,6 +106,8 @@ class Pipeline:
         self._running = False
         self._errors = RateLimitedErrorLog(log)
         self._activity = ActivityTracker()
+        self._lane_count = default_lanes() if lanes is None else lanes
+        self._lanes: Optional[CameraLanes] = None  # while started: results of an accelerator's batches
 
     @property
     def errors(self) -> int:
@@ -131,6 +146,7 @@ class Pipeline:
 
     def start(self) -> None:
         self._running = True
+        self._lanes = CameraLanes(self._lane_count, self._name, on_error=self._lane_failed)
         for name, target in (("gather", self._gather_loop), ("infer", self._infer_loop), ("publish", self._post_loop)):
             thread = threading.Thread(target=target, name=f"{self._name}:{name}", daemon=True)
             thread.start()
@@ -144,6 +160,9 @@ class Pipeline:
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         self._threads = []
+        if self._lanes is not None:  # after the publish thread: nothing more is submitted
+            self._lanes.stop(max(0.1, deadline - time.monotonic()))
+            self._lanes = None
 
     # -- stage 1: gather and preprocess ----------------------------------------------------------
     def _collect(self, sources: Mapping[str, CameraFeed]) -> None:
@@ -276,8 +295,13 @@ class Pipeline:
         shared_ms = {"preprocess": batch.prep_ms / n, "inference": batch.infer_ms / n, "postprocess": post_ms / n}
         waits_ms = batch.waits_ms or [(0.0, 0.0)] * n
         delivered = False
+        lanes = None if batch.detector.runs_on_host_cpu else self._lanes
         for frame, detections, (capture_ms, batching_ms) in zip(batch.frames, results, waits_ms):
             timings_ms = {"capture": capture_ms, "batching": batching_ms, **shared_ms}
+            if lanes is not None:
+                lanes.submit(frame.camera_id, functools.partial(self._sink.handle, frame, detections, timings_ms))
+                delivered = True
+                continue
             try:
                 self._sink.handle(frame, detections, timings_ms)
                 delivered = True
@@ -286,6 +310,9 @@ class Pipeline:
         if delivered:
             self._activity.batch_done(self._clock())
             self._batch_rate.tick(self._clock())
+
+    def _lane_failed(self, camera_id: str) -> None:
+        self._failed("publish", "publishing the result of camera %s failed", camera_id)
 
     def batches_per_s(self) -> float:
         return round(self._batch_rate.rate(self._clock()), 2)

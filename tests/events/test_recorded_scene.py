@@ -30,10 +30,11 @@ def test_the_recording_publisher_takes_what_mqtt_publisher_takes(method):
 
 
 @pytest.mark.slow
-def test_the_recorded_scene_gives_the_same_detections_tracks_and_events(model_path, images_dir):
+@pytest.mark.parametrize("lanes", [1, 2], ids=["one-lane", "a-lane-per-camera"])
+def test_the_recorded_scene_gives_the_same_detections_tracks_and_events(model_path, images_dir, lanes):
     recorded = json.loads(RECORDED.read_text())
     assert recorded["header"]["model"].startswith(model_path.name)
-    result = run_scene(model_path, images_dir)
+    result = run_scene(model_path, images_dir, lanes)
     assert result["frames_per_camera"] == recorded["frames_per_camera"]
     for camera_id, expected in recorded["cameras"].items():
         got = json.loads(json.dumps(result["cameras"][camera_id]))  # tuples as lists, as in the file

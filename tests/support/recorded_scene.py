@@ -122,8 +122,9 @@ def scene_config(clip: Path, model_path: Path) -> AppConfig:
                      tracking=TrackingConfig(enabled=True))
 
 
-def run_scene(model_path: Path, images_dir: Path) -> Dict[str, Any]:
-    """Per camera: every frame's detections with track ids, and every message AnalysisHub sent."""
+def run_scene(model_path: Path, images_dir: Path, lanes: int = 2) -> Dict[str, Any]:
+    """Per camera: every frame's detections with track ids, and every message AnalysisHub sent.
+    ``lanes``: the pipeline's result lanes (2: the two cameras' analyses run side by side)."""
     motion_clips.BUS_JPG = images_dir / "bus.jpg"
     draw, count = scene_frames(SCENE)
     images = [draw(i) for i in range(count)]
@@ -145,7 +146,7 @@ def run_scene(model_path: Path, images_dir: Path) -> Dict[str, Any]:
         order = [images[(first + i) % len(images)] for i in range(len(images))]
         feeds[cid] = _Feed([Frame(cid, i + 1, T0 + i / SCENE.fps, time.monotonic(), image) for i, image in enumerate(order)])
     detector = _Overlapped(load_detector(model_path, 1))
-    pipeline = Pipeline(lambda: detector, lambda: feeds, store, BatchScheduler(1, 0.005))
+    pipeline = Pipeline(lambda: detector, lambda: feeds, store, BatchScheduler(1, 0.005), lanes=lanes)
     pipeline.reconfigure({cid: 0 for cid in feeds}, 1, 0.005)
     pipeline.start()
     deadline = time.monotonic() + 300
