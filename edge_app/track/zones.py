@@ -142,6 +142,8 @@ class ZoneTracker:
     def _observe(self, zone: str, index: np.ndarray, ids: np.ndarray, labels: np.ndarray,
                  inside: np.ndarray) -> List[ZoneChange]:
         state = self._state[zone]
+        if len(state) == 0 and not inside.any():
+            return []  # nobody in the zone, nobody on their way in or out: the common frame
         rows = state.find(ids)
         known = rows >= 0
         # Remembered tracks: agreeing resets the streak, disagreeing min_frames times flips.
