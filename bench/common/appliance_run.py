@@ -12,6 +12,7 @@ from edge_app.appliance.appliance import Appliance
 from edge_app.detect import Detector
 from edge_app.config import AppConfig, CameraConfig, MQTTConfig
 from edge_app.config.schema import APIConfig, CaptureConfig, TrackingConfig
+from edge_app.config.schema_cameras import LineConfig, ZoneConfig
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +20,7 @@ log = logging.getLogger(__name__)
 def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, batch_timeout_ms: float,
                  mqtt_host: str, mqtt_port: int, topic_prefix: str = "edge_app_bench", realtime: bool = False,
                  analysis: bool = True, sources: Optional[Sequence[str]] = None, decoder: str = "auto",
-                 nvdec_processes: bool = True, mqtt_qos: int = 1) -> AppConfig:
+                 nvdec_processes: bool = True, mqtt_qos: int = 1, counting: bool = False) -> AppConfig:
     """Every analysed frame is published (``publish_empty``), so MQTT messages = analysed frames.
 
     ``realtime`` False reads the clip as fast as the pipeline takes frames (no frame lost);
@@ -27,12 +28,22 @@ def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, bat
     ``analysis`` switches tracking (and with it zones, lines and events, published on MQTT) on or off.
     ``sources`` replaces the clip with one source per camera (RTSP URLs, say; ``loop`` applies to
     files only); ``decoder`` is every camera's ``decoder`` setting, ``nvdec_processes`` the
-    ``capture`` setting of that name, ``mqtt_qos`` the appliance's ``mqtt.qos``.
+    ``capture`` setting of that name, ``mqtt_qos`` the appliance's ``mqtt.qos``. ``counting``
+    gives every camera a zone (its left half) and a vertical line through the middle, as a
+    counting setup has: every tracked object then goes through zone and line checks.
     """
     camera_sources = list(sources) if sources is not None else [str(clip)] * cameras
+
+    def areas(i: int) -> dict:
+        if not counting:
+            return {}
+        return {"zones": [ZoneConfig(name=f"cam{i}_left", polygon=[[0, 0], [0.5, 0], [0.5, 1], [0, 1]])],
+                "lines": [LineConfig(name=f"cam{i}_middle", points=[[0.5, 0], [0.5, 1]])]}
+
     return AppConfig(
         device_id=f"bench-{os.getpid()}",
-        cameras=[CameraConfig(id=f"cam{i}", source=camera_sources[i], loop=True, realtime=realtime, decoder=decoder)
+        cameras=[CameraConfig(id=f"cam{i}", source=camera_sources[i], loop=True, realtime=realtime, decoder=decoder,
+                              **areas(i))
                  for i in range(cameras)],
         model=model_config(model_path, max_batch, batch_timeout_ms),
         mqtt=MQTTConfig(host=mqtt_host, port=mqtt_port, topic_prefix=topic_prefix, publish_empty=True,

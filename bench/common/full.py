@@ -5,7 +5,7 @@ import logging
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 from bench.common.appliance_run import analysed_counts, bench_config, published_count, running
 from bench.common.mqtt_watch import WATCHER_SUFFIX, WatcherProcess
@@ -15,22 +15,36 @@ from testkit.net import port_accepts
 from testkit.waiting import poll_until
 from edge_app.detect import Detector
 from edge_app.mqtt import Topics
+from edge_app.reporting.stage_times import STAGES, StageTotal
 
 log = logging.getLogger(__name__)
+
+
+def stage_means_ms(before: Sequence[StageTotal], after: Sequence[StageTotal]) -> Dict[str, float]:
+    """Mean ms per analysed frame of each stage between two readings, every camera together."""
+    seconds: Dict[str, float] = {}
+    frames: Dict[str, int] = {}
+    sign_totals = [(-1, t) for t in before] + [(1, t) for t in after]
+    for sign, total in sign_totals:
+        seconds[total.stage] = seconds.get(total.stage, 0.0) + sign * total.seconds
+        frames[total.stage] = frames.get(total.stage, 0) + sign * total.frames
+    return {stage: round(seconds[stage] * 1000.0 / frames[stage], 4) for stage in STAGES if frames.get(stage, 0) > 0}
 
 
 def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_s: float, warmup_s: float,
                  batch_timeout_ms: float, mqtt_host: str, mqtt_port: int, analysis: bool = True, *,
                  detector_factory: Optional[Callable[..., Detector]] = None, decoder: str = "auto",
                  sources: Optional[Sequence[str]] = None, warm_timeout_s: Optional[float] = None,
-                 nvdec_processes: bool = True, mqtt_qos: int = 1) -> dict:
+                 nvdec_processes: bool = True, mqtt_qos: int = 1, counting: bool = False,
+                 on_window_start: Optional[Callable[[], None]] = None) -> dict:
     """One window of the real Appliance; ``detector_factory``, ``decoder`` and ``sources`` as in
     ``bench_config`` and ``running`` (defaults: the configured backend, the clip on every camera)."""
-    base = {"cameras": cameras, "model": model_path.name, "batch": batch, "analysis": analysis}
+    base = {"cameras": cameras, "model": model_path.name, "batch": batch, "analysis": analysis, "counting": counting}
     if not port_accepts(mqtt_host, mqtt_port, timeout_s=1.0):
         return {**base, "status": "skipped", "reason": f"no MQTT broker at {mqtt_host}:{mqtt_port}"}
     config = bench_config(clip, cameras, model_path, batch, batch_timeout_ms, mqtt_host, mqtt_port, analysis=analysis,
-                          sources=sources, decoder=decoder, nvdec_processes=nvdec_processes, mqtt_qos=mqtt_qos)
+                          sources=sources, decoder=decoder, nvdec_processes=nvdec_processes, mqtt_qos=mqtt_qos,
+                          counting=counting)
     topics = Topics(config.mqtt.topic_prefix, config.device_id)
     # in a process of its own: receiving every message here would compete with the appliance for the interpreter lock
     watcher = WatcherProcess(mqtt_host, mqtt_port, topics.all_detections, f"{config.device_id}{WATCHER_SUFFIX}")
@@ -45,10 +59,14 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
                             timeout_s=warm_timeout_s or max(60.0, 10 * warmup_s))
             time.sleep(warmup_s)
             analysed_before, published_before, received_before = analysed_counts(appliance), published_count(appliance), watcher.counts()
+            stages_before = appliance.stage_times()
             watcher.recording = True
+            if on_window_start is not None:
+                on_window_start()  # a profiler, say: it sees the window, not the start
             meter.start()
             time.sleep(window_s)
             analysed_after, published_after, received_after = analysed_counts(appliance), published_count(appliance), watcher.counts()
+            stages_after = appliance.stage_times()
             usage = meter.stop()
             watcher.recording = False
             latencies_ms, delivered_ms = watcher.latencies_ms(), watcher.delivered_ms()
@@ -72,6 +90,8 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
         "image_types": sorted({type(frame.image).__name__ for frame in latest if frame is not None}),
         "camera_errors": {cam.id: cam.last_error for cam in status.cameras if cam.last_error},
         "stage_wall_ms": status.pipeline.stage_ms,
+        # mean ms per analysed frame of each stage in the window (edge_app_stage_seconds)
+        "stage_ms": stage_means_ms(stages_before, stages_after),
         "errors": status.pipeline.errors,
         "mqtt": asdict(status.mqtt),
         "usage": usage,

@@ -67,6 +67,8 @@ def summarise_pipeline(rounds: List[dict]) -> Dict[str, Any]:
         "per_camera_share": share_of_equal(per_camera, rounds[0]["cameras"]),
         "latency_ms": percentiles_ms(latencies),
         "stage_wall_ms": rounds[-1].get("stage_wall_ms", {}),
+        # mean ms per analysed frame of each stage (edge_app_stage_seconds), weighted by frames
+        "stage_ms": _stage_means(rounds),
         "cpu_ms_per_frame": usage.per_frame_ms(frames),
         "errors": sum(r.get("errors", 0) for r in rounds),
         "resources": usage.as_dict(),
@@ -94,6 +96,15 @@ def summarise_pipeline(rounds: List[dict]) -> Dict[str, Any]:
         if key in rounds[0]:  # one figure per round
             result[key] = [r.get(key) for r in rounds]
     return result
+
+
+def _stage_means(rounds: List[dict]) -> Dict[str, float]:
+    frames = sum(r["frames"] for r in rounds if r.get("stage_ms"))
+    means: Dict[str, float] = {}
+    for r in rounds:
+        for stage, ms in (r.get("stage_ms") or {}).items():
+            means[stage] = means.get(stage, 0.0) + ms * r["frames"] / frames
+    return {stage: round(ms, 4) for stage, ms in means.items()}
 
 
 def summarise_ultralytics(rounds: List[dict]) -> Dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Callable, Tuple
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 
@@ -14,16 +14,19 @@ from testkit.paths import shared_dir
 BUS_JPG = shared_dir() / "images" / "bus.jpg"
 
 
-def _encode(frames: Callable[[int], np.ndarray], count: int, size: Tuple[int, int], fps: int, out: Path) -> Path:
+def encode(frames: Callable[[int], np.ndarray], count: int, size: Tuple[int, int], fps: int, out: Path,
+           bitrate: Optional[str] = None) -> Path:
     """H.264 (x264 veryfast, a keyframe a second, no B-frames) with the ffmpeg program, or with
-    PyAV's own libx264 where there is no ffmpeg program (a GPU machine without it, say)."""
+    PyAV's own libx264 where there is no ffmpeg program (a GPU machine without it, say).
+    ``bitrate`` ("4M") caps the rate like a camera's encoder; None: x264's own quality setting."""
     if shutil.which("ffmpeg") is None:
-        return _encode_pyav(frames, count, size, fps, out)
+        return _encode_pyav(frames, count, size, fps, out, bitrate)
     width, height = size
+    rate = ["-b:v", bitrate, "-maxrate", bitrate, "-bufsize", bitrate] if bitrate else []
     encoder = subprocess.Popen(
         ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "bgr24",
          "-s", f"{width}x{height}", "-framerate", str(fps), "-i", "-", "-c:v", "libx264", "-preset", "veryfast",
-         "-bf", "0", "-g", str(fps), "-pix_fmt", "yuv420p", "-an", str(out)], stdin=subprocess.PIPE)
+         "-bf", "0", "-g", str(fps), *rate, "-pix_fmt", "yuv420p", "-an", str(out)], stdin=subprocess.PIPE)
     assert encoder.stdin is not None
     for index in range(count):
         encoder.stdin.write(frames(index).tobytes())
@@ -33,12 +36,16 @@ def _encode(frames: Callable[[int], np.ndarray], count: int, size: Tuple[int, in
     return out
 
 
-def _encode_pyav(frames: Callable[[int], np.ndarray], count: int, size: Tuple[int, int], fps: int, out: Path) -> Path:
+def _encode_pyav(frames: Callable[[int], np.ndarray], count: int, size: Tuple[int, int], fps: int, out: Path,
+                 bitrate: Optional[str] = None) -> Path:
     import av
 
     partial = out.with_name(out.name + ".part")  # a clip that exists is complete: make_clips keeps it
+    options = {"preset": "veryfast", "bf": "0", "g": str(fps)}
+    if bitrate:
+        options.update({"b": bitrate, "maxrate": bitrate, "bufsize": bitrate})
     with av.open(str(partial), "w", format="mp4") as container:
-        stream = container.add_stream("libx264", rate=fps, options={"preset": "veryfast", "bf": "0", "g": str(fps)})
+        stream = container.add_stream("libx264", rate=fps, options=options)
         stream.width, stream.height = size
         stream.pix_fmt = "yuv420p"
         for index in range(count):
@@ -74,7 +81,7 @@ def make_clips(work_dir: Path, size: Tuple[int, int], fps: int, seconds: float =
     walking = work_dir / f"walking_{size[0]}x{size[1]}_{fps}fps.mp4"
     if not static.exists():
         rng = np.random.default_rng(0)
-        _encode(lambda i: noisy(scene, rng, noise), count, size, fps, static)
+        encode(lambda i: noisy(scene, rng, noise), count, size, fps, static)
     if not walking.exists():
         people = cv2.imread(str(BUS_JPG))[300:950, 50:810]
         scale = 0.75 * size[1] / 1080
@@ -88,5 +95,5 @@ def make_clips(work_dir: Path, size: Tuple[int, int], fps: int, seconds: float =
             left = int((size[0] - people.shape[1]) * i / (count - 1))
             out[top:top + people.shape[0], left:left + people.shape[1]] = people
             return noisy(out, rng, noise)
-        _encode(frame, count, size, fps, walking)
+        encode(frame, count, size, fps, walking)
     return static, walking

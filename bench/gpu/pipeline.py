@@ -13,7 +13,11 @@ on CUDA, because TensorRT is not available on the test machine. Sections:
   once with ``decoder: nvdec`` and once with ``decoder: ffmpeg`` (OpenCV/FFmpeg on the CPU),
   read from the file (``realtime: false``, as fast as the pipeline takes frames) and from an
   RTSP server (``bench.gpu rtsp-serve``, in its own process, paced at the clip's 30 frames/s);
-  ``max_batch`` is the number of cameras; tracking is off.
+  ``max_batch`` is the number of cameras; tracking, events and snapshots on (the defaults) with
+  a zone and a line per camera, unless ``--tracking off`` / ``--no-counting``.
+
+The default clip is the camera-like scene of ``bench.cpu.camera_scene`` (a bus and four people
+walking through a panning, noisy 1080p30 view at 4 Mbit/s); ``--clip`` takes another.
 
 Each row: frames/s as the appliance counted them (every one is published, ``publish_empty``),
 its ratio to the raw engine at the same batch, the process's CPU time per analysed frame (all
@@ -41,7 +45,8 @@ from bench.common.full import measure_full
 from bench.common.jobs import Job, guarded, run_rounds
 from bench.common.machine import describe_machine
 from bench.common.provenance import TORCH_STANDIN, collect, write_results
-from bench.common.media import clip_frames, ensure_clip
+from bench.common.media import clip_frames
+from bench.cpu.camera_scene import SceneSettings, ensure_camera_scene
 from bench.common.raw import measure_raw
 from bench.common.rounds import summarise_pipeline, summarise_raw
 from bench.common.settings import add_switch_interval_argument, apply_switch_interval
@@ -74,6 +79,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--mqtt-port", type=int, default=None)
     parser.add_argument("--qos", type=int, choices=(0, 1), default=None, dest="mqtt_qos",
                         help="the appliance's mqtt.qos (default 1, as in the configuration's default)")
+    parser.add_argument("--tracking", choices=("on", "off"), default="on",
+                        help="tracking and events (default on, the appliance's default)")
+    parser.add_argument("--no-counting", action="store_true", help="no zone and line per camera")
     parser.add_argument("--no-cuda-graphs", action="store_true", help="run the stand-in eagerly (experiments)")
     parser.add_argument("--json", type=Path, help="results (default bench/results/gpu.json)")
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
@@ -93,6 +101,8 @@ def settings_from(args: argparse.Namespace) -> GpuBenchSettings:
             overrides[key] = value
     if args.no_cuda_graphs:
         overrides["use_cuda_graphs"] = False
+    overrides["tracking"] = args.tracking == "on"
+    overrides["counting"] = not args.no_counting
     return GpuBenchSettings(**overrides)
 
 
@@ -157,7 +167,8 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
     library = gil_held_calls.LIBRARY if path.gil_held_calls else "libcuda-calls-through-cuda-python"
     with mock.patch.object(gil_held_calls, "LIBRARY", library):
         row = measure_full(clip, cameras, s.model_path, s.batch_for_cameras(cameras), window_s, s.warmup_s,
-                           s.batch_timeout_ms, s.mqtt_host, s.mqtt_port, analysis=False, detector_factory=factory,
+                           s.batch_timeout_ms, s.mqtt_host, s.mqtt_port, analysis=s.tracking, counting=s.counting,
+                           detector_factory=factory,
                            decoder=path.decoder, sources=sources, warm_timeout_s=s.start_timeout_s,
                            nvdec_processes=path.nvdec_processes, mqtt_qos=s.mqtt_qos)
     wanted = EXPECTED_IMAGE_TYPES.get(path.decoder)
@@ -219,14 +230,14 @@ def plan_jobs(s: GpuBenchSettings, clip: Path, frames: list, rtsp_urls: Optional
             for cameras in s.cameras:
                 sources = rtsp_urls[:cameras] if transport == "rtsp" else None
                 identity = {"transport": transport, "decoder": decoder, "cameras": cameras, "batch": s.batch_for_cameras(cameras),
-                            "model": s.model_path.name}
+                            "model": s.model_path.name, "tracking_events": s.tracking, "counting": s.counting}
                 jobs.append(Job("full", f"{transport} {decoder} {cameras} camera(s)",
                                 partial(_full, s, clip, cameras, decoder, sources), identity))
     return jobs
 
 
 def run_gpu_benchmark(s: GpuBenchSettings) -> Dict[str, Any]:
-    clip = s.clip_path or ensure_clip(s.images_dir, s.work_dir, s.clip_size_wh, s.clip_seconds_per_image, s.clip_fps)
+    clip = s.clip_path or ensure_camera_scene(s.work_dir, SceneSettings(size=s.clip_size_wh, fps=s.clip_fps))
     frames = clip_frames(clip)
     server: Optional[RtspServerProcess] = None
     rtsp_urls: Optional[List[str]] = None

@@ -52,8 +52,11 @@ class GpuBenchSettings:
     model_path: Path = field(default_factory=lambda: shared_dir() / "models" / "yolov8n_coco_dynbatch.onnx")
     images_dir: Path = field(default_factory=lambda: shared_dir() / "images")
     work_dir: Path = field(default_factory=results_dir)
-    #: a ready clip (1080p30 H.264); None makes one from ``images_dir`` with ffmpeg
+    #: a ready clip (1080p30 H.264); None makes the camera-like scene (bench.cpu.camera_scene)
     clip_path: Optional[Path] = None
+    #: tracking and events on (the appliance's defaults), and a zone and a line per camera
+    tracking: bool = True
+    counting: bool = True
     window_s: float = 8.0
     rounds: int = 2
     warmup_s: float = 2.0

@@ -12,8 +12,10 @@ from typing import Iterator, List
 from flask import Blueprint, Response, request
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.exposition import choose_encoder
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client.metrics_core import (CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric,
+                                           SummaryMetricFamily)
 
+from edge_app.reporting.stage_times import StageTotal
 from edge_app.reporting.protocol import (ApplianceService, CameraReport, MqttReport, PipelineReport, RecordingReport,
                                          StatusReport)
 from edge_app.api.model_metrics import model_metrics
@@ -42,6 +44,7 @@ class ApplianceCollector:
         yield from self._cameras(status.cameras)
         yield from self._mqtt(status.mqtt)
         yield from self._pipeline(status.pipeline)
+        yield from self._stages(self._service.stage_times())
         yield from model_metrics(status.models)
         if status.health is not None:
             yield from health_metrics(status.health)
@@ -144,6 +147,15 @@ class ApplianceCollector:
                                     value=pipeline.last_batch_age_s)
         yield CounterMetricFamily(f"{PREFIX}_pipeline_errors", "Failures in the pipeline's stages", value=pipeline.errors)
 
+    @staticmethod
+    def _stages(totals: List[StageTotal]) -> Iterator[Metric]:
+        stages = SummaryMetricFamily(f"{PREFIX}_stage_seconds",
+                                     "Time analysed frames spent in each stage of the appliance, per camera "
+                                     "(_sum / _count: the mean per frame; docs/metrics)", labels=["camera", "stage"])
+        for total in totals:
+            stages.add_metric([total.camera_id, total.stage], count_value=total.frames, sum_value=total.seconds)
+        if stages.samples:
+            yield stages
 
     @staticmethod
     def _recording(recording: RecordingReport, cameras: List[CameraReport]) -> Iterator[Metric]:

@@ -22,6 +22,7 @@ from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event, EventMessage, Snapshot
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.reporting.protocol import AnalysedFrame, CountsReport
+from edge_app.reporting.stage_times import StageTimes
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +52,19 @@ def analyses_camera(camera: CameraConfig, config: AppConfig) -> bool:
 class AnalysisHub:
     def __init__(self, publisher: Callable[[], MqttPublisher], store: Optional[EventSink] = None,
                  clock: Callable[[], float] = time.time,
-                 on_event: Callable[[EventMessage], EventMessage] = lambda message: message) -> None:
+                 on_event: Callable[[EventMessage], EventMessage] = lambda message: message,
+                 stage_times: Optional[StageTimes] = None) -> None:
         self._publisher = publisher
+        # Each frame's time in tracking, zones and lines, events, snapshots and their MQTT messages.
+        self._stage_times = stage_times if stage_times is not None else StageTimes()
         self._store = store
         # Every event message passes here before it goes out: recording adds the clip's figures.
         self._on_event = on_event
         self._clock = clock
+        # _lock guards which analyses exist; each camera's lock, the frames of one analysis (the
+        # pipeline's lanes feed several cameras at once, each camera from one lane).
         self._lock = threading.Lock()
+        self._camera_locks: Dict[str, threading.Lock] = {}
         self._analyses: Dict[str, CameraAnalysis] = {}
         self._keys: Dict[str, tuple] = {}
         self._listeners: List[Callable[[EventMessage], object]] = []  # also_tell
@@ -77,15 +84,23 @@ class AnalysisHub:
                 if camera_id not in self._analyses:
                     seed = {name: (t.count_in, t.count_out) for name, t in self._line_totals.get(camera_id, {}).items()}
                     self._analyses[camera_id] = CameraAnalysis.from_config(
-                        camera, config.events, jpeg_quality=config.snapshots.jpeg_quality, line_seed=seed)
+                        camera, config.events, jpeg_quality=config.snapshots.jpeg_quality, line_seed=seed,
+                        stage_times=self._stage_times)
                     self._keys[camera_id] = _analysis_key(camera, config)
 
+    def _camera_lock(self, camera_id: str) -> threading.Lock:
+        lock = self._camera_locks.get(camera_id)
+        if lock is None:
+            lock = self._camera_locks.setdefault(camera_id, threading.Lock())
+        return lock
+
     def _end(self, camera_id: str) -> None:
-        analysis = self._analyses.pop(camera_id)
-        self._keys.pop(camera_id, None)
-        result = analysis.end_all(self._clock())
-        self._line_totals[camera_id] = analysis.line_counts.totals()
-        self._send(result)
+        with self._camera_lock(camera_id):  # not half way through one of its frames
+            analysis = self._analyses.pop(camera_id)
+            self._keys.pop(camera_id, None)
+            result = analysis.end_all(self._clock())
+            self._line_totals[camera_id] = analysis.line_counts.totals()
+            self._send(result, analysis)
 
     def end_all(self) -> None:
         """At shutdown: every open event ends, counts go to 0 (before the publisher stops)."""
@@ -96,9 +111,10 @@ class AnalysisHub:
     # -- per frame (the pipeline's publish thread) --------------------------------------------------
     def analyse(self, frame: AnalysedFrame) -> AnalysedFrame:
         """The frame with track ids on its detections; events and counts sent on."""
-        # Under the lock: a CameraAnalysis is fed from one thread at a time, and configure()
+        # Under the camera's lock: a CameraAnalysis is fed from one thread at a time, and configure()
         # (API thread) or tick() (stats thread) must not end or age it half way through a frame.
-        with self._lock:
+        # Other cameras go on meanwhile.
+        with self._camera_lock(frame.camera_id):
             analysis = self._analyses.get(frame.camera_id)
             if analysis is None:
                 return frame
@@ -107,7 +123,10 @@ class AnalysisHub:
             except Exception:  # a bug in analysis must not stop detections
                 log.exception("analysing a frame of camera %s failed", frame.camera_id)
                 return frame
-            self._send(result)
+            start_s = time.perf_counter()
+            self._send(result, analysis)
+            # frames=0: the frame's MQTT time is counted once, with its detections (ResultStore)
+            self._stage_times.add(frame.camera_id, "mqtt", time.perf_counter() - start_s, frames=0)
         return replace(frame, detections=result.detections)
 
     def has_objects(self, camera_id: str) -> Optional[bool]:
@@ -122,9 +141,10 @@ class AnalysisHub:
         """Ages the tracks of cameras that sent nothing for a while, so their events still end."""
         now = self._clock()
         with self._lock:
-            for analysis in list(self._analyses.values()):
-                if analysis.idle_s(now) >= 1.0:
-                    self._send(analysis.tick(now))
+            for camera_id, analysis in list(self._analyses.items()):
+                with self._camera_lock(camera_id):
+                    if analysis.idle_s(now) >= 1.0:
+                        self._send(analysis.tick(now), analysis)
 
     def counts(self) -> CountsReport:
         cameras, zones, lines = {}, {}, {}
@@ -147,7 +167,7 @@ class AnalysisHub:
         self._listeners.append(listener)
 
     # -- where results go ---------------------------------------------------------------------------
-    def _send(self, result: FrameAnalysis) -> None:
+    def _send(self, result: FrameAnalysis, analysis: CameraAnalysis) -> None:
         publisher, camera_id, ts = self._publisher(), result.camera_id, result.ts
         for message in result.events:
             message = self._on_event(message)
@@ -172,6 +192,4 @@ class AnalysisHub:
         for line, totals in result.line_counts.items():
             publisher.publish_line_count(camera_id, line, totals.count_in, totals.count_out, ts, model)
         if result.line_counts and self._store is not None:
-            analysis = self._analyses.get(camera_id)
-            totals = analysis.line_counts.totals() if analysis is not None else dict(result.line_counts)
-            self._store.save_line_counts(camera_id, totals)
+            self._store.save_line_counts(camera_id, analysis.line_counts.totals())

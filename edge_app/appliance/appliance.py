@@ -46,6 +46,7 @@ from edge_app.record.device_recorder import DeviceRecorder
 from edge_app.record.types import RecordingReader
 from edge_app.config_change.plan import plan_changes
 from edge_app.config_change.detect_switch import DetectSwitch
+from edge_app.reporting.stage_times import StageTimes, StageTotal
 from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, RemoteConfigReport,
                                          StatusReport)
 from edge_app.version import __version__
@@ -85,8 +86,11 @@ class Appliance:
         # Only with record (edge-app run) is the record section acted on; events and MQTT are the same either way.
         self._recording = DeviceRecorder(lambda message: self._publisher.publish_event(message), event_store,
                                          enabled=record)
-        self._analysis = AnalysisHub(lambda: self._publisher, store=event_store, on_event=self._recording.on_event)
-        self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse)
+        # Time per frame of each stage, per camera (GET /metrics: edge_app_stage_seconds).
+        self._stage_times = StageTimes()
+        self._analysis = AnalysisHub(lambda: self._publisher, store=event_store, on_event=self._recording.on_event,
+                                     stage_times=self._stage_times)
+        self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse, stage_times=self._stage_times)
         # Frames of a camera where nothing moves and nothing is tracked never reach the model.
         self._motion = MotionGating(self._has_objects, lambda cid, motion: self._publisher.publish_motion(cid, motion))
         # The cameras whose frames go through the model: enabled with their detect switch on.
@@ -359,6 +363,9 @@ class Appliance:
     # -- what the API reads: edge_app.appliance.read_side -------------------------------------------
     def status(self) -> StatusReport:
         return self._reads.status()
+
+    def stage_times(self) -> List[StageTotal]:
+        return self._stage_times.totals()
 
     def device_health(self) -> HealthReport:
         return self._health.latest()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -32,6 +33,7 @@ from edge_app.events.counts import LabelCounts, LineCounts, LineTotals
 from edge_app.events.lifecycle import DEFAULT_UPDATE_INTERVAL_S, EventBook
 from edge_app.events.model import Event, EventMessage, Snapshot
 from edge_app.events.snapshots import SnapshotKeeper, SnapshotSettings
+from edge_app.reporting.stage_times import StageTimes
 from edge_app.track import Line, LineCounter, Tracker, TrackerSettings, Zone, ZoneTracker, reference_points
 
 
@@ -91,8 +93,12 @@ class CameraAnalysis:
 
     def __init__(self, camera_id: str, settings: AnalysisSettings = AnalysisSettings(), zones: Sequence[Zone] = (),
                  lines: Sequence[Line] = (), line_seed: Optional[Mapping[str, object]] = None,
-                 tracker_settings: Optional[TrackerSettings] = None, model: str = "default") -> None:
+                 tracker_settings: Optional[TrackerSettings] = None, model: str = "default",
+                 stage_times: Optional[StageTimes] = None) -> None:
         self.camera_id = camera_id
+        # Where each frame's time in tracking, zones and lines, events and snapshots is added.
+        self.stage_times = stage_times if stage_times is not None else StageTimes()
+        self._untimed = StageTimes()  # tick() ages tracks without a frame: not a frame's time
         self.model = model
         self.settings = settings
         base = tracker_settings or TrackerSettings()
@@ -113,7 +119,8 @@ class CameraAnalysis:
 
     @classmethod
     def from_config(cls, camera, events, jpeg_quality: int = 85,
-                    line_seed: Optional[Mapping[str, object]] = None) -> "CameraAnalysis":
+                    line_seed: Optional[Mapping[str, object]] = None,
+                    stage_times: Optional[StageTimes] = None) -> "CameraAnalysis":
         """From a ``CameraConfig`` and the ``EventsConfig`` (``jpeg_quality``: ``snapshots.jpeg_quality``)."""
         settings = AnalysisSettings(
             events_enabled=events.enabled, event_labels=frozenset(events.labels), min_frames=events.min_frames,
@@ -121,7 +128,8 @@ class CameraAnalysis:
             snapshots=SnapshotSettings(enabled=events.enabled and events.snapshots, jpeg_quality=jpeg_quality),
         )
         return cls(camera.id, settings, [Zone.from_config(z) for z in camera.zones],
-                   [Line.from_config(line) for line in camera.lines], line_seed, model=camera.model)
+                   [Line.from_config(line) for line in camera.lines], line_seed, model=camera.model,
+                   stage_times=stage_times)
 
     # ----------------------------------------------------------------- per frame
     def process(self, frame_id: int, ts: float, image: Optional[FrameImage], detections: Detections,
@@ -137,6 +145,9 @@ class CameraAnalysis:
             raise ValueError("process needs the image or frame_size to place detections in zones and lines")
         else:
             width = height = 1
+        clock, camera_id = time.perf_counter, self.camera_id
+        stages = self.stage_times if frame_id >= 0 else self._untimed
+        started_s = clock()
         ids = self.tracker.update(detections, ts)
         removed = self.tracker.removed_ids
         tracked = detections.with_track_ids(ids)
@@ -145,15 +156,22 @@ class CameraAnalysis:
         self._last_ts = ts if self._last_ts is None else max(self._last_ts, ts)
         now = self._last_ts
 
+        tracked_s = clock()
+        stages.add(camera_id, "tracking", tracked_s - started_s)
+
+        zone_changes = self.zones.update(ids, labels, points) + self.zones.forget(removed)
+        line_crossings = self.lines.update(ids, labels, points)
+        self.lines.forget(removed)
+        placed_s = clock()
+        stages.add(camera_id, "zones_lines", placed_s - tracked_s)
+
         result = FrameAnalysis(self.camera_id, int(frame_id), float(ts), tracked, model=self.model)
         scores, boxes = tracked.confidence.tolist(), tracked.xyxy.tolist()
         for i, track_id in enumerate(ids.tolist()):
             if track_id >= 0:
                 self.book.observe(track_id, labels[i], scores[i], boxes[i], ts)
-        for change in self.zones.update(ids, labels, points) + self.zones.forget(removed):
+        for change in zone_changes:
             self.book.zone_change(change.track_id, change.zone, change.change == "enter")
-        line_crossings = self.lines.update(ids, labels, points)
-        self.lines.forget(removed)
 
         # Ended tracks first: their last zone exits are part of the ``end``, not an ``update`` before it.
         for track_id in removed:
@@ -165,10 +183,14 @@ class CameraAnalysis:
             for event in self.book.promote():
                 self._latest_event[event.label] = event.id
             if image is not None:
+                snapping_s = clock()
                 result.snapshots.extend(self._snapshots(image, tracked, ids, now))
                 for snapshot in result.snapshots:
                     if self._latest_event.get(snapshot.label) == snapshot.event_id:
                         result.label_snapshots[snapshot.label] = snapshot
+                snapped_s = clock()
+                stages.add(camera_id, "snapshots", snapped_s - snapping_s)
+                placed_s += snapped_s - snapping_s  # the events' time below leaves the snapshots out
             result.events.extend(self.book.flush(now))
 
         objects_now, zones_now = self.book.labels_in_view(), _flatten(self.zones.occupants())
@@ -180,6 +202,7 @@ class CameraAnalysis:
                 result.line_counts[crossing.line] = self.line_counts.add(crossing)
             result.object_counts.update(self._object_counts.update(objects_now))
             result.zone_counts.update(self._zone_counts.update(zones_now))
+        stages.add(camera_id, "events", clock() - placed_s)
         return result
 
     def tick(self, now: float) -> FrameAnalysis:

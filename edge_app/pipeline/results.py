@@ -12,6 +12,7 @@ from edge_app.detect.detections import Detections
 from edge_app.pipeline.stats import LatencyWindow
 from edge_app.capture.rate import RateMeter
 from edge_app.reporting.protocol import AnalysedFrame, LatencyReport
+from edge_app.reporting.stage_times import StageTimes
 
 
 @dataclass(frozen=True)
@@ -31,15 +32,19 @@ class PipelineFigures:
 
 
 class ResultStore:
-    """Receives each analysed frame from the pipeline (one thread) and serves readers (API threads).
+    """Receives each analysed frame from the pipeline (its lanes: a camera's frames from one thread
+    at a time) and serves readers (API threads).
 
     ``sink`` gets every ``AnalysedFrame`` as it is done (the appliance publishes it on MQTT);
     encoding a JPEG never happens here, only when a snapshot or live view is asked for.
     """
 
     def __init__(self, sink: Callable[[AnalysedFrame], None], clock: Callable[[], float] = time.monotonic,
-                 analyse: Optional[Callable[[AnalysedFrame], AnalysedFrame]] = None):
+                 analyse: Optional[Callable[[AnalysedFrame], AnalysedFrame]] = None,
+                 stage_times: Optional[StageTimes] = None):
         self._sink = sink
+        # Time per frame of each stage (GET /metrics): the pipeline's, MQTT and these figures.
+        self.stage_times = stage_times if stage_times is not None else StageTimes()
         # Tracking, zones and events (edge_app.appliance.analysis): adds track ids before anything is published.
         self._analyse = analyse
         self._clock = clock
@@ -62,19 +67,30 @@ class ResultStore:
         now_mono_s = self._clock()
         latency_ms = max(0.0, (now_mono_s - frame.mono_ts) * 1000.0)
         analysed = AnalysedFrame(frame.camera_id, frame.frame_id, frame.ts, frame.image, detections, latency_ms, model)
+        camera_id, stages = frame.camera_id, self.stage_times
+        for stage, ms in timings_ms.items():
+            stages.add(camera_id, stage, ms / 1000.0)
         if self._analyse is not None:
             analysed = self._analyse(analysed)
+        start_s = time.perf_counter()
         self._sink(analysed)
+        sent_s = time.perf_counter()
         with self._cond:
             self._frames[frame.camera_id] = analysed
             self._analysed[frame.camera_id] += 1
             self._stage_ms = {k: round(0.9 * self._stage_ms.get(k, v) + 0.1 * v, 3) for k, v in timings_ms.items()}
+            # Made under the lock: the pipeline's lanes hand in several cameras' frames at once.
+            camera_rate, model_rate, model_latency = (self._camera_rates[frame.camera_id], self._model_rates[model],
+                                                      self._model_latency[model])
             self._cond.notify_all()
-        self._camera_rates[frame.camera_id].tick(now_mono_s)
+        camera_rate.tick(now_mono_s)
         self.rate.tick(now_mono_s)
         self.latency.add(latency_ms)
-        self._model_rates[model].tick(now_mono_s)
-        self._model_latency[model].add(latency_ms)
+        model_rate.tick(now_mono_s)
+        model_latency.add(latency_ms)
+        done_s = time.perf_counter()
+        stages.add(camera_id, "mqtt", sent_s - start_s)
+        stages.add(camera_id, "status", done_s - sent_s)
 
     def forget(self, camera_id: str) -> None:
         with self._cond:

@@ -6,31 +6,43 @@ published and stored (DeepStream keeps its model busy the same way). How many ba
 under way at once is the detector's to say (``max_batches_in_flight``, the number of buffers
 it rotates); a deeper pipeline would only hold frames that grow stale behind a slow model.
 
+After decoding, the publish thread hands each frame to its camera's lane
+(``edge_app.pipeline.lanes``): the cameras' tracking, events and MQTT messages run side by side,
+each camera's in order.
+
 When the model itself runs on the host CPU, its threads already use every core, and overlapped
 stages only preempt them (measured: same throughput, three times the latency). The gather
 thread then runs all stages of a batch itself.
 """
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import queue
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Mapping, Optional, Protocol
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Mapping, Optional, Protocol, Tuple
 
 from edge_app.capture.frame import Frame
 from edge_app.capture.rate import RateMeter
 from edge_app.detect.base import Detector, PreparedBatch
 from edge_app.detect.detections import Detections
 from edge_app.pipeline.inflight import InFlight
+from edge_app.pipeline.lanes import CameraLanes
 from edge_app.pipeline.errorlog import RateLimitedErrorLog
 from edge_app.pipeline.health import ActivityTracker, PipelineActivity
 from edge_app.pipeline.scheduler import BatchScheduler
 
 log = logging.getLogger(__name__)
 _STOP = object()
+
+
+def default_lanes() -> int:
+    """Result lanes for an accelerator's pipeline: half the cores, 1 to 4 (more only contend for the interpreter lock)."""
+    return max(1, min(4, (os.cpu_count() or 2) // 2))
 
 
 class CameraFeed(Protocol):
@@ -56,6 +68,8 @@ class _Batch:
     prepared: PreparedBatch
     detector: Detector
     prep_ms: float
+    # per frame: (capture hand-off, batching wait) in ms
+    waits_ms: List[Tuple[float, float]] = field(default_factory=list)
     outputs: Optional[list] = None
     infer_ms: float = 0.0
 
@@ -71,6 +85,7 @@ class Pipeline:
         scheduler: BatchScheduler,
         clock: Callable[[], float] = time.monotonic,
         name: str = "pipeline",
+        lanes: Optional[int] = None,
     ):
         self._detector_getter = detector_getter
         self._sources_getter = sources_getter
@@ -91,6 +106,8 @@ class Pipeline:
         self._running = False
         self._errors = RateLimitedErrorLog(log)
         self._activity = ActivityTracker()
+        self._lane_count = default_lanes() if lanes is None else lanes
+        self._lanes: Optional[CameraLanes] = None  # while started: results of an accelerator's batches
 
     @property
     def errors(self) -> int:
@@ -129,6 +146,7 @@ class Pipeline:
 
     def start(self) -> None:
         self._running = True
+        self._lanes = CameraLanes(self._lane_count, self._name, on_error=self._lane_failed)
         for name, target in (("gather", self._gather_loop), ("infer", self._infer_loop), ("publish", self._post_loop)):
             thread = threading.Thread(target=target, name=f"{self._name}:{name}", daemon=True)
             thread.start()
@@ -142,6 +160,9 @@ class Pipeline:
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         self._threads = []
+        if self._lanes is not None:  # after the publish thread: nothing more is submitted
+            self._lanes.stop(max(0.1, deadline - time.monotonic()))
+            self._lanes = None
 
     # -- stage 1: gather and preprocess ----------------------------------------------------------
     def _collect(self, sources: Mapping[str, CameraFeed]) -> None:
@@ -182,7 +203,7 @@ class Pipeline:
         if not self._in_flight.acquire(detector.max_batches_in_flight, self._stop, owner=detector):
             return
         try:
-            frames = self._take_batch()
+            frames, waits_ms = self._take_batch()
         except BaseException:
             self._in_flight.release(detector)
             raise
@@ -196,27 +217,32 @@ class Pipeline:
             self._in_flight.release(detector)
             self._failed("preprocess", "preprocessing failed for cameras %s", ", ".join(f.camera_id for f in frames))
             return
-        batch = _Batch(frames, prepared, detector, (time.perf_counter() - start_s) * 1000.0)
+        batch = _Batch(frames, prepared, detector, (time.perf_counter() - start_s) * 1000.0, waits_ms)
         if detector.runs_on_host_cpu:
             if self._infer(batch):
                 self._post(batch)
         else:
             self._to_infer.put(batch)
 
-    def _take_batch(self) -> List[Frame]:
-        """The frames the scheduler batches now, or none (after waiting as long as it says)."""
+    def _take_batch(self) -> Tuple[List[Frame], List[Tuple[float, float]]]:
+        """The frames the scheduler batches now, or none (after waiting as long as it says),
+        with each frame's (capture hand-off, batching wait) in ms."""
         self._wake.clear()
         self._collect(self._sources_getter())
-        plan = self._scheduler.plan(self._pending_since_s, self._clock())
+        now_s = self._clock()
+        plan = self._scheduler.plan(self._pending_since_s, now_s)
         if not plan.take:
             self._wake.wait(0.5 if plan.wait_s is None else max(plan.wait_s, 0.0005))
-            return []
+            return [], []
         frames = [self._pending.pop(cid) for cid in plan.take]
-        for cid in plan.take:
-            self._pending_since_s.pop(cid, None)
+        waits_ms = []
+        for frame in frames:
+            # A newer frame may have replaced the one collected first: its hand-off is then 0.
+            collected_s = self._pending_since_s.pop(frame.camera_id, now_s)
+            waits_ms.append((max(0.0, collected_s - frame.mono_ts) * 1000.0, max(0.0, now_s - collected_s) * 1000.0))
         self._scheduler.mark_analysed(plan.take, self._clock())
         self._activity.work_taken(self._clock())
-        return frames
+        return frames, waits_ms
 
     def _get(self, q: "queue.Queue"):
         while not self._stop.is_set():
@@ -266,9 +292,16 @@ class Pipeline:
             self._in_flight.release(batch.detector)
         post_ms = (time.perf_counter() - start_s) * 1000.0
         n = len(batch.frames)
-        timings_ms = {"preprocess": batch.prep_ms / n, "inference": batch.infer_ms / n, "postprocess": post_ms / n}
+        shared_ms = {"preprocess": batch.prep_ms / n, "inference": batch.infer_ms / n, "postprocess": post_ms / n}
+        waits_ms = batch.waits_ms or [(0.0, 0.0)] * n
         delivered = False
-        for frame, detections in zip(batch.frames, results):
+        lanes = None if batch.detector.runs_on_host_cpu else self._lanes
+        for frame, detections, (capture_ms, batching_ms) in zip(batch.frames, results, waits_ms):
+            timings_ms = {"capture": capture_ms, "batching": batching_ms, **shared_ms}
+            if lanes is not None:
+                lanes.submit(frame.camera_id, functools.partial(self._sink.handle, frame, detections, timings_ms))
+                delivered = True
+                continue
             try:
                 self._sink.handle(frame, detections, timings_ms)
                 delivered = True
@@ -277,6 +310,9 @@ class Pipeline:
         if delivered:
             self._activity.batch_done(self._clock())
             self._batch_rate.tick(self._clock())
+
+    def _lane_failed(self, camera_id: str) -> None:
+        self._failed("publish", "publishing the result of camera %s failed", camera_id)
 
     def batches_per_s(self) -> float:
         return round(self._batch_rate.rate(self._clock()), 2)

@@ -19,6 +19,7 @@ from edge_app.events.query import EventQuery, StoreHealth
 from edge_app.capture.gpu_image import FrameImage, bgr_image
 from edge_app.health.report import HealthReport
 from edge_app.record.types import CameraRecordingStatus, RecordingReader
+from edge_app.reporting.stage_times import StageTotal
 
 
 class UnknownCamera(KeyError):
@@ -259,6 +260,9 @@ class ApplianceService(Protocol):
 
     def status(self) -> StatusReport:
         ...
+
+    def stage_times(self) -> List[StageTotal]:
+        """Time per camera and stage of the analysed frames since the start (``/metrics``)."""
 
     def readiness(self) -> Tuple[bool, List[str]]:
         """(ready, reasons): ready once the model is loaded and at least one camera streams."""

@@ -1,7 +1,7 @@
 """Where an object stands, in the normalised coordinates zones and lines are drawn in."""
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -26,13 +26,19 @@ def reference_points(xyxy: np.ndarray, frame_width: int, frame_height: int) -> n
     return np.clip(points, _EDGE_INSET, 1.0 - _EDGE_INSET)
 
 
-def points_in_polygon(points: np.ndarray, polygon: Sequence[Point]) -> np.ndarray:
-    """``(N,)`` bool: which points lie inside ``polygon`` (even-odd rule, any simple or not)."""
-    points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+def polygon_edges(polygon: Sequence[Point]) -> np.ndarray:
+    """``(4, E)``: x1, y1, x2, y2 of each edge of ``polygon``, the last point joined to the first."""
     poly = np.asarray(polygon, dtype=np.float64).reshape(-1, 2)
-    x, y = points[:, 0:1], points[:, 1:2]
     x1, y1 = poly[:, 0], poly[:, 1]
-    x2, y2 = np.roll(x1, -1), np.roll(y1, -1)
+    return np.stack([x1, y1, np.roll(x1, -1), np.roll(y1, -1)])
+
+
+def points_in_polygon(points: np.ndarray, polygon: Sequence[Point], edges: Optional[np.ndarray] = None) -> np.ndarray:
+    """``(N,)`` bool: which points lie inside ``polygon`` (even-odd rule, any simple or not).
+    ``edges``: ``polygon_edges(polygon)``, made once by a caller that tests every frame."""
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    x1, y1, x2, y2 = polygon_edges(polygon) if edges is None else edges
+    x, y = points[:, 0:1], points[:, 1:2]
     spans = (y1 > y) != (y2 > y)
     with np.errstate(divide="ignore", invalid="ignore"):
         x_cross = x1 + (y - y1) * (x2 - x1) / (y2 - y1)

@@ -21,7 +21,8 @@ side nearest to the line would turn jitter in the first frames into counts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, List, Literal, Optional, Sequence, Tuple
+from functools import cached_property
+from typing import Dict, FrozenSet, Iterable, List, Literal, Sequence
 
 import numpy as np
 
@@ -55,7 +56,7 @@ class Line:
         (x1, y1), (x2, y2) = self.p1, self.p2
         return (x2 - x1) * (points[:, 1] - y1) - (y2 - y1) * (points[:, 0] - x1)
 
-    @property
+    @cached_property
     def length(self) -> float:
         return float(np.hypot(self.p2[0] - self.p1[0], self.p2[1] - self.p1[1]))
 
@@ -73,13 +74,57 @@ class LineCrossing:
     direction: Literal["in", "out"]
 
 
-@dataclass
-class _Passage:
-    label: str
-    side: int = 0                             # -1 or +1 once clearly on a side, 0 before
-    last_point: Optional[np.ndarray] = None
-    last_s: float = 0.0
-    crossed_at: Optional[float] = None        # position along the line of the latest pass over it
+class _LineState:
+    """The tracks one line remembers, as arrays sorted by track id (no per-track objects).
+
+    ``side`` is -1 or +1 once the track was clearly on a side, 0 before; ``last_point`` and
+    ``last_s`` are its latest observation (``has_last`` False before the first); ``crossed_at``
+    is where along the line (0 at P1, 1 at P2) its latest step passed over it, NaN for none.
+    """
+
+    __slots__ = ("ids", "labels", "side", "has_last", "last_point", "last_s", "crossed_at")
+
+    def __init__(self) -> None:
+        self.ids = np.zeros(0, np.int64)
+        self.labels = np.zeros(0, object)
+        self.side = np.zeros(0, np.int64)
+        self.has_last = np.zeros(0, bool)
+        self.last_point = np.zeros((0, 2))
+        self.last_s = np.zeros(0)
+        self.crossed_at = np.zeros(0)
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+    def rows_of(self, ids: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Row of each of ``ids`` (unique), made for those the line does not remember yet."""
+        rows = self._find(ids)
+        new = rows < 0
+        if new.any():
+            n = int(new.sum())
+            self._put(np.concatenate([self.ids, ids[new]]), np.concatenate([self.labels, labels[new]]),
+                      np.concatenate([self.side, np.zeros(n, np.int64)]), np.concatenate([self.has_last, np.zeros(n, bool)]),
+                      np.concatenate([self.last_point, np.zeros((n, 2))]), np.concatenate([self.last_s, np.zeros(n)]),
+                      np.concatenate([self.crossed_at, np.full(n, np.nan)]))
+            rows = self._find(ids)
+        return rows
+
+    def drop(self, gone: np.ndarray) -> None:
+        keep = ~(self.ids[:, None] == gone).any(axis=1)
+        if not keep.all():
+            self._put(self.ids[keep], self.labels[keep], self.side[keep], self.has_last[keep], self.last_point[keep],
+                      self.last_s[keep], self.crossed_at[keep])
+
+    def _find(self, ids: np.ndarray) -> np.ndarray:
+        if len(self) == 0:
+            return np.full(ids.shape, -1, np.int64)
+        rows = np.minimum(np.searchsorted(self.ids, ids), len(self) - 1)
+        return np.where(self.ids[rows] == ids, rows, -1)
+
+    def _put(self, ids, labels, side, has_last, last_point, last_s, crossed_at) -> None:
+        order = np.argsort(ids, kind="stable")
+        self.ids, self.labels, self.side, self.has_last = ids[order], labels[order], side[order], has_last[order]
+        self.last_point, self.last_s, self.crossed_at = last_point[order], last_s[order], crossed_at[order]
 
 
 @dataclass
@@ -87,12 +132,13 @@ class LineCounter:
     """Crossings of the tracks of one camera; ``update`` once per analysed frame.
 
     State is kept per track and line until :meth:`forget`: pass it ``Tracker.removed_ids``
-    after every update, or it grows with every track ever seen.
+    after every update, or it grows with every track ever seen. Whole-frame array operations:
+    no Python loop over tracks.
     """
 
     lines: Sequence[Line]
     band: float = DEFAULT_BAND
-    _state: Dict[Tuple[str, int], _Passage] = field(default_factory=dict, init=False, repr=False)
+    _state: Dict[str, _LineState] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not 0 <= self.band < 1:
@@ -100,42 +146,58 @@ class LineCounter:
         names = [line.name for line in self.lines]
         if len(set(names)) != len(names):
             raise ValueError("line names must be unique")
+        self._state = {line.name: _LineState() for line in self.lines}
+
+    def __len__(self) -> int:
+        """(line, track) pairs remembered now."""
+        return sum(len(state) for state in self._state.values())
 
     def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray) -> List[LineCrossing]:
-        """Feed the tracked objects of one frame (normalised reference points); returns new crossings."""
+        """Feed the tracked objects of one frame (normalised reference points); returns new crossings,
+        line by line, within a line in the order of the objects."""
         ids = np.asarray(track_ids, dtype=np.int64).reshape(-1)
         points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
         if len(labels) != ids.shape[0] or points.shape[0] != ids.shape[0]:
             raise ValueError("track_ids, labels and points must have the same length")
         crossings: List[LineCrossing] = []
+        tracked = ids >= 0
+        if not tracked.any():
+            return crossings
+        label_array = np.asarray(labels, dtype=object)
         for line in self.lines:
-            s = line.signed(points)
-            clear = np.abs(s) >= self.band * line.length
-            for i in np.flatnonzero(ids >= 0):
-                if line.counts(labels[i]):
-                    crossing = self._observe(line, int(ids[i]), labels[i], points[i], float(s[i]), bool(clear[i]))
-                    if crossing is not None:
-                        crossings.append(crossing)
+            counted = tracked if not line.labels else tracked & np.isin(label_array, list(line.labels))
+            index = np.flatnonzero(counted)
+            if len(index):
+                crossings.extend(self._observe(line, ids[index], label_array[index], points[index]))
         return crossings
 
-    def _observe(self, line: Line, track_id: int, label: str, point: np.ndarray, s: float, clear: bool) -> Optional[LineCrossing]:
-        state = self._state.setdefault((line.name, track_id), _Passage(label))
-        if state.last_point is not None and (state.last_s > 0) != (s > 0):
-            # Where the step from the last point to this one passes over the (infinite) line.
-            frac = state.last_s / (state.last_s - s)
-            state.crossed_at = line.position_along(state.last_point + frac * (point - state.last_point))
-        state.last_point, state.last_s = point, s
-        if not clear:
-            return None
-        side = 1 if s > 0 else -1
-        previous, state.side = state.side, side
-        crossed_at, state.crossed_at = state.crossed_at, None
-        if previous == 0 or previous == side or crossed_at is None or not 0.0 <= crossed_at <= 1.0:
-            return None
-        return LineCrossing(line.name, track_id, state.label, "in" if side > 0 else "out")
+    def _observe(self, line: Line, ids: np.ndarray, labels: np.ndarray, points: np.ndarray) -> List[LineCrossing]:
+        state = self._state[line.name]
+        rows = state.rows_of(ids, labels)
+        s = line.signed(points)
+        clear = np.abs(s) >= self.band * line.length
+        # Where the step from the last point to this one passes over the (infinite) line.
+        last_s, last_point = state.last_s[rows], state.last_point[rows]
+        over = state.has_last[rows] & ((last_s > 0) != (s > 0))
+        if over.any():
+            frac = last_s[over] / (last_s[over] - s[over])
+            passed = last_point[over] + frac[:, None] * (points[over] - last_point[over])
+            d = np.subtract(line.p2, line.p1)
+            state.crossed_at[rows[over]] = ((passed - np.asarray(line.p1)) * d).sum(axis=1) / np.dot(d, d)
+        state.last_point[rows], state.last_s[rows], state.has_last[rows] = points, s, True
+        # Clearly on a side now: a crossing when it was clearly on the other and passed over the segment.
+        r = rows[clear]
+        side = np.where(s[clear] > 0, 1, -1)
+        previous, crossed_at = state.side[r], state.crossed_at[r]
+        state.side[r], state.crossed_at[r] = side, np.nan
+        with np.errstate(invalid="ignore"):
+            counts = (previous != 0) & (previous != side) & (crossed_at >= 0.0) & (crossed_at <= 1.0)
+        return [LineCrossing(line.name, int(t), str(label), "in" if direction > 0 else "out")
+                for t, label, direction in zip(ids[clear][counts], state.labels[r[counts]], side[counts])]
 
     def forget(self, track_ids: Iterable[int]) -> None:
         """Drop the state of tracks that ended."""
-        gone = set(int(t) for t in track_ids)
-        for key in [k for k in self._state if k[1] in gone]:
-            del self._state[key]
+        gone = np.fromiter((int(t) for t in track_ids), dtype=np.int64)
+        if len(gone):
+            for state in self._state.values():
+                state.drop(gone)

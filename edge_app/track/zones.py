@@ -7,11 +7,12 @@ border changes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Dict, FrozenSet, Iterable, List, Literal, Sequence, Tuple
 
 import numpy as np
 
-from edge_app.track.geometry import Point, points_in_polygon
+from edge_app.track.geometry import Point, points_in_polygon, polygon_edges
 
 DEFAULT_MIN_FRAMES = 3
 
@@ -29,6 +30,11 @@ class Zone:
     def counts(self, label: str) -> bool:
         return not self.labels or label in self.labels
 
+    @cached_property
+    def edges(self) -> np.ndarray:
+        """The polygon's edges for ``points_in_polygon``, made once."""
+        return polygon_edges(self.polygon)
+
     @classmethod
     def from_config(cls, zone) -> "Zone":
         """From a ``cameras[].zones`` entry of the configuration (``ZoneConfig``)."""
@@ -43,11 +49,44 @@ class ZoneChange:
     change: Literal["enter", "leave"]
 
 
-@dataclass
-class _Presence:
-    label: str
-    inside: bool = False
-    streak: int = 0            # consecutive observations that disagree with ``inside``
+class _ZoneState:
+    """The tracks one zone remembers, as arrays sorted by track id (no per-track objects).
+
+    A track is remembered from its first observation inside until it has left (or ended);
+    ``streak`` counts the consecutive observations that disagree with ``inside``; ``seq`` orders
+    the rows by when they were made, across zones, so occupants and exits keep that order.
+    """
+
+    __slots__ = ("ids", "inside", "streak", "labels", "seq")
+
+    def __init__(self) -> None:
+        self.ids = np.zeros(0, np.int64)
+        self.inside = np.zeros(0, bool)
+        self.streak = np.zeros(0, np.int64)
+        self.labels = np.zeros(0, object)
+        self.seq = np.zeros(0, np.int64)
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+    def find(self, ids: np.ndarray) -> np.ndarray:
+        """Row of each of ``ids``, -1 where the zone does not remember it."""
+        if len(self) == 0:
+            return np.full(ids.shape, -1, np.int64)
+        rows = np.minimum(np.searchsorted(self.ids, ids), len(self) - 1)
+        return np.where(self.ids[rows] == ids, rows, -1)
+
+    def keep(self, mask: np.ndarray) -> None:
+        self.ids, self.inside, self.streak = self.ids[mask], self.inside[mask], self.streak[mask]
+        self.labels, self.seq = self.labels[mask], self.seq[mask]
+
+    def add(self, ids: np.ndarray, inside: np.ndarray, streak: np.ndarray, labels: np.ndarray, seq: np.ndarray) -> None:
+        order = np.argsort(np.concatenate([self.ids, ids]), kind="stable")
+        self.ids = np.concatenate([self.ids, ids])[order]
+        self.inside = np.concatenate([self.inside, inside])[order]
+        self.streak = np.concatenate([self.streak, streak])[order]
+        self.labels = np.concatenate([self.labels, labels])[order]
+        self.seq = np.concatenate([self.seq, seq])[order]
 
 
 @dataclass
@@ -55,12 +94,13 @@ class ZoneTracker:
     """Zone membership of the tracks of one camera; ``update`` once per analysed frame.
 
     Pass ``Tracker.removed_ids`` to :meth:`forget` after every update: ended tracks leave their
-    zones then, and their state goes.
+    zones then, and their state goes. Whole-frame array operations: no Python loop over tracks.
     """
 
     zones: Sequence[Zone]
     min_frames: int = DEFAULT_MIN_FRAMES
-    _state: Dict[Tuple[str, int], _Presence] = field(default_factory=dict, init=False, repr=False)
+    _state: Dict[str, _ZoneState] = field(default_factory=dict, init=False, repr=False)
+    _next_seq: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.min_frames < 1:
@@ -68,12 +108,18 @@ class ZoneTracker:
         names = [z.name for z in self.zones]
         if len(set(names)) != len(names):
             raise ValueError("zone names must be unique")
+        self._state = {z.name: _ZoneState() for z in self.zones}
+
+    def __len__(self) -> int:
+        """(zone, track) pairs remembered now."""
+        return sum(len(state) for state in self._state.values())
 
     def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray) -> List[ZoneChange]:
         """Feed the tracked objects of one frame; returns the zone entries and exits they made.
 
         ``points`` are the ``(N, 2)`` normalised reference points; ids below 0 (untracked) are
         skipped. A track absent from a frame keeps its state: use :meth:`forget` when it ends.
+        Changes come zone by zone, within a zone in the order of the objects.
         """
         ids = np.asarray(track_ids, dtype=np.int64).reshape(-1)
         points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
@@ -81,51 +127,76 @@ class ZoneTracker:
             raise ValueError("track_ids, labels and points must have the same length")
         changes: List[ZoneChange] = []
         tracked = ids >= 0
+        if not tracked.any():
+            return changes
+        label_array = np.asarray(labels, dtype=object)
         for zone in self.zones:
-            inside = points_in_polygon(points, zone.polygon)
-            for i in np.flatnonzero(tracked):
-                label = labels[i]
-                if not zone.counts(label):
-                    continue
-                change = self._observe(zone.name, int(ids[i]), label, bool(inside[i]))
-                if change is not None:
-                    changes.append(change)
+            counted = tracked if not zone.labels else tracked & np.isin(label_array, list(zone.labels))
+            index = np.flatnonzero(counted)
+            if len(index) == 0:
+                continue
+            changes.extend(self._observe(zone.name, index, ids[index], label_array[index],
+                                         points_in_polygon(points[index], zone.polygon, zone.edges)))
         return changes
 
-    def _observe(self, zone: str, track_id: int, label: str, inside: bool):
-        key = (zone, track_id)
-        state = self._state.get(key)
-        if state is None:
-            if not inside:
-                return None  # nothing to remember about a track outside a zone it was never in
-            state = self._state[key] = _Presence(label)
-        if inside == state.inside:
-            state.streak = 0
-            return None
-        state.streak += 1
-        if state.streak < self.min_frames:
-            return None
-        state.inside, state.streak = inside, 0
-        if not inside:
-            del self._state[key]
-        return ZoneChange(zone, track_id, state.label, "enter" if inside else "leave")
+    def _observe(self, zone: str, index: np.ndarray, ids: np.ndarray, labels: np.ndarray,
+                 inside: np.ndarray) -> List[ZoneChange]:
+        state = self._state[zone]
+        if len(state) == 0 and not inside.any():
+            return []  # nobody in the zone, nobody on their way in or out: the common frame
+        rows = state.find(ids)
+        known = rows >= 0
+        # Remembered tracks: agreeing resets the streak, disagreeing min_frames times flips.
+        r = rows[known]
+        disagree = inside[known] != state.inside[r]
+        streak = np.where(disagree, state.streak[r] + 1, 0)
+        flip = streak >= self.min_frames
+        state.streak[r] = np.where(flip, 0, streak)
+        state.inside[r[flip]] = inside[known][flip]
+        events = [(int(i), int(t), str(label), bool(now)) for i, t, label, now in
+                  zip(index[known][flip], ids[known][flip], state.labels[r[flip]], inside[known][flip])]
+        left = r[flip & ~inside[known]]
+        if len(left):  # a track that left is forgotten (before new rows move the others)
+            keep = np.ones(len(state), bool)
+            keep[left] = False
+            state.keep(keep)
+        # New tracks inside: remembered from now on, outside; the first observation counts.
+        fresh = ~known & inside
+        if fresh.any():
+            n = int(fresh.sum())
+            seq = np.arange(self._next_seq, self._next_seq + n, dtype=np.int64)
+            self._next_seq += n
+            enter = self.min_frames <= 1
+            state.add(ids[fresh], np.full(n, enter), np.zeros(n, np.int64) if enter else np.ones(n, np.int64),
+                      labels[fresh], seq)
+            if enter:
+                events += [(int(i), int(t), str(label), True) for i, t, label in zip(index[fresh], ids[fresh], labels[fresh])]
+        events.sort(key=lambda e: e[0])
+        return [ZoneChange(zone, track_id, label, "enter" if now else "leave") for _, track_id, label, now in events]
 
     def forget(self, track_ids: Iterable[int]) -> List[ZoneChange]:
-        """Tracks that ended: they leave every zone they were in."""
-        gone = set(int(t) for t in track_ids)
-        changes = []
-        for (zone, track_id), state in list(self._state.items()):
-            if track_id in gone:
-                if state.inside:
-                    changes.append(ZoneChange(zone, track_id, state.label, "leave"))
-                del self._state[(zone, track_id)]
-        return changes
+        """Tracks that ended: they leave every zone they were in (in the order they were first seen there)."""
+        gone = np.fromiter((int(t) for t in track_ids), dtype=np.int64)
+        if len(gone) == 0:
+            return []
+        leaving = []
+        for zone, state in self._state.items():
+            ending = (state.ids[:, None] == gone).any(axis=1)
+            if not ending.any():
+                continue
+            was_inside = ending & state.inside
+            leaving += [(int(seq), zone, int(t), str(label)) for seq, t, label in
+                        zip(state.seq[was_inside], state.ids[was_inside], state.labels[was_inside])]
+            state.keep(~ending)
+        leaving.sort()
+        return [ZoneChange(zone, track_id, label, "leave") for _, zone, track_id, label in leaving]
 
     def occupants(self) -> Dict[str, Dict[str, int]]:
         """Objects per zone and label now: ``{zone: {label: count}}``, zones without any left out."""
+        present = sorted((int(seq), zone, str(label)) for zone, state in self._state.items()
+                         for seq, label in zip(state.seq[state.inside], state.labels[state.inside]))
         counts: Dict[str, Dict[str, int]] = {}
-        for (zone, _), state in self._state.items():
-            if state.inside:
-                per_label = counts.setdefault(zone, {})
-                per_label[state.label] = per_label.get(state.label, 0) + 1
+        for _, zone, label in present:
+            per_label = counts.setdefault(zone, {})
+            per_label[label] = per_label.get(label, 0) + 1
         return counts

@@ -32,6 +32,7 @@ from edge_app.config.redact import mask_secrets
 from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, LatencyReport, ModelReport,
                                          ModelStatusReport,
                                          MqttReport, PipelineReport, RecordingReport, StatusReport, UnknownCamera)
+from edge_app.reporting.stage_times import StageTotal
 from edge_app.version import __version__
 
 RESTART_KEYS = (("api", "host"), ("api", "port"))
@@ -58,6 +59,8 @@ class InMemoryService:
         self.now_s = 1000.0
         self.pipeline_activity = PipelineActivity(running=True, gather_alive=True, last_batch_s=999.9, work_since_s=None)
         self.pipeline_errors = 0
+        # GET /metrics: edge_app_stage_seconds (the real appliance's comes from StageTimes)
+        self.stage_totals: List[StageTotal] = [StageTotal("cam0", "inference", 2.5, 100)]
         # A real store in a folder beside the configuration file; ``live_counts`` stands in for the engine's.
         self.event_store = EventStore(self._config_path.parent / f"{self._config_path.stem}-events")
         self.live_counts = CountsReport()
@@ -124,6 +127,9 @@ class InMemoryService:
                     for name, section in self._config.model_configs().items()],
             recording=self.recording_report,
         )
+
+    def stage_times(self) -> List[StageTotal]:
+        return list(self.stage_totals)
 
     def readiness(self) -> Tuple[bool, List[str]]:
         reasons = []

@@ -5,6 +5,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from edge_app.api import create_app
+from edge_app.reporting.stage_times import StageTotal
 
 SPEC_ROUTES = [
     ("get", "/healthz"),
@@ -183,3 +184,12 @@ def test_openapi_documents_throttling_on_token_protected_routes(api):
             assert ("429" in operation["responses"]) is secured, f"{method.upper()} {path}"
             if secured:
                 assert "Retry-After" in operation["responses"]["429"]["headers"]
+
+
+def test_metrics_carry_the_time_per_stage_of_each_camera(api):
+    api.service.stage_totals = [StageTotal("front", "tracking", 0.5, 200), StageTotal("front", "mqtt", 0.1, 200)]
+    samples = samples_of(api.get("/metrics").text)
+    tracking = (("camera", "front"), ("stage", "tracking"))
+    assert samples[("edge_app_stage_seconds_sum", tracking)] == 0.5
+    assert samples[("edge_app_stage_seconds_count", tracking)] == 200
+    assert samples[("edge_app_stage_seconds_count", (("camera", "front"), ("stage", "mqtt")))] == 200

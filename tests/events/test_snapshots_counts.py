@@ -239,3 +239,11 @@ def test_reset_line_counts():
     a = analysis(lines=[GATE, Line("side", (0.0, 0.5), (1.0, 0.5))], line_seed={"gate": (3, 4), "side": (1, 1)})
     assert a.reset_line_counts("gate") == {"gate": LineTotals(0, 0), "side": LineTotals(1, 1)}
     assert a.reset_line_counts() == {"gate": LineTotals(0, 0), "side": LineTotals(0, 0)}
+
+
+def test_each_frame_counts_once_in_the_analysis_stages_and_a_tick_not_at_all():
+    camera = analysis(zones=[Zone("left", ((0, 0), (0.5, 0), (0.5, 1), (0, 1)))])
+    run(camera, [Obj(0, moving(10, 200, 15))], 20)
+    camera.tick(2_000_000_000.0)
+    frames = {t.stage: t.frames for t in camera.stage_times.totals()}
+    assert frames == {"tracking": 20, "zones_lines": 20, "events": 20, "snapshots": 20}

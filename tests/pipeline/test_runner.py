@@ -296,3 +296,12 @@ def test_a_plan_that_always_fails_is_a_stall_logged_once(caplog):
     assert health.stalled and health.last_batch_age_s is None
     assert health.reason.endswith("(last error: the pipeline's gather step failed (RuntimeError))")
     assert not assess(pipeline.activity(), time.monotonic(), stall_after_s=0.5).stalled, "a stopped pipeline is not stalled"
+
+
+@pytest.mark.parametrize("on_host_cpu", [True, False], ids=["stages-in-one-thread", "overlapped-stages"])
+def test_every_analysed_frame_counts_once_in_each_pipeline_stage(on_host_cpu):
+    src = ListSource("file", 10, 12, waits=True)
+    published, store, _ = run_pipeline({"file": src}, max_batch=1, until=lambda p: len(p) >= 12, on_host_cpu=on_host_cpu)
+    frames = {t.stage: t.frames for t in store.stage_times.totals()}
+    assert set(frames) == {"capture", "batching", "preprocess", "inference", "postprocess", "mqtt", "status"}
+    assert set(frames.values()) == {len(published)}

@@ -149,7 +149,7 @@ def test_several_lines_and_forget():
     crossings = walk(counter, straight(0.8, 0.2, 0.2, 0.8))
     assert sorted((c.line, c.direction) for c in crossings) == [("gate", "in"), ("h", "in")]
     counter.forget([7])
-    assert counter._state == {}
+    assert len(counter) == 0
 
 
 @pytest.mark.parametrize("kwargs, message", [
