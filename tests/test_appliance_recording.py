@@ -204,18 +204,18 @@ def test_the_appliance_gives_recorded_cameras_a_sink_and_shows_their_recording(t
         deadline = time.monotonic() + 20
         while "cam1" not in recorder.unavailable and time.monotonic() < deadline:
             time.sleep(0.05)
-        cams = {c.id: c for c in appliance.status().cameras}
+        cams = {c.id: c for c in appliance.reads.status().cameras}
         assert cams["cam1"].recording.unavailable.startswith("recording unavailable"), cams["cam1"].recording
         assert cams["cam2"].recording is None
-        assert appliance.status().recording.bytes_written == 1000
-        assert appliance.status().recording.clips_preroll_short == 1
-        assert appliance.recordings() == "reader"
+        assert appliance.reads.status().recording.bytes_written == 1000
+        assert appliance.reads.status().recording.clips_preroll_short == 1
+        assert appliance.reads.recordings() == "reader"
 
         recorder.paused = "disk below its reserve"
-        status = appliance.status()
+        status = appliance.reads.status()
         assert status_line(status).startswith("RECORDING PAUSED (disk below its reserve); ")
         samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-                   for m in ApplianceCollector(appliance).collect() for s in m.samples}
+                   for m in ApplianceCollector(appliance.reads).collect() for s in m.samples}
         assert samples[("edge_app_recording_paused", ())] == 1.0
         assert samples[("edge_app_camera_recording_bytes_written_total", (("camera", "cam1"),))] == 1000.0
         assert samples[("edge_app_recording_clips_preroll_short_total", ())] == 1.0
@@ -223,7 +223,7 @@ def test_the_appliance_gives_recorded_cameras_a_sink_and_shows_their_recording(t
 
         # Recording switched on for cam2 by a configuration change: it restarts with a sink.
         recorder.recorded_next = {"cam1", "cam2"}
-        appliance.apply_config(parse_config(config))
+        appliance.changes.write(lambda running: config)  # the one change path
         assert recorder.configured == 1 and workers["cam2"] == [False, True] and workers["cam1"] == [True]
     finally:
         appliance.stop()

@@ -50,8 +50,8 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
             usage = meter.stop()
             watcher.recording = False
             latencies_ms, delivered_ms = watcher.latencies_ms(), watcher.delivered_ms()
-            status = appliance.status()
-            latest = [appliance.latest_frame(cam.id) for cam in status.cameras]
+            status = appliance.reads.status()
+            latest = [appliance.reads.latest_frame(cam.id) for cam in status.cameras]
     finally:
         watcher.stop()
     per_camera = count_deltas(analysed_before, analysed_after)

@@ -17,7 +17,7 @@ from edge_app.api.errors import ApiError
 from edge_app.api.query_params import flag_arg, integer_arg, number_arg
 from edge_app.api.live_view import BOUNDARY, LiveViewSlots, mjpeg_parts, placeholder_jpeg
 from edge_app.api.server import SHUTDOWN_ENVIRON_KEY
-from edge_app.reporting.protocol import AnalysedFrame, ApplianceService, UnknownCamera
+from edge_app.reporting.protocol import AnalysedFrame, ApplianceReads, UnknownCamera
 from edge_app.config.schema import AppConfig
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class JpegCache:
 
 
 def cameras_blueprint(
-    service: ApplianceService,
+    reads: ApplianceReads,
     config_getter: Callable[[], AppConfig],
     max_live_streams: int = 32,
     max_live_streams_per_camera: int = 8,
@@ -67,18 +67,18 @@ def cameras_blueprint(
     no_frame_jpeg = placeholder_jpeg()
 
     def frame_or_503(camera_id: str) -> AnalysedFrame:
-        frame = service.latest_frame(camera_id)
+        frame = reads.latest_frame(camera_id)
         if frame is None:
             raise ApiError(503, f"camera {camera_id!r} has no analysed frame yet", headers=RETRY_AFTER)
         return frame
 
     @bp.get("/api/v1/cameras")
     def list_cameras() -> Response:
-        return jsonify([camera.to_dict() for camera in service.cameras()])
+        return jsonify([camera.to_dict() for camera in reads.cameras()])
 
     @bp.get("/api/v1/cameras/<camera_id>")
     def get_camera(camera_id: str) -> Response:
-        for camera in service.cameras():
+        for camera in reads.cameras():
             if camera.id == camera_id:
                 return jsonify(camera.to_dict())
         raise UnknownCamera(camera_id)
@@ -98,7 +98,7 @@ def cameras_blueprint(
 
     @bp.get("/api/v1/cameras/<camera_id>/detections")
     def detections(camera_id: str) -> Response:
-        payload: Optional[Dict[str, Any]] = service.latest_detections(camera_id)
+        payload: Optional[Dict[str, Any]] = reads.latest_detections(camera_id)
         if payload is None:
             raise ApiError(503, f"camera {camera_id!r} has no detections yet", headers=RETRY_AFTER)
         return jsonify(payload)
@@ -109,7 +109,7 @@ def cameras_blueprint(
         annotate = flag_arg(request.args, "annotate", True)
         quality = integer_arg(request.args, "quality", settings.jpeg_quality, 1, 100)
         fps = number_arg(request.args, "fps", DEFAULT_STREAM_FPS, 0.1, MAX_STREAM_FPS)
-        service.latest_frame(camera_id)  # raises UnknownCamera (404) before the stream starts
+        reads.latest_frame(camera_id)  # raises UnknownCamera (404) before the stream starts
         refused = slots.acquire(camera_id)
         if refused:
             raise ApiError(503, refused, headers=RETRY_AFTER)
@@ -126,7 +126,7 @@ def cameras_blueprint(
             return cache.render(frame, annotate, quality)
 
         response = Response(
-            mjpeg_parts(service, camera_id, render, fps, stopping, no_frame_jpeg),
+            mjpeg_parts(reads, camera_id, render, fps, stopping, no_frame_jpeg),
             content_type=f"multipart/x-mixed-replace; boundary={BOUNDARY}",
         )
         # call_on_close runs even when the body was never iterated, unlike a generator's finally.

@@ -17,7 +17,7 @@ from edge_app.api.recording_params import parse_time
 from edge_app.config.schema_rules import label_problem
 from edge_app.events.query import DEFAULT_LIMIT, EVENT_ID_PATTERN, MAX_LIMIT, EventQuery, valid_event_id
 from edge_app.events.recovery import EventDatabaseUnusable
-from edge_app.reporting.protocol import ApplianceService
+from edge_app.reporting.protocol import ApplianceReads, EventDeletion
 
 RETRY_AFTER_S = 5  # a corrupt database is moved aside and a new one started within moments
 
@@ -57,7 +57,7 @@ def checked_event_id(event_id: str) -> str:
     return event_id
 
 
-def events_blueprint(service: ApplianceService) -> Blueprint:
+def events_blueprint(reads: ApplianceReads, deletion: EventDeletion) -> Blueprint:
     bp = Blueprint("events", __name__)
 
     def unknown(event_id: str) -> ApiError:
@@ -70,20 +70,20 @@ def events_blueprint(service: ApplianceService) -> Blueprint:
     @bp.get("/api/v1/events")
     def list_events() -> Response:
         query = event_query(request.args)
-        return jsonify({"events": [event.to_dict() for event in service.events(query)]})
+        return jsonify({"events": [event.to_dict() for event in reads.events(query)]})
 
     @bp.get("/api/v1/events/<event_id>")
     def get_event(event_id: str) -> Response:
-        event = service.event(checked_event_id(event_id))
+        event = reads.event(checked_event_id(event_id))
         if event is None:
             raise unknown(event_id)
         return jsonify(event.to_dict())
 
     @bp.get("/api/v1/events/<event_id>/snapshot.jpg")
     def snapshot(event_id: str) -> Response:
-        jpeg = service.event_snapshot(checked_event_id(event_id))
+        jpeg = reads.event_snapshot(checked_event_id(event_id))
         if jpeg is None:
-            if service.event(event_id) is None:
+            if reads.event(event_id) is None:
                 raise unknown(event_id)
             raise ApiError(404, f"event {event_id!r} has no snapshot")
         response = Response(jpeg, mimetype="image/jpeg")
@@ -92,12 +92,12 @@ def events_blueprint(service: ApplianceService) -> Blueprint:
 
     @bp.delete("/api/v1/events/<event_id>")
     def delete_event(event_id: str) -> Response:
-        if not service.delete_event(checked_event_id(event_id)):
+        if not deletion.delete_event(checked_event_id(event_id)):
             raise unknown(event_id)
         return Response(status=204)
 
     @bp.get("/api/v1/counts")
     def counts() -> Response:
-        return jsonify(service.counts().to_dict())
+        return jsonify(reads.counts().to_dict())
 
     return bp

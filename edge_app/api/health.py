@@ -5,12 +5,12 @@ import logging
 
 from flask import Blueprint, Response, jsonify
 
-from edge_app.reporting.protocol import ApplianceService
+from edge_app.reporting.protocol import ApplianceReads
 
 logger = logging.getLogger(__name__)
 
 
-def health_blueprint(service: ApplianceService) -> Blueprint:
+def health_blueprint(reads: ApplianceReads) -> Blueprint:
     """``/healthz`` answers while the process serves HTTP; ``/readyz`` asks the appliance."""
     bp = Blueprint("health", __name__)
 
@@ -21,7 +21,7 @@ def health_blueprint(service: ApplianceService) -> Blueprint:
     @bp.get("/readyz")
     def readyz() -> Response:
         try:
-            ready, reasons = service.readiness()
+            ready, reasons = reads.readiness()
         except Exception as err:  # a probe must answer "not ready", not crash with a 500
             logger.exception("the readiness check failed")
             ready, reasons = False, [f"the readiness check failed: {err}"]

@@ -33,7 +33,7 @@ from edge_app.api.recording_params import TimeRange, time_range
 from edge_app.api.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG, is_signed_request, sign
 from edge_app.config.schema import AppConfig
 from edge_app.record.types import ClipInfo, RecordingReader
-from edge_app.reporting.protocol import ApplianceService
+from edge_app.reporting.protocol import ApplianceReads
 
 logger = logging.getLogger(__name__)
 
@@ -109,13 +109,13 @@ def _send_mp4(path: Path, download_name: str, download: bool) -> Response:
     return response
 
 
-def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], AppConfig]) -> Blueprint:
+def recordings_blueprint(reads: ApplianceReads, config_getter: Callable[[], AppConfig]) -> Blueprint:
     bp = Blueprint("recordings", __name__)
     exports = HeldLimit(MAX_CONCURRENT_EXPORTS)
     signed_uses = HeldLimit(MAX_USES_PER_SIGNED_URL)
 
     def reader() -> RecordingReader:
-        found = service.recordings()
+        found = reads.recordings()
         if found is None:
             raise ApiError(404, "recording is off on this appliance (record.events or record.continuous)")
         return found
@@ -128,7 +128,7 @@ def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], 
         store = reader()
         clip = store.clip(checked_event_id(event_id))
         if clip is None:
-            if service.event(event_id) is None:
+            if reads.event(event_id) is None:
                 raise ApiError(404, f"unknown event {event_id!r}")
             raise ApiError(404, f"event {event_id!r} has no clip")
         parts = _parts(store, event_id)

@@ -1,5 +1,5 @@
-"""What the API reads of the running appliance: status, readiness, cameras, frames, detections,
-counts and stored events (the read part of ``edge_app.reporting.protocol.ApplianceService``).
+"""What the front ends read of the running appliance: status, readiness, cameras, frames, detections,
+counts, stored events, device health and recordings (``edge_app.reporting.protocol.ApplianceReads``).
 
 The appliance's wiring changes what runs (configuration, detector, cameras, publisher); the reads
 see it through ``RunningParts``, taken afresh for every read, and never change it.
@@ -22,6 +22,7 @@ from edge_app.detect.detections import Detections
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
+from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler
 from edge_app.mqtt import link_health
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
@@ -61,7 +62,7 @@ class PipelineLike(Protocol):
     def activity(self) -> PipelineActivity: ...
 
 
-class ApplianceReads:
+class RunningReads:
     """The read side of the appliance, over the parts it runs (``running`` gives them as they are now)."""
 
     def __init__(self, running: Callable[[], RunningParts], *, results: ResultStore, pipeline: "PipelineLike",
@@ -201,6 +202,9 @@ class ApplianceReads:
     def counts(self) -> CountsReport:
         return self._analysis.counts()
 
+    def device_health(self) -> HealthReport:
+        return self._health.latest()
+
     def recordings(self) -> Optional[RecordingReader]:
         """The recording store's read side (clips, segments, export); None when nothing is recorded."""
         return None if self._recording is None else self._recording.reader()
@@ -214,6 +218,3 @@ class ApplianceReads:
 
     def event_snapshot(self, event_id: str) -> Optional[bytes]:
         return None if self._event_store is None else self._event_store.snapshot(event_id)
-
-    def delete_event(self, event_id: str) -> bool:
-        return False if self._event_store is None else self._event_store.delete(event_id)

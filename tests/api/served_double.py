@@ -9,10 +9,10 @@ from typing import Any, Dict, Iterator, Tuple
 
 from edge_app.api import ApiServer, create_app
 from edge_app.api.listening import request_listening_hosts
-from edge_app.config.file import ConfigFile, merge_patch, parse_config
-from edge_app.config_change.changes import ConfigChanges
+from edge_app.appliance.event_deletion import StoredEventDeletion
+from edge_app.config.file import merge_patch, parse_config
 from tests.api.conftest import BASE_CONFIG
-from tests.api.in_memory_service import InMemoryService
+from tests.api.in_memory_service import InMemoryService, saving_change_path
 
 
 @contextmanager
@@ -21,9 +21,8 @@ def served_double(folder: Path, model_path: Path, config_patch: Dict[str, Any]) 
     changes wired as edge_app/commands/run_appliance.py wires them; stopped and closed at the end."""
     config = parse_config(merge_patch(copy.deepcopy(BASE_CONFIG), {"model": {"path": str(model_path)}, **config_patch}))
     service = InMemoryService(config, folder / "config.yaml")
-    changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(folder / "config.yaml"),
-                            listening_hosts=request_listening_hosts)
-    server = ApiServer(create_app(service, config_changes=changes), "127.0.0.1", 0)
+    changes = saving_change_path(service, listening_hosts=request_listening_hosts)
+    server = ApiServer(create_app(service, changes, StoredEventDeletion(service.event_store)), "127.0.0.1", 0)
     server.start()
     try:
         yield server, service
