@@ -3,7 +3,7 @@
 The app gets narrow doors, never the appliance: ``reads`` (what the routes read), ``changes`` (the
 one change path: every route that changes the configuration goes through it, with its rules and
 its lock) and ``deletion`` (``DELETE /api/v1/events/<id>``). Nothing the API holds can apply a
-configuration any other way. Every blueprint is built by a function that closes over what it is
+configuration any other way. Each blueprint registers module-level views bound to what it is
 given: there is no module-level app and nothing is hung on the app object, so several apps (one
 per test, say) can live in one process without seeing each other's appliance.
 """
