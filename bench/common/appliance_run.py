@@ -65,8 +65,8 @@ def running(config: AppConfig, detector_factory: Optional[Callable[..., Detector
 
 
 def analysed_counts(appliance: Appliance) -> Dict[str, int]:
-    return {cam.id: cam.frames_analyzed for cam in appliance.cameras()}
+    return {cam.id: cam.frames_analyzed for cam in appliance.reads.cameras()}
 
 
 def published_count(appliance: Appliance) -> int:
-    return appliance.status().mqtt.published
+    return appliance.reads.status().mqtt.published

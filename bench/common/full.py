@@ -59,19 +59,19 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
                             timeout_s=warm_timeout_s or max(60.0, 10 * warmup_s))
             time.sleep(warmup_s)
             analysed_before, published_before, received_before = analysed_counts(appliance), published_count(appliance), watcher.counts()
-            stages_before = appliance.stage_times()
+            stages_before = appliance.reads.stage_times()
             watcher.recording = True
             if on_window_start is not None:
                 on_window_start()  # a profiler, say: it sees the window, not the start
             meter.start()
             time.sleep(window_s)
             analysed_after, published_after, received_after = analysed_counts(appliance), published_count(appliance), watcher.counts()
-            stages_after = appliance.stage_times()
+            stages_after = appliance.reads.stage_times()
             usage = meter.stop()
             watcher.recording = False
             latencies_ms, delivered_ms = watcher.latencies_ms(), watcher.delivered_ms()
-            status = appliance.status()
-            latest = [appliance.latest_frame(cam.id) for cam in status.cameras]
+            status = appliance.reads.status()
+            latest = [appliance.reads.latest_frame(cam.id) for cam in status.cameras]
     finally:
         watcher.stop()
     per_camera = count_deltas(analysed_before, analysed_after)

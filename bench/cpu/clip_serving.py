@@ -25,10 +25,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 from edge_app.api import create_app
+from edge_app.appliance.event_deletion import StoredEventDeletion
 from edge_app.http_server.server import ApiServer
 from edge_app.config.schema import AppConfig
+from edge_app.config_change.changes import ConfigChanges
 from edge_app.record.index import FileRow
 from edge_app.record.store import RecordingStore
+from edge_app.reporting.protocol import ApplyResult
 from bench.common.provenance import NO_MODEL, collect, write_results
 
 TOKEN = "bench-token-0123456789abcdef"
@@ -37,19 +40,20 @@ MIB = 1024 * 1024
 
 
 class ClipOnlyService:
-    """The part of the appliance the clip routes read: its configuration and its recordings."""
+    """The part of the appliance's reads the clip routes use: its recordings."""
 
-    def __init__(self, config: AppConfig, store: RecordingStore):
-        self._config, self._store = config, store
-
-    def current_config(self) -> AppConfig:
-        return self._config
+    def __init__(self, store: RecordingStore):
+        self._store = store
 
     def recordings(self) -> RecordingStore:
         return self._store
 
     def event(self, event_id: str) -> Optional[Any]:
         return None
+
+
+def _never_applied(config: AppConfig) -> ApplyResult:
+    raise AssertionError("the clip benchmark changes no configuration")
 
 
 def _curl(*args: str) -> float:
@@ -72,7 +76,9 @@ def measure(size_mib: int, ranges: int) -> dict:
         store.index.upsert(FileRow(relative, "clip", "front", EVENT_ID, 0, 1.8e9, 1.8e9 + 60, size, True))
         config = AppConfig.model_validate({"api": {"token": TOKEN}, "model": {"path": "engines/yolov8n.onnx"},
                                           "cameras": [{"id": "front", "source": "test://bars"}]})
-        server = ApiServer(create_app(ClipOnlyService(config, store), config_changes=None), "127.0.0.1", 0)  # type: ignore[arg-type]
+        changes = ConfigChanges(lambda: config, _never_applied)  # the bench changes nothing
+        server = ApiServer(create_app(ClipOnlyService(store), changes, StoredEventDeletion(None)),  # type: ignore[arg-type]
+                           "127.0.0.1", 0)
         server.start()
         try:
             signed = subprocess.run(["curl", "-sS", "-f", "-X", "POST", "-H", f"Authorization: Bearer {TOKEN}",

@@ -138,7 +138,7 @@ def run_appliance(static: Path, walking: Path, model: Path, backend: str, decode
     appliance.start()
     try:
         time.sleep(warmup_s)
-        analysed_before = {c.id: c.frames_analyzed for c in appliance.cameras()}
+        analysed_before = {c.id: c.frames_analyzed for c in appliance.reads.cameras()}
         offered_before = _offered(appliance)
         batches_before = sum(d.batches for d in counted)
         threads_before, process_before = _thread_cpu_s(), time.process_time()
@@ -148,7 +148,7 @@ def run_appliance(static: Path, walking: Path, model: Path, backend: str, decode
         threads_after, process_after = _thread_cpu_s(), time.process_time()
         decoders_after = _decoder_cpu_s(by_source)
         batches = sum(d.batches for d in counted) - batches_before
-        analysed = {c.id: c.frames_analyzed - analysed_before.get(c.id, 0) for c in appliance.cameras()}
+        analysed = {c.id: c.frames_analyzed - analysed_before.get(c.id, 0) for c in appliance.reads.cameras()}
         offered = _offered(appliance) - offered_before
     finally:
         appliance.stop()

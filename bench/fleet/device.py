@@ -35,7 +35,7 @@ from bench.fleet.mqtt_asyncio import AsyncioDriver
 from edge_app import __version__
 from edge_app.config import AppConfig, parse_config
 from edge_app.config.schema import MIN_DESIRED_KEY_CHARS
-from edge_app.config_change.changes import ConfigChanges
+from edge_app.config_change.changes import ChangeRules, ConfigChanges
 from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
 from edge_app.fleet_agent.agent import FleetAgent
 from edge_app.fleet_agent.desired_epoch import EpochState
@@ -96,7 +96,7 @@ class _MemoryVersionStore:
 
 
 class _SimulatedService:
-    """The part of ``ApplianceService`` that ``ConfigChanges`` calls: keep the new configuration."""
+    """What ``ConfigChanges`` is given of an appliance: the running configuration, and keeping a new one."""
 
     def __init__(self, config: AppConfig) -> None:
         self.config = config
@@ -140,7 +140,8 @@ class SimulatedAppliance:
         self._random = random.Random(seed)
         self._camera_ids = [f"cam{i + 1}" for i in range(settings.cameras)]
         self._service = _SimulatedService(device_config(device_id, settings))
-        changes = ConfigChanges(self._service, self._service.current_config, runtime_check=_no_machine_checks)
+        changes = ConfigChanges(self._service.current_config, self._service.apply_config,
+                                ChangeRules(runtime_check=_no_machine_checks))
         self.agent = FleetAgent(changes, _MemoryVersionStore(), self._publish_reported)  # type: ignore[arg-type]
         self._tasks: List[asyncio.Task] = []
         self._started_mono_s = time.monotonic()

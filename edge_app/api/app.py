@@ -1,8 +1,11 @@
 """The Flask application factory of the REST API.
 
-Every blueprint is built by a function that closes over the ``ApplianceService`` it is given:
-there is no module-level app and nothing is hung on the app object, so several apps (one per
-test, say) can live in one process without seeing each other's appliance.
+The app gets narrow doors, never the appliance: ``reads`` (what the routes read), ``changes`` (the
+one change path: every route that changes the configuration goes through it, with its rules and
+its lock) and ``deletion`` (``DELETE /api/v1/events/<id>``). Nothing the API holds can apply a
+configuration any other way. Each blueprint registers module-level views bound to what it is
+given: there is no module-level app and nothing is hung on the app object, so several apps (one
+per test, say) can live in one process without seeing each other's appliance.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from edge_app.http_server.json_provider import install_json_provider
 from edge_app.api.metrics import metrics_blueprint
 from edge_app.api.openapi import openapi_blueprint
 from edge_app.api.recordings import SIGNED_ENDPOINTS, recordings_blueprint
-from edge_app.reporting.protocol import ApplianceService
+from edge_app.reporting.protocol import ApplianceReads, EventDeletion
 from edge_app.api.status import status_blueprint
 from edge_app.config.schema import AppConfig
 
@@ -53,22 +56,22 @@ def _live_limit_request_class(get_config: Callable[[], AppConfig]) -> Type[Reque
 
 
 def create_app(
-    service: ApplianceService,
-    config_getter: Optional[Callable[[], AppConfig]] = None,
+    reads: ApplianceReads,
+    changes: ConfigChanges,
+    deletion: EventDeletion,
     *,
     max_live_streams: int = 32,
     max_live_streams_per_camera: int = 8,
-    config_changes: ConfigChanges,
 ) -> Flask:
-    """Build the REST API for ``service``.
+    """Build the REST API over ``reads``, ``changes`` and ``deletion`` (all three required).
 
-    ``config_getter`` returns the running configuration (default ``service.current_config``); it
-    is asked on every request, so a new token or body limit applies without a restart.
-    ``max_live_streams`` bounds concurrently open MJPEG live views, ``max_live_streams_per_camera``
-    those of one camera (keep both well below the server's worker threads). ``config_changes``
-    is the appliance's one change path, shared with the fleet, the detect switch and model reloads.
+    ``changes`` is the appliance's one change path, shared with the fleet, the detect switch and
+    model reloads; the running configuration is asked of it on every request, so a new token or
+    body limit applies without a restart. ``max_live_streams`` bounds concurrently open MJPEG live
+    views, ``max_live_streams_per_camera`` those of one camera (keep both well below the server's
+    worker threads).
     """
-    get_config: Callable[[], AppConfig] = config_getter or service.current_config
+    get_config: Callable[[], AppConfig] = changes.current
     app = Flask(__name__, static_folder=None)
     app.request_class = _live_limit_request_class(get_config)
     install_json_provider(app)  # never NaN or Infinity; keys in the order of the schema and docs/configuration.md
@@ -80,16 +83,16 @@ def create_app(
     install_auth(app, get_config, QUERY_TOKEN_ENDPOINTS, signed_endpoints=SIGNED_ENDPOINTS)
     register_error_handlers(app)
 
-    app.register_blueprint(health_blueprint(service))
-    app.register_blueprint(status_blueprint(service))
+    app.register_blueprint(health_blueprint(reads))
+    app.register_blueprint(status_blueprint(reads))
     # One writer for every route that changes the configuration: one set of rules, one lock.
-    writer = ConfigWriter(config_changes)
+    writer = ConfigWriter(changes)
     app.register_blueprint(config_blueprint(writer))
     app.register_blueprint(camera_edits_blueprint(writer))
-    app.register_blueprint(cameras_blueprint(service, get_config, max_live_streams, max_live_streams_per_camera))
-    app.register_blueprint(events_blueprint(service))
-    app.register_blueprint(recordings_blueprint(service, get_config))
-    app.register_blueprint(metrics_blueprint(service))
+    app.register_blueprint(cameras_blueprint(reads, get_config, max_live_streams, max_live_streams_per_camera))
+    app.register_blueprint(events_blueprint(reads, deletion))
+    app.register_blueprint(recordings_blueprint(reads, get_config))
+    app.register_blueprint(metrics_blueprint(reads))
     app.register_blueprint(openapi_blueprint())
     app.register_blueprint(dashboard_blueprint())
 

@@ -8,7 +8,8 @@ same 400 answers (located in the full configuration, ``cameras.2.fps_limit``), a
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from functools import partial
+from typing import Any, Callable, Dict, List, Tuple
 
 from flask import Blueprint, Response, jsonify
 
@@ -37,57 +38,66 @@ def _camera_answer(result: ApplyResult, camera_id: str, status: int) -> Response
     return response
 
 
+def add_camera(writer: ConfigWriter) -> Response:
+    camera = read_json_body()
+    new_id = camera.get("id") if isinstance(camera, dict) else None
+
+    def with_camera(current: AppConfig) -> Dict[str, Any]:
+        # Built from the view a client sees, so the other cameras' masked credentials are
+        # restored by the same rule as a PATCH of the whole configuration.
+        data = redacted_dict(current)
+        if isinstance(new_id, str) and _index_of(data["cameras"], new_id) >= 0:
+            raise _conflict(new_id)
+        data["cameras"].append(camera)
+        return data
+
+    result = writer.write(with_camera)
+    response = _camera_answer(result, new_id, 201)
+    response.headers["Location"] = f"/api/v1/cameras/{new_id}"
+    return response
+
+
+def patch_camera(writer: ConfigWriter, camera_id: str) -> Response:
+    patch = read_json_body()
+    renamed_to = patch.get("id") if isinstance(patch, dict) else None
+
+    def with_patch(current: AppConfig) -> Dict[str, Any]:
+        data = redacted_dict(current)
+        index = _index_of(data["cameras"], camera_id)
+        if index < 0:
+            raise UnknownCamera(camera_id)
+        if isinstance(renamed_to, str) and renamed_to != camera_id and _index_of(data["cameras"], renamed_to) >= 0:
+            raise _conflict(renamed_to)
+        data["cameras"][index] = merge_patch(data["cameras"][index], patch)
+        return data
+
+    result = writer.write(with_patch)
+    return _camera_answer(result, renamed_to if isinstance(renamed_to, str) else camera_id, 200)
+
+
+def delete_camera(writer: ConfigWriter, camera_id: str) -> Response:
+    def without_camera(current: AppConfig) -> Dict[str, Any]:
+        data = redacted_dict(current)
+        index = _index_of(data["cameras"], camera_id)
+        if index < 0:
+            raise UnknownCamera(camera_id)
+        del data["cameras"][index]
+        return data
+
+    writer.write(without_camera)
+    return Response(status=204)
+
+
+#: (method, rule, view): the endpoint is ``camera_edits.<view name>``
+ROUTES: Tuple[Tuple[str, str, Callable[..., Response]], ...] = (
+    ("POST", "/api/v1/cameras", add_camera),
+    ("PATCH", "/api/v1/cameras/<camera_id>", patch_camera),
+    ("DELETE", "/api/v1/cameras/<camera_id>", delete_camera),
+)
+
+
 def camera_edits_blueprint(writer: ConfigWriter) -> Blueprint:
     bp = Blueprint("camera_edits", __name__)
-
-    @bp.post("/api/v1/cameras")
-    def add_camera() -> Response:
-        camera = read_json_body()
-        new_id = camera.get("id") if isinstance(camera, dict) else None
-
-        def with_camera(current: AppConfig) -> Dict[str, Any]:
-            # Built from the view a client sees, so the other cameras' masked credentials are
-            # restored by the same rule as a PATCH of the whole configuration.
-            data = redacted_dict(current)
-            if isinstance(new_id, str) and _index_of(data["cameras"], new_id) >= 0:
-                raise _conflict(new_id)
-            data["cameras"].append(camera)
-            return data
-
-        result = writer.write(with_camera)
-        response = _camera_answer(result, new_id, 201)
-        response.headers["Location"] = f"/api/v1/cameras/{new_id}"
-        return response
-
-    @bp.patch("/api/v1/cameras/<camera_id>")
-    def patch_camera(camera_id: str) -> Response:
-        patch = read_json_body()
-        renamed_to = patch.get("id") if isinstance(patch, dict) else None
-
-        def with_patch(current: AppConfig) -> Dict[str, Any]:
-            data = redacted_dict(current)
-            index = _index_of(data["cameras"], camera_id)
-            if index < 0:
-                raise UnknownCamera(camera_id)
-            if isinstance(renamed_to, str) and renamed_to != camera_id and _index_of(data["cameras"], renamed_to) >= 0:
-                raise _conflict(renamed_to)
-            data["cameras"][index] = merge_patch(data["cameras"][index], patch)
-            return data
-
-        result = writer.write(with_patch)
-        return _camera_answer(result, renamed_to if isinstance(renamed_to, str) else camera_id, 200)
-
-    @bp.delete("/api/v1/cameras/<camera_id>")
-    def delete_camera(camera_id: str) -> Response:
-        def without_camera(current: AppConfig) -> Dict[str, Any]:
-            data = redacted_dict(current)
-            index = _index_of(data["cameras"], camera_id)
-            if index < 0:
-                raise UnknownCamera(camera_id)
-            del data["cameras"][index]
-            return data
-
-        writer.write(without_camera)
-        return Response(status=204)
-
+    for method, rule, view in ROUTES:
+        bp.add_url_rule(rule, view.__name__, partial(view, writer), methods=[method])
     return bp

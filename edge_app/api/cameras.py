@@ -8,6 +8,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from flask import Blueprint, Response, jsonify, request
@@ -17,7 +19,7 @@ from edge_app.http_server.errors import ApiError
 from edge_app.http_server.query_params import flag_arg, integer_arg, number_arg
 from edge_app.api.live_view import BOUNDARY, LiveViewSlots, mjpeg_parts, placeholder_jpeg
 from edge_app.http_server.server import SHUTDOWN_ENVIRON_KEY
-from edge_app.reporting.protocol import AnalysedFrame, ApplianceService, UnknownCamera
+from edge_app.reporting.protocol import AnalysedFrame, ApplianceReads, UnknownCamera
 from edge_app.config.schema import AppConfig
 
 logger = logging.getLogger(__name__)
@@ -52,8 +54,99 @@ class JpegCache:
         return jpeg
 
 
+@dataclass(frozen=True)
+class CameraViews:
+    """What the camera views of one app share: its read side, configuration, encode cache and live-view slots."""
+
+    reads: ApplianceReads
+    config: Callable[[], AppConfig]
+    cache: JpegCache
+    slots: LiveViewSlots
+    no_frame_jpeg: bytes
+
+
+def _frame_or_503(views: CameraViews, camera_id: str) -> AnalysedFrame:
+    frame = views.reads.latest_frame(camera_id)
+    if frame is None:
+        raise ApiError(503, f"camera {camera_id!r} has no analysed frame yet", headers=RETRY_AFTER)
+    return frame
+
+
+def list_cameras(views: CameraViews) -> Response:
+    return jsonify([camera.to_dict() for camera in views.reads.cameras()])
+
+
+def get_camera(views: CameraViews, camera_id: str) -> Response:
+    for camera in views.reads.cameras():
+        if camera.id == camera_id:
+            return jsonify(camera.to_dict())
+    raise UnknownCamera(camera_id)
+
+
+def snapshot(views: CameraViews, camera_id: str) -> Response:
+    settings = views.config().snapshots
+    annotate = flag_arg(request.args, "annotate", settings.annotate)
+    quality = integer_arg(request.args, "quality", settings.jpeg_quality, 1, 100)
+    frame = _frame_or_503(views, camera_id)
+    response = Response(views.cache.render(frame, annotate, quality), mimetype="image/jpeg")
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["X-Frame-Id"] = str(frame.frame_id)
+    response.headers["X-Frame-Timestamp"] = f"{frame.ts:.3f}"
+    response.headers["Content-Disposition"] = f'inline; filename="{camera_id}-{frame.frame_id}.jpg"'
+    return response
+
+
+def detections(views: CameraViews, camera_id: str) -> Response:
+    payload: Optional[Dict[str, Any]] = views.reads.latest_detections(camera_id)
+    if payload is None:
+        raise ApiError(503, f"camera {camera_id!r} has no detections yet", headers=RETRY_AFTER)
+    return jsonify(payload)
+
+
+def stream(views: CameraViews, camera_id: str) -> Response:
+    settings = views.config().snapshots
+    annotate = flag_arg(request.args, "annotate", True)
+    quality = integer_arg(request.args, "quality", settings.jpeg_quality, 1, 100)
+    fps = number_arg(request.args, "fps", DEFAULT_STREAM_FPS, 0.1, MAX_STREAM_FPS)
+    views.reads.latest_frame(camera_id)  # raises UnknownCamera (404) before the stream starts
+    refused = views.slots.acquire(camera_id)
+    if refused:
+        raise ApiError(503, refused, headers=RETRY_AFTER)
+    released = threading.Event()
+
+    def release_slot() -> None:
+        if not released.is_set():
+            released.set()
+            views.slots.release(camera_id)
+
+    stopping = request.environ.get(SHUTDOWN_ENVIRON_KEY) or threading.Event()
+
+    def render(frame: AnalysedFrame) -> bytes:
+        return views.cache.render(frame, annotate, quality)
+
+    response = Response(
+        mjpeg_parts(views.reads, camera_id, render, fps, stopping, views.no_frame_jpeg),
+        content_type=f"multipart/x-mixed-replace; boundary={BOUNDARY}",
+    )
+    # call_on_close runs even when the body was never iterated, unlike a generator's finally.
+    response.call_on_close(release_slot)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["X-Accel-Buffering"] = "no"  # nginx in front must not buffer a live view
+    return response
+
+
+#: (rule, view): every route is a GET; the endpoint is ``cameras.<view name>``
+ROUTES: Tuple[Tuple[str, Callable[..., Response]], ...] = (
+    ("/api/v1/cameras", list_cameras),
+    ("/api/v1/cameras/<camera_id>", get_camera),
+    ("/api/v1/cameras/<camera_id>/snapshot.jpg", snapshot),
+    ("/api/v1/cameras/<camera_id>/detections", detections),
+    ("/api/v1/cameras/<camera_id>/stream.mjpg", stream),
+)
+
+
 def cameras_blueprint(
-    service: ApplianceService,
+    reads: ApplianceReads,
     config_getter: Callable[[], AppConfig],
     max_live_streams: int = 32,
     max_live_streams_per_camera: int = 8,
@@ -62,77 +155,8 @@ def cameras_blueprint(
     camera): each holds an HTTP worker thread, and the rest of the API must stay reachable
     however many browser tabs are left open."""
     bp = Blueprint("cameras", __name__)
-    cache = JpegCache()
-    slots = LiveViewSlots(max_live_streams, max_live_streams_per_camera)
-    no_frame_jpeg = placeholder_jpeg()
-
-    def frame_or_503(camera_id: str) -> AnalysedFrame:
-        frame = service.latest_frame(camera_id)
-        if frame is None:
-            raise ApiError(503, f"camera {camera_id!r} has no analysed frame yet", headers=RETRY_AFTER)
-        return frame
-
-    @bp.get("/api/v1/cameras")
-    def list_cameras() -> Response:
-        return jsonify([camera.to_dict() for camera in service.cameras()])
-
-    @bp.get("/api/v1/cameras/<camera_id>")
-    def get_camera(camera_id: str) -> Response:
-        for camera in service.cameras():
-            if camera.id == camera_id:
-                return jsonify(camera.to_dict())
-        raise UnknownCamera(camera_id)
-
-    @bp.get("/api/v1/cameras/<camera_id>/snapshot.jpg")
-    def snapshot(camera_id: str) -> Response:
-        settings = config_getter().snapshots
-        annotate = flag_arg(request.args, "annotate", settings.annotate)
-        quality = integer_arg(request.args, "quality", settings.jpeg_quality, 1, 100)
-        frame = frame_or_503(camera_id)
-        response = Response(cache.render(frame, annotate, quality), mimetype="image/jpeg")
-        response.headers["Cache-Control"] = "no-store"
-        response.headers["X-Frame-Id"] = str(frame.frame_id)
-        response.headers["X-Frame-Timestamp"] = f"{frame.ts:.3f}"
-        response.headers["Content-Disposition"] = f'inline; filename="{camera_id}-{frame.frame_id}.jpg"'
-        return response
-
-    @bp.get("/api/v1/cameras/<camera_id>/detections")
-    def detections(camera_id: str) -> Response:
-        payload: Optional[Dict[str, Any]] = service.latest_detections(camera_id)
-        if payload is None:
-            raise ApiError(503, f"camera {camera_id!r} has no detections yet", headers=RETRY_AFTER)
-        return jsonify(payload)
-
-    @bp.get("/api/v1/cameras/<camera_id>/stream.mjpg")
-    def stream(camera_id: str) -> Response:
-        settings = config_getter().snapshots
-        annotate = flag_arg(request.args, "annotate", True)
-        quality = integer_arg(request.args, "quality", settings.jpeg_quality, 1, 100)
-        fps = number_arg(request.args, "fps", DEFAULT_STREAM_FPS, 0.1, MAX_STREAM_FPS)
-        service.latest_frame(camera_id)  # raises UnknownCamera (404) before the stream starts
-        refused = slots.acquire(camera_id)
-        if refused:
-            raise ApiError(503, refused, headers=RETRY_AFTER)
-        released = threading.Event()
-
-        def release_slot() -> None:
-            if not released.is_set():
-                released.set()
-                slots.release(camera_id)
-
-        stopping = request.environ.get(SHUTDOWN_ENVIRON_KEY) or threading.Event()
-
-        def render(frame: AnalysedFrame) -> bytes:
-            return cache.render(frame, annotate, quality)
-
-        response = Response(
-            mjpeg_parts(service, camera_id, render, fps, stopping, no_frame_jpeg),
-            content_type=f"multipart/x-mixed-replace; boundary={BOUNDARY}",
-        )
-        # call_on_close runs even when the body was never iterated, unlike a generator's finally.
-        response.call_on_close(release_slot)
-        response.headers["Cache-Control"] = "no-store"
-        response.headers["X-Accel-Buffering"] = "no"  # nginx in front must not buffer a live view
-        return response
-
+    views = CameraViews(reads, config_getter, JpegCache(), LiveViewSlots(max_live_streams, max_live_streams_per_camera),
+                        placeholder_jpeg())
+    for rule, view in ROUTES:
+        bp.add_url_rule(rule, view.__name__, partial(view, views), methods=["GET"])
     return bp

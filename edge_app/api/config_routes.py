@@ -6,6 +6,9 @@ are those of :class:`edge_app.api.config_writer.ConfigWriter`, shared with the c
 """
 from __future__ import annotations
 
+from functools import partial
+from typing import Callable, Tuple
+
 from flask import Blueprint, Response, jsonify
 
 from edge_app.api.config_writer import ConfigWriter
@@ -22,21 +25,30 @@ def _answer(result: ApplyResult) -> Response:
     return jsonify(body)
 
 
+def get_config(writer: ConfigWriter) -> Response:
+    return jsonify(redacted_dict(writer.current()))
+
+
+def put_config(writer: ConfigWriter) -> Response:
+    body = read_json_body()
+    return _answer(writer.write(lambda current: body))
+
+
+def patch_config(writer: ConfigWriter) -> Response:
+    # The same change path as the fleet's R/config/desired (edge_app.config_change.changes).
+    return _answer(writer.patch(read_json_body()))
+
+
+#: (method, view) of /api/v1/config: the endpoint is ``config.<view name>``
+ROUTES: Tuple[Tuple[str, Callable[..., Response]], ...] = (
+    ("GET", get_config),
+    ("PUT", put_config),
+    ("PATCH", patch_config),
+)
+
+
 def config_blueprint(writer: ConfigWriter) -> Blueprint:
     bp = Blueprint("config", __name__)
-
-    @bp.get("/api/v1/config")
-    def get_config() -> Response:
-        return jsonify(redacted_dict(writer.current()))
-
-    @bp.put("/api/v1/config")
-    def put_config() -> Response:
-        body = read_json_body()
-        return _answer(writer.write(lambda current: body))
-
-    @bp.patch("/api/v1/config")
-    def patch_config() -> Response:
-        # The same change path as the fleet's R/config/desired (edge_app.config_change.changes).
-        return _answer(writer.patch(read_json_body()))
-
+    for method, view in ROUTES:
+        bp.add_url_rule("/api/v1/config", view.__name__, partial(view, writer), methods=[method])
     return bp

@@ -7,57 +7,83 @@ a 503 saying so, never an empty list that looks like the truth.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable, Tuple
+
 from flask import Blueprint, Response, jsonify, request
 
+from edge_app.events.recovery import EventDatabaseUnusable
 from edge_app.http_server.errors import ApiError, error_response
 from edge_app.http_server.event_params import checked_event_id, event_query
-from edge_app.events.recovery import EventDatabaseUnusable
-from edge_app.reporting.protocol import ApplianceService
+from edge_app.reporting.protocol import ApplianceReads, EventDeletion
 
 RETRY_AFTER_S = 5  # a corrupt database is moved aside and a new one started within moments
 
 
-def events_blueprint(service: ApplianceService) -> Blueprint:
+@dataclass(frozen=True)
+class EventViews:
+    """What the event views read and the one thing they delete."""
+
+    reads: ApplianceReads
+    deletion: EventDeletion
+
+
+def _unknown(event_id: str) -> ApiError:
+    return ApiError(404, f"unknown event {event_id!r}")
+
+
+def _unusable(err: EventDatabaseUnusable) -> Response:
+    return error_response(503, str(err), {"Retry-After": str(RETRY_AFTER_S)})
+
+
+def list_events(views: EventViews) -> Response:
+    query = event_query(request.args)
+    return jsonify({"events": [event.to_dict() for event in views.reads.events(query)]})
+
+
+def get_event(views: EventViews, event_id: str) -> Response:
+    event = views.reads.event(checked_event_id(event_id))
+    if event is None:
+        raise _unknown(event_id)
+    return jsonify(event.to_dict())
+
+
+def snapshot(views: EventViews, event_id: str) -> Response:
+    jpeg = views.reads.event_snapshot(checked_event_id(event_id))
+    if jpeg is None:
+        if views.reads.event(event_id) is None:
+            raise _unknown(event_id)
+        raise ApiError(404, f"event {event_id!r} has no snapshot")
+    response = Response(jpeg, mimetype="image/jpeg")
+    response.headers["Content-Disposition"] = f'inline; filename="{event_id}.jpg"'
+    return response
+
+
+def delete_event(views: EventViews, event_id: str) -> Response:
+    if not views.deletion.delete_event(checked_event_id(event_id)):
+        raise _unknown(event_id)
+    return Response(status=204)
+
+
+def counts(views: EventViews) -> Response:
+    return jsonify(views.reads.counts().to_dict())
+
+
+#: (method, rule, view): the endpoint is ``events.<view name>`` (app.QUERY_TOKEN_ENDPOINTS names one)
+ROUTES: Tuple[Tuple[str, str, Callable[..., Response]], ...] = (
+    ("GET", "/api/v1/events", list_events),
+    ("GET", "/api/v1/events/<event_id>", get_event),
+    ("GET", "/api/v1/events/<event_id>/snapshot.jpg", snapshot),
+    ("DELETE", "/api/v1/events/<event_id>", delete_event),
+    ("GET", "/api/v1/counts", counts),
+)
+
+
+def events_blueprint(reads: ApplianceReads, deletion: EventDeletion) -> Blueprint:
     bp = Blueprint("events", __name__)
-
-    def unknown(event_id: str) -> ApiError:
-        return ApiError(404, f"unknown event {event_id!r}")
-
-    @bp.errorhandler(EventDatabaseUnusable)
-    def unusable(err: EventDatabaseUnusable) -> Response:
-        return error_response(503, str(err), {"Retry-After": str(RETRY_AFTER_S)})
-
-    @bp.get("/api/v1/events")
-    def list_events() -> Response:
-        query = event_query(request.args)
-        return jsonify({"events": [event.to_dict() for event in service.events(query)]})
-
-    @bp.get("/api/v1/events/<event_id>")
-    def get_event(event_id: str) -> Response:
-        event = service.event(checked_event_id(event_id))
-        if event is None:
-            raise unknown(event_id)
-        return jsonify(event.to_dict())
-
-    @bp.get("/api/v1/events/<event_id>/snapshot.jpg")
-    def snapshot(event_id: str) -> Response:
-        jpeg = service.event_snapshot(checked_event_id(event_id))
-        if jpeg is None:
-            if service.event(event_id) is None:
-                raise unknown(event_id)
-            raise ApiError(404, f"event {event_id!r} has no snapshot")
-        response = Response(jpeg, mimetype="image/jpeg")
-        response.headers["Content-Disposition"] = f'inline; filename="{event_id}.jpg"'
-        return response
-
-    @bp.delete("/api/v1/events/<event_id>")
-    def delete_event(event_id: str) -> Response:
-        if not service.delete_event(checked_event_id(event_id)):
-            raise unknown(event_id)
-        return Response(status=204)
-
-    @bp.get("/api/v1/counts")
-    def counts() -> Response:
-        return jsonify(service.counts().to_dict())
-
+    bp.register_error_handler(EventDatabaseUnusable, _unusable)
+    views = EventViews(reads, deletion)
+    for method, rule, view in ROUTES:
+        bp.add_url_rule(rule, view.__name__, partial(view, views), methods=[method])
     return bp

@@ -18,7 +18,7 @@ import numpy as np
 
 from edge_app.detect.annotate import encode_jpeg
 from edge_app.opencv import opencv
-from edge_app.reporting.protocol import AnalysedFrame, ApplianceService, UnknownCamera
+from edge_app.reporting.protocol import AnalysedFrame, ApplianceReads, UnknownCamera
 
 logger = logging.getLogger(__name__)
 
@@ -79,16 +79,16 @@ def part(jpeg: bytes, frame: Optional[AnalysedFrame]) -> bytes:
     return head.encode("ascii") + b"\r\n" + jpeg + b"\r\n"
 
 
-def _next_frame(service: ApplianceService, camera_id: str, last: Optional[AnalysedFrame],
+def _next_frame(reads: ApplianceReads, camera_id: str, last: Optional[AnalysedFrame],
                 last_sent_at: float, stopping: threading.Event) -> Tuple[Optional[AnalysedFrame], bool]:
     """Wait for what to send next: (a newer frame, False), (None, True) for a keepalive of the
     last part, or (None, False) when stopping. A restarted camera counts its ids from 1 again,
     so a frame with another (id, ts) than the last one is new even when its id is smaller."""
     while not stopping.is_set():
         after_id = last.frame_id if last is not None else 0
-        frame = service.wait_frame(camera_id, after_id, POLL_S)
+        frame = reads.wait_frame(camera_id, after_id, POLL_S)
         if frame is None:
-            latest = service.latest_frame(camera_id)
+            latest = reads.latest_frame(camera_id)
             if latest is not None and (last is None or (latest.frame_id, latest.ts) != (last.frame_id, last.ts)):
                 frame = latest
         if frame is not None:
@@ -98,17 +98,17 @@ def _next_frame(service: ApplianceService, camera_id: str, last: Optional[Analys
     return None, False
 
 
-def mjpeg_parts(service: ApplianceService, camera_id: str, render: Render, fps: float,
+def mjpeg_parts(reads: ApplianceReads, camera_id: str, render: Render, fps: float,
                 stopping: threading.Event, no_frame_jpeg: bytes) -> Iterator[bytes]:
     """The body of a live view, until the server stops, the camera goes or the viewer leaves."""
     min_interval_s = 1.0 / fps
     try:
-        last = service.latest_frame(camera_id)
+        last = reads.latest_frame(camera_id)
         last_part = part(render(last), last) if last is not None else part(no_frame_jpeg, None)
         yield last_part  # at once: the viewer gets its headers even from a camera with no frame
         last_sent_at = time.monotonic()
         while not stopping.is_set():
-            frame, keepalive = _next_frame(service, camera_id, last, last_sent_at, stopping)
+            frame, keepalive = _next_frame(reads, camera_id, last, last_sent_at, stopping)
             if frame is not None:
                 started = time.monotonic()
                 last, last_part = frame, part(render(frame), frame)

@@ -1,6 +1,6 @@
 """``GET /metrics``: Prometheus exposition of the appliance's figures.
 
-The figures already live in the appliance (``service.status()``); a custom collector turns them
+The figures already live in the appliance (``reads.status()``); a custom collector turns them
 into metric families at scrape time, so nothing on the frame path updates Prometheus objects.
 Each app gets its own registry: two apps in one process (tests, say) never share series.
 """
@@ -16,7 +16,7 @@ from prometheus_client.metrics_core import (CounterMetricFamily, GaugeMetricFami
                                            SummaryMetricFamily)
 
 from edge_app.reporting.stage_times import StageTotal
-from edge_app.reporting.protocol import (ApplianceService, CameraReport, MqttReport, PipelineReport, RecordingReport,
+from edge_app.reporting.protocol import (ApplianceReads, CameraReport, MqttReport, PipelineReport, RecordingReport,
                                          StatusReport)
 from edge_app.api.model_metrics import model_metrics
 from edge_app.health.metrics import health_metrics
@@ -28,10 +28,10 @@ PREFIX = "edge_app"
 
 
 class ApplianceCollector:
-    """Builds metric families from ``service.status()`` on every scrape."""
+    """Builds metric families from ``reads.status()`` on every scrape."""
 
-    def __init__(self, service: ApplianceService):
-        self._service = service
+    def __init__(self, reads: ApplianceReads):
+        self._reads = reads
 
     def describe(self) -> List[Metric]:
         # Without describe() the registry would call collect() at registration time, i.e. ask
@@ -39,7 +39,7 @@ class ApplianceCollector:
         return []
 
     def collect(self) -> Iterator[Metric]:
-        status = self._service.status()
+        status = self._reads.status()
         yield from self._device(status)
         yield from self._cameras(status.cameras)
         yield from self._mqtt(status.mqtt)
@@ -197,10 +197,10 @@ class ApplianceCollector:
         yield from (family for family in (active, written, dropped, short, skipped) if family.samples)
 
 
-def metrics_blueprint(service: ApplianceService) -> Blueprint:
+def metrics_blueprint(reads: ApplianceReads) -> Blueprint:
     bp = Blueprint("metrics", __name__)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ApplianceCollector(service))
+    registry.register(ApplianceCollector(reads))
     ProcessCollector(registry=registry)  # CPU, memory and open files of the appliance process
 
     @bp.get("/metrics")

@@ -18,6 +18,8 @@ refuses any path outside its directory.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Tuple
 
@@ -33,7 +35,7 @@ from edge_app.api.recording_params import TimeRange, time_range
 from edge_app.http_server.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG, is_signed_request, sign
 from edge_app.config.schema import AppConfig
 from edge_app.record.types import MAX_PART, ClipInfo, RecordingReader
-from edge_app.reporting.protocol import ApplianceService
+from edge_app.reporting.protocol import ApplianceReads
 
 logger = logging.getLogger(__name__)
 
@@ -107,109 +109,131 @@ def _send_mp4(path: Path, download_name: str, download: bool) -> Response:
     return response
 
 
-def recordings_blueprint(service: ApplianceService, config_getter: Callable[[], AppConfig]) -> Blueprint:
+@dataclass(frozen=True)
+class RecordingViews:
+    """What the recording views of one app share: its read side, configuration and the held limits."""
+
+    reads: ApplianceReads
+    config: Callable[[], AppConfig]
+    exports: HeldLimit  # exports being sent
+    signed_uses: HeldLimit  # answers being sent per signed URL
+
+
+def _reader(views: RecordingViews) -> RecordingReader:
+    found = views.reads.recordings()
+    if found is None:
+        raise ApiError(404, "recording is off on this appliance (record.events or record.continuous)")
+    return found
+
+
+def _clip_file_and_parts(views: RecordingViews, event_id: str, part: int) -> Tuple[Path, int]:
+    """The file of the clip's part ``part`` and how many parts the clip has."""
+    store = _reader(views)
+    clip = store.clip(checked_event_id(event_id))
+    if clip is None:
+        if views.reads.event(event_id) is None:
+            raise ApiError(404, f"unknown event {event_id!r}")
+        raise ApiError(404, f"event {event_id!r} has no clip")
+    parts = _parts(store, event_id)
+    if part:
+        clip = _clip_part(parts, event_id, part)
+    try:
+        path = store.resolve(clip.path)
+    except ValueError:
+        logger.error("the clip of event %s names %r, outside the recording directory; not served", event_id, clip.path)
+        raise ApiError(404, f"event {event_id!r} has no clip") from None
+    if not path.is_file():
+        raise ApiError(404, f"the clip of event {event_id!r} is gone (removed by retention or by hand)")
+    return path, max(1, len(parts))
+
+
+def _signed(views: RecordingViews, path: str, params: Dict[str, str], **extra: int) -> Response:
+    url = sign(views.config().api.token, path, params, _ttl_s())
+    return jsonify({"url": url.url, "expires": url.expires, **extra})
+
+
+def _signed_use(views: RecordingViews) -> Callable[[], None]:
+    """A place for this request's signed URL (429 when its uses are all open); what gives it back."""
+    if not is_signed_request(request.args):
+        return lambda: None
+    key = request.args.get(SIG, "")
+    if not views.signed_uses.take(key):
+        raise ApiError(429, f"this signed URL is being read {MAX_USES_PER_SIGNED_URL} times already; "
+                            "try again when one of them has finished",
+                       headers={"Retry-After": str(SIGNED_RETRY_AFTER_S)})
+    return once(lambda: views.signed_uses.give(key))
+
+
+def _held(answer: Callable[[], Response], release: Callable[[], None]) -> Response:
+    """``answer()``, with ``release`` run once the server has closed it (or at once when it fails)."""
+    try:
+        response = answer()
+    except BaseException:
+        release()
+        raise
+    return release_when_closed(response, release)
+
+
+def clip(views: RecordingViews, event_id: str) -> Response:
+    download, part = _download_flag(), _part()
+    name = f"{event_id}-part{part}.mp4" if part else f"{event_id}.mp4"
+    return _held(lambda: _send_mp4(_clip_file_and_parts(views, event_id, part)[0], name, download), _signed_use(views))
+
+
+def clip_url(views: RecordingViews, event_id: str) -> Response:
+    part = _part()
+    _path, parts = _clip_file_and_parts(views, event_id, part)
+    # part and parts: a player plays the parts one after the other (a clip continues every max_s).
+    return _signed(views, f"/api/v1/events/{event_id}/clip.mp4", {"part": str(part)} if part else {},
+                   part=part, parts=parts)
+
+
+def list_segments(views: RecordingViews) -> Response:
+    wanted = time_range(request.args, export=False)
+    segments = _reader(views).segments(wanted.camera_id, wanted.start, wanted.end)
+    return jsonify({"segments": [{"camera_id": s.camera_id, "start": s.start, "end": s.end, "bytes": s.bytes}
+                                 for s in segments]})
+
+
+def export_url(views: RecordingViews) -> Response:
+    wanted = time_range(request.args, export=True)
+    _reader(views)
+    return _signed(views, "/api/v1/recordings/export.mp4", {"camera": str(wanted.camera_id),
+                                                            "from": request.args["from"], "to": request.args["to"]})
+
+
+def export(views: RecordingViews) -> Response:
+    wanted = time_range(request.args, export=True)
+    download = _download_flag()
+    store = _reader(views)
+    release_signed = _signed_use(views)
+    if not views.exports.take():
+        release_signed()
+        raise ApiError(503, f"{MAX_CONCURRENT_EXPORTS} exports are being sent; try again in a moment",
+                       headers={"Retry-After": str(EXPORT_RETRY_AFTER_S)})
+    release_export = once(views.exports.give)
+
+    def release() -> None:
+        release_export()
+        release_signed()
+    return _held(lambda: _export(store, wanted, download), release)
+
+
+#: (method, rule, view): the endpoint is ``recordings.<view name>`` (SIGNED_ENDPOINTS names two)
+ROUTES: Tuple[Tuple[str, str, Callable[..., Response]], ...] = (
+    ("GET", "/api/v1/events/<event_id>/clip.mp4", clip),
+    ("POST", "/api/v1/events/<event_id>/clip-url", clip_url),
+    ("GET", "/api/v1/recordings", list_segments),
+    ("POST", "/api/v1/recordings/export-url", export_url),
+    ("GET", "/api/v1/recordings/export.mp4", export),
+)
+
+
+def recordings_blueprint(reads: ApplianceReads, config_getter: Callable[[], AppConfig]) -> Blueprint:
     bp = Blueprint("recordings", __name__)
-    exports = HeldLimit(MAX_CONCURRENT_EXPORTS)
-    signed_uses = HeldLimit(MAX_USES_PER_SIGNED_URL)
-
-    def reader() -> RecordingReader:
-        found = service.recordings()
-        if found is None:
-            raise ApiError(404, "recording is off on this appliance (record.events or record.continuous)")
-        return found
-
-    def clip_file(event_id: str, part: int) -> Path:
-        return clip_file_and_parts(event_id, part)[0]
-
-    def clip_file_and_parts(event_id: str, part: int) -> Tuple[Path, int]:
-        """The file of the clip's part ``part`` and how many parts the clip has."""
-        store = reader()
-        clip = store.clip(checked_event_id(event_id))
-        if clip is None:
-            if service.event(event_id) is None:
-                raise ApiError(404, f"unknown event {event_id!r}")
-            raise ApiError(404, f"event {event_id!r} has no clip")
-        parts = _parts(store, event_id)
-        if part:
-            clip = _clip_part(parts, event_id, part)
-        try:
-            path = store.resolve(clip.path)
-        except ValueError:
-            logger.error("the clip of event %s names %r, outside the recording directory; not served", event_id, clip.path)
-            raise ApiError(404, f"event {event_id!r} has no clip") from None
-        if not path.is_file():
-            raise ApiError(404, f"the clip of event {event_id!r} is gone (removed by retention or by hand)")
-        return path, max(1, len(parts))
-
-    def signed(path: str, params: Dict[str, str], **extra: int) -> Response:
-        url = sign(config_getter().api.token, path, params, _ttl_s())
-        return jsonify({"url": url.url, "expires": url.expires, **extra})
-
-    def signed_use() -> Callable[[], None]:
-        """A place for this request's signed URL (429 when its uses are all open); what gives it back."""
-        if not is_signed_request(request.args):
-            return lambda: None
-        key = request.args.get(SIG, "")
-        if not signed_uses.take(key):
-            raise ApiError(429, f"this signed URL is being read {MAX_USES_PER_SIGNED_URL} times already; "
-                                "try again when one of them has finished",
-                           headers={"Retry-After": str(SIGNED_RETRY_AFTER_S)})
-        return once(lambda: signed_uses.give(key))
-
-    def held(answer: Callable[[], Response], release: Callable[[], None]) -> Response:
-        """``answer()``, with ``release`` run once the server has closed it (or at once when it fails)."""
-        try:
-            response = answer()
-        except BaseException:
-            release()
-            raise
-        return release_when_closed(response, release)
-
-    @bp.get("/api/v1/events/<event_id>/clip.mp4")
-    def clip(event_id: str) -> Response:
-        download, part = _download_flag(), _part()
-        name = f"{event_id}-part{part}.mp4" if part else f"{event_id}.mp4"
-        return held(lambda: _send_mp4(clip_file(event_id, part), name, download), signed_use())
-
-    @bp.post("/api/v1/events/<event_id>/clip-url")
-    def clip_url(event_id: str) -> Response:
-        part = _part()
-        _path, parts = clip_file_and_parts(event_id, part)
-        # part and parts: a player plays the parts one after the other (a clip continues every max_s).
-        return signed(f"/api/v1/events/{event_id}/clip.mp4", {"part": str(part)} if part else {},
-                      part=part, parts=parts)
-
-    @bp.get("/api/v1/recordings")
-    def list_segments() -> Response:
-        wanted = time_range(request.args, export=False)
-        segments = reader().segments(wanted.camera_id, wanted.start, wanted.end)
-        return jsonify({"segments": [{"camera_id": s.camera_id, "start": s.start, "end": s.end, "bytes": s.bytes}
-                                     for s in segments]})
-
-    @bp.post("/api/v1/recordings/export-url")
-    def export_url() -> Response:
-        wanted = time_range(request.args, export=True)
-        reader()
-        return signed("/api/v1/recordings/export.mp4", {"camera": str(wanted.camera_id), "from": request.args["from"],
-                                                         "to": request.args["to"]})
-
-    @bp.get("/api/v1/recordings/export.mp4")
-    def export() -> Response:
-        wanted = time_range(request.args, export=True)
-        download = _download_flag()
-        store = reader()
-        release_signed = signed_use()
-        if not exports.take():
-            release_signed()
-            raise ApiError(503, f"{MAX_CONCURRENT_EXPORTS} exports are being sent; try again in a moment",
-                           headers={"Retry-After": str(EXPORT_RETRY_AFTER_S)})
-        release_export = once(exports.give)
-
-        def release() -> None:
-            release_export()
-            release_signed()
-        return held(lambda: _export(store, wanted, download), release)
-
+    views = RecordingViews(reads, config_getter, HeldLimit(MAX_CONCURRENT_EXPORTS), HeldLimit(MAX_USES_PER_SIGNED_URL))
+    for method, rule, view in ROUTES:
+        bp.add_url_rule(rule, view.__name__, partial(view, views), methods=[method])
     return bp
 
 

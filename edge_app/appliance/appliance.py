@@ -1,21 +1,23 @@
 """The running appliance: cameras, detector, pipeline and MQTT, wired together.
 
-It implements ``edge_app.reporting.protocol.ApplianceService``; the API gets it passed in explicitly. What
-it builds (detector, MQTT publisher, camera workers) comes from factories that tests replace. Its
-parts do the work: the reads the API makes are ``read_side.ApplianceReads``, the models (each with
-its detector, background changes and pipeline) are ``model_set.ModelSet``, the analysis of every
-camera is ``analysis.AnalysisHub``.
+The front ends never get the appliance itself, only its narrow doors: ``reads`` (the
+``edge_app.reporting.protocol.ApplianceReads`` the API and the systemd status line read, built by
+``read_side.RunningReads``), ``changes`` (the one change path) and ``event_deletion``. What it
+builds (detector, MQTT publisher, camera workers) comes from factories that tests replace. Its
+parts do the work: the models (each with its detector, background changes and pipeline) are
+``model_set.ModelSet``, the analysis of every camera is ``analysis.AnalysisHub``.
 
-It applies the configuration it is given and never writes the file: every change, also those it
-asks for itself (the MQTT detect switch, a model that could not be loaded), goes through the one
-``edge_app.config_change.changes.ConfigChanges`` handed to :meth:`Appliance.use_changes`.
+It never writes the file and offers no public way to apply a configuration: every change, also
+those it asks for itself (the MQTT detect switch, a model that could not be loaded), goes through
+its one ``edge_app.config_change.changes.ConfigChanges``, built with it (``change_rules`` say
+where it saves and what it checks), so there is no appliance without its change path.
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Optional
 
 from edge_app.appliance.analysis import AnalysisHub
 from edge_app.appliance.engine_builds import EngineBuilds
@@ -25,34 +27,27 @@ from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config.schema_cameras import CameraConfig
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.factory import choose_backend, create_detector
-from edge_app.events.model import Event
-from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler, health_dirs
 from edge_app.notify.wiring import notifier_for
 from edge_app.appliance.model_set import ModelSet
-from edge_app.appliance.read_side import ApplianceReads, RunningParts
+from edge_app.appliance.event_deletion import StoredEventDeletion
+from edge_app.appliance.read_side import RunningParts, RunningReads
 from edge_app.motion.gating import MotionGating
-from edge_app.mqtt import link_health
 from edge_app.mqtt.ha_discovery import event_labels
 from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.opencv import opencv
 from edge_app.pipeline import health as pipeline_health
-from edge_app.pipeline.health import PipelineHealth
 from edge_app.pipeline.results import ResultStore
 from edge_app.record.device_recorder import DeviceRecorder
-from edge_app.record.types import RecordingReader
 from edge_app.config_change.plan import plan_changes
+from edge_app.config_change.changes import ChangeRules, ConfigChanges
 from edge_app.config_change.detect_switch import DetectSwitch
-from edge_app.reporting.stage_times import StageTimes, StageTotal
-from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, RemoteConfigReport,
-                                         StatusReport)
+from edge_app.reporting.stage_times import StageTimes
+from edge_app.reporting.protocol import AnalysedFrame, ApplyResult, RemoteConfigReport
 from edge_app.version import __version__
-
-if TYPE_CHECKING:
-    from edge_app.config_change.changes import ConfigChanges
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +63,8 @@ class Appliance:
                  camera_factory: Callable[..., CameraWorker] = CameraWorker,
                  event_store: Optional[EventStore] = None, health: Optional[HealthSampler] = None,
                  record: bool = False,
-                 on_model_running: Optional[Callable[[ModelConfig, Detector], None]] = None):
+                 on_model_running: Optional[Callable[[ModelConfig, Detector], None]] = None,
+                 change_rules: ChangeRules = ChangeRules()):
         self._config = config
         # Told each time a model's detector has been installed (at start, or swapped in): the fleet's models_state.
         self._on_model_running = on_model_running
@@ -81,8 +77,9 @@ class Appliance:
         self._apply_lock = threading.RLock()
         self._cameras: Dict[str, CameraWorker] = {}
         self._publisher = publisher_factory(config.mqtt, config.device_id, __version__)
-        self._changes: Optional["ConfigChanges"] = None  # the one change path (use_changes)
-        self._detect_switch: Optional[DetectSwitch] = None
+        # The one change path: the API's, the fleet's, and the appliance's own (detect switch, model reverts).
+        self.changes = ConfigChanges(self.current_config, self._apply_config, change_rules)
+        self._detect_switch = DetectSwitch(self.changes, lambda cid, on: self._publisher.publish_detect_state(cid, on))
         # Only with record (edge-app run) is the record section acted on; events and MQTT are the same either way.
         self._recording = DeviceRecorder(lambda message: self._publisher.publish_event(message), event_store,
                                          enabled=record)
@@ -109,11 +106,14 @@ class Appliance:
         self._analysis.also_tell(self._notifier.on_event)
         self._remote_config_report: Optional[Callable[[], RemoteConfigReport]] = None
         self._models = ModelSet(self._apply_lock, self._load_detector, self._results, config=lambda: self._config,
-                                changes=lambda: self._changes, stopping=self._cancel, swapped=self._model_swapped)
-        self._reads = ApplianceReads(
+                                changes=self.changes, stopping=self._cancel, swapped=self._model_swapped)
+        # What the front ends read (edge_app.reporting.protocol.ApplianceReads) and the one thing they delete.
+        self.reads = RunningReads(
             self._running, results=self._results, pipeline=self._models, analysis=self._analysis,
             event_store=event_store, health=self._health, recording=self._recording, builds=self._builds,
+            stage_times=self._stage_times,
             stall_after_s=pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s)
+        self.event_deletion = StoredEventDeletion(event_store)
 
     @property
     def _detector(self) -> Optional[Detector]:
@@ -158,8 +158,7 @@ class Appliance:
             self._analysis.configure(self._config)
             self._publish_detect_states(self._config)
             self._publish_ha_discovery()
-            if self._detect_switch is not None:
-                self._detect_switch.start()
+            self._detect_switch.start()
             self._subscribe_commands()  # only now: a command or desired change must not race the start
             self._reconfigure_pipeline()
             self._models.start(self._config, self._cameras)
@@ -176,8 +175,7 @@ class Appliance:
         with self._lifecycle_lock:  # a start() finishing now either completes first or sees the cancel
             pass
         self._models.cancel()
-        if self._detect_switch is not None:
-            self._detect_switch.stop(timeout_s=1.0)
+        self._detect_switch.stop(timeout_s=1.0)
         self._stats_stop.set()
         self._health.stop(timeout_s=0.5)
         workers = list(self._cameras.values())
@@ -257,7 +255,7 @@ class Appliance:
                 self._models.tick(time.monotonic())
                 if time.monotonic() >= next_stats_s:
                     next_stats_s = time.monotonic() + self._config.mqtt.stats_interval_s
-                    self._publisher.publish_stats(self._reads.stats_payload())
+                    self._publisher.publish_stats(self.reads.stats_payload())
             except Exception:
                 log.exception("publishing stats failed")
 
@@ -272,15 +270,9 @@ class Appliance:
     def current_config(self) -> AppConfig:
         return self._config
 
-    def use_changes(self, changes: "ConfigChanges") -> None:
-        """The one change path (before ``start``): what the appliance asks to change itself, the
-        MQTT detect switch and a model that could not be loaded, goes through ``changes`` too."""
-        self._changes = changes
-        self._detect_switch = DetectSwitch(changes, lambda cid, on: self._publisher.publish_detect_state(cid, on))
-
-    def apply_config(self, new_config: AppConfig) -> ApplyResult:
-        """Apply ``new_config`` (validated and saved by ``ConfigChanges``); a new model is loaded
-        in the background (``applying``)."""
+    def _apply_config(self, new_config: AppConfig) -> ApplyResult:
+        """Apply ``new_config`` (validated and saved by ``self.changes``, its one caller); a new
+        model is loaded in the background (``applying``)."""
         with self._apply_lock:
             old = self._config
             plan = plan_changes(old, new_config)
@@ -351,69 +343,13 @@ class Appliance:
         self._remote_config_report = provider
 
     def _subscribe_commands(self) -> None:
-        if self._detect_switch is not None:
-            self._publisher.on_detect_set(self._detect_switch.on_command,
-                                          camera_known=lambda cid: self._config.camera(cid) is not None)
+        self._publisher.on_detect_set(self._detect_switch.on_command,
+                                      camera_known=lambda cid: self._config.camera(cid) is not None)
         if self._config_desired is not None:
             self._publisher.on_config_desired(self._config_desired)
 
     def publish_config_reported(self, body: Dict[str, Any]) -> bool:
         return self._publisher.publish_config_reported(body)
 
-    # -- what the API reads: edge_app.appliance.read_side -------------------------------------------
-    def status(self) -> StatusReport:
-        return self._reads.status()
-
-    def stage_times(self) -> List[StageTotal]:
-        return self._stage_times.totals()
-
-    def device_health(self) -> HealthReport:
-        return self._health.latest()
-
     def _publish_health(self, report: HealthReport) -> None:
         self._publisher.publish_health(report.to_dict())
-
-    def readiness(self) -> Tuple[bool, List[str]]:
-        return self._reads.readiness()
-
-    def cameras(self) -> List[CameraReport]:
-        return self._reads.cameras()
-
-    def pipeline_health(self) -> PipelineHealth:
-        return self._reads.pipeline_health()
-
-    def mqtt_health(self) -> link_health.LinkHealth:
-        return self._reads.mqtt_health()
-
-    def engine_build(self) -> Optional[Dict[str, Any]]:
-        return self._reads.engine_build()
-
-    def stats_payload(self) -> Dict[str, Any]:
-        return self._reads.stats_payload()
-
-    def latest_frame(self, camera_id: str) -> Optional[AnalysedFrame]:
-        return self._reads.latest_frame(camera_id)
-
-    def latest_detections(self, camera_id: str) -> Optional[Dict[str, Any]]:
-        return self._reads.latest_detections(camera_id)
-
-    def wait_frame(self, camera_id: str, after_frame_id: int, timeout_s: float) -> Optional[AnalysedFrame]:
-        return self._reads.wait_frame(camera_id, after_frame_id, timeout_s)
-
-    def counts(self) -> CountsReport:
-        return self._reads.counts()
-
-    def events(self, query: EventQuery) -> List[Event]:
-        return self._reads.events(query)
-
-    def event(self, event_id: str) -> Optional[Event]:
-        return self._reads.event(event_id)
-
-    def event_snapshot(self, event_id: str) -> Optional[bytes]:
-        return self._reads.event_snapshot(event_id)
-
-    def delete_event(self, event_id: str) -> bool:
-        return self._reads.delete_event(event_id)
-
-    def recordings(self) -> Optional[RecordingReader]:
-        return self._reads.recordings()

@@ -117,13 +117,13 @@ class ModelSwaps:
     """The running detector of the model called ``name`` and the ``ModelChange`` that may replace it.
 
     ``lock`` is the appliance's lock for applying configuration: a swap and an apply never
-    interleave. ``config`` gives the configuration in force, ``changes`` the one change path
-    (None before it is set), ``stopping`` is set once the appliance stops, and ``swapped`` runs,
-    under ``lock``, after a new detector has been installed.
+    interleave. ``config`` gives the configuration in force, ``changes`` the one change path,
+    ``stopping`` is set once the appliance stops, and ``swapped`` runs, under ``lock``, after a
+    new detector has been installed.
     """
 
     def __init__(self, lock: threading.RLock, load: Loader, pipeline: Pipeline, *, config: Callable[[], AppConfig],
-                 changes: Callable[[], Optional["ConfigChanges"]], stopping: threading.Event,
+                 changes: "ConfigChanges", stopping: threading.Event,
                  swapped: Callable[[], None], name: str = "default") -> None:
         self.name = name
         self._apply_lock = lock
@@ -234,15 +234,14 @@ class ModelSwaps:
         """Keep file and running state in agreement: the model section goes back to the running one."""
         with self._apply_lock:
             running = self.detector_model
-            changes = self._changes()
             if running is None:
                 # Nothing runs to go back to (a model added, or one that failed at start): it is
                 # tried again, by reload_broken, BROKEN_RELOAD_EVERY_S after this failure.
                 self._broken_reload_s = time.monotonic()
-            if change is not self.change or running is None or changes is None:
+            if change is not self.change or running is None:
                 return
         # Through the change path, under its lock: a change being validated now cannot undo this.
-        if changes.revert_model(self.name, change.model, running) is not None:
+        if self._changes.revert_model(self.name, change.model, running) is not None:
             log.error("model %s (%s) could not be loaded (%s); the configuration keeps %s", self.name,
                       change.model.path, message, running.path)
 

@@ -58,7 +58,7 @@ class ModelUnit:
     """One model: its detector and background changes, and the pipeline over its cameras."""
 
     def __init__(self, name: str, config: AppConfig, *, lock: threading.RLock, load: NamedLoader, results: ResultStore,
-                 config_getter: Callable[[], AppConfig], changes: Callable[[], Optional["ConfigChanges"]],
+                 config_getter: Callable[[], AppConfig], changes: "ConfigChanges",
                  stopping: threading.Event, swapped: Callable[[str], None]) -> None:
         model = config.model_configs()[name]
         self.name = name
@@ -121,7 +121,7 @@ class ModelSet:
     """Every model by name; see the module's docstring."""
 
     def __init__(self, lock: threading.RLock, load: NamedLoader, results: ResultStore, *,
-                 config: Callable[[], AppConfig], changes: Callable[[], Optional["ConfigChanges"]],
+                 config: Callable[[], AppConfig], changes: "ConfigChanges",
                  stopping: threading.Event, swapped: Callable[[str], None]) -> None:
         self._lock = lock
         self._load = load

@@ -1,5 +1,5 @@
-"""What the API reads of the running appliance: status, readiness, cameras, frames, detections,
-counts and stored events (the read part of ``edge_app.reporting.protocol.ApplianceService``).
+"""What the front ends read of the running appliance: status, readiness, cameras, frames, detections,
+counts, stored events, device health and recordings (``edge_app.reporting.protocol.ApplianceReads``).
 
 The appliance's wiring changes what runs (configuration, detector, cameras, publisher); the reads
 see it through ``RunningParts``, taken afresh for every read, and never change it.
@@ -21,6 +21,7 @@ from edge_app.detect.detections import Detections
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
+from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler
 from edge_app.mqtt import link_health
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
@@ -29,6 +30,7 @@ from edge_app.pipeline.health import PipelineActivity, PipelineHealth, assess, r
 from edge_app.pipeline.results import ResultStore
 from edge_app.record.device_recorder import DeviceRecorder
 from edge_app.record.types import RecordingReader
+from edge_app.reporting.stage_times import StageTimes, StageTotal
 from edge_app.reporting.protocol import (AnalysedFrame, CameraReport, CountsReport, ModelChangeReport,
                                          ModelStatusReport, MqttReport, RemoteConfigReport, StatusReport, UnknownCamera)
 from edge_app.version import __version__
@@ -61,14 +63,15 @@ class PipelineLike(Protocol):
     def activity(self) -> PipelineActivity: ...
 
 
-class ApplianceReads:
+class RunningReads:
     """The read side of the appliance, over the parts it runs (``running`` gives them as they are now)."""
 
     def __init__(self, running: Callable[[], RunningParts], *, results: ResultStore, pipeline: "PipelineLike",
                  analysis: AnalysisHub, event_store: Optional[EventStore], health: HealthSampler,
                  stall_after_s: float, recording: Optional[DeviceRecorder] = None,
-                 builds: Optional[EngineBuilds] = None):
+                 builds: Optional[EngineBuilds] = None, stage_times: Optional[StageTimes] = None):
         self._running = running
+        self._stage_times = stage_times if stage_times is not None else StageTimes()
         self._builds = builds if builds is not None else EngineBuilds()  # each model's TensorRT engine build
         self._results = results
         self._pipeline = pipeline
@@ -201,6 +204,12 @@ class ApplianceReads:
     def counts(self) -> CountsReport:
         return self._analysis.counts()
 
+    def device_health(self) -> HealthReport:
+        return self._health.latest()
+
+    def stage_times(self) -> List[StageTotal]:
+        return self._stage_times.totals()
+
     def recordings(self) -> Optional[RecordingReader]:
         """The recording store's read side (clips, segments, export); None when nothing is recorded."""
         return None if self._recording is None else self._recording.reader()
@@ -214,6 +223,3 @@ class ApplianceReads:
 
     def event_snapshot(self, event_id: str) -> Optional[bytes]:
         return None if self._event_store is None else self._event_store.snapshot(event_id)
-
-    def delete_event(self, event_id: str) -> bool:
-        return False if self._event_store is None else self._event_store.delete(event_id)

@@ -90,7 +90,7 @@ class Supervisor:
             signum = self._wait(TICK_S)
             if signum is not None:
                 return signum
-            build = self._appliance.engine_build()
+            build = self._appliance.reads.engine_build()
             now_s = self._clock()
             if build and build.get("state") == "building" and (last_extend_s is None or now_s - last_extend_s >= EXTEND_EVERY_S):
                 last_extend_s = now_s
@@ -137,17 +137,17 @@ class Supervisor:
 
     def _stall(self) -> Optional[str]:
         """Why the service should be restarted (a stalled pipeline or MQTT link), or None."""
-        health = self._appliance.pipeline_health()
+        health = self._appliance.reads.pipeline_health()
         if health.stalled:
             return f"the pipeline is stalled ({health.reason})"
-        mqtt = self._appliance.mqtt_health()
+        mqtt = self._appliance.reads.mqtt_health()
         if mqtt.stalled:
             return f"the MQTT link is stalled ({mqtt.reason})"
         return None
 
     def _status_text(self) -> str:
         try:
-            return status_line(self._appliance.status())
+            return status_line(self._appliance.reads.status())
         except Exception:  # a status line must never stop the service
             log.debug("building the status line failed", exc_info=True)
             return "running"

@@ -37,7 +37,7 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     from edge_app.http_server.server import ApiServer, TLSSetupError
     from edge_app.appliance.appliance import Appliance
     from edge_app.config.file import ConfigFile
-    from edge_app.config_change.changes import ConfigChanges
+    from edge_app.config_change.changes import ChangeRules
     from edge_app.fleet_agent.agent import start_fleet_agent
     from edge_app.appliance.supervise import Supervisor
 
@@ -55,19 +55,18 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     models_state = ModelsState()
     fleet_models = FleetModels(create_detector, lambda: appliance.current_config(), models_state,
                                reload=lambda name, model: appliance.reload_model(name, model))
-    appliance = Appliance(config, event_store=store, detector_factory=fleet_models, record=True,
-                          on_model_running=fleet_models.running)
     server: Optional[ApiServer] = None
     # One change path for the API, the fleet's R/config/desired, the detect switch and model
     # reloads: one set of rules, one lock, the one writer of the file. Whether a change may leave
     # no token depends on where the server listens (bound below).
-    changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(config_path),
-                            listening_hosts=lambda: server.listening_hosts() if server is not None else ())
-    appliance.use_changes(changes)
-    start_fleet_agent(appliance, changes, config_path, models_state)
+    rules = ChangeRules(config_file=ConfigFile(config_path),
+                        listening_hosts=lambda: server.listening_hosts() if server is not None else ())
+    appliance = Appliance(config, event_store=store, detector_factory=fleet_models, record=True,
+                          on_model_running=fleet_models.running, change_rules=rules)
+    start_fleet_agent(appliance, appliance.changes, config_path, models_state)
     # The API comes up first so /api/v1/status can show a TensorRT engine build in progress.
     if config.api.enabled:
-        server = ApiServer.from_config(create_app(appliance, config_changes=changes), config.api,
+        server = ApiServer.from_config(create_app(appliance.reads, appliance.changes, appliance.event_deletion), config.api,
                                        body_limit_bytes=lambda: appliance.current_config().api.max_body_bytes)
         try:
             server.start()

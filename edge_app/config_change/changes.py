@@ -24,6 +24,7 @@ from __future__ import annotations
 import enum
 import logging
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
 
@@ -35,7 +36,7 @@ from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config.secrets import misdirected_secrets, restore_secrets
 from edge_app.config.file import ConfigError, ConfigFile, Problem, merge_patch, parse_config, redacted_dict
 from edge_app.config.model_patch import resolve_model_addresses
-from edge_app.reporting.protocol import ApplianceService, ApplyResult
+from edge_app.reporting.protocol import ApplyResult
 
 logger = logging.getLogger(__name__)
 
@@ -65,18 +66,31 @@ class ConfigRefused(Exception):
         return f"{self.what}: {self.problems[0]}" + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
 
 
-class ConfigChanges:
-    """Validates, saves and applies configuration changes one at a time, for every origin."""
+@dataclass(frozen=True)
+class ChangeRules:
+    """Where a change is saved and what it is checked against besides the schema."""
 
-    def __init__(self, service: ApplianceService, config_getter: Callable[[], AppConfig],
-                 runtime_check: RuntimeCheck = check_runtime, *, config_file: Optional[ConfigFile] = None,
-                 listening_hosts: Callable[[], Sequence[str]] = lambda: ()) -> None:
-        self._service = service
-        # Where the API server listens now: a new api.host waits for a restart (config.exposure).
-        self._listening_hosts = listening_hosts
-        self._config_getter = config_getter
-        self._runtime_check = runtime_check
-        self._file = config_file  # None: nothing is saved (an appliance run by a benchmark, say)
+    config_file: Optional[ConfigFile] = None  # None: nothing is saved (an appliance run by a benchmark, say)
+    runtime_check: RuntimeCheck = check_runtime  # what this machine can run
+    # Where the API server listens now: a new api.host waits for a restart (config.exposure).
+    listening_hosts: Callable[[], Sequence[str]] = lambda: ()
+
+
+class ConfigChanges:
+    """Validates, saves and applies configuration changes one at a time, for every origin.
+
+    ``current`` gives the running configuration and ``apply`` applies a checked and saved one
+    (``Appliance`` passes its own; nobody else is handed a way to apply): both are required, so an
+    appliance or API without its change path fails when it is built, not when a change comes.
+    """
+
+    def __init__(self, current: Callable[[], AppConfig], apply: Callable[[AppConfig], ApplyResult],
+                 rules: ChangeRules = ChangeRules()) -> None:
+        self._config_getter = current
+        self._apply = apply
+        self._listening_hosts = rules.listening_hosts
+        self._runtime_check = rules.runtime_check
+        self._file = rules.config_file
         # Read-modify-apply must not interleave: two concurrent writes (a config PATCH and a
         # detect switch or a desired configuration from the fleet, say) would otherwise both
         # start from the same configuration and the second would silently undo the first.
@@ -152,7 +166,7 @@ class ConfigChanges:
         """Save, then apply; a failure of either leaves file and appliance as they were."""
         previous_file = self._file.save(new_config) if self._file is not None else None
         try:
-            result = self._service.apply_config(new_config)
+            result = self._apply(new_config)
         except ConfigError as err:  # refused before anything changed: only the file goes back
             self._restore_file(previous_file)
             raise ConfigRefused("the configuration cannot be applied", err.problems) from None
@@ -160,7 +174,7 @@ class ConfigChanges:
             logger.exception("applying the configuration (%s) failed; putting the previous one back", origin.value)
             self._restore_file(previous_file)
             try:
-                self._service.apply_config(current)
+                self._apply(current)
             except Exception:
                 logger.exception("applying the previous configuration again failed")
             raise
@@ -180,4 +194,4 @@ class ConfigChanges:
             logger.error("could not put the previous configuration back into %s: %s", self._file.path, err)
 
 
-__all__ = ["ConfigBuilder", "ConfigChanges", "ConfigRefused", "Origin"]
+__all__ = ["ChangeRules", "ConfigBuilder", "ConfigChanges", "ConfigRefused", "Origin"]

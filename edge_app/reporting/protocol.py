@@ -1,8 +1,8 @@
 """What the running appliance offers to its front ends, and the typed reports it answers with.
 
-The appliance implements ``ApplianceService``; the REST API, the metrics, the MQTT stats message
-and the systemd status line are all built from the same ``StatusReport``, so a figure cannot
-mean one thing in one place and another elsewhere. This module sits below the pipeline and
+The appliance's read side implements ``ApplianceReads``; the REST API, the metrics, the MQTT
+stats message and the systemd status line are all built from the same ``StatusReport``, so a
+figure cannot mean one thing in one place and another elsewhere. This module sits below the pipeline and
 the API and depends on neither, so both may use it without importing each other.
 """
 from __future__ import annotations
@@ -255,8 +255,14 @@ class StatusReport:
         return sum(camera.frames_dropped for camera in self.cameras) + self.mqtt.dropped
 
 
-class ApplianceService(Protocol):
-    """What the front ends (REST API, metrics, systemd notifier) need of the running appliance."""
+class ApplianceReads(Protocol):
+    """What the front ends (REST API, metrics) read of the running appliance.
+
+    Nothing here changes anything: the configuration changes only through
+    ``edge_app.config_change.changes.ConfigChanges`` (the one change path, with its rules and its
+    lock), a stored event goes only through ``EventDeletion``. tests/api/test_service_double.py
+    keeps the API's test double to these names and signatures.
+    """
 
     def status(self) -> StatusReport:
         ...
@@ -266,16 +272,6 @@ class ApplianceService(Protocol):
 
     def readiness(self) -> Tuple[bool, List[str]]:
         """(ready, reasons): ready once the model is loaded and at least one camera streams."""
-
-    def current_config(self) -> AppConfig:
-        ...
-
-    def apply_config(self, new_config: AppConfig) -> ApplyResult:
-        """Apply live and persist atomically. ``new_config`` is already validated.
-
-        Raises ``edge_app.config.ConfigError`` when the configuration is valid in form but cannot
-        be applied (the model file does not exist, say); nothing has changed then.
-        """
 
     def cameras(self) -> List[CameraReport]:
         ...
@@ -298,9 +294,6 @@ class ApplianceService(Protocol):
     def event_snapshot(self, event_id: str) -> Optional[bytes]:
         """The JPEG of the event's best snapshot, or None when it has none (or is unknown)."""
 
-    def delete_event(self, event_id: str) -> bool:
-        """Delete an event and its snapshot; False when it was unknown."""
-
     def counts(self) -> CountsReport:
         ...
 
@@ -309,3 +302,10 @@ class ApplianceService(Protocol):
 
     def recordings(self) -> Optional[RecordingReader]:
         """The recording store's read side (clips, segments, exports); None while recording is off."""
+
+
+class EventDeletion(Protocol):
+    """``DELETE /api/v1/events/<id>``: the one thing the API removes that is not configuration."""
+
+    def delete_event(self, event_id: str) -> bool:
+        """Delete an event and its snapshot; False when it was unknown (or nothing is stored)."""

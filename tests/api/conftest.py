@@ -15,10 +15,11 @@ import requests
 from edge_app.api import create_app
 from edge_app.http_server.server import ApiServer
 from edge_app.http_server.listening import request_listening_hosts
-from edge_app.config.file import ConfigFile, merge_patch, parse_config
+from edge_app.appliance.event_deletion import StoredEventDeletion
+from edge_app.config.file import merge_patch, parse_config
 from edge_app.config_change.changes import ConfigChanges
 from edge_app.detect.detections import Detections
-from tests.api.in_memory_service import InMemoryService
+from tests.api.in_memory_service import InMemoryService, saving_change_path
 
 TOKEN = "t0ken-for-tests"
 MQTT_PASSWORD = "mqtt-pa55word"
@@ -49,12 +50,14 @@ def bus_detections() -> Detections:
 
 @dataclass
 class RunningApi:
-    """One app served over real HTTP, the service behind it and a client session."""
+    """One app served over real HTTP, the doors behind it (read side, change path, event deletion)
+    and a client session."""
 
     service: InMemoryService
     server: ApiServer
     config_path: Path
     changes: ConfigChanges
+    deletion: StoredEventDeletion
     http: requests.Session = field(default_factory=requests.Session)
 
     @property
@@ -91,13 +94,13 @@ def make_api(tmp_path, bus_image, model_path) -> Callable[..., RunningApi]:
         config_path = tmp_path / f"config-{len(started)}.yaml"
         service = InMemoryService(config, config_path)
         # As edge_app/commands/run_appliance.py wires it: the token rule asks the server that answers where it listens.
-        changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(config_path),
-                                listening_hosts=request_listening_hosts)
+        changes = saving_change_path(service, listening_hosts=request_listening_hosts)
+        deletion = StoredEventDeletion(service.event_store)
         if publish:
             service.publish("front", bus_image, bus_detections())
-        server = ApiServer(create_app(service, config_changes=changes, **app_kwargs), listen_host, 0)
+        server = ApiServer(create_app(service, changes, deletion, **app_kwargs), listen_host, 0)
         server.start()
-        running = RunningApi(service, server, config_path, changes)
+        running = RunningApi(service, server, config_path, changes, deletion)
         started.append(running)
         return running
 

@@ -1,10 +1,13 @@
-"""An in-memory ApplianceService for testing the HTTP layer; the real appliance is exercised in tests/e2e.
+"""An in-memory read side of the appliance (``ApplianceReads``) for testing the HTTP layer; the real
+appliance is exercised in tests/e2e.
 
-It keeps a configuration and applies what it is given (``ConfigChanges`` saves the file, as for
-the appliance), and serves frames and detections that a test publishes with :meth:`InMemoryService.publish`
-through the appliance's own ``ResultStore``, so frames and payloads behave as in the real
-thing. Its answers are the same typed reports; tests/api/test_service_double.py checks it
-against the ``ApplianceService`` protocol so the two cannot drift apart.
+``InMemoryService`` implements the read side only, as the API sees it: it serves frames and
+detections that a test publishes with :meth:`InMemoryService.publish` through the appliance's
+own ``ResultStore``, so frames and payloads behave as in the real thing. The configuration it
+runs is an ``AppliedConfig`` that only a ``ConfigChanges`` applies to (:func:`change_path`, which
+saves the file as for the appliance), just as the appliance's apply is handed to its change path
+alone. Its answers are the same typed reports; tests/api/test_service_double.py checks it against
+the ``ApplianceReads`` protocol so the two cannot drift apart.
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ import numpy as np
 
 from edge_app.capture.frame import Frame
 from edge_app.config.schema import AppConfig
-from edge_app.config.file import ConfigError, save_config
+from edge_app.config.file import ConfigError, ConfigFile, save_config
+from edge_app.config_change.changes import ChangeRules, ConfigChanges
 from edge_app.detect.detections import Detections
 from edge_app.events.model import Event, Snapshot
 from edge_app.events.query import EventQuery
@@ -38,20 +42,58 @@ from edge_app.version import __version__
 RESTART_KEYS = (("api", "host"), ("api", "port"))
 
 
+class AppliedConfig:
+    """The configuration the double runs: what its ``ConfigChanges`` reads and applies to."""
+
+    def __init__(self, config: AppConfig) -> None:
+        self._config = config
+        self._lock = threading.Lock()
+        self.apply_calls = 0
+        self.apply_threads: List[str] = []  # the thread of each apply, in order
+        self.refuse_apply: Optional[ConfigError] = None  # set to make apply_config fail
+
+    def current_config(self) -> AppConfig:
+        with self._lock:
+            return self._config
+
+    def apply_config(self, new_config: AppConfig) -> ApplyResult:
+        self.apply_calls += 1
+        self.apply_threads.append(threading.current_thread().name)
+        if self.refuse_apply is not None:
+            raise self.refuse_apply
+        with self._lock:
+            old = self._config
+            restart = [
+                f"{section}.{key}"
+                for section, key in RESTART_KEYS
+                if getattr(getattr(old, section), key) != getattr(getattr(new_config, section), key)
+            ]
+            self._config = new_config
+            return ApplyResult(new_config, restart)
+
+
+def change_path(service: "InMemoryService", rules: ChangeRules = ChangeRules()) -> ConfigChanges:
+    """The double's one change path, as ``Appliance`` builds its own."""
+    return ConfigChanges(service.applied.current_config, service.applied.apply_config, rules)
+
+
+def saving_change_path(service: "InMemoryService", **rules: Any) -> ConfigChanges:
+    """``change_path`` saving to the double's configuration file (as under ``edge-app run``)."""
+    return change_path(service, ChangeRules(config_file=ConfigFile(service.config_path), **rules))
+
+
 class InMemoryService:
-    """An in-memory ApplianceService for testing the HTTP layer; the real appliance is exercised in tests/e2e."""
+    """The read side (``ApplianceReads``) of an appliance in memory, for testing the HTTP layer."""
 
     def __init__(self, config: AppConfig, config_path: Path):
-        self._config = config
-        self._config_path = Path(config_path)
+        self.applied = AppliedConfig(config)
+        self.config_path = Path(config_path)
         self._cond = threading.Condition()
         self.published: List[AnalysedFrame] = []
         self._results = ResultStore(self.published.append)
         self._next_frame_id: Dict[str, int] = {}
         self.model_loaded = True
         self.streaming: Dict[str, bool] = {cam.id: False for cam in config.cameras}
-        self.apply_calls = 0
-        self.refuse_apply: Optional[ConfigError] = None  # set to make apply_config fail
         self.fail_status: Optional[Exception] = None  # set to make status() raise
         self.mqtt_connected = True
         self.camera_errors: Dict[str, str] = {}  # camera id -> last_error to report
@@ -62,14 +104,14 @@ class InMemoryService:
         # GET /metrics: edge_app_stage_seconds (the real appliance's comes from StageTimes)
         self.stage_totals: List[StageTotal] = [StageTotal("cam0", "inference", 2.5, 100)]
         # A real store in a folder beside the configuration file; ``live_counts`` stands in for the engine's.
-        self.event_store = EventStore(self._config_path.parent / f"{self._config_path.stem}-events")
+        self.event_store = EventStore(self.config_path.parent / f"{self.config_path.stem}-events")
         self.live_counts = CountsReport()
         self.health: HealthReport = not_sampled_yet(1000.0)  # a test sets a sampled report
         self.recording_reader: Optional[RecordingReader] = None  # a test sets a real recording store
         self.recording_report: Optional[RecordingReport] = None  # status.recording, as a test sets it
         self.camera_recording: Dict[str, CameraRecordingStatus] = {}  # cameras[].recording, as a test sets it
         self.model_status: Dict[str, Dict[str, Any]] = {}  # per model name, fields of models[] as a test sets them
-        save_config(config, self._config_path)
+        save_config(config, self.config_path)
 
     # -- test controls -----------------------------------------------------------------------
     def publish(self, camera_id: str, image: np.ndarray, detections: Detections) -> AnalysedFrame:
@@ -94,7 +136,11 @@ class InMemoryService:
     def close(self) -> None:
         self.event_store.close()
 
-    # -- ApplianceService ----------------------------------------------------------------------
+    @property
+    def _config(self) -> AppConfig:
+        return self.applied.current_config()
+
+    # -- ApplianceReads --------------------------------------------------------------------------
     def _known(self, camera_id: str) -> None:
         if self._config.camera(camera_id) is None:
             raise UnknownCamera(camera_id)
@@ -142,26 +188,6 @@ class InMemoryService:
             reasons.append(stalled)
         return (not reasons, reasons)
 
-    def current_config(self) -> AppConfig:
-        with self._cond:
-            return self._config
-
-    def apply_config(self, new_config: AppConfig) -> ApplyResult:
-        self.apply_calls += 1
-        if self.refuse_apply is not None:
-            raise self.refuse_apply
-        with self._cond:
-            old = self._config
-            restart = [
-                f"{section}.{key}"
-                for section, key in RESTART_KEYS
-                if getattr(getattr(old, section), key) != getattr(getattr(new_config, section), key)
-            ]
-            self._config = new_config
-            for cam in new_config.cameras:
-                self.streaming.setdefault(cam.id, False)
-            return ApplyResult(new_config, restart)
-
     def cameras(self) -> List[CameraReport]:
         out = []
         for cam in self._config.cameras:
@@ -204,9 +230,6 @@ class InMemoryService:
 
     def event_snapshot(self, event_id: str) -> Optional[bytes]:
         return self.event_store.snapshot(event_id)
-
-    def delete_event(self, event_id: str) -> bool:
-        return self.event_store.delete(event_id)
 
     def counts(self) -> CountsReport:
         lines = {line: totals.to_dict() for cams in self.event_store.load_line_counts().values()

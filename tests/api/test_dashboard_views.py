@@ -111,11 +111,11 @@ def test_the_area_editor_draws_saves_refuses_and_deletes_zones_and_lines(make_ap
     assert [(s["tag"], s.get("data-line")) for s in steps["overlay_after_delete"]] == [("line", "gate")]
     assert steps["after_delete"]["link"] == "online"
 
-    front = api.service.current_config().camera("front")
+    front = api.changes.current().camera("front")
     assert [z.name for z in front.zones] == []
     assert [(line.name, line.points, line.labels) for line in front.lines] == [
         ("gate", [(0.5, 0.0), (0.5, 1.0)], ["person", "car"])]  # the labels field keeps its text between saves
-    assert [line.name for line in api.service.current_config().camera("back").lines] == ["door"]
+    assert [line.name for line in api.changes.current().camera("back").lines] == ["door"]
     assert steps["sent"][0] == {"request": "PATCH api/v1/cameras/front", "body": {
         "zones": [{"name": "yard", "polygon": [[0.1, 0.5], [0.6, 0.5], [0.6, 1]], "labels": ["person", "car"]}]}}
 
@@ -139,7 +139,7 @@ def test_the_camera_form_edits_adds_and_deletes_cameras(api):
     assert steps["deleted"]["result"] == "deleted side" and steps["deleted"]["cameras"] == ["front", "back"]
     assert steps["confirmations"] == ["Delete camera side from the configuration?"] * 2
 
-    config = api.service.current_config()
+    config = api.changes.current()
     back = config.camera("back")
     assert (back.fps_limit, back.detect, back.decoder, back.enabled) == (5, False, "ffmpeg", True)
     assert config.camera("side") is None
@@ -157,7 +157,7 @@ def test_the_configuration_editor_applies_a_merge_patch_and_keeps_edits_in_progr
     assert steps["camera_form"] == "saved"
     assert steps["device_id_in_editor"] == "renamed-but-not-applied"
     assert steps["after_reload"] == {"device_id": "edge-test", "fps_limits": [2, 3]}
-    config = api.service.current_config()
+    config = api.changes.current()
     assert (config.device_id, config.camera("front").fps_limit, config.camera("back").fps_limit) == ("edge-test", 2, 3)
     assert "cam-s3cret" in config.camera("front").source
 
@@ -179,7 +179,7 @@ def test_the_live_view_waits_for_a_new_frame_after_the_camera_form_restarted_its
     publisher.join(timeout=5)
     assert steps["before_edit"]["picture_frame"] == "1"
     assert steps["fetches_after_a_refused_edit"] > 0
-    assert steps["saved"] == "saved" and api.service.current_config().camera("front").fps_limit == 4
+    assert steps["saved"] == "saved" and api.changes.current().camera("front").fps_limit == 4
     assert steps["fetches_before_a_new_frame"] == 0
     assert steps["fetches_after_a_new_frame"] > 0 and steps["after_a_new_frame"]["picture_frame"] == "2"
 

@@ -29,7 +29,7 @@ def _rss_bytes() -> int:
 @pytest.fixture
 def short_deadline_api(api):
     """A second server on the same app whose header deadline is 1 s, so the test is quick."""
-    server = ApiServer(create_app(api.service, config_changes=api.changes), "127.0.0.1", 0, limits=HttpLimits(header_deadline_s=1.0))
+    server = ApiServer(create_app(api.service, api.changes, api.deletion), "127.0.0.1", 0, limits=HttpLimits(header_deadline_s=1.0))
     server.start()
     yield server
     server.stop(timeout_s=3)
@@ -143,8 +143,8 @@ def test_a_declared_body_above_max_body_bytes_is_413_before_it_is_sent(api):
 def test_the_body_limit_follows_the_running_configuration(api):
     response = requests.patch(api.url + "/api/v1/config", json={"api": {"max_body_bytes": 2048}}, timeout=10)
     assert response.status_code == 200
-    server = ApiServer(create_app(api.service, config_changes=api.changes), "127.0.0.1", 0,
-                       body_limit_bytes=lambda: api.service.current_config().api.max_body_bytes)
+    server = ApiServer(create_app(api.service, api.changes, api.deletion), "127.0.0.1", 0,
+                       body_limit_bytes=lambda: api.changes.current().api.max_body_bytes)
     server.start()
     try:
         head = b"POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4096\r\n\r\n"
@@ -183,7 +183,7 @@ def test_the_limits_are_the_documented_numbers():
 
 def test_connections_beyond_the_workers_and_the_queue_get_503_at_once(api):
     limits = HttpLimits(header_deadline_s=3.0, threads=2, max_waiting_connections=2)
-    server = ApiServer(create_app(api.service, config_changes=api.changes), "127.0.0.1", 0, limits=limits)
+    server = ApiServer(create_app(api.service, api.changes, api.deletion), "127.0.0.1", 0, limits=limits)
     server.start()
     hogs = []
     try:
@@ -202,7 +202,7 @@ def test_connections_beyond_the_workers_and_the_queue_get_503_at_once(api):
 
 
 def test_a_body_sent_too_slowly_gets_408_not_500(api):
-    server = ApiServer(create_app(api.service, config_changes=api.changes), "127.0.0.1", 0, limits=HttpLimits(body_deadline_s=1.0))
+    server = ApiServer(create_app(api.service, api.changes, api.deletion), "127.0.0.1", 0, limits=HttpLimits(body_deadline_s=1.0))
     server.start()
     try:
         with raw_http.connect(server.url) as sock:
@@ -224,7 +224,7 @@ def test_a_body_sent_too_slowly_gets_408_not_500(api):
 
 
 def test_a_late_body_on_a_route_that_ignores_it_closes_quietly(api, caplog):
-    server = ApiServer(create_app(api.service, config_changes=api.changes), "127.0.0.1", 0, limits=HttpLimits(body_deadline_s=1.0))
+    server = ApiServer(create_app(api.service, api.changes, api.deletion), "127.0.0.1", 0, limits=HttpLimits(body_deadline_s=1.0))
     server.start()
     try:
         with raw_http.connect(server.url) as sock:

@@ -18,9 +18,10 @@ import requests
 from edge_app.api import create_app
 from edge_app.http_server.server import ApiServer
 from edge_app.http_server.listening import request_listening_hosts
-from edge_app.config.file import ConfigFile, load_config, parse_config
-from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
-from tests.api.in_memory_service import InMemoryService
+from edge_app.appliance.event_deletion import StoredEventDeletion
+from edge_app.config.file import load_config, parse_config
+from edge_app.config_change.changes import ConfigRefused, Origin
+from tests.api.in_memory_service import InMemoryService, change_path, saving_change_path
 from testkit.net import local_lan_address
 
 TOKEN = "lan-t0ken-of-the-owner-123456"
@@ -56,9 +57,8 @@ def listen(tmp_path, model_path) -> Callable[..., Listener]:
                                "api": {"port": 0, **api}})
         config_path = tmp_path / f"config-{len(started)}.yaml"
         service = InMemoryService(config, config_path)
-        changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(config_path),
-                                listening_hosts=request_listening_hosts)
-        server = ApiServer(create_app(service, config_changes=changes), bind_host, 0)
+        changes = saving_change_path(service, listening_hosts=request_listening_hosts)
+        server = ApiServer(create_app(service, changes, StoredEventDeletion(service.event_store)), bind_host, 0)
         server.start()
         started.append(Listener(service, server, config_path))
         return started[-1]
@@ -115,8 +115,7 @@ def test_after_the_restart_on_loopback_the_token_may_go(listen):
 
 def test_the_broker_cannot_drop_the_token_either(listen):
     api = listen({"host": LAN_HOST, "token": TOKEN}, LAN_HOST)
-    changes = ConfigChanges(api.service, api.service.current_config, config_file=ConfigFile(api.config_path),
-                            listening_hosts=api.server.listening_hosts)
+    changes = saving_change_path(api.service, listening_hosts=api.server.listening_hosts)
     before = api.config_path.read_bytes()
 
     with pytest.raises(ConfigRefused) as refused:
@@ -157,6 +156,5 @@ def test_the_server_reports_the_addresses_it_listens_on(listen):
     assert api.server.listening_hosts() == (LAN_HOST,)
     wildcard = listen({"host": "0.0.0.0", "token": TOKEN}, "0.0.0.0")
     assert wildcard.server.listening_hosts() == ("0.0.0.0",)
-    changes = ConfigChanges(api.service, api.service.current_config)
-    unstarted = ApiServer(create_app(api.service, config_changes=changes), "127.0.0.1", 0)
+    unstarted = ApiServer(create_app(api.service, change_path(api.service), StoredEventDeletion(None)), "127.0.0.1", 0)
     assert unstarted.listening_hosts() == ()

@@ -101,7 +101,7 @@ NOT_API = {
 def test_openapi_documents_exactly_the_routes_of_the_app(api):
     """Route by route, method by method: what the blueprints serve is what edge_app/api/openapi.py says."""
     document = api.get("/api/openapi.json").json()
-    app = create_app(api.service, config_changes=api.changes)
+    app = create_app(api.service, api.changes, api.deletion)
     rules = list(app.url_map.iter_rules())
     assert set(NOT_API) <= {rule.endpoint for rule in rules}, "NOT_API names a route the app no longer has"
     served = set()

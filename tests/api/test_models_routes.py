@@ -32,7 +32,7 @@ def test_models_added_through_the_api_stay_beside_the_models_there_are(make_api,
     elsewhere = tmp_path / "elsewhere" / "other.onnx"
     elsewhere.parent.mkdir()
     shutil.copy(model_path, elsewhere)
-    engines = api.service.current_config().model.engine_dir
+    engines = api.changes.current().model.engine_dir
 
     refused = api.request("PATCH", "/api/v1/config", json={
         "models": [{"name": "other", "path": str(elsewhere), "engine_dir": engines}]})

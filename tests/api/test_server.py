@@ -29,7 +29,7 @@ def test_a_busy_port_is_an_oserror_at_start(api):
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
-        server = ApiServer(create_app(api.service, config_changes=api.changes), "127.0.0.1", busy.getsockname()[1])
+        server = ApiServer(create_app(api.service, api.changes, api.deletion), "127.0.0.1", busy.getsockname()[1])
         with pytest.raises(OSError) as info:
             server.start()
     assert "in use" in str(info.value).lower()

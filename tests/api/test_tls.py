@@ -25,7 +25,7 @@ def certs(tmp_path_factory):
 def https_server(api, certs):
     api_config = APIConfig(host="127.0.0.1", port=0, tls={"enabled": True, "certfile": str(certs.server_cert),
                                                           "keyfile": str(certs.server_key)})
-    server = ApiServer.from_config(create_app(api.service, config_changes=api.changes), api_config)
+    server = ApiServer.from_config(create_app(api.service, api.changes, api.deletion), api_config)
     server.start()
     yield server
     server.stop(timeout_s=3)
@@ -63,7 +63,7 @@ def test_the_request_limits_apply_over_tls_too(https_server, certs):
 
 
 def test_tls_off_serves_plain_http(api):
-    server = ApiServer.from_config(create_app(api.service, config_changes=api.changes), APIConfig(host="127.0.0.1", port=0))
+    server = ApiServer.from_config(create_app(api.service, api.changes, api.deletion), APIConfig(host="127.0.0.1", port=0))
     server.start()
     try:
         assert server.url.startswith("http://")
@@ -75,7 +75,7 @@ def test_tls_off_serves_plain_http(api):
 def test_an_unreadable_certificate_is_a_clear_error_at_start(api, certs, tmp_path):
     missing = tmp_path / "nope.pem"
     config = APIConfig(host="127.0.0.1", port=0, tls={"enabled": True, "certfile": str(missing)})
-    server = ApiServer.from_config(create_app(api.service, config_changes=api.changes), config)
+    server = ApiServer.from_config(create_app(api.service, api.changes, api.deletion), config)
     with pytest.raises(TLSSetupError, match=str(missing)):
         server.start()
     assert not server.running
@@ -83,4 +83,4 @@ def test_an_unreadable_certificate_is_a_clear_error_at_start(api, certs, tmp_pat
     garbage.write_text("not a certificate\n")
     config = APIConfig(host="127.0.0.1", port=0, tls={"enabled": True, "certfile": str(garbage), "keyfile": str(certs.server_key)})
     with pytest.raises(TLSSetupError, match="garbage.pem"):
-        ApiServer.from_config(create_app(api.service, config_changes=api.changes), config).start()
+        ApiServer.from_config(create_app(api.service, api.changes, api.deletion), config).start()

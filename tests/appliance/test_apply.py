@@ -16,7 +16,7 @@ import pytest
 
 from edge_app.appliance.appliance import Appliance
 from edge_app.config.file import ConfigFile, config_to_dict, load_config, parse_config, save_config
-from edge_app.config_change.changes import ConfigChanges
+from edge_app.config_change.changes import ChangeRules
 from edge_app.detect.factory import create_detector
 
 
@@ -73,9 +73,8 @@ def running(tmp_path, model_path):
     config_path = tmp_path / "config.yaml"
     config = _config(model_path, tmp_path)
     save_config(config, config_path)
-    appliance = Appliance(config, detector_factory=factory)
-    changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(config_path))
-    appliance.use_changes(changes)
+    appliance = Appliance(config, detector_factory=factory, change_rules=ChangeRules(config_file=ConfigFile(config_path)))
+    changes = appliance.changes
     appliance.start()
     appliance.change_to = lambda new: changes.write(lambda current: config_to_dict(new))  # the test's way in
     yield appliance, factory, config_path
@@ -103,19 +102,19 @@ def test_a_new_model_is_answered_at_once_and_swapped_in_when_loaded(running, int
 
     assert result.applying == ["model"]
     assert load_config(config_path).model.path == str(int8_model_path), "saved before the load"
-    status = appliance.status()
+    status = appliance.reads.status()
     assert status.model_change.state == "loading" and status.model_change.path == str(int8_model_path)
     assert status.model.path == str(int8_model_path)
     assert appliance._detector is first, "the old model keeps running while the new one loads"
     analysed = status.cameras[0].frames_analyzed
-    _wait(lambda: appliance.status().cameras[0].frames_analyzed > analysed + 3, what="frames analysed meanwhile")
+    _wait(lambda: appliance.reads.status().cameras[0].frames_analyzed > analysed + 3, what="frames analysed meanwhile")
 
     gate.set()
-    _wait(lambda: appliance.status().model_change.state == "applied", what="the new model")
+    _wait(lambda: appliance.reads.status().model_change.state == "applied", what="the new model")
     assert appliance._detector is factory.made[-1][1] and factory.made[-1][0] == str(int8_model_path)
     _wait(lambda: first in factory.closed, what="the old model to be closed after its last batch")
-    analysed = appliance.status().cameras[0].frames_analyzed
-    _wait(lambda: appliance.status().cameras[0].frames_analyzed > analysed + 3, what="frames on the new model")
+    analysed = appliance.reads.status().cameras[0].frames_analyzed
+    _wait(lambda: appliance.reads.status().cameras[0].frames_analyzed > analysed + 3, what="frames on the new model")
 
 
 def test_a_model_that_fails_to_load_leaves_the_old_one_running_and_in_the_file(running, tmp_path, model_path):
@@ -127,8 +126,8 @@ def test_a_model_that_fails_to_load_leaves_the_old_one_running_and_in_the_file(r
     result = appliance.change_to(_with_model(appliance, broken))
 
     assert result.applying == ["model"]
-    _wait(lambda: appliance.status().model_change.state == "failed", what="the failure")
-    report = appliance.status().model_change
+    _wait(lambda: appliance.reads.status().model_change.state == "failed", what="the failure")
+    report = appliance.reads.status().model_change
     assert str(broken) in report.path and report.error
     assert appliance._detector is first and first not in factory.closed
     assert appliance.current_config().model.path == str(model_path)
@@ -139,13 +138,13 @@ def test_a_newer_model_change_replaces_one_still_loading(running, int8_model_pat
     appliance, factory, _ = running
     slow = factory.gate(int8_model_path)
     appliance.change_to(_with_model(appliance, int8_model_path))
-    superseded = appliance.status().model_change
+    superseded = appliance.reads.status().model_change
 
     copy = tmp_path / "second.onnx"
     copy.write_bytes(Path(model_path).read_bytes())
     appliance.change_to(_with_model(appliance, copy))
-    _wait(lambda: appliance.status().model_change.state == "applied", what="the newer model")
-    assert appliance.status().model.path == str(copy)
+    _wait(lambda: appliance.reads.status().model_change.state == "applied", what="the newer model")
+    assert appliance.reads.status().model.path == str(copy)
 
     slow.set()
     _wait(lambda: len(factory.closed) >= 2, what="the superseded load to be closed")
@@ -163,29 +162,29 @@ def test_settings_changed_while_a_model_loads_apply_to_the_new_model(running, in
         update={"conf_threshold": 0.6, "classes": ["person"]})}))
 
     gate.set()
-    _wait(lambda: appliance.status().model_change.state == "applied", what="the new model")
+    _wait(lambda: appliance.reads.status().model_change.state == "applied", what="the new model")
     assert appliance._detector.conf_threshold == 0.6 and appliance._detector.classes == ("person",)
 
 
 def test_detection_switched_off_keeps_the_camera_streaming_for_live_view(running):
     appliance, _, config_path = running
-    _wait(lambda: appliance.status().cameras[0].frames_analyzed > 2, what="analysed frames")
-    frames_before = appliance.status().cameras[0].frames_captured
+    _wait(lambda: appliance.reads.status().cameras[0].frames_analyzed > 2, what="analysed frames")
+    frames_before = appliance.reads.status().cameras[0].frames_captured
 
     appliance.change_to(_with_detect(appliance, False))
 
     assert load_config(config_path).cameras[0].detect is False, "saved like a configuration change"
-    analysed = appliance.status().cameras[0].frames_analyzed
-    live = appliance.wait_frame("cam", -1, 5.0)
-    newer = appliance.wait_frame("cam", live.frame_id, 5.0)
+    analysed = appliance.reads.status().cameras[0].frames_analyzed
+    live = appliance.reads.wait_frame("cam", -1, 5.0)
+    newer = appliance.reads.wait_frame("cam", live.frame_id, 5.0)
     assert newer is not None and newer.frame_id != live.frame_id and len(newer.detections) == 0
-    status = appliance.status().cameras[0]
+    status = appliance.reads.status().cameras[0]
     assert status.state == "streaming" and status.frames_captured > frames_before
     time.sleep(0.5)
-    assert appliance.status().cameras[0].frames_analyzed <= analysed + 1, "no analysis while off"
+    assert appliance.reads.status().cameras[0].frames_analyzed <= analysed + 1, "no analysis while off"
 
     appliance.change_to(_with_detect(appliance, True))
-    _wait(lambda: appliance.status().cameras[0].frames_analyzed > analysed + 3, what="analysis back on")
+    _wait(lambda: appliance.reads.status().cameras[0].frames_analyzed > analysed + 3, what="analysis back on")
 
 
 def test_a_change_back_to_the_running_model_cancels_the_load_in_progress(running, int8_model_path, model_path):
@@ -200,5 +199,5 @@ def test_a_change_back_to_the_running_model_cancels_the_load_in_progress(running
     assert appliance._detector is first and first.conf_threshold == 0.6
     assert load_config(config_path).model.path == str(model_path)
     gate.set()
-    _wait(lambda: appliance.status().model_change.state == "cancelled", what="the superseded load to end")
+    _wait(lambda: appliance.reads.status().model_change.state == "cancelled", what="the superseded load to end")
     assert appliance._detector is first and factory.made[-1][1] in factory.closed

@@ -102,7 +102,7 @@ def fleet_appliance(tmp_path, models_dir):
 
 
 def _models(appliance):
-    return {m.name: m for m in appliance.status().models}
+    return {m.name: m for m in appliance.reads.status().models}
 
 
 def test_status_names_the_fleet_artifact_each_model_runs(fleet_appliance, models_dir):
@@ -117,7 +117,7 @@ def test_status_names_the_fleet_artifact_each_model_runs(fleet_appliance, models
     assert "gate" in models["plates"].fallback and "version 1" in models["plates"].fallback
     assert str(models_dir / "int8.onnx") in models["plates"].fallback
     assert models["local"].artifact is None and models["local"].fallback is None
-    assert appliance.status().to_dict()["models"][0]["artifact"] == {"name": "people", "version": "2"}
+    assert appliance.reads.status().to_dict()["models"][0]["artifact"] == {"name": "people", "version": "2"}
 
     # A rollout to version 3: until it is staged and loaded, version 2 is what runs.
     def to_version_3(current):

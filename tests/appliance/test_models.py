@@ -61,7 +61,7 @@ def _frames_after(appliance, camera_id: str, count: int, what: str):
     frame = None
     for _ in range(count):
         after = frame.frame_id if frame is not None else -1
-        frame = appliance.wait_frame(camera_id, after, 30)
+        frame = appliance.reads.wait_frame(camera_id, after, 30)
         assert frame is not None, f"no analysed frame of {camera_id} {what}"
     return frame
 
@@ -75,10 +75,10 @@ def test_each_camera_is_analysed_by_its_own_model(start_appliance, tmp_path, mod
 
     assert _frames_after(appliance, "yard", 2, "by the general model").model == "default"
     assert _frames_after(appliance, "gate", 2, "by the second model").model == "second"
-    assert appliance.latest_detections("gate")["model"] == "second"
-    assert appliance.latest_detections("yard")["model"] == "default"
+    assert appliance.reads.latest_detections("gate")["model"] == "second"
+    assert appliance.reads.latest_detections("yard")["model"] == "default"
 
-    status = appliance.status()
+    status = appliance.reads.status()
     assert [(m.name, m.state, m.cameras, m.backend) for m in status.models] == [
         ("default", "running", ["yard"], "onnxruntime"), ("second", "running", ["gate"], "onnxruntime")]
     assert _model(status, "second").path == str(models_dir / "int8.onnx")
@@ -96,14 +96,14 @@ def test_a_corrupt_second_model_leaves_the_first_running_with_the_reason_in_stat
     appliance, _ = start_appliance(_config(tmp_path, models_dir / "general.onnx", models_dir / "corrupt.onnx"))
 
     _frames_after(appliance, "yard", 3, "while the second model is broken")
-    status = appliance.status()
+    status = appliance.reads.status()
     broken = _model(status, "second")
     assert broken.state == "failed" and broken.backend is None and broken.cameras == ["gate"]
     assert broken.error and "corrupt.onnx" in broken.error, broken.error
     assert _model(status, "default").state == "running"
-    ready, reasons = appliance.readiness()
+    ready, reasons = appliance.reads.readiness()
     assert ready, reasons
-    assert appliance.latest_frame("gate") is None, "nothing analyses the camera of the broken model"
+    assert appliance.reads.latest_frame("gate") is None, "nothing analyses the camera of the broken model"
     assert {c.id: c.state for c in status.cameras}["gate"] == "streaming", "its camera still streams"
 
 
@@ -118,7 +118,7 @@ def test_an_appliance_whose_every_model_fails_does_not_start(tmp_path, models_di
 def test_reloading_one_model_does_not_interrupt_the_other_models_camera(start_appliance, tmp_path, models_dir):
     factory = GatedFactory()
     appliance, _ = start_appliance(_config(tmp_path, models_dir / "general.onnx", models_dir / "int8.onnx"), factory)
-    general = appliance.status()
+    general = appliance.reads.status()
     yard_detector = dict(factory.made)[str(models_dir / "general.onnx")]
     gate = factory.gate(models_dir / "int8-v2.onnx")  # the new second model loads when the test says so
 
@@ -127,14 +127,14 @@ def test_reloading_one_model_does_not_interrupt_the_other_models_camera(start_ap
                                           "path": str(models_dir / "int8-v2.onnx")}]})
 
     assert result.applying == ["models.second"]
-    assert _model(appliance.status(), "second").change.state == "loading"
+    assert _model(appliance.reads.status(), "second").change.state == "loading"
     # While the second model loads, the first model's camera goes on, and so does the second's
     # camera on the second model's old detector.
     _frames_after(appliance, "yard", 3, "while the other model loads")
     _frames_after(appliance, "gate", 2, "on the old detector while its new one loads")
     gate.set()
-    _wait(lambda: _model(appliance.status(), "second").change.state == "applied", what="the new second model")
-    status = appliance.status()
+    _wait(lambda: _model(appliance.reads.status(), "second").change.state == "applied", what="the new second model")
+    status = appliance.reads.status()
     assert _model(status, "default").change is None, "the first model was not touched"
     assert dict(factory.made)[str(models_dir / "general.onnx")] is yard_detector
     assert yard_detector not in factory.closed
@@ -154,8 +154,8 @@ def test_a_broken_model_added_later_is_reported_and_kept_in_the_file(start_appli
     result = appliance.change_to(current)
 
     assert result.applying == ["models.third"]
-    _wait(lambda: _model(appliance.status(), "third").state == "failed", what="the third model to fail")
-    third = _model(appliance.status(), "third")
+    _wait(lambda: _model(appliance.reads.status(), "third").state == "failed", what="the third model to fail")
+    third = _model(appliance.reads.status(), "third")
     assert "corrupt.onnx" in third.error and third.cameras == ["door"]
     # Nothing ran before it, so nothing to go back to: the file keeps it, the status says why.
     assert [m.name for m in load_config(appliance.config_path).models] == ["default", "second", "third"]
@@ -171,11 +171,11 @@ def test_a_failed_change_of_one_model_puts_back_only_that_model(start_appliance,
 
     appliance.change_to(current)
 
-    _wait(lambda: _model(appliance.status(), "second").change.state == "failed", what="the failed load")
+    _wait(lambda: _model(appliance.reads.status(), "second").change.state == "failed", what="the failed load")
     saved = load_config(appliance.config_path).model_configs()
     assert saved["second"].path == str(models_dir / "int8.onnx"), "the second model went back to the one that runs"
     assert saved["default"].conf_threshold == 0.4, "the other model's change stays"
-    assert _model(appliance.status(), "second").state == "running"
+    assert _model(appliance.reads.status(), "second").state == "running"
 
 
 def test_removing_a_model_and_moving_its_camera_to_another(start_appliance, tmp_path, models_dir):
@@ -191,10 +191,10 @@ def test_removing_a_model_and_moving_its_camera_to_another(start_appliance, tmp_
     assert result.applying == []
     second = dict(factory.made)[str(models_dir / "int8.onnx")]
     _wait(lambda: second in factory.closed, what="the removed model to be closed")
-    _wait(lambda: appliance.latest_frame("gate") is not None and appliance.latest_frame("gate").model == "default",
+    _wait(lambda: appliance.reads.latest_frame("gate") is not None and appliance.reads.latest_frame("gate").model == "default",
           what="the camera analysed by the model it moved to")
-    assert [m.name for m in appliance.status().models] == ["default"]
-    assert appliance.status().models[0].cameras == ["yard", "gate"]
+    assert [m.name for m in appliance.reads.status().models] == ["default"]
+    assert appliance.reads.status().models[0].cameras == ["yard", "gate"]
 
 
 def test_a_model_that_failed_at_start_is_loaded_again_once_its_file_is_fixed(start_appliance, tmp_path, models_dir,
@@ -204,21 +204,21 @@ def test_a_model_that_failed_at_start_is_loaded_again_once_its_file_is_fixed(sta
     from edge_app.appliance.model_change import BROKEN_RELOAD_EVERY_S
 
     appliance, _ = start_appliance(_config(tmp_path, models_dir / "general.onnx", models_dir / "corrupt.onnx"))
-    assert _model(appliance.status(), "second").state == "failed"
+    assert _model(appliance.reads.status(), "second").state == "failed"
     appliance._models.tick(time.monotonic())
-    assert _model(appliance.status(), "second").state == "failed", "not loaded again at once: a loop of loads"
+    assert _model(appliance.reads.status(), "second").state == "failed", "not loaded again at once: a loop of loads"
     shutil.copy(int8_model_path, models_dir / "corrupt.onnx")  # the file is put right
 
     appliance._models.tick(time.monotonic() + BROKEN_RELOAD_EVERY_S + 1)  # as the stats thread will, later
 
-    _wait(lambda: _model(appliance.status(), "second").state == "running", what="the second model loaded again")
+    _wait(lambda: _model(appliance.reads.status(), "second").state == "running", what="the second model loaded again")
     assert _frames_after(appliance, "gate", 2, "once its model runs").model == "second"
-    assert _model(appliance.status(), "second").error is None
+    assert _model(appliance.reads.status(), "second").error is None
 
 
 def test_the_stats_payload_names_each_cameras_model(start_appliance, tmp_path, models_dir):
     appliance, _ = start_appliance(_config(tmp_path, models_dir / "general.onnx", models_dir / "int8.onnx"))
-    cameras = appliance.stats_payload()["cameras"]
+    cameras = appliance.reads.stats_payload()["cameras"]
     assert {cid: figures["model"] for cid, figures in cameras.items()} == {"yard": "default", "gate": "second"}
 
 
@@ -232,9 +232,9 @@ def test_a_patch_addressing_one_model_by_name_reloads_only_that_model(start_appl
 
     assert result.applying == ["models.second"]
     _frames_after(appliance, "yard", 2, "while the other model loads")
-    _wait(lambda: _model(appliance.status(), "second").change.state == "applied", what="the new second model")
+    _wait(lambda: _model(appliance.reads.status(), "second").change.state == "applied", what="the new second model")
     after = config_to_dict(appliance.current_config())["models"]
-    assert after[0] == before[0] and _model(appliance.status(), "default").change is None
+    assert after[0] == before[0] and _model(appliance.reads.status(), "default").change is None
     assert after[1] == {**before[1], "path": str(models_dir / "int8-v2.onnx"), "conf_threshold": 0.4}
     assert yard_detector not in factory.closed
     assert load_config(appliance.config_path).models[1].path == str(models_dir / "int8-v2.onnx")

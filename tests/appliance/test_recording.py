@@ -41,23 +41,23 @@ def test_the_appliance_gives_recorded_cameras_a_sink_and_shows_their_recording(t
     try:
         assert workers == {"cam1": [True], "cam2": [False]}
         deadline = time.monotonic() + 20
-        while appliance.status().cameras[0].recording.unavailable is None and time.monotonic() < deadline:
+        while appliance.reads.status().cameras[0].recording.unavailable is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        cams = {c.id: c for c in appliance.status().cameras}
+        cams = {c.id: c for c in appliance.reads.status().cameras}
         assert cams["cam1"].recording.unavailable.startswith("recording unavailable"), cams["cam1"].recording
         assert cams["cam2"].recording is None
-        assert appliance.status().recording.directory == str(tmp_path / "rec")
-        assert appliance.recordings().clip("no-such-event") is None
+        assert appliance.reads.status().recording.directory == str(tmp_path / "rec")
+        assert appliance.reads.recordings().clip("no-such-event") is None
 
         # What the reports make of a camera's figures (a real pause needs a real stream: tests/record).
         real_status = CameraRecorder.status
         monkeypatch.setattr(CameraRecorder, "status", lambda self: replace(
             real_status(self), paused="disk below reserve", bytes_written=1000, clips_preroll_short=1))
-        status = appliance.status()
+        status = appliance.reads.status()
         assert status.recording.bytes_written == 1000 and status.recording.clips_preroll_short == 1
         assert status_line(status).startswith("RECORDING PAUSED (disk below reserve); ")
         samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-                   for m in ApplianceCollector(appliance).collect() for s in m.samples}
+                   for m in ApplianceCollector(appliance.reads).collect() for s in m.samples}
         assert samples[("edge_app_recording_paused", ())] == 1.0
         assert samples[("edge_app_camera_recording_bytes_written_total", (("camera", "cam1"),))] == 1000.0
         assert samples[("edge_app_recording_clips_preroll_short_total", ())] == 1.0
@@ -65,12 +65,12 @@ def test_the_appliance_gives_recorded_cameras_a_sink_and_shows_their_recording(t
         monkeypatch.undo()
 
         # Recording switched on for cam2 by a configuration change: it restarts with a sink.
-        appliance.apply_config(config(True))
+        appliance.changes.write(lambda running: config(True))  # the one change path
         assert workers["cam2"] == [False, True] and workers["cam1"] == [True]
-        assert appliance.status().recording is not None
+        assert appliance.reads.status().recording is not None
     finally:
         appliance.stop()
-    assert appliance.status().recording is None  # stopped: every file finished, the folder closed
+    assert appliance.reads.status().recording is None  # stopped: every file finished, the folder closed
 
 
 def test_an_appliance_that_does_not_record_opens_no_folder(tmp_path, model_path):
@@ -80,7 +80,7 @@ def test_an_appliance_that_does_not_record_opens_no_folder(tmp_path, model_path)
     appliance = Appliance(config, camera_factory=lambda cam, capture, **kwargs: _no_sink(cam, capture, **kwargs))
     appliance.start()
     try:
-        assert appliance.status().recording is None and appliance.recordings() is None
+        assert appliance.reads.status().recording is None and appliance.reads.recordings() is None
     finally:
         appliance.stop()
     assert not (tmp_path / "rec").exists()

@@ -53,6 +53,11 @@ class ScriptedAppliance:
         self.stopped = threading.Event()
         self.cancelled = False
 
+    @property
+    def reads(self):
+        """What the Supervisor reads (``Appliance.reads``): the figures scripted here."""
+        return self
+
     def start(self):
         if self.fail_start:
             raise self.fail_start

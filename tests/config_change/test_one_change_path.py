@@ -17,7 +17,7 @@ import pytest
 from edge_app.appliance.appliance import Appliance
 from edge_app.config_change.checks import check_runtime
 from edge_app.config.file import ConfigFile, load_config, parse_config, save_config
-from edge_app.config_change.changes import ConfigChanges
+from edge_app.config_change.changes import ChangeRules
 from testkit.waiting import wait_for
 
 DEVICE = "one-path"
@@ -35,20 +35,15 @@ def _config(model_path: Path, broker) -> dict:
     }
 
 
-def change_path(appliance: Appliance, config_path: Path, runtime_check=check_runtime) -> ConfigChanges:
-    """The one change path, wired as ``edge-app run`` wires it."""
-    changes = ConfigChanges(appliance, appliance.current_config, runtime_check, config_file=ConfigFile(config_path))
-    appliance.use_changes(changes)
-    return changes
-
-
 class Running:
     def __init__(self, tmp_path: Path, model_path: Path, broker, runtime_check=check_runtime):
         self.config_path = tmp_path / "config.yaml"
         config = parse_config(_config(model_path, broker))
         save_config(config, self.config_path)
-        self.appliance = Appliance(config)
-        self.changes = change_path(self.appliance, self.config_path, runtime_check)
+        # The one change path, with the rules ``edge-app run`` gives it.
+        self.appliance = Appliance(config, change_rules=ChangeRules(config_file=ConfigFile(self.config_path),
+                                                                    runtime_check=runtime_check))
+        self.changes = self.appliance.changes
         self.appliance.start()
         wait_for(lambda: self.appliance._publisher._subscribed, 15, "the detect/set subscription")
 

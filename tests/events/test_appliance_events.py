@@ -14,10 +14,10 @@ CONFIG = {"device_id": "dev", "cameras": [{"id": "cam1", "source": "test://box"}
 
 def test_without_a_store_there_are_no_events():
     appliance = Appliance(parse_config(CONFIG))
-    assert appliance.events(EventQuery()) == []
-    assert appliance.event("1.000-cam1-1") is None and appliance.event_snapshot("1.000-cam1-1") is None
-    assert appliance.delete_event("1.000-cam1-1") is False
-    assert appliance.counts() == CountsReport()
+    assert appliance.reads.events(EventQuery()) == []
+    assert appliance.reads.event("1.000-cam1-1") is None and appliance.reads.event_snapshot("1.000-cam1-1") is None
+    assert appliance.event_deletion.delete_event("1.000-cam1-1") is False
+    assert appliance.reads.counts() == CountsReport()
 
 
 def test_with_a_store(tmp_path):
@@ -28,8 +28,8 @@ def test_with_a_store(tmp_path):
         store.save_event(ev)
         store.save_snapshot(snapshot(ev))
         assert store.flush()
-        assert [e.id for e in appliance.events(EventQuery(camera="cam1"))] == [ev.id]
-        assert appliance.event(ev.id).has_snapshot and appliance.event_snapshot(ev.id) == JPEG
-        assert appliance.delete_event(ev.id) and appliance.event(ev.id) is None
+        assert [e.id for e in appliance.reads.events(EventQuery(camera="cam1"))] == [ev.id]
+        assert appliance.reads.event(ev.id).has_snapshot and appliance.reads.event_snapshot(ev.id) == JPEG
+        assert appliance.event_deletion.delete_event(ev.id) and appliance.reads.event(ev.id) is None
     finally:
         store.close()

@@ -6,13 +6,12 @@ in front of the in-memory service the API tests use; reports are collected as pu
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import pytest
 
-from edge_app.config.file import ConfigFile, load_config, parse_config, save_config
-from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
+from edge_app.config.file import load_config, parse_config, save_config
+from edge_app.config_change.changes import ConfigRefused, Origin
 from edge_app.fleet_agent.desired_gate import DesiredGate
 from edge_app.fleet_agent.desired_intake import BURST
 from edge_app.fleet_agent.refusal_reports import REPORT_EVERY_S
@@ -21,7 +20,7 @@ from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_pat
 from edge_app.mqtt.payloads import config_desired_payload, encode
 from edge_app.mqtt.anonymous_probe import AnonymousProbe, ProbeOutcome
 from edge_app.fleet_protocol.desired_signature import keyed_digest, sign_desired, signed_desired
-from tests.api.in_memory_service import InMemoryService
+from tests.api.in_memory_service import InMemoryService, change_path, saving_change_path
 
 KEY = "shared-desired-key-0123456789abcdef"
 EPOCH, NEW_EPOCH, OLDER_EPOCH = "a1" * 16, "b2" * 16, "c3" * 16
@@ -36,7 +35,7 @@ def setup(tmp_path, model_path):
                            "fleet": {"remote_config": True, "desired_key": KEY}})
     save_config(config, config_path)
     service = InMemoryService(config, config_path)
-    changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(config_path))
+    changes = saving_change_path(service)
     reports = []
 
     def agent():
@@ -68,7 +67,7 @@ def test_versions_are_acted_on_once_and_in_order(setup):
         assert (report.status if report else None) == outcome, (version, patch)
     assert [(r["version"], r["status"]) for r in reports] == [(2, "applied"), (3, "rejected"), (4, "applied")]
     assert reports[1]["errors"][0]["loc"] == "model.conf_threshold"
-    assert service.current_config().model.conf_threshold == 0.7 == load_config(config_path).model.conf_threshold
+    assert service.applied.current_config().model.conf_threshold == 0.7 == load_config(config_path).model.conf_threshold
     assert json.loads(state_path_for(config_path).read_text())["version"] == 4
 
     # After a restart: the saved report is published again, and version 4 is known to be done.
@@ -93,7 +92,7 @@ def test_a_failed_state_save_still_applies_and_reports(setup, tmp_path):
     _, service, changes, reports, _ = setup
     agent = FleetAgent(changes, DesiredVersionStore(tmp_path / "missing-dir" / "state.json"), reports.append)
     assert agent.handle(desired(1, threshold(0.3))).status == "applied"
-    assert (agent.version, reports[-1]["version"], service.current_config().model.conf_threshold) == (1, 1, 0.3)
+    assert (agent.version, reports[-1]["version"], service.applied.current_config().model.conf_threshold) == (1, 1, 0.3)
 
 
 @pytest.mark.parametrize("camera", [
@@ -111,7 +110,7 @@ def test_the_broker_never_brings_unsafe_sources_even_when_the_file_allows_them(s
     cameras = [{"id": "cam", "source": "test://bars"}, camera]
     report = make_agent().handle(desired(1, {"cameras": cameras}))
     assert report.status == "rejected" and [e.loc for e in report.errors] == ["cameras.1.source"]
-    assert config_path.read_bytes() == before and len(service.current_config().cameras) == 1
+    assert config_path.read_bytes() == before and len(service.applied.current_config().cameras) == 1
     # The same change through the API passes the policy (it may still fail on this machine).
     try:
         changes.patch({"cameras": cameras}, Origin.API)
@@ -122,9 +121,6 @@ def test_the_broker_never_brings_unsafe_sources_even_when_the_file_allows_them(s
 def test_queued_messages_are_applied_in_arrival_order_on_the_agents_thread(setup):
     _, service, _, reports, make_agent = setup
     agent = make_agent().start()
-    seen_threads = []
-    original = service.apply_config
-    service.apply_config = lambda config: (seen_threads.append(threading.current_thread().name), original(config))[1]
     try:
         for version in range(1, BURST + 1):  # as many at once as the intake's bucket takes
             agent.on_desired(desired(version, threshold(round(0.01 * version, 2))))
@@ -133,8 +129,8 @@ def test_queued_messages_are_applied_in_arrival_order_on_the_agents_thread(setup
     finally:
         agent.stop()
     assert [r["version"] for r in reports] == list(range(1, BURST + 1))
-    assert set(seen_threads) == {"fleet:config"}
-    assert service.current_config().model.conf_threshold == round(0.01 * BURST, 2)
+    assert set(service.applied.apply_threads) == {"fleet:config"}
+    assert service.applied.current_config().model.conf_threshold == round(0.01 * BURST, 2)
 
 
 # -- who may configure the appliance (docs/fleet.md, "Who may configure an appliance": the broker is not trusted) ---------
@@ -149,7 +145,7 @@ def test_the_issue_attack_signed_or_not_never_changes_the_api_token(setup):
     assert (unsigned.status, unsigned.version, unsigned.errors[0].loc) == ("rejected", None, "sig")
     signed = agent.handle(desired(2, attack))  # even the fleet service may not touch api.*
     assert signed.status == "rejected" and [e.loc for e in signed.errors] == ["api.token"]
-    assert config_path.read_bytes() == before and service.current_config().api.token is None
+    assert config_path.read_bytes() == before and service.applied.current_config().api.token is None
     assert "attacker-owned" not in json.dumps(reports)
 
 
@@ -177,7 +173,7 @@ def test_a_message_without_a_valid_signature_is_refused_before_anything_and_move
     assert (report.status, report.version, report.errors[0].loc) == ("rejected", None, "sig")
     assert reports[-1]["version"] is None and reports[-1]["status"] == "rejected"
     assert agent.version == 0 and not state_path_for(config_path).exists()
-    assert config_path.read_bytes() == before and service.apply_calls == 0
+    assert config_path.read_bytes() == before and service.applied.apply_calls == 0
     assert agent.gate.report().refused == 1
     # The real fleet's version 1 still goes through afterwards.
     assert agent.handle(desired(1, threshold(0.3))).status == "applied"
@@ -188,7 +184,7 @@ def test_remote_configuration_switched_off_refuses_even_signed_messages(setup):
     changes.patch({"fleet": {"remote_config": False}}, Origin.API)
     report = make_agent().handle(desired(1, threshold(0.3)))
     assert (report.status, report.version, report.errors[0].loc) == ("rejected", None, "fleet.remote_config")
-    assert service.current_config().model.conf_threshold == 0.25
+    assert service.applied.current_config().model.conf_threshold == 0.25
 
 
 def test_a_version_may_not_jump_more_than_the_bounded_step(setup):
@@ -226,7 +222,7 @@ def test_a_captured_message_cannot_roll_back_a_reset_appliance(setup):
     for replay, loc in ((captured, "epoch"), (older, "issued_at_ms")):
         report = agent.handle(replay)
         assert (report.status, report.version, report.errors[0].loc) == ("rejected", None, loc)
-    assert service.current_config().model.conf_threshold == 0.5
+    assert service.applied.current_config().model.conf_threshold == 0.5
     assert agent.version == 1 and agent.handle(desired(2, threshold(0.6), epoch=NEW_EPOCH)).status == "applied"
     assert make_agent().version == 2 and "fleet-reset" in reports[-2]["errors"][0]["msg"]
 
@@ -243,7 +239,7 @@ def test_a_new_epoch_issued_later_is_followed_and_older_epochs_are_not(setup):
     assert (report.status, report.version, report.errors[0].loc) == ("rejected", None, "epoch")
     report = agent.handle(desired(2, threshold(0.9), epoch=NEW_EPOCH, issued_ms=start + 2 * 86_400_000))
     assert (report.status, report.version, report.errors[0].loc) == ("rejected", None, "issued_at_ms")
-    assert service.current_config().model.conf_threshold == 0.4
+    assert service.applied.current_config().model.conf_threshold == 0.4
 
 
 class _Probe:
@@ -269,7 +265,7 @@ def test_without_a_key_only_a_broker_that_refuses_anonymous_clients_is_trusted(t
                            "fleet": {"remote_config": True}})
     save_config(config, config_path)
     service = InMemoryService(config, config_path)
-    changes = ConfigChanges(service, service.current_config)
+    changes = change_path(service)
     probe = _Probe(outcome)
     gate = DesiredGate(changes.current, probe=probe)
     agent = FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), lambda body: None, gate=gate)
@@ -298,4 +294,4 @@ def test_a_flood_of_unsigned_messages_is_answered_by_one_report_per_interval(set
     finally:
         agent.stop()
     assert len(reports) == 2 and sum(r["refused"] for r in reports) == agent.gate.report().refused == 5000
-    assert service.apply_calls == 0
+    assert service.applied.apply_calls == 0

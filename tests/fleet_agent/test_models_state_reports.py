@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import time
 
-from edge_app.config.file import ConfigFile, parse_config, save_config
-from edge_app.config_change.changes import ConfigChanges
+from edge_app.config.file import parse_config, save_config
 from edge_app.fleet_agent.agent import FleetAgent
 from edge_app.fleet_agent.artifacts_state import ModelsState
 from edge_app.fleet_protocol.desired_signature import signed_desired
 from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
 from edge_app.mqtt.payloads import encode
-from tests.api.in_memory_service import InMemoryService
+from tests.api.in_memory_service import InMemoryService, saving_change_path
 
 KEY = "shared-desired-key-0123456789abcdef"
 
@@ -21,7 +20,7 @@ def test_models_state_is_published_with_reports_and_on_its_own_changes(tmp_path,
                            "fleet": {"remote_config": True, "desired_key": KEY}})
     save_config(config, config_path)
     service = InMemoryService(config, config_path)
-    changes = ConfigChanges(service, service.current_config, config_file=ConfigFile(config_path))
+    changes = saving_change_path(service)
     reports = []
     state = ModelsState()
     agent = FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), reports.append,

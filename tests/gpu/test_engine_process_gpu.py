@@ -100,7 +100,7 @@ def test_the_appliance_replaces_a_killed_engine_process(images, tmp_path):
     appliance = Appliance(config, detector_factory=factory)
     appliance.start()
     try:
-        analysed = lambda: appliance.cameras()[0].frames_analyzed  # noqa: E731
+        analysed = lambda: appliance.reads.cameras()[0].frames_analyzed  # noqa: E731
         wait_for(lambda: analysed() >= 10, 90, "frames through the first engine process")
         old_pid = made[0].describe()["engine_process"]
         os.kill(old_pid, signal.SIGKILL)

@@ -9,7 +9,7 @@ from edge_app.http_server.server import ApiServer
 from edge_app.appliance.appliance import Appliance
 from edge_app.health.sampler import health_dirs
 from edge_app.config.file import ConfigFile, parse_config
-from edge_app.config_change.changes import ConfigChanges
+from edge_app.config_change.changes import ChangeRules
 from edge_app.health.sampler import HealthSampler
 from tests.health.conftest import TREES
 from testkit.waiting import wait_for
@@ -31,10 +31,8 @@ def running(mosquitto_broker, model_path, tmp_path):
     config = parse_config(raw)
     # The synthetic Orin NX tree: 99.4 °C, throttling, memory 92 % used.
     sampler = HealthSampler(config.health, health_dirs(config), root=TREES / "orin-nx", base=tmp_path)
-    appliance = Appliance(config, health=sampler)
-    changes = ConfigChanges(appliance, appliance.current_config, config_file=ConfigFile(tmp_path / "config.yaml"))
-    appliance.use_changes(changes)
-    server = ApiServer(create_app(appliance, config_changes=changes), "127.0.0.1", 0)
+    appliance = Appliance(config, health=sampler, change_rules=ChangeRules(config_file=ConfigFile(tmp_path / "config.yaml")))
+    server = ApiServer(create_app(appliance.reads, appliance.changes, appliance.event_deletion), "127.0.0.1", 0)
     server.start()
     appliance.start()
     try:
@@ -72,5 +70,5 @@ def test_rest_status_metrics_and_the_retained_topic_from_a_synthetic_tree(runnin
     # A changed limit applies to the next sample: 99.4 °C is no longer hot at 120.
     answer = requests.patch(url + "/api/v1/config", json={"health": {"limits": {"temperature_c": 120}}}, timeout=10)
     assert answer.status_code == 200, answer.text
-    wait_for(lambda: [p.kind for p in appliance.device_health().problems] == ["throttling", "memory_full"],
+    wait_for(lambda: [p.kind for p in appliance.reads.device_health().problems] == ["throttling", "memory_full"],
              10, "hot gone after the limit changed")

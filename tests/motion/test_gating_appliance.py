@@ -8,7 +8,7 @@ import time
 import pytest
 
 from edge_app.appliance.appliance import Appliance
-from edge_app.config.file import parse_config
+from edge_app.config.file import config_to_dict, parse_config
 
 
 def _config(model_path, tmp_path, source, motion=None):
@@ -41,7 +41,7 @@ def bars(model_path, tmp_path):
 
 
 def test_a_still_picture_without_objects_is_analysed_on_keepalive_and_its_live_view_moves(bars):
-    camera = _wait(lambda: (lambda c: c if c.frames_captured >= 40 else None)(bars.cameras()[0]), what="4 s of frames")
+    camera = _wait(lambda: (lambda c: c if c.frames_captured >= 40 else None)(bars.reads.cameras()[0]), what="4 s of frames")
     assert camera.motion is not None and camera.motion.motion is False
     assert 1 <= camera.frames_analyzed <= 3, camera  # 4 s at 10 fps, keepalive 2 s: the first frame and a keepalive or two
     assert camera.motion.frames_skipped >= 10 and camera.motion.last_reason in ("idle", "keepalive")
@@ -50,7 +50,7 @@ def test_a_still_picture_without_objects_is_analysed_on_keepalive_and_its_live_v
     after = 0
     deadline = time.monotonic() + 2.0
     while time.monotonic() < deadline:
-        frame = bars.wait_frame("cam", after, 1.0)
+        frame = bars.reads.wait_frame("cam", after, 1.0)
         if frame is not None:
             seen.add(frame.frame_id)
             after = frame.frame_id
@@ -58,11 +58,12 @@ def test_a_still_picture_without_objects_is_analysed_on_keepalive_and_its_live_v
 
 
 def test_switching_gating_off_lets_every_frame_through_without_a_restart(bars, model_path, tmp_path):
-    _wait(lambda: bars.cameras()[0].frames_captured >= 10, what="frames")
-    reconnects = bars.cameras()[0].reconnects
-    captured = bars.cameras()[0].frames_captured
-    bars.apply_config(_config(model_path, tmp_path, "test://bars?fps=10&width=320&height=240", {"enabled": False}))
-    analysed = bars.cameras()[0].frames_analyzed
-    _wait(lambda: bars.cameras()[0].frames_analyzed >= analysed + 10, what="every frame analysed")
-    camera = bars.cameras()[0]
+    _wait(lambda: bars.reads.cameras()[0].frames_captured >= 10, what="frames")
+    reconnects = bars.reads.cameras()[0].reconnects
+    captured = bars.reads.cameras()[0].frames_captured
+    gating_off = _config(model_path, tmp_path, "test://bars?fps=10&width=320&height=240", {"enabled": False})
+    bars.changes.write(lambda running: config_to_dict(gating_off))
+    analysed = bars.reads.cameras()[0].frames_analyzed
+    _wait(lambda: bars.reads.cameras()[0].frames_analyzed >= analysed + 10, what="every frame analysed")
+    camera = bars.reads.cameras()[0]
     assert camera.motion is None and camera.reconnects == reconnects and camera.frames_captured > captured

@@ -15,7 +15,7 @@ import pytest
 
 from edge_app.appliance.appliance import Appliance
 from edge_app.config.file import ConfigError, ConfigFile, parse_config
-from edge_app.config_change.changes import ConfigChanges
+from edge_app.config_change.changes import ChangeRules
 from edge_app.mqtt import ha_discovery
 from edge_app.mqtt.topics import Topics
 from tests.mqtt.conftest import VERSION
@@ -293,9 +293,7 @@ def test_switch_round_trip_through_a_real_appliance(mosquitto_broker, mqtt_colle
         "events": {"labels": ["person"]},
         "homeassistant": {"enabled": True},
     }
-    appliance = Appliance(parse_config(raw))
-    appliance.use_changes(ConfigChanges(appliance, appliance.current_config,
-                                        config_file=ConfigFile(tmp_path / "config.yaml")))
+    appliance = Appliance(parse_config(raw), change_rules=ChangeRules(config_file=ConfigFile(tmp_path / "config.yaml")))
     appliance.start()
     try:
         ha = mqtt_collector(mosquitto_broker, ["homeassistant/#", f"{ROOT}/cameras/+/detect/state"])

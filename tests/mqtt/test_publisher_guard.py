@@ -116,7 +116,7 @@ def test_a_network_thread_stuck_in_a_handler_shows_as_stalled_in_status_and_read
     pub.start()
     wait_until(lambda: pub.connected and pub.commands_subscribed, 5, "subscribed")
     assert pub.link_health().stall_after_s == 10
-    assert not any("MQTT" in reason for reason in appliance.readiness()[1])
+    assert not any("MQTT" in reason for reason in appliance.reads.readiness()[1])
     _send(mosquitto_broker, f"{ROOT}/cameras/cam1/detect/set", b"ON")  # the network thread now waits
     for frame_id in range(1, 4):
         pub.publish_detections("cam1", detection("cam1", frame_id))
@@ -124,10 +124,10 @@ def test_a_network_thread_stuck_in_a_handler_shows_as_stalled_in_status_and_read
         wait_until(lambda: pub.link_health().stalled, 20, "stall noticed")
         stats = pub.stats()
         assert stats["stalled"] and "no MQTT traffic" in stats["stall_reason"]
-        assert appliance.mqtt_health().stalled
-        assert any(reason.startswith("the MQTT link is stalled: no MQTT traffic") for reason in appliance.readiness()[1])
+        assert appliance.reads.mqtt_health().stalled
+        assert any(reason.startswith("the MQTT link is stalled: no MQTT traffic") for reason in appliance.reads.readiness()[1])
     finally:
         release.set()
     wait_until(lambda: pub.connected and pub.stats()["queued"] == 0, 20, "the link moves again")
     assert not pub.link_health().stalled
-    assert not any("MQTT" in reason for reason in appliance.readiness()[1])
+    assert not any("MQTT" in reason for reason in appliance.reads.readiness()[1])

@@ -54,7 +54,7 @@ def test_a_killed_engine_process_is_replaced_and_frames_are_analysed_again(stand
     appliance.start()
     try:
         def analysed():
-            return appliance.cameras()[0].frames_analyzed
+            return appliance.reads.cameras()[0].frames_analyzed
 
         wait_for(lambda: analysed() >= 3, 60, "frames analysed by the first engine process")
         first = made[0]

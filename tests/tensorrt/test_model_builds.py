@@ -78,7 +78,7 @@ def _to_tensorrt(changes, name: str) -> None:
 
 
 def _builds(appliance):
-    status = appliance.status()
+    status = appliance.reads.status()
     return {m.name: m.engine_build for m in status.models}, status.engine_build
 
 
@@ -109,7 +109,7 @@ def test_two_models_building_at_once_each_show_their_own_build(held_builds, two_
 
     held_builds["first"].set()
     wait_for(lambda: _state(appliance, "first") == "done", 30, "the first model's build to finish")
-    wait_for(lambda: [m.backend for m in appliance.status().models] == ["tensorrt", "tensorrt"], 30,
+    wait_for(lambda: [m.backend for m in appliance.reads.status().models] == ["tensorrt", "tensorrt"], 30,
              "both models to run their engines")
     assert _builds(appliance)[1]["model"] == str(paths["second"]), "none builds: the build started last"
-    assert appliance.status().to_dict()["models"][0]["engine_build"]["state"] == "done"
+    assert appliance.reads.status().to_dict()["models"][0]["engine_build"]["state"] == "done"

@@ -61,7 +61,7 @@ def test_stopping_the_appliance_cancels_its_engine_build(slow_standin_build, mod
 
     loader = threading.Thread(target=start)
     loader.start()
-    wait_until(lambda: (appliance.engine_build() or {}).get("state") == "building", 30, "the build to begin")
+    wait_until(lambda: (appliance.reads.engine_build() or {}).get("state") == "building", 30, "the build to begin")
     stopped_s = time.monotonic()
     appliance.stop(timeout_s=2.0)
     loader.join(STEP_S + 2.0)
@@ -69,7 +69,7 @@ def test_stopping_the_appliance_cancels_its_engine_build(slow_standin_build, mod
     assert time.monotonic() - stopped_s < STEP_S + 2.5
     assert "cancelled" in str(outcome.get("error")), outcome
     assert not list((tmp_path / "engines").glob("*.engine"))
-    assert appliance.status().cameras[0].state == "connecting" and not appliance.cameras()[0].frames_captured
+    assert appliance.reads.status().cameras[0].state == "connecting" and not appliance.reads.cameras()[0].frames_captured
 
 
 LAUNCHER = f"""
