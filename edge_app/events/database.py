@@ -145,10 +145,11 @@ def query_events(conn: sqlite3.Connection, query: EventQuery) -> List[Event]:
 
 
 def camera_events_between(conn: sqlite3.Connection, camera_id: str, first_start: float,
-                          last_start: float) -> List[Event]:
-    """The events of one camera starting from ``first_start`` to ``last_start`` (both included), oldest first."""
-    rows = conn.execute(_SELECT + " WHERE e.camera_id = ? AND e.start_time >= ? AND e.start_time <= ? "
-                        "ORDER BY e.start_time, e.id", (camera_id, first_start, last_start))
+                          next_start: Optional[float]) -> List[Event]:
+    """The events of one camera starting at ``first_start`` or later and before ``next_start`` (None:
+    no end), oldest first."""
+    rows = conn.execute(_SELECT + " WHERE e.camera_id = ? AND e.start_time >= ? AND e.start_time < ? "
+                        "ORDER BY e.start_time, e.id", (camera_id, first_start, 1e308 if next_start is None else next_start))
     return [_event_from_row(row) for row in rows]
 
 

@@ -23,28 +23,27 @@ from edge_app.review.query import PAGE_SIZE, ReviewEntry, ReviewPage, ReviewQuer
 _OPEN_END = 1e308
 
 
-def _rows(columns: int, rows: Sequence[Tuple]) -> Tuple[str, List]:
-    """A SELECT of ``rows`` usable as a CTE body, also when there are none."""
-    parts = ["SELECT " + ", ".join(["NULL"] * columns) + " WHERE 0"]
-    args: List = []
-    for row in rows:
-        parts.append("SELECT " + ", ".join(["?"] * columns))
-        args.extend(row)
-    return " UNION ALL ".join(parts), args
-
-
 def _items_sql(conn: sqlite3.Connection, query: ReviewQuery, gap_s: float,
                rule_of: Callable[[str], AlertRule]) -> Tuple[str, List]:
-    """The CTE ``items`` (id, camera_id, start_time, last_start, alert, has_label, has_zone, reviewed)."""
+    """The CTEs ending in ``items`` (id, camera_id, start_time, next_start, alert, has_label, has_zone):
+    ``next_start`` is the start of the camera's next item (None for its latest), its events start before."""
     if query.camera is not None:
         cameras = [query.camera]
     else:
         cameras = [row[0] for row in conn.execute("SELECT DISTINCT camera_id FROM events")]
-    rules = {camera: rule_of(camera) for camera in cameras}
-    rules_sql, rules_args = _rows(3, [(c, int(not r.labels), int(not r.zones)) for c, r in rules.items()])
-    labels_sql, labels_args = _rows(2, [(c, label) for c, r in rules.items() for label in sorted(r.labels)])
-    zones_sql, zones_args = _rows(2, [(c, zone) for c, r in rules.items() for zone in sorted(r.zones)])
-    args: List = rules_args + labels_args + zones_args
+    args: List = []
+    cases = []
+    for camera in cameras:
+        rule = rule_of(camera)
+        label_ok, zone_ok = "1", "1"
+        if rule.labels:
+            label_ok = "e.label IN (" + ", ".join("?" * len(rule.labels)) + ")"
+        if rule.zones:
+            zone_ok = ("EXISTS (SELECT 1 FROM event_zones z WHERE z.event_id = e.id AND z.zone IN ("
+                       + ", ".join("?" * len(rule.zones)) + "))")
+        cases.append(f"WHEN ? THEN ({label_ok} AND {zone_ok})")
+        args += [camera, *sorted(rule.labels), *sorted(rule.zones)]
+    alert_expr = f"CASE e.camera_id {' '.join(cases)} ELSE 0 END" if cases else "0"
     label_expr, zone_expr = "0", "0"
     extra: List = []
     if query.label is not None:
@@ -57,26 +56,41 @@ def _items_sql(conn: sqlite3.Connection, query: ReviewQuery, gap_s: float,
     if query.camera is not None:
         where = "WHERE e.camera_id = ?"
         extra.append(query.camera)
-    args += extra + [gap_s]
-    sql = f"""WITH rules(camera_id, any_label, any_zone) AS ({rules_sql}),
-      rule_labels(camera_id, label) AS ({labels_sql}),
-      rule_zones(camera_id, zone) AS ({zones_sql}),
+    args += extra + [gap_s, gap_s]
+    # One pass over the events in grouping order (the index gives it without a sort): the latest
+    # end before each event, and running counts of alert / label / zone matches, so an item's
+    # counts are the difference of the running counts at its first event and the next item's.
+    sql = f"""WITH
+      flags AS (
+        SELECT e.id, e.camera_id, e.start_time, e.end_time, {alert_expr} AS alert, {label_expr} AS has_label,
+          {zone_expr} AS has_zone
+        FROM events e {where}),
       ev AS (
-        SELECT e.id, e.camera_id, e.start_time,
-          MAX(COALESCE(e.end_time, {_OPEN_END})) OVER (PARTITION BY e.camera_id ORDER BY e.start_time, e.id
-            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end,
-          ((r.any_label OR e.label IN (SELECT label FROM rule_labels l WHERE l.camera_id = e.camera_id))
-           AND (r.any_zone OR EXISTS (SELECT 1 FROM event_zones z JOIN rule_zones rz ON rz.zone = z.zone
-                AND rz.camera_id = e.camera_id WHERE z.event_id = e.id))) AS alert,
-          {label_expr} AS has_label, {zone_expr} AS has_zone
-        FROM events e JOIN rules r ON r.camera_id = e.camera_id {where}),
-      marked AS (SELECT *, (prev_end IS NULL OR start_time > prev_end + ?) AS first FROM ev),
-      grouped AS (SELECT *, SUM(first) OVER (PARTITION BY camera_id ORDER BY start_time, id
-        ROWS UNBOUNDED PRECEDING) AS grp FROM marked),
+        SELECT id, camera_id, start_time, MAX(COALESCE(end_time, {_OPEN_END})) OVER w AS prev_end,
+          LEAD(id) OVER w IS NULL AS is_last, alert, has_label, has_zone,
+          COALESCE(SUM(alert) OVER w, 0) AS alerts_before, COALESCE(SUM(has_label) OVER w, 0) AS labels_before,
+          COALESCE(SUM(has_zone) OVER w, 0) AS zones_before
+        FROM flags
+        WINDOW w AS (PARTITION BY camera_id ORDER BY start_time, id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
+      edges AS (
+        SELECT *, (prev_end IS NULL OR start_time > prev_end + ?) AS first FROM ev
+        WHERE prev_end IS NULL OR start_time > prev_end + ? OR is_last),
+      bounds AS (
+        SELECT *, CASE WHEN first THEN alerts_before ELSE alerts_before + alert END AS alerts_at,
+          CASE WHEN first THEN labels_before ELSE labels_before + has_label END AS labels_at,
+          CASE WHEN first THEN zones_before ELSE zones_before + has_zone END AS zones_at
+        FROM edges),
+      spans AS (
+        SELECT id, camera_id, start_time, first,
+          LEAD(CASE WHEN first THEN start_time END) OVER n AS next_start,
+          COALESCE(LEAD(alerts_at) OVER n, alerts_before + alert) - alerts_before AS alerts,
+          COALESCE(LEAD(labels_at) OVER n, labels_before + has_label) - labels_before AS labels,
+          COALESCE(LEAD(zones_at) OVER n, zones_before + has_zone) - zones_before AS zones
+        FROM bounds WINDOW n AS (PARTITION BY camera_id ORDER BY start_time, id)),
       items AS (
-        SELECT MAX(CASE WHEN first THEN id END) AS id, camera_id, MIN(start_time) AS start_time,
-          MAX(start_time) AS last_start, MAX(alert) AS alert, MAX(has_label) AS has_label, MAX(has_zone) AS has_zone
-        FROM grouped GROUP BY camera_id, grp)"""
+        SELECT id, camera_id, start_time, next_start, alerts > 0 AS alert, labels > 0 AS has_label,
+          zones > 0 AS has_zone
+        FROM spans WHERE first)"""
     return sql, args
 
 
@@ -104,7 +118,7 @@ def review_page(conn: sqlite3.Connection, query: ReviewQuery, gap_s: float,
     """One page of review items matching ``query``, newest first, with the total on every page."""
     items_sql, args = _items_sql(conn, query, gap_s, rule_of)
     where, where_args = _filters(query)
-    sql = (f"{items_sql} SELECT i.id, i.camera_id, i.start_time, i.last_start, rv.item_id IS NOT NULL, "
+    sql = (f"{items_sql} SELECT i.id, i.camera_id, i.start_time, i.next_start, rv.item_id IS NOT NULL, "
            f"COUNT(*) OVER () FROM items i LEFT JOIN reviewed rv ON rv.item_id = i.id{where} "
            "ORDER BY i.start_time DESC, i.id DESC LIMIT ? OFFSET ?")
     rows = conn.execute(sql, args + where_args + [PAGE_SIZE, query.offset]).fetchall()
@@ -114,8 +128,8 @@ def review_page(conn: sqlite3.Connection, query: ReviewQuery, gap_s: float,
         total = int(conn.execute(f"{items_sql} SELECT COUNT(*) FROM items i LEFT JOIN reviewed rv "
                                  f"ON rv.item_id = i.id{where}", args + where_args).fetchone()[0])
     entries = []
-    for item_id, camera_id, first_start, last_start, reviewed, _total in rows:
-        events = db_sql.camera_events_between(conn, camera_id, first_start, last_start)
+    for item_id, camera_id, first_start, next_start, reviewed, _total in rows:
+        events = db_sql.camera_events_between(conn, camera_id, first_start, next_start)
         item = make_item(events, rule_of(camera_id), reviewed=bool(reviewed))
         entries.append(ReviewEntry(item, tuple(events)))
     return ReviewPage(tuple(entries), total, query.page)
