@@ -31,9 +31,13 @@ from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler, health_dirs
 from edge_app.notify.wiring import notifier_for
+from edge_app.review.book import ReviewBook
+from edge_app.review.feed import ReviewFeed
+from edge_app.review.model import AlertRule
 from edge_app.appliance.model_set import ModelSet
 from edge_app.appliance.recording import RecorderFactory, RecordingHub
 from edge_app.appliance.read_side import ApplianceReads, RunningParts
+from edge_app.appliance.reviews import ReviewAnnouncer
 from edge_app.motion.gating import MotionGating
 from edge_app.mqtt import link_health
 from edge_app.mqtt.ha_discovery import event_labels
@@ -103,12 +107,20 @@ class Appliance:
         # Alerts announced to notifications.targets (docs/notifications.md), told each event message.
         self._notifier = notifier_for(lambda: self._config, snapshot_of=event_store.snapshot if event_store else None)
         self._analysis.also_tell(self._notifier.on_event)
+        # Review items (docs/review.md): read and marked through the API, announced on R/reviews.
+        self._review_book = ReviewBook(event_store, gap_s=lambda: self._config.review.gap_s,
+                                       rule_of=self._alert_rule) if event_store is not None else None
+        self._review_announcer = ReviewAnnouncer(lambda: self._publisher,
+                                                 ReviewFeed(lambda: self._config.review.gap_s, self._alert_rule),
+                                                 self._review_book, lambda: [c.id for c in self._config.cameras])
+        self._analysis.also_tell(self._review_announcer.on_event)
         self._remote_config_report: Optional[Callable[[], RemoteConfigReport]] = None
         self._models = ModelSet(self._apply_lock, self._load_detector, self._results, config=lambda: self._config,
                                 changes=lambda: self._changes, stopping=self._cancel, swapped=self._model_swapped)
         self._reads = ApplianceReads(
             self._running, results=self._results, pipeline=self._models, analysis=self._analysis,
             event_store=event_store, health=self._health, recording=self._recording, builds=self._builds,
+            notifications=self._notifier.status,
             stall_after_s=pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s)
 
     @property
@@ -250,6 +262,7 @@ class Appliance:
         while not self._stats_stop.wait(1.0):
             try:
                 self._analysis.tick()  # objects of a camera that went quiet still leave
+                self._review_announcer.tick()
                 self._models.tick(time.monotonic())
                 if time.monotonic() >= next_stats_s:
                     next_stats_s = time.monotonic() + self._config.mqtt.stats_interval_s
@@ -410,3 +423,9 @@ class Appliance:
 
     def recordings(self) -> Optional[RecordingReader]:
         return self._reads.recordings()
+
+    def reviews(self) -> Optional[ReviewBook]:
+        return self._review_book
+
+    def _alert_rule(self, camera_id: str) -> AlertRule:
+        return AlertRule.of(self._config.alert_rules(camera_id))

@@ -22,6 +22,7 @@ from edge_app.detect.detections import Detections
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
+from edge_app.notify.notifier import NotifierStatus
 from edge_app.health.sampler import HealthSampler
 from edge_app.mqtt import link_health
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
@@ -67,7 +68,8 @@ class ApplianceReads:
     def __init__(self, running: Callable[[], RunningParts], *, results: ResultStore, pipeline: "PipelineLike",
                  analysis: AnalysisHub, event_store: Optional[EventStore], health: HealthSampler,
                  stall_after_s: float, recording: Optional[RecordingHub] = None,
-                 builds: Optional[EngineBuilds] = None):
+                 builds: Optional[EngineBuilds] = None,
+                 notifications: Optional[Callable[[], NotifierStatus]] = None):
         self._running = running
         self._builds = builds if builds is not None else EngineBuilds()  # each model's TensorRT engine build
         self._results = results
@@ -76,6 +78,7 @@ class ApplianceReads:
         self._event_store = event_store
         self._health = health
         self._recording = recording
+        self._notifications = notifications  # the notifier's status per target
         self.stall_after_s = stall_after_s
         self._started_mono_s = time.monotonic()
 
@@ -114,6 +117,7 @@ class ApplianceReads:
             remote_config=running.remote_config() if running.remote_config is not None else None,
             models=self.models(running),
             recording=self._recording.report() if self._recording is not None else None,
+            notifications=self._notifications() if self._notifications is not None else NotifierStatus(()),
         )
 
     def models(self, running: RunningParts) -> List[ModelStatusReport]:
