@@ -26,6 +26,7 @@ from edge_app.api.json_provider import install_json_provider
 from edge_app.api.metrics import metrics_blueprint
 from edge_app.api.openapi import openapi_blueprint
 from edge_app.api.recordings import SIGNED_ENDPOINTS, recordings_blueprint
+from edge_app.api.review import review_blueprint
 from edge_app.reporting.protocol import ApplianceService
 from edge_app.api.status import status_blueprint
 from edge_app.config.schema import AppConfig
@@ -100,6 +101,7 @@ def create_app(
     app.register_blueprint(camera_edits_blueprint(writer))
     app.register_blueprint(cameras_blueprint(service, get_config, max_live_streams, max_live_streams_per_camera))
     app.register_blueprint(events_blueprint(service))
+    app.register_blueprint(review_blueprint(service))
     app.register_blueprint(recordings_blueprint(service, get_config))
     app.register_blueprint(metrics_blueprint(service))
     app.register_blueprint(openapi_blueprint())

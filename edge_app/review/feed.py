@@ -5,8 +5,8 @@ Fed every event message in the order it went out (the analysis thread), like
 (``grouping``), so an item on MQTT has the id it has in ``GET /api/v1/review``:
 
 - ``new``: an event starts an item (the camera's previous item has ended);
-- ``update``: what the item says changed: an event joined, a zone was entered, it became an alert, one
-  of its events ended while others go on, or an event joined within ``review.gap_s`` after its end;
+- ``update``: what the item says changed: an event joined, a zone was entered, it became an alert, or
+  an event joined within ``review.gap_s`` after its end (an event ending while others go on changes nothing);
 - ``end``: every event of the item has ended. An event that follows within the gap joins it again
   (an ``update`` with ``end_time`` null, then another ``end``).
 

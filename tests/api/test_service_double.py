@@ -28,7 +28,7 @@ def _signature(cls, name):
 def test_the_protocol_lists_what_the_api_uses():
     assert PROTOCOL_METHODS == ["apply_config", "cameras", "counts", "current_config", "delete_event", "device_health", "event",
                                 "event_snapshot", "events", "latest_detections", "latest_frame", "readiness",
-                                "recordings", "status", "wait_frame"]
+                                "recordings", "reviews", "status", "wait_frame"]
 
 
 @pytest.mark.parametrize("implementation", [Appliance, InMemoryService], ids=["appliance", "in-memory-double"])
