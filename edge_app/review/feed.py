@@ -27,8 +27,12 @@ from edge_app.review.model import AlertRule, ReviewItem
 def item_dict(item: ReviewItem) -> Dict[str, Any]:
     """A review item as ``R/reviews`` carries it (the REST answer adds ``reviewed`` and its events)."""
     return {"id": item.id, "camera_id": item.camera_id, "severity": item.severity, "start_time": item.start_time,
-            "end_time": item.end_time, "duration_s": item.duration_s, "labels": list(item.labels),
+            "end_time": item.end_time, "duration_s": _rounded(item.duration_s), "labels": list(item.labels),
             "zones": list(item.zones), "event_ids": list(item.event_ids)}
+
+
+def _rounded(duration_s: Optional[float]) -> Optional[float]:
+    return None if duration_s is None else round(duration_s, 3)  # milliseconds; not a float's last digits
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,8 @@ class ReviewEntry:
         item = self.item
         return {
             "id": item.id, "camera_id": item.camera_id, "severity": item.severity, "reviewed": item.reviewed,
-            "start_time": item.start_time, "end_time": item.end_time, "duration_s": item.duration_s,
+            "start_time": item.start_time, "end_time": item.end_time,
+            "duration_s": None if item.duration_s is None else round(item.duration_s, 3),
             "labels": list(item.labels), "zones": list(item.zones), "event_count": len(item.event_ids),
             "events": [{"id": e.id, "label": e.label, "start_time": e.start_time, "end_time": e.end_time,
                         "top_score": e.top_score, "has_snapshot": e.has_snapshot, "has_clip": e.has_clip}
