@@ -16,7 +16,9 @@ _NULLABLE_NUMBER: Schema = {"type": ["number", "null"]}
 _ITEM_ID: Schema = {"type": "string", "pattern": f"^{EVENT_ID_PATTERN}$"}
 _LABEL: Schema = {"type": "string", "maxLength": MAX_LABEL_CHARS, "pattern": "^[^\\x00-\\x1f\\x7f" + LABEL_TOPIC_CHARS + "]*$"}
 _SEVERITY: Schema = {"type": "string", "enum": ["alert", "detection"]}
-_DAY: Schema = {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}
+#: as filters, where empty is the same as none (what an HTML form sends for a field left blank)
+_SEVERITY_FILTER: Schema = {"type": "string", "enum": ["", "alert", "detection"]}
+_DAY: Schema = {"type": "string", "pattern": "^([0-9]{4}-[0-9]{2}-[0-9]{2})?$"}
 
 
 #: the filters of both routes: name -> (description, schema)
@@ -24,7 +26,7 @@ FILTERS: Dict[str, Any] = {
     "camera": ("Only this camera's items", NAME_FILTER),
     "label": ("Only items with an event of this label", _LABEL),
     "zone": ("Only items with an event that entered this zone", NAME_FILTER),
-    "severity": ("alert or detection (review.alerts)", _SEVERITY),
+    "severity": ("alert or detection (review.alerts)", _SEVERITY_FILTER),
     "day": ("Only items starting on this local date (the appliance's time zone)", _DAY),
 }
 
