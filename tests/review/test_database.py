@@ -176,3 +176,16 @@ def test_a_database_of_the_previous_schema_is_upgraded_without_loss(tmp_path):
     reader = read_connection(tmp_path)
     assert reader.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] == LATEST_VERSION
     reader.close()
+
+
+def test_retention_takes_the_marks_of_the_items_it_deletes(scene):
+    mark(scene, ["a1", "a3", "b3"])
+    database = EventDatabase(scene)
+    try:
+        assert database.retain(cutoff=120.0, max_bytes=10**9) == 4  # a1 a2 b1 b2 ended before 120
+    finally:
+        database.close()
+    assert [(i["id"], i["reviewed"]) for i in page(scene)["items"]] == [("b3", True), ("a3", True)]
+    conn = read_connection(scene)
+    assert sorted(row[0] for row in conn.execute("SELECT item_id FROM reviewed")) == ["a3", "b3"]
+    conn.close()
