@@ -10,8 +10,11 @@ Fed every event message in the order it went out (the analysis thread), like
 - ``end``: every event of the item has ended. An event that follows within the gap joins it again
   (an ``update`` with ``end_time`` null, then another ``end``).
 
-An event's own updates (its box, its score) change no item and send nothing. Pure: no clock, no
-I/O; memory is one item per camera, its events capped as in ``live``.
+An event's own updates (its box, its score) change no item and send nothing. An item is named by
+its earliest event (start time, then id), like the stored ones: an event confirmed later that
+started earlier (or at the same moment, with a smaller id) renames it, and that ``update`` has the
+old id in ``before`` and the new one in ``after``. Pure: no clock, no I/O; memory is one item per
+camera, its events capped as in ``live``.
 """
 from __future__ import annotations
 
@@ -54,7 +57,7 @@ class ReviewFeed:
         self._rule_of = rule_of
         self._items: Dict[str, OpenItem] = {}
         self._last: Dict[str, ReviewItem] = {}  # per camera, the item as last sent
-        self._first: Dict[str, tuple] = {}  # per camera, (id, start time) of its item's first event
+        self._first: Dict[str, tuple] = {}  # per camera, (start time, id) of its item's earliest event
 
     def observe(self, message: EventMessage) -> Optional[ReviewMessage]:
         event = message.after
@@ -64,11 +67,13 @@ class ReviewFeed:
         if fresh:
             item = self._items[camera_id] = OpenItem()
             self._last.pop(camera_id, None)
-            self._first[camera_id] = (event.id, event.start_time)
+            self._first[camera_id] = (event.start_time, event.id)
+        # The item is named by its earliest event (start time, then id), as the stored items are,
+        # also once the cap has let that event go from memory.
+        self._first[camera_id] = min(self._first[camera_id], (event.start_time, event.id))
         item.keep(event)
         events = sorted(item.events.values(), key=lambda kept: (kept.start_time, kept.id))
-        # The first event keeps naming the item when the cap has let it go from memory.
-        first_id, first_start = self._first[camera_id]
+        first_start, first_id = self._first[camera_id]
         now = replace(make_item(events, self._rule_of(camera_id)), id=first_id, start_time=first_start)
         before = self._last.get(camera_id)
         if before is not None and _summary(before) == _summary(now):

@@ -72,3 +72,12 @@ def test_the_gap_is_read_per_message(gap_s, items):
     one, two = event(1, "car", 100.0, end_time=101.0), event(2, "car", 104.0)
     answers = [review.observe(EventMessage(NEW, one)), review.observe(EventMessage(NEW, two))]
     assert len({a.after.id for a in answers}) == items
+
+
+def test_an_event_that_started_earlier_renames_the_item_as_stored():
+    later, earlier = event(2, "car", 100.5), event(1, "person", 100.0)  # the person was confirmed a moment later
+    tie = event(0, "car", 100.0)  # same start, smaller id
+    review = feed()
+    answers = [review.observe(EventMessage(NEW, one)) for one in (later, earlier, tie)]
+    assert [(a.type, a.before and a.before.id, a.after.id, a.after.start_time) for a in answers] == [
+        (NEW, None, later.id, 100.5), (UPDATE, later.id, earlier.id, 100.0), (UPDATE, earlier.id, tie.id, 100.0)]
