@@ -28,7 +28,7 @@ def test_review_messages_and_the_alert_count(tmp_path, mosquitto_broker, publish
     try:
         book = ReviewBook(store, gap_s=lambda: 10.0, rule_of=lambda _camera: RULE)
         announcer = ReviewAnnouncer(lambda: pub, ReviewFeed(lambda: 10.0, lambda _camera: RULE), book,
-                                    lambda: ["cam1", "cam2"])
+                                    lambda: ["cam1", "cam2"], min_interval_s=0.0)
         announcer.tick()  # at start: every camera's count
         car = event("100.0-cam1-1", "car", 100.0)
         person = event("102.0-cam1-2", "person", 102.0)
@@ -56,12 +56,24 @@ def test_review_messages_and_the_alert_count(tmp_path, mosquitto_broker, publish
                    "reviewed: none left")
         counts = sub.messages(f"{ROOT}/cameras/cam1/review/alerts")
         assert [m.json()["count"] for m in counts] == [0, 1, 0]
+        clock = [0.0]
+        spaced = ReviewAnnouncer(lambda: pub, ReviewFeed(lambda: 10.0, lambda _camera: RULE), book, lambda: ["cam1"],
+                                 min_interval_s=5.0, monotonic=lambda: clock[0])
+        spaced.tick()
+        assert book.mark([car.id], reviewed=False) == 1  # counts are stale again, but only 1 s later
+        clock[0] = 1.0
+        spaced.tick()
+        clock[0] = 5.0
+        spaced.tick()
+        wait_until(lambda: [m.json()["count"] for m in sub.messages(f"{ROOT}/cameras/cam1/review/alerts")][-2:] == [0, 1],
+                   5, "counted again once the interval passed")
+        assert [m.json()["count"] for m in sub.messages(f"{ROOT}/cameras/cam1/review/alerts")] == [0, 1, 0, 0, 1]
         assert all(m.qos == 1 for m in counts) and [m.json()["count"] for m in
                                                     sub.messages(f"{ROOT}/cameras/cam2/review/alerts")] == [0, 0, 0]
         wait_until(lambda: pub.connected and pub.stats()["queued"] == 0, 5, "acknowledged")
         late = mqtt_collector(mosquitto_broker, f"{ROOT}/#")
         retained = late.wait_for_message(f"{ROOT}/cameras/cam1/review/alerts")
-        assert retained.retain and retained.json()["count"] == 0
+        assert retained.retain and retained.json()["count"] == 1
         assert late.messages(f"{ROOT}/reviews") == []  # not retained, like R/events
     finally:
         store.close()
