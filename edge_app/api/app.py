@@ -31,6 +31,7 @@ from edge_app.api.metrics import metrics_blueprint
 from edge_app.api.openapi import openapi_blueprint
 from edge_app.api.recordings import SIGNED_ENDPOINTS, recordings_blueprint
 from edge_app.reporting.protocol import ApplianceReads, EventDeletion
+from edge_app.api.review import review_blueprint
 from edge_app.api.status import status_blueprint
 from edge_app.config.schema import AppConfig
 
@@ -93,6 +94,7 @@ def create_app(
     app.register_blueprint(events_blueprint(reads, deletion))
     app.register_blueprint(recordings_blueprint(reads, get_config))
     app.register_blueprint(metrics_blueprint(reads))
+    app.register_blueprint(review_blueprint(reads))
     app.register_blueprint(openapi_blueprint())
     app.register_blueprint(dashboard_blueprint())
 

@@ -15,6 +15,7 @@ from pydantic import TypeAdapter
 from edge_app.api.openapi_parts import (INTEGER, NAME, NAME_FILTER, NUMBER, TIME_FILTER, Schema, binary, error,
                                         error_with_headers, json_answer, obj, param, ref)
 from edge_app.api.openapi_recordings import recording_paths, recording_schemas
+from edge_app.api.openapi_review import review_paths, review_schemas
 from edge_app.config.schema import AppConfig
 from edge_app.config.schema_rules import LABEL_TOPIC_CHARS, MAX_LABEL_CHARS
 from edge_app.events.model import Event
@@ -143,6 +144,7 @@ def _component_schemas() -> Dict[str, Schema]:
     schemas.update(_report_schemas())
     schemas.update(_event_schemas())
     schemas.update(recording_schemas())
+    schemas.update(review_schemas())
     schemas["DetectionsMessage"] = {
         "type": "object",
         "description": "The latest detections message of a camera, as published on MQTT",
@@ -325,6 +327,7 @@ def _paths() -> Dict[str, Any]:
                        "events"),
         },
         **recording_paths(_op, EVENT_ID),
+        **review_paths(_op),
     }
 
 

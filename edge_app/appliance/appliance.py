@@ -31,9 +31,13 @@ from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler, health_dirs
 from edge_app.notify.wiring import notifier_for
+from edge_app.review.book import ReviewBook
+from edge_app.review.feed import ReviewFeed
+from edge_app.review.model import AlertRule
 from edge_app.appliance.model_set import ModelSet
 from edge_app.appliance.event_deletion import StoredEventDeletion
 from edge_app.appliance.read_side import RunningParts, RunningReads
+from edge_app.appliance.reviews import ReviewAnnouncer
 from edge_app.motion.gating import MotionGating
 from edge_app.mqtt.ha_discovery import event_labels
 from edge_app.mqtt.payloads import detections_payload_for
@@ -104,6 +108,13 @@ class Appliance:
         # Alerts announced to notifications.targets (docs/notifications.md), told each event message.
         self._notifier = notifier_for(lambda: self._config, snapshot_of=event_store.snapshot if event_store else None)
         self._analysis.also_tell(self._notifier.on_event)
+        # Review items (docs/review.md): read and marked through the API, announced on R/reviews.
+        self._review_book = ReviewBook(event_store, gap_s=lambda: self._config.review.gap_s,
+                                       rule_of=self._alert_rule) if event_store is not None else None
+        self._review_announcer = ReviewAnnouncer(lambda: self._publisher,
+                                                 ReviewFeed(lambda: self._config.review.gap_s, self._alert_rule),
+                                                 self._review_book, lambda: [c.id for c in self._config.cameras])
+        self._analysis.also_tell(self._review_announcer.on_event)
         self._remote_config_report: Optional[Callable[[], RemoteConfigReport]] = None
         self._models = ModelSet(self._apply_lock, self._load_detector, self._results, config=lambda: self._config,
                                 changes=self.changes, stopping=self._cancel, swapped=self._model_swapped)
@@ -112,6 +123,7 @@ class Appliance:
             self._running, results=self._results, pipeline=self._models, analysis=self._analysis,
             event_store=event_store, health=self._health, recording=self._recording, builds=self._builds,
             stage_times=self._stage_times,
+            notifications=self._notifier.status, reviews=self._review_book,
             stall_after_s=pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s)
         self.event_deletion = StoredEventDeletion(event_store)
 
@@ -252,6 +264,7 @@ class Appliance:
         while not self._stats_stop.wait(1.0):
             try:
                 self._analysis.tick()  # objects of a camera that went quiet still leave
+                self._review_announcer.tick()
                 self._models.tick(time.monotonic())
                 if time.monotonic() >= next_stats_s:
                     next_stats_s = time.monotonic() + self._config.mqtt.stats_interval_s
@@ -353,3 +366,6 @@ class Appliance:
 
     def _publish_health(self, report: HealthReport) -> None:
         self._publisher.publish_health(report.to_dict())
+
+    def _alert_rule(self, camera_id: str) -> AlertRule:
+        return AlertRule.of(self._config.alert_rules(camera_id))

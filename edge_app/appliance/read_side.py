@@ -22,6 +22,7 @@ from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport
+from edge_app.notify.notifier import NotifierStatus
 from edge_app.health.sampler import HealthSampler
 from edge_app.mqtt import link_health
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
@@ -31,6 +32,7 @@ from edge_app.pipeline.results import ResultStore
 from edge_app.record.device_recorder import DeviceRecorder
 from edge_app.record.types import RecordingReader
 from edge_app.reporting.stage_times import StageTimes, StageTotal
+from edge_app.review.book import ReviewBook
 from edge_app.reporting.protocol import (AnalysedFrame, CameraReport, CountsReport, ModelChangeReport,
                                          ModelStatusReport, MqttReport, RemoteConfigReport, StatusReport, UnknownCamera)
 from edge_app.version import __version__
@@ -69,9 +71,12 @@ class RunningReads:
     def __init__(self, running: Callable[[], RunningParts], *, results: ResultStore, pipeline: "PipelineLike",
                  analysis: AnalysisHub, event_store: Optional[EventStore], health: HealthSampler,
                  stall_after_s: float, recording: Optional[DeviceRecorder] = None,
-                 builds: Optional[EngineBuilds] = None, stage_times: Optional[StageTimes] = None):
+                 builds: Optional[EngineBuilds] = None, stage_times: Optional[StageTimes] = None,
+                 notifications: Optional[Callable[[], NotifierStatus]] = None,
+                 reviews: Optional[ReviewBook] = None):
         self._running = running
         self._stage_times = stage_times if stage_times is not None else StageTimes()
+        self._reviews = reviews
         self._builds = builds if builds is not None else EngineBuilds()  # each model's TensorRT engine build
         self._results = results
         self._pipeline = pipeline
@@ -79,6 +84,7 @@ class RunningReads:
         self._event_store = event_store
         self._health = health
         self._recording = recording
+        self._notifications = notifications  # the notifier's status per target
         self.stall_after_s = stall_after_s
         self._started_mono_s = time.monotonic()
 
@@ -117,6 +123,7 @@ class RunningReads:
             remote_config=running.remote_config() if running.remote_config is not None else None,
             models=self.models(running),
             recording=self._recording.report() if self._recording is not None else None,
+            notifications=self._notifications() if self._notifications is not None else NotifierStatus(()),
         )
 
     def models(self, running: RunningParts) -> List[ModelStatusReport]:
@@ -209,6 +216,9 @@ class RunningReads:
 
     def stage_times(self) -> List[StageTotal]:
         return self._stage_times.totals()
+
+    def reviews(self) -> Optional[ReviewBook]:
+        return self._reviews
 
     def recordings(self) -> Optional[RecordingReader]:
         """The recording store's read side (clips, segments, export); None when nothing is recorded."""

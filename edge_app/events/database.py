@@ -53,6 +53,13 @@ MIGRATIONS: Sequence[Tuple[int, Sequence[str]]] = (
     )),
     # The model that found the object (models); older rows were all the single model's.
     (3, ("ALTER TABLE events ADD COLUMN model TEXT NOT NULL DEFAULT 'default'",)),
+    # Review items marked reviewed (docs/review.md): an item is derived from the events at query
+    # time, so only its id (the id of its first event) is kept; the index lets the grouping of
+    # one camera's events read them in order without a sort.
+    (4, (
+        "CREATE TABLE reviewed (item_id TEXT PRIMARY KEY, reviewed_at REAL NOT NULL)",
+        "CREATE INDEX events_camera_start_id ON events (camera_id, start_time, id)",
+    )),
 )
 LATEST_VERSION = MIGRATIONS[-1][0]
 
@@ -127,6 +134,15 @@ def query_events(conn: sqlite3.Connection, query: EventQuery) -> List[Event]:
     found = event_filter(query, EVENT_COLUMNS)
     sql = _SELECT + found.where() + " ORDER BY e.start_time DESC, e.id DESC LIMIT ?"
     return [_event_from_row(row) for row in conn.execute(sql, (*found.params, query.bounded_limit))]
+
+
+def camera_events_between(conn: sqlite3.Connection, camera_id: str, first_start: float,
+                          next_start: Optional[float]) -> List[Event]:
+    """The events of one camera starting at ``first_start`` or later and before ``next_start`` (None:
+    no end), oldest first."""
+    rows = conn.execute(_SELECT + " WHERE e.camera_id = ? AND e.start_time >= ? AND e.start_time < ? "
+                        "ORDER BY e.start_time, e.id", (camera_id, first_start, 1e308 if next_start is None else next_start))
+    return [_event_from_row(row) for row in rows]
 
 
 def get_event(conn: sqlite3.Connection, event_id: str) -> Optional[Event]:
@@ -276,6 +292,18 @@ class EventDatabase:
             except OSError as err:
                 log.warning("cannot remove snapshot %s: %s", name, err)
 
+    def mark_reviewed(self, item_ids: Iterable[str], reviewed: bool, at: float) -> int:
+        """Mark review items (by id) reviewed, or not reviewed again; the count of rows changed."""
+        ids = list(dict.fromkeys(item_ids))
+        if reviewed:
+            return sum(self.conn.execute("INSERT OR IGNORE INTO reviewed (item_id, reviewed_at) VALUES (?, ?)",
+                                         (item_id, at)).rowcount for item_id in ids)
+        return sum(self.conn.execute("DELETE FROM reviewed WHERE item_id = ?", (item_id,)).rowcount for item_id in ids)
+
+    def forget_reviewed_of_deleted(self) -> int:
+        """Marks whose item's first event is gone (retention, a delete) go with it."""
+        return self.conn.execute("DELETE FROM reviewed WHERE item_id NOT IN (SELECT id FROM events)").rowcount
+
     def end_open(self, end_time: Optional[float]) -> int:
         """End every open event (at ``end_time``, or at its last frame when ``end_time`` is None)."""
         if end_time is None:
@@ -313,6 +341,9 @@ class EventDatabase:
             self.give_back_space()
             excess = self.size_bytes() - max_bytes
         if deleted:
+            self.begin()
+            self.forget_reviewed_of_deleted()
+            self.commit()
             self.give_back_space()
         return deleted
 

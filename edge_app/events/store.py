@@ -103,6 +103,14 @@ class EventStore(StoreWriter):
             return self.get(event_id) is not None
         return bool(reply.result)
 
+    def mark_reviewed(self, item_ids: List[str], reviewed: bool = True) -> Optional[int]:
+        """Mark review items (by id) reviewed, or unreviewed; waits for the writer. The count of
+        marks changed, or None when the disk did not take it (the store's health says why)."""
+        reply = self._ask("reviewed", (tuple(item_ids), bool(reviewed)), DELETE_WAIT_S)
+        if reply is None or not reply.done.is_set():
+            return None
+        return reply.result
+
     def flush(self, timeout_s: float = 5.0) -> bool:
         """Wait until everything queued before this call is written (or held); False on timeout."""
         reply = self._ask("flush", None, timeout_s)

@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 BATCH_MAX = 256
 SECONDS_PER_DAY = 86400.0
+#: writes whose caller waits for an answer: a delete (found or not), reviewed marks (rows changed)
+_ANSWERED = ("delete", "reviewed")
 
 
 class StoreWriter:
@@ -83,7 +85,7 @@ class StoreWriter:
         while True:
             item = self._queue.get(max(0.0, next_maintenance - time.monotonic()))
             batch = [] if item is None else [item]
-            while item is not None and len(batch) < BATCH_MAX and batch[-1][0] not in ("close", "delete", "flush"):
+            while item is not None and len(batch) < BATCH_MAX and batch[-1][0] not in ("close", "delete", "flush", "reviewed"):
                 item = self._queue.get_nowait()
                 if item is not None:
                     batch.append(item)
@@ -100,7 +102,7 @@ class StoreWriter:
     def _handle(self, batch: List[Item]) -> bool:
         """Write ``batch``; True once it held the close request."""
         writes = [(kind, payload) for kind, payload, _ in batch
-                  if kind in ("event", "snapshot", "lines", "delete", "clip")]
+                  if kind in ("event", "snapshot", "lines", "delete", "clip", "reviewed")]
         snapshot_bytes = sum(len(payload.jpeg) for kind, payload in writes if kind == "snapshot")
         try:
             results = self._write(writes) if writes else []
@@ -109,7 +111,7 @@ class StoreWriter:
         closing = False
         for kind, payload, reply in batch:
             result: Any = True
-            if kind == "delete":
+            if kind in _ANSWERED:
                 result = results.pop(0) if results else False
             elif kind == "close":
                 self._finish(payload)
@@ -129,15 +131,15 @@ class StoreWriter:
                 self._db.commit()
                 self._db.unlink_deleted_files()
                 self._deletions.announce(self._db.take_deleted())
-                return [r for (kind, _), r in zip(writes, results) if kind == "delete"]
+                return [r for (kind, _), r in zip(writes, results) if kind in _ANSWERED]
             except DISK_ERRORS as err:
                 self._rollback()
                 self._corruption.suspect(err)
                 self._report(f"cannot write the event database in {self.directory}: {err}")
         results = [self._hold(kind, payload) for kind, payload in writes]
-        return [r for (kind, _), r in zip(writes, results) if kind == "delete"]
+        return [r for (kind, _), r in zip(writes, results) if kind in _ANSWERED]
 
-    def _apply(self, kind: str, payload: Any) -> bool:
+    def _apply(self, kind: str, payload: Any) -> Any:
         assert self._db is not None
         if kind == "event":
             self._db.upsert(payload)
@@ -152,9 +154,12 @@ class StoreWriter:
                 self._db.put_clip(payload, self._clock())
         elif kind == "delete":
             return self._deletions.deleted(payload, self._db.delete([payload]) > 0)
+        elif kind == "reviewed":
+            item_ids, reviewed = payload
+            return self._db.mark_reviewed(item_ids, reviewed, self._clock())
         return True
 
-    def _hold(self, kind: str, payload: Any) -> bool:
+    def _hold(self, kind: str, payload: Any) -> Any:
         if kind == "event":
             self._pending.put_event(payload)
         elif kind == "snapshot":
@@ -169,6 +174,8 @@ class StoreWriter:
             if found:  # the clip goes now: the recording store has its own disk
                 self._deletions.announce([payload])
             return found
+        elif kind == "reviewed":
+            return None  # not kept in memory: the caller says the disk refused it
         return True
 
     def _rollback(self) -> None:

@@ -16,13 +16,16 @@ retained; anything else on that topic is ignored (``edge_app.mqtt.commands``).
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from edge_app.events.model import EventMessage
 from edge_app.mqtt import payloads
 from edge_app.mqtt.commands import DetectSetCommands, DetectSetHandler
 from edge_app.mqtt.message import EVENT, EVENTS, STATE, Message
 from edge_app.mqtt.outbox import Outbox
+
+if TYPE_CHECKING:
+    from edge_app.review.feed import ReviewMessage
 
 
 class ExtensionPublisher:
@@ -40,6 +43,18 @@ class ExtensionPublisher:
             return False
         self._outbox.enqueue_event(Message(self.topics.events, payloads.encode(message.to_dict()), 1, False, EVENT))
         return True
+
+    def publish_review(self, message: "ReviewMessage") -> bool:
+        """Queue one ``R/reviews`` message (QoS 1, not retained) in the events' lane, like ``R/events``."""
+        if not self._outbox.enabled:
+            return False
+        self._outbox.enqueue_event(Message(self.topics.reviews, payloads.encode(message.to_dict()), 1, False, EVENT))
+        return True
+
+    def publish_review_alerts(self, camera_id: str, count: int, ts: Optional[float] = None) -> bool:
+        """Retained ``R/cameras/<id>/review/alerts`` ``{"count", "ts"}``: alerts not reviewed (QoS 1)."""
+        return self._outbox.enqueue_json(lambda: self.topics.camera_review_alerts(camera_id),
+                                         lambda: payloads.review_alerts_payload(count, ts), retain=True)
 
     def publish_object_count(self, camera_id: str, label: str, count: int, ts: Optional[float] = None,
                              model: str = "default") -> bool:

@@ -2,7 +2,7 @@
 
 One device-based discovery message on ``<discovery_prefix>/device/<device_id>/config`` with
 ``dev``, ``o`` and ``cmps``. Every entity points at a topic the appliance already publishes
-(counts, line totals, snapshots, ``detect/state``, ``motion``), so Home Assistant needs nothing but its MQTT
+(counts, line totals, snapshots, ``detect/state``, ``motion``, unreviewed alerts), so Home Assistant needs nothing but its MQTT
 integration.
 
 Component keys and unique ids are derived from the device id, the camera/zone/line name, the
@@ -43,9 +43,9 @@ MAX_DISCOVERY_BYTES = 512 * 1024
 MAX_INBOUND_BYTES = 2 * MAX_DISCOVERY_BYTES
 MAX_INBOUND_DEPTH = 8  # ours nests 4 deep ({"cmps": {key: {"p": ...}}}, {"dev": {"ids": [...]}})
 PLATFORMS = ("switch", "sensor", "binary_sensor", "image")
-#: kept first when over a bound: device health and detection switches, motion, counts, occupancy, lines, zones,
+#: kept first when over a bound: device health and detection switches, motion and unreviewed alerts, counts, occupancy, lines, zones,
 #: snapshots
-_PRIORITY = {"health": 0, "detect": 0, "motion": 1, "count": 2, "occupancy": 3, "line": 4, "zone": 5, "snapshot": 6}
+_PRIORITY = {"health": 0, "detect": 0, "motion": 1, "alerts": 1, "count": 2, "occupancy": 3, "line": 4, "zone": 5, "snapshot": 6}
 _OUR_KEY = re.compile(r"[A-Za-z0-9_-]{0,120}_[0-9a-f]{10}")
 
 
@@ -117,6 +117,10 @@ def build_capped_discovery(config: AppConfig, topics: Topics, version: str, labe
                 "state_topic": topics.camera_motion(cam.id), "payload_on": "ON", "payload_off": "OFF",
                 "device_class": "motion",
             })
+        add("sensor", ("alerts", cam.id), f"{cam.id} unreviewed alerts", {
+            "state_topic": topics.camera_review_alerts(cam.id), "value_template": COUNT_TEMPLATE,
+            "state_class": "measurement", "unit_of_measurement": "alerts", "icon": "mdi:alert-circle-outline",
+        })
         for label in labels:
             objects = topics.camera_objects(cam.id, label)
             add("binary_sensor", ("occupancy", cam.id, label), f"{cam.id} {label} occupancy", {

@@ -92,6 +92,13 @@ def detections_payload_for(device_id: str, frame: AnalysedFrame) -> dict:
                               model=frame.model)
 
 
+def review_alerts_payload(count: int, ts: Optional[float] = None) -> dict:
+    """``R/cameras/<id>/review/alerts``: ``{"count", "ts"}``, the camera's alerts not yet reviewed."""
+    if int(count) < 0:
+        raise ValueError(f"a count cannot be negative, got {count}")
+    return {"count": int(count), "ts": _now_s(ts)}
+
+
 def count_payload(count: int, ts: Optional[float] = None, model: str = "default") -> dict:
     """``R/cameras/<id>/objects/<label>`` and ``R/zones/<zone>/<label>``: ``{"count", "ts", "model"}``.
 

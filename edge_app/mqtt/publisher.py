@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence
 
 import paho.mqtt.client as mqtt
 
@@ -66,6 +66,9 @@ from edge_app.mqtt.link_supervision import LinkSupervisor, loop_alive
 from edge_app.mqtt.message import DETECTIONS as _DETECTIONS, STATE as _STATE, STATS as _STATS, STATUS as _STATUS
 from edge_app.mqtt.outbox import Outbox, message as _message
 from edge_app.mqtt.topics import Topics
+
+if TYPE_CHECKING:
+    from edge_app.review.feed import ReviewMessage
 
 log = logging.getLogger(__name__)
 
@@ -249,6 +252,12 @@ class MqttPublisher:
     # ------------------------------------- delegated to the parts (see their modules)
     def publish_event(self, message: EventMessage) -> bool:
         return self._extensions.publish_event(message)
+
+    def publish_review(self, message: "ReviewMessage") -> bool:
+        return self._extensions.publish_review(message)
+
+    def publish_review_alerts(self, camera_id: str, count: int, ts: Optional[float] = None) -> bool:
+        return self._extensions.publish_review_alerts(camera_id, count, ts)
 
     def publish_object_count(self, camera_id: str, label: str, count: int, ts: Optional[float] = None,
                              model: str = "default") -> bool:

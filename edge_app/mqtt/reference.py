@@ -15,7 +15,7 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 
 from edge_app.detect.detections import Detections
-from edge_app.events.model import UPDATE, Event, EventMessage
+from edge_app.events.model import END, UPDATE, Event, EventMessage
 from edge_app.mqtt import payloads
 from edge_app.mqtt.topics import Topics
 
@@ -85,6 +85,17 @@ def _events() -> bytes:
     return payloads.encode(EventMessage(type=UPDATE, before=before, after=_event()).to_dict())
 
 
+def _reviews() -> bytes:
+    from edge_app.review.feed import ReviewMessage
+    from edge_app.review.model import ALERT, ReviewItem
+
+    after = ReviewItem(id="1796290950.1-front-17", camera_id="front", start_time=1796290950.1, end_time=_TS,
+                       labels=("person", "car"), zones=("driveway",),
+                       event_ids=("1796290950.1-front-17", "1796290952.4-front-18"), severity=ALERT)
+    before = dataclasses.replace(after, end_time=None)
+    return payloads.encode(ReviewMessage(END, before, after).to_dict())
+
+
 TOPIC_DOCS: Dict[str, TopicDoc] = {
     "status": TopicDoc("yes", '`{"state": "online" | "offline", "device_id", "version", "ts"}`: the birth message; the '
                               "last will and a clean shutdown publish `offline`",
@@ -105,6 +116,13 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                              lambda: payloads.encode(payloads.camera_state_payload("streaming", None, _TS))),
     "events": TopicDoc("no", '`{"type": "new" | "update" | "end", "before", "after"}` with event objects; '
                              "`update` at most once a second per event", _events),
+    "reviews": TopicDoc("no", '`{"type": "new" | "update" | "end", "before", "after"}` with review items: a camera\'s '
+                              "events grouped by `review.gap_s`, `severity` by `review.alerts`; sent when the item "
+                              "changes, not on every event update ([review](review.md))", _reviews),
+    "camera_review_alerts": TopicDoc("yes", "the camera's alerts not yet marked reviewed (review items of the event "
+                                            "database); sent at start, when an alert begins or ends, and when items are "
+                                            "marked ([review](review.md))",
+                                     lambda: payloads.encode(payloads.review_alerts_payload(3, _TS))),
     "camera_objects": TopicDoc("yes", "objects of that label in view now (0 once they leave); `model` is the "
                                       "camera's model (`cameras[].model`), whose label it is",
                                lambda: payloads.encode(payloads.count_payload(2, _TS))),

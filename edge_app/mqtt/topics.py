@@ -67,6 +67,15 @@ class Topics:
         """``R/events``: event ``new``/``update``/``end`` messages."""
         return f"{self.root}/events"
 
+    @property
+    def reviews(self) -> str:
+        """``R/reviews``: review item ``new``/``update``/``end`` messages."""
+        return f"{self.root}/reviews"
+
+    def camera_review_alerts(self, camera_id: str) -> str:
+        """Retained count of a camera's alerts not yet marked reviewed."""
+        return f"{self.root}/cameras/{_check_camera_id(camera_id)}/review/alerts"
+
     def camera_objects(self, camera_id: str, label: str) -> str:
         """Retained count of the objects of ``label`` in view of a camera."""
         return f"{self.root}/cameras/{_check_camera_id(camera_id)}/objects/{_check_level(label, 'label')}"

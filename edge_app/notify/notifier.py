@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class NotifierStatus:
+    """Deliveries of each ``notifications.targets`` entry (``status.notifications``; docs/notifications.md)."""
+
     targets: Tuple[TargetStatus, ...]
 
 

@@ -18,8 +18,10 @@ from edge_app.events.model import Event
 from edge_app.events.query import EventQuery, StoreHealth
 from edge_app.capture.gpu_image import FrameImage, bgr_image
 from edge_app.health.report import HealthReport
+from edge_app.notify.notifier import NotifierStatus
 from edge_app.record.types import CameraRecordingStatus, RecordingReader
 from edge_app.reporting.stage_times import StageTotal
+from edge_app.review.book import ReviewBook
 
 
 class UnknownCamera(KeyError):
@@ -245,6 +247,8 @@ class StatusReport:
     models: List[ModelStatusReport] = field(default_factory=list)  # every model, ``model`` above is the first
     remote_config: Optional[RemoteConfigReport] = None  # R/config/desired (docs/fleet.md, "Who may configure an appliance")
     recording: Optional[RecordingReport] = None  # None: the configuration records nothing
+    # Delivery per notifications.targets entry (docs/notifications.md); no targets: an empty list
+    notifications: NotifierStatus = field(default_factory=lambda: NotifierStatus(()))
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -302,6 +306,9 @@ class ApplianceReads(Protocol):
 
     def recordings(self) -> Optional[RecordingReader]:
         """The recording store's read side (clips, segments, exports); None while recording is off."""
+
+    def reviews(self) -> Optional[ReviewBook]:
+        """Review items of the event store, and their reviewed marks; None without an event store."""
 
 
 class EventDeletion(Protocol):

@@ -30,7 +30,7 @@ class AlertStart:
 
 
 @dataclass
-class _OpenItem:
+class OpenItem:
     events: Dict[str, Event] = field(default_factory=dict)  # by id, in the order they joined
     dropped_end: Optional[float] = None  # latest end of events no longer kept
     alerted: bool = False
@@ -59,13 +59,13 @@ class LiveReview:
         # Read per message: the review section may change while the appliance runs.
         self._gap_s = gap_s
         self._rule_of = rule_of
-        self._items: Dict[str, _OpenItem] = {}
+        self._items: Dict[str, OpenItem] = {}
 
     def observe(self, message: EventMessage) -> Optional[AlertStart]:
         event = message.after
         item = self._items.get(event.camera_id)
         if item is None or (event.id not in item.events and not self._joins(item, event)):
-            item = self._items[event.camera_id] = _OpenItem()
+            item = self._items[event.camera_id] = OpenItem()
         item.keep(event)
         if item.alerted:
             return None
@@ -80,6 +80,6 @@ class LiveReview:
         """The camera went away: its next event starts a new item."""
         self._items.pop(camera_id, None)
 
-    def _joins(self, item: _OpenItem, event: Event) -> bool:
+    def _joins(self, item: OpenItem, event: Event) -> bool:
         latest_end = item.latest_end()
         return latest_end is None or event.start_time <= latest_end + self._gap_s()

@@ -33,6 +33,8 @@ from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.pipeline.results import ResultStore
 from edge_app.record.types import CameraRecordingStatus, RecordingReader
 from edge_app.config.redact import mask_secrets
+from edge_app.review.book import ReviewBook
+from edge_app.review.model import AlertRule
 from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, LatencyReport, ModelReport,
                                          ModelStatusReport,
                                          MqttReport, PipelineReport, RecordingReport, StatusReport, UnknownCamera)
@@ -111,6 +113,9 @@ class InMemoryService:
         self.recording_report: Optional[RecordingReport] = None  # status.recording, as a test sets it
         self.camera_recording: Dict[str, CameraRecordingStatus] = {}  # cameras[].recording, as a test sets it
         self.model_status: Dict[str, Dict[str, Any]] = {}  # per model name, fields of models[] as a test sets them
+        # The appliance's review items over the same store, with the running configuration's rules.
+        self.review_book = ReviewBook(self.event_store, gap_s=lambda: self._config.review.gap_s,
+                                      rule_of=lambda camera_id: AlertRule.of(self._config.alert_rules(camera_id)))
         save_config(config, self.config_path)
 
     # -- test controls -----------------------------------------------------------------------
@@ -241,3 +246,6 @@ class InMemoryService:
 
     def recordings(self) -> Optional[RecordingReader]:
         return self.recording_reader
+
+    def reviews(self) -> Optional[ReviewBook]:
+        return self.review_book

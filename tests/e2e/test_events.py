@@ -205,6 +205,24 @@ def test_people_walking_across_become_one_event_each_with_zone_line_counts_and_s
         assert app.get("/api/v1/events/no-such-event").status_code == 404
         return app.get("/api/v1/counts").json()
 
+    # Review: the walk's overlapping events are one item on R/reviews (new ... end), stored with the same id.
+    reviews = [m.json() for m in collector.messages(f"{ROOT}/reviews")]
+    end_at = next((i for i, r in enumerate(reviews) if r["type"] == "end"
+                   and set(histories) <= set(r["after"]["event_ids"])), None)
+    assert end_at is not None, f"no R/reviews end holds every event of the walk: {reviews[-3:]}"
+    walk_item = reviews[end_at]["after"]
+    # From its new to its end each message follows the one before (an event confirmed later may rename the item).
+    chain = reviews[max(i for i in range(end_at + 1) if reviews[i]["type"] == "new"):end_at + 1]
+    assert all(b["before"]["id"] == a["after"]["id"] for a, b in zip(chain, chain[1:])), chain
+    listed = app.get("/api/v1/review", params={"camera": CAM}).json()
+    assert walk_item["id"] in {item["id"] for item in listed["items"]}, listed
+    unreviewed = f"{ROOT}/cameras/{CAM}/review/alerts"
+    collector.wait_for_message(unreviewed, lambda m: m.json()["count"] >= 1, timeout_s=10)
+    marked = app.request("POST", "/api/v1/review/reviewed", json={"ids": [walk_item["id"]]})
+    assert marked.status_code == 200 and marked.json() == {"changed": 1}, marked.text
+    left = app.get("/api/v1/review", params={"camera": CAM, "severity": "alert", "reviewed": 0}).json()["total"]
+    collector.wait_for_message(unreviewed, lambda m: m.json()["count"] == left, timeout_s=10)
+
     counts = check_rest("before the restart")
     assert counts["lines"] == {LINE: {"in": 0, "out": crossings_seen}}, counts
     assert set(expected_objects) <= set(counts["cameras"][CAM]) and not any(counts["cameras"][CAM].values()), counts
@@ -217,6 +235,8 @@ def test_people_walking_across_become_one_event_each_with_zone_line_counts_and_s
     collector.wait_for_message(f"{ROOT}/status", lambda m: m.json()["state"] == "online"
                                and m.received_monotonic_s > stopped_mono_s, timeout_s=30)
     counts = check_rest("after the restart")
+    reviewed = app.get("/api/v1/review", params={"camera": CAM, "reviewed": 1}).json()
+    assert [item["id"] for item in reviewed["items"]] == [walk_item["id"]], f"the mark was lost in the restart: {reviewed}"
     assert counts["lines"] == {LINE: {"in": 0, "out": crossings_seen}}, f"line totals lost in the restart: {counts}"
     time.sleep(1.0)  # whatever the new process publishes at start has arrived
     line_retained = retained(mqtt_collector, mosquitto_broker, f"{ROOT}/cameras/{CAM}/lines/{LINE}").json()

@@ -111,7 +111,9 @@ def test_entities_point_at_the_spec_topics():
     motion = [body for body in message["cmps"].values() if body.get("device_class") == "motion"]
     assert {(m["p"], m["state_topic"], m["payload_on"], m["payload_off"]) for m in motion} == {
         ("binary_sensor", f"{ROOT}/cameras/{cam}/motion", "ON", "OFF") for cam in ("front", "back")}
-    per_camera = 3 * len(LABELS) + 2
+    alerts = {cam: topics[("sensor", f"{ROOT}/cameras/{cam}/review/alerts")] for cam in ("front", "back")}
+    assert all(len(found) == 1 and found[0]["value_template"] == "{{ value_json.count }}" for found in alerts.values())
+    per_camera = 3 * len(LABELS) + 3  # + detection switch, motion, unreviewed alerts
     health = len(ha_discovery.health_entities(Topics("edge_app", "dev1")))
     assert len(message["cmps"]) == 2 * per_camera + 1 + len(LABELS) + 2 + health
 
@@ -150,7 +152,7 @@ def test_a_removed_camera_zone_or_line_vanishes_and_is_named_for_removal():
     gone = set(before["cmps"]) - set(after["cmps"])
     assert not any("back" in json.dumps(body) for body in after["cmps"].values())
     assert not any("porch" in json.dumps(body) or "gate" in json.dumps(body) for body in after["cmps"].values())
-    assert len(gone) == (3 * len(LABELS) + 2) + len(LABELS) + 2
+    assert len(gone) == (3 * len(LABELS) + 3) + len(LABELS) + 2  # the camera's own (alerts too), its zone's, the line's
     removal = ha_discovery.removal_message(after, ha_discovery.platforms(before))
     assert {key: body for key, body in removal["cmps"].items() if key in gone} == {
         key: {"p": before["cmps"][key]["p"]} for key in gone}

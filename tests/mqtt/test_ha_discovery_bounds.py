@@ -34,14 +34,15 @@ def test_discovery_is_capped_in_entities_and_bytes_keeping_the_switches_first():
     config = parse_config(_many_cameras(16))
     message = ha_discovery.build_discovery(config, Topics("edge_app", "dev1"), VERSION, COCO)
     cmps = message["cmps"]
-    assert len(cmps) == config.homeassistant.max_entities == 500  # 5 + 16 x (2 + 80 x 3 + 2) entities wanted
+    assert len(cmps) == config.homeassistant.max_entities == 500  # 5 + 16 x (3 + 80 x 3 + 2) entities wanted
     assert len(json.dumps(message).encode()) <= ha_discovery.MAX_DISCOVERY_BYTES
     assert sum(1 for c in cmps.values() if c["p"] == "switch") == 16
     assert sum(1 for c in cmps.values() if c.get("state_topic") == "edge_app/dev1/health") == 5  # kept first too
     assert sum(1 for c in cmps.values() if c.get("device_class") == "motion") == 16  # kept right after the switches
+    assert sum(1 for c in cmps.values() if "/review/alerts" in c.get("state_topic", "")) == 16  # with motion
     assert sum(1 for c in cmps.values() if c["p"] == "image") == 0  # snapshots go first when over the cap
     build = ha_discovery.build_capped_discovery(config, Topics("edge_app", "dev1"), VERSION, COCO)
-    assert build.message == message and build.left_out == 5 + 16 * (2 + 80 * 3 + 2) - 500
+    assert build.message == message and build.left_out == 5 + 16 * (3 + 80 * 3 + 2) - 500
 
 
 def test_a_small_configuration_is_not_capped():
