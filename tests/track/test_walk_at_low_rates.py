@@ -68,10 +68,9 @@ def test_every_object_keeps_one_id_over_the_walk(rate_fps, seed):
     start_s = (seed / 12) / rate_fps   # each seed starts at another phase of the frame interval
     ids = analyse(rate_fps, start_s, seed)
     assert sorted(ids) == [0, 1, 2, 3]
-    per_object = {}
-    for person, seen in ids.items():
-        tracked = [i for i in seen if i != UNTRACKED]
-        assert tracked and seen[:len(seen) - len(tracked)] == [UNTRACKED] * (len(seen) - len(tracked)), (
-            f"object {person} lost its id: {seen}")
-        per_object[person] = set(tracked)
-    assert all(len(v) == 1 for v in per_object.values()) and len(set.union(*per_object.values())) == 4, ids
+    # a sighting may go untracked (a low score the strict second stage leaves out): that ends
+    # no event; a second id for an object, or an id taken from another, starts a new one (every
+    # detection of the walk is one of the four objects, so every id given out shows here)
+    per_object = {person: set(seen) - {UNTRACKED} for person, seen in ids.items()}
+    assert all(len(v) == 1 for v in per_object.values()) and len(set.union(*per_object.values())) == 4, (
+        "; ".join(f"object {person}: {seen}" for person, seen in sorted(ids.items())))
