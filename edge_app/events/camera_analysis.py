@@ -137,7 +137,11 @@ class CameraAnalysis:
             raise ValueError("process needs the image or frame_size to place detections in zones and lines")
         else:
             width = height = 1
-        ids = self.tracker.update(detections, ts)
+        return self._analyse(frame_id, ts, image, detections, self.tracker.update(detections, ts), width, height)
+
+    def _analyse(self, frame_id: int, ts: float, image: Optional[FrameImage], detections: Detections,
+                 ids: np.ndarray, width: int, height: int) -> FrameAnalysis:
+        """Zones, lines, events and counts of a frame the tracker has seen (or of a tick)."""
         removed = self.tracker.removed_ids
         tracked = detections.with_track_ids(ids)
         labels = [tracked.label_of(int(c)) for c in tracked.class_id.tolist()]
@@ -184,8 +188,14 @@ class CameraAnalysis:
 
     def tick(self, now: float) -> FrameAnalysis:
         """No frame for a while (a stalled camera, detection switched off): age the tracks so
-        objects still end and counts fall to 0."""
-        return self.process(-1, now, None, Detections.empty())
+        objects still end and counts fall to 0.
+
+        Only ages them: a tick is not a frame in which nothing was seen. A camera analysed once
+        a second on a busy device is idle that long between any two of its frames, and ``now``
+        is then later than the capture time of its next frame; fed to the tracker as an empty
+        frame, every tick would break its tentative tracks and its motion model."""
+        self.tracker.expire(now)
+        return self._analyse(-1, now, None, Detections.empty(), np.zeros(0, np.int64), 1, 1)
 
     def end_all(self, now: float) -> FrameAnalysis:
         """Shutdown, or analysis switched off: every open event ends (``end_time`` = ``now``),

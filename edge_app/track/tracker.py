@@ -189,6 +189,20 @@ class Tracker:
             out[starters] = self._start(starters, det_boxes[starters], det_classes[starters], now_s)
         return out
 
+    def expire(self, now_s: float) -> Tuple[int, ...]:
+        """Remove the tracks unseen for longer than ``lost_timeout_s`` at ``now_s``, without a frame
+        (a camera that sent none for a while); ``removed_ids`` says which confirmed ones went.
+
+        Nothing else changes: time without a frame is not a frame in which nothing was seen,
+        so the other tracks keep their state, tentative ones included."""
+        if not math.isfinite(now_s):
+            raise ValueError(f"now_s must be a finite number, got {now_s!r}")
+        keep = (now_s - self._seen_s) <= self.settings.lost_timeout_s
+        self.removed_ids = tuple(int(i) for i in self._ids[~keep & (self._ids != UNTRACKED)])
+        if not keep.all():
+            self._select(keep)
+        return self.removed_ids
+
     def _reach_cost(self, confirmed: np.ndarray, boxes: np.ndarray, classes: np.ndarray,
                     plain: np.ndarray, dt_s: float) -> np.ndarray:
         """The first stage's cost at a low analysed rate: the plain overlap cost, lowered where a
