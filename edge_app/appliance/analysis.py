@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from dataclasses import replace
-from typing import Callable, Dict, Optional, Protocol
+from typing import Callable, Dict, Optional, Protocol, Tuple
 
 from edge_app.config.schema import AppConfig
 from edge_app.config.schema_cameras import CameraConfig
@@ -59,6 +59,8 @@ class AnalysisHub:
         self._clock = clock
         self._lock = threading.Lock()
         self._analyses: Dict[str, CameraAnalysis] = {}
+        # camera -> (clock when its newest frame was analysed, that frame's capture time)
+        self._analysed_at: Dict[str, Tuple[float, float]] = {}
         self._keys: Dict[str, tuple] = {}
         # Line totals of cameras without an analysis right now, kept for when it comes back.
         self._line_totals: Dict[str, Dict[str, LineTotals]] = store.load_line_counts() if store is not None else {}
@@ -82,6 +84,7 @@ class AnalysisHub:
     def _end(self, camera_id: str) -> None:
         analysis = self._analyses.pop(camera_id)
         self._keys.pop(camera_id, None)
+        self._analysed_at.pop(camera_id, None)
         result = analysis.end_all(self._clock())
         self._line_totals[camera_id] = analysis.line_counts.totals()
         self._send(result)
@@ -106,6 +109,7 @@ class AnalysisHub:
             except Exception:  # a bug in analysis must not stop detections
                 log.exception("analysing a frame of camera %s failed", frame.camera_id)
                 return frame
+            self._analysed_at[frame.camera_id] = (self._clock(), frame.ts)
             self._send(result)
         return replace(frame, detections=result.detections)
 
@@ -121,9 +125,23 @@ class AnalysisHub:
         """Ages the tracks of cameras that sent nothing for a while, so their events still end."""
         now = self._clock()
         with self._lock:
-            for analysis in list(self._analyses.values()):
-                if analysis.idle_s(now) >= 1.0:
-                    self._send(analysis.tick(now))
+            for camera_id, analysis in list(self._analyses.items()):
+                at = self._camera_time(camera_id, now)
+                if analysis.idle_s(at) >= 1.0:
+                    self._send(analysis.tick(at))
+
+    def _camera_time(self, camera_id: str, now: float) -> float:
+        """``now`` on the camera's own time line, that of its frames' capture times.
+
+        A busy device analyses a frame a second or two after capturing it; its tracks are
+        timed by capture. Aged by the clock, they would end while the frame that shows their
+        objects again is still on its way: a frame analysed now has about the capture time of
+        the newest one plus the time since that was analysed."""
+        analysed = self._analysed_at.get(camera_id)
+        if analysed is None:
+            return now
+        analysed_s, captured_s = analysed
+        return min(now, captured_s + max(0.0, now - analysed_s))
 
     def counts(self) -> CountsReport:
         cameras, zones, lines = {}, {}, {}
