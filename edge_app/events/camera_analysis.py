@@ -154,7 +154,7 @@ class CameraAnalysis:
         for i, track_id in enumerate(ids.tolist()):
             if track_id >= 0:
                 self.book.observe(track_id, labels[i], scores[i], boxes[i], ts)
-        for change in self.zones.update(ids, labels, points) + self.zones.forget(removed):
+        for change in self.zones.update(ids, labels, points, ts) + self.zones.forget(removed):
             self.book.zone_change(change.track_id, change.zone, change.change == "enter")
         line_crossings = self.lines.update(ids, labels, points)
         self.lines.forget(removed)

@@ -2,18 +2,21 @@
 
 An object enters a zone once its reference point has been inside for ``min_frames``
 consecutive observations and leaves once it has been outside as long; a box wobbling on the
-border changes nothing.
+border changes nothing. With frame times, two observations in a row at least ``min_span_s``
+apart settle it too: a camera analysed once a second would otherwise need three seconds inside,
+and someone walking through a zone in two would never enter it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, List, Literal, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
 from edge_app.track.geometry import Point, points_in_polygon
 
 DEFAULT_MIN_FRAMES = 3
+DEFAULT_MIN_SPAN_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class _Presence:
     label: str
     inside: bool = False
     streak: int = 0            # consecutive observations that disagree with ``inside``
+    since_s: Optional[float] = None   # frame time of the first of them
 
 
 @dataclass
@@ -60,20 +64,25 @@ class ZoneTracker:
 
     zones: Sequence[Zone]
     min_frames: int = DEFAULT_MIN_FRAMES
+    min_span_s: float = DEFAULT_MIN_SPAN_S
     _state: Dict[Tuple[str, int], _Presence] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.min_frames < 1:
             raise ValueError("min_frames must be >= 1")
+        if not self.min_span_s >= 0:
+            raise ValueError("min_span_s must be >= 0")
         names = [z.name for z in self.zones]
         if len(set(names)) != len(names):
             raise ValueError("zone names must be unique")
 
-    def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray) -> List[ZoneChange]:
+    def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray,
+               ts_s: Optional[float] = None) -> List[ZoneChange]:
         """Feed the tracked objects of one frame; returns the zone entries and exits they made.
 
         ``points`` are the ``(N, 2)`` normalised reference points; ids below 0 (untracked) are
         skipped. A track absent from a frame keeps its state: use :meth:`forget` when it ends.
+        ``ts_s``, the frame's time, lets two observations ``min_span_s`` apart settle a change.
         """
         ids = np.asarray(track_ids, dtype=np.int64).reshape(-1)
         points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
@@ -87,12 +96,12 @@ class ZoneTracker:
                 label = labels[i]
                 if not zone.counts(label):
                     continue
-                change = self._observe(zone.name, int(ids[i]), label, bool(inside[i]))
+                change = self._observe(zone.name, int(ids[i]), label, bool(inside[i]), ts_s)
                 if change is not None:
                     changes.append(change)
         return changes
 
-    def _observe(self, zone: str, track_id: int, label: str, inside: bool):
+    def _observe(self, zone: str, track_id: int, label: str, inside: bool, ts_s: Optional[float]):
         key = (zone, track_id)
         state = self._state.get(key)
         if state is None:
@@ -103,7 +112,11 @@ class ZoneTracker:
             state.streak = 0
             return None
         state.streak += 1
-        if state.streak < self.min_frames:
+        if state.streak == 1:
+            state.since_s = ts_s
+        spanned = (ts_s is not None and state.since_s is not None and state.streak >= 2
+                   and ts_s - state.since_s >= self.min_span_s)
+        if state.streak < self.min_frames and not spanned:
             return None
         state.inside, state.streak = inside, 0
         if not inside:
