@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from dataclasses import replace
-from typing import Callable, Dict, List, Optional, Protocol
+from typing import Callable, Dict, List, Optional, Protocol, Tuple
 
 from edge_app.config.schema import AppConfig
 from edge_app.config.schema_cameras import CameraConfig
@@ -66,6 +66,8 @@ class AnalysisHub:
         self._lock = threading.Lock()
         self._camera_locks: Dict[str, threading.Lock] = {}
         self._analyses: Dict[str, CameraAnalysis] = {}
+        # camera -> (clock when its newest frame was analysed, that frame's capture time)
+        self._analysed_at: Dict[str, Tuple[float, float]] = {}
         self._keys: Dict[str, tuple] = {}
         self._listeners: List[Callable[[EventMessage], object]] = []  # also_tell
         # Line totals of cameras without an analysis right now, kept for when it comes back.
@@ -98,6 +100,7 @@ class AnalysisHub:
         with self._camera_lock(camera_id):  # not half way through one of its frames
             analysis = self._analyses.pop(camera_id)
             self._keys.pop(camera_id, None)
+            self._analysed_at.pop(camera_id, None)
             result = analysis.end_all(self._clock())
             self._line_totals[camera_id] = analysis.line_counts.totals()
             self._send(result, analysis)
@@ -123,6 +126,7 @@ class AnalysisHub:
             except Exception:  # a bug in analysis must not stop detections
                 log.exception("analysing a frame of camera %s failed", frame.camera_id)
                 return frame
+            self._analysed_at[frame.camera_id] = (self._clock(), frame.ts)
             start_s = time.perf_counter()
             self._send(result, analysis)
             # frames=0: the frame's MQTT time is counted once, with its detections (ResultStore)
@@ -143,8 +147,22 @@ class AnalysisHub:
         with self._lock:
             for camera_id, analysis in list(self._analyses.items()):
                 with self._camera_lock(camera_id):
-                    if analysis.idle_s(now) >= 1.0:
-                        self._send(analysis.tick(now), analysis)
+                    at = self._camera_time(camera_id, now)
+                    if analysis.idle_s(at) >= 1.0:
+                        self._send(analysis.tick(at), analysis)
+
+    def _camera_time(self, camera_id: str, now: float) -> float:
+        """``now`` on the camera's own time line, that of its frames' capture times.
+
+        A busy device analyses a frame a second or two after capturing it; its tracks are
+        timed by capture. Aged by the clock, they would end while the frame that shows their
+        objects again is still on its way: a frame analysed now has about the capture time of
+        the newest one plus the time since that was analysed."""
+        analysed = self._analysed_at.get(camera_id)
+        if analysed is None:
+            return now
+        analysed_s, captured_s = analysed
+        return min(now, captured_s + max(0.0, now - analysed_s))
 
     def counts(self) -> CountsReport:
         cameras, zones, lines = {}, {}, {}

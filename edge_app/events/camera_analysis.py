@@ -145,10 +145,15 @@ class CameraAnalysis:
             raise ValueError("process needs the image or frame_size to place detections in zones and lines")
         else:
             width = height = 1
+        started_s = time.perf_counter()
+        ids = self.tracker.update(detections, ts)
+        return self._analyse(frame_id, ts, image, detections, ids, width, height, started_s)
+
+    def _analyse(self, frame_id: int, ts: float, image: Optional[FrameImage], detections: Detections,
+                 ids: np.ndarray, width: int, height: int, started_s: float) -> FrameAnalysis:
+        """Zones, lines, events and counts of a frame the tracker has seen (or of a tick)."""
         clock, camera_id = time.perf_counter, self.camera_id
         stages = self.stage_times if frame_id >= 0 else self._untimed
-        started_s = clock()
-        ids = self.tracker.update(detections, ts)
         removed = self.tracker.removed_ids
         tracked = detections.with_track_ids(ids)
         labels = [tracked.label_of(int(c)) for c in tracked.class_id.tolist()]
@@ -159,7 +164,7 @@ class CameraAnalysis:
         tracked_s = clock()
         stages.add(camera_id, "tracking", tracked_s - started_s)
 
-        zone_changes = self.zones.update(ids, labels, points) + self.zones.forget(removed)
+        zone_changes = self.zones.update(ids, labels, points, ts) + self.zones.forget(removed)
         line_crossings = self.lines.update(ids, labels, points)
         self.lines.forget(removed)
         placed_s = clock()
@@ -207,8 +212,14 @@ class CameraAnalysis:
 
     def tick(self, now: float) -> FrameAnalysis:
         """No frame for a while (a stalled camera, detection switched off): age the tracks so
-        objects still end and counts fall to 0."""
-        return self.process(-1, now, None, Detections.empty())
+        objects still end and counts fall to 0.
+
+        Only ages them: a tick is not a frame in which nothing was seen. A camera analysed once
+        a second on a busy device is idle that long between any two of its frames, and ``now``
+        is then later than the capture time of its next frame; fed to the tracker as an empty
+        frame, every tick would break its tentative tracks and its motion model."""
+        self.tracker.expire(now)
+        return self._analyse(-1, now, None, Detections.empty(), np.zeros(0, np.int64), 1, 1, time.perf_counter())
 
     def end_all(self, now: float) -> FrameAnalysis:
         """Shutdown, or analysis switched off: every open event ends (``end_time`` = ``now``),

@@ -8,6 +8,15 @@ Association runs in stages (Zhang et al., "ByteTrack", ECCV 2022):
    half hidden, with a low score, and the strict IoU of this stage keeps clutter out;
 3. tentative tracks (one sighting so far) against the high-score detections left over.
 Each stage is an optimal assignment on IoU cost between Kalman-predicted boxes and detections.
+At a low analysed rate (a busy device analysing a camera once or twice a second, its frames
+stamped a few tenths of a second late, each by another amount) a prediction can be off by more
+than the gap between two people walking side by side; plain overlap then pairs a track with its
+neighbour's box while its own box overlaps nothing: an id switch, and a new event. In the first
+stage a track seen in the previous frame may therefore also reach from its predicted box towards
+a detection, ``reach_heights_per_s`` times the frame interval, and compare shapes there, nearer
+candidates first; the one assignment over all tracks keeps neighbours apart. Frames closer than
+``reach_from_s`` (more than ten a second) are matched by overlap alone, as are tracks that missed
+a frame: a lost track is not handed to whatever turns up near its path.
 A tentative track has no speed yet, so its prediction stands still; at a low analysed rate
 (a loaded device, one frame a second) a walker has left that box before the next frame. The
 third stage therefore lets a tentative track reach as far as ``tentative_reach_heights_per_s``
@@ -51,6 +60,10 @@ class TrackerSettings:
     tentative_reach_heights_per_s: float = 1.5
     tentative_reach_after_s: float = 0.5
     tentative_distance_weight: float = 0.1  # breaks ties between look-alikes in favour of the nearer
+    # How far (box heights a second) the first stage lets a track seen in the previous frame
+    # reach beyond its predicted box: a walker slowing or turning, a frame stamped late.
+    reach_heights_per_s: float = 0.5
+    reach_from_s: float = 0.1          # frames closer than this are matched by overlap alone
     confirm_hits: int = 2              # sightings in a row before a track gets an id
     # A confirmed track unseen this long is removed. Long enough for someone walking behind a
     # pillar or a parked car; an event ends after events.end_after_s (2 s) alike.
@@ -68,6 +81,8 @@ class TrackerSettings:
                 or not 0 <= self.tentative_distance_weight < 1):
             raise ValueError("tentative_reach_heights_per_s and tentative_reach_after_s must be >= 0, "
                              "tentative_distance_weight in [0, 1)")
+        if self.reach_heights_per_s < 0 or self.reach_from_s < 0:
+            raise ValueError("reach_heights_per_s and reach_from_s must be >= 0")
         if self.confirm_hits < 1 or self.lost_timeout_s < 0 or self.max_tracks < 1:
             raise ValueError("confirm_hits and max_tracks must be >= 1, lost_timeout_s >= 0")
 
@@ -146,7 +161,11 @@ class Tracker:
             matched_dets.append(dets[pairs[:, 1]])
             return tracks[free_tracks], dets[free_dets]
 
-        confirmed_left, high_left = stage(confirmed, high, s.match_iou)
+        first_cost = None  # the plain overlap cost
+        if dt_s >= s.reach_from_s and s.reach_heights_per_s > 0 and len(confirmed) and len(high):
+            first_cost = self._reach_cost(confirmed, det_boxes[high], det_classes[high],
+                                          cost[np.ix_(confirmed, high)], dt_s)
+        confirmed_left, high_left = stage(confirmed, high, s.match_iou, first_cost)
         stage(confirmed_left, low, s.low_match_iou)
         if len(tentative) and len(high_left):
             _, high_left = stage(tentative, high_left, s.tentative_match_iou,
@@ -169,6 +188,35 @@ class Tracker:
         if len(starters):
             out[starters] = self._start(starters, det_boxes[starters], det_classes[starters], now_s)
         return out
+
+    def expire(self, now_s: float) -> Tuple[int, ...]:
+        """Remove the tracks unseen for longer than ``lost_timeout_s`` at ``now_s``, without a frame
+        (a camera that sent none for a while); ``removed_ids`` says which confirmed ones went.
+
+        Nothing else changes: time without a frame is not a frame in which nothing was seen,
+        so the other tracks keep their state, tentative ones included."""
+        if not math.isfinite(now_s):
+            raise ValueError(f"now_s must be a finite number, got {now_s!r}")
+        keep = (now_s - self._seen_s) <= self.settings.lost_timeout_s
+        self.removed_ids = tuple(int(i) for i in self._ids[~keep & (self._ids != UNTRACKED)])
+        if not keep.all():
+            self._select(keep)
+        return self.removed_ids
+
+    def _reach_cost(self, confirmed: np.ndarray, boxes: np.ndarray, classes: np.ndarray,
+                    plain: np.ndarray, dt_s: float) -> np.ndarray:
+        """The first stage's cost at a low analysed rate: the plain overlap cost, lowered where a
+        detection is within the reach of a track seen in the previous frame."""
+        rows = np.flatnonzero(self._seen_last[confirmed])
+        if len(rows) == 0:
+            return plain
+        reaching = confirmed[rows]
+        reach_px = self.settings.reach_heights_per_s * self._mean[reaching, 3] * dt_s
+        reached = reach_cost(xyah_to_xyxy(self._mean[reaching]), self._classes[reaching], reach_px,
+                             boxes, classes, self.settings.tentative_distance_weight)
+        cost = plain.copy()
+        cost[rows] = np.minimum(plain[rows], reached)
+        return cost
 
     def _tentative_cost(self, tentative: np.ndarray, boxes: np.ndarray, classes: np.ndarray,
                         plain: np.ndarray, now_s: float) -> np.ndarray:

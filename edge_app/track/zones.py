@@ -2,19 +2,22 @@
 
 An object enters a zone once its reference point has been inside for ``min_frames``
 consecutive observations and leaves once it has been outside as long; a box wobbling on the
-border changes nothing.
+border changes nothing. With frame times, two observations in a row at least ``min_span_s``
+apart settle it too: a camera analysed once a second would otherwise need three seconds inside,
+and someone walking through a zone in two would never enter it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Dict, FrozenSet, Iterable, List, Literal, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 
 from edge_app.track.geometry import Point, points_in_polygon, polygon_edges
 
 DEFAULT_MIN_FRAMES = 3
+DEFAULT_MIN_SPAN_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -53,16 +56,18 @@ class _ZoneState:
     """The tracks one zone remembers, as arrays sorted by track id (no per-track objects).
 
     A track is remembered from its first observation inside until it has left (or ended);
-    ``streak`` counts the consecutive observations that disagree with ``inside``; ``seq`` orders
+    ``streak`` counts the consecutive observations that disagree with ``inside``, ``since_s`` holds
+the frame time of the first of them (NaN when frames carry no time); ``seq`` orders
     the rows by when they were made, across zones, so occupants and exits keep that order.
     """
 
-    __slots__ = ("ids", "inside", "streak", "labels", "seq")
+    __slots__ = ("ids", "inside", "streak", "since_s", "labels", "seq")
 
     def __init__(self) -> None:
         self.ids = np.zeros(0, np.int64)
         self.inside = np.zeros(0, bool)
         self.streak = np.zeros(0, np.int64)
+        self.since_s = np.zeros(0, np.float64)
         self.labels = np.zeros(0, object)
         self.seq = np.zeros(0, np.int64)
 
@@ -78,13 +83,15 @@ class _ZoneState:
 
     def keep(self, mask: np.ndarray) -> None:
         self.ids, self.inside, self.streak = self.ids[mask], self.inside[mask], self.streak[mask]
-        self.labels, self.seq = self.labels[mask], self.seq[mask]
+        self.since_s, self.labels, self.seq = self.since_s[mask], self.labels[mask], self.seq[mask]
 
-    def add(self, ids: np.ndarray, inside: np.ndarray, streak: np.ndarray, labels: np.ndarray, seq: np.ndarray) -> None:
+    def add(self, ids: np.ndarray, inside: np.ndarray, streak: np.ndarray, since_s: np.ndarray, labels: np.ndarray,
+            seq: np.ndarray) -> None:
         order = np.argsort(np.concatenate([self.ids, ids]), kind="stable")
         self.ids = np.concatenate([self.ids, ids])[order]
         self.inside = np.concatenate([self.inside, inside])[order]
         self.streak = np.concatenate([self.streak, streak])[order]
+        self.since_s = np.concatenate([self.since_s, since_s])[order]
         self.labels = np.concatenate([self.labels, labels])[order]
         self.seq = np.concatenate([self.seq, seq])[order]
 
@@ -99,12 +106,15 @@ class ZoneTracker:
 
     zones: Sequence[Zone]
     min_frames: int = DEFAULT_MIN_FRAMES
+    min_span_s: float = DEFAULT_MIN_SPAN_S
     _state: Dict[str, _ZoneState] = field(default_factory=dict, init=False, repr=False)
     _next_seq: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.min_frames < 1:
             raise ValueError("min_frames must be >= 1")
+        if not self.min_span_s >= 0:
+            raise ValueError("min_span_s must be >= 0")
         names = [z.name for z in self.zones]
         if len(set(names)) != len(names):
             raise ValueError("zone names must be unique")
@@ -114,11 +124,13 @@ class ZoneTracker:
         """(zone, track) pairs remembered now."""
         return sum(len(state) for state in self._state.values())
 
-    def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray) -> List[ZoneChange]:
+    def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray,
+               ts_s: Optional[float] = None) -> List[ZoneChange]:
         """Feed the tracked objects of one frame; returns the zone entries and exits they made.
 
         ``points`` are the ``(N, 2)`` normalised reference points; ids below 0 (untracked) are
         skipped. A track absent from a frame keeps its state: use :meth:`forget` when it ends.
+        ``ts_s``, the frame's time, lets two observations ``min_span_s`` apart settle a change.
         Changes come zone by zone, within a zone in the order of the objects.
         """
         ids = np.asarray(track_ids, dtype=np.int64).reshape(-1)
@@ -136,22 +148,28 @@ class ZoneTracker:
             if len(index) == 0:
                 continue
             changes.extend(self._observe(zone.name, index, ids[index], label_array[index],
-                                         points_in_polygon(points[index], zone.polygon, zone.edges)))
+                                         points_in_polygon(points[index], zone.polygon, zone.edges), ts_s))
         return changes
 
     def _observe(self, zone: str, index: np.ndarray, ids: np.ndarray, labels: np.ndarray,
-                 inside: np.ndarray) -> List[ZoneChange]:
+                 inside: np.ndarray, ts_s: Optional[float]) -> List[ZoneChange]:
         state = self._state[zone]
         if len(state) == 0 and not inside.any():
             return []  # nobody in the zone, nobody on their way in or out: the common frame
         rows = state.find(ids)
         known = rows >= 0
-        # Remembered tracks: agreeing resets the streak, disagreeing min_frames times flips.
+        now_s = np.nan if ts_s is None else float(ts_s)
+        # Remembered tracks: agreeing resets the streak; disagreeing min_frames times flips, and
+        # so does disagreeing twice or more over min_span_s of frame time.
         r = rows[known]
         disagree = inside[known] != state.inside[r]
         streak = np.where(disagree, state.streak[r] + 1, 0)
-        flip = streak >= self.min_frames
+        since_s = np.where(streak == 1, now_s, state.since_s[r])
+        with np.errstate(invalid="ignore"):
+            spanned = (streak >= 2) & (now_s - since_s >= self.min_span_s)
+        flip = (streak >= self.min_frames) | spanned
         state.streak[r] = np.where(flip, 0, streak)
+        state.since_s[r] = since_s
         state.inside[r[flip]] = inside[known][flip]
         events = [(int(i), int(t), str(label), bool(now)) for i, t, label, now in
                   zip(index[known][flip], ids[known][flip], state.labels[r[flip]], inside[known][flip])]
@@ -168,7 +186,7 @@ class ZoneTracker:
             self._next_seq += n
             enter = self.min_frames <= 1
             state.add(ids[fresh], np.full(n, enter), np.zeros(n, np.int64) if enter else np.ones(n, np.int64),
-                      labels[fresh], seq)
+                      np.full(n, now_s), labels[fresh], seq)
             if enter:
                 events += [(int(i), int(t), str(label), True) for i, t, label in zip(index[fresh], ids[fresh], labels[fresh])]
         events.sort(key=lambda e: e[0])

@@ -95,6 +95,30 @@ def test_a_person_walking_across_makes_one_event_a_zone_entry_and_a_line_crossin
     assert counts.cameras == {"cam": {"person": 0}} and counts.lines == {"middle": {"in": 0, "out": 1}}
 
 
+@pytest.mark.parametrize("latency_s", [0.0, 1.5, 3.0])
+def test_a_camera_analysed_late_keeps_its_tracks_through_the_stats_thread_ticks(latency_s):
+    """A busy device analyses a frame seconds after capturing it, once a second; the stats thread
+    ticks in between. Tracks are timed by capture: ticks aged by the clock ended them while the
+    next frame showing their objects was still on its way (every frame a new id, a new event)."""
+    clock = [T0]
+    publisher = RecordingPublisher()
+    hub = AnalysisHub(lambda: publisher, clock=lambda: clock[0])
+    hub.configure(_config())
+    person = Obj(0, moving(20, 200, 2))
+    ids = []
+    for i in range(0, 80, 10):  # one frame a second
+        clock[0] = T0 + i / FPS + latency_s
+        ids.append(hub.analyse(_frame(i, [person])).detections.track_id.tolist())
+        clock[0] += 0.9  # the stats thread wakes before the next frame is analysed
+        hub.tick()
+    assert ids[0] == [-1] and all(i == ids[1] and i[0] >= 0 for i in ids[1:]), ids
+    kinds = [m.type for (m,) in publisher.of("event")]
+    assert kinds.count("new") == 1 and "end" not in kinds
+    clock[0] += 2.5  # and once the camera has sent nothing for end_after_s, the event ends
+    hub.tick()
+    assert [m.type for (m,) in publisher.of("event")][-1] == "end"
+
+
 def test_counts_and_crossings_carry_the_model_of_their_camera():
     publisher = RecordingPublisher()
     hub = AnalysisHub(lambda: publisher, clock=lambda: T0 + 100.0)

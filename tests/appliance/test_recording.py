@@ -65,7 +65,7 @@ def test_the_appliance_gives_recorded_cameras_a_sink_and_shows_their_recording(t
         monkeypatch.undo()
 
         # Recording switched on for cam2 by a configuration change: it restarts with a sink.
-        appliance.changes.write(lambda running: config(True))  # the one change path
+        appliance.changes.write(lambda running: config(True).model_dump(mode="json"))  # the one change path
         assert workers["cam2"] == [False, True] and workers["cam1"] == [True]
         assert appliance.reads.status().recording is not None
     finally:

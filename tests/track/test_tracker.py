@@ -187,6 +187,7 @@ def test_time_going_back_does_not_break_tracks():
 
 @pytest.mark.parametrize("bad", [
     dict(low_score=0.6, high_score=0.5), dict(match_iou=0), dict(confirm_hits=0), dict(lost_timeout_s=-1),
+    dict(reach_heights_per_s=-0.5), dict(reach_from_s=-1),
 ])
 def test_settings_are_checked(bad):
     with pytest.raises(ValueError):

@@ -33,6 +33,19 @@ def test_membership_needs_consecutive_frames(path, min_frames, expected):
     assert flat(feed(ZoneTracker([DRIVEWAY], min_frames=min_frames), path)) == expected
 
 
+@pytest.mark.parametrize("path, fps, expected", [
+    ([OUT, IN, IN, IN, IN], 30.0, [(3, "enter")]),           # a fast camera: three frames, as before
+    ([OUT, IN, IN, IN, IN], 1.0, [(2, "enter")]),            # one a second: two frames a second apart
+    ([OUT, IN, IN, OUT, OUT], 1.5, [(2, "enter"), (4, "leave")]),
+    ([IN, OUT] * 10, 1.0, []),                               # flicker at the border: nothing, at any rate
+    ([IN, IN, OUT, IN, IN, OUT], 1.0, [(1, "enter")]),
+])
+def test_two_observations_half_a_second_apart_settle_a_change(path, fps, expected):
+    zt = ZoneTracker([DRIVEWAY])
+    changes = [zt.update([3], ["person"], np.array([p]), i / fps) for i, p in enumerate(path)]
+    assert flat(changes) == expected
+
+
 def test_change_names_zone_track_and_label():
     changes = feed(ZoneTracker([DRIVEWAY], min_frames=2), [IN, IN], track_id=9, label="car")
     assert changes[1] == [ZoneChange("driveway", 9, "car", "enter")]
