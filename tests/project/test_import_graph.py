@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "edge_app"
 #: lowest first; a module may import its own layer and those below, never one above
 LAYERS: Tuple[Tuple[str, ...], ...] = (
     ("edge_app.capture", "edge_app.detect", "edge_app.events", "edge_app.health", "edge_app.motion", "edge_app.mqtt",
-     "edge_app.process", "edge_app.record", "edge_app.reporting", "edge_app.track"),
+     "edge_app.privacy", "edge_app.process", "edge_app.record", "edge_app.reporting", "edge_app.track"),
     ("edge_app.pipeline", "edge_app.config_change"),
     ("edge_app.appliance", "edge_app.fleet_agent"),
     ("edge_app.api", "edge_app.cli", "edge_app.commands"),
