@@ -1,9 +1,10 @@
 """A camera's privacy masks rendered for one frame size and applied to BGR frames.
 
-The polygons are drawn once per frame size (``cv2.fillPoly``) into a boolean mask cut to their
-bounding box; applying them is then one ``np.copyto`` for the black masks and one box blur of
-each blurred mask's bounding box, copied through its mask: no per-pixel Python, and the pixels
-outside every bounding box are not touched at all.
+The polygons are drawn once per frame size (``cv2.fillPoly``) into masks cut to each polygon's
+bounding box; applying them is then, per polygon, one in-place numpy AND of the box with its
+mask (black) or one box blur of the box copied back through its mask (``cv2.copyTo``): no
+per-pixel Python, and the pixels outside every bounding box are not touched at all. (A masked
+``np.copyto(..., where=)`` was measured 50 to 100 times slower than either on a 1080p frame.)
 """
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from edge_app.opencv import opencv
 
 #: a point of a polygon in fractions of the frame, x right, y down
 Point = Tuple[float, float]
-#: the box blur's kernel is this fraction of the frame's height (at least MIN_BLUR_PX): a face
-#: or a number plate a tenth of the frame high loses every detail
-BLUR_FRACTION = 1 / 12
-MIN_BLUR_PX = 15
+#: the blur keeps no detail finer than this fraction of the frame's height (at least MIN_BLUR_PX
+#: pixels): a face or a number plate a tenth of the frame high is a few blurred blocks
+BLUR_FRACTION = 1 / 24
+MIN_BLUR_PX = 8
 _SHIFT = 4  # fractional bits of the polygons' points when they are drawn
 
 
@@ -39,7 +40,8 @@ class _Region:
     y1: int
     x0: int
     x1: int
-    inside: np.ndarray  # bool, (y1 - y0, x1 - x0, 1): broadcast over the colour channels
+    inside: np.ndarray  # uint8 (y1 - y0, x1 - x0): 255 inside the polygon, 0 outside
+    keep: np.ndarray  # uint8 (y1 - y0, x1 - x0, 3): 0 inside, 255 outside (ANDed: black inside)
 
 
 @dataclass(frozen=True)
@@ -48,19 +50,28 @@ class RenderedMasks:
 
     height: int
     width: int
-    black: Optional[_Region]
+    black: Tuple[_Region, ...]
     blurred: Tuple[_Region, ...]
     blur_px: int
 
     @property
     def covered_fraction(self) -> float:
-        covered = sum(int(r.inside.sum()) for r in ((self.black,) if self.black else ()) + self.blurred)
-        return covered / float(self.height * self.width)
+        canvas = np.zeros((self.height, self.width), dtype=bool)
+        for r in self.black + self.blurred:
+            canvas[r.y0:r.y1, r.x0:r.x1] |= r.inside > 0
+        return float(canvas.mean())
 
 
-def _region(polygons: Sequence[Tuple[Point, ...]], height: int, width: int) -> Optional[_Region]:
-    if not polygons:
-        return None
+def _aligned(start: int, end: int, limit: int, step: int) -> Tuple[int, int]:
+    """``start``..``end`` grown to a multiple of ``step`` within 0..``limit`` (unchanged where it cannot be)."""
+    size = -(-(end - start) // step) * step
+    if size > limit:
+        return start, end
+    start = min(start, limit - size)
+    return start, start + size
+
+
+def _region(polygons: Sequence[Tuple[Point, ...]], height: int, width: int, align: int = 1) -> Optional[_Region]:
     cv2 = opencv()
     canvas = np.zeros((height, width), dtype=np.uint8)
     scale = np.array([width, height], dtype=np.float64)
@@ -74,7 +85,11 @@ def _region(polygons: Sequence[Tuple[Point, ...]], height: int, width: int) -> O
     if ys.size == 0:
         return None
     y0, y1, x0, x1 = int(ys.min()), int(ys.max()) + 1, int(xs.min()), int(xs.max()) + 1
-    return _Region(y0, y1, x0, x1, (canvas[y0:y1, x0:x1] > 0)[..., None])
+    # a box a whole number of blur steps wide and high scales down by whole blocks (the fast path)
+    (y0, y1), (x0, x1) = _aligned(y0, y1, height, align), _aligned(x0, x1, width, align)
+    inside = np.ascontiguousarray(canvas[y0:y1, x0:x1])
+    keep = np.repeat((255 - inside)[..., None], 3, axis=2)
+    return _Region(y0, y1, x0, x1, inside, keep)
 
 
 class PrivacyMasks:
@@ -100,9 +115,11 @@ class PrivacyMasks:
             found = self._rendered.get(key)
         if found is not None:
             return found
-        black = _region([s.polygon for s in self.shapes if s.style == "black"], *key)
-        blurred = tuple(r for r in (_region([s.polygon], *key) for s in self.shapes if s.style == "blur") if r)
-        blur_px = max(MIN_BLUR_PX, int(round(key[0] * BLUR_FRACTION))) | 1
+        # one region per polygon: the bounding box of two far apart would cover most of the frame
+        black = tuple(r for r in (_region([s.polygon], *key) for s in self.shapes if s.style == "black") if r)
+        blur_px = max(MIN_BLUR_PX, int(round(key[0] * BLUR_FRACTION)))
+        blurred = tuple(r for r in (_region([s.polygon], *key, align=blur_px) for s in self.shapes if s.style == "blur")
+                        if r)
         found = RenderedMasks(key[0], key[1], black, blurred, blur_px)
         with self._lock:
             if len(self._rendered) > 8:  # a camera changes size rarely; never grow without bound
@@ -126,12 +143,16 @@ class PrivacyMasks:
             cv2 = opencv()
             for region in masks.blurred:
                 box = image[region.y0:region.y1, region.x0:region.x1]
-                soft = cv2.blur(box, (masks.blur_px, masks.blur_px), borderType=cv2.BORDER_REPLICATE)
-                soft = cv2.blur(soft, (masks.blur_px, masks.blur_px), borderType=cv2.BORDER_REPLICATE)
-                np.copyto(box, soft, where=region.inside)
-        if masks.black is not None:
-            region = masks.black
-            np.copyto(image[region.y0:region.y1, region.x0:region.x1], 0, where=region.inside)
+                # Averaged down by the blur size and scaled back up smoothly: a blur as strong as a
+                # box filter that wide, at a tenth of its cost (the small picture holds every
+                # detail that is left, and there is none finer than blur_px).
+                height, width = box.shape[:2]
+                small = cv2.resize(box, (max(1, width // masks.blur_px), max(1, height // masks.blur_px)),
+                                   interpolation=cv2.INTER_AREA)
+                soft = cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
+                cv2.copyTo(soft, region.inside, box)
+        for region in masks.black:
+            image[region.y0:region.y1, region.x0:region.x1] &= region.keep
 
 
 def shapes_key(privacy: CameraPrivacyConfig) -> Tuple[MaskShape, ...]:
