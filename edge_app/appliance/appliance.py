@@ -43,7 +43,7 @@ from edge_app.opencv import opencv
 from edge_app.pipeline import health as pipeline_health
 from edge_app.pipeline.health import PipelineHealth
 from edge_app.pipeline.results import ResultStore
-from edge_app.record.masked_sink import privacy_sink
+from edge_app.record.masked_sink import MaskedSinks
 from edge_app.record.types import RecordingReader
 from edge_app.config_change.plan import plan_changes
 from edge_app.config_change.detect_switch import DetectSwitch
@@ -89,6 +89,7 @@ class Appliance:
         self._analysis = AnalysisHub(lambda: self._publisher, store=event_store, on_event=self._recording.on_event)
         self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse)
         self._results.privacy.configure(config.cameras)  # before any frame can be seen
+        self._masked_sinks = MaskedSinks()  # masked cameras record through these (edge_app.record.masked_sink)
         # Frames of a camera where nothing moves and nothing is tracked never reach the model.
         self._motion = MotionGating(self._has_objects, lambda cid, motion: self._publisher.publish_motion(cid, motion))
         # The cameras whose frames go through the model: enabled with their detect switch on.
@@ -214,7 +215,7 @@ class Appliance:
             return
         sink = self._recording.sink(cam.id)
         # a camera with privacy masks records a re-encode with the masks burnt in, never a stream copy
-        sink = privacy_sink(sink, self._results.privacy.masks(cam.id), cam.privacy.record_height)
+        sink = self._masked_sinks.wrap(cam.id, sink, self._results.privacy.masks(cam.id), cam.privacy.record_height)
         worker = self._camera_factory(cam, self._config.capture, on_state=self._on_camera_state,
                                       on_frame=self._models.notify_frame, **({"packet_sink": sink} if sink else {}))
         self._cameras = {**self._cameras, cam.id: worker}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 from edge_app.capture.packets import EncodedPacket, PacketSink, StreamInfo
 from edge_app.privacy.masks import PrivacyMasks
@@ -127,8 +127,33 @@ class MaskedPacketSink:
             self.encoded += 1
 
 
-def privacy_sink(sink: Optional[PacketSink], masks: Optional[PrivacyMasks], height_px: Optional[int]) -> Optional[PacketSink]:
-    """``sink`` as a masked camera records: re-encoded with its masks; unchanged without masks."""
-    if sink is None or masks is None:
-        return sink
-    return MaskedPacketSink(sink, masks, EncoderSettings(height_px=height_px))
+class MaskedSinks:
+    """The masked sinks of every camera, so that a camera restarted (a configuration change, a
+    reconnect by the appliance) goes on through the same queue and thread: two sinks in front of
+    one recorder would interleave the end of one connection with the start of the next."""
+
+    def __init__(self, drain_s: float = 10.0) -> None:
+        self._lock = threading.Lock()
+        self._sinks: Dict[str, Tuple[MaskedPacketSink, PacketSink, PrivacyMasks, EncoderSettings]] = {}
+        self._drain_s = drain_s
+
+    def wrap(self, camera_id: str, sink: Optional[PacketSink], masks: Optional[PrivacyMasks],
+             height_px: Optional[int]) -> Optional[PacketSink]:
+        """``sink`` as the camera records: through its masked sink when it has masks, else unchanged."""
+        settings = EncoderSettings(height_px=height_px)
+        with self._lock:
+            old = self._sinks.get(camera_id)
+            if old is not None and old[1] is sink and old[2] is masks and old[3] == settings:
+                return old[0]
+            self._sinks.pop(camera_id, None)
+        if old is not None:
+            # what the previous sink still holds reaches the recorder before the new one starts
+            # (this runs on the thread that applies the configuration, never on a capture thread)
+            old[0].wait_idle(self._drain_s)
+        if sink is None or masks is None:
+            return sink
+        masked = MaskedPacketSink(sink, masks, settings)
+        with self._lock:
+            self._sinks[camera_id] = (masked, sink, masks, settings)
+        return masked
+

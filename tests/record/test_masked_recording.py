@@ -18,7 +18,7 @@ import pytest
 from edge_app.capture.packets import StreamInfo
 from edge_app.config.schema_privacy import CameraPrivacyConfig
 from edge_app.record.masked_encoder import EncoderSettings, MaskedEncoder, output_size
-from edge_app.record.masked_sink import MaskedPacketSink, privacy_sink
+from edge_app.record.masked_sink import MaskedPacketSink, MaskedSinks
 from edge_app.record.recorder import CameraRecorder
 from edge_app.record.store import RecordingStore
 from edge_app.privacy.masks import PrivacyMasks
@@ -178,13 +178,40 @@ def test_an_event_clip_of_a_masked_camera_is_masked_too(tmp_path, walking_stream
     assert all(black(frame[inside]) for frame in recorded)
 
 
-def test_without_masks_the_sink_is_the_recorder_s_own():
-    class Sink:
-        pass
+def test_a_camera_keeps_its_masked_sink_across_restarts_and_gets_a_new_one_for_new_masks(walking_stream):
+    _, (info, packets) = walking_stream
 
-    plain = Sink()
-    assert privacy_sink(plain, None, None) is plain and privacy_sink(None, masks_of("black"), None) is None
-    assert isinstance(privacy_sink(plain, masks_of("black"), 480), MaskedPacketSink)
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def stream_opened(self, info):
+            self.calls.append("opened")
+
+        def packet(self, packet):
+            self.calls.append("packet")
+
+        def stream_closed(self, reason):
+            self.calls.append("closed")
+
+        def unavailable(self, reason):
+            self.calls.append("unavailable")
+
+    recorder, masks = Recorder(), masks_of("black")
+    sinks = MaskedSinks()
+    assert sinks.wrap("cam1", None, masks, None) is None and sinks.wrap("cam1", recorder, None, None) is recorder
+    first = sinks.wrap("cam1", recorder, masks, None)
+    assert isinstance(first, MaskedPacketSink) and sinks.wrap("cam1", recorder, masks, None) is first
+    first.stream_opened(info)
+    for packet in packets[:20]:
+        first.packet(packet)
+    first.stream_closed("camera restarted")
+    # new masks: a new sink, but only once the old one's connection has reached the recorder whole
+    blur = masks_of("blur")
+    second = sinks.wrap("cam1", recorder, blur, None)
+    assert second is not first and recorder.calls == ["opened"] + ["packet"] * 20 + ["closed"]
+    assert sinks.wrap("cam1", recorder, blur, None) is second
+    assert sinks.wrap("cam1", recorder, blur, 480) is not second
 
 
 @pytest.mark.parametrize("width, height, wanted, size", [
