@@ -117,6 +117,25 @@ def test_every_recorded_frame_is_masked_inside_and_faithful_outside(tmp_path, wa
     assert segments[0].end == pytest.approx(packets[-1].wall_ts + 1 / info.fps, abs=0.1)
 
 
+def test_an_export_of_a_masked_camera_is_masked_in_every_frame(tmp_path, walking_stream):
+    path, (info, packets) = walking_stream
+    store = RecordingStore(tmp_path / "rec")
+    record_masked(store, info, packets, masks_of("black"))
+    exported = tmp_path / "export.mp4"
+    start, end = packets[5].wall_ts, packets[-5].wall_ts
+    exported.write_bytes(b"".join(store.export_stream("cam1", start, end)))
+    frames = decoded(exported)
+    inside, outside = parts(info.height_px, info.width_px)
+    assert len(frames) >= len(packets) - 20
+    source = decoded(path)
+    for index, frame in enumerate(frames):
+        assert black(frame[inside]), f"exported frame {index} shows the masked area"
+    # outside the mask each exported frame is a frame of the source (the export starts at a keyframe
+    # before its start, and the walking clip repeats its empty canvas: the best match is taken)
+    for index in (0, len(frames) // 2, len(frames) - 1):
+        assert max(psnr(want[outside], frames[index][outside]) for want in source) > 30, f"exported frame {index}"
+
+
 def test_a_clip_at_a_configured_height_is_scaled_and_masked(tmp_path, walking_stream):
     path, (info, packets) = walking_stream
     store = RecordingStore(tmp_path / "rec")
