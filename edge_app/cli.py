@@ -111,6 +111,10 @@ def cmd_check_config(args) -> int:
     note = relative_paths_note(config)
     if note:
         print(note)
+    from edge_app.record.masked_encoder import recording_path
+
+    for camera in config.cameras:
+        print(f"camera {camera.id}: recording: {recording_path(config, camera)}")
     from edge_app.opencv import opencv_problem
 
     missing = opencv_problem()

@@ -46,6 +46,7 @@ from edge_app.opencv import opencv
 from edge_app.pipeline import health as pipeline_health
 from edge_app.pipeline.results import ResultStore
 from edge_app.record.device_recorder import DeviceRecorder
+from edge_app.record.masked_sink import MaskedSinks
 from edge_app.config_change.plan import plan_changes
 from edge_app.config_change.changes import ChangeRules, ConfigChanges
 from edge_app.config_change.detect_switch import DetectSwitch
@@ -92,6 +93,8 @@ class Appliance:
         self._analysis = AnalysisHub(lambda: self._publisher, store=event_store, on_event=self._recording.on_event,
                                      stage_times=self._stage_times)
         self._results = ResultStore(self._publish_frame, analyse=self._analysis.analyse, stage_times=self._stage_times)
+        self._results.privacy.configure(config.cameras)  # before any frame can be seen
+        self._masked_sinks = MaskedSinks()  # masked cameras record through these (edge_app.record.masked_sink)
         # Frames of a camera where nothing moves and nothing is tracked never reach the model.
         self._motion = MotionGating(self._has_objects, lambda cid, motion: self._publisher.publish_motion(cid, motion))
         # The cameras whose frames go through the model: enabled with their detect switch on.
@@ -225,6 +228,8 @@ class Appliance:
             self._publisher.publish_camera_state(cam.id, StreamState.STOPPED.value, None)
             return
         sink = self._recording.sink(cam.id)
+        # a camera with privacy masks records a re-encode with the masks burnt in, never a stream copy
+        sink = self._masked_sinks.wrap(cam.id, sink, self._results.privacy.masks(cam.id), cam.privacy.record_height)
         worker = self._camera_factory(cam, self._config.capture, on_state=self._on_camera_state,
                                       on_frame=self._models.notify_frame, **({"packet_sink": sink} if sink else {}))
         self._cameras = {**self._cameras, cam.id: worker}
@@ -246,6 +251,7 @@ class Appliance:
         self._publisher.publish_camera_state(camera_id, state.value, error)
 
     def _reconfigure_pipeline(self) -> None:
+        self._results.privacy.configure(self._config.cameras)  # before the models take their feeds
         detecting = {c.id for c in self._config.cameras if c.enabled and c.detect}
         self._detecting = {cid: worker for cid, worker in self._cameras.items() if cid in detecting}
         self._models.configure(self._config, self._cameras)  # each model batches its own cameras
@@ -290,6 +296,7 @@ class Appliance:
             old = self._config
             plan = plan_changes(old, new_config)
             self._config = new_config
+            self._results.privacy.configure(new_config.cameras)  # new masks hold from the next frame out
             # Each model alone: a changed one loads in the background, the others run on untouched.
             loading = self._models.apply(old, new_config, plan.models_reloaded)
             if plan.reconnect_mqtt:

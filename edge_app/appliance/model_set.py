@@ -27,6 +27,7 @@ from edge_app.pipeline.health import PipelineActivity
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
+from edge_app.privacy.feed import detector_feed
 from edge_app.reporting.protocol import ModelChangeReport
 
 if TYPE_CHECKING:
@@ -64,10 +65,12 @@ class ModelUnit:
         self.name = name
         self.loading = False  # the first load (at start) is under way
         self.detecting: Mapping[str, CameraWorker] = {}
+        self._feeds: Mapping[str, object] = {}  # detecting, masked where privacy.detect is false
+        self._privacy = results.privacy
         self._active = False  # the appliance runs: the pipeline starts once there is a detector
         self._stopping = stopping
         self.pipeline = Pipeline(
-            detector_getter=lambda: self.swaps.detector, sources_getter=lambda: self.detecting,
+            detector_getter=lambda: self.swaps.detector, sources_getter=lambda: self._feeds,
             sink=_ModelSink(results, name),
             scheduler=BatchScheduler(model.max_batch, model.batch_timeout_ms / 1000.0),
             # The single model keeps the thread names it always had.
@@ -93,6 +96,8 @@ class ModelUnit:
         max_batch = min(model.max_batch, detector.max_batch if detector else model.max_batch)
         wanted = {c.id: c.fps_limit for c in config.cameras if c.enabled and c.detect and c.model == self.name}
         self.detecting = {cid: worker for cid, worker in cameras.items() if cid in wanted}
+        self._feeds = {cid: detector_feed(worker, self._privacy.hidden_from_detector(cid))
+                       for cid, worker in self.detecting.items()}
         # a camera whose capture drops frames keeps its fps_limit there; the scheduler paces the others
         paced = {cid: fps if cid not in self.detecting else scheduler_fps_limit(self.detecting[cid].policy, fps)
                  for cid, fps in wanted.items()}
@@ -111,6 +116,7 @@ class ModelUnit:
         """Stop the pipeline and close the detector (the model left the configuration, or the appliance stops)."""
         self.swaps.cancel()
         self.detecting = {}
+        self._feeds = {}
         self.pipeline.stop(timeout_s=timeout_s)
         detector = self.swaps.detector
         if detector is not None:

@@ -30,6 +30,7 @@ from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline.health import PipelineActivity, PipelineHealth, assess, readiness_reason
 from edge_app.pipeline.results import ResultStore
 from edge_app.record.device_recorder import DeviceRecorder
+from edge_app.privacy.images import masked
 from edge_app.record.types import RecordingReader
 from edge_app.reporting.stage_times import StageTimes, StageTotal
 from edge_app.review.book import ReviewBook
@@ -165,8 +166,7 @@ class RunningReads:
             reasons.append(mqtt_stalled)
         return (not reasons, reasons)
 
-    @staticmethod
-    def _unanalysed(running: RunningParts, camera_id: str, frame) -> Optional[AnalysedFrame]:
+    def _unanalysed(self, running: RunningParts, camera_id: str, frame) -> Optional[AnalysedFrame]:
         """A captured frame of a camera whose detection is off, as a frame without detections."""
         if frame is None:
             return None
@@ -174,7 +174,8 @@ class RunningReads:
         name = camera.model if camera is not None else "default"
         detector = running.models.detectors().get(name) if running.models is not None else running.detector
         labels = detector.labels if detector is not None else ()
-        return AnalysedFrame(camera_id, frame.frame_id, frame.ts, frame.image, Detections.empty(labels), model=name)
+        image = masked(frame.image, self._results.privacy.masks(camera_id))  # the live view of it goes out
+        return AnalysedFrame(camera_id, frame.frame_id, frame.ts, image, Detections.empty(labels), model=name)
 
     @staticmethod
     def _detection_off(running: RunningParts, camera_id: str) -> bool:

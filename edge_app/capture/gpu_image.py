@@ -207,6 +207,10 @@ def bgr_image(image: FrameImage) -> np.ndarray:
         return image
     if isinstance(image, (HostNv12Image, DeviceNv12Image)):
         return image.bgr()
+    # an image behind privacy masks (edge_app.privacy.images) masks its pixels in its bgr()
+    convert = getattr(image, "bgr", None)
+    if callable(convert):
+        return convert()
     raise TypeError(f"not a frame image: {type(image).__name__}")
 
 

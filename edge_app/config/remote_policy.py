@@ -17,6 +17,10 @@ field whose value would change is named and compared with this list. The broker 
   ``health`` and ``review`` settings (a camera's ``review`` too);
 * the ``version`` of each entry of ``models``, and its thresholds and classes.
 
+A camera's ``privacy`` section is never the broker's: a mask removed or moved would send out what
+its owner hid. A camera the broker adds may bring one; a camera that stays keeps its own (compared
+by camera id, so removing another camera does not count as a change).
+
 Everything else is refused: ``api.*``, ``mqtt.*``, ``device_id``, ``fleet.*``, ``homeassistant.*``, ``notifications.*``,
 ``logging``, ``capture``, ``snapshots`` and every path (model files, labels, engine and
 calibration folders, events and recordings folders, TLS files); for ``models`` that means no
@@ -100,12 +104,23 @@ def _synthetic_sources_added(current: AppConfig, new: AppConfig) -> List[Problem
             if cam.source.strip().lower().startswith("test://") and (cam.id, cam.source.strip()) not in existing]
 
 
+def _privacy_changed(current: AppConfig, new: AppConfig) -> List[Problem]:
+    """Cameras that stay (by id) whose ``privacy`` section the change would alter."""
+    before = {cam.id: cam.privacy for cam in current.cameras}
+    return [Problem(f"cameras.{index}.privacy", "a camera's privacy masks cannot be changed through R/config/desired")
+            for index, cam in enumerate(new.cameras) if cam.id in before and cam.privacy != before[cam.id]]
+
+
+def _is_privacy(path: Tuple[str, ...]) -> bool:
+    return len(path) >= 3 and path[0] == "cameras" and path[2] == "privacy"
+
+
 def broker_problems(current: AppConfig, new: AppConfig) -> List[Problem]:
     """Every field the change from ``current`` to ``new`` touches that the broker may not change."""
-    problems: List[Problem] = _synthetic_sources_added(current, new)[:MAX_PROBLEMS]
+    problems: List[Problem] = (_synthetic_sources_added(current, new) + _privacy_changed(current, new))[:MAX_PROBLEMS]
     seen = {problem.loc for problem in problems}
     for path in _changed(config_to_dict(current), config_to_dict(new)):
-        if _allowed(path):
+        if _allowed(path) or _is_privacy(path):  # privacy: by camera id, above
             continue
         loc = ".".join(path) or "(the whole configuration)"
         if loc in seen:

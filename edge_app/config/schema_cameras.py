@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 from typing_extensions import Annotated
 
 from edge_app.config.model_names import DEFAULT_MODEL, MODEL_NAME_PATTERN
+from edge_app.config.schema_privacy import CameraPrivacyConfig
 from edge_app.config.schema_record import CameraRecordConfig
 from edge_app.config.schema_review import CameraReviewConfig
 from edge_app.config.schema_rules import ID_PATTERN, MAX_AREA_LABELS, NormPoint, _clean_labels, _Strict
@@ -131,6 +132,8 @@ class CameraConfig(_Strict):
                                        description="This camera's own recording choices; left out: the record section's")
     review: CameraReviewConfig = Field(default_factory=CameraReviewConfig, title="Review",
                                        description="This camera's own alert rules; left out: the review section's")
+    privacy: CameraPrivacyConfig = Field(default_factory=CameraPrivacyConfig, title="Privacy",
+                                         description="Areas masked in everything the device sends (docs/privacy.md)")
 
     @field_validator("source")
     @classmethod

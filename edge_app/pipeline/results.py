@@ -10,6 +10,8 @@ from typing import Callable, Dict, Optional, Tuple
 from edge_app.capture.frame import Frame
 from edge_app.detect.detections import Detections
 from edge_app.pipeline.stats import LatencyWindow
+from edge_app.privacy.images import masked
+from edge_app.privacy.masks import MaskBook
 from edge_app.capture.rate import RateMeter
 from edge_app.reporting.protocol import AnalysedFrame, LatencyReport
 from edge_app.reporting.stage_times import StageTimes
@@ -41,10 +43,13 @@ class ResultStore:
 
     def __init__(self, sink: Callable[[AnalysedFrame], None], clock: Callable[[], float] = time.monotonic,
                  analyse: Optional[Callable[[AnalysedFrame], AnalysedFrame]] = None,
-                 stage_times: Optional[StageTimes] = None):
+                 stage_times: Optional[StageTimes] = None, privacy: Optional[MaskBook] = None):
         self._sink = sink
         # Time per frame of each stage (GET /metrics): the pipeline's, MQTT and these figures.
         self.stage_times = stage_times if stage_times is not None else StageTimes()
+        # Every analysed frame leaves behind its camera's privacy masks: snapshots, event
+        # snapshots and the live view all read its pixels through them (docs/privacy.md).
+        self.privacy = privacy if privacy is not None else MaskBook()
         # Tracking, zones and events (edge_app.appliance.analysis): adds track ids before anything is published.
         self._analyse = analyse
         self._clock = clock
@@ -66,7 +71,8 @@ class ResultStore:
     def handle(self, frame: Frame, detections: Detections, timings_ms: Dict[str, float], model: str = "default") -> None:
         now_mono_s = self._clock()
         latency_ms = max(0.0, (now_mono_s - frame.mono_ts) * 1000.0)
-        analysed = AnalysedFrame(frame.camera_id, frame.frame_id, frame.ts, frame.image, detections, latency_ms, model)
+        image = masked(frame.image, self.privacy.masks(frame.camera_id))
+        analysed = AnalysedFrame(frame.camera_id, frame.frame_id, frame.ts, image, detections, latency_ms, model)
         camera_id, stages = frame.camera_id, self.stage_times
         for stage, ms in timings_ms.items():
             stages.add(camera_id, stage, ms / 1000.0)

@@ -23,6 +23,8 @@ def locs(patch):
     return [p.loc for p in broker_problems(config(), config(patch))]
 
 
+MASK = {"polygon": [[0, 0], [0.5, 0], [0.5, 0.5]]}
+
 REFUSED = [
     ("the attack: a new API token", {"api": {"token": "attacker-owned-token-1234567890"}}, "api.token"),
     ("api token removed", {"api": {"token": None}}, "api.token"),
@@ -54,6 +56,9 @@ REFUSED = [
      "cameras.1.source"),
     ("synthetic source in place of a camera's", {"cameras": [{**BASE["cameras"][0], "source": "test://bars"}]},
      "cameras.0.source"),
+    ("privacy mask on a camera that stays", {"cameras": [{**BASE["cameras"][0], "privacy": {"masks": [MASK]}}]},
+     "cameras.0.privacy"),
+    ("privacy detect switch", {"cameras": [{**BASE["cameras"][0], "privacy": {"detect": False}}]}, "cameras.0.privacy"),
 ]
 
 
@@ -68,6 +73,8 @@ ALLOWED = [
     ("detect switch", {"cameras": [{**BASE["cameras"][0], "detect": False}]}),
     ("zones and lines", {"cameras": [{**BASE["cameras"][0], "zones": [],
                                       "lines": [{"name": "gate", "points": [[0, 0], [1, 1]]}]}]}),
+    ("camera added with a privacy mask", {"cameras": [BASE["cameras"][0], {"id": "cam2", "source": "rtsp://10.0.0.6/s",
+                                                                           "privacy": {"masks": [MASK]}}]}),
     ("thresholds and classes", {"model": {"conf_threshold": 0.5, "iou_threshold": 0.3, "classes": ["person"]}}),
     ("tracking", {"tracking": {"enabled": False}}),
     ("events settings", {"events": {"enabled": False, "min_frames": 5, "labels": ["car"], "retain_days": 2}}),
@@ -128,3 +135,12 @@ def test_a_synthetic_source_already_running_may_stay_but_not_grow():
     assert broker_problems(current, config(merge_patch(bars, {"cameras": [{**bars["cameras"][0], "detect": False}]}))) == []
     grown = {"cameras": [{**bars["cameras"][0], "source": "test://bars?width=8192&height=8192&fps=1000"}]}
     assert [p.loc for p in broker_problems(current, config(grown))] == ["cameras.0.source"]
+
+
+def test_a_masked_camera_keeps_its_masks_when_the_broker_removes_the_camera_before_it():
+    masked = {"id": "cam2", "source": "rtsp://10.0.0.6/s", "privacy": {"masks": [MASK]}}
+    before = {"cameras": [BASE["cameras"][0], masked]}
+    # by index, cameras.0.privacy changes; by camera id nothing of it does
+    assert [p.loc for p in broker_problems(config(before), config({"cameras": [masked]}))] == []
+    unmasked = {**masked, "privacy": {"masks": []}}
+    assert [p.loc for p in broker_problems(config(before), config({"cameras": [unmasked]}))] == ["cameras.0.privacy"]

@@ -25,7 +25,7 @@ LAYERS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("foundation", (ROOT, "edge_app.version", "edge_app.canonical_json", "edge_app.finite_json", "edge_app.opencv",
                     "edge_app.mqtt_takeover", "edge_app.process", "edge_app.config", "edge_app.cuda")),
     ("parts", ("edge_app.capture", "edge_app.detect", "edge_app.events", "edge_app.health", "edge_app.motion",
-               "edge_app.mqtt", "edge_app.notify", "edge_app.record", "edge_app.reporting", "edge_app.review",
+               "edge_app.mqtt", "edge_app.notify", "edge_app.privacy", "edge_app.record", "edge_app.reporting", "edge_app.review",
                "edge_app.track")),
     ("shared", ("edge_app.pipeline", "edge_app.config_change", "edge_app.http_server", "edge_app.fleet_protocol")),
     ("programs", ("edge_app.appliance", "edge_app.fleet_agent", "edge_app.fleet_service")),

@@ -1,0 +1,1 @@
+"""Privacy masks: areas of a camera's picture that never leave the device (docs/privacy.md)."""

@@ -1,0 +1,144 @@
+"""Re-encoding one camera's stream with its privacy masks burnt in: packets in, H.264 packets out.
+
+A stream copy would write the masked pixels to the disk, so a camera with privacy masks is
+recorded by decoding its packets (PyAV), masking every frame (``edge_app.privacy``) and encoding
+it again with libx264 at the configured height. The output is an ordinary H.264 stream with its
+parameter sets in band: the recorder writes it into the same clips, segments and index rows as a
+stream copy. Each source keyframe becomes a keyframe of the output (clips and segments start at
+keyframes, and a camera's GOP stays what its pre-roll was sized for); ``tune=zerolatency`` keeps
+the encoder from holding frames back, so a packet leaves as soon as its frame is encoded.
+
+This is the software path; a hardware encoder (NVENC) is not implemented yet (docs/privacy.md).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Dict, List, Optional, Tuple
+
+import av
+
+from edge_app.capture.packets import EncodedPacket, StreamInfo
+from edge_app.privacy.masks import PrivacyMasks
+
+log = logging.getLogger(__name__)
+
+ENCODER = "libx264"
+#: what ``check-config`` says of this path, and of the other
+PATH_NAME = "re-encoded with x264 (privacy masks)"
+COPY_PATH_NAME = "stream copy"
+
+
+@dataclass(frozen=True)
+class EncoderSettings:
+    height_px: Optional[int] = None  # None: the source's
+    preset: str = "veryfast"
+    crf: int = 23
+
+
+def recording_path(config, camera) -> str:
+    """How ``camera`` (a ``CameraConfig`` of the ``AppConfig`` ``config``) is recorded, in words."""
+    if not config.record_settings(camera.id).any_enabled:
+        return "off"
+    if camera.privacy.masks:
+        height = camera.privacy.record_height
+        return PATH_NAME + (f" at {height} px high" if height else "")
+    return COPY_PATH_NAME
+
+
+def output_size(width_px: int, height_px: int, wanted_height_px: Optional[int]) -> Tuple[int, int]:
+    """(width, height) of the re-encoded picture: the wanted height (even), the aspect kept, never larger."""
+    height = height_px if not wanted_height_px else min(int(wanted_height_px), height_px)
+    height = max(2, height - height % 2)
+    width = max(2, int(round(width_px * height / height_px / 2)) * 2)
+    return width, height
+
+
+class MaskedEncoder:
+    """One connection's packets (``info``) decoded, masked and encoded; not thread-safe."""
+
+    def __init__(self, info: StreamInfo, masks: PrivacyMasks, settings: EncoderSettings = EncoderSettings()) -> None:
+        self.source = info
+        self.masks = masks
+        self.width_px, self.height_px = output_size(info.width_px, info.height_px, settings.height_px)
+        self._decoder = av.CodecContext.create(info.codec, "r")
+        if info.extradata:
+            self._decoder.extradata = info.extradata
+        self._encoder = av.CodecContext.create(ENCODER, "w")
+        enc = self._encoder
+        enc.width, enc.height, enc.pix_fmt = self.width_px, self.height_px, "yuv420p"
+        enc.time_base = info.time_base
+        if info.fps > 0:
+            enc.framerate = Fraction(info.fps).limit_denominator(1001)
+        enc.gop_size = 600  # keyframes where the source has them (forced below), not on a count of our own
+        enc.options = {"preset": settings.preset, "tune": "zerolatency", "crf": str(settings.crf),
+                       "forced-idr": "1", "x264-params": "scenecut=0"}
+        self.output = StreamInfo(camera_id=info.camera_id, codec="h264", width_px=self.width_px,
+                                 height_px=self.height_px, time_base=info.time_base, extradata=b"", fps=info.fps)
+        # what each source packet said of its frame, by presentation time: the encoded packet of
+        # that frame carries it on (the recorder cuts files and pre-rolls by wall-clock time)
+        self._pending: Dict[int, Tuple[float, bool, int]] = {}
+        self._keyframe_seen = False
+        self.frames = 0
+
+    def encode(self, packet: EncodedPacket) -> List[EncodedPacket]:
+        """The encoded packets ready after ``packet`` (none, one, or several after a held frame)."""
+        if not self._keyframe_seen:
+            if not packet.keyframe:
+                return []  # nothing before the first keyframe can be decoded
+            self._keyframe_seen = True
+        source = av.Packet(packet.data)
+        source.pts, source.dts = packet.pts, packet.dts
+        source.time_base = self.source.time_base
+        self._pending[packet.pts] = (packet.wall_ts, packet.keyframe, packet.duration)
+        try:
+            frames = self._decoder.decode(source)
+        except av.error.FFmpegError as err:  # a damaged packet costs its frame, not the recording
+            log.debug("camera %s: a packet could not be decoded: %s", self.source.camera_id, err)
+            self._pending.pop(packet.pts, None)
+            return []
+        out: List[EncodedPacket] = []
+        for frame in frames:
+            out.extend(self._encode_frame(frame))
+        return out
+
+    def flush(self) -> List[EncodedPacket]:
+        """What the decoder and the encoder still hold (the connection ended)."""
+        out: List[EncodedPacket] = []
+        try:
+            for frame in self._decoder.decode(None):
+                out.extend(self._encode_frame(frame))
+        except av.error.FFmpegError as err:
+            log.debug("camera %s: flushing the decoder failed: %s", self.source.camera_id, err)
+        out.extend(self._packets(self._encoder.encode(None)))
+        return out
+
+    def _encode_frame(self, frame: av.VideoFrame) -> List[EncodedPacket]:
+        pts = frame.pts
+        if pts is None or pts not in self._pending:
+            return []
+        _, keyframe, _ = self._pending[pts]
+        # scaled and converted in one step, then masked at the output size
+        bgr = frame.to_ndarray(width=self.width_px, height=self.height_px, format="bgr24")
+        self.masks.apply_in_place(bgr)
+        picture = av.VideoFrame.from_ndarray(bgr, format="bgr24").reformat(format="yuv420p")
+        picture.pts, picture.time_base = pts, self.source.time_base
+        if keyframe:
+            picture.pict_type = av.video.frame.PictureType.I
+        self.frames += 1
+        return self._packets(self._encoder.encode(picture))
+
+    def _packets(self, packets) -> List[EncodedPacket]:
+        out = []
+        for packet in packets:
+            wall_ts, _, duration = self._pending.pop(packet.pts, (None, False, 0))
+            if wall_ts is None:
+                continue
+            # frames dropped by the decoder leave their entries behind: only newer ones are kept
+            for stale in [p for p in self._pending if p < packet.pts]:
+                self._pending.pop(stale, None)
+            out.append(EncodedPacket(data=bytes(packet), pts=packet.pts,
+                                     dts=packet.dts if packet.dts is not None else packet.pts,
+                                     keyframe=bool(packet.is_keyframe), wall_ts=wall_ts, duration=duration))
+        return out
