@@ -27,6 +27,7 @@ from edge_app.fleet_service.artifact_routes import (DEVICE_ENDPOINTS, UPLOAD_END
 from edge_app.fleet_service.clip_routes import clip_blueprint
 from edge_app.fleet_service.db import DatabaseError
 from edge_app.fleet_service.device_auth import DeviceAuth
+from edge_app.fleet_service.route_state import FleetRouteState, install_route_state
 from edge_app.fleet_service.routes import fleet_blueprint
 from edge_app.fleet_service.service import MIB, FleetService
 
@@ -72,9 +73,12 @@ def create_fleet_app(service: FleetService) -> Flask:
         return error_response(503, "the fleet database is unavailable; the service log has the details")
 
     app.register_blueprint(health_blueprint(service))  # type: ignore[arg-type]
-    app.register_blueprint(fleet_blueprint(service))
-    app.register_blueprint(artifacts_blueprint(service, DeviceAuth(lambda: service.config.device_tokens)))
-    app.register_blueprint(clip_blueprint(ApplianceApi(service.current_config)))
+    state = FleetRouteState(service, DeviceAuth(lambda: service.config.device_tokens),
+                            ApplianceApi(service.current_config))  # type: ignore[arg-type]
+    install_route_state(app, state)
+    app.register_blueprint(fleet_blueprint())
+    app.register_blueprint(artifacts_blueprint(state.service, state.device_auth))
+    app.register_blueprint(clip_blueprint(state.appliances))
     app.register_blueprint(fleet_page_blueprint())
 
     install_common_headers(app)

@@ -24,7 +24,7 @@ from edge_app.fleet_service.blobs import BlobError, StoredBlob, is_sha256
 from edge_app.fleet_service.device_auth import DeviceAuth
 from edge_app.fleet_service.model_state import devices_reporting
 from edge_app.fleet_service.rollouts import NoModelDevices, UnknownDevices, model_rollout_patch
-from edge_app.fleet_service.routes import DEVICE_ID, parse_targets
+from edge_app.fleet_service.request_models import DEVICE_ID, ModelRolloutBody, parse_body
 from edge_app.fleet_service.service import MIB, FleetService
 
 logger = logging.getLogger(__name__)
@@ -250,10 +250,7 @@ def artifacts_blueprint(service: FleetService, device_auth: DeviceAuth) -> Bluep
     @bp.post("/api/v1/models/<name>/<version>/rollout")
     def rollout(name: str, version: str) -> Response:
         _name(name, version)
-        body = read_json_body()
-        if not isinstance(body, dict) or set(body) != {"devices"}:
-            raise ApiError(400, 'the body must be {"devices": [...] | "all"}')
-        targets = parse_targets(body["devices"])
+        targets = parse_body(ModelRolloutBody, read_json_body(), 'the body must be {"devices": [...] | "all"}').devices
         if service.artifacts.model(name, version) is None:
             raise ApiError(404, f"unknown model {name} version {version}: upload it first")
         # Addressed by the fleet's name of the model: which of a device's models runs it (model or

@@ -17,7 +17,7 @@ from edge_app.api.events import checked_event_id, event_query
 from edge_app.api.query_params import integer_arg
 from edge_app.api.recordings import MAX_PART
 from edge_app.fleet_service.appliance_api import ApplianceApi, ApplianceApiError, annotate_clips
-from edge_app.fleet_service.routes import DEVICE_ID
+from edge_app.fleet_service.request_models import DEVICE_ID
 
 #: the query parameters of an appliance's event list that are passed on (checked first)
 EVENT_FILTERS = ("camera", "label", "zone", "after", "before", "limit")
