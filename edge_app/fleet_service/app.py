@@ -77,7 +77,7 @@ def create_fleet_app(service: FleetService) -> Flask:
                             ApplianceApi(service.current_config))  # type: ignore[arg-type]
     install_route_state(app, state)
     app.register_blueprint(fleet_blueprint())
-    app.register_blueprint(artifacts_blueprint(state.service, state.device_auth))
+    app.register_blueprint(artifacts_blueprint())
     app.register_blueprint(clip_blueprint(state.appliances))
     app.register_blueprint(fleet_page_blueprint())
 
