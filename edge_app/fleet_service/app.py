@@ -73,12 +73,11 @@ def create_fleet_app(service: FleetService) -> Flask:
         return error_response(503, "the fleet database is unavailable; the service log has the details")
 
     app.register_blueprint(health_blueprint(service))  # type: ignore[arg-type]
-    state = FleetRouteState(service, DeviceAuth(lambda: service.config.device_tokens),
-                            ApplianceApi(service.current_config))  # type: ignore[arg-type]
-    install_route_state(app, state)
+    install_route_state(app, FleetRouteState(service, DeviceAuth(lambda: service.config.device_tokens),
+                                             ApplianceApi(service.current_config)))  # type: ignore[arg-type]
     app.register_blueprint(fleet_blueprint())
     app.register_blueprint(artifacts_blueprint())
-    app.register_blueprint(clip_blueprint(state.appliances))
+    app.register_blueprint(clip_blueprint())
     app.register_blueprint(fleet_page_blueprint())
 
     install_common_headers(app)

@@ -59,7 +59,7 @@ def checked_rollout_id(value: str) -> str:
     return value
 
 
-def _integer(name: str, raw: Any, low: int, high: int) -> int:
+def integer_rule(name: str, raw: Any, low: int, high: int) -> int:
     """The API's one integer rule for query parameters (ASCII digits only, bounded length)."""
     try:
         return integer_arg({name: str(raw)}, name, low, low, high)
@@ -184,7 +184,7 @@ class DeviceListQuery(RequestModel):
             raise ValueError(f"sort must be id or problems, got {value[:80]!r}")
         return value
 
-    _limit = field_validator("limit", mode="before")(lambda cls, value: _integer("limit", value, 1, MAX_PAGE))
+    _limit = field_validator("limit", mode="before")(lambda cls, value: integer_rule("limit", value, 1, MAX_PAGE))
     _after = field_validator("after", mode="before")(lambda cls, value: device_id_rule(value))
 
 
