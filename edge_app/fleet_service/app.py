@@ -27,6 +27,7 @@ from edge_app.fleet_service.artifact_routes import (DEVICE_ENDPOINTS, UPLOAD_END
 from edge_app.fleet_service.clip_routes import clip_blueprint
 from edge_app.fleet_service.db import DatabaseError
 from edge_app.fleet_service.device_auth import DeviceAuth
+from edge_app.fleet_service.route_state import FleetRouteState, install_route_state
 from edge_app.fleet_service.routes import fleet_blueprint
 from edge_app.fleet_service.service import MIB, FleetService
 
@@ -54,6 +55,19 @@ def _asks_as_device() -> bool:
     return request.endpoint in DEVICE_ENDPOINTS and DeviceAuth.asks_as_device()
 
 
+def _database_away(err: DatabaseError) -> Response:
+    logger.error("%s", err)
+    return error_response(503, "the fleet database is unavailable; the service log has the details")
+
+
+def _close_after_refused_upload(response: Response) -> Response:
+    # The server would otherwise read the rest of a refused upload (up to gigabytes) to keep
+    # the connection; closing it is cheaper for both sides.
+    if response.status_code >= 400 and request.endpoint in UPLOAD_ENDPOINTS:
+        response.headers["Connection"] = "close"
+    return response
+
+
 def create_fleet_app(service: FleetService) -> Flask:
     app = Flask(__name__, static_folder=None)
     install_json_provider(app)
@@ -65,27 +79,18 @@ def create_fleet_app(service: FleetService) -> Flask:
     # Device routes asked with X-Edge-Device check the device's own token (device_auth) instead.
     install_auth(app, service.current_config, authenticated_elsewhere=_asks_as_device)  # type: ignore[arg-type]
     register_error_handlers(app)
+    app.register_error_handler(DatabaseError, _database_away)
 
-    @app.errorhandler(DatabaseError)
-    def _database_away(err: DatabaseError) -> Response:
-        logger.error("%s", err)
-        return error_response(503, "the fleet database is unavailable; the service log has the details")
-
-    app.register_blueprint(health_blueprint(service))
-    app.register_blueprint(fleet_blueprint(service))
-    app.register_blueprint(artifacts_blueprint(service, DeviceAuth(lambda: service.config.device_tokens)))
-    app.register_blueprint(clip_blueprint(ApplianceApi(service.current_config)))
+    app.register_blueprint(health_blueprint(service))  # type: ignore[arg-type]
+    install_route_state(app, FleetRouteState(service, DeviceAuth(lambda: service.config.device_tokens),
+                                             ApplianceApi(service.current_config)))  # type: ignore[arg-type]
+    app.register_blueprint(fleet_blueprint())
+    app.register_blueprint(artifacts_blueprint())
+    app.register_blueprint(clip_blueprint())
     app.register_blueprint(fleet_page_blueprint())
 
     install_common_headers(app)
-
-    @app.after_request
-    def _close_after_refused_upload(response: Response) -> Response:
-        # The server would otherwise read the rest of a refused upload (up to gigabytes) to keep
-        # the connection; closing it is cheaper for both sides.
-        if response.status_code >= 400 and request.endpoint in UPLOAD_ENDPOINTS:
-            response.headers["Connection"] = "close"
-        return response
+    app.after_request(_close_after_refused_upload)
 
     return app
 
