@@ -39,8 +39,8 @@ from edge_app.mqtt.ha_discovery import event_labels
 from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.opencv import opencv
-from edge_app.pipeline import health as pipeline_health
-from edge_app.pipeline.health import PipelineHealth
+from edge_app.pipeline import stall_watch
+from edge_app.pipeline.stall_watch import PipelineHealth
 from edge_app.pipeline.results import ResultStore
 from edge_app.record.device_recorder import DeviceRecorder
 from edge_app.record.types import RecordingReader
@@ -109,7 +109,7 @@ class Appliance:
         self._reads = ApplianceReads(
             self._running, results=self._results, pipeline=self._models, analysis=self._analysis,
             event_store=event_store, health=self._health, recording=self._recording, builds=self._builds,
-            stall_after_s=pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s)
+            stall_after_s=stall_watch.STALL_AFTER_S if stall_after_s is None else stall_after_s)
 
     @property
     def _detector(self) -> Optional[Detector]:

@@ -25,7 +25,7 @@ from edge_app.health.sampler import HealthSampler
 from edge_app.mqtt import link_health
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
-from edge_app.pipeline.health import PipelineActivity, PipelineHealth, assess, readiness_reason
+from edge_app.pipeline.stall_watch import PipelineActivity, PipelineHealth, assess, readiness_reason
 from edge_app.pipeline.results import ResultStore
 from edge_app.record.device_recorder import DeviceRecorder
 from edge_app.record.types import RecordingReader

@@ -11,7 +11,7 @@ from edge_app.capture.state import StreamState
 from edge_app.config.schema import ModelConfig
 from edge_app.config.schema_cameras import CameraConfig
 from edge_app.detect.base import Detector
-from edge_app.pipeline.health import PipelineHealth
+from edge_app.pipeline.stall_watch import PipelineHealth
 from edge_app.pipeline.results import CameraFigures, PipelineFigures
 from edge_app.config.redact import mask_secrets
 from edge_app.record.types import CameraRecordingStatus

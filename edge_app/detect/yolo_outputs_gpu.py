@@ -22,7 +22,7 @@ from edge_app.cuda.base import CudaDevice, KernelArg, kernel_options_for
 from edge_app.cuda.kernels.yolo_nms import (CANDIDATE_CAP, KERNEL_CANDIDATES_F16, KERNEL_CANDIDATES_F32, KERNEL_NMS,
                                             ROW_VALUES, SOURCE)
 from edge_app.detect.base import LetterboxMeta
-from edge_app.detect.decode import DecoderTuning, YoloDecoder
+from edge_app.detect.yolo_outputs import DecoderTuning, YoloDecoder
 from edge_app.detect.detections import Detections
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from edge_app.detect.base import LetterboxMeta
-from edge_app.detect.decode import (
+from edge_app.detect.yolo_outputs import (
     LayoutError,
     LayoutInfo,
     OutputLayout,

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from edge_app.detect.base import LetterboxMeta
-from edge_app.detect.decode import YoloDecoder
-from edge_app.detect.decode_gpu import GpuYoloDecoder, detections_from
+from edge_app.detect.yolo_outputs import YoloDecoder
+from edge_app.detect.yolo_outputs_gpu import GpuYoloDecoder, detections_from
 
 pytestmark = pytest.mark.gpu
 

@@ -18,8 +18,8 @@ import numpy as np
 from edge_app.cuda import CudaDevice, CudaError, open_device
 from edge_app.cuda.mps import mps_status
 from edge_app.detect.base import Detector, DetectorError, PreparedBatch
-from edge_app.detect.decode import LayoutError, OutputLayout, YoloDecoder, detect_layout
-from edge_app.detect.decode_gpu import GpuDecoded, GpuYoloDecoder, detections_from
+from edge_app.detect.yolo_outputs import LayoutError, OutputLayout, YoloDecoder, detect_layout
+from edge_app.detect.yolo_outputs_gpu import GpuDecoded, GpuYoloDecoder, detections_from
 from edge_app.detect.detections import Detections
 from edge_app.detect.labels import resolve_labels
 from edge_app.detect.letterbox import Letterboxer

@@ -2,7 +2,7 @@
 import logging
 
 from edge_app.pipeline.errorlog import RateLimitedErrorLog
-from edge_app.pipeline.health import ActivityTracker, PipelineActivity, assess
+from edge_app.pipeline.stall_watch import ActivityTracker, PipelineActivity, assess
 
 
 def activity(**overrides) -> PipelineActivity:
