@@ -34,7 +34,7 @@ from edge_app.notify.wiring import notifier_for
 from edge_app.appliance.model_set import ModelSet
 from edge_app.appliance.read_side import ApplianceReads, RunningParts
 from edge_app.motion.gating import MotionGating
-from edge_app.mqtt import link_health
+from edge_app.mqtt import link_stall_watch
 from edge_app.mqtt.ha_discovery import event_labels
 from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
@@ -375,7 +375,7 @@ class Appliance:
     def pipeline_health(self) -> PipelineHealth:
         return self._reads.pipeline_health()
 
-    def mqtt_health(self) -> link_health.LinkHealth:
+    def mqtt_health(self) -> link_stall_watch.LinkHealth:
         return self._reads.mqtt_health()
 
     def engine_build(self) -> Optional[Dict[str, Any]]:

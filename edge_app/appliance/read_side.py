@@ -22,7 +22,7 @@ from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
 from edge_app.health.sampler import HealthSampler
-from edge_app.mqtt import link_health
+from edge_app.mqtt import link_stall_watch
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline.stall_watch import PipelineActivity, PipelineHealth, assess, readiness_reason
@@ -129,7 +129,7 @@ class ApplianceReads:
     def pipeline_health(self) -> PipelineHealth:
         return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)
 
-    def mqtt_health(self) -> link_health.LinkHealth:
+    def mqtt_health(self) -> link_stall_watch.LinkHealth:
         """Whether the MQTT link is stalled (never while MQTT is off or the broker is merely away)."""
         return self._running().publisher.link_health()
 
@@ -150,7 +150,7 @@ class ApplianceReads:
         stalled = readiness_reason(self.pipeline_health())
         if stalled:
             reasons.append(stalled)
-        mqtt_stalled = link_health.readiness_reason(self.mqtt_health())
+        mqtt_stalled = link_stall_watch.readiness_reason(self.mqtt_health())
         if mqtt_stalled:
             reasons.append(mqtt_stalled)
         return (not reasons, reasons)

@@ -6,7 +6,7 @@ import logging
 import pytest
 
 from edge_app.mqtt.callback_guard import CallbackGuard
-from edge_app.mqtt.link_health import LinkActivity, LinkTracker, assess_link, readiness_reason, stall_after_s_for
+from edge_app.mqtt.link_stall_watch import LinkActivity, LinkTracker, assess_link, readiness_reason, stall_after_s_for
 
 STALL_S = 60.0
 
