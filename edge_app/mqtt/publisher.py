@@ -57,7 +57,7 @@ from edge_app.config.schema import AppConfig, MQTTConfig
 from edge_app.events.model import EventMessage
 from edge_app.mqtt import payloads
 from edge_app.mqtt.client_setup import appliance_client_id, new_client
-from edge_app.mqtt.commands import DetectSetHandler
+from edge_app.mqtt.detect_set_commands import DetectSetHandler
 from edge_app.mqtt.extension_publishing import ExtensionPublisher
 from edge_app.mqtt.fleet_publishing import DesiredHandler, FleetPublisher
 from edge_app.mqtt.ha_publishing import HaPublisher
