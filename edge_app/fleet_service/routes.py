@@ -10,7 +10,7 @@ from edge_app.http_server.errors import ApiError
 from edge_app.http_server.event_params import event_query
 from edge_app.http_server.json_body import read_json_body
 from edge_app.http_server.query_params import integer_arg
-from edge_app.fleet_service.health import PROBLEM_FILTERS
+from edge_app.fleet_service.device_health import PROBLEM_FILTERS
 from edge_app.fleet_service.queries import DEFAULT_PAGE, MAX_PAGE
 from edge_app.fleet_service.rollouts import UnknownDevices
 from edge_app.fleet_service.service import FleetService
