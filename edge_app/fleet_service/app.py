@@ -28,7 +28,7 @@ from edge_app.fleet_service.clip_routes import clip_blueprint
 from edge_app.fleet_service.db import DatabaseError
 from edge_app.fleet_service.device_auth import DeviceAuth
 from edge_app.fleet_service.routes import fleet_blueprint
-from edge_app.fleet_service.service import MIB, FleetService
+from edge_app.fleet_service.fleet import MIB, FleetService
 
 logger = logging.getLogger(__name__)
 

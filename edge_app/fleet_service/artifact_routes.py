@@ -25,7 +25,7 @@ from edge_app.fleet_service.device_auth import DeviceAuth
 from edge_app.fleet_service.model_state import devices_reporting
 from edge_app.fleet_service.rollouts import NoModelDevices, UnknownDevices, model_rollout_patch
 from edge_app.fleet_service.routes import DEVICE_ID, parse_targets
-from edge_app.fleet_service.service import MIB, FleetService
+from edge_app.fleet_service.fleet import MIB, FleetService
 
 logger = logging.getLogger(__name__)
 

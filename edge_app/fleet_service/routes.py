@@ -13,7 +13,7 @@ from edge_app.http_server.query_params import integer_arg
 from edge_app.fleet_service.device_health import PROBLEM_FILTERS
 from edge_app.fleet_service.queries import DEFAULT_PAGE, MAX_PAGE
 from edge_app.fleet_service.rollouts import UnknownDevices
-from edge_app.fleet_service.service import FleetService
+from edge_app.fleet_service.fleet import FleetService
 
 DEVICE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 ROLLOUT_ID = re.compile(r"[0-9a-f]{32}")
