@@ -127,7 +127,7 @@ def opencv_costs(clip: Path, frames: int) -> Dict[str, float]:
 
 def gstreamer_cpu_ms_per_video_s(clip: Path, fps: int, max_fps: float) -> Optional[float]:
     try:
-        from edge_app.capture.gst_source import GstSource
+        from edge_app.capture.gst.source import GstSource
     except Exception:
         return None
     try:

@@ -4,7 +4,7 @@
 
 * ``ffmpeg``: OpenCV's ``VideoCapture`` (FFmpeg for streams and files, V4L2 for USB cameras,
   its GStreamer backend for ``csi://`` and ``gst:``): the path that works everywhere.
-* ``gstreamer``: ``gst_source.GstSource``, our own pipeline through PyGObject: hardware decode
+* ``gstreamer``: ``gst.source.GstSource``, our own pipeline through PyGObject: hardware decode
   with ``nvv4l2decoder`` on a Jetson, Debian's software decoders elsewhere.
 * ``nvdec``: NVIDIA's decoder on dGPU hosts through PyNvVideoCodec (``nvdec_source``), in a
   decoder process per camera (``decode_process``): frames stay in device memory as NV12 up to
@@ -21,7 +21,7 @@ source and dispatches through a plain dict of decoder name -> opener function.
 A recorded camera's opener is called with ``packet_sink=``: every decoder then tees the
 compressed packets of the one connection it reads to the sink (docs/recording-sources.md):
 ffmpeg reads RTSP, HTTP and files with PyAV instead of OpenCV (``av_source``), gstreamer adds a
-``tee`` after the parser (``gst_packets``), nvdec tees its PyAV demuxer (``av_demux``).
+``tee`` after the parser (``gst.packets``), nvdec tees its PyAV demuxer (``av_demux``).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from edge_app.capture.gst_pipeline import Codec, FrameFormat, plan_pipeline
+from edge_app.capture.gst.pipeline import Codec, FrameFormat, plan_pipeline
 from edge_app.capture.packets import PacketSink
 from edge_app.capture.sources import FrameSource, check_backend, open_source
 from edge_app.config.schema import CaptureConfig
@@ -94,7 +94,7 @@ def detect_ffmpeg() -> DecoderInfo:
 
 
 def detect_gstreamer() -> DecoderInfo:
-    from edge_app.capture.gst_source import import_gst, probe_platform  # needs gi: imported on use
+    from edge_app.capture.gst.source import import_gst, probe_platform  # needs gi: imported on use
 
     try:
         Gst, _ = import_gst()
@@ -172,7 +172,7 @@ def open_ffmpeg(spec: SourceSpec, capture: CaptureConfig, packet_sink: Optional[
 def open_gstreamer(spec: SourceSpec, capture: CaptureConfig, packet_sink: Optional[PacketSink] = None,
                    max_fps: float = 0.0) -> FrameSource:
     """``max_fps``: the camera's fps_limit, whose surplus frames the pipeline drops before conversion."""
-    from edge_app.capture.gst_source import GstSource, Nv12Frames, probe_platform
+    from edge_app.capture.gst.source import GstSource, Nv12Frames, probe_platform
 
     platform = probe_platform()
     common: Dict[str, Any] = dict(open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s,
@@ -186,7 +186,7 @@ def open_gstreamer(spec: SourceSpec, capture: CaptureConfig, packet_sink: Option
 
 def check_gstreamer(spec: SourceSpec) -> None:
     """Raise SourceError now when decoder gstreamer can never open ``spec`` here."""
-    from edge_app.capture.gst_source import import_gst, probe_platform
+    from edge_app.capture.gst.source import import_gst, probe_platform
 
     import_gst()
     plan_pipeline(spec, probe_platform())

@@ -15,7 +15,7 @@ from tests.support.gst import require_gi
 
 SCRIPT = textwrap.dedent('''
     import sys
-    from edge_app.capture.gst_source import import_gst, probe_platform
+    from edge_app.capture.gst.source import import_gst, probe_platform
     import_gst()
     probe_platform()
     {check}

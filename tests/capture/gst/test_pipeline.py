@@ -1,9 +1,9 @@
-"""gst_pipeline: the pipelines decoder gstreamer runs, per source and platform (pure), and the
+"""gst.pipeline: the pipelines decoder gstreamer runs, per source and platform (pure), and the
 guarantee that no source string can add an element (checked with GStreamer's own parser)."""
 
 import pytest
 
-from edge_app.capture.gst_pipeline import (
+from edge_app.capture.gst.pipeline import (
     Codec, FrameFormat, GstPlatform, MissingElements, PipelineOptions, codec_from_caps, plan_pipeline, quote_value,
 )
 from edge_app.config.source_spec import SourceError, SourceKind, SourceSpec, parse_source
@@ -266,7 +266,7 @@ def test_gstreamer_parses_the_recorded_branch(options):
     from tests.support.gst import require_gi
 
     require_gi()
-    from edge_app.capture.gst_source import import_gst, probe_platform
+    from edge_app.capture.gst.source import import_gst, probe_platform
 
     Gst, _ = import_gst()
     plan = plan_pipeline(parse_source("rtsp://cam/1"), probe_platform(), options)

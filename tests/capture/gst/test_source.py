@@ -12,8 +12,8 @@ import pytest
 
 from edge_app.capture import CameraWorker, StreamState
 from edge_app.capture.decoders import CameraOpener
-from edge_app.capture.gst_pipeline import Codec, FrameFormat
-from edge_app.capture.gst_source import GstSource, Nv12Frames
+from edge_app.capture.gst.pipeline import Codec, FrameFormat
+from edge_app.capture.gst.source import GstSource, Nv12Frames
 from edge_app.capture.sources import SourceUnavailable
 from edge_app.config.source_spec import parse_source
 from edge_app.capture.gpu_image import HostNv12Image

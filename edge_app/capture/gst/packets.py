@@ -1,6 +1,6 @@
 """A recorded camera's compressed packets out of decoder gstreamer's pipeline.
 
-``gst_pipeline`` plans a ``tee`` right after the parser of a recorded H.264/H.265 stream: one
+``gst.pipeline`` plans a ``tee`` right after the parser of a recorded H.264/H.265 stream: one
 branch decodes, the other ends in the appsink ``PACKETS_NAME`` with whole access units in Annex
 B (``stream-format=byte-stream,alignment=au``), parameter sets in band before every keyframe
 (``config-interval=-1``). ``GstPackets`` takes them out on the capture thread, on every poll of

@@ -1,8 +1,8 @@
-"""``GstSource``: a FrameSource that runs a ``gst_pipeline`` plan with PyGObject.
+"""``GstSource``: a FrameSource that runs a ``gst.pipeline`` plan with PyGObject.
 
 Why PyGObject and not OpenCV's GStreamer backend
     ``cv2.VideoCapture(..., CAP_GSTREAMER)`` wants one launch line and hands over BGR: the URL
-    would have to be pasted into the line (see gst_pipeline on why it must not), the codec chosen
+    would have to be pasted into the line (see gst.pipeline on why it must not), the codec chosen
     before the stream is seen, errors arrive as a bare ``False`` without the bus message, and
     the NV12 frames a GPU could convert itself are turned into BGR on the CPU first. PyPI's OpenCV
     has no GStreamer at all. PyGObject (``gi``) is JetPack's own ``python3-gi`` on a Jetson (a
@@ -34,11 +34,11 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from edge_app.capture.gst_pipeline import (
+from edge_app.capture.gst.pipeline import (
     DEMUX_NAME, DISCARD_FILE, DISCARD_LIVE, PACKETS_NAME, SINK_NAME, ELEMENT_PACKAGES, FrameFormat, GstPlatform, PipelineOptions, PipelinePlan,
     Codec, codec_from_caps, plan_pipeline,
 )
-from edge_app.capture.gst_packets import GstPackets
+from edge_app.capture.gst.packets import GstPackets
 from edge_app.capture.packets import PacketSink
 from edge_app.capture.sources import SourceUnavailable, frame_too_large
 from edge_app.capture.gpu_image import HostNv12Image
@@ -142,7 +142,7 @@ class GstSource:
     def __init__(self, spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_s: float = 10.0,
                  frame_format: FrameFormat = FrameFormat.BGR, platform: Optional[GstPlatform] = None,
                  packet_sink: Optional[PacketSink] = None, max_fps: float = 0.0) -> None:
-        """``packet_sink``: a recorded camera's (``gst_packets``); ``max_fps``: the camera's
+        """``packet_sink``: a recorded camera's (``gst.packets``); ``max_fps``: the camera's
         fps_limit, applied by ``videorate`` before the frames are converted."""
         self._Gst, self._GstVideo = import_gst()
         if spec.kind is SourceKind.FILE and not os.path.isfile(spec.target):

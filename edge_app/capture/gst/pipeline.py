@@ -11,7 +11,7 @@ Why a head and branches instead of one launch line
     it from the server's SDP (``encoding-name`` on its pad's caps) and ``parsebin`` from the
     container. ``decodebin`` would pick *some* decoder, possibly a slow or broken one, with no say
     over which; instead the head ends in an element with dynamic pads (``demux``) and
-    ``gst_source`` links the branch planned for the codec it sees there: depayloader, parser and
+    ``gst.source`` links the branch planned for the codec it sees there: depayloader, parser and
     decoder chosen explicitly, and a stream in a codec without a branch is a clear error. It also
     skips an RTSP camera's audio stream, which ``rtspsrc ! ...`` in one line could have linked.
 
@@ -91,7 +91,7 @@ class MissingElements(SourceError):
 
 @dataclass(frozen=True)
 class GstPlatform:
-    """The GStreamer elements a machine has (``gst_source.probe_platform`` fills it in)."""
+    """The GStreamer elements a machine has (``gst.source.probe_platform`` fills it in)."""
 
     elements: FrozenSet[str]
     #: JetPack's nvv4l2decoder decodes MJPEG too when it has the ``mjpeg`` property
