@@ -20,8 +20,8 @@ source and dispatches through a plain dict of decoder name -> opener function.
 
 A recorded camera's opener is called with ``packet_sink=``: every decoder then tees the
 compressed packets of the one connection it reads to the sink (docs/recording-sources.md):
-ffmpeg reads RTSP, HTTP and files with PyAV instead of OpenCV (``av_source``), gstreamer adds a
-``tee`` after the parser (``gst.packets``), nvdec tees its PyAV demuxer (``av_demux``).
+ffmpeg reads RTSP, HTTP and files with PyAV instead of OpenCV (``pyav.source``), gstreamer adds a
+``tee`` after the parser (``gst.packets``), nvdec tees its PyAV demuxer (``pyav.demux``).
 """
 from __future__ import annotations
 
@@ -161,9 +161,9 @@ def resolve_decoder(requested: str, spec: SourceSpec, inventory: DecoderInventor
 
 def open_ffmpeg(spec: SourceSpec, capture: CaptureConfig, packet_sink: Optional[PacketSink] = None) -> FrameSource:
     """OpenCV (or a synthetic source); a read waits at most ``stall_timeout_s``. A recorded
-    camera's stream is read with PyAV instead, which hands out its packets (``av_source``)."""
+    camera's stream is read with PyAV instead, which hands out its packets (``pyav.source``)."""
     if packet_sink is not None:
-        from edge_app.capture.av_source import open_recorded
+        from edge_app.capture.pyav.source import open_recorded
 
         return open_recorded(spec, capture.open_timeout_s, capture.stall_timeout_s, packet_sink)
     return open_source(spec, open_timeout_s=capture.open_timeout_s, read_timeout_s=capture.stall_timeout_s)

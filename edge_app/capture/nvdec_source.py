@@ -2,7 +2,7 @@
 
 For NVIDIA dGPU hosts (x86 or ARM servers); Jetson Orin has no PyNvVideoCodec. Files go through
 PyNvVideoCodec's own demuxer, which is made for them; RTSP and HTTP streams are demuxed by PyAV
-(``av_demux``) and each packet is handed to the decoder.
+(``pyav.demux``) and each packet is handed to the decoder.
 
 Decoded pictures are NV12 in device memory, in decoder surfaces that a later decode reuses. Each
 one is copied device-to-device into a buffer of a ``DeviceFramePool`` before the next decode and
@@ -24,7 +24,7 @@ from typing import Any, Callable, Deque, Optional
 
 import numpy as np
 
-from edge_app.capture.av_demux import NVDEC_CODECS, AvDemuxer
+from edge_app.capture.pyav.demux import NVDEC_CODECS, AvDemuxer
 from edge_app.capture.packets import PacketSink
 from edge_app.capture.device_frames import DEFAULT_MAX_FRAMES, DeviceFramePool
 from edge_app.capture.sources import SourceError, SourceUnavailable, frame_too_large

@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from edge_app.capture import CameraWorker, StreamState
-from edge_app.capture.av_source import AvSource
+from edge_app.capture.pyav.source import AvSource
 
 from tests.capture.helpers import FAST, camera, drain, timed_stop, wait_for
 from tests.support.gst import require_gi

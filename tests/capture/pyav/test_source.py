@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from edge_app.capture import CameraWorker, StreamState
-from edge_app.capture.av_source import AvSource, open_recorded
+from edge_app.capture.pyav.source import AvSource, open_recorded
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.config.source_spec import parse_source
 

@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
-from edge_app.capture.av_input import FFMPEG_OPTIONS_ENV, PacketTap, ffmpeg_options, import_av, open_video, stream_fps
+from edge_app.capture.pyav.container import FFMPEG_OPTIONS_ENV, PacketTap, ffmpeg_options, import_av, open_video, stream_fps
 from edge_app.capture.packets import PacketSink
 from edge_app.capture.sources import SourceError
 from edge_app.config.redact import mask_secrets

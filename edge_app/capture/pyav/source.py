@@ -3,7 +3,7 @@
 OpenCV's ``VideoCapture`` hides its packets, and a second connection for the recorder is what
 many RTSP cameras refuse (two or three sessions in all). So when a camera has a ``PacketSink``,
 its RTSP, HTTP or file source is read with PyAV instead: every demuxed packet goes to the sink
-(``av_input.PacketTap``) and then to FFmpeg's software decoder, and ``read`` hands over BGR
+(``pyav.container.PacketTap``) and then to FFmpeg's software decoder, and ``read`` hands over BGR
 frames as ``OpenCVSource`` does. Without a sink nothing changes: OpenCV reads the source.
 
 Frames the camera's gate skips (``fps_limit``, motion idle) come through ``grab``: the packet is
@@ -27,7 +27,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from edge_app.capture.av_input import PacketTap, PyAvMissing, import_av, open_video, stream_fps
+from edge_app.capture.pyav.container import PacketTap, PyAvMissing, import_av, open_video, stream_fps
 from edge_app.capture.packets import PacketSink
 from edge_app.capture.sources import FrameSource, SourceError, frame_too_large, open_source
 from edge_app.config.source_spec import SourceKind, SourceSpec

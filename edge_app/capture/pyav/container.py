@@ -1,7 +1,7 @@
 """Opening a camera with PyAV (FFmpeg's libraries), and teeing its packets to a ``PacketSink``.
 
-Shared by the two PyAV readers: ``av_demux.AvDemuxer`` (packets for NVDEC) and
-``av_source.AvSource`` (decoded on the CPU). Both demux once; every packet they read is handed
+Shared by the two PyAV readers: ``pyav.demux.AvDemuxer`` (packets for NVDEC) and
+``pyav.source.AvSource`` (decoded on the CPU). Both demux once; every packet they read is handed
 to the camera's ``PacketSink`` (``edge_app.capture.packets``) before it is decoded, so the
 recorder gets exactly the stream the analysis sees, over the same connection.
 

@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from edge_app.capture.av_demux import AvDemuxer, ffmpeg_options, is_annexb
+from edge_app.capture.pyav.demux import AvDemuxer, ffmpeg_options, is_annexb
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from tests.support.media import require_tool
 from testkit.net import free_port
@@ -155,7 +155,7 @@ def test_a_stream_that_is_not_recorded_by_copy_says_so(tmp_path):
     subprocess.run([require_tool("ffmpeg"), "-v", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=5", "-t", "1",
                     "-c:v", "mjpeg", str(clip)], check=True)
     sink = CollectingSink()
-    from edge_app.capture.av_source import AvSource
+    from edge_app.capture.pyav.source import AvSource
     from edge_app.config.source_spec import parse_source
 
     source = AvSource(parse_source(str(clip)), packet_sink=sink)  # decoder ffmpeg decodes it all the same

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from edge_app.capture.av_input import ffmpeg_options
-from edge_app.capture.av_source import AvSource
+from edge_app.capture.pyav.container import ffmpeg_options
+from edge_app.capture.pyav.source import AvSource
 from edge_app.capture.sources import SourceError, open_source
 from edge_app.config.source_spec import parse_source
 from tests.support.packets import CollectingSink
