@@ -317,8 +317,8 @@ def check_session_takeover(report: Report, config: Any) -> None:
 def check_decoders(report: Report, decoder: Optional[str]) -> None:
     """One line per decoder this device has or lacks, then a test clip through one of them:
     ``decoder`` when given, else the one ``decoder: auto`` uses for RTSP cameras and files."""
-    from edge_app.capture.decoder_check import CLIP_SIZE, check_decoder, make_test_clip
-    from edge_app.capture.decoders import CameraOpener, detect_decoders
+    from edge_app.capture.video_decode.check import CLIP_SIZE, check_decoder, make_test_clip
+    from edge_app.capture.video_decode.decoders import CameraOpener, detect_decoders
     from edge_app.config.source_spec import parse_source
 
     inventory = detect_decoders()

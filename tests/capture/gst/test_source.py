@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from edge_app.capture import CameraWorker, StreamState
-from edge_app.capture.decoders import CameraOpener
+from edge_app.capture.video_decode.decoders import CameraOpener
 from edge_app.capture.gst.pipeline import Codec, FrameFormat
 from edge_app.capture.gst.source import GstSource, Nv12Frames
 from edge_app.capture.sources import SourceUnavailable
@@ -274,7 +274,7 @@ def test_a_missing_file_or_device_is_unavailable_not_an_error(tmp_path, source):
 def test_without_pygobject_decoder_gstreamer_names_what_to_install():
     """A Python without gi (simulated by blocking the import) gets the error a user would."""
     code = ("import sys; sys.modules['gi'] = None\n"
-            "from edge_app.capture.decoders import CameraOpener\n"
+            "from edge_app.capture.video_decode.decoders import CameraOpener\n"
             "from edge_app.config.source_spec import SourceError, parse_source\n"
             "try:\n    CameraOpener('gstreamer').check(parse_source('rtsp://cam/x'))\n"
             "except SourceError as err:\n    print(err)\n")

@@ -11,7 +11,7 @@ process marks a free slot held before it writes it, the appliance marks it free 
 goes. Neither side ever waits on the other to hand a slot back, so a frame can be dropped in
 any thread without touching the pipe. Because the appliance owns the memory, its frames stay
 valid after the decoder process has exited (a reconnect, a crash).
-(``decode_process`` says how the slots are announced and used.)
+(``child_process`` says how the slots are announced and used.)
 """
 from __future__ import annotations
 

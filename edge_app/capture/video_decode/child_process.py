@@ -38,7 +38,7 @@ memory: each process has its own CUDA context).
 
 What opens the source in the child and how slots are shared are named as ``module:attribute``
 strings, since the child is a fresh interpreter (``spawn``: CUDA does not survive ``fork``). The
-child's side is ``decode_child``.
+child's side is ``child_main``.
 """
 from __future__ import annotations
 
@@ -48,11 +48,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from edge_app.capture.decode_child import (CUDA_WRITER, END, ERROR, FRAME, NVDEC_OPENER, OPENED, PACE, REOPEN, SLOTS,
+from edge_app.capture.video_decode.child_main import (CUDA_WRITER, END, ERROR, FRAME, NVDEC_OPENER, OPENED, PACE, REOPEN, SLOTS,
                                            STOP, ChildPlan, child_main)
-from edge_app.capture.ipc_ring import SlotStates
+from edge_app.capture.video_decode.ipc_ring import SlotStates
 from edge_app.capture.packets import PacketSink
-from edge_app.capture.process_packets import forward
+from edge_app.capture.video_decode.process_packets import forward
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.source_spec import SourceSpec
@@ -67,7 +67,7 @@ RING_SLOTS = 16
 #: starting an interpreter and importing the decoder, on top of the source's own open timeout
 SPAWN_ALLOWANCE_S = 30.0
 
-CUDA_SLOTS = "edge_app.capture.ipc_ring:CudaIpcSlots"
+CUDA_SLOTS = "edge_app.capture.video_decode.ipc_ring:CudaIpcSlots"
 
 
 # -- the parent ---------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
-"""decoder_check: a real clip through real decoders, and the failures it must catch."""
+"""video_decode.check: a real clip through real decoders, and the failures it must catch."""
 import subprocess
 
 import pytest
 
-from edge_app.capture.decoder_check import CLIP_SIZE, check_decoder, make_test_clip
+from edge_app.capture.video_decode.check import CLIP_SIZE, check_decoder, make_test_clip
 
 from tests.support.gst import require_gi
 from tests.support.media import require_tool

@@ -26,7 +26,7 @@ import numpy as np
 
 from edge_app.capture.pyav.demux import NVDEC_CODECS, AvDemuxer
 from edge_app.capture.packets import PacketSink
-from edge_app.capture.device_frames import DEFAULT_MAX_FRAMES, DeviceFramePool
+from edge_app.capture.video_decode.device_frames import DEFAULT_MAX_FRAMES, DeviceFramePool
 from edge_app.capture.sources import SourceError, SourceUnavailable, frame_too_large
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.source_spec import SourceKind, SourceSpec

@@ -1,6 +1,6 @@
-"""The decoder process's side of ``decode_process``: open the source, copy pictures into the slots, announce them.
+"""The decoder process's side of ``child_process``: open the source, copy pictures into the slots, announce them.
 
-Runs in a fresh interpreter (``spawn``); ``decode_process`` describes the messages on the pipe
+Runs in a fresh interpreter (``spawn``); ``child_process`` describes the messages on the pipe
 and starts it with :func:`child_main`.
 """
 from __future__ import annotations
@@ -9,9 +9,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from edge_app.capture.ipc_ring import SlotStates
-from edge_app.capture.pace import Pace
-from edge_app.capture.process_packets import PipePacketSink
+from edge_app.capture.video_decode.ipc_ring import SlotStates
+from edge_app.capture.video_decode.pace import Pace
+from edge_app.capture.video_decode.process_packets import PipePacketSink
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.config.redact import mask_secrets
 from edge_app.config.schema import CaptureConfig
@@ -26,8 +26,8 @@ SLOTS, REOPEN, STOP, PACE = "slots", "reopen", "stop", "pace"
 SLOT_POLL_S = 0.001
 PARK_TIMEOUT_S = 30.0
 
-NVDEC_OPENER = "edge_app.capture.nvdec_source:open_nvdec"
-CUDA_WRITER = "edge_app.capture.ipc_ring:CudaIpcSlotWriter"
+NVDEC_OPENER = "edge_app.capture.video_decode.nvdec_source:open_nvdec"
+CUDA_WRITER = "edge_app.capture.video_decode.ipc_ring:CudaIpcSlotWriter"
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,18 @@
 """Decoder processes: real child processes and the real pipe protocol, with doubles for the two
-seams that need a GPU (``decode_process_doubles``: frames in shared memory, not CUDA IPC)."""
+seams that need a GPU (``child_process_doubles``: frames in shared memory, not CUDA IPC)."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from edge_app.capture.decode_process import DecodeProcessOpener
-from edge_app.capture.ipc_ring import CudaIpcSlotWriter, CudaIpcSlots, SlotStates
+from edge_app.capture.video_decode.child_process import DecodeProcessOpener
+from edge_app.capture.video_decode.ipc_ring import CudaIpcSlotWriter, CudaIpcSlots, SlotStates
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.source_spec import parse_source
 
-DOUBLES = "tests.capture.decode_process_doubles"
+DOUBLES = "tests.capture.video_decode.child_process_doubles"
 CAPTURE = CaptureConfig(open_timeout_s=5, stall_timeout_s=5)
 
 
@@ -196,13 +196,13 @@ def test_every_slot_is_free_again_once_the_frames_are_gone(opener, tmp_path):
 def test_the_doubles_have_the_real_slots_interface(double, real):
     import inspect
 
-    from tests.capture import decode_process_doubles
+    from tests.capture.video_decode import child_process_doubles
 
     def methods(cls):  # name -> parameter names, inherited ones and the constructor included
         return {name: list(inspect.signature(getattr(cls, name)).parameters) for name in dir(cls)
                 if callable(getattr(cls, name)) and (name == "__init__" or not name.startswith("_"))}
 
-    assert methods(getattr(decode_process_doubles, double)) == methods(real)
+    assert methods(getattr(child_process_doubles, double)) == methods(real)
 
 
 def test_slot_states_hand_out_free_slots_until_every_one_is_held():
@@ -220,7 +220,7 @@ def test_stopping_a_camera_ends_the_decoder_process_its_file_left_parked(tmp_pat
     opener = DecodeProcessOpener(opener=f"{DOUBLES}:open_json_source", writer=f"{DOUBLES}:SharedMemoryWriter",
                                  slots=f"{DOUBLES}:SharedMemorySlots", slot_count=4)  # drain() holds every frame
     from edge_app.capture import CameraWorker, StreamState
-    from edge_app.capture.decoders import CameraOpener
+    from edge_app.capture.video_decode.decoders import CameraOpener
     from edge_app.config.schema_cameras import CameraConfig
     from tests.capture.helpers import drain, wait_for
 

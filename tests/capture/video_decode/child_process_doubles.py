@@ -1,4 +1,4 @@
-"""Test doubles for ``decode_process``, imported by the decoder processes the tests spawn.
+"""Test doubles for ``child_process``, imported by the decoder processes the tests spawn.
 
 They implement the named seams of the real thing: the opener (``nvdec_source.open_nvdec``'s
 signature) and the slots (``ipc_ring.CudaIpcSlots`` / ``CudaIpcSlotWriter``), with pictures in
@@ -25,7 +25,7 @@ from typing import List, Sequence
 
 import numpy as np
 
-from edge_app.capture.ipc_ring import CudaIpcSlots, SlotStates
+from edge_app.capture.video_decode.ipc_ring import CudaIpcSlots, SlotStates
 from edge_app.capture.packets import EncodedPacket, StreamInfo
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.capture.gpu_image import HostNv12Image, Nv12Planes

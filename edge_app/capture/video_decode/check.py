@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Tuple
 
-from edge_app.capture.decoders import CameraOpener
+from edge_app.capture.video_decode.decoders import CameraOpener
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.source_spec import parse_source
 from edge_app.capture.gpu_image import bgr_image

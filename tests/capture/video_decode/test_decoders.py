@@ -2,7 +2,7 @@
 the dispatch CameraWorker goes through."""
 import pytest
 
-from edge_app.capture.decoders import (
+from edge_app.capture.video_decode.decoders import (
     CameraOpener, DecoderInfo, DecoderInventory, detect_decoders, detect_ffmpeg, detect_nvdec, resolve_decoder,
 )
 from edge_app.capture.sources import opencv_has_gstreamer

@@ -7,7 +7,7 @@
 * ``gstreamer``: ``gst.source.GstSource``, our own pipeline through PyGObject: hardware decode
   with ``nvv4l2decoder`` on a Jetson, Debian's software decoders elsewhere.
 * ``nvdec``: NVIDIA's decoder on dGPU hosts through PyNvVideoCodec (``nvdec_source``), in a
-  decoder process per camera (``decode_process``): frames stay in device memory as NV12 up to
+  decoder process per camera (``child_process``): frames stay in device memory as NV12 up to
   the engine input.
 
 ``auto``: a Jetson whose GStreamer has ``nvv4l2decoder`` decodes RTSP, files and CSI cameras with
@@ -193,16 +193,16 @@ def check_gstreamer(spec: SourceSpec) -> None:
 
 
 def nvdec_process_opener() -> Opener:
-    """NVDEC through ``decode_process``: in a decoder process of the camera's own, or in the
+    """NVDEC through ``child_process``: in a decoder process of the camera's own, or in the
     camera's thread where ``capture.nvdec_processes`` is false."""
-    from edge_app.capture.decode_process import DecodeProcessOpener
+    from edge_app.capture.video_decode.child_process import DecodeProcessOpener
 
     return DecodeProcessOpener()
 
 
 def check_nvdec(spec: SourceSpec) -> None:
     """Raise SourceError now when decoder nvdec can never open ``spec`` here."""
-    from edge_app.capture.nvdec_source import check_nvdec as check_with_nvdec
+    from edge_app.capture.video_decode.nvdec_source import check_nvdec as check_with_nvdec
 
     check_with_nvdec(spec)
 

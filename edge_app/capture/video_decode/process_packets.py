@@ -1,6 +1,6 @@
 """A recorded camera's packets from its decoder process to the camera, over the frames' pipe.
 
-A ``decoder: nvdec`` camera decodes in a process of its own (``decode_process``); its demuxer is
+A ``decoder: nvdec`` camera decodes in a process of its own (``child_process``); its demuxer is
 there too (``pyav.demux.AvDemuxer``), so the packets the recorder needs are teed in the child and
 sent to the appliance on the pipe that carries the frame messages, in order with them. The child
 gives its opener a ``PipePacketSink``; the parent hands each message on to the camera's

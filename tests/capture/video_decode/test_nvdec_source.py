@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 
 from edge_app.capture import CameraWorker, StreamState
-from edge_app.capture.nvdec_source import MISSING_MESSAGE, check_nvdec, open_nvdec
+from edge_app.capture.video_decode.nvdec_source import MISSING_MESSAGE, check_nvdec, open_nvdec
 from edge_app.capture.sources import SourceError, SourceUnavailable
 from edge_app.config.source_spec import parse_source
 from tests.capture.helpers import FAST, StateLog, camera, timed_stop, wait_for
