@@ -57,7 +57,7 @@ def running_artifact(loaded_from: Optional[ModelConfig],
     """(artifact, fallback) of a model whose ``detector`` was loaded from the section ``loaded_from``.
 
     A fleet model's detector runs its staged files, or, when the fetch failed at start, the local
-    ``path`` (``edge_app.fleet_agent.artifacts_models``): the file the detector loaded tells which.
+    ``path`` (``edge_app.fleet_agent.artifacts.models``): the file the detector loaded tells which.
     The section's artifact is the version that was loaded, not the one a rollout now asks for.
     """
     artifact = loaded_from.artifact if loaded_from is not None else None

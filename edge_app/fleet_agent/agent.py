@@ -42,7 +42,7 @@ from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set
 
 from edge_app.config.file import Problem
 from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
-from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.fleet_agent.artifacts.state import ModelsState
 from edge_app.fleet_agent.desired_epoch import acted_on, refusal as epoch_refusal, starts_epoch
 from edge_app.fleet_agent.desired_gate import DesiredGate
 from edge_app.fleet_agent.desired_intake import DesiredIntake
@@ -95,7 +95,7 @@ class FleetAgent:
                  intake: Optional[DesiredIntake] = None, refusals: Optional[RefusalReports] = None,
                  refetch: Optional[Callable[[], None]] = None) -> None:
         self._changes = changes
-        # models_state (edge_app.fleet_agent.artifacts_state) rides along in every report
+        # models_state (edge_app.fleet_agent.artifacts.state) rides along in every report
         self._models_state = models_state
         self._publish_lock = threading.Lock()
         self.gate = gate if gate is not None else DesiredGate(changes.current)

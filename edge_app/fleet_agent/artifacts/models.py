@@ -5,7 +5,7 @@ in its own model's background change; ``models_state`` is keyed by the artifact'
 fleet's name of the model), which one model of the appliance runs at most (schema rule).
 
 docs/fleet.md, "Models and engines over the air". Given a ModelConfig with an artifact, the
-version is fetched and staged (``artifacts_stage``), the model is loaded from the staged files,
+version is fetched and staged (``artifacts.stage``), the model is loaded from the staged files,
 and with TensorRT an engine the fleet service holds for exactly this device's engine key is
 used instead of a build (``prebuilt``; the key is compared before anything is fetched, so an
 engine of another device is never deserialised). An engine built here is offered to the fleet
@@ -16,7 +16,7 @@ to ``models_state`` and the log.
 While the fleet service cannot be reached the fetch is tried again (a cut download resumes),
 until it succeeds, the configuration asks for another version, or the appliance stops. At
 start, with that model not running yet, a fetch that fails once falls back to its ``path``;
-``artifacts_refetch`` asks the service again later and, once it answers, has the appliance load
+``artifacts.refetch`` asks the service again later and, once it answers, has the appliance load
 the model again (``reload``), through this factory. Until a version of that model runs, every
 load of it that fails (a refusal, a rollout, the revert to the version that fell back) asks again
 later, with a wait that keeps growing up to ``fleet.fallback_retry_max_s``.
@@ -34,11 +34,11 @@ from edge_app.config.staged_model import staged_copy
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.detect.tensorrt.cache import EngineKey, read_sidecar
 from edge_app.detect.tensorrt.onnx_info import file_sha256
-from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
+from edge_app.fleet_agent.artifacts.client import FleetClient, FleetRefused, FleetUnreachable
 from edge_app.fleet_protocol.artifacts_manifest import ManifestError, engine_for
-from edge_app.fleet_agent.artifacts_refetch import Refetch, Reload
-from edge_app.fleet_agent.artifacts_stage import ENGINE_FILE, StagedModel, Stager
-from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.fleet_agent.artifacts.refetch import Refetch, Reload
+from edge_app.fleet_agent.artifacts.stage import ENGINE_FILE, StagedModel, Stager
+from edge_app.fleet_agent.artifacts.state import ModelsState
 from edge_app.process.backoff import next_retry_s
 
 log = logging.getLogger(__name__)
@@ -158,7 +158,7 @@ class FleetModels:
             self._refetch_later(fell_back, reason)
 
     def _refetch_later(self, model: ModelConfig, reason: str) -> bool:
-        """Ask the fleet service again later for ``model``'s version (``artifacts_refetch``); False when
+        """Ask the fleet service again later for ``model``'s version (``artifacts.refetch``); False when
         nobody could load it then (no ``reload``), or the appliance stops."""
         name = model.artifact.name
         with self._lock:

@@ -13,11 +13,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from edge_app.detect.tensorrt.cache import EngineKey
-from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
+from edge_app.fleet_agent.artifacts.client import FleetClient, FleetRefused, FleetUnreachable
 from edge_app.health.free_space import NotEnoughSpace
 from edge_app.fleet_protocol.artifacts_manifest import ManifestError, engine_for, manifest_signature, verify_manifest
-from edge_app.fleet_agent.artifacts_stage import stage_dir
-from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.fleet_agent.artifacts.stage import stage_dir
+from edge_app.fleet_agent.artifacts.state import ModelsState
 from tests.support.tmpfs import mounted_tmpfs
 
 KEY = "desired-key-of-edge-b-0123456789abcdef"
@@ -225,7 +225,7 @@ def test_the_state_reports_progress_in_steps_and_every_change_of_state():
 
 def test_a_failed_engine_offer_is_only_logged(serve, tmp_path, caplog):
     from edge_app.detect.tensorrt.cache import engine_paths, write_engine
-    from edge_app.fleet_agent.artifacts_models import FleetModels
+    from edge_app.fleet_agent.artifacts.models import FleetModels
 
     paths = engine_paths(tmp_path, "model", ENGINE_KEY)
     write_engine(paths, b"engine bytes" * 10, ENGINE_KEY, {})
@@ -253,7 +253,7 @@ def test_an_engine_offer_answered_with_something_else_than_an_object_is_only_log
     """The fleet service's answer is read by the thread that offers the engine: a list, deep
     nesting or bytes that are no JSON are logged as a failed offer, never raised out of it."""
     from edge_app.detect.tensorrt.cache import engine_paths, write_engine
-    from edge_app.fleet_agent.artifacts_models import FleetModels
+    from edge_app.fleet_agent.artifacts.models import FleetModels
 
     paths = engine_paths(tmp_path, "model", ENGINE_KEY)
     write_engine(paths, b"engine bytes" * 10, ENGINE_KEY, {})
@@ -276,7 +276,7 @@ def test_an_engine_offer_answered_with_something_else_than_an_object_is_only_log
 def test_a_prebuilt_engine_far_larger_than_its_model_is_not_fetched(engine_mb, onnx_mb, fetched):
     """A prebuilt engine is read whole into memory to be deserialised: one offered far larger
     than its model (by any device allowed to offer engines) is built here instead."""
-    from edge_app.fleet_agent.artifacts_models import prebuilt_too_large
+    from edge_app.fleet_agent.artifacts.models import prebuilt_too_large
 
     why = prebuilt_too_large(engine_mb * 1024 * 1024, onnx_mb * 1024 * 1024)
     assert (why is None) == fetched
@@ -289,7 +289,7 @@ def test_only_the_last_staged_versions_and_the_configured_ones_stay_on_the_devic
     the three staged last nor one the configuration names (a rollback to it needs no download)."""
     import os
 
-    from edge_app.fleet_agent.artifacts_stage import KEEP_VERSIONS, MANIFEST_FILE, prune_staged
+    from edge_app.fleet_agent.artifacts.stage import KEEP_VERSIONS, MANIFEST_FILE, prune_staged
 
     model_dir = tmp_path / "fleet" / "gate"
     for age, version in enumerate(["7", "6", "5", "4", "3", "2", "1"]):  # 1 staged first, 7 last

@@ -19,9 +19,9 @@ from typing import Callable, Iterable, List, Optional, Tuple
 from edge_app.config import staged_model
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.detect.tensorrt.onnx_info import file_sha256
-from edge_app.fleet_agent.artifacts_client import FleetClient, FleetRefused, FleetUnreachable
+from edge_app.fleet_agent.artifacts.client import FleetClient, FleetRefused, FleetUnreachable
 from edge_app.fleet_protocol.artifacts_manifest import ROLE_FILES, Manifest, ManifestError, verify_manifest
-from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.fleet_agent.artifacts.state import ModelsState
 from edge_app.process.atomic_file import write_atomic
 
 log = logging.getLogger(__name__)

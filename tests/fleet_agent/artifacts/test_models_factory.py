@@ -11,10 +11,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from edge_app.config.file import parse_config
 from edge_app.detect.base import DetectorError
-from edge_app.fleet_agent.artifacts_models import FleetModels
-from edge_app.fleet_agent.artifacts_refetch import Refetch
-from edge_app.fleet_agent.artifacts_stage import Stager, make_client
-from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.fleet_agent.artifacts.models import FleetModels
+from edge_app.fleet_agent.artifacts.refetch import Refetch
+from edge_app.fleet_agent.artifacts.stage import Stager, make_client
+from edge_app.fleet_agent.artifacts.state import ModelsState
 from testkit.net import free_port
 from testkit.waiting import wait_for
 
@@ -72,7 +72,7 @@ def test_each_fleet_model_falls_back_once_and_retries_against_its_own_section(tm
 
 
 
-# -- a model that fell back to its path at start is fetched later (artifacts_refetch) -----------------
+# -- a model that fell back to its path at start is fetched later (artifacts.refetch) -----------------
 
 
 def _retrying(config, first_s: float, max_s: float):

@@ -24,8 +24,8 @@ import threading
 from typing import Callable, Optional
 
 from edge_app.config.schema import AppConfig, ModelConfig
-from edge_app.fleet_agent.artifacts_client import FleetRefused, FleetUnreachable
-from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.fleet_agent.artifacts.client import FleetRefused, FleetUnreachable
+from edge_app.fleet_agent.artifacts.state import ModelsState
 from edge_app.process.backoff import next_retry_s
 
 log = logging.getLogger(__name__)
