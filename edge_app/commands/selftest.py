@@ -290,7 +290,7 @@ def check_broker(report: Report, config: Any) -> None:
     """Warn when the configured MQTT broker lets clients in without a login (docs/fleet.md, "Who may configure an appliance")."""
     if not isinstance(config, AppConfig) or not config.mqtt.enabled:
         return
-    from edge_app.fleet_agent.desired_gate import ANONYMOUS_WARNING
+    from edge_app.fleet_agent.desired.gate import ANONYMOUS_WARNING
     from edge_app.mqtt.anonymous_probe import ProbeOutcome, probe_anonymous
 
     where = f"MQTT broker {config.mqtt.host}:{config.mqtt.port}"

@@ -31,7 +31,7 @@ class DesiredConfig:
     version: int
     patch: Dict[str, Any]
     sig: Any = None  # as received: checked by edge_app.fleet_protocol.desired_signature, never trusted here
-    epoch: Optional[str] = None  # the fleet's epoch for this device (edge_app.fleet_agent.desired_epoch)
+    epoch: Optional[str] = None  # the fleet's epoch for this device (edge_app.fleet_agent.desired.epoch)
     issued_ms: Optional[int] = None  # when the fleet issued the message, milliseconds since 1970
 
 

@@ -4,7 +4,7 @@ Runs on paho's network thread for every message on the topic, so it must stay ch
 arrives: a message over ``MAX_DESIRED_BYTES`` or beyond the rate of a token bucket
 (``RATE_PER_S`` sustained, ``BURST`` at once; the fleet sends one message per change) is dropped
 unread and counted as a refusal. What passes is queued for the agent's thread, which checks for a
-signature before parsing (``edge_app.fleet_agent.desired_gate``).
+signature before parsing (``edge_app.fleet_agent.desired.gate``).
 
 A legitimate message may be among those dropped in a flood. The fleet service publishes its
 desired message retained, so once the bucket is full again after a drop, :meth:`refetch_due`
@@ -17,7 +17,7 @@ import time
 from typing import Callable, Optional
 
 from edge_app.config.file import Problem
-from edge_app.fleet_agent.desired_config import MAX_DESIRED_BYTES
+from edge_app.fleet_agent.desired.config import MAX_DESIRED_BYTES
 
 #: Desired messages acted on per second, sustained.
 RATE_PER_S = 1.0

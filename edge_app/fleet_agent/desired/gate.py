@@ -26,7 +26,7 @@ from typing import Callable, Dict, Optional, Tuple
 from edge_app.config.schema import AppConfig, MQTTConfig
 from edge_app.config.file import Problem
 from edge_app.mqtt.anonymous_probe import AnonymousProbe, ProbeOutcome, probe_anonymous
-from edge_app.fleet_agent.desired_config import DesiredConfig
+from edge_app.fleet_agent.desired.config import DesiredConfig
 from edge_app.fleet_protocol.desired_signature import carries_signature, signature_valid
 from edge_app.reporting.protocol import RemoteConfigReport
 

@@ -8,11 +8,11 @@ import json
 import pytest
 
 from edge_app.config.file import Problem, parse_config
-from edge_app.fleet_agent.desired_config import MAX_DESIRED_BYTES
-from edge_app.fleet_agent.desired_gate import DesiredGate
-from edge_app.fleet_agent.desired_intake import DesiredIntake, TokenBucket
+from edge_app.fleet_agent.desired.config import MAX_DESIRED_BYTES
+from edge_app.fleet_agent.desired.gate import DesiredGate
+from edge_app.fleet_agent.desired.intake import DesiredIntake, TokenBucket
 from edge_app.fleet_protocol.desired_signature import carries_signature, signed_desired
-from edge_app.fleet_agent.refusal_reports import RefusalReports
+from edge_app.fleet_agent.desired.refusal_reports import RefusalReports
 
 KEY = "intake-desired-key-0123456789abcdef0123"
 
@@ -65,7 +65,7 @@ def test_refusals_are_reported_once_per_interval_with_their_count():
 def test_refusals_are_logged_once_per_log_interval_with_the_count_left_out(caplog):
     clock = Clock()
     reports = RefusalReports(interval_s=5.0, log_every_s=60.0, clock=clock)
-    with caplog.at_level("WARNING", logger="edge_app.fleet_agent.refusal_reports"):
+    with caplog.at_level("WARNING", logger="edge_app.fleet_agent.desired.refusal_reports"):
         for i in range(100):
             reports.note(Problem("sig", f"refused {i}"))
         clock.now_s += 60

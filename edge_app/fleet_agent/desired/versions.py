@@ -2,7 +2,7 @@
 
 One small JSON file next to the configuration file (``config.yaml`` -> ``config.desired.json``):
 the last desired version acted on, the outcome reported for it, and the fleet epochs it follows
-and refuses (``edge_app.fleet_agent.desired_epoch``). The configuration folder is
+and refuses (``edge_app.fleet_agent.desired.epoch``). The configuration folder is
 the one the service may write (systemd's ``/etc/edge-app``), and keeping the version beside the
 configuration it produced means a restored backup of the folder restores both together.
 Written to a temporary file, flushed and renamed, so a crash leaves the old or the new state.
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from edge_app.config.file import Problem
-from edge_app.fleet_agent.desired_epoch import EpochState, reset as reset_epochs
+from edge_app.fleet_agent.desired.epoch import EpochState, reset as reset_epochs
 from edge_app.mqtt.payloads import config_reported_payload
 from edge_app.process.atomic_file import write_atomic
 
@@ -77,7 +77,7 @@ class DesiredVersionStore:
         The next desired configuration issued after now is then acted on as the first one,
         whatever its epoch and version: the way back after the fleet service started over with
         a new database, or after a version was pinned too high. Nothing of the retired epoch and
-        nothing issued before the reset is acted on again (``edge_app.fleet_agent.desired_epoch``).
+        nothing issued before the reset is acted on again (``edge_app.fleet_agent.desired.epoch``).
         """
         version, _, epochs = self.load()
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Optional, Tuple
 
 from edge_app.config.file import Problem
-from edge_app.fleet_agent.desired_config import DesiredConfig
+from edge_app.fleet_agent.desired.config import DesiredConfig
 from edge_app.fleet_protocol.desired_signature import valid_epoch, valid_issued_ms
 
 #: How far ahead of this appliance's clock an issue time may be.
@@ -36,7 +36,7 @@ _RESET_HINT = "after the fleet started over, run edge-app fleet-reset on this ap
 
 @dataclass(frozen=True)
 class EpochState:
-    """What the appliance remembers of epochs (saved with the version, ``desired_versions``)."""
+    """What the appliance remembers of epochs (saved with the version, ``desired.versions``)."""
 
     epoch: Optional[str] = None  # the epoch of the last message acted on
     issued_ms: Optional[int] = None  # that message's issue time
