@@ -1,10 +1,10 @@
 """The OpenAPI entries of the recording routes (edge_app/api/recordings.py), merged into
-:func:`edge_app.api.openapi.build_openapi`."""
+:func:`edge_app.api.openapi.document.build_openapi`."""
 from __future__ import annotations
 
 from typing import Any, Callable, Dict
 
-from edge_app.api.openapi_parts import (NAME, NAME_FILTER, TIME, TIME_FILTER, Schema, binary, error, error_with_headers,
+from edge_app.api.openapi.parts import (NAME, NAME_FILTER, TIME, TIME_FILTER, Schema, binary, error, error_with_headers,
                                         headers, json_answer, param, ref)
 from edge_app.api.recording_params import MAX_EXPORT_S, MAX_LIST_S
 from edge_app.api.recordings import MAX_CONCURRENT_EXPORTS, MAX_USES_PER_SIGNED_URL

@@ -1,5 +1,5 @@
-"""The pieces the OpenAPI document is assembled from (edge_app/api/openapi.py and
-edge_app/api/openapi_recordings.py): answers, parameters and schema references."""
+"""The pieces the OpenAPI document is assembled from (edge_app/api/openapi/document.py and
+edge_app/api/openapi/recordings.py): answers, parameters and schema references."""
 from __future__ import annotations
 
 from typing import Any, Dict

@@ -12,9 +12,9 @@ from flask import Blueprint, Response, jsonify
 
 from pydantic import TypeAdapter
 
-from edge_app.api.openapi_parts import (INTEGER, NAME, NAME_FILTER, NUMBER, TIME_FILTER, Schema, binary, error,
+from edge_app.api.openapi.parts import (INTEGER, NAME, NAME_FILTER, NUMBER, TIME_FILTER, Schema, binary, error,
                                         error_with_headers, json_answer, obj, param, ref)
-from edge_app.api.openapi_recordings import recording_paths, recording_schemas
+from edge_app.api.openapi.recordings import recording_paths, recording_schemas
 from edge_app.config.schema import AppConfig
 from edge_app.config.schema_rules import LABEL_TOPIC_CHARS, MAX_LABEL_CHARS
 from edge_app.events.model import Event
