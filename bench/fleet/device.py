@@ -41,7 +41,7 @@ from edge_app.fleet_agent.agent import FleetAgent
 from edge_app.fleet_agent.desired.epoch import EpochState
 from edge_app.fleet_agent.desired.versions import ConfigReport
 from edge_app.mqtt import Topics, payloads
-from edge_app.mqtt.reference import TOPIC_DOCS
+from edge_app.mqtt.topic_docs import TOPIC_DOCS
 from edge_app.reporting.protocol import (ApplyResult, CameraReport, LatencyReport, ModelReport, ModelStatusReport,
                                          MqttReport, PipelineReport, StatusReport)
 

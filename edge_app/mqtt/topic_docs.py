@@ -1,29 +1,24 @@
-"""Markdown reference of the MQTT topics: each topic of :class:`Topics`, how it is sent, an example payload.
+"""What docs/mqtt.md says of each MQTT topic: retained or not, the payload, an example from the publisher's builders.
 
-``docs/mqtt.md`` is generated from this module (``python scripts/gen_reference.py``): topic
-names come from :class:`Topics` itself and example payloads from the builders the publisher
-uses, so a renamed topic or a changed payload shows up in the page. :func:`undocumented_topics`
-names any topic of :class:`Topics` this module does not describe yet.
+``docgen.mqtt_topics`` makes the page's tables from :data:`TOPIC_DOCS` (``python scripts/gen_reference.py``):
+topic names come from :class:`~edge_app.mqtt.topics.Topics` itself and example payloads from the builders the publisher
+uses, so a renamed topic or a changed payload shows up in the page, and a topic of :class:`~edge_app.mqtt.topics.Topics`
+missing here fails the suite.
 """
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Optional
 
 import numpy as np
 
 from edge_app.detect.detections import Detections
 from edge_app.events.model import UPDATE, Event, EventMessage
 from edge_app.mqtt import payloads
-from edge_app.mqtt.topics import Topics
 
 # Fixed values, so the page is the same on every run.
 _TS = 1796290959.25
-_PLACEHOLDERS = {"camera_id": "<camera_id>", "label": "<label>", "zone": "<zone>", "line": "<line>"}
-_SAMPLES = {"camera_id": "CAMERAID", "label": "LABEL", "zone": "ZONE", "line": "LINE"}
-_ROOT = Topics("PREFIX", "DEVICE")
 
 #: members of Topics that are subscription filters or parse topics, not topics a message goes to
 NOT_TOPICS = frozenset({"root", "all_detect_set", "all_detections", "everything",
@@ -32,7 +27,7 @@ NOT_TOPICS = frozenset({"root", "all_detect_set", "all_detections", "everything"
 
 @dataclass(frozen=True)
 class TopicDoc:
-    """What the page says about one topic of :class:`Topics`."""
+    """What the page says about one topic of :class:`~edge_app.mqtt.topics.Topics`."""
 
     retained: str  # "yes", "no" or "subscribed"
     payload: str
@@ -142,47 +137,6 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                                     8, "rejected", [{"loc": "cameras.0.fps_limit",
                                                      "msg": "Input should be greater than or equal to 0"}], _TS))),
 }
-
-
-def _topic_members() -> List[str]:
-    """Public members of Topics naming a topic, in the order the class declares them."""
-    return [name for name, _ in vars(Topics).items()
-            if not name.startswith("_") and name not in NOT_TOPICS and name not in ("prefix", "device_id")
-            and (isinstance(vars(Topics)[name], property) or inspect.isfunction(vars(Topics)[name]))]
-
-
-def undocumented_topics() -> List[str]:
-    """Topics of :class:`Topics` that :data:`TOPIC_DOCS` does not describe."""
-    return [name for name in _topic_members() if name not in TOPIC_DOCS]
-
-
-def topic_pattern(member: str) -> str:
-    """The topic of ``Topics.<member>`` with ``R`` for the root and ``<camera_id>``-style placeholders."""
-    value = getattr(_ROOT, member)
-    if callable(value):
-        params = list(inspect.signature(value).parameters)
-        value = value(*(_SAMPLES[p] for p in params))
-    topic = "R" + value[len(_ROOT.root):]
-    for param, sample in _SAMPLES.items():
-        topic = topic.replace(sample, _PLACEHOLDERS[param])
-    return topic
-
-
-def topics_markdown() -> str:
-    """The table of every topic, then an example of each payload."""
-    members = [m for m in _topic_members() if m in TOPIC_DOCS]
-    lines = ["| topic | retained | payload |", "|---|---|---|"]
-    for member in members:
-        doc = TOPIC_DOCS[member]
-        payload = doc.payload.replace("|", "\\|")
-        lines.append(f"| `{topic_pattern(member)}` | {doc.retained} | {payload} |")
-    lines += ["", "Examples (the payload as sent, from the builders the appliance publishes with):", ""]
-    for member in members:
-        doc = TOPIC_DOCS[member]
-        if doc.example is not None:
-            lines += [f"`{topic_pattern(member)}`", "", "```json" if doc.example().startswith(b"{") else "```",
-                      doc.example().decode("utf-8"), "```", ""]
-    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def event_object_example() -> str:
