@@ -4,7 +4,7 @@ The three stages may run on three threads (the pipeline's layout): ``preprocess`
 on the GPU into one of the engine's rotating input slots (or on the CPU when NVRTC is missing),
 ``infer`` runs the engine on its stream, ``postprocess`` decodes with the same YoloDecoder as
 ONNX Runtime, EfficientNMS engines included. YOLOv8/v11 outputs are filtered and NMS'd on the GPU
-right after the engine (``decode_gpu``), so only the kept boxes come back to the host.
+right after the engine (``yolo_outputs_gpu``), so only the kept boxes come back to the host.
 """
 from __future__ import annotations
 
