@@ -222,7 +222,7 @@ def cmd_fleet(args) -> int:
 
 
 def cmd_fleet_reset(args) -> int:
-    from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
+    from edge_app.fleet_agent.desired.versions import DesiredVersionStore, state_path_for
 
     if _load(args.config) is None:
         return EXIT_USAGE

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # this checkout's edge_app, not an installed one
+sys.path.insert(0, str(ROOT))  # this checkout's edge_app and docgen, not an installed edge_app
 
 COMMAND = "python scripts/gen_reference.py"
 BEGIN = "<!-- BEGIN GENERATED {name}: do not edit; run `" + COMMAND + "` -->"
@@ -26,20 +26,20 @@ END = "<!-- END GENERATED {name} -->"
 
 
 def _appliance_config() -> str:
-    from edge_app.config.reference import config_table
+    from docgen.config_keys import config_table
     from edge_app.config.schema import AppConfig
     return config_table(AppConfig)
 
 
 def _fleet_config() -> str:
-    from edge_app.config.reference import config_table
+    from docgen.config_keys import config_table
     from edge_app.fleet_service.config import FleetConfig
     return config_table(FleetConfig)
 
 
 def _rest_api() -> str:
-    from edge_app.api.openapi import build_openapi
-    from edge_app.api.reference import openapi_markdown
+    from docgen.openapi_markdown import openapi_markdown
+    from edge_app.api.openapi.document import build_openapi
     from edge_app.config.schema import AppConfig
     # The configuration's schemas are the keys of docs/configuration.md: linked there, not repeated.
     config_schemas = ["AppConfig", *AppConfig.model_json_schema().get("$defs", {})]
@@ -47,12 +47,12 @@ def _rest_api() -> str:
 
 
 def _mqtt_topics() -> str:
-    from edge_app.mqtt.reference import topics_markdown
+    from docgen.mqtt_topics import topics_markdown
     return topics_markdown()
 
 
 def _event_object() -> str:
-    from edge_app.mqtt.reference import event_object_example
+    from edge_app.mqtt.topic_docs import event_object_example
     return f"```json\n{event_object_example()}\n```\n"
 
 

@@ -33,8 +33,8 @@ from typing import Any, Dict, List, Optional
 
 from bench.common.provenance import NO_MODEL, ONNXRUNTIME_CPU, collect, write_results
 from edge_app.config.file import parse_config
-from edge_app.fleet_agent.desired_config import MAX_DESIRED_BYTES, DesiredConfigError, parse_desired
-from edge_app.fleet_agent.desired_gate import DesiredGate
+from edge_app.fleet_agent.desired.config import MAX_DESIRED_BYTES, DesiredConfigError, parse_desired
+from edge_app.fleet_agent.desired.gate import DesiredGate
 
 KEY = "bench-desired-key-0123456789abcdef0123"
 DEVICE = "bench1"

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
-from edge_app.capture.av_source import AvSource
+from edge_app.capture.pyav.source import AvSource
 from edge_app.config.source_spec import parse_source
 
 
@@ -97,7 +97,7 @@ def tee_cost_us(clip: Path, passes: int = 20) -> float:
     the clip's packets demuxed beforehand: too small to see as a difference of two decode runs."""
     import av
 
-    from edge_app.capture.av_input import PacketTap
+    from edge_app.capture.pyav.container import PacketTap
 
     with av.open(str(clip)) as container:
         stream = container.streams.video[0]
@@ -127,7 +127,7 @@ def opencv_costs(clip: Path, frames: int) -> Dict[str, float]:
 
 def gstreamer_cpu_ms_per_video_s(clip: Path, fps: int, max_fps: float) -> Optional[float]:
     try:
-        from edge_app.capture.gst_source import GstSource
+        from edge_app.capture.gst.source import GstSource
     except Exception:
         return None
     try:

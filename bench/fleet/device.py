@@ -1,7 +1,7 @@
 """One simulated appliance of ``bench.fleet sim``: its own MQTT connection, the real topics and payloads.
 
 Every payload comes from the appliance's own builders (``edge_app.mqtt.payloads``,
-``edge_app.events.model``, ``edge_app.fleet_agent.desired_versions``), every topic from ``edge_app.mqtt.topics``, and
+``edge_app.events.model``, ``edge_app.fleet_agent.desired.versions``), every topic from ``edge_app.mqtt.topics``, and
 ``R/config/desired`` is handled by the appliance's own ``FleetAgent.handle`` and ``ConfigChanges``
 (schema, secrets and "What the API may change"; only the checks against this machine's model
 files are left out, as a simulated appliance has none). So a simulated appliance differs from a
@@ -38,10 +38,10 @@ from edge_app.config.schema import MIN_DESIRED_KEY_CHARS
 from edge_app.config_change.changes import ChangeRules, ConfigChanges
 from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
 from edge_app.fleet_agent.agent import FleetAgent
-from edge_app.fleet_agent.desired_epoch import EpochState
-from edge_app.fleet_agent.desired_versions import ConfigReport
+from edge_app.fleet_agent.desired.epoch import EpochState
+from edge_app.fleet_agent.desired.versions import ConfigReport
 from edge_app.mqtt import Topics, payloads
-from edge_app.mqtt.reference import TOPIC_DOCS
+from edge_app.mqtt.topic_docs import TOPIC_DOCS
 from edge_app.reporting.protocol import (ApplyResult, CameraReport, LatencyReport, ModelReport, ModelStatusReport,
                                          MqttReport, PipelineReport, StatusReport)
 

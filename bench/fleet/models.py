@@ -42,10 +42,10 @@ from bench.fleet.device import bench_desired_key
 from bench.fleet.server import FleetProcess, _wait, start_broker
 from edge_app.config.file import parse_config
 from edge_app.config.schema_model import ArtifactConfig
-from edge_app.fleet_agent.artifacts_client import FleetRefused, FleetUnreachable
+from edge_app.fleet_agent.artifacts.client import FleetRefused, FleetUnreachable
 from edge_app.fleet_protocol.artifacts_manifest import ManifestError
-from edge_app.fleet_agent.artifacts_stage import Stager
-from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.fleet_agent.artifacts.stage import Stager
+from edge_app.fleet_agent.artifacts.state import ModelsState
 from testkit.certs import make_test_certificates
 
 ADMIN_TOKEN = "bench-admin-token-0123456789abcdef"

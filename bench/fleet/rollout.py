@@ -60,7 +60,7 @@ class RolloutProbe:
         self._driver = AsyncioDriver(self.client, loop)
         self._subscribed = asyncio.Event()
         self._version: Optional[int] = None
-        self._epoch = uuid.uuid4().hex  # the benchmark's own fleet epoch (edge_app.fleet_agent.desired_epoch)
+        self._epoch = uuid.uuid4().hex  # the benchmark's own fleet epoch (edge_app.fleet_agent.desired.epoch)
         self._sent_mono_s: Dict[str, float] = {}
         self._reports: Dict[str, tuple] = {}  # device -> (arrival monotonic s, status)
         self.offline_seen: Set[str] = set()  # appliances whose "offline" arrived live (not retained)

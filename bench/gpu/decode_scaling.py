@@ -46,7 +46,7 @@ class _Reader:
     def __init__(self, clip: str, depth: str) -> None:
         self._clip, self._depth = clip, depth
         if depth == "decode_process":
-            from edge_app.capture.decode_process import DecodeProcessOpener
+            from edge_app.capture.video_decode.child_process import DecodeProcessOpener
 
             self._opener = DecodeProcessOpener()  # one per camera, kept across the clip's passes
         self._open()
@@ -59,7 +59,7 @@ class _Reader:
             self._source = self._opener(parse_source(self._clip), CaptureConfig())
             return
         if self._depth == "decode_copy":
-            from edge_app.capture.nvdec_source import open_nvdec
+            from edge_app.capture.video_decode.nvdec_source import open_nvdec
             from edge_app.config.source_spec import parse_source
 
             self._source = open_nvdec(parse_source(self._clip))

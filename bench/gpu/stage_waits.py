@@ -35,7 +35,7 @@ STEPS = (
     ("edge_app.detect.tensorrt.backend", "TensorRTDetector", "infer", "infer (all below)"),
     ("bench.gpu.torch_runtime", "TorchEngineRuntime", "run_on_device", "engine run (copy, replay, sync)"),
     ("bench.gpu.torch_runtime", "TorchEngineRuntime", "_enqueue", "engine enqueue (copy, replay)"),
-    ("edge_app.detect.decode_gpu", "GpuYoloDecoder", "run", "GPU decode (kernels, copies, sync)"),
+    ("edge_app.detect.yolo_outputs_gpu", "GpuYoloDecoder", "run", "GPU decode (kernels, copies, sync)"),
 )
 
 

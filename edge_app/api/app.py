@@ -28,7 +28,7 @@ from edge_app.http_server.probes import health_blueprint
 from edge_app.http_server.hosts import install_host_check
 from edge_app.http_server.json_provider import install_json_provider
 from edge_app.api.metrics import metrics_blueprint
-from edge_app.api.openapi import openapi_blueprint
+from edge_app.api.openapi.document import openapi_blueprint
 from edge_app.api.recordings import SIGNED_ENDPOINTS, recordings_blueprint
 from edge_app.reporting.protocol import ApplianceReads, EventDeletion
 from edge_app.api.review import review_blueprint

@@ -43,7 +43,7 @@ from edge_app.mqtt.ha_discovery import event_labels
 from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.opencv import opencv
-from edge_app.pipeline import health as pipeline_health
+from edge_app.pipeline import stall_watch
 from edge_app.pipeline.results import ResultStore
 from edge_app.record.device_recorder import DeviceRecorder
 from edge_app.record.masked_sink import MaskedSinks
@@ -127,7 +127,7 @@ class Appliance:
             event_store=event_store, health=self._health, recording=self._recording, builds=self._builds,
             stage_times=self._stage_times,
             notifications=self._notifier.status, reviews=self._review_book,
-            stall_after_s=pipeline_health.STALL_AFTER_S if stall_after_s is None else stall_after_s)
+            stall_after_s=stall_watch.STALL_AFTER_S if stall_after_s is None else stall_after_s)
         self.event_deletion = StoredEventDeletion(event_store)
 
     @property

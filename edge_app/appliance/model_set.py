@@ -23,7 +23,7 @@ from edge_app.config.model_names import DEFAULT_MODEL
 from edge_app.config.schema import AppConfig, ModelConfig
 from edge_app.config_change.plan import model_reload_needed
 from edge_app.detect.base import Detector, DetectorError
-from edge_app.pipeline.health import PipelineActivity
+from edge_app.pipeline.stall_watch import PipelineActivity
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler

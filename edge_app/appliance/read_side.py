@@ -24,10 +24,10 @@ from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport
 from edge_app.notify.notifier import NotifierStatus
 from edge_app.health.sampler import HealthSampler
-from edge_app.mqtt import link_health
+from edge_app.mqtt import link_stall_watch
 from edge_app.mqtt.payloads import detections_payload_for, stats_payload_for
 from edge_app.mqtt.publisher import MqttPublisher
-from edge_app.pipeline.health import PipelineActivity, PipelineHealth, assess, readiness_reason
+from edge_app.pipeline.stall_watch import PipelineActivity, PipelineHealth, assess, readiness_reason
 from edge_app.pipeline.results import ResultStore
 from edge_app.record.device_recorder import DeviceRecorder
 from edge_app.privacy.images import masked
@@ -140,7 +140,7 @@ class RunningReads:
     def pipeline_health(self) -> PipelineHealth:
         return assess(self._pipeline.activity(), time.monotonic(), self.stall_after_s)
 
-    def mqtt_health(self) -> link_health.LinkHealth:
+    def mqtt_health(self) -> link_stall_watch.LinkHealth:
         """Whether the MQTT link is stalled (never while MQTT is off or the broker is merely away)."""
         return self._running().publisher.link_health()
 
@@ -161,7 +161,7 @@ class RunningReads:
         stalled = readiness_reason(self.pipeline_health())
         if stalled:
             reasons.append(stalled)
-        mqtt_stalled = link_health.readiness_reason(self.mqtt_health())
+        mqtt_stalled = link_stall_watch.readiness_reason(self.mqtt_health())
         if mqtt_stalled:
             reasons.append(mqtt_stalled)
         return (not reasons, reasons)

@@ -11,7 +11,7 @@ from edge_app.capture.state import StreamState
 from edge_app.config.schema import ModelConfig
 from edge_app.config.schema_cameras import CameraConfig
 from edge_app.detect.base import Detector
-from edge_app.pipeline.health import PipelineHealth
+from edge_app.pipeline.stall_watch import PipelineHealth
 from edge_app.pipeline.results import CameraFigures, PipelineFigures
 from edge_app.config.redact import mask_secrets
 from edge_app.record.types import CameraRecordingStatus
@@ -57,7 +57,7 @@ def running_artifact(loaded_from: Optional[ModelConfig],
     """(artifact, fallback) of a model whose ``detector`` was loaded from the section ``loaded_from``.
 
     A fleet model's detector runs its staged files, or, when the fetch failed at start, the local
-    ``path`` (``edge_app.fleet_agent.artifacts_models``): the file the detector loaded tells which.
+    ``path`` (``edge_app.fleet_agent.artifacts.models``): the file the detector loaded tells which.
     The section's artifact is the version that was loaded, not the one a rollout now asks for.
     """
     artifact = loaded_from.artifact if loaded_from is not None else None

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Optional
 from edge_app.capture.buffer import BufferPolicy, FrameSlot, policy_for
 from edge_app.capture.camera_loop import CaptureLoop
 from edge_app.capture.counters import CaptureCounters
-from edge_app.capture.decoders import CameraOpener, Opener, default_openers
+from edge_app.capture.video_decode.decoders import CameraOpener, Opener, default_openers
 from edge_app.capture.early_drop import EarlyDrop, capture_fps_limit
 from edge_app.capture.frame import Frame
 from edge_app.capture.frame_gate import FrameAdmission, FrameGate

@@ -47,8 +47,8 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     store = (EventStore(Path(config.events.dir), config.events.retain_days, config.events.max_mb)
              if config.events.enabled else None)
     from edge_app.detect.factory import create_detector
-    from edge_app.fleet_agent.artifacts_models import FleetModels
-    from edge_app.fleet_agent.artifacts_state import ModelsState
+    from edge_app.fleet_agent.artifacts.models import FleetModels
+    from edge_app.fleet_agent.artifacts.state import ModelsState
 
     # Models from the fleet service (model.artifact) are fetched, verified and staged by the factory;
     # one that fell back to its path at start is loaded again by the appliance once it can be fetched.

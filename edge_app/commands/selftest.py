@@ -290,7 +290,7 @@ def check_broker(report: Report, config: Any) -> None:
     """Warn when the configured MQTT broker lets clients in without a login (docs/fleet.md, "Who may configure an appliance")."""
     if not isinstance(config, AppConfig) or not config.mqtt.enabled:
         return
-    from edge_app.fleet_agent.desired_gate import ANONYMOUS_WARNING
+    from edge_app.fleet_agent.desired.gate import ANONYMOUS_WARNING
     from edge_app.mqtt.anonymous_probe import ProbeOutcome, probe_anonymous
 
     where = f"MQTT broker {config.mqtt.host}:{config.mqtt.port}"
@@ -317,8 +317,8 @@ def check_session_takeover(report: Report, config: Any) -> None:
 def check_decoders(report: Report, decoder: Optional[str]) -> None:
     """One line per decoder this device has or lacks, then a test clip through one of them:
     ``decoder`` when given, else the one ``decoder: auto`` uses for RTSP cameras and files."""
-    from edge_app.capture.decoder_check import CLIP_SIZE, check_decoder, make_test_clip
-    from edge_app.capture.decoders import CameraOpener, detect_decoders
+    from edge_app.capture.video_decode.check import CLIP_SIZE, check_decoder, make_test_clip
+    from edge_app.capture.video_decode.decoders import CameraOpener, detect_decoders
     from edge_app.config.source_spec import parse_source
 
     inventory = detect_decoders()

@@ -46,9 +46,9 @@ def model_to_check(config: Any, model: ModelConfig) -> ModelToCheck:
     artifact = model.artifact
     if artifact is None:
         return ModelToCheck(model)
-    from edge_app.fleet_agent.artifacts_client import FleetRefused
+    from edge_app.fleet_agent.artifacts.client import FleetRefused
     from edge_app.fleet_protocol.artifacts_manifest import ManifestError
-    from edge_app.fleet_agent.artifacts_stage import verified_staged
+    from edge_app.fleet_agent.artifacts.stage import verified_staged
 
     named = f"; fleet artifact {artifact.name} version {artifact.version}"
     fallback = f"these checks use path {model.path}"

@@ -5,7 +5,7 @@ A version lives in ``<engine_dir>/fleet/<name>/<version>/``; its files are named
 (``model.onnx``, ``labels.txt``), never by anything the fleet service sends, and its verified
 manifest (``manifest.json``) is written last, so a folder with a manifest is a complete version.
 Whether the files still match the signed manifest is checked by ``edge-app run`` right before it
-uses them (``edge_app.fleet_agent.artifacts_stage``), not here.
+uses them (``edge_app.fleet_agent.artifacts.stage``), not here.
 """
 from __future__ import annotations
 

@@ -165,7 +165,7 @@ def _camera_problems(config: AppConfig, previous: Optional[AppConfig]) -> List[P
 
 def _decoder_problems(config: AppConfig, previous: Optional[AppConfig]) -> List[Problem]:
     """A decoder chosen by name (not auto) must be able to open its camera's source here."""
-    from edge_app.capture.decoders import CameraOpener
+    from edge_app.capture.video_decode.decoders import CameraOpener
 
     old = {cam.id: (cam.source, cam.decoder) for cam in previous.cameras} if previous is not None else {}
     problems = []

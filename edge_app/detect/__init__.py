@@ -4,7 +4,7 @@ The rest of the application needs little more than ``create_detector(model_confi
 ``Detector`` methods (``detect`` or ``preprocess``/``infer``/``postprocess``).
 """
 from edge_app.detect.base import Detector, DetectorError, LetterboxMeta, PreparedBatch
-from edge_app.detect.decode import (
+from edge_app.detect.yolo_outputs import (
     DecoderTuning,
     LayoutError,
     LayoutInfo,

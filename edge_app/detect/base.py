@@ -17,7 +17,7 @@ import numpy as np
 # DetectorError, LetterboxMeta and PreparedBatch live below decode, labels and letterbox, which
 # need them; they are part of the plugin interface, so backends keep importing them from here.
 from edge_app.detect.batch import LetterboxMeta, PreparedBatch
-from edge_app.detect.decode import DecoderTuning, YoloDecoder
+from edge_app.detect.yolo_outputs import DecoderTuning, YoloDecoder
 from edge_app.detect.errors import DetectorError
 from edge_app.detect.detections import Detections
 

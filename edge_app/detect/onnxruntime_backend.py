@@ -11,7 +11,7 @@ import numpy as np
 
 from edge_app.config.schema import ModelConfig
 from edge_app.detect.base import Detector, DetectorError, PreparedBatch
-from edge_app.detect.decode import LayoutError, YoloDecoder, detect_layout
+from edge_app.detect.yolo_outputs import LayoutError, YoloDecoder, detect_layout
 from edge_app.detect.labels import resolve_labels
 from edge_app.detect.letterbox import Letterboxer
 from edge_app.detect.model_metadata import metadata_bool, resolve_input_hw

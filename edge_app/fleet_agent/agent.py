@@ -6,16 +6,16 @@ no unsafe sources even when the file allows them to API clients), then its outco
 retained, on ``R/config/reported``. Secrets never leave: the report carries no configuration,
 and error texts are masked, also of any secret value the patch itself carried.
 
-Trust: nothing is acted on unless ``edge_app.fleet_agent.desired_gate`` lets the message through (remote
+Trust: nothing is acted on unless ``edge_app.fleet_agent.desired.gate`` lets the message through (remote
 configuration on in the file, and a valid signature or a broker that requires a login). A
 refused message is reported with ``"version": null`` and never moves the version, so an
 anonymous client can neither pin the version nor settle the fleet's rollouts. What an
 authenticated patch may change is ``edge_app.config.remote_policy``'s allow-list.
 
 Cost: anyone may flood the topic. On paho's thread a message costs a length check and a token of
-a bucket (``edge_app.fleet_agent.desired_intake``); on the agent's thread a message without a
+a bucket (``edge_app.fleet_agent.desired.intake``); on the agent's thread a message without a
 signature is refused before it is parsed; refusals are reported at most once per interval, with
-a count (``edge_app.fleet_agent.refusal_reports``), so a flood in never becomes a flood out.
+a count (``edge_app.fleet_agent.desired.refusal_reports``), so a flood in never becomes a flood out.
 
 Versions: each version is acted on once, in order. A version not above the last one acted on
 is ignored and the retained report stays as it was. A version more than ``MAX_VERSION_STEP``
@@ -23,8 +23,8 @@ above the last one acted on is refused without moving the version, so no single 
 pin it near 2**53; ``edge-app fleet-reset`` clears the saved version when a fleet starts over.
 Versions count within one fleet epoch: a message of a new epoch (issued after the last one acted
 on) starts counting anew, and one of a retired epoch or issued before a reset is refused like an
-unauthenticated one (``edge_app.fleet_agent.desired_epoch``). The version and its report are saved
-(``edge_app.fleet_agent.desired_versions``) after the change is applied, so a crash in between applies the same
+unauthenticated one (``edge_app.fleet_agent.desired.epoch``). The version and its report are saved
+(``edge_app.fleet_agent.desired.versions``) after the change is applied, so a crash in between applies the same
 merge patch again on restart (harmless) rather than losing it. An appliance that was away gets
 the retained desired message when it subscribes again, and applies it if it is new.
 
@@ -42,13 +42,13 @@ from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set
 
 from edge_app.config.file import Problem
 from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
-from edge_app.fleet_agent.artifacts_state import ModelsState
-from edge_app.fleet_agent.desired_epoch import acted_on, refusal as epoch_refusal, starts_epoch
-from edge_app.fleet_agent.desired_gate import DesiredGate
-from edge_app.fleet_agent.desired_intake import DesiredIntake
-from edge_app.fleet_agent.refusal_reports import RefusalReports
-from edge_app.fleet_agent.desired_versions import APPLIED, REJECTED, ConfigReport, DesiredVersionStore, state_path_for
-from edge_app.fleet_agent.desired_config import DesiredConfig, DesiredConfigError, parse_desired
+from edge_app.fleet_agent.artifacts.state import ModelsState
+from edge_app.fleet_agent.desired.epoch import acted_on, refusal as epoch_refusal, starts_epoch
+from edge_app.fleet_agent.desired.gate import DesiredGate
+from edge_app.fleet_agent.desired.intake import DesiredIntake
+from edge_app.fleet_agent.desired.refusal_reports import RefusalReports
+from edge_app.fleet_agent.desired.versions import APPLIED, REJECTED, ConfigReport, DesiredVersionStore, state_path_for
+from edge_app.fleet_agent.desired.config import DesiredConfig, DesiredConfigError, parse_desired
 from edge_app.config.redact import MASK, mask_secrets
 from edge_app.process.worker import WorkerThread
 
@@ -95,7 +95,7 @@ class FleetAgent:
                  intake: Optional[DesiredIntake] = None, refusals: Optional[RefusalReports] = None,
                  refetch: Optional[Callable[[], None]] = None) -> None:
         self._changes = changes
-        # models_state (edge_app.fleet_agent.artifacts_state) rides along in every report
+        # models_state (edge_app.fleet_agent.artifacts.state) rides along in every report
         self._models_state = models_state
         self._publish_lock = threading.Lock()
         self.gate = gate if gate is not None else DesiredGate(changes.current)
@@ -239,7 +239,7 @@ class FleetAgent:
         """Refuse without a version: the message's claims, its version included, are not to be believed
         (not authenticated, or authentic but of a retired epoch: the fleet of today never sent it).
 
-        The report is published now only when none was for a while (``refusal_reports``).
+        The report is published now only when none was for a while (``desired.refusal_reports``).
         """
         self._note_refusal(problem)
         self._publish_refusals()

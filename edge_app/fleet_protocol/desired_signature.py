@@ -5,7 +5,7 @@ with ``fleet.desired_key`` set acts only on desired messages the fleet service s
 key. The signature covers the device id, the fleet's epoch for the device, the time the message
 was issued, the version and the patch: a message signed for one device cannot be replayed to
 another, one signed for version N cannot carry another patch, and a captured message cannot be
-replayed into a later epoch (``edge_app.fleet_agent.desired_epoch`` says which epochs and times an
+replayed into a later epoch (``edge_app.fleet_agent.desired.epoch`` says which epochs and times an
 appliance accepts). Replaying a message of the current epoch again is harmless: versions only
 move forward.
 

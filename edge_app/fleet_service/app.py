@@ -29,7 +29,7 @@ from edge_app.fleet_service.db import DatabaseError
 from edge_app.fleet_service.device_auth import DeviceAuth
 from edge_app.fleet_service.route_state import FleetRouteState, install_route_state
 from edge_app.fleet_service.routes import fleet_blueprint
-from edge_app.fleet_service.service import MIB, FleetService
+from edge_app.fleet_service.fleet import MIB, FleetService
 
 logger = logging.getLogger(__name__)
 

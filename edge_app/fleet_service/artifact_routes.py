@@ -29,7 +29,7 @@ from edge_app.fleet_service.request_models import (DEVICE_ID, DeleteModelQuery, 
 from edge_app.fleet_service.response_models import Deleted, EngineOffered, ModelList, ModelRolloutStarted
 from edge_app.fleet_service.rollouts import NoModelDevices, UnknownDevices, model_rollout_patch
 from edge_app.fleet_service.route_state import Route, blueprint_of, json_response, route_state
-from edge_app.fleet_service.service import MIB, FleetService
+from edge_app.fleet_service.fleet import MIB, FleetService
 
 logger = logging.getLogger(__name__)
 

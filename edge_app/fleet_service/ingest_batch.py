@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from edge_app.finite_json import dumps_finite
 from edge_app.fleet_service import messages as m
 from edge_app.fleet_service.db import Connection
-from edge_app.fleet_service.health import health_row
+from edge_app.fleet_service.device_health import health_row
 from edge_app.fleet_service.model_state import parse_models_state
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, RootModel, ValidationError, field_va
 from edge_app.http_server.errors import ApiError
 from edge_app.http_server.query_params import integer_arg
 from edge_app.fleet_service.artifacts import check_name
-from edge_app.fleet_service.health import PROBLEM_FILTERS
+from edge_app.fleet_service.device_health import PROBLEM_FILTERS
 from edge_app.fleet_service.queries import DEFAULT_PAGE, MAX_PAGE
 from edge_app.fleet_service.rollouts import MAX_INT
 

@@ -17,7 +17,7 @@ Epochs: each device's versions count within an epoch of the fleet (``devices.des
 random hexadecimal digits, picked at the first rollout to it and anew at every reset). Every
 desired message carries the epoch and the time it was issued, under the signature where the
 device has a key, so an appliance never acts on a captured message of an earlier epoch again
-(``edge_app.fleet_agent.desired_epoch``). A pending version is published again, issued anew, by
+(``edge_app.fleet_agent.desired.epoch``). A pending version is published again, issued anew, by
 :meth:`Rollouts.republish` when the retained message on the broker is found cleared or replaced
 (``edge_app.fleet_service.desired_watch``).
 """

@@ -14,7 +14,7 @@ from flask import Blueprint, Flask, Response, current_app, jsonify
 
 from edge_app.fleet_service.appliance_api import ApplianceApi
 from edge_app.fleet_service.device_auth import DeviceAuth
-from edge_app.fleet_service.service import FleetService
+from edge_app.fleet_service.fleet import FleetService
 
 EXTENSION = "fleet"
 

@@ -18,7 +18,7 @@ def run_fleet(config: FleetConfig, signals: StopSignals) -> int:
     from edge_app.http_server.server import TLSSetupError
     from edge_app.fleet_service.app import fleet_server
     from edge_app.fleet_service.db import DatabaseError
-    from edge_app.fleet_service.service import FleetService
+    from edge_app.fleet_service.fleet import FleetService
 
     service = FleetService(config)
     try:

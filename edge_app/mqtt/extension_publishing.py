@@ -11,7 +11,7 @@ like camera states.
 Subscription: ``on_detect_set(handler)`` makes the publisher subscribe to
 ``R/cameras/+/detect/set`` (again after every reconnect, as the session is clean) and call
 ``handler(camera_id, enabled)`` on paho's network thread for every valid ``ON``/``OFF`` that is not
-retained; anything else on that topic is ignored (``edge_app.mqtt.commands``).
+retained; anything else on that topic is ignored (``edge_app.mqtt.detect_set_commands``).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from edge_app.events.model import EventMessage
 from edge_app.mqtt import payloads
-from edge_app.mqtt.commands import DetectSetCommands, DetectSetHandler
+from edge_app.mqtt.detect_set_commands import DetectSetCommands, DetectSetHandler
 from edge_app.mqtt.message import EVENT, EVENTS, STATE, Message
 from edge_app.mqtt.outbox import Outbox
 

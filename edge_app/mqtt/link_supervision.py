@@ -8,7 +8,7 @@
   socket and a clean read state: a packet whose handling failed is not handled again) and the
   network loop is started again; QoS 1 messages the old link left unacknowledged are sent again
   by ``on_connect`` as after any reconnect. A link that is connected but stopped moving is
-  reported as stalled (``edge_app.mqtt.link_health``); a thread stuck in a callback cannot be
+  reported as stalled (``edge_app.mqtt.link_stall_watch``); a thread stuck in a callback cannot be
   taken back from inside the process, so the systemd watchdog stops being fed then.
 
 Uses only the public methods of the publisher's :class:`~edge_app.mqtt.outbox.Outbox`.
@@ -21,7 +21,7 @@ import time
 from typing import Any, Callable, Dict, Mapping, Optional
 
 from edge_app.mqtt.callback_guard import CallbackGuard
-from edge_app.mqtt.link_health import LinkActivity, LinkHealth, LinkTracker, assess_link, stall_after_s_for
+from edge_app.mqtt.link_stall_watch import LinkActivity, LinkHealth, LinkTracker, assess_link, stall_after_s_for
 from edge_app.mqtt.outbox import Outbox
 from edge_app.process.backoff import next_retry_s
 

@@ -57,11 +57,11 @@ from edge_app.config.schema import AppConfig, MQTTConfig
 from edge_app.events.model import EventMessage
 from edge_app.mqtt import payloads
 from edge_app.mqtt.client_setup import appliance_client_id, new_client
-from edge_app.mqtt.commands import DetectSetHandler
+from edge_app.mqtt.detect_set_commands import DetectSetHandler
 from edge_app.mqtt.extension_publishing import ExtensionPublisher
 from edge_app.mqtt.fleet_publishing import DesiredHandler, FleetPublisher
 from edge_app.mqtt.ha_publishing import HaPublisher
-from edge_app.mqtt.link_health import LinkHealth
+from edge_app.mqtt.link_stall_watch import LinkHealth
 from edge_app.mqtt.link_supervision import LinkSupervisor, loop_alive
 from edge_app.mqtt.message import DETECTIONS as _DETECTIONS, STATE as _STATE, STATS as _STATS, STATUS as _STATUS
 from edge_app.mqtt.outbox import Outbox, message as _message

@@ -33,7 +33,7 @@ from edge_app.detect.detections import Detections
 from edge_app.pipeline.inflight import InFlight
 from edge_app.pipeline.lanes import CameraLanes
 from edge_app.pipeline.errorlog import RateLimitedErrorLog
-from edge_app.pipeline.health import ActivityTracker, PipelineActivity
+from edge_app.pipeline.stall_watch import ActivityTracker, PipelineActivity
 from edge_app.pipeline.scheduler import BatchScheduler
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ class Pipeline:
         return self._errors.total
 
     def activity(self) -> PipelineActivity:
-        """For ``edge_app.pipeline.health.assess``."""
+        """For ``edge_app.pipeline.stall_watch.assess``."""
         gather = next((t for t in self._threads if t.name == f"{self._name}:gather"), None)
         return self._activity.snapshot(self._running, gather is not None and gather.is_alive())
 

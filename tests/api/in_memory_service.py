@@ -28,7 +28,7 @@ from edge_app.events.model import Event, Snapshot
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport, not_sampled_yet
-from edge_app.pipeline.health import PipelineActivity, assess, readiness_reason
+from edge_app.pipeline.stall_watch import PipelineActivity, assess, readiness_reason
 from edge_app.mqtt.payloads import detections_payload_for
 from edge_app.pipeline.results import ResultStore
 from edge_app.record.types import CameraRecordingStatus, RecordingReader

@@ -61,7 +61,7 @@ def test_status_has_the_spec_fields(api):
 
 
 def test_a_stalled_pipeline_makes_readyz_503_and_shows_in_status_and_metrics(api):
-    from edge_app.pipeline.health import PipelineActivity
+    from edge_app.pipeline.stall_watch import PipelineActivity
 
     body = api.get("/api/v1/status").json()["pipeline"]
     assert body["stalled"] is False and body["stall_reason"] is None and body["last_batch_age_s"] == pytest.approx(0.1)
@@ -84,7 +84,7 @@ def test_a_stalled_pipeline_makes_readyz_503_and_shows_in_status_and_metrics(api
 
 
 def test_a_dead_pipeline_thread_is_not_ready(api):
-    from edge_app.pipeline.health import PipelineActivity
+    from edge_app.pipeline.stall_watch import PipelineActivity
 
     api.service.pipeline_activity = PipelineActivity(running=True, gather_alive=False, last_batch_s=None, work_since_s=None)
     response = api.get("/readyz")

@@ -4,7 +4,7 @@ from prometheus_client import CollectorRegistry
 
 from edge_app.api.model_metrics import model_metrics
 from edge_app.appliance.model_set import combine_activity
-from edge_app.pipeline.health import PipelineActivity, assess
+from edge_app.pipeline.stall_watch import PipelineActivity, assess
 from edge_app.reporting.protocol import LatencyReport, ModelStatusReport
 
 

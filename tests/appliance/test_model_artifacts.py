@@ -17,10 +17,10 @@ import pytest
 
 from edge_app.config.file import config_to_dict
 from edge_app.detect.factory import create_detector
-from edge_app.fleet_agent.artifacts_client import FleetUnreachable
-from edge_app.fleet_agent.artifacts_models import FleetModels
-from edge_app.fleet_agent.artifacts_stage import StagedModel, stage_dir
-from edge_app.fleet_agent.artifacts_state import ModelState, ModelsState
+from edge_app.fleet_agent.artifacts.client import FleetUnreachable
+from edge_app.fleet_agent.artifacts.models import FleetModels
+from edge_app.fleet_agent.artifacts.stage import StagedModel, stage_dir
+from edge_app.fleet_agent.artifacts.state import ModelState, ModelsState
 from edge_app.reporting.protocol import ArtifactReport
 from tests.support.changing_appliance import appliance_with_changes
 from tests.support.model_files import models_dir  # noqa: F401  (a fixture)

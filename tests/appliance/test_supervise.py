@@ -11,8 +11,8 @@ import time
 from typing import List, Optional
 
 from edge_app.detect.base import DetectorError
-from edge_app.mqtt.link_health import LinkHealth
-from edge_app.pipeline.health import PipelineHealth
+from edge_app.mqtt.link_stall_watch import LinkHealth
+from edge_app.pipeline.stall_watch import PipelineHealth
 from edge_app.process.shutdown import StopSignals
 from edge_app.reporting.protocol import MqttReport
 from edge_app.appliance.supervise import Supervisor, status_line

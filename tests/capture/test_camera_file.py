@@ -190,7 +190,7 @@ def test_start_twice_is_refused_and_stop_before_start_is_harmless():
 def test_frames_beyond_fps_limit_are_only_grabbed_never_converted(bus_clip):
     """fps_limit 2 on a 10 fps file played in real time: four frames in five are decoded but
     never converted to BGR or handed over; a file read with realtime: false loses none."""
-    from edge_app.capture.decoders import CameraOpener
+    from edge_app.capture.video_decode.decoders import CameraOpener
 
     calls = {"read": 0, "grab": 0}
 

@@ -68,7 +68,7 @@ class _Decoder:
 
 
 def test_pace_copies_out_only_the_pictures_on_the_schedule_of_a_file():
-    from edge_app.capture.pace import Pace
+    from edge_app.capture.video_decode.pace import Pace
 
     decoder, pace = _Decoder(90), Pace(0.1)
     kept = []
@@ -83,7 +83,7 @@ def test_pace_copies_out_only_the_pictures_on_the_schedule_of_a_file():
 
 
 def test_pace_of_a_stream_runs_on_arrival_time():
-    from edge_app.capture.pace import Pace
+    from edge_app.capture.video_decode.pace import Pace
 
     now = [0.0]
 

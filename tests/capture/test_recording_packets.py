@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from edge_app.capture import CameraWorker, StreamState
-from edge_app.capture.av_source import AvSource
+from edge_app.capture.pyav.source import AvSource
 
 from tests.capture.helpers import FAST, camera, drain, timed_stop, wait_for
 from tests.support.gst import require_gi
@@ -171,7 +171,7 @@ def test_gstreamer_drops_frames_above_fps_limit_before_conversion(rtsp_server_fa
     """videorate after the decoder: 2 of the stream's 10 frames/s reach the appsink, while every
     packet still reaches the sink."""
     require_gi()
-    from edge_app.capture.gst_source import GstSource
+    from edge_app.capture.gst.source import GstSource
     from edge_app.config.source_spec import parse_source
 
     server = rtsp_server_factory({"cam": bus_clip})

@@ -37,7 +37,7 @@ def test_checks_the_decoder_asked_for():
 
 @pytest.mark.parametrize("decoder,status", [("nvdec", FAIL)])
 def test_a_decoder_asked_for_but_missing_fails(decoder, status):
-    from edge_app.capture.decoders import detect_decoders
+    from edge_app.capture.video_decode.decoders import detect_decoders
 
     if detect_decoders().get(decoder).available:
         pytest.skip(f"this machine has {decoder}")

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from edge_app.capture.decoders import detect_decoders
+from edge_app.capture.video_decode.decoders import detect_decoders
 from edge_app.config_change.checks import check_runtime
 from edge_app.config.schema import AppConfig
 from edge_app.config.staged_model import stage_dir

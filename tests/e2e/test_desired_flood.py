@@ -14,7 +14,7 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from edge_app.fleet_agent.refusal_reports import REPORT_EVERY_S
+from edge_app.fleet_agent.desired.refusal_reports import REPORT_EVERY_S
 from testkit.waiting import wait_until
 from testkit.broker import MqttCollector
 from tests.support.mqtt_fuzz import line_flood

@@ -32,7 +32,7 @@ import yaml
 
 from edge_app.config.file import load_config
 from testkit.appliance import default_stop_signals
-from edge_app.fleet_agent.refusal_reports import REPORT_EVERY_S
+from edge_app.fleet_agent.desired.refusal_reports import REPORT_EVERY_S
 from tests.support.takeover import TAKEN_OVER_S, Thief
 from tests.support.mqtt_fuzz import FuzzClient, fuzz_topics, line_flood
 from testkit.net import free_port

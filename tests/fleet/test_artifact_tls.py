@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from edge_app.fleet_agent.artifacts_client import FleetClient, FleetUnreachable
+from edge_app.fleet_agent.artifacts.client import FleetClient, FleetUnreachable
 from edge_app.fleet_protocol.artifacts_manifest import verify_manifest
 from tests.fleet.artifact_helpers import ADMIN_TOKEN, KEYS, TOKENS, sha
 from testkit.certs import make_test_certificates

@@ -12,11 +12,11 @@ import pytest
 
 from edge_app.config.file import load_config, parse_config, save_config
 from edge_app.config_change.changes import ConfigRefused, Origin
-from edge_app.fleet_agent.desired_gate import DesiredGate
-from edge_app.fleet_agent.desired_intake import BURST
-from edge_app.fleet_agent.refusal_reports import REPORT_EVERY_S
+from edge_app.fleet_agent.desired.gate import DesiredGate
+from edge_app.fleet_agent.desired.intake import BURST
+from edge_app.fleet_agent.desired.refusal_reports import REPORT_EVERY_S
 from edge_app.fleet_agent.agent import MAX_VERSION_STEP, FleetAgent
-from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
+from edge_app.fleet_agent.desired.versions import DesiredVersionStore, state_path_for
 from edge_app.mqtt.payloads import config_desired_payload, encode
 from edge_app.mqtt.anonymous_probe import AnonymousProbe, ProbeOutcome
 from edge_app.fleet_protocol.desired_signature import keyed_digest, sign_desired, signed_desired

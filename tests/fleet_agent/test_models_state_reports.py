@@ -5,9 +5,9 @@ import time
 
 from edge_app.config.file import parse_config, save_config
 from edge_app.fleet_agent.agent import FleetAgent
-from edge_app.fleet_agent.artifacts_state import ModelsState
+from edge_app.fleet_agent.artifacts.state import ModelsState
 from edge_app.fleet_protocol.desired_signature import signed_desired
-from edge_app.fleet_agent.desired_versions import DesiredVersionStore, state_path_for
+from edge_app.fleet_agent.desired.versions import DesiredVersionStore, state_path_for
 from edge_app.mqtt.payloads import encode
 from tests.api.in_memory_service import InMemoryService, saving_change_path
 

@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from edge_app.capture.decode_process import DecodeProcessOpener
-from edge_app.capture.nvdec_source import open_nvdec
+from edge_app.capture.video_decode.child_process import DecodeProcessOpener
+from edge_app.capture.video_decode.nvdec_source import open_nvdec
 from edge_app.config.schema import CaptureConfig
 from edge_app.config.source_spec import SourceKind, SourceSpec
 from edge_app.capture.gpu_image import DeviceNv12Image

@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from edge_app.capture.device_frames import FramePoolExhausted
-from edge_app.capture.nvdec_source import open_nvdec
+from edge_app.capture.video_decode.device_frames import FramePoolExhausted
+from edge_app.capture.video_decode.nvdec_source import open_nvdec
 from edge_app.config.source_spec import SourceKind, SourceSpec
 from edge_app.cuda import open_device
 from edge_app.detect.letterbox_gpu import GpuLetterbox
@@ -292,7 +292,7 @@ def test_throughput_one_decoder(device, pynvvideocodec, h264_clips, gpu_results,
 
 
 def test_selftest_decode_check_passes_with_nvdec(pynvvideocodec, h264_clips, gpu_results):
-    from edge_app.capture.decoder_check import check_decoder
+    from edge_app.capture.video_decode.check import check_decoder
 
     result = check_decoder("nvdec", h264_clips[0], (1920, 1080), frames=30)
     gpu_results.setdefault("nvdec", {})["selftest_decode_check"] = result.detail

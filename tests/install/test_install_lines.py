@@ -59,7 +59,7 @@ LINES = (
                 extra_check="from edge_app.health.nvml import NvmlReader\nr = NvmlReader().read()\n"
                             "assert 'not installed' not in str(r), r"),
     InstallLine("nvdec", "README.md", (("edge-app[opencv]",), ("edge-app[nvdec]",)), run_s=0,
-                extra_check="from edge_app.capture.decoders import NO_NVDEC_MESSAGE, detect_nvdec\n"
+                extra_check="from edge_app.capture.video_decode.decoders import NO_NVDEC_MESSAGE, detect_nvdec\n"
                             "info = detect_nvdec()\nassert info.detail != NO_NVDEC_MESSAGE, info"),
     InstallLine("tensorrt", "setup.py", (("edge-app[opencv]",), ("edge-app[tensorrt]",)), run_s=0,
                 extra_check="from edge_app.cuda.cuda_python import import_bindings; import_bindings()"),

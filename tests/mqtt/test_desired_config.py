@@ -5,7 +5,7 @@ import pytest
 
 from edge_app.config.file import Problem
 from edge_app.fleet_agent.agent import scrub
-from edge_app.fleet_agent.desired_config import MAX_DESIRED_BYTES, DesiredConfigError, parse_desired
+from edge_app.fleet_agent.desired.config import MAX_DESIRED_BYTES, DesiredConfigError, parse_desired
 from edge_app.mqtt.payloads import config_desired_payload, config_reported_payload, encode
 from edge_app.mqtt.topics import Topics
 

@@ -6,7 +6,7 @@ import pytest
 from edge_app.config.schema import MQTTConfig
 from edge_app.events.model import NEW, Event, EventMessage
 from edge_app.mqtt import MqttPublisher, Topics, encode
-from edge_app.mqtt.commands import DetectSetCommands
+from edge_app.mqtt.detect_set_commands import DetectSetCommands
 from edge_app.mqtt.payloads import (
     count_payload,
     detect_state_payload,
@@ -104,7 +104,7 @@ def test_detect_commands_accept_only_known_cameras_and_on_off(caplog):
     commands = DetectSetCommands(T, lambda cam, on: calls.append((cam, on)), camera_known=lambda cam: cam == "cam1")
     assert commands.handle(f"{R}/cameras/cam1/detect/set", b"OFF")
     assert commands.handle(f"{R}/cameras/cam1/detect/set", b"ON")
-    with caplog.at_level(logging.WARNING, logger="edge_app.mqtt.commands"):
+    with caplog.at_level(logging.WARNING, logger="edge_app.mqtt.detect_set_commands"):
         for _ in range(50):
             assert not commands.handle(f"{R}/cameras/cam9/detect/set", b"ON")
             assert not commands.handle(f"{R}/cameras/cam1/detect/set", b"maybe")
@@ -117,7 +117,7 @@ def test_a_failing_handler_is_logged_not_raised(caplog):
     def broken(cam, on):
         raise RuntimeError("boom")
     commands = DetectSetCommands(T, broken)
-    with caplog.at_level(logging.ERROR, logger="edge_app.mqtt.commands"):
+    with caplog.at_level(logging.ERROR, logger="edge_app.mqtt.detect_set_commands"):
         assert not commands.handle(f"{R}/cameras/cam1/detect/set", b"ON")
     assert "boom" in caplog.text
 

@@ -256,7 +256,7 @@ def _pipeline_with(scheduler, sources):
 
 
 def test_an_exception_in_plan_is_logged_and_the_loop_goes_on(caplog):
-    from edge_app.pipeline.health import assess
+    from edge_app.pipeline.stall_watch import assess
 
     src = ListSource("file", 10, 5, waits=True)
     pipeline, published = _pipeline_with(FlakyScheduler(1, failures=1), {"file": src})
@@ -277,7 +277,7 @@ def test_an_exception_in_plan_is_logged_and_the_loop_goes_on(caplog):
 
 
 def test_a_plan_that_always_fails_is_a_stall_logged_once(caplog):
-    from edge_app.pipeline.health import assess
+    from edge_app.pipeline.stall_watch import assess
 
     src = ListSource("file", 10, 5, waits=True)
     pipeline, published = _pipeline_with(FlakyScheduler(1, failures=None), {"file": src})

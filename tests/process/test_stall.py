@@ -6,8 +6,8 @@ import pytest
 from edge_app.capture.watchdog import BackendCall, BackendCalls
 from edge_app.capture.backoff import watchdog_limit_s
 from edge_app.config.schema import CaptureConfig
-from edge_app.mqtt.link_health import LinkActivity, assess_link
-from edge_app.pipeline.health import PipelineActivity, assess
+from edge_app.mqtt.link_stall_watch import LinkActivity, assess_link
+from edge_app.pipeline.stall_watch import PipelineActivity, assess
 from edge_app.process.stall import stalled
 
 

@@ -53,11 +53,11 @@ def test_watchdog_interval_is_half_of_watchdog_usec_for_this_process_only():
 LAUNCHER = """
 import sys, time
 from pathlib import Path
-import edge_app.pipeline.health as health
+import edge_app.pipeline.stall_watch as stall_watch
 from edge_app.detect.onnxruntime_backend import OnnxRuntimeDetector
 from edge_app.cli import main
 
-health.STALL_AFTER_S = 2.0
+stall_watch.STALL_AFTER_S = 2.0
 trigger = Path(sys.argv[2])
 real_infer = OnnxRuntimeDetector.infer
 

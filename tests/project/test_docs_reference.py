@@ -14,11 +14,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from edge_app.config.reference import config_keys
+from docgen.config_keys import config_keys
+from docgen.mqtt_topics import topic_pattern, undocumented_topics
 from edge_app.config.schema import AppConfig
 from edge_app.fleet_service.app import create_fleet_app
 from edge_app.fleet_service.config import FleetConfig
-from edge_app.mqtt.reference import topic_pattern, undocumented_topics
 
 ROOT = Path(__file__).resolve().parents[2]
 REGENERATE = "run `python scripts/gen_reference.py` and commit the pages it rewrites"
@@ -81,7 +81,7 @@ def test_required_keys_and_bounds_come_from_the_schema():
 
 
 def test_every_topic_is_described():
-    assert undocumented_topics() == [], f"describe these topics in edge_app/mqtt/reference.py TOPIC_DOCS, then {REGENERATE}"
+    assert undocumented_topics() == [], f"describe these topics in edge_app/mqtt/topic_docs.py TOPIC_DOCS, then {REGENERATE}"
     assert topic_pattern("camera_line_crossing") == "R/cameras/<camera_id>/lines/<line>/crossing"
     assert topic_pattern("zone_objects") == "R/zones/<zone>/<label>"
 

@@ -35,10 +35,10 @@ OPENCV_HINT = "edge-app[opencv]"
 EXTRA_USES: Dict[str, Tuple[Tuple[str, ...], str]] = {
     "opencv": (("cv2",), "from edge_app.opencv import opencv\nopencv()"),
     "fleet": (("psycopg",), "from edge_app.fleet_service.db import connect\nconnect('postgresql://fleet@127.0.0.1:9/fleet')"),
-    "nvdec": (("PyNvVideoCodec",), "from edge_app.capture.nvdec_source import import_pynvvideocodec\nimport_pynvvideocodec()"),
+    "nvdec": (("PyNvVideoCodec",), "from edge_app.capture.video_decode.nvdec_source import import_pynvvideocodec\nimport_pynvvideocodec()"),
     "tensorrt": (("cuda",), "from edge_app.cuda.cuda_python import import_bindings\nimport_bindings()"),
     "pycuda": (("pycuda",), "from edge_app.cuda.pycuda_adapter import import_pycuda\nimport_pycuda()"),
-    "gstreamer": (("gi",), "from edge_app.capture.gst_source import import_gst\nimport_gst()"),
+    "gstreamer": (("gi",), "from edge_app.capture.gst.source import import_gst\nimport_gst()"),
     "nvml": (("pynvml",), "from edge_app.health.nvml import NvmlReader\nprint(NvmlReader().read())"),
 }
 #: extras for working on edge-app itself, never imported by it

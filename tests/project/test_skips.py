@@ -41,7 +41,7 @@ ALLOWED = (
     Allowed("tests/commands/test_selftest.py", "this machine has", "the failure under test cannot happen where the decoder exists"),
     Allowed("tests/detect/test_factory.py", "TensorRT is installed here", "tests the error without TensorRT"),
     Allowed("tests/tensorrt/test_commands.py", "this machine has an NVIDIA GPU", "tests the error without a GPU"),
-    Allowed("tests/capture/test_nvdec_source.py", "PyNvVideoCodec is installed here", "tests the error without it"),
+    Allowed("tests/capture/video_decode/test_nvdec_source.py", "PyNvVideoCodec is installed here", "tests the error without it"),
     Allowed("tests/capture/test_camera_file.py", "this OpenCV has GStreamer", "tests the error of an OpenCV without it"),
     Allowed("tests/capture/test_sources.py", "this OpenCV has GStreamer", "tests the error of an OpenCV without it"),
     Allowed("tests/api/test_listening_address.py", "no non-loopback IPv4 address",

@@ -1,7 +1,8 @@
 """The test kit sits between the package and its users: ``testkit`` (brokers, RTSP servers,
 appliance processes, ports, waiting, certificates) is shared by ``tests`` and ``bench``; the
-benchmarks take nothing from the tests, the kit nothing from either, and the package nothing from
-the kit or the tests (read from the source, nothing imported)."""
+benchmarks take nothing from the tests, the kit nothing from either, the package nothing from
+the kit, the tests or the reference pages' generators (``docgen``), and those nothing from the kit,
+the tests or the benchmarks (read from the source, nothing imported)."""
 from __future__ import annotations
 
 import ast
@@ -19,7 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 FORBIDDEN = (
     ("bench", ("tests",)),
     ("testkit", ("tests", "bench")),
-    ("edge_app", ("tests", "bench", "testkit")),
+    ("edge_app", ("tests", "bench", "testkit", "docgen")),
+    ("docgen", ("tests", "bench", "testkit")),
 )
 
 

@@ -12,7 +12,7 @@ import requests
 from edge_app.http_server.server import ApiServer
 from edge_app.fleet_service.app import fleet_server
 from edge_app.fleet_service.config import FleetConfig
-from edge_app.fleet_service.service import FleetService
+from edge_app.fleet_service.fleet import FleetService
 
 
 @dataclass

@@ -6,7 +6,7 @@ from testkit.skips import missing
 
 
 def require_gi() -> None:
-    from edge_app.capture.gst_source import import_gst
+    from edge_app.capture.gst.source import import_gst
     from edge_app.config.source_spec import SourceError
 
     try:

@@ -4,7 +4,7 @@ The model runs on the TensorRT stand-in (ONNX Runtime behind the engine API) and
 is ``HostMemoryCudaDevice`` with ``emulate_kernels=True``: the two decoding kernels are replaced
 by a numpy emulation of their documented contract (``kernel_emulation``). These tests check the
 backend's wiring - which outputs stay on the device, result rotation, live retuning, the
-fall-back to host decoding - on the real model; ``tests/gpu/test_decode_gpu.py`` checks the
+fall-back to host decoding - on the real model; ``tests/gpu/test_yolo_outputs_gpu.py`` checks the
 kernels themselves on a GPU.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from edge_app.detect.base import DetectorError
-from edge_app.detect.decode_gpu import GpuDecoded
+from edge_app.detect.yolo_outputs_gpu import GpuDecoded
 from edge_app.detect.tensorrt import TensorRTDetector
 from tests.tensorrt.same_detections import assert_retuned_alike, assert_same_detections
 from testkit.tensorrt_standin.host_cuda import HostMemoryCudaDevice

@@ -19,7 +19,7 @@ DeepStream do the same inside the engine; here it works on any exported model):
     x2, y2, score, class) in model pixels and ``kept[b]``; ``kept[b] = -1`` when the image had
     more survivors than ``cap``, and the host decodes that image from the raw output instead.
 
-So the result is the host decoder's (``edge_app.detect.decode``) up to float32 rounding in the
+So the result is the host decoder's (``edge_app.detect.yolo_outputs``) up to float32 rounding in the
 IoU (the host computes it in float64): the same boxes, scores and classes in the same order.
 """
 

@@ -4,7 +4,7 @@ The three stages may run on three threads (the pipeline's layout): ``preprocess`
 on the GPU into one of the engine's rotating input slots (or on the CPU when NVRTC is missing),
 ``infer`` runs the engine on its stream, ``postprocess`` decodes with the same YoloDecoder as
 ONNX Runtime, EfficientNMS engines included. YOLOv8/v11 outputs are filtered and NMS'd on the GPU
-right after the engine (``decode_gpu``), so only the kept boxes come back to the host.
+right after the engine (``yolo_outputs_gpu``), so only the kept boxes come back to the host.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import numpy as np
 from edge_app.cuda import CudaDevice, CudaError, open_device
 from edge_app.cuda.mps import mps_status
 from edge_app.detect.base import Detector, DetectorError, PreparedBatch
-from edge_app.detect.decode import LayoutError, OutputLayout, YoloDecoder, detect_layout
-from edge_app.detect.decode_gpu import GpuDecoded, GpuYoloDecoder, detections_from
+from edge_app.detect.yolo_outputs import LayoutError, OutputLayout, YoloDecoder, detect_layout
+from edge_app.detect.yolo_outputs_gpu import GpuDecoded, GpuYoloDecoder, detections_from
 from edge_app.detect.detections import Detections
 from edge_app.detect.labels import resolve_labels
 from edge_app.detect.letterbox import Letterboxer

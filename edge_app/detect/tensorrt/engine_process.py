@@ -50,7 +50,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from edge_app.detect.base import DetectorError
-from edge_app.detect.decode_gpu import GpuDecoded, GpuYoloDecoder
+from edge_app.detect.yolo_outputs_gpu import GpuDecoded, GpuYoloDecoder
 from edge_app.detect.tensorrt.runtime import ROTATION, EngineRuntime, TensorSpec
 from edge_app.process.named_callable import resolve
 

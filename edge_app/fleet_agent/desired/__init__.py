@@ -1,0 +1,1 @@
+"""``R/config/desired`` on the appliance: what a message costs before it is read, whether it may be acted on (signature, epoch, issue time), the message parsed, refusals reported, and the versions remembered across restarts."""
