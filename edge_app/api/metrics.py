@@ -44,7 +44,7 @@ class ApplianceCollector:
         yield from self._cameras(status.cameras)
         yield from self._mqtt(status.mqtt)
         yield from self._pipeline(status.pipeline)
-        yield from self._stages(self._service.stage_times())
+        yield from self._stages(self._reads.stage_times())
         yield from model_metrics(status.models)
         if status.health is not None:
             yield from health_metrics(status.health)
