@@ -38,7 +38,7 @@ def _fleet_config() -> str:
 
 
 def _rest_api() -> str:
-    from edge_app.api.openapi import build_openapi
+    from edge_app.api.openapi_spec import build_openapi
     from edge_app.api.reference import openapi_markdown
     from edge_app.config.schema import AppConfig
     # The configuration's schemas are the keys of docs/configuration.md: linked there, not repeated.
