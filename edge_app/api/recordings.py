@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Tuple
 
 from flask import Blueprint, Response, jsonify, request, send_file
+from pydantic import ValidationError
 from werkzeug.http import parse_range_header
 
 from edge_app.api.answers import ClipUrl, Segment, SegmentList, SignedUrl
@@ -59,12 +60,13 @@ def _ttl_s() -> int:
     if not request.content_length and not request.headers.get("Transfer-Encoding"):
         return DEFAULT_TTL_S
     body = read_json_body()
-    if not isinstance(body, dict) or set(body) - {"ttl_s"}:
+    if not isinstance(body, dict) or set(body) - set(TtlBody.model_fields):
         raise ApiError(400, 'the body must be empty or {"ttl_s": N}')
-    ttl_s = body.get("ttl_s", DEFAULT_TTL_S)
-    if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not MIN_TTL_S <= ttl_s <= MAX_TTL_S:
-        raise ApiError(400, f"ttl_s must be an integer from {MIN_TTL_S} to {MAX_TTL_S} (seconds), got {ttl_s!r:.80}")
-    return ttl_s
+    try:
+        return TtlBody.model_validate(body).ttl_s
+    except ValidationError:
+        raise ApiError(400, f"ttl_s must be an integer from {MIN_TTL_S} to {MAX_TTL_S} (seconds), "
+                            f"got {body.get('ttl_s')!r:.80}") from None
 
 
 def _download_flag() -> bool:
