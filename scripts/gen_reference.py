@@ -39,7 +39,7 @@ def _fleet_config() -> str:
 
 def _rest_api() -> str:
     from docgen.openapi_markdown import openapi_markdown
-    from edge_app.api.openapi.document import build_openapi
+    from edge_app.api.openapi_spec import build_openapi
     from edge_app.config.schema import AppConfig
     # The configuration's schemas are the keys of docs/configuration.md: linked there, not repeated.
     config_schemas = ["AppConfig", *AppConfig.model_json_schema().get("$defs", {})]

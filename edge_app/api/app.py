@@ -24,15 +24,14 @@ from edge_app.api.dashboard import dashboard_blueprint
 from edge_app.api.error_handlers import register_error_handlers
 from edge_app.http_server.headers import install_common_headers
 from edge_app.api.events import events_blueprint
-from edge_app.http_server.probes import health_blueprint
 from edge_app.http_server.hosts import install_host_check
 from edge_app.http_server.json_provider import install_json_provider
 from edge_app.api.metrics import metrics_blueprint
-from edge_app.api.openapi.document import openapi_blueprint
+from edge_app.api.openapi_spec import openapi_blueprint
 from edge_app.api.recordings import SIGNED_ENDPOINTS, recordings_blueprint
 from edge_app.reporting.protocol import ApplianceReads, EventDeletion
 from edge_app.api.review import review_blueprint
-from edge_app.api.status import status_blueprint
+from edge_app.api.status import probes_blueprint, status_blueprint
 from edge_app.config.schema import AppConfig
 
 logger = logging.getLogger(__name__)
@@ -84,7 +83,7 @@ def create_app(
     install_auth(app, get_config, QUERY_TOKEN_ENDPOINTS, signed_endpoints=SIGNED_ENDPOINTS)
     register_error_handlers(app)
 
-    app.register_blueprint(health_blueprint(reads))
+    app.register_blueprint(probes_blueprint(reads))
     app.register_blueprint(status_blueprint(reads))
     # One writer for every route that changes the configuration: one set of rules, one lock.
     writer = ConfigWriter(changes)

@@ -8,12 +8,13 @@ same 400 answers (located in the full configuration, ``cameras.2.fps_limit``), a
 """
 from __future__ import annotations
 
-from functools import partial
-from typing import Any, Callable, Dict, List, Tuple
+import dataclasses
+from typing import Any, Dict, List, Tuple
 
 from flask import Blueprint, Response, jsonify
 
 from edge_app.api.config_writer import ConfigWriter
+from edge_app.api.routing import MERGE_PATCH, RequestBody, ResponseSpec, Route, error, ref, register_routes
 from edge_app.http_server.errors import ApiError
 from edge_app.http_server.json_body import read_json_body
 from edge_app.config.schema import AppConfig
@@ -88,16 +89,31 @@ def delete_camera(writer: ConfigWriter, camera_id: str) -> Response:
     return Response(status=204)
 
 
-#: (method, rule, view): the endpoint is ``camera_edits.<view name>``
-ROUTES: Tuple[Tuple[str, str, Callable[..., Response]], ...] = (
-    ("POST", "/api/v1/cameras", add_camera),
-    ("PATCH", "/api/v1/cameras/<camera_id>", patch_camera),
-    ("DELETE", "/api/v1/cameras/<camera_id>", delete_camera),
+_REFUSED = ResponseSpec("Refused; details locate each problem in the whole configuration (cameras.2.fps_limit), "
+                        "or the body is not JSON; nothing changed", {"anyOf": [ref("ValidationError"), ref("Error")]})
+_BODY_ERRORS = {400: _REFUSED, 413: error("Body larger than api.max_body_bytes"), 415: error("Body is not JSON")}
+_UNKNOWN = error("Unknown camera")
+_CAMERA = ResponseSpec("The camera as now saved (credentials in its source masked)", ref("CameraConfig"))
+
+#: the endpoint is ``camera_edits.<view name>``
+ROUTES: Tuple[Route, ...] = (
+    Route("POST", "/api/v1/cameras", add_camera, "Add a camera; applied live and saved, with the rules of PUT "
+          "/api/v1/config", "cameras",
+          {201: dataclasses.replace(_CAMERA, headers={"Location": "The new camera's path"}),
+           409: error("A camera with this id already exists; nothing changed"), **_BODY_ERRORS},
+          body=RequestBody(ref("CameraConfig"), description="One camera, as in the configuration's camera list")),
+    Route("PATCH", "/api/v1/cameras/<camera_id>", patch_camera, "Merge-patch one camera; applied live and saved, with "
+          "the rules of PUT /api/v1/config", "cameras",
+          {200: _CAMERA, 404: _UNKNOWN, 409: error("Renamed to the id of another camera"), **_BODY_ERRORS},
+          body=RequestBody({"type": "object"}, description=(
+              "RFC 7396 JSON merge patch of this one camera; null deletes a key (back to its default). A source "
+              "whose host changes must carry its credentials again (\"***\" is refused there)"),
+              media_types=MERGE_PATCH)),
+    Route("DELETE", "/api/v1/cameras/<camera_id>", delete_camera, "Remove one camera; applied live and saved", "cameras",
+          {204: ResponseSpec("Removed"), 400: ResponseSpec("Refused; nothing changed", ref("ValidationError")),
+           404: _UNKNOWN}),
 )
 
 
 def camera_edits_blueprint(writer: ConfigWriter) -> Blueprint:
-    bp = Blueprint("camera_edits", __name__)
-    for method, rule, view in ROUTES:
-        bp.add_url_rule(rule, view.__name__, partial(view, writer), methods=[method])
-    return bp
+    return register_routes(Blueprint("camera_edits", __name__), ROUTES, writer)

@@ -9,8 +9,7 @@ import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import partial
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from flask import Blueprint, Response, jsonify, request
 
@@ -19,7 +18,9 @@ from edge_app.http_server.errors import ApiError
 from edge_app.http_server.query_params import flag_arg, integer_arg, number_arg
 from edge_app.api.live_view import BOUNDARY, LiveViewSlots, mjpeg_parts, placeholder_jpeg
 from edge_app.http_server.server import SHUTDOWN_ENVIRON_KEY
-from edge_app.reporting.protocol import AnalysedFrame, ApplianceReads, UnknownCamera
+from edge_app.api.request_models import SnapshotQuery, StreamQuery
+from edge_app.api.routing import ResponseSpec, Route, binary, error, ref, register_routes
+from edge_app.reporting.protocol import AnalysedFrame, ApplianceReads, CameraReport, UnknownCamera
 from edge_app.config.schema import AppConfig
 
 logger = logging.getLogger(__name__)
@@ -135,13 +136,24 @@ def stream(views: CameraViews, camera_id: str) -> Response:
     return response
 
 
-#: (rule, view): every route is a GET; the endpoint is ``cameras.<view name>``
-ROUTES: Tuple[Tuple[str, Callable[..., Response]], ...] = (
-    ("/api/v1/cameras", list_cameras),
-    ("/api/v1/cameras/<camera_id>", get_camera),
-    ("/api/v1/cameras/<camera_id>/snapshot.jpg", snapshot),
-    ("/api/v1/cameras/<camera_id>/detections", detections),
-    ("/api/v1/cameras/<camera_id>/stream.mjpg", stream),
+_UNKNOWN = error("Unknown camera")
+_BAD_QUERY = error("Bad query parameter")
+
+#: the endpoint is ``cameras.<view name>`` (app.QUERY_TOKEN_ENDPOINTS names two)
+ROUTES: Tuple[Route, ...] = (
+    Route("GET", "/api/v1/cameras", list_cameras, "All cameras", "cameras",
+          {200: ResponseSpec("Cameras", List[CameraReport])}),
+    Route("GET", "/api/v1/cameras/<camera_id>", get_camera, "One camera", "cameras",
+          {200: ResponseSpec("Camera", CameraReport), 404: _UNKNOWN}),
+    Route("GET", "/api/v1/cameras/<camera_id>/snapshot.jpg", snapshot, "The latest analysed frame", "cameras",
+          {200: binary("image/jpeg", "JPEG image"), 400: _BAD_QUERY, 404: _UNKNOWN, 503: error("No analysed frame yet")},
+          query=SnapshotQuery),
+    Route("GET", "/api/v1/cameras/<camera_id>/detections", detections, "The latest detections message", "cameras",
+          {200: ResponseSpec("Detections", ref("DetectionsMessage")), 404: _UNKNOWN, 503: error("No detections yet")}),
+    Route("GET", "/api/v1/cameras/<camera_id>/stream.mjpg", stream, "Annotated live view", "cameras",
+          {200: binary("multipart/x-mixed-replace", "A stream of JPEG parts"), 400: _BAD_QUERY, 404: _UNKNOWN,
+           503: error("Too many live views are open, in total or of this camera")},
+          query=StreamQuery),
 )
 
 
@@ -157,6 +169,4 @@ def cameras_blueprint(
     bp = Blueprint("cameras", __name__)
     views = CameraViews(reads, config_getter, JpegCache(), LiveViewSlots(max_live_streams, max_live_streams_per_camera),
                         placeholder_jpeg())
-    for rule, view in ROUTES:
-        bp.add_url_rule(rule, view.__name__, partial(view, views), methods=["GET"])
-    return bp
+    return register_routes(bp, ROUTES, views)

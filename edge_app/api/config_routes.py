@@ -6,12 +6,13 @@ are those of :class:`edge_app.api.config_writer.ConfigWriter`, shared with the c
 """
 from __future__ import annotations
 
-from functools import partial
-from typing import Callable, Tuple
+from typing import Tuple
 
 from flask import Blueprint, Response, jsonify
 
 from edge_app.api.config_writer import ConfigWriter
+from edge_app.api.routing import MERGE_PATCH, RequestBody, ResponseSpec, Route, error, ref, register_routes
+from edge_app.config.schema import AppConfig
 from edge_app.http_server.json_body import read_json_body
 from edge_app.config.file import redacted_dict
 from edge_app.reporting.protocol import ApplyResult
@@ -39,16 +40,27 @@ def patch_config(writer: ConfigWriter) -> Response:
     return _answer(writer.patch(read_json_body()))
 
 
-#: (method, view) of /api/v1/config: the endpoint is ``config.<view name>``
-ROUTES: Tuple[Tuple[str, Callable[..., Response]], ...] = (
-    ("GET", get_config),
-    ("PUT", put_config),
-    ("PATCH", patch_config),
+_ANSWERS = {
+    200: ResponseSpec("Applied and saved", ref("ConfigAnswer")),
+    400: ResponseSpec("Invalid configuration (details locate each problem), or a body that is not JSON; nothing changed",
+                      {"anyOf": [ref("ValidationError"), ref("Error")]}),
+    413: error("Body larger than api.max_body_bytes"),
+    415: error("Body is not JSON"),
+}
+
+#: the endpoint is ``config.<view name>``
+ROUTES: Tuple[Route, ...] = (
+    Route("GET", "/api/v1/config", get_config, "The running configuration (secrets shown as \"***\")", "config",
+          {200: ResponseSpec("Configuration", AppConfig)}),
+    Route("PUT", "/api/v1/config", put_config, "Replace the configuration; applied live and saved", "config", _ANSWERS,
+          body=RequestBody(AppConfig)),
+    Route("PATCH", "/api/v1/config", patch_config, "Merge-patch the configuration; applied live and saved", "config",
+          _ANSWERS, body=RequestBody({"type": "object"}, description=(
+              "RFC 7396 JSON merge patch; null deletes a key (back to its default). models may be an object instead of "
+              "a list: each key (a model's name, or artifact:<fleet model name>) addresses one model, its value a "
+              "merge patch of that model (configuration.md, Several models)"), media_types=MERGE_PATCH)),
 )
 
 
 def config_blueprint(writer: ConfigWriter) -> Blueprint:
-    bp = Blueprint("config", __name__)
-    for method, view in ROUTES:
-        bp.add_url_rule("/api/v1/config", view.__name__, partial(view, writer), methods=[method])
-    return bp
+    return register_routes(Blueprint("config", __name__), ROUTES, writer)

@@ -8,15 +8,18 @@ a 503 saying so, never an empty list that looks like the truth.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
-from typing import Callable, Tuple
+from typing import Tuple
 
 from flask import Blueprint, Response, jsonify, request
 
+from edge_app.api.answers import EventList
+from edge_app.api.request_models import EventFilters, EventSnapshotQuery
+from edge_app.api.routing import ResponseSpec, Route, binary, error, register_routes
+from edge_app.events.model import Event
 from edge_app.events.recovery import EventDatabaseUnusable
 from edge_app.http_server.errors import ApiError, error_response
 from edge_app.http_server.event_params import checked_event_id, event_query
-from edge_app.reporting.protocol import ApplianceReads, EventDeletion
+from edge_app.reporting.protocol import ApplianceReads, CountsReport, EventDeletion
 
 RETRY_AFTER_S = 5  # a corrupt database is moved aside and a new one started within moments
 
@@ -70,13 +73,24 @@ def counts(views: EventViews) -> Response:
     return jsonify(views.reads.counts().to_dict())
 
 
-#: (method, rule, view): the endpoint is ``events.<view name>`` (app.QUERY_TOKEN_ENDPOINTS names one)
-ROUTES: Tuple[Tuple[str, str, Callable[..., Response]], ...] = (
-    ("GET", "/api/v1/events", list_events),
-    ("GET", "/api/v1/events/<event_id>", get_event),
-    ("GET", "/api/v1/events/<event_id>/snapshot.jpg", snapshot),
-    ("DELETE", "/api/v1/events/<event_id>", delete_event),
-    ("GET", "/api/v1/counts", counts),
+_UNKNOWN = error("Unknown event")
+_BAD_ID = error("Not an event id")
+_CORRUPT = error("The event database was found corrupt: it is moved aside and a new one started (events.database in "
+                 "the status says where, or why it cannot be)", **{"Retry-After": "Seconds until asking again is worth it"})
+
+#: the endpoint is ``events.<view name>`` (app.QUERY_TOKEN_ENDPOINTS names one)
+ROUTES: Tuple[Route, ...] = (
+    Route("GET", "/api/v1/events", list_events, "Stored events, newest first", "events",
+          {200: ResponseSpec("Events", EventList), 400: error("Bad query parameter"), 503: _CORRUPT}, query=EventFilters),
+    Route("GET", "/api/v1/events/<event_id>", get_event, "One event", "events",
+          {200: ResponseSpec("Event", Event), 400: _BAD_ID, 404: _UNKNOWN, 503: _CORRUPT}),
+    Route("DELETE", "/api/v1/events/<event_id>", delete_event, "Delete an event and its snapshot", "events",
+          {204: ResponseSpec("Deleted"), 400: _BAD_ID, 404: _UNKNOWN}),
+    Route("GET", "/api/v1/events/<event_id>/snapshot.jpg", snapshot, "The event's best snapshot, annotated with its box",
+          "events", {200: binary("image/jpeg", "JPEG image"), 400: _BAD_ID,
+                     404: error("Unknown event, or it has no snapshot"), 503: _CORRUPT}, query=EventSnapshotQuery),
+    Route("GET", "/api/v1/counts", counts, "Objects in view per camera and zone, and line crossings", "events",
+          {200: ResponseSpec("Counts", CountsReport)}),
 )
 
 
@@ -84,6 +98,4 @@ def events_blueprint(reads: ApplianceReads, deletion: EventDeletion) -> Blueprin
     bp = Blueprint("events", __name__)
     bp.register_error_handler(EventDatabaseUnusable, _unusable)
     views = EventViews(reads, deletion)
-    for method, rule, view in ROUTES:
-        bp.add_url_rule(rule, view.__name__, partial(view, views), methods=[method])
-    return bp
+    return register_routes(bp, ROUTES, views)

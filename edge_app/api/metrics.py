@@ -7,7 +7,7 @@ Each app gets its own registry: two apps in one process (tests, say) never share
 from __future__ import annotations
 
 import logging
-from typing import Iterator, List
+from typing import Iterator, List, Tuple
 
 from flask import Blueprint, Response, request
 from prometheus_client import CollectorRegistry, ProcessCollector
@@ -19,6 +19,7 @@ from edge_app.reporting.stage_times import StageTotal
 from edge_app.reporting.protocol import (ApplianceReads, CameraReport, MqttReport, PipelineReport, RecordingReport,
                                          StatusReport)
 from edge_app.api.model_metrics import model_metrics
+from edge_app.api.routing import ResponseSpec, Route, register_routes
 from edge_app.health.metrics import health_metrics
 from edge_app.mqtt.payloads import CAMERA_STATES
 
@@ -197,15 +198,21 @@ class ApplianceCollector:
         yield from (family for family in (active, written, dropped, short, skipped) if family.samples)
 
 
+def metrics(registry: CollectorRegistry) -> Response:
+    encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+    return Response(encoder(registry), content_type=content_type)
+
+
+#: the endpoint is ``metrics.metrics``
+ROUTES: Tuple[Route, ...] = (
+    Route("GET", "/metrics", metrics, "Prometheus metrics; the token is needed as api.metrics_auth says (by default "
+          "while the API listens beyond loopback)", "monitoring",
+          {200: ResponseSpec("Prometheus text exposition", {"type": "string"}, "text/plain")}),
+)
+
+
 def metrics_blueprint(reads: ApplianceReads) -> Blueprint:
-    bp = Blueprint("metrics", __name__)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ApplianceCollector(reads))
     ProcessCollector(registry=registry)  # CPU, memory and open files of the appliance process
-
-    @bp.get("/metrics")
-    def metrics() -> Response:
-        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-        return Response(encoder(registry), content_type=content_type)
-
-    return bp
+    return register_routes(Blueprint("metrics", __name__), ROUTES, registry)

@@ -19,19 +19,23 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Tuple
 
 from flask import Blueprint, Response, jsonify, request, send_file
+from pydantic import ValidationError
 from werkzeug.http import parse_range_header
 
+from edge_app.api.answers import ClipUrl, Segment, SegmentList, SignedUrl
+from edge_app.api.request_models import (ClipQuery, ClipUrlQuery, ExportQuery, ExportUrlQuery, SegmentsQuery,
+                                         TtlBody)
+from edge_app.api.routing import RequestBody, ResponseSpec, Route, binary, error, register_routes
 from edge_app.http_server.errors import ApiError
 from edge_app.http_server.event_params import checked_event_id
 from edge_app.api.held_responses import HeldLimit, once, release_when_closed
 from edge_app.http_server.json_body import read_json_body
 from edge_app.http_server.query_params import flag_arg, integer_arg
-from edge_app.api.recording_params import TimeRange, time_range
+from edge_app.api.recording_params import MAX_LIST_S, TimeRange, time_range
 from edge_app.http_server.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG, is_signed_request, sign
 from edge_app.config.schema import AppConfig
 from edge_app.record.types import MAX_PART, ClipInfo, RecordingReader
@@ -56,12 +60,13 @@ def _ttl_s() -> int:
     if not request.content_length and not request.headers.get("Transfer-Encoding"):
         return DEFAULT_TTL_S
     body = read_json_body()
-    if not isinstance(body, dict) or set(body) - {"ttl_s"}:
+    if not isinstance(body, dict) or set(body) - set(TtlBody.model_fields):
         raise ApiError(400, 'the body must be empty or {"ttl_s": N}')
-    ttl_s = body.get("ttl_s", DEFAULT_TTL_S)
-    if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not MIN_TTL_S <= ttl_s <= MAX_TTL_S:
-        raise ApiError(400, f"ttl_s must be an integer from {MIN_TTL_S} to {MAX_TTL_S} (seconds), got {ttl_s!r:.80}")
-    return ttl_s
+    try:
+        return TtlBody.model_validate(body).ttl_s
+    except ValidationError:
+        raise ApiError(400, f"ttl_s must be an integer from {MIN_TTL_S} to {MAX_TTL_S} (seconds), "
+                            f"got {body.get('ttl_s')!r:.80}") from None
 
 
 def _download_flag() -> bool:
@@ -147,9 +152,9 @@ def _clip_file_and_parts(views: RecordingViews, event_id: str, part: int) -> Tup
     return path, max(1, len(parts))
 
 
-def _signed(views: RecordingViews, path: str, params: Dict[str, str], **extra: int) -> Response:
+def _signed(views: RecordingViews, path: str, params: Dict[str, str]) -> SignedUrl:
     url = sign(views.config().api.token, path, params, _ttl_s())
-    return jsonify({"url": url.url, "expires": url.expires, **extra})
+    return SignedUrl(url=url.url, expires=url.expires)
 
 
 def _signed_use(views: RecordingViews) -> Callable[[], None]:
@@ -184,22 +189,24 @@ def clip_url(views: RecordingViews, event_id: str) -> Response:
     part = _part()
     _path, parts = _clip_file_and_parts(views, event_id, part)
     # part and parts: a player plays the parts one after the other (a clip continues every max_s).
-    return _signed(views, f"/api/v1/events/{event_id}/clip.mp4", {"part": str(part)} if part else {},
-                   part=part, parts=parts)
+    signed = _signed(views, f"/api/v1/events/{event_id}/clip.mp4", {"part": str(part)} if part else {})
+    return jsonify(ClipUrl(**signed.model_dump(), part=part, parts=parts).model_dump())
 
 
 def list_segments(views: RecordingViews) -> Response:
     wanted = time_range(request.args, export=False)
     segments = _reader(views).segments(wanted.camera_id, wanted.start, wanted.end)
-    return jsonify({"segments": [{"camera_id": s.camera_id, "start": s.start, "end": s.end, "bytes": s.bytes}
-                                 for s in segments]})
+    answer = SegmentList(segments=[Segment(camera_id=s.camera_id, start=s.start, end=s.end, bytes=s.bytes)
+                                   for s in segments])
+    return jsonify(answer.model_dump())
 
 
 def export_url(views: RecordingViews) -> Response:
     wanted = time_range(request.args, export=True)
     _reader(views)
-    return _signed(views, "/api/v1/recordings/export.mp4", {"camera": str(wanted.camera_id),
-                                                            "from": request.args["from"], "to": request.args["to"]})
+    signed = _signed(views, "/api/v1/recordings/export.mp4", {"camera": str(wanted.camera_id),
+                                                              "from": request.args["from"], "to": request.args["to"]})
+    return jsonify(signed.model_dump())
 
 
 def export(views: RecordingViews) -> Response:
@@ -219,22 +226,54 @@ def export(views: RecordingViews) -> Response:
     return _held(lambda: _export(store, wanted, download), release)
 
 
-#: (method, rule, view): the endpoint is ``recordings.<view name>`` (SIGNED_ENDPOINTS names two)
-ROUTES: Tuple[Tuple[str, str, Callable[..., Response]], ...] = (
-    ("GET", "/api/v1/events/<event_id>/clip.mp4", clip),
-    ("POST", "/api/v1/events/<event_id>/clip-url", clip_url),
-    ("GET", "/api/v1/recordings", list_segments),
-    ("POST", "/api/v1/recordings/export-url", export_url),
-    ("GET", "/api/v1/recordings/export.mp4", export),
+_SIGNED_NOTE = "also through a signed URL, without the token (POST .../clip-url or .../export-url)"
+_OFF = "Recording is off on this appliance"
+_RETRY = {"Retry-After": "Seconds until trying again is worth it"}
+_BUSY_URL = error(f"This signed URL is being read {MAX_USES_PER_SIGNED_URL} times at once already", **_RETRY)
+_FORBIDDEN = error("A signed URL that has expired, was altered, or was signed under another token")
+_RANGED = {206: binary(MP4, "The requested byte range (Range: bytes=...)",
+                       **{"Content-Range": "bytes first-last/size", "Accept-Ranges": "bytes"}),
+           403: _FORBIDDEN,
+           416: error("The Range cannot be satisfied or parsed", **{"Content-Range": "bytes */size"})}
+_BAD_RANGE = "A parameter is missing or malformed, from is not before to, or the range is too long"
+_NO_CLIP = error(f"Unknown event, it has no clip (or no such part), or {_OFF.lower()}")
+_BODY_ERRORS = {413: error("Body larger than api.max_body_bytes"), 415: error("Body is not JSON")}
+_TTL_BODY = RequestBody(TtlBody, required=False, description=f"Optional: how long the URL works (default {DEFAULT_TTL_S} s)")
+
+#: the endpoint is ``recordings.<view name>`` (SIGNED_ENDPOINTS names two)
+ROUTES: Tuple[Route, ...] = (
+    Route("GET", "/api/v1/events/<event_id>/clip.mp4", clip, "The event's clip (fragmented MP4, stream copy of the "
+          "camera); seekable with Range; " + _SIGNED_NOTE, "recordings",
+          {200: binary(MP4, "The whole clip (or part)", **{"Accept-Ranges": "bytes"}), **_RANGED, 429: _BUSY_URL,
+           400: error("Not an event id, or download or part out of range"), 404: _NO_CLIP}, query=ClipQuery),
+    Route("POST", "/api/v1/events/<event_id>/clip-url", clip_url, f"A signed URL of the event's clip that works without "
+          f"the token for {DEFAULT_TTL_S} s (or ttl_s) and names only this clip", "recordings",
+          {200: ResponseSpec("A URL for a <video> element or a download link, and the clip's parts", ClipUrl),
+           400: error('The body is not empty and not {"ttl_s": N} with N in range, or part out of range'),
+           404: _NO_CLIP, **_BODY_ERRORS}, query=ClipUrlQuery, body=_TTL_BODY),
+    Route("GET", "/api/v1/recordings", list_segments, f"Continuous-recording segments overlapping a range (default: the "
+          f"last day; at most {MAX_LIST_S / 86400:g} days)", "recordings",
+          {200: ResponseSpec("Segments, oldest first", SegmentList), 400: error(_BAD_RANGE), 404: error(_OFF)},
+          query=SegmentsQuery),
+    Route("GET", "/api/v1/recordings/export.mp4", export, "One MP4 of a camera's recordings in a range, by stream copy "
+          "(no re-encoding), muxed while it is sent (fragmented MP4, no temporary file, no Range); " + _SIGNED_NOTE,
+          "recordings",
+          {200: binary(MP4, "The export", **{"Accept-Ranges": "none"}), 400: error(_BAD_RANGE), 403: _FORBIDDEN,
+           429: _BUSY_URL, 404: error(f"No segment covers the range, or {_OFF.lower()}"),
+           503: error(f"{MAX_CONCURRENT_EXPORTS} exports are being sent (an export counts until its last byte is "
+                      "read)", **_RETRY)}, query=ExportQuery),
+    Route("POST", "/api/v1/recordings/export-url", export_url, f"A signed URL of an export that works without the "
+          f"token for {DEFAULT_TTL_S} s (or ttl_s) and names only this camera and range", "recordings",
+          {200: ResponseSpec("A URL for a <video> element or a download link", SignedUrl),
+           400: error(_BAD_RANGE + ", or a bad body"), 404: error(_OFF), **_BODY_ERRORS},
+          query=ExportUrlQuery, body=_TTL_BODY),
 )
 
 
 def recordings_blueprint(reads: ApplianceReads, config_getter: Callable[[], AppConfig]) -> Blueprint:
     bp = Blueprint("recordings", __name__)
     views = RecordingViews(reads, config_getter, HeldLimit(MAX_CONCURRENT_EXPORTS), HeldLimit(MAX_USES_PER_SIGNED_URL))
-    for method, rule, view in ROUTES:
-        bp.add_url_rule(rule, view.__name__, partial(view, views), methods=[method])
-    return bp
+    return register_routes(bp, ROUTES, views)
 
 
 def _export(store: RecordingReader, wanted: TimeRange, download: bool) -> Response:

@@ -13,6 +13,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from flask import Blueprint, Response, jsonify, request
 
+from edge_app.api.answers import ReviewMarked
+from edge_app.api.request_models import MAX_IDS, ReviewFilters, ReviewMark, ReviewListQuery
+from edge_app.api.routing import RequestBody, ResponseSpec, Route, error, ref, register_routes
 from edge_app.http_server.errors import ApiError, error_response
 from edge_app.http_server.json_body import read_json_body
 from edge_app.http_server.query_params import NAME, flag_arg, integer_arg, text_arg
@@ -25,13 +28,11 @@ from edge_app.review.model import ALERT, DETECTION
 from edge_app.review.query import MAX_PAGE, ReviewPage, ReviewQuery
 
 RETRY_AFTER_S = 5
-#: item ids one request may mark; "all up to here" (``before``) has no such limit
-MAX_IDS = 1000
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _FIRST_YEAR, _LAST_YEAR = 1970, 2999
 #: the filters both routes take (the GET also ``reviewed`` and ``page``)
-FILTERS = ("camera", "label", "zone", "severity", "day")
-_BODY_KEYS = frozenset(FILTERS) | {"ids", "before", "reviewed"}
+FILTERS = tuple(ReviewFilters.model_fields)
+_BODY_KEYS = frozenset(ReviewMark.model_fields)
 
 
 def _label(raw: Optional[str]) -> Optional[str]:
@@ -128,26 +129,42 @@ def _mark(book: ReviewBook, body: Any) -> int:
     return book.mark_until(before, review_query(lambda name: _body_text(body, name)), reviewed)
 
 
-def review_blueprint(service: ApplianceReads) -> Blueprint:
+def _unavailable(err: ReviewUnavailable) -> Response:
+    return error_response(503, str(err), {"Retry-After": str(RETRY_AFTER_S)})
+
+
+def list_items(reads: ApplianceReads) -> Response:
+    query = query_of_args(request.args)
+    book = reads.reviews()
+    page = book.page(query) if book is not None else ReviewPage((), 0, query.page)
+    return jsonify(page.to_dict())
+
+
+def mark_reviewed(reads: ApplianceReads) -> Response:
+    body = read_json_body()
+    book = reads.reviews()
+    if book is None:
+        raise ApiError(404, "this appliance keeps no event database, so it has no review items to mark")
+    return jsonify(ReviewMarked(changed=_mark(book, body)).model_dump())
+
+
+_UNAVAILABLE = error("The event database cannot be read or written now",
+                     **{"Retry-After": "Seconds until asking again is worth it"})
+
+#: the endpoint is ``review.<view name>``
+ROUTES: Tuple[Route, ...] = (
+    Route("GET", "/api/v1/review", list_items, "Review items (a camera's events grouped by activity), newest first",
+          "review", {200: ResponseSpec("A page of items and the total", ref("ReviewPage")),
+                     400: error("Bad query parameter"), 503: _UNAVAILABLE}, query=ReviewListQuery),
+    Route("POST", "/api/v1/review/reviewed", mark_reviewed,
+          "Mark review items reviewed (or not): by id, or all of the filters up to a time", "review",
+          {200: ResponseSpec("Marked", ReviewMarked), 400: error("Bad body: unknown keys, a bad id or time"),
+           404: error("The appliance keeps no event database"), 413: error("Body larger than api.max_body_bytes"),
+           415: error("Body is not JSON"), 503: _UNAVAILABLE}, body=RequestBody(ReviewMark)),
+)
+
+
+def review_blueprint(reads: ApplianceReads) -> Blueprint:
     bp = Blueprint("review", __name__)
-
-    @bp.errorhandler(ReviewUnavailable)
-    def unavailable(err: ReviewUnavailable) -> Response:
-        return error_response(503, str(err), {"Retry-After": str(RETRY_AFTER_S)})
-
-    @bp.get("/api/v1/review")
-    def list_items() -> Response:
-        query = query_of_args(request.args)
-        book = service.reviews()
-        page = book.page(query) if book is not None else ReviewPage((), 0, query.page)
-        return jsonify(page.to_dict())
-
-    @bp.post("/api/v1/review/reviewed")
-    def mark_reviewed() -> Response:
-        body = read_json_body()
-        book = service.reviews()
-        if book is None:
-            raise ApiError(404, "this appliance keeps no event database, so it has no review items to mark")
-        return jsonify({"changed": _mark(book, body)})
-
-    return bp
+    bp.register_error_handler(ReviewUnavailable, _unavailable)
+    return register_routes(bp, ROUTES, reads)

@@ -25,7 +25,7 @@ from schemathesis.specs.openapi.checks import (content_type_conformance, negativ
                                                response_headers_conformance, response_schema_conformance,
                                                status_code_conformance)
 
-from edge_app.api.openapi.document import build_openapi
+from edge_app.api.openapi_spec import build_openapi
 from edge_app.config.file import merge_patch, parse_config
 from tests.api.conftest import BASE_CONFIG, TOKEN, bus_detections
 from tests.api.test_events_routes import NOW, event

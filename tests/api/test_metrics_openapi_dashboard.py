@@ -99,7 +99,7 @@ NOT_API = {
 
 
 def test_openapi_documents_exactly_the_routes_of_the_app(api):
-    """Route by route, method by method: what the blueprints serve is what edge_app/api/openapi/document.py says."""
+    """Route by route, method by method: what the blueprints serve is what the document generated from their ROUTES says."""
     document = api.get("/api/openapi.json").json()
     app = create_app(api.service, api.changes, api.deletion)
     rules = list(app.url_map.iter_rules())
@@ -111,8 +111,8 @@ def test_openapi_documents_exactly_the_routes_of_the_app(api):
         path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule)
         served |= {(m.lower(), path) for m in rule.methods - {"HEAD", "OPTIONS"}}
     documented = {(m, p) for p, ops in document["paths"].items() for m in ops}
-    assert sorted(served - documented) == [], "served but missing from _paths in edge_app/api/openapi/document.py"
-    assert sorted(documented - served) == [], "in _paths of edge_app/api/openapi/document.py but served by no blueprint"
+    assert sorted(served - documented) == [], "served but missing from the ROUTES the document is generated from (edge_app/api/openapi_spec.py)"
+    assert sorted(documented - served) == [], "in the ROUTES of edge_app/api/openapi_spec.py but served by no blueprint"
 
 
 def test_openapi_declares_every_path_parameter_of_every_operation(api):

@@ -40,4 +40,4 @@ def test_patch_of_notifications_is_refused_naming_the_section(api, patch):
     assert response.status_code == 400, response.text
     problems = response.json()["details"]
     assert any(p["loc"] == "notifications" and "configuration file" in p["msg"] for p in problems), problems
-    assert api.service.current_config().notifications.targets[0].url == "https://hooks.example/edge"
+    assert api.changes.current().notifications.targets[0].url == "https://hooks.example/edge"
