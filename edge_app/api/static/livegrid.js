@@ -52,7 +52,7 @@
 
   function wanted(tile) {
     return started && tile.onScreen && !document.hidden && !$("main").hidden && app.section() === "live" &&
-      !!tile.cam && (tile.cam.frames_captured || 0) > 0;
+      !!tile.cam && (tile.cam.frames_analyzed || 0) > 0;  // the snapshot is of an analysed frame
   }
 
   function kick(tile) {
@@ -98,7 +98,7 @@
     tile.bar.replaceChildren(tile.bar.firstChild, ...pills);
     tile.node.dataset.state = cam.state || "";
     tile.node.classList.toggle("picked", app.liveCamera() === tile.id);
-    if (!tile.shown && !(cam.frames_captured > 0)) {
+    if (!tile.shown && !(cam.frames_analyzed > 0)) {
       tile.note.textContent = cam.enabled === false ? "Disabled." : "Waiting for a frame (" + (cam.state || "unknown") + ")" +
         (cam.last_error ? ": " + cam.last_error : ".");
     }

@@ -154,7 +154,7 @@
       node.parts.strip.append(img);
       state.queue.push(img);
     }
-    pump();
+    setTimeout(pump, 0);  // once the item is in the list (pictures of items gone are skipped)
   }
 
   function pump() {
