@@ -74,13 +74,16 @@ class Dashboard:
             raise AssertionError(f"timed out after {timeout_s} s waiting for {what}") from None
 
     def find(self, css: str):
+        """The element ``css``, its section opened first (a person looks where it is)."""
         from selenium.webdriver.common.by import By
 
+        self.reveal(css)
         return self.driver.find_element(By.CSS_SELECTOR, css)
 
     def find_all(self, css: str) -> List:
         from selenium.webdriver.common.by import By
 
+        self.reveal(css)
         return self.driver.find_elements(By.CSS_SELECTOR, css)
 
     def section_of(self, css: str) -> Optional[str]:
@@ -91,7 +94,9 @@ class Dashboard:
 
     def go(self, section: str) -> None:
         """Open a section with its link in the header, as a person does."""
-        self.find(f'#nav a[href="#{section}"]').click()
+        from selenium.webdriver.common.by import By
+
+        self.driver.find_element(By.CSS_SELECTOR, f'#nav a[href="#{section}"]').click()
         self.wait(lambda _d: self.driver.execute_script("return document.body.dataset.section") == section,
                   f"the {section} section to open")
 

@@ -82,6 +82,9 @@ def test_each_section_opens_from_the_header_and_fits(sized, section, size):
         if other != section:
             assert not page.find(css).is_displayed(), f"{css} of {other} shows in {section}"
     assert page.find("#nav").is_displayed()
+    if size == "desktop":
+        screens = page.driver.execute_script("return document.documentElement.scrollHeight / window.innerHeight")
+        assert screens <= 2.0, f"{section} is {screens:.1f} screens tall"
     if size == "phone":
         overflow = page.driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"{section} is {overflow} px wider than the phone"
