@@ -124,7 +124,11 @@ def test_the_live_grid_shows_every_camera(dashboard):
     first = walk.get_attribute("data-frame")
     dashboard.wait(lambda _d: walk.get_attribute("data-frame") != first, "a tile to refresh", 10)
     # The grid says what it fetches.
-    dashboard.wait(lambda _d: re.search(r"\d+ kB/s", dashboard.text("#grid-meta")), "the grid's rate")
+    meta = dashboard.wait(lambda _d: re.search(r"(\d+) refreshing · ([\d.]+) pictures/s, (\d+) kB/s", dashboard.text("#grid-meta")),
+                          "the grid's rate")
+    dashboard.wait(lambda _d: float(re.search(r"([\d.]+) pictures/s", dashboard.text("#grid-meta")).group(1)) > 0,
+                   "the grid to count the pictures it fetches")
+    assert int(meta.group(1)) <= 3, "the camera that does not detect is not asked for pictures"
     dashboard.screenshot("live-grid.png", "#live-grid-card")
     # A click shows the camera large.
     dashboard.find('#live-grid .tile[data-camera="gate"]').click()

@@ -21,6 +21,7 @@
     }
   });
   let started = false;
+  let rateShownMs = 0;
   let received = [];  // [time ms, bytes] of the pictures of the last RATE_WINDOW_MS
 
   function svgNode(tag, attrs) {
@@ -72,6 +73,7 @@
         tile.note.hidden = true;
         tile.shown = true;
         received.push([Date.now(), picture.blob.size]);
+        if (Date.now() - rateShownMs > 1000) renderRate();
       } else if (!tile.shown) {
         tile.note.textContent = picture.error || "No picture yet (HTTP " + picture.status + ").";
       }
@@ -106,9 +108,10 @@
 
   function renderRate() {
     const nowMs = Date.now();
+    rateShownMs = nowMs;
     received = received.filter(([t]) => nowMs - t < RATE_WINDOW_MS);
     const bytes = received.reduce((sum, [, size]) => sum + size, 0);
-    const active = Array.from(tiles.values()).filter(wanted).length;
+    const active = Array.from(tiles.values()).filter((tile) => tile.busy || tile.timer).length;
     $("grid-meta").textContent = "· " + tiles.size + " camera" + (tiles.size === 1 ? "" : "s") + " · " + active +
       " refreshing · " + (received.length / (RATE_WINDOW_MS / 1000)).toFixed(1) + " pictures/s, " +
       (bytes / 1024 / (RATE_WINDOW_MS / 1000)).toFixed(0) + " kB/s";
