@@ -128,7 +128,8 @@
     // A recorder that stopped writing (disk below its reserve) is a problem the owner must see.
     if (s.recording && s.recording.paused) problems.unshift("Recording paused: " + s.recording.paused);
     // A camera that is down is the first thing to see, whichever section is open.
-    const down = (s.cameras || []).filter((c) => c.enabled !== false && c.state && c.state !== "streaming");
+    // (A camera connecting for the first time is not one yet: it reconnects when that fails.)
+    const down = (s.cameras || []).filter((c) => c.enabled !== false && c.state && !["streaming", "connecting"].includes(c.state));
     problems.unshift(...down.map((c) => "Camera " + c.id + " is " + c.state + (c.last_error ? ": " + c.last_error : "")));
     // A notification target whose last attempt failed (no delivery since its last error).
     for (const t of (s.notifications || {}).targets || []) {
