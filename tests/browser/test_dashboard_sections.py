@@ -170,3 +170,31 @@ def test_a_wrong_token_is_told_clearly(driver, appliance, console):
     page.shown("#token-input").send_keys("not-" + TOKEN, Keys.ENTER)
     page.wait(lambda _d: "not accepted" in page.text("#login-error"), "the login form to say the token is wrong")
     assert not page.find("#main").is_displayed() and not page.find("#nav").is_displayed()
+
+
+def test_review_keys_select_an_item_and_mark_it_reviewed(dashboard, appliance):
+    def open_item(_driver):
+        answer = appliance.get("/api/v1/review", params={"reviewed": "0"}).json()
+        return next((item for item in answer["items"] if item["end_time"]), None)
+    dashboard.wait(open_item, "an ended item not reviewed yet", REVIEW_TIMEOUT_S, poll_s=1.0)
+    dashboard.go("review")
+    dashboard.select("#review-reviewed", "")
+    dashboard.shown("#review-list .review-item")
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    dashboard.find("#review h2").click()  # the focus leaves the filters, as a person's click does
+    ActionChains(dashboard.driver).send_keys("j").perform()
+    selected = dashboard.shown("#review-list .review-item.selected")
+    item_id = selected.get_attribute("data-id")
+    if selected.get_attribute("data-reviewed") == "true":  # the newest may be marked already: take the next
+        ActionChains(dashboard.driver).send_keys("j").perform()
+        dashboard.wait(lambda _d: dashboard.find("#review-list .review-item.selected").get_attribute("data-id") != item_id,
+                       "the next item to be selected")
+        item_id = dashboard.find("#review-list .review-item.selected").get_attribute("data-id")
+    ActionChains(dashboard.driver).send_keys("r").perform()
+    css = f'#review-list .review-item[data-id="{item_id}"]'
+    dashboard.wait(lambda _d: dashboard.find(css).get_attribute("data-reviewed") == "true", "r to mark the item reviewed")
+    marked = appliance.get("/api/v1/review", params={"reviewed": "1"}).json()
+    assert item_id in [i["id"] for i in marked["items"]]
+    labels = [b.get_attribute("aria-label") for b in dashboard.find_all("#review button, #review select, #review input")]
+    assert all(labels), "every control of Review has a label for screen readers"
