@@ -9,12 +9,14 @@ marked reviewed in the page and still is after a reload.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.browser.conftest import TOKEN, WALK_CAMERA, appliance_config
 from tests.browser.dashboard import Dashboard
+from tests.browser.test_recording_playback import wait_playing
 from testkit.appliance import ApplianceProcess
 
 pytestmark = pytest.mark.slow
@@ -47,6 +49,8 @@ def appliance(tmp_path_factory, browser_rtsp, browser_broker, model_path):
     config["cameras"] = [config["cameras"][0]] + [
         {"id": camera_id, "source": "test://bars", "fps_limit": 1, "detect": camera_id != NO_DETECT_CAMERA}
         for camera_id in BARS_CAMERAS]
+    # Event clips, for the review item's inline player.
+    config["record"] = {"dir": str(workdir / "recordings"), "events": {"enabled": True, "pre_s": 1, "post_s": 1}}
     app = ApplianceProcess(config, workdir)
     try:
         app.start()
@@ -149,6 +153,12 @@ def test_a_review_item_of_overlapping_events_is_marked_reviewed_for_good(dashboa
     assert re.search(r"\d+ of \d+ item", dashboard.text("#review-count")), "the total is shown"
     dashboard.loaded_picture(css + " .strip img", 30)
     dashboard.screenshot("review.png", "#review")
+    # Its clip plays inline, from the event clip route through a signed URL.
+    dashboard.wait(lambda _d: node.find_element("css selector", 'button[aria-label="play the clip of this item"]').is_enabled(),
+                   "the item's clip to be recorded", 60)
+    node.find_element("css selector", 'button[aria-label="play the clip of this item"]').click()
+    state = wait_playing(dashboard, css + " video")
+    assert "sig=" in state["src"] and TOKEN not in state["src"]
     node.find_element("css selector", 'button[aria-label="mark this item reviewed"]').click()
     dashboard.wait(lambda _d: dashboard.find(css).get_attribute("data-reviewed") == "true", "the item to show reviewed")
     dashboard.driver.refresh()  # the token stays for the tab
@@ -173,10 +183,10 @@ def test_a_wrong_token_is_told_clearly(driver, appliance, console):
 
 
 def test_review_keys_select_an_item_and_mark_it_reviewed(dashboard, appliance):
-    def open_item(_driver):
-        answer = appliance.get("/api/v1/review", params={"reviewed": "0"}).json()
-        return next((item for item in answer["items"] if item["end_time"]), None)
-    dashboard.wait(open_item, "an ended item not reviewed yet", REVIEW_TIMEOUT_S, poll_s=1.0)
+    dashboard.wait(lambda _d: appliance.get("/api/v1/review").json()["items"], "a review item", REVIEW_TIMEOUT_S, poll_s=1.0)
+    # Every item unreviewed first, so that the key's mark is its own.
+    answer = appliance.request("POST", "/api/v1/review/reviewed", json={"before": time.time() + 60, "reviewed": False})
+    assert answer.status_code == 200, answer.text
     dashboard.go("review")
     dashboard.select("#review-reviewed", "")
     dashboard.shown("#review-list .review-item")
@@ -184,13 +194,7 @@ def test_review_keys_select_an_item_and_mark_it_reviewed(dashboard, appliance):
 
     dashboard.find("#review h2").click()  # the focus leaves the filters, as a person's click does
     ActionChains(dashboard.driver).send_keys("j").perform()
-    selected = dashboard.shown("#review-list .review-item.selected")
-    item_id = selected.get_attribute("data-id")
-    if selected.get_attribute("data-reviewed") == "true":  # the newest may be marked already: take the next
-        ActionChains(dashboard.driver).send_keys("j").perform()
-        dashboard.wait(lambda _d: dashboard.find("#review-list .review-item.selected").get_attribute("data-id") != item_id,
-                       "the next item to be selected")
-        item_id = dashboard.find("#review-list .review-item.selected").get_attribute("data-id")
+    item_id = dashboard.shown("#review-list .review-item.selected").get_attribute("data-id")
     ActionChains(dashboard.driver).send_keys("r").perform()
     css = f'#review-list .review-item[data-id="{item_id}"]'
     dashboard.wait(lambda _d: dashboard.find(css).get_attribute("data-reviewed") == "true", "r to mark the item reviewed")
