@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Refreshes the dashboard pictures in docs/screenshots/ (shown in docs/dashboard.md).
 
+Besides the pictures of single views, each section of the page is pictured at desktop size and
+at a phone's 390x844: section-<live|review|recordings|zones|settings|device>-<desktop|phone>.png,
+with live-grid.png (every camera at once) and review.png (a review item with its snapshots).
+
 The browser tests take them while they drive the dashboard against a real appliance (see
 tests/browser), so the pictures show what the tests have just checked. Run it after changing
 the page, with the test environment set up (scripts/test.sh does that):

@@ -44,7 +44,7 @@ def test_the_events_view_lists_filters_opens_and_deletes_events(events_api):
     assert [e["thumb"] for e in loaded["events"]] == ["data", "blob", "blob"]
     assert all(e["className"] == "event" for e in loaded["events"])
     assert "person on back" in loaded["events"][0]["text"] and "ongoing" in loaded["events"][0]["text"]
-    assert "car on front · 0.87" in loaded["events"][1]["text"]
+    assert "car on front · score 0.87" in loaded["events"][1]["text"]
     assert "zones: driveway" in loaded["events"][2]["text"]
     assert loaded["cameras"] == ["", "back", "front"] and loaded["labels"] == ["", "car", "person"]
     assert loaded["zones"] == ["", "driveway"]

@@ -153,7 +153,8 @@ def test_dashboard_page_and_its_assets(secured_api):
     assert "<title>edge-app</title>" in html
     assets = re.findall(r'(?:src|href)="(static/[^"]+)"', html)
     scripts = ["static/shared/page.js", "static/logic.js", "static/liveview.js", "static/player.js", "static/events.js",
-               "static/recordings.js", "static/areas.js", "static/cameras.js", "static/config.js", "static/dashboard.js"]
+               "static/review.js", "static/livegrid.js", "static/recordings.js", "static/areas.js", "static/cameras.js",
+               "static/config.js", "static/sections.js", "static/dashboard.js"]
     # page.js comes first (the helpers every file uses); dashboard.js last: the views in the other
     # files register themselves before it starts.
     assert [asset for asset in assets if asset.endswith(".js")] == scripts
@@ -166,6 +167,19 @@ def test_dashboard_page_and_its_assets(secured_api):
     # Nothing from elsewhere (the appliance is often offline), and no request for /favicon.ico.
     assert not re.search(r'(?:src|href)="(?:https?:)?//', html)
     assert '<link rel="icon" href="data:,">' in html
+
+
+#: what the page's JavaScript and CSS may weigh together, as served (a Jetson on a slow link)
+DASHBOARD_ASSETS_MAX_BYTES = 150_000
+
+
+def test_the_dashboard_javascript_and_css_stay_small(secured_api):
+    html = secured_api.get("/").text
+    assets = re.findall(r'(?:src|href)="(static/[^"]+\.(?:js|css))"', html)
+    sizes = {asset: len(secured_api.get("/" + asset).content) for asset in assets}
+    assert all(sizes.values()), sizes
+    total = sum(sizes.values())
+    assert total < DASHBOARD_ASSETS_MAX_BYTES, f"{total} bytes of JavaScript and CSS: {sizes}"
 
 
 @pytest.mark.parametrize("status", ["400", "408", "413", "414", "431"])

@@ -74,18 +74,42 @@ class Dashboard:
             raise AssertionError(f"timed out after {timeout_s} s waiting for {what}") from None
 
     def find(self, css: str):
+        """The element ``css``, its section opened first (a person looks where it is)."""
         from selenium.webdriver.common.by import By
 
+        self.reveal(css)
         return self.driver.find_element(By.CSS_SELECTOR, css)
 
     def find_all(self, css: str) -> List:
         from selenium.webdriver.common.by import By
 
+        self.reveal(css)
         return self.driver.find_elements(By.CSS_SELECTOR, css)
 
+    def section_of(self, css: str) -> Optional[str]:
+        """The section (``data-section``) the first element matching ``css`` belongs to, if any."""
+        return self.driver.execute_script(
+            "const e = document.querySelector(arguments[0]); const s = e && e.closest('[data-section]');"
+            "return s ? s.dataset.section : null;", css)
+
+    def go(self, section: str) -> None:
+        """Open a section with its link in the header, as a person does."""
+        from selenium.webdriver.common.by import By
+
+        self.driver.find_element(By.CSS_SELECTOR, f'#nav a[href="#{section}"]').click()
+        self.wait(lambda _d: self.driver.execute_script("return document.body.dataset.section") == section,
+                  f"the {section} section to open")
+
+    def reveal(self, css: str) -> None:
+        """Open the section of the element ``css`` when another one is shown."""
+        section = self.section_of(css)
+        if section and self.driver.execute_script("return document.body.dataset.section") != section:
+            self.go(section)
+
     def shown(self, css: str, timeout_s: float = DEFAULT_TIMEOUT_S):
-        """The first element matching ``css`` once it is displayed."""
+        """The first element matching ``css`` once it is displayed (its section opened first)."""
         def displayed(_driver):
+            self.reveal(css)
             found = [e for e in self.find_all(css) if e.is_displayed()]
             return found[0] if found else None
         return self.wait(displayed, f"{css} to be shown", timeout_s)
@@ -98,7 +122,10 @@ class Dashboard:
 
     def loaded_picture(self, css: str, timeout_s: float = DEFAULT_TIMEOUT_S):
         """The ``img`` matching ``css`` once it shows a decoded picture."""
-        return self.wait(lambda _d: next((i for i in self.find_all(css) if self.natural_size(i)[0] > 0), None),
+        def decoded(_driver):
+            self.reveal(css)
+            return next((i for i in self.find_all(css) if self.natural_size(i)[0] > 0), None)
+        return self.wait(decoded,
                          f"{css} to show a picture", timeout_s)
 
     def fingerprint(self, img) -> Optional[str]:

@@ -307,7 +307,11 @@
     const ids = (config.cameras || []).map((cam) => cam.id);
     app.setOptions($("editor-camera"), [{ value: "", text: "pick a camera" }].concat(ids.map((id) => ({ value: id, text: id }))));
     if (editor.camera && !ids.includes(editor.camera)) {
-      pickCamera("");
+      pickCamera(ids.length === 1 ? ids[0] : "");
+    } else if (!editor.camera && ids.length === 1) {
+      // With one camera there is nothing to pick: the editor shows it at once.
+      $("editor-camera").value = ids[0];
+      pickCamera(ids[0]);
     } else {
       renderAreaList();
       renderCanvas();

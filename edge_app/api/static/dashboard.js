@@ -64,6 +64,7 @@
     stopPolling();
     notify("stop");  // the live view stops too
     $("main").hidden = true;
+    $("health-banner").hidden = true;
     $("login").hidden = false;
     setLink("locked", "offline");
     $("login-error").textContent = message || "";
@@ -126,6 +127,16 @@
     const problems = ((s.health || {}).problems || []).map((p) => p.message || p.kind);
     // A recorder that stopped writing (disk below its reserve) is a problem the owner must see.
     if (s.recording && s.recording.paused) problems.unshift("Recording paused: " + s.recording.paused);
+    // A camera that is down is the first thing to see, whichever section is open.
+    // (A camera connecting for the first time is not one yet: it reconnects when that fails.)
+    const down = (s.cameras || []).filter((c) => c.enabled !== false && c.state && !["streaming", "connecting"].includes(c.state));
+    problems.unshift(...down.map((c) => "Camera " + c.id + " is " + c.state + (c.last_error ? ": " + c.last_error : "")));
+    // A notification target whose last attempt failed (no delivery since its last error).
+    for (const t of (s.notifications || {}).targets || []) {
+      if (t.last_error && (t.last_error_time || 0) > (t.last_delivery_time || 0)) {
+        problems.push("Notifications to " + t.name + " fail: " + t.last_error);
+      }
+    }
     renderHealthBanner(problems);
   }
 
@@ -166,7 +177,7 @@
   function renderHealthBanner(problems) {
     const list = $("health-problems");
     list.replaceChildren(...problems.map((text) => el("li", text)));
-    $("health-banner").hidden = problems.length === 0;
+    $("health-banner").hidden = problems.length === 0 || $("main").hidden;
   }
 
   // The header badge: "online" only while the API answers and the appliance reaches its broker;
@@ -186,7 +197,11 @@
     const view = el("td");
     const button = el("button", "View", "secondary view");
     button.type = "button";
-    button.addEventListener("click", () => app.setLive(id));
+    button.setAttribute("aria-label", "view camera " + id + " live");
+    button.addEventListener("click", () => {
+      app.setLive(id);
+      app.showSection("live");
+    });
     view.append(button);
     row.append(el("td", id));
     for (let i = 0; i < 6; i++) row.append(el("td"));

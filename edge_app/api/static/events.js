@@ -66,7 +66,7 @@
     card.event = event;
     const p = card.parts;
     p.title.replaceChildren(el("strong", event.label, "event-label"), " on ", el("span", event.camera_id, "event-camera"),
-      " · ", el("span", app.fmtNumber(event.top_score, 2), "event-score num"));
+      " · ", el("span", "score " + app.fmtNumber(event.top_score, 2), "event-score num"));
     const zones = (event.current_zones || []).length ? event.current_zones : event.entered_zones || [];
     p.zones.textContent = zones.length ? "zones: " + zones.join(", ") : "no zone";
     p.times.textContent = L.fmtTime(event.start_time) + " → " + (event.end_time === null ? "ongoing" : L.fmtTime(event.end_time));
@@ -120,6 +120,8 @@
     }
     app.syncChildren($("events-list"), nodes);
     $("events-empty").hidden = list.length > 0;
+    // The recordings card shows continuous recording only; it says how many event clips there are.
+    $("rec-clip-count").textContent = String(list.filter((event) => event.has_clip).length);
     updateFilterOptions();
   }
 

@@ -35,7 +35,8 @@
     $("detections").dataset.frame = "";
     $("detections-meta").textContent = "";
     showPicture(null);
-    showNote("");
+    // Until its first picture arrives the viewer says so instead of staying a black box.
+    showNote(cameraId ? "Loading " + cameraId + "…" : "", true);
     app.showViewing(cameraId);
     app.notify("live", cameraId);
     updateStream();
@@ -55,8 +56,9 @@
   }
 
   // What the viewer shows instead of an empty black box.
-  function showNote(text) {
+  function showNote(text, loading) {
     const note = $("live-note");
+    note.className = loading ? "live-note loading" : "live-note";
     note.textContent = text || "";
     note.hidden = !text;
   }

@@ -62,6 +62,17 @@ class Element {
     if (this.parent) this.parent.children = this.parent.children.filter((node) => node !== this);
     this.parent = null;
   }
+  get classList() {
+    const names = () => this.className.split(/\s+/).filter(Boolean);
+    return {
+      contains: (name) => names().includes(name),
+      add: (name) => { if (!names().includes(name)) this.className = names().concat(name).join(" "); },
+      remove: (name) => { this.className = names().filter((n) => n !== name).join(" "); },
+      toggle: (name, on) => { if (on ?? !names().includes(name)) this.classList.add(name); else this.classList.remove(name); },
+    };
+  }
+  get firstChild() { return this.children[0] || null; }
+  scrollIntoView() {}
   getBoundingClientRect() { return this.rect; }
   showModal() { this.open = true; }
   close() { this.open = false; this.dispatch("close"); }
@@ -86,6 +97,8 @@ const document = {
   },
   createElement: (tag) => new Element(tag),
   createElementNS: (namespace, tag) => new Element(tag),
+  body: new Element("body"),
+  querySelectorAll: () => [],  // the sections' cards: this harness shows every element
   addEventListener(type, listener) { (documentListeners[type] ||= []).push(listener); },
 };
 const $ = (id) => document.getElementById(id);
@@ -99,6 +112,7 @@ const context = {
   document,
   window: {
     addEventListener() {},
+    scrollTo() {},
     confirm(question) { confirmations.push(question); return confirmAnswer; },
   },
   sessionStorage: {
@@ -112,7 +126,11 @@ const context = {
     if (options.body) sent.push({ request, body: JSON.parse(options.body) });
     return realFetch(new URL(path, base + "/"), options);
   },
-  URL, setTimeout, clearTimeout, console, encodeURIComponent, Promise, Error, JSON, Object, Math, Date, String,
+  // Never on screen: the live grid's tiles fetch nothing here, so the counts of the live view's
+  // requests stay its own.
+  IntersectionObserver: class { observe() {} unobserve() {} },
+  location: { hash: "" },
+  URLSearchParams, URL, setTimeout, clearTimeout, console, encodeURIComponent, Promise, Error, JSON, Object, Math, Date, String,
   Array, Number,
 };
 context.globalThis = context;
