@@ -16,12 +16,11 @@ from flask import Blueprint, Response, jsonify, request
 from edge_app.api.answers import ReviewMarked
 from edge_app.api.request_models import MAX_IDS, ReviewFilters, ReviewMark, ReviewListQuery
 from edge_app.api.routing import RequestBody, ResponseSpec, Route, error, ref, register_routes
-from edge_app.http_server.errors import ApiError, error_response
-from edge_app.http_server.json_body import read_json_body
-from edge_app.http_server.query_params import NAME, flag_arg, integer_arg, text_arg
-from edge_app.http_server.query_params import parse_time
-from edge_app.config.schema_rules import label_problem
 from edge_app.events.query import EVENT_ID_PATTERN, valid_event_id
+from edge_app.http_server.errors import ApiError, error_response
+from edge_app.http_server.event_params import checked_label
+from edge_app.http_server.json_body import read_json_body
+from edge_app.http_server.query_params import NAME, flag_arg, integer_arg, parse_time, text_arg
 from edge_app.reporting.protocol import ApplianceReads
 from edge_app.review.book import ReviewBook, ReviewUnavailable
 from edge_app.review.model import ALERT, DETECTION
@@ -33,15 +32,6 @@ _FIRST_YEAR, _LAST_YEAR = 1970, 2999
 #: the filters both routes take (the GET also ``reviewed`` and ``page``)
 FILTERS = tuple(ReviewFilters.model_fields)
 _BODY_KEYS = frozenset(ReviewMark.model_fields)
-
-
-def _label(raw: Optional[str]) -> Optional[str]:
-    if raw is None or raw == "":
-        return None
-    problem = label_problem(raw)
-    if problem is not None:
-        raise ApiError(400, f"label: {problem}")
-    return raw
 
 
 def _severity(raw: Optional[str]) -> Optional[str]:
@@ -73,7 +63,7 @@ def day_bounds(raw: Optional[str]) -> Tuple[Optional[float], Optional[float]]:
 def review_query(get: Callable[[str], Optional[str]], page: int = 1, reviewed: Optional[bool] = None) -> ReviewQuery:
     after, before = day_bounds(get("day"))
     args = {name: value for name in ("camera", "zone") if (value := get(name)) is not None}
-    return ReviewQuery(camera=text_arg(args, "camera", NAME), label=_label(get("label")),
+    return ReviewQuery(camera=text_arg(args, "camera", NAME), label=checked_label(get("label")),
                        zone=text_arg(args, "zone", NAME), severity=_severity(get("severity")), reviewed=reviewed,
                        after=after, before=before, page=page)
 

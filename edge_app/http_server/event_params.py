@@ -13,15 +13,19 @@ from edge_app.http_server.errors import ApiError
 from edge_app.http_server.query_params import NAME, integer_arg, parse_time, text_arg
 
 
-def _label(args: Mapping[str, str]) -> Optional[str]:
-    # Exactly what a label may be (class names hold spaces: "traffic light"), by the configuration's rule.
-    raw = args.get("label")
+def checked_label(raw: Optional[str]) -> Optional[str]:
+    """A ``label`` filter exactly as a label may be (class names hold spaces: "traffic light"), by
+    the configuration's rule; None when empty. Raises ApiError (400)."""
     if raw is None or raw == "":
         return None
     problem = label_problem(raw)
     if problem is not None:
         raise ApiError(400, f"label: {problem}")
     return raw
+
+
+def _label(args: Mapping[str, str]) -> Optional[str]:
+    return checked_label(args.get("label"))
 
 
 def _time(args: Mapping[str, str], name: str) -> Optional[float]:
