@@ -2,6 +2,9 @@
 
 Every parameter is checked before a store sees it: a wrong number or limit is a 400 with a
 sentence saying which parameter, and an event id must look like one (it never becomes a path).
+The fleet service reads its query with :func:`event_query`; the appliance's query model
+(``edge_app.api.request_models.EventFilters``) checks each parameter by the same rules, and both
+check the range with :func:`checked_event_query`.
 """
 from __future__ import annotations
 
