@@ -15,7 +15,6 @@ from flask import Blueprint, Response, jsonify, request
 
 from edge_app.detect.annotate import draw_detections, encode_jpeg
 from edge_app.http_server.errors import ApiError
-from edge_app.http_server.query_params import flag_arg, integer_arg, number_arg
 from edge_app.api.live_view import BOUNDARY, LiveViewSlots, mjpeg_parts, placeholder_jpeg
 from edge_app.http_server.server import SHUTDOWN_ENVIRON_KEY
 from edge_app.api.request_models import SnapshotQuery, StreamQuery
@@ -26,7 +25,6 @@ from edge_app.config.schema import AppConfig
 logger = logging.getLogger(__name__)
 
 DEFAULT_STREAM_FPS = 10.0
-MAX_STREAM_FPS = 30.0
 RETRY_AFTER = {"Retry-After": "1"}
 
 
@@ -84,10 +82,10 @@ def get_camera(views: CameraViews, camera_id: str) -> Response:
     raise UnknownCamera(camera_id)
 
 
-def snapshot(views: CameraViews, camera_id: str) -> Response:
+def snapshot(views: CameraViews, query: SnapshotQuery, camera_id: str) -> Response:
     settings = views.config().snapshots
-    annotate = flag_arg(request.args, "annotate", settings.annotate)
-    quality = integer_arg(request.args, "quality", settings.jpeg_quality, 1, 100)
+    annotate = settings.annotate if query.annotate is None else query.annotate
+    quality = settings.jpeg_quality if query.quality is None else query.quality
     frame = _frame_or_503(views, camera_id)
     response = Response(views.cache.render(frame, annotate, quality), mimetype="image/jpeg")
     response.headers["Cache-Control"] = "no-store"
@@ -104,11 +102,11 @@ def detections(views: CameraViews, camera_id: str) -> Response:
     return jsonify(payload)
 
 
-def stream(views: CameraViews, camera_id: str) -> Response:
+def stream(views: CameraViews, query: StreamQuery, camera_id: str) -> Response:
     settings = views.config().snapshots
-    annotate = flag_arg(request.args, "annotate", True)
-    quality = integer_arg(request.args, "quality", settings.jpeg_quality, 1, 100)
-    fps = number_arg(request.args, "fps", DEFAULT_STREAM_FPS, 0.1, MAX_STREAM_FPS)
+    annotate = True if query.annotate is None else query.annotate
+    quality = settings.jpeg_quality if query.quality is None else query.quality
+    fps = DEFAULT_STREAM_FPS if query.fps is None else query.fps
     views.reads.latest_frame(camera_id)  # raises UnknownCamera (404) before the stream starts
     refused = views.slots.acquire(camera_id)
     if refused:

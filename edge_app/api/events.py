@@ -10,15 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify
 
 from edge_app.api.answers import EventList
 from edge_app.api.request_models import EventFilters, EventSnapshotQuery
 from edge_app.api.routing import ResponseSpec, Route, binary, error, register_routes
 from edge_app.events.model import Event
+from edge_app.events.query import EventQuery
 from edge_app.events.recovery import EventDatabaseUnusable
 from edge_app.http_server.errors import ApiError, error_response
-from edge_app.http_server.event_params import checked_event_id, event_query
+from edge_app.http_server.event_params import checked_event_id, checked_event_query
 from edge_app.reporting.protocol import ApplianceReads, CountsReport, EventDeletion
 
 RETRY_AFTER_S = 5  # a corrupt database is moved aside and a new one started within moments
@@ -40,8 +41,9 @@ def _unusable(err: EventDatabaseUnusable) -> Response:
     return error_response(503, str(err), {"Retry-After": str(RETRY_AFTER_S)})
 
 
-def list_events(views: EventViews) -> Response:
-    query = event_query(request.args)
+def list_events(views: EventViews, filters: EventFilters) -> Response:
+    query = checked_event_query(EventQuery(camera=filters.camera, label=filters.label, zone=filters.zone,
+                                           after=filters.after, before=filters.before, limit=filters.limit))
     return jsonify({"events": [event.to_dict() for event in views.reads.events(query)]})
 
 
@@ -52,7 +54,7 @@ def get_event(views: EventViews, event_id: str) -> Response:
     return jsonify(event.to_dict())
 
 
-def snapshot(views: EventViews, event_id: str) -> Response:
+def snapshot(views: EventViews, _query: EventSnapshotQuery, event_id: str) -> Response:
     jpeg = views.reads.event_snapshot(checked_event_id(event_id))
     if jpeg is None:
         if views.reads.event(event_id) is None:

@@ -26,6 +26,8 @@ BOUNDARY = "frame"
 POLL_S = 0.5  # how quickly a live view notices server shutdown
 KEEPALIVE_S = 2.0  # the longest a viewer waits for a part: the last frame again, or the placeholder
 PLACEHOLDER_SIZE = (640, 360)  # width, height of the "no frame yet" picture
+#: the frame rates a viewer may ask for (``fps``)
+MIN_STREAM_FPS, MAX_STREAM_FPS = 0.1, 30  # 30, not 30.0: the document shows it
 
 Render = Callable[[AnalysedFrame], bytes]
 

@@ -34,11 +34,10 @@ from edge_app.http_server.errors import ApiError
 from edge_app.http_server.event_params import checked_event_id
 from edge_app.api.held_responses import HeldLimit, once, release_when_closed
 from edge_app.http_server.json_body import read_json_body
-from edge_app.http_server.query_params import flag_arg, integer_arg
 from edge_app.api.recording_params import MAX_LIST_S, TimeRange, time_range
 from edge_app.http_server.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG, is_signed_request, sign
 from edge_app.config.schema import AppConfig
-from edge_app.record.types import MAX_PART, ClipInfo, RecordingReader
+from edge_app.record.types import ClipInfo, RecordingReader
 from edge_app.reporting.protocol import ApplianceReads
 
 logger = logging.getLogger(__name__)
@@ -67,15 +66,6 @@ def _ttl_s() -> int:
     except ValidationError:
         raise ApiError(400, f"ttl_s must be an integer from {MIN_TTL_S} to {MAX_TTL_S} (seconds), "
                             f"got {body.get('ttl_s')!r:.80}") from None
-
-
-def _download_flag() -> bool:
-    return flag_arg(request.args, "download", False)
-
-
-def _part() -> int:
-    """``part``: which part of a clip longer than record.events.max_s (0, the default: the first)."""
-    return integer_arg(request.args, "part", 0, 0, MAX_PART)
 
 
 def _parts(store: RecordingReader, event_id: str) -> List[ClipInfo]:
@@ -179,39 +169,40 @@ def _held(answer: Callable[[], Response], release: Callable[[], None]) -> Respon
     return release_when_closed(response, release)
 
 
-def clip(views: RecordingViews, event_id: str) -> Response:
-    download, part = _download_flag(), _part()
+def clip(views: RecordingViews, query: ClipQuery, event_id: str) -> Response:
+    download, part = bool(query.download), query.part
     name = f"{event_id}-part{part}.mp4" if part else f"{event_id}.mp4"
     return _held(lambda: _send_mp4(_clip_file_and_parts(views, event_id, part)[0], name, download), _signed_use(views))
 
 
-def clip_url(views: RecordingViews, event_id: str) -> Response:
-    part = _part()
+def clip_url(views: RecordingViews, query: ClipUrlQuery, event_id: str) -> Response:
+    part = query.part
     _path, parts = _clip_file_and_parts(views, event_id, part)
     # part and parts: a player plays the parts one after the other (a clip continues every max_s).
     signed = _signed(views, f"/api/v1/events/{event_id}/clip.mp4", {"part": str(part)} if part else {})
     return jsonify(ClipUrl(**signed.model_dump(), part=part, parts=parts).model_dump())
 
 
-def list_segments(views: RecordingViews) -> Response:
-    wanted = time_range(request.args, export=False)
+def list_segments(views: RecordingViews, query: SegmentsQuery) -> Response:
+    wanted = time_range(query.camera, query.from_, query.to, export=False)
     segments = _reader(views).segments(wanted.camera_id, wanted.start, wanted.end)
     answer = SegmentList(segments=[Segment(camera_id=s.camera_id, start=s.start, end=s.end, bytes=s.bytes)
                                    for s in segments])
     return jsonify(answer.model_dump())
 
 
-def export_url(views: RecordingViews) -> Response:
-    wanted = time_range(request.args, export=True)
+def export_url(views: RecordingViews, query: ExportUrlQuery) -> Response:
+    time_range(query.camera, query.from_, query.to, export=True)  # in order and not too long
     _reader(views)
-    signed = _signed(views, "/api/v1/recordings/export.mp4", {"camera": str(wanted.camera_id),
+    # Signed as the client wrote them (its model checked them): the URL names the same range.
+    signed = _signed(views, "/api/v1/recordings/export.mp4", {"camera": query.camera,
                                                               "from": request.args["from"], "to": request.args["to"]})
     return jsonify(signed.model_dump())
 
 
-def export(views: RecordingViews) -> Response:
-    wanted = time_range(request.args, export=True)
-    download = _download_flag()
+def export(views: RecordingViews, query: ExportQuery) -> Response:
+    wanted = time_range(query.camera, query.from_, query.to, export=True)
+    download = bool(query.download)
     store = _reader(views)
     release_signed = _signed_use(views)
     if not views.exports.take():

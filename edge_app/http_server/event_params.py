@@ -2,6 +2,9 @@
 
 Every parameter is checked before a store sees it: a wrong number or limit is a 400 with a
 sentence saying which parameter, and an event id must look like one (it never becomes a path).
+The fleet service reads its query with :func:`event_query`; the appliance's query model
+(``edge_app.api.request_models.EventFilters``) checks each parameter by the same rules, and both
+check the range with :func:`checked_event_query`.
 """
 from __future__ import annotations
 
@@ -36,14 +39,19 @@ def _time(args: Mapping[str, str], name: str) -> Optional[float]:
     return parse_time(raw, name)
 
 
-def event_query(args: Mapping[str, str]) -> EventQuery:
-    """The filters of ``GET /api/v1/events``; raises ApiError (400) for a bad parameter."""
-    query = EventQuery(camera=text_arg(args, "camera", NAME), label=_label(args),
-                       zone=text_arg(args, "zone", NAME), after=_time(args, "after"), before=_time(args, "before"),
-                       limit=integer_arg(args, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT))
+def checked_event_query(query: EventQuery) -> EventQuery:
+    """``query`` when its range is in order; raises ApiError (400) otherwise."""
     if query.after is not None and query.before is not None and query.after > query.before:
         raise ApiError(400, f"after ({query.after:g}) must be earlier than before ({query.before:g})")
     return query
+
+
+def event_query(args: Mapping[str, str]) -> EventQuery:
+    """The filters of ``GET /api/v1/events``; raises ApiError (400) for a bad parameter."""
+    return checked_event_query(EventQuery(
+        camera=text_arg(args, "camera", NAME), label=_label(args), zone=text_arg(args, "zone", NAME),
+        after=_time(args, "after"), before=_time(args, "before"),
+        limit=integer_arg(args, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)))
 
 
 def checked_event_id(event_id: str) -> str:

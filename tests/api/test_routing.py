@@ -16,7 +16,8 @@ class WidgetQuery(BaseModel):
     colour: Optional[str] = None
 
 
-def widget(prefix, camera_id):
+def widget(prefix, query, camera_id):
+    assert isinstance(query, WidgetQuery)  # the route's query model, validated, after the bound arguments
     return jsonify({"url": f"{prefix}{camera_id}", "expires": None})
 
 
