@@ -15,12 +15,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Dict, List, Optional, Tuple
-
-import av
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from edge_app.capture.packets import EncodedPacket, StreamInfo
 from edge_app.privacy.masks import PrivacyMasks
+
+if TYPE_CHECKING:
+    import av
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +60,17 @@ class MaskedEncoder:
     """One connection's packets (``info``) decoded, masked and encoded; not thread-safe."""
 
     def __init__(self, info: StreamInfo, masks: PrivacyMasks, settings: EncoderSettings = EncoderSettings()) -> None:
+        # PyAV is loaded with the first masked recording, not whenever the appliance is imported
+        import av
+
+        self._av = av
         self.source = info
         self.masks = masks
         self.width_px, self.height_px = output_size(info.width_px, info.height_px, settings.height_px)
-        self._decoder = av.CodecContext.create(info.codec, "r")
+        self._decoder = self._av.CodecContext.create(info.codec, "r")
         if info.extradata:
             self._decoder.extradata = info.extradata
-        self._encoder = av.CodecContext.create(ENCODER, "w")
+        self._encoder = self._av.CodecContext.create(ENCODER, "w")
         enc = self._encoder
         enc.width, enc.height, enc.pix_fmt = self.width_px, self.height_px, "yuv420p"
         enc.time_base = info.time_base
@@ -88,13 +93,13 @@ class MaskedEncoder:
             if not packet.keyframe:
                 return []  # nothing before the first keyframe can be decoded
             self._keyframe_seen = True
-        source = av.Packet(packet.data)
+        source = self._av.Packet(packet.data)
         source.pts, source.dts = packet.pts, packet.dts
         source.time_base = self.source.time_base
         self._pending[packet.pts] = (packet.wall_ts, packet.keyframe, packet.duration)
         try:
             frames = self._decoder.decode(source)
-        except av.error.FFmpegError as err:  # a damaged packet costs its frame, not the recording
+        except self._av.error.FFmpegError as err:  # a damaged packet costs its frame, not the recording
             log.debug("camera %s: a packet could not be decoded: %s", self.source.camera_id, err)
             self._pending.pop(packet.pts, None)
             return []
@@ -109,7 +114,7 @@ class MaskedEncoder:
         try:
             for frame in self._decoder.decode(None):
                 out.extend(self._encode_frame(frame))
-        except av.error.FFmpegError as err:
+        except self._av.error.FFmpegError as err:
             log.debug("camera %s: flushing the decoder failed: %s", self.source.camera_id, err)
         out.extend(self._packets(self._encoder.encode(None)))
         return out
@@ -122,10 +127,10 @@ class MaskedEncoder:
         # scaled and converted in one step, then masked at the output size
         bgr = frame.to_ndarray(width=self.width_px, height=self.height_px, format="bgr24")
         self.masks.apply_in_place(bgr)
-        picture = av.VideoFrame.from_ndarray(bgr, format="bgr24").reformat(format="yuv420p")
+        picture = self._av.VideoFrame.from_ndarray(bgr, format="bgr24").reformat(format="yuv420p")
         picture.pts, picture.time_base = pts, self.source.time_base
         if keyframe:
-            picture.pict_type = av.video.frame.PictureType.I
+            picture.pict_type = self._av.video.frame.PictureType.I
         self.frames += 1
         return self._packets(self._encoder.encode(picture))
 
