@@ -42,6 +42,8 @@ from edge_app.fleet_agent.desired.epoch import EpochState
 from edge_app.fleet_agent.desired.versions import ConfigReport
 from edge_app.mqtt import Topics, payloads
 from edge_app.mqtt.topic_docs import TOPIC_DOCS
+from edge_app.review.feed import ReviewFeed
+from edge_app.review.model import AlertRule
 from edge_app.reporting.protocol import (ApplyResult, CameraReport, LatencyReport, ModelReport, ModelStatusReport,
                                          MqttReport, PipelineReport, StatusReport)
 
@@ -147,6 +149,10 @@ class SimulatedAppliance:
         self._started_mono_s = time.monotonic()
         self._frames = 0
         self._track_id = 0
+        # Review items as the real appliance makes them (R/reviews), with its unreviewed alert counts.
+        config = self._service.current_config
+        self._reviews = ReviewFeed(lambda: config().review.gap_s, lambda cid: AlertRule.of(config().alert_rules(cid)))
+        self._unreviewed_alerts: Dict[str, int] = {}
         self._closing = False
         self.client = self._make_client()
 
@@ -198,6 +204,8 @@ class SimulatedAppliance:
             self._publish_raw(self.topics.camera_detect_state(camera_id), payloads.detect_state_payload(True), retain=True)
             # Motion gating's retained state, as an appliance with a camera whose scene moves sends it.
             self._publish_raw(self.topics.camera_motion(camera_id), payloads.motion_payload(True), retain=True)
+            self._publish(self.topics.camera_review_alerts(camera_id),
+                          payloads.review_alerts_payload(self._unreviewed_alerts.get(camera_id, 0)), retain=True)
         client.subscribe(self.topics.config_desired, qos=1)
         if not self._tasks:
             self._tasks = [self._loop.create_task(self._stats_loop())]
@@ -285,16 +293,28 @@ class SimulatedAppliance:
             box = (100.0, 120.0, 260.0, 400.0)
             event = Event(f"{now:.6f}-{camera_id}-{self._track_id}", camera_id, label, self._track_id, 0.61, 0.61,
                           box, now, now)
-            self._publish(self.topics.events, EventMessage(NEW, event).to_dict())
+            self._publish_event(EventMessage(NEW, event))
             self._publish(self.topics.camera_objects(camera_id, label), payloads.count_payload(1), retain=True)
             await asyncio.sleep(min(2.0, period_s / 4))
             better = replace(event, score=0.83, top_score=0.83, frame_time=time.time())
-            self._publish(self.topics.events, EventMessage(UPDATE, better, event).to_dict())
+            self._publish_event(EventMessage(UPDATE, better, event))
             await asyncio.sleep(min(3.0, period_s / 4))
             ended = replace(better, end_time=time.time(), frame_time=time.time())
-            self._publish(self.topics.events, EventMessage(END, ended, better).to_dict())
+            self._publish_event(EventMessage(END, ended, better))
             self._publish(self.topics.camera_objects(camera_id, label), payloads.count_payload(0), retain=True)
             await asyncio.sleep(max(0.0, period_s - (time.monotonic() - started)))
+
+    def _publish_event(self, message: EventMessage) -> None:
+        self._publish(self.topics.events, message.to_dict())
+        review = self._reviews.observe(message)
+        if review is None:
+            return
+        self._publish(self.topics.reviews, review.to_dict())
+        if review.before is None and review.after.is_alert:
+            camera_id = review.after.camera_id
+            self._unreviewed_alerts[camera_id] = self._unreviewed_alerts.get(camera_id, 0) + 1
+            self._publish(self.topics.camera_review_alerts(camera_id),
+                          payloads.review_alerts_payload(self._unreviewed_alerts[camera_id]), retain=True)
 
     # -- ending -------------------------------------------------------------------------------------
     def kill(self) -> None:

@@ -32,7 +32,7 @@ def test_a_valid_configuration_lists_where_its_relative_paths_lead(tmp_path, mod
                     "model:\n  path: engines/m.onnx\nevents:\n  dir: ev\n")
     result = _check_config(path, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    note = result.stdout.splitlines()[-1]
+    (note,) = [line for line in result.stdout.splitlines() if line.startswith("relative paths start")]
     assert note.startswith(f"relative paths start in the working directory {tmp_path}: ")
     for loc, resolved in [("model.path", "engines/m.onnx"), ("cameras.0.source", "clip.mp4"), ("events.dir", "ev"),
                           ("record.dir", "recordings")]:

@@ -53,7 +53,7 @@ def test_without_a_store_there_are_no_review_items():
 
 
 def test_the_status_reports_each_notification_target():
-    status = Appliance(parse_config(CONFIG)).status().to_dict()
+    status = Appliance(parse_config(CONFIG)).reads.status().to_dict()
     [target] = status["notifications"]["targets"]
     assert target["name"] == "hook" and target["type"] == "webhook" and target["destination"] == "http://127.0.0.1:9"
     assert (target["sent"], target["failed"], target["last_delivery_time"], target["last_error"]) == (0, 0, None, None)
