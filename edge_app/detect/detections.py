@@ -68,6 +68,17 @@ class Detections:
             return str(self.labels[class_id])
         return str(class_id)
 
+    def label_array(self) -> np.ndarray:
+        """``(N,)`` object array of each box's label, as :meth:`label_of` gives it; one lookup for
+        the frame (a class id outside the label list is named by its number)."""
+        names = np.empty(len(self.labels) + 1, dtype=object)
+        names[:-1], names[-1] = self.labels, ""
+        known = (self.class_id >= 0) & (self.class_id < len(self.labels))
+        out = names[np.where(known, self.class_id, len(self.labels))]
+        if not known.all():
+            out[~known] = [str(c) for c in self.class_id[~known].tolist()]
+        return out
+
     def to_dicts(self, ndigits: int = 1) -> List[dict]:
         """The ``detections`` list of the MQTT message (docs/mqtt.md): class_id, label, confidence, bbox (and track_id once tracked)."""
         out = []

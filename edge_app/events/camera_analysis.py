@@ -156,7 +156,7 @@ class CameraAnalysis:
         stages = self.stage_times if frame_id >= 0 else self._untimed
         removed = self.tracker.removed_ids
         tracked = detections.with_track_ids(ids)
-        labels = [tracked.label_of(int(c)) for c in tracked.class_id.tolist()]
+        labels = tracked.label_array()
         points = reference_points(tracked.xyxy, width, height)
         self._last_ts = ts if self._last_ts is None else max(self._last_ts, ts)
         now = self._last_ts
@@ -171,19 +171,14 @@ class CameraAnalysis:
         stages.add(camera_id, "zones_lines", placed_s - tracked_s)
 
         result = FrameAnalysis(self.camera_id, int(frame_id), float(ts), tracked, model=self.model)
-        scores, boxes = tracked.confidence.tolist(), tracked.xyxy.tolist()
-        for i, track_id in enumerate(ids.tolist()):
-            if track_id >= 0:
-                self.book.observe(track_id, labels[i], scores[i], boxes[i], ts)
+        self.book.observe_frame(ids, labels, tracked.confidence, tracked.xyxy, ts)
         for change in zone_changes:
             self.book.zone_change(change.track_id, change.zone, change.change == "enter")
 
         # Ended tracks first: their last zone exits are part of the ``end``, not an ``update`` before it.
-        for track_id in removed:
-            ended = self.book.end(track_id)
-            if ended is not None:
-                self.snapshots.forget(ended.after.id)
-                result.events.append(ended)
+        for ended in self.book.end_tracks(removed):
+            self.snapshots.forget(ended.after.id)
+            result.events.append(ended)
         if self.settings.events_enabled:
             for event in self.book.promote():
                 self._latest_event[event.label] = event.id

@@ -16,7 +16,8 @@ class LabelFilter:
         self._areas = len(filters)
         self._names = sorted(set().union(*filters)) if filters else []
         # (F, A): filter label f lets area a count it; areas without a filter count every label
-        self._allows = np.array([[name in f for f in filters] for name in self._names], bool).reshape(-1, self._areas)
+        self._allows = np.array([[name in f for f in filters] for name in self._names], bool).reshape(
+            len(self._names), self._areas)
         self._open = np.array([not f for f in filters], bool)
         self.filtered = bool(self._names)  # some area counts only some labels
 
