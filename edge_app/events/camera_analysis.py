@@ -260,12 +260,8 @@ class CameraAnalysis:
     def _snapshots(self, image: FrameImage, tracked: Detections, ids: np.ndarray, now: float) -> List[Snapshot]:
         if not self.snapshots.settings.enabled:
             return []
-        in_frame = []
-        scores = tracked.confidence.tolist()
-        for i, track_id in enumerate(ids.tolist()):
-            event_id = self.book.event_id_of(track_id) if track_id >= 0 else None
-            if event_id is not None:
-                in_frame.append((i, event_id, scores[i]))
+        index, event_ids = self.book.events_in_frame(ids)
+        in_frame = list(zip(index.tolist(), event_ids, tracked.confidence[index].tolist()))
         taken = []
         for index in self.snapshots.candidates(in_frame, now):
             track_id = int(ids[index])

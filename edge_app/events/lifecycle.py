@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import AbstractSet, Dict, Iterable, List, Optional, Sequence
+from typing import AbstractSet, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -82,6 +82,13 @@ class EventBook:
     def event_id_of(self, track_id: int) -> Optional[str]:
         extra = self._extra.get(int(track_id))
         return None if extra is None or extra.base is None else extra.base.id
+
+    def events_in_frame(self, track_ids: np.ndarray) -> Tuple[np.ndarray, List[str]]:
+        """Which of a frame's ``(N,)`` track ids are events: their indices, and the events' ids."""
+        rows = self._find(np.asarray(track_ids, dtype=np.int64).reshape(-1))
+        index = np.flatnonzero(rows >= 0)
+        index = index[self._rows["is_event"][rows[index]]]
+        return index, [self._extra[t].base.id for t in self._rows["ids"][rows[index]].tolist()]
 
     def open_events(self) -> List[Event]:
         return [self._current(row) for row in self._in_order(self._rows["is_event"])]
