@@ -69,6 +69,7 @@ class EventBook:
         self._extra: Dict[int, _Extra] = {}
         self._new: List[int] = []              # promoted this frame, ``new`` not yet sent
         self._in_view: Optional[Dict[str, int]] = {}
+        self._waiting = 0  # tracks of event labels not events yet: promote has nothing to do without
 
     # ------------------------------------------------------------------ queries
     def makes_events(self, label: str) -> bool:
@@ -152,7 +153,9 @@ class EventBook:
     def promote(self) -> List[Event]:
         """Tracks that have now been seen in ``min_frames`` frames become events (``new`` goes out with :meth:`flush`)."""
         r = self._rows
-        promoted = []
+        promoted: List[Event] = []
+        if not self._waiting:
+            return promoted
         for row in self._in_order(~r["is_event"] & r["eventful"] & (r["frames"] >= self.min_frames)):
             track_id = int(r["ids"][row])
             first_s = float(r["first_s"][row])
@@ -163,6 +166,7 @@ class EventBook:
                 box=tuple(r["box"][row].tolist()), frame_time=float(r["last_s"][row]), start_time=first_s, model=self.model,
             )
             r["is_event"][row] = True
+            self._waiting -= 1
             self._new.append(track_id)
             promoted.append(self._current(row))
         return promoted
@@ -185,8 +189,8 @@ class EventBook:
                 messages.append(EventMessage(NEW, self._mark_published(row, now_s)))
         r = self._rows
         # NaN (never published) is never due
-        due = r["dirty"] & (now_s - r["published_at_s"] >= self.update_interval_s)
-        if due.any():
+        due = r["dirty"] & (now_s - r["published_at_s"] >= self.update_interval_s) if r["dirty"].any() else None
+        if due is not None and due.any():
             for row in self._in_order(due):
                 before = self._extra[int(r["ids"][row])].published
                 messages.append(EventMessage(UPDATE, self._mark_published(row, now_s), before))
@@ -212,6 +216,7 @@ class EventBook:
             keep[found] = False
             self._rows = {name: column[keep] for name, column in self._rows.items()}
             self._in_view = None
+            self._waiting = int(np.count_nonzero(self._rows["eventful"] & ~self._rows["is_event"]))
         return messages
 
     def end(self, track_id: int) -> Optional[EventMessage]:
@@ -222,7 +227,7 @@ class EventBook:
     def end_all(self, now_s: float) -> List[EventMessage]:
         """Shutdown: every open event ends now; every track is forgotten."""
         messages = [self._end_message(row, now_s) for row in self._in_order(self._rows["is_event"])]
-        self._rows, self._extra, self._new, self._in_view = _empty_rows(), {}, [], {}
+        self._rows, self._extra, self._new, self._in_view, self._waiting = _empty_rows(), {}, [], {}, 0
         return messages
 
     # ---------------------------------------------------------------- internals
@@ -249,6 +254,7 @@ class EventBook:
             "published_at_s": np.full(n, np.nan),
         }
         self._next_seq += n
+        self._waiting += int(np.count_nonzero(added["eventful"]))
         order = np.argsort(np.concatenate([self._rows["ids"], added["ids"]]), kind="stable")
         self._rows = {name: np.concatenate([self._rows[name], added[name]])[order] for name in _COLUMNS}
         self._in_view = None

@@ -113,6 +113,7 @@ class ZoneTracker:
     min_span_s: float = DEFAULT_MIN_SPAN_S
     _table: _ZoneTable = field(default=None, init=False, repr=False)  # type: ignore[assignment]
     _next_seq: int = field(default=0, init=False, repr=False)
+    _streaks: int = field(default=0, init=False, repr=False)  # cells with a streak: frames must reset or count them
     _occupants: Optional[Dict[str, Dict[str, int]]] = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -182,6 +183,8 @@ class ZoneTracker:
         known, was = state[..., KNOWN] > 0, state[..., INSIDE] > 0
         observed = known & counted
         disagree = observed & (inside != was)
+        if not self._streaks and not disagree.any():
+            return disagree, known  # everyone where they were, no streak to reset: nothing changes
         streak = np.where(disagree, state[..., STREAK] + 1, 0.0)
         since_s = np.where(streak == 1, now_s, state[..., SINCE_S])
         flip = disagree & ((streak >= self.min_frames) | ((streak >= 2) & (now_s - since_s >= self.min_span_s)))
@@ -190,7 +193,11 @@ class ZoneTracker:
         state[..., STREAK] = np.where(observed, np.where(flip, 0.0, streak), state[..., STREAK])
         state[..., SINCE_S] = since_s
         self._table.state[rows] = state
+        self._count_streaks()
         return flip, known
+
+    def _count_streaks(self) -> None:
+        self._streaks = int(np.count_nonzero(self._table.state[:-1, :, STREAK]))
 
     def _remember(self, ids: np.ndarray, labels: np.ndarray, rows: np.ndarray, fresh: np.ndarray, now_s: float) -> None:
         table = self._table
@@ -205,6 +212,8 @@ class ZoneTracker:
         cells[:, SEQ] = np.arange(self._next_seq, self._next_seq + len(zone_index))
         table.state[rows[object_index], zone_index] = cells
         self._next_seq += len(zone_index)
+        if not enter:
+            self._streaks += len(zone_index)
 
     def forget(self, track_ids: Iterable[int]) -> List[ZoneChange]:
         """Tracks that ended: they leave every zone they were in (in the order they were first seen there)."""
@@ -233,6 +242,7 @@ class ZoneTracker:
         keep = np.ones(len(table.ids), bool)
         keep[rows] = False
         table.keep(keep)
+        self._count_streaks()
         return changes
 
     def occupants(self) -> Dict[str, Dict[str, int]]:
