@@ -1,8 +1,11 @@
 """From tracked objects to events: ``new``, rate-limited ``update`` and ``end`` (docs/mqtt.md, "The event object").
 
-One :class:`EventBook` per camera keeps a record of every live track, as rows of arrays sorted
-by track id: a frame's objects are observed in one call with array operations, not one call and
-one record per object; only events (and tracks that changed zones) have Python objects. A track of an event label
+One :class:`EventBook` per camera keeps a record of every live track, and takes a frame's
+tracked objects in one call (:meth:`EventBook.observe_frame`): one pass over plain Python
+values made from the frame's arrays at once. A table of arrays was tried and measured slower
+(python -m bench.cpu analysis-path, bench/README.md): a frame's handful of objects costs less
+in a plain loop than the dozens of small array operations and the row bookkeeping a table needs
+as tracks come and go. A track of an event label
 becomes an event once it has been seen in ``min_frames`` frames; from then on its latest score,
 box and frame time follow every frame silently, and an ``update`` message goes out when
 something a subscriber acts on changed (a zone entered or left, a new top score, a better
@@ -24,31 +27,31 @@ from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
 
 DEFAULT_UPDATE_INTERVAL_S = 1.0
 
-#: the per-track columns of the book, each an array with one row per live track
-_COLUMNS = ("ids", "seq", "labels", "eventful", "frames", "first_s", "last_s", "score", "top_score", "box",
-            "dirty", "is_event", "published_at_s")
-
 
 @dataclass
-class _Extra:
-    """What a track has beyond its row: its zones, and once it is an event, the event."""
-
+class _TrackRecord:
+    label: str
+    first_seen_s: float
+    last_seen_s: float
+    frames: int = 0
+    top_score: float = 0.0
+    score: float = 0.0
+    box: Tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
     current_zones: List[str] = field(default_factory=list)
     entered_zones: List[str] = field(default_factory=list)
-    # The event as it was created; the current one is built from it and the row only when
-    # asked for, so a frame costs no new objects per event.
+    # The event as it was created; the current one is built from it and the fields above only
+    # when asked for, so a frame costs no new objects per event.
     base: Optional[Event] = None
     has_snapshot: bool = False
     published: Optional[Event] = None      # the event as subscribers last saw it
+    published_at_s: float = 0.0
+    dirty: bool = False                    # something worth an update changed since
 
 
 class EventBook:
     """Tracks and events of one camera. Per frame: :meth:`observe_frame` with the tracked
     objects, :meth:`zone_change` each zone change, :meth:`end_tracks` with the tracks the
-    tracker removed, :meth:`promote`, then :meth:`flush`; :meth:`end_all` at shutdown.
-
-    Rows are sorted by track id; ``seq`` keeps the order in which tracks were first observed,
-    the order promotions, updates and ends come in."""
+    tracker removed, :meth:`promote`, then :meth:`flush`; :meth:`end_all` at shutdown."""
 
     def __init__(self, camera_id: str, labels: AbstractSet[str] = frozenset(), min_frames: int = 3,
                  update_interval_s: float = DEFAULT_UPDATE_INTERVAL_S, frames_before_track: int = 0,
@@ -64,12 +67,10 @@ class EventBook:
         self.update_interval_s = float(update_interval_s)
         # A tracker gives an id only after a few sightings; those frames had the object too.
         self.frames_before_track = max(0, int(frames_before_track))
-        self._rows = _empty_rows()
-        self._next_seq = 0
-        self._extra: Dict[int, _Extra] = {}
+        self._tracks: Dict[int, _TrackRecord] = {}
         self._new: List[int] = []              # promoted this frame, ``new`` not yet sent
-        self._in_view: Optional[Dict[str, int]] = {}
-        self._waiting = 0  # tracks of event labels not events yet: promote has nothing to do without
+        self._waiting = 0                      # tracks of event labels not promoted yet
+        self._in_view: Optional[Dict[str, int]] = {}  # labels_in_view, None after tracks came or went
 
     # ------------------------------------------------------------------ queries
     def makes_events(self, label: str) -> bool:
@@ -77,222 +78,163 @@ class EventBook:
 
     def event_of(self, track_id: int) -> Optional[Event]:
         """The event of a track as it stands now; None when the track is no event."""
-        row = self._row(track_id)
-        return None if row < 0 or not self._rows["is_event"][row] else self._current(row)
+        record = self._tracks.get(track_id)
+        return None if record is None or record.base is None else self._current(record)
 
     def event_id_of(self, track_id: int) -> Optional[str]:
-        extra = self._extra.get(int(track_id))
-        return None if extra is None or extra.base is None else extra.base.id
+        record = self._tracks.get(track_id)
+        return None if record is None or record.base is None else record.base.id
+
+    def open_events(self) -> List[Event]:
+        return [self._current(r) for r in self._tracks.values() if r.base is not None]
+
+    def labels_in_view(self) -> Dict[str, int]:
+        """Live tracks per label: an object counts until its track ends. Counted again only
+        after tracks came or went."""
+        if self._in_view is None:
+            counts: Dict[str, int] = {}
+            for record in self._tracks.values():
+                counts[record.label] = counts.get(record.label, 0) + 1
+            self._in_view = counts
+        return dict(self._in_view)
 
     def events_in_frame(self, track_ids: np.ndarray) -> Tuple[np.ndarray, List[str]]:
         """Which of a frame's ``(N,)`` track ids are events: their indices, and the events' ids."""
-        rows = self._find(np.asarray(track_ids, dtype=np.int64).reshape(-1))
-        index = np.flatnonzero(rows >= 0)
-        index = index[self._rows["is_event"][rows[index]]]
-        return index, [self._extra[t].base.id for t in self._rows["ids"][rows[index]].tolist()]
-
-    def open_events(self) -> List[Event]:
-        return [self._current(row) for row in self._in_order(self._rows["is_event"])]
-
-    def labels_in_view(self) -> Dict[str, int]:
-        """Live tracks per label: an object counts until its track ends (labels in the order
-        their first live track was seen). Counted again only after tracks came or went."""
-        if self._in_view is None:
-            counts: Dict[str, int] = {}
-            for label in self._rows["labels"][np.argsort(self._rows["seq"])].tolist():
-                counts[label] = counts.get(label, 0) + 1
-            self._in_view = counts
-        return dict(self._in_view)
+        index, event_ids = [], []
+        tracks = self._tracks
+        for i, track_id in enumerate(np.asarray(track_ids).reshape(-1).tolist()):
+            record = tracks.get(track_id)
+            if record is not None and record.base is not None:
+                index.append(i)
+                event_ids.append(record.base.id)
+        return np.asarray(index, dtype=np.intp), event_ids
 
     # ----------------------------------------------------------------- per frame
     def observe_frame(self, track_ids: np.ndarray, labels: Sequence[str], scores: np.ndarray, boxes: np.ndarray,
                       frame_time_s: float) -> None:
         """The objects of the frame taken at ``frame_time_s``: ``(N,)`` track ids (below 0:
-        untracked, skipped), their labels, scores and ``(N, 4)`` boxes; one id at most once."""
-        ids = np.asarray(track_ids, dtype=np.int64).reshape(-1)
-        tracked = np.flatnonzero(ids >= 0)
-        if len(tracked) == 0:
-            return
-        if len(tracked) < len(ids):
-            ids = ids[tracked]
-        rows = self._find(ids)
-        if (rows < 0).any():
-            rows = self._add(ids, np.asarray(labels, dtype=object).reshape(-1)[tracked], rows < 0, frame_time_s)
-        r = self._rows
-        score = np.asarray(scores, dtype=np.float64).reshape(-1)[tracked]
-        r["frames"][rows] += 1
-        r["last_s"][rows] = frame_time_s
-        r["score"][rows] = score
-        r["box"][rows] = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)[tracked]
-        better = score > r["top_score"][rows]
-        if better.any():
-            better_rows = rows[better]
-            r["top_score"][better_rows] = score[better]
-            r["dirty"][better_rows] |= r["is_event"][better_rows]
+        untracked, skipped), their labels, scores and ``(N, 4)`` boxes."""
+        tracks = self._tracks
+        label_list = labels.tolist() if isinstance(labels, np.ndarray) else list(labels)
+        for track_id, label, score, box in zip(np.asarray(track_ids).reshape(-1).tolist(), label_list,
+                                               np.asarray(scores).reshape(-1).tolist(),
+                                               np.asarray(boxes).reshape(-1, 4).tolist()):
+            if track_id < 0:
+                continue
+            record = tracks.get(track_id)
+            if record is None:
+                record = tracks[track_id] = _TrackRecord(label, frame_time_s, frame_time_s, self.frames_before_track)
+                self._waiting += self.makes_events(label)
+                self._in_view = None
+            record.frames += 1
+            record.last_seen_s = frame_time_s
+            record.score = score
+            record.box = tuple(box)  # type: ignore[assignment]
+            if score > record.top_score:
+                record.top_score = score
+                record.dirty = record.dirty or record.base is not None
 
     def observe(self, track_id: int, label: str, score: float, box: Sequence[float], frame_time_s: float) -> None:
         """One tracked object in the frame taken at ``frame_time_s`` (:meth:`observe_frame` of one)."""
-        self.observe_frame(np.array([track_id]), [label], np.array([score]), np.array([box], dtype=np.float64),
-                           frame_time_s)
+        self.observe_frame(np.array([int(track_id)]), [label], np.array([float(score)]),
+                           np.array([[float(v) for v in box]]), frame_time_s)
 
     def zone_change(self, track_id: int, zone: str, entered: bool) -> None:
-        row = self._row(track_id)
-        if row < 0:
+        record = self._tracks.get(track_id)
+        if record is None:
             return
-        extra = self._extra.setdefault(int(track_id), _Extra())
-        if entered and zone not in extra.current_zones:
-            extra.current_zones.append(zone)
-            if zone not in extra.entered_zones:
-                extra.entered_zones.append(zone)
-        elif not entered and zone in extra.current_zones:
-            extra.current_zones.remove(zone)
+        if entered and zone not in record.current_zones:
+            record.current_zones.append(zone)
+            if zone not in record.entered_zones:
+                record.entered_zones.append(zone)
+        elif not entered and zone in record.current_zones:
+            record.current_zones.remove(zone)
         else:
             return
-        self._rows["dirty"][row] |= self._rows["is_event"][row]
+        record.dirty = record.dirty or record.base is not None
 
     def promote(self) -> List[Event]:
         """Tracks that have now been seen in ``min_frames`` frames become events (``new`` goes out with :meth:`flush`)."""
-        r = self._rows
         promoted: List[Event] = []
         if not self._waiting:
             return promoted
-        for row in self._in_order(~r["is_event"] & r["eventful"] & (r["frames"] >= self.min_frames)):
-            track_id = int(r["ids"][row])
-            first_s = float(r["first_s"][row])
-            extra = self._extra.setdefault(track_id, _Extra())
-            extra.base = Event(
-                id=f"{first_s:.6f}-{self.camera_id}-{track_id}", camera_id=self.camera_id, label=r["labels"][row],
-                track_id=track_id, score=float(r["score"][row]), top_score=float(r["top_score"][row]),
-                box=tuple(r["box"][row].tolist()), frame_time=float(r["last_s"][row]), start_time=first_s, model=self.model,
-            )
-            r["is_event"][row] = True
-            self._waiting -= 1
-            self._new.append(track_id)
-            promoted.append(self._current(row))
+        for track_id, record in self._tracks.items():
+            if record.base is None and record.frames >= self.min_frames and self.makes_events(record.label):
+                record.base = Event(
+                    id=f"{record.first_seen_s:.6f}-{self.camera_id}-{track_id}", camera_id=self.camera_id,
+                    label=record.label, track_id=track_id, score=record.score, top_score=record.top_score,
+                    box=record.box, frame_time=record.last_seen_s, start_time=record.first_seen_s, model=self.model,
+                )
+                self._new.append(track_id)
+                self._waiting -= 1
+                promoted.append(self._current(record))
         return promoted
 
     def snapshot_taken(self, track_id: int) -> None:
         """The event of ``track_id`` has a (better) snapshot now."""
-        row = self._row(track_id)
-        if row < 0 or not self._rows["is_event"][row]:
+        record = self._tracks.get(track_id)
+        if record is None or record.base is None:
             return
-        self._extra[int(track_id)].has_snapshot = True
-        self._rows["dirty"][row] = True
+        record.has_snapshot = record.dirty = True
 
     def flush(self, now_s: float) -> List[EventMessage]:
         """``new`` for events promoted since the last flush, ``update`` for changed ones that may send again."""
         messages = []
         new_ids, self._new = self._new, []
         for track_id in new_ids:
-            row = self._row(track_id)
-            if row >= 0 and self._rows["is_event"][row]:
-                messages.append(EventMessage(NEW, self._mark_published(row, now_s)))
-        r = self._rows
-        # NaN (never published) is never due
-        due = r["dirty"] & (now_s - r["published_at_s"] >= self.update_interval_s) if r["dirty"].any() else None
-        if due is not None and due.any():
-            for row in self._in_order(due):
-                before = self._extra[int(r["ids"][row])].published
-                messages.append(EventMessage(UPDATE, self._mark_published(row, now_s), before))
+            record = self._tracks.get(track_id)
+            if record is not None and record.base is not None:
+                messages.append(EventMessage(NEW, self._mark_published(record, now_s)))
+        for record in self._tracks.values():
+            if record.dirty and record.published is not None and now_s - record.published_at_s >= self.update_interval_s:
+                before = record.published
+                messages.append(EventMessage(UPDATE, self._mark_published(record, now_s), before))
         return messages
 
     def end_tracks(self, track_ids: Iterable[int]) -> List[EventMessage]:
         """The tracker dropped ``track_ids``: forget them; their events end when they were last
         seen, in the order of ``track_ids``."""
-        gone = [int(t) for t in track_ids]
-        if not gone:
-            return []
-        rows = self._find(np.asarray(gone, dtype=np.int64))
         messages = []
-        for track_id, row in zip(gone, rows.tolist()):
-            if track_id in self._new:
-                self._new.remove(track_id)
-            if row >= 0 and self._rows["is_event"][row]:
-                messages.append(self._end_message(row, float(self._rows["last_s"][row])))
-            self._extra.pop(track_id, None)
-        found = rows[rows >= 0]
-        if len(found):
-            keep = np.ones(len(self._rows["ids"]), bool)
-            keep[found] = False
-            self._rows = {name: column[keep] for name, column in self._rows.items()}
-            self._in_view = None
-            self._waiting = int(np.count_nonzero(self._rows["eventful"] & ~self._rows["is_event"]))
+        for track_id in track_ids:
+            ended = self.end(int(track_id))
+            if ended is not None:
+                messages.append(ended)
         return messages
 
     def end(self, track_id: int) -> Optional[EventMessage]:
-        """The tracker dropped ``track_id`` (:meth:`end_tracks` of one)."""
-        messages = self.end_tracks([track_id])
-        return messages[0] if messages else None
+        """The tracker dropped ``track_id``: forget it; its event (if any) ends when it was last seen."""
+        record = self._tracks.pop(track_id, None)
+        if track_id in self._new:
+            self._new.remove(track_id)
+        if record is None:
+            return None
+        self._in_view = None
+        if record.base is None:
+            self._waiting -= self.makes_events(record.label)
+            return None
+        return self._end_message(record, record.last_seen_s)
 
     def end_all(self, now_s: float) -> List[EventMessage]:
         """Shutdown: every open event ends now; every track is forgotten."""
-        messages = [self._end_message(row, now_s) for row in self._in_order(self._rows["is_event"])]
-        self._rows, self._extra, self._new, self._in_view, self._waiting = _empty_rows(), {}, [], {}, 0
+        messages = [self._end_message(r, now_s) for r in self._tracks.values() if r.base is not None]
+        self._tracks.clear()
+        self._new, self._waiting, self._in_view = [], 0, {}
         return messages
 
     # ---------------------------------------------------------------- internals
-    def _find(self, ids: np.ndarray) -> np.ndarray:
-        known = self._rows["ids"]
-        if len(known) == 0:
-            return np.full(ids.shape, -1, np.int64)
-        rows = np.minimum(np.searchsorted(known, ids), len(known) - 1)
-        return np.where(known[rows] == ids, rows, -1)
-
-    def _row(self, track_id: int) -> int:
-        return int(self._find(np.array([int(track_id)], np.int64))[0])
-
-    def _add(self, ids: np.ndarray, labels: np.ndarray, new: np.ndarray, frame_time_s: float) -> np.ndarray:
-        """Rows for the tracks of ``ids`` first seen now (``new``), in the order of the frame; rows of all ``ids``."""
-        n = int(new.sum())
-        label_list = labels[new].tolist()
-        added = {
-            "ids": ids[new], "seq": np.arange(self._next_seq, self._next_seq + n, dtype=np.int64),
-            "labels": labels[new], "eventful": np.array([self.makes_events(label) for label in label_list], bool),
-            "frames": np.full(n, self.frames_before_track, np.int64), "first_s": np.full(n, float(frame_time_s)),
-            "last_s": np.full(n, float(frame_time_s)), "score": np.zeros(n), "top_score": np.zeros(n),
-            "box": np.zeros((n, 4)), "dirty": np.zeros(n, bool), "is_event": np.zeros(n, bool),
-            "published_at_s": np.full(n, np.nan),
-        }
-        self._next_seq += n
-        self._waiting += int(np.count_nonzero(added["eventful"]))
-        order = np.argsort(np.concatenate([self._rows["ids"], added["ids"]]), kind="stable")
-        self._rows = {name: np.concatenate([self._rows[name], added[name]])[order] for name in _COLUMNS}
-        self._in_view = None
-        return self._find(ids)
-
-    def _in_order(self, mask: np.ndarray) -> List[int]:
-        """The rows of ``mask``, in the order their tracks were first seen."""
-        rows = np.flatnonzero(mask)
-        if len(rows) > 1:
-            rows = rows[np.argsort(self._rows["seq"][rows])]
-        return rows.tolist()
-
-    def _current(self, row: int, end_time_s: Optional[float] = None) -> Event:
-        r = self._rows
-        extra = self._extra[int(r["ids"][row])]
+    @staticmethod
+    def _current(record: _TrackRecord, end_time_s: Optional[float] = None) -> Event:
         return dataclasses.replace(
-            extra.base, score=float(r["score"][row]), top_score=float(r["top_score"][row]),
-            box=tuple(r["box"][row].tolist()), frame_time=float(r["last_s"][row]),
-            current_zones=tuple(extra.current_zones), entered_zones=tuple(extra.entered_zones),
-            has_snapshot=extra.has_snapshot, end_time=end_time_s,
+            record.base, score=record.score, top_score=record.top_score, box=record.box,
+            frame_time=record.last_seen_s, current_zones=tuple(record.current_zones),
+            entered_zones=tuple(record.entered_zones), has_snapshot=record.has_snapshot, end_time=end_time_s,
         )
 
-    def _mark_published(self, row: int, now_s: float) -> Event:
-        extra = self._extra[int(self._rows["ids"][row])]
-        extra.published = self._current(row)
-        self._rows["published_at_s"][row], self._rows["dirty"][row] = now_s, False
-        return extra.published
+    def _mark_published(self, record: _TrackRecord, now_s: float) -> Event:
+        record.published, record.published_at_s, record.dirty = self._current(record), now_s, False
+        return record.published
 
-    def _end_message(self, row: int, end_time_s: float) -> EventMessage:
-        extra = self._extra[int(self._rows["ids"][row])]
-        ended = self._current(row, max(end_time_s, extra.base.start_time))
+    def _end_message(self, record: _TrackRecord, end_time_s: float) -> EventMessage:
+        ended = self._current(record, max(end_time_s, record.base.start_time))
         # An event that ends before its ``new`` went out still says ``end`` against what exists.
-        return EventMessage(END, ended, extra.published or self._current(row))
-
-
-def _empty_rows() -> Dict[str, np.ndarray]:
-    rows = {name: np.zeros(0) for name in _COLUMNS}
-    rows.update(ids=np.zeros(0, np.int64), seq=np.zeros(0, np.int64), labels=np.zeros(0, object),
-                eventful=np.zeros(0, bool), frames=np.zeros(0, np.int64), box=np.zeros((0, 4)),
-                dirty=np.zeros(0, bool), is_event=np.zeros(0, bool))
-    return rows
+        return EventMessage(END, ended, record.published or self._current(record))
