@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Dict, FrozenSet, Iterable, List, Literal, Sequence
+from typing import FrozenSet, Iterable, List, Literal, Sequence
 
 import numpy as np
 
