@@ -15,7 +15,7 @@ Each tree runs in its own process: this checkout, and the ``edge_app`` of every 
 commit unpacked into a temporary directory (``git archive``). The trees take turns, in reverse
 order every other round, so a load that drifts on a shared machine weighs on all of them; each
 figure is the best of ``--repeats`` passes over the scene, the best over the rounds kept.
-Ratios are the first ``--against`` commit's time over this checkout's.
+Ratios are each ``--against`` commit's time over this checkout's (above 1: this checkout is faster).
 """
 from __future__ import annotations
 
