@@ -62,9 +62,9 @@ def test_the_segment_of_a_masked_camera_is_masked_in_every_frame(tmp_path, walki
 @pytest.mark.parametrize("privacy, record, says", [
     ({}, {"continuous": {"enabled": True}}, "camera cam1: recording: stream copy"),
     ({"masks": [{"polygon": LEFT_HALF}]}, {"continuous": {"enabled": True}},
-     "camera cam1: recording: re-encoded with x264 (privacy masks)"),
+     "camera cam1: recording: re-encoded with x264 on the CPU (privacy masks); no NVENC: "),
     ({"masks": [{"polygon": LEFT_HALF}], "record_height": 480}, {"continuous": {"enabled": True}},
-     "camera cam1: recording: re-encoded with x264 (privacy masks) at 480 px high"),
+     "camera cam1: recording: re-encoded with x264 on the CPU (privacy masks) at 480 px high; no NVENC: "),
     ({"masks": [{"polygon": LEFT_HALF}]}, {}, "camera cam1: recording: off"),
 ], ids=["no masks", "masks", "masks at a height", "not recorded"])
 def test_check_config_says_how_each_camera_is_recorded(tmp_path, walking_clip, model_path, privacy, record, says):
@@ -75,4 +75,6 @@ def test_check_config_says_how_each_camera_is_recorded(tmp_path, walking_clip, m
     done = subprocess.run([sys.executable, "-m", "edge_app", "check-config", "-c", str(path)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert says in done.stdout.splitlines(), done.stdout
+    # a masked camera's line goes on with why this machine has no hardware encoder (no GPU here)
+    assert any(line == says or (says.endswith(": ") and line.startswith(says))
+               for line in done.stdout.splitlines()), done.stdout

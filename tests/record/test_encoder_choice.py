@@ -1,0 +1,72 @@
+"""encoder_choice: the encoder of masked recordings is a pure function of what the device has."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edge_app.record.encoder_choice import (EncodeCapabilities, EncoderPath, choose_encoder, detect_capabilities,
+                                            is_orin_nano)
+
+NANO = "NVIDIA Jetson Orin Nano Developer Kit"
+NX = "NVIDIA Jetson Orin NX Engineering Reference Developer Kit"
+AGX = "NVIDIA Jetson AGX Orin Developer Kit"
+
+
+@pytest.mark.parametrize("caps, path, reason", [
+    (EncodeCapabilities(jetson_model=NANO, gst_encoder=True), EncoderPath.X264, "Orin Nano has no hardware video encoder"),
+    (EncodeCapabilities(jetson_model=NANO, gst_encoder=False), EncoderPath.X264, "Orin Nano has no hardware"),
+    (EncodeCapabilities(jetson_model="NVIDIA  Jetson ORIN   NANO 8GB"), EncoderPath.X264, "Orin Nano"),
+    (EncodeCapabilities(jetson_model=NX, gst_encoder=True), EncoderPath.JETSON_GST, "has NVENC"),
+    (EncodeCapabilities(jetson_model=AGX, gst_encoder=True), EncoderPath.JETSON_GST, "has NVENC"),
+    (EncodeCapabilities(jetson_model=AGX, gst_encoder=False), EncoderPath.X264, "nvv4l2h264enc is not installed"),
+    # a Jetson never takes the dGPU path, whatever the probe said
+    (EncodeCapabilities(jetson_model=NX, gst_encoder=False, nvenc_problem=None), EncoderPath.X264, "nvv4l2h264enc"),
+    (EncodeCapabilities(nvenc_problem=None), EncoderPath.NVENC, "the GPU has NVENC"),
+    (EncodeCapabilities(nvenc_problem="PyNvVideoCodec opens no H.264 encoder (no NVENC on H100)"), EncoderPath.X264,
+     "no NVENC: PyNvVideoCodec opens no H.264 encoder"),
+    (EncodeCapabilities(nvenc_problem="PyNvVideoCodec is not usable (No module named 'PyNvVideoCodec')"),
+     EncoderPath.X264, "no NVENC: PyNvVideoCodec is not usable"),
+    (EncodeCapabilities(), EncoderPath.X264, "no NVENC"),
+], ids=["nano", "nano without gst", "nano spelled loosely", "orin nx", "agx orin", "agx without gst",
+        "jetson with a probe", "dgpu with nvenc", "dgpu without nvenc", "no pynvvideocodec", "nothing known"])
+def test_the_encoder_follows_from_the_capabilities_alone(caps, path, reason):
+    choice = choose_encoder(caps)
+    assert choice.path is path
+    assert reason in choice.reason
+    assert choice == choose_encoder(caps)  # pure: the same answer every time
+
+
+@pytest.mark.parametrize("model, nano", [(NANO, True), (NX, False), (AGX, False), ("Jetson Orin Nano", True),
+                                         ("NVIDIA Jetson Xavier NX", False)])
+def test_orin_nano_is_told_from_its_model_name(model, nano):
+    assert is_orin_nano(model) is nano
+
+
+@pytest.mark.parametrize("model_text, tegra, jetson", [
+    (NANO + "\x00", False, NANO),
+    (AGX, True, AGX),
+    (None, True, "NVIDIA Jetson (model unknown)"),
+    ("QEMU Virtual Machine", False, None),
+], ids=["nano", "agx", "tegra release only", "not a jetson"])
+def test_a_jetson_is_recognised_by_its_device_tree_model(tmp_path: Path, monkeypatch, model_text, tegra, jetson):
+    model_file, release = tmp_path / "model", tmp_path / "nv_tegra_release"
+    if model_text is not None:
+        model_file.write_bytes(model_text.encode())
+    if tegra:
+        release.write_text("# R36 (release), REVISION: 4.3\n")
+    monkeypatch.setattr("edge_app.record.encoder_choice.nvenc_problem", lambda: "probed")
+    caps = detect_capabilities(model_file, release)
+    assert caps.jetson_model == jetson
+    assert (caps.nvenc_problem == "probed") is (jetson is None)
+
+
+def test_this_machine_without_pynvvideocodec_records_with_x264(tmp_path):
+    pytest.importorskip("av")
+    try:
+        import PyNvVideoCodec  # noqa: F401
+        pytest.skip("PyNvVideoCodec is installed here")
+    except ImportError:
+        pass
+    choice = choose_encoder(detect_capabilities(tmp_path / "no-model", tmp_path / "no-release"))
+    assert choice.path is EncoderPath.X264 and "PyNvVideoCodec is not usable" in choice.reason
