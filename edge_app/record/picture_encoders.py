@@ -103,12 +103,12 @@ class NvencPictures:
     (``FORCEIDR | OUTPUT_SPSPPS``), so a clip cut there decodes on its own.
     """
 
-    def __init__(self, width_px: int, height_px: int, fps: float, gpu_id: int = 0, preset: str = "P4",
-                 const_qp: int = 25) -> None:
+    def __init__(self, width_px: int, height_px: int, fps: float, preset: str = "P4", const_qp: int = 25) -> None:
         import PyNvVideoCodec as nvc
 
         self._nvc = nvc
-        options = {"codec": "h264", "gpuid": str(int(gpu_id)), "preset": preset, "tuning_info": "low_latency",
+        # GPU 0; every option as text, which is how PyNvVideoCodec passes them on to NVENC
+        options = {"codec": "h264", "preset": preset, "tuning_info": "low_latency",
                    "bf": "0", "rc": "constqp", "constqp": str(int(const_qp)), "gop": str(LONG_GOP),
                    "idrperiod": str(LONG_GOP), "repeatspspps": "1", "fps": str(max(1, int(round(fps or 25))))}
         self._encoder = nvc.CreateEncoder(width_px, height_px, "NV12", True, **options)
