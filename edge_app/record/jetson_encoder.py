@@ -23,6 +23,7 @@ from typing import Deque, List, Optional
 
 import numpy as np
 
+from edge_app.opencv import opencv
 from edge_app.record.h264_units import split_access_units
 from edge_app.record.picture_encoders import EncodedPicture
 
@@ -80,10 +81,8 @@ class GstJetsonPictures:
         self._reader.start()
 
     def encode(self, bgr: np.ndarray, pts: int, keyframe: bool) -> List[EncodedPicture]:
-        import cv2
-
         self._waiting.append(pts)
-        i420 = cv2.cvtColor(bgr, cv2.COLOR_BGR2YUV_I420)
+        i420 = opencv().cvtColor(bgr, cv2.COLOR_BGR2YUV_I420)
         try:
             self._child.stdin.write(i420.tobytes())
             self._child.stdin.flush()

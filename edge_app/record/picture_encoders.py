@@ -16,6 +16,7 @@ from typing import Any, Deque, List, Protocol
 
 import numpy as np
 
+from edge_app.opencv import opencv
 from edge_app.record.h264_units import split_access_units
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,7 @@ class PictureEncoder(Protocol):
 
 def bgr_to_nv12(bgr: np.ndarray) -> np.ndarray:
     """A BGR picture (even sides) as one flat NV12 buffer: the Y plane, then U and V interleaved."""
-    import cv2
-
+    cv2 = opencv()
     height, width = bgr.shape[:2]
     i420 = cv2.cvtColor(bgr, cv2.COLOR_BGR2YUV_I420).reshape(-1)
     luma, quarter = width * height, width * height // 4

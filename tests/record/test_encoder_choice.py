@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from edge_app.record.encoder_choice import (EncodeCapabilities, EncoderPath, choose_encoder, detect_capabilities,
-                                            is_orin_nano)
+                                            is_orin_nano, nvenc_problem)
 
 NANO = "NVIDIA Jetson Orin Nano Developer Kit"
 NX = "NVIDIA Jetson Orin NX Engineering Reference Developer Kit"
@@ -61,12 +61,12 @@ def test_a_jetson_is_recognised_by_its_device_tree_model(tmp_path: Path, monkeyp
     assert (caps.nvenc_problem == "probed") is (jetson is None)
 
 
-def test_this_machine_without_pynvvideocodec_records_with_x264(tmp_path):
-    pytest.importorskip("av")
-    try:
-        import PyNvVideoCodec  # noqa: F401
-        pytest.skip("PyNvVideoCodec is installed here")
-    except ImportError:
-        pass
+def test_this_machine_takes_nvenc_exactly_when_an_encoder_session_opens(tmp_path):
+    # on CI (no GPU, no PyNvVideoCodec) x264, saying why; on a GPU host with NVENC, NVENC
+    problem = nvenc_problem()
     choice = choose_encoder(detect_capabilities(tmp_path / "no-model", tmp_path / "no-release"))
-    assert choice.path is EncoderPath.X264 and "PyNvVideoCodec is not usable" in choice.reason
+    if problem is None:
+        assert choice.path is EncoderPath.NVENC
+    else:
+        assert choice.path is EncoderPath.X264 and choice.reason == f"no NVENC: {problem}"
+        assert problem.startswith("PyNvVideoCodec")

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import av
 import numpy as np
 import pytest
 
 from edge_app.record.h264_units import split_access_units
-
-av = pytest.importorskip("av")
 
 
 def annexb_stream(frames: int, keyframe_every: int, aud: bool) -> bytes:
