@@ -86,12 +86,14 @@ class X264Pictures:
                 for p in packets]
 
 
-def _as_bytes(bitstream: Any) -> bytes:
-    # PyNvVideoCodec returns bytes, or a list / array of byte values, by version
-    if not bitstream:
+def bitstream_bytes(bitstream: Any) -> bytes:
+    # PyNvVideoCodec returns bytes, a list or array of byte values, or a list of buffers, by version
+    if bitstream is None or len(bitstream) == 0:
         return b""
     if isinstance(bitstream, (bytes, bytearray, memoryview)):
         return bytes(bitstream)
+    if isinstance(bitstream, (list, tuple)) and isinstance(bitstream[0], (bytes, bytearray, memoryview, np.ndarray)):
+        return b"".join(bitstream_bytes(part) for part in bitstream)  # one buffer per picture
     return np.asarray(bitstream, dtype=np.uint8).tobytes()
 
 
@@ -120,10 +122,10 @@ class NvencPictures:
         self._waiting.append(pts)
         nv12 = bgr_to_nv12(bgr)
         bitstream = self._encoder.Encode(nv12, self._idr_flags) if keyframe else self._encoder.Encode(nv12)
-        return self._pictures(_as_bytes(bitstream))
+        return self._pictures(bitstream_bytes(bitstream))
 
     def flush(self) -> List[EncodedPicture]:
-        out = self._pictures(_as_bytes(self._encoder.EndEncode()))
+        out = self._pictures(bitstream_bytes(self._encoder.EndEncode()))
         self._waiting.clear()
         return out
 
@@ -138,4 +140,4 @@ class NvencPictures:
         return out
 
 
-__all__ = ["EncodedPicture", "NvencPictures", "PictureEncoder", "X264Pictures", "bgr_to_nv12"]
+__all__ = ["EncodedPicture", "NvencPictures", "PictureEncoder", "X264Pictures", "bgr_to_nv12", "bitstream_bytes"]

@@ -43,3 +43,20 @@ def test_check_config_says_the_path_and_why(caps, says):
                            "record": {"continuous": {"enabled": True}}})
     assert recording_path(config, config.cameras[0], choose_encoder(caps)) == says
     assert recording_path(config, config.cameras[1], choose_encoder(caps)) == "stream copy"
+
+
+@pytest.mark.parametrize("bitstream", [
+    b"\x00\x00\x01\x65\x88", bytearray(b"\x00\x00\x01\x65\x88"), [0, 0, 1, 0x65, 0x88],
+    np.array([0, 0, 1, 0x65, 0x88], np.uint8), [b"\x00\x00\x01", b"\x65\x88"], [np.array([0, 0, 1], np.uint8), b"\x65\x88"],
+], ids=["bytes", "bytearray", "list of ints", "array", "list of buffers", "mixed buffers"])
+def test_every_form_pynvvideocodec_returns_is_read_as_the_same_bytes(bitstream):
+    from edge_app.record.picture_encoders import bitstream_bytes
+
+    assert bitstream_bytes(bitstream) == b"\x00\x00\x01\x65\x88"
+
+
+@pytest.mark.parametrize("empty", [None, b"", [], np.zeros(0, np.uint8)])
+def test_nothing_returned_is_no_bytes(empty):
+    from edge_app.record.picture_encoders import bitstream_bytes
+
+    assert bitstream_bytes(empty) == b""
