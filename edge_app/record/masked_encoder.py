@@ -66,7 +66,7 @@ def open_picture_encoder(info: StreamInfo, width_px: int, height_px: int,
     """The encoder ``settings.path`` names, or x264 where that one will not start."""
     if settings.path is EncoderPath.NVENC:
         try:
-            from edge_app.record.picture_encoders import NvencPictures
+            from edge_app.record.nvenc_encoder import NvencPictures
 
             return NvencPictures(width_px, height_px, info.fps), EncoderPath.NVENC
         except Exception as err:  # noqa: BLE001 - no free session, the driver: x264 still masks

@@ -1,10 +1,12 @@
-"""encoder_choice: the encoder of masked recordings is a pure function of what the device has."""
+"""encoder_choice: the encoder of masked recordings is a pure function of what the device has; check-config says it."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
+from edge_app.config.file import parse_config
+from edge_app.record.masked_encoder import recording_path
 from edge_app.record.encoder_choice import (EncodeCapabilities, EncoderPath, choose_encoder, detect_capabilities,
                                             is_orin_nano, nvenc_problem)
 
@@ -70,3 +72,24 @@ def test_this_machine_takes_nvenc_exactly_when_an_encoder_session_opens(tmp_path
     else:
         assert choice.path is EncoderPath.X264 and choice.reason == f"no NVENC: {problem}"
         assert problem.startswith("PyNvVideoCodec")
+
+
+CAMERA = {"id": "yard", "source": "rtsp://h/s", "privacy": {"masks": [{"polygon": [[0, 0], [0.5, 0], [0.5, 0.5]]}],
+                                                             "record_height": 720}}
+
+
+@pytest.mark.parametrize("caps, says", [
+    (EncodeCapabilities(jetson_model="NVIDIA Jetson Orin Nano Developer Kit", gst_encoder=True),
+     "re-encoded with x264 on the CPU (privacy masks) at 720 px high; Jetson Orin Nano has no hardware video "
+     "encoder (NVENC)"),
+    (EncodeCapabilities(jetson_model="NVIDIA Jetson AGX Orin Developer Kit", gst_encoder=True),
+     "re-encoded with the Jetson's NVENC (GStreamer nvv4l2h264enc) (privacy masks) at 720 px high; "
+     "NVIDIA Jetson AGX Orin Developer Kit has NVENC"),
+    (EncodeCapabilities(nvenc_problem=None),
+     "re-encoded with NVENC (PyNvVideoCodec) (privacy masks) at 720 px high; the GPU has NVENC"),
+], ids=["orin nano", "agx orin", "dgpu"])
+def test_check_config_says_the_path_and_why(caps, says):
+    config = parse_config({"model": {"path": "m.onnx"}, "cameras": [CAMERA, {"id": "gate", "source": "rtsp://h/t"}],
+                           "record": {"continuous": {"enabled": True}}})
+    assert recording_path(config, config.cameras[0], choose_encoder(caps)) == says
+    assert recording_path(config, config.cameras[1], choose_encoder(caps)) == "stream copy"
