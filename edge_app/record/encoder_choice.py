@@ -29,6 +29,7 @@ GST_ELEMENT = "nvv4l2h264enc"
 #: the most read of the model file (a line)
 MAX_MODEL_BYTES = 256
 GST_INSPECT_TIMEOUT_S = 10.0
+INSTALL_HINT = "pip install 'edge-app[nvenc]' on a host whose GPU has NVENC"
 
 
 class EncoderPath(str, enum.Enum):
@@ -111,7 +112,11 @@ def nvenc_problem() -> Optional[str]:
     """None when PyNvVideoCodec opens an H.264 encoder session on GPU 0, else why it does not."""
     try:
         import PyNvVideoCodec as nvc
-    except Exception as err:  # ImportError, or its own check of the driver at import
+    except ModuleNotFoundError as err:
+        if err.name == "PyNvVideoCodec":
+            return f"PyNvVideoCodec is not installed ({INSTALL_HINT})"
+        return f"PyNvVideoCodec is not usable ({err})"
+    except Exception as err:  # its own check of the driver at import
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         return f"PyNvVideoCodec is not usable ({first})"
     try:

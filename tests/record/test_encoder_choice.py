@@ -72,6 +72,7 @@ def test_this_machine_takes_nvenc_exactly_when_an_encoder_session_opens(tmp_path
     else:
         assert choice.path is EncoderPath.X264 and choice.reason == f"no NVENC: {problem}"
         assert problem.startswith("PyNvVideoCodec")
+        assert "edge-app[nvenc]" in problem or "not usable" in problem
 
 
 CAMERA = {"id": "yard", "source": "rtsp://h/s", "privacy": {"masks": [{"polygon": [[0, 0], [0.5, 0], [0.5, 0.5]]}],
