@@ -111,10 +111,14 @@ def cmd_check_config(args) -> int:
     note = relative_paths_note(config)
     if note:
         print(note)
+    from edge_app.record.encoder_choice import choose_encoder, detect_capabilities
     from edge_app.record.masked_encoder import recording_path
 
+    # the machine is looked at (an NVENC session opened and closed) only where a masked camera records
+    masked = [c for c in config.cameras if c.privacy.masks and config.record_settings(c.id).any_enabled]
+    choice = choose_encoder(detect_capabilities()) if masked else None
     for camera in config.cameras:
-        print(f"camera {camera.id}: recording: {recording_path(config, camera)}")
+        print(f"camera {camera.id}: recording: {recording_path(config, camera, choice)}")
     from edge_app.opencv import opencv_problem
 
     missing = opencv_problem()

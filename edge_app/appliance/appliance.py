@@ -126,7 +126,7 @@ class Appliance:
             self._running, results=self._results, pipeline=self._models, analysis=self._analysis,
             event_store=event_store, health=self._health, recording=self._recording, builds=self._builds,
             stage_times=self._stage_times,
-            notifications=self._notifier.status, reviews=self._review_book,
+            notifications=self._notifier.status, reviews=self._review_book, masked=self._masked_sinks.stats,
             stall_after_s=stall_watch.STALL_AFTER_S if stall_after_s is None else stall_after_s)
         self.event_deletion = StoredEventDeletion(event_store)
 

@@ -182,6 +182,15 @@ def stats_payload(
     return payload
 
 
+def _masked_recording(camera) -> dict:
+    """A privacy-masked camera's re-encode in its ``R/stats`` entry; nothing for a stream copy."""
+    recording = camera.recording
+    if recording is None or recording.masked_encoder is None:
+        return {}
+    return {"recording_encoder": recording.masked_encoder,
+            "recording_masked_packets_dropped": recording.masked_packets_dropped}
+
+
 def stats_payload_for(status: StatusReport, ts: Optional[float] = None) -> dict:
     """``R/stats`` built from the same report as ``GET /api/v1/status``."""
     latency = status.pipeline.latency_ms
@@ -194,7 +203,8 @@ def stats_payload_for(status: StatusReport, ts: Optional[float] = None) -> dict:
         dropped=status.frames_dropped,
         ts=ts,
         cameras={c.id: {"fps": c.fps, "state": c.state, "frames_dropped": c.frames_dropped,
-                        **({"model": model_of[c.id]} if c.id in model_of else {})} for c in status.cameras},
+                        **({"model": model_of[c.id]} if c.id in model_of else {}), **_masked_recording(c)}
+                 for c in status.cameras},
     )
 
 

@@ -52,7 +52,9 @@ def _detections() -> bytes:
 def _stats() -> bytes:
     return payloads.encode(payloads.stats_payload(
         "edge-01", fps=14.8, latency_ms={"p50": 41.2, "p99": 63.0}, queue=0, dropped=12, ts=_TS,
-        cameras={"front": {"fps": 14.8, "state": "streaming", "frames_dropped": 12, "model": "default"}}))
+        cameras={"front": {"fps": 14.8, "state": "streaming", "frames_dropped": 12, "model": "default"},
+                 "yard": {"fps": 10.0, "state": "streaming", "frames_dropped": 0, "model": "default",
+                          "recording_encoder": "x264", "recording_masked_packets_dropped": 0}}))
 
 
 def _health() -> bytes:

@@ -224,6 +224,7 @@ class RecordingReport:
     clips_preroll_short: int = 0  # clips that came too late for the pre-roll held in memory
     clips_skipped: int = 0  # events stored without a clip (record.events.max_concurrent, max_mb_per_hour)
     clips_cut: int = 0  # clips ended early because a camera's clip bytes of the hour were spent
+    masked_packets_dropped: int = 0  # source packets the privacy-masked re-encodes could not take in time
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,12 @@ def test_the_area_being_drawn(call_logic, kind, name, points, labels, expected):
     assert call_logic("buildArea", kind, name, points, labels) == expected
 
 
+@pytest.mark.parametrize("style, expected", [("blur", "blur"), ("black", "black"), ("<script>", "black"), (None, "black")])
+def test_a_privacy_mask_being_drawn_has_a_style_and_nothing_else(call_logic, style, expected):
+    points = [[0, 0], [0.3, 0], [0.3, 0.2]]
+    assert call_logic("buildArea", "privacy", "ignored", points, "person", style) == {"polygon": points, "style": expected}
+
+
 NEW_ZONE = {"name": "yard", "polygon": [[0, 0], [1, 0], [1, 1]], "labels": []}
 NEW_LINE = {"name": "gate", "points": GATE, "labels": ["car"]}
 TREE = [[0, 0], [0.3, 0], [0.3, 0.2]]
@@ -101,9 +107,28 @@ CLOCK = [[0.9, 0], [1, 0], [1, 0.1]]
     ({"id": "front", "motion": {"enabled": True, "masks": [TREE]}}, "mask", {"polygon": CLOCK},
      {"motion": {"masks": [TREE, CLOCK]}}),
     ({"id": "front"}, "mask", {"polygon": TREE}, {"motion": {"masks": [TREE]}}),
+    # privacy masks: the camera's whole list under privacy (a merge patch keeps privacy.detect)
+    ({"id": "front", "privacy": {"detect": False, "masks": [{"polygon": TREE, "style": "blur"}]}}, "privacy",
+     {"polygon": CLOCK, "style": "black"},
+     {"privacy": {"masks": [{"polygon": TREE, "style": "blur"}, {"polygon": CLOCK, "style": "black"}]}}),
+    ({"id": "front"}, "privacy", {"polygon": TREE, "style": "black"}, {"privacy": {"masks": [{"polygon": TREE, "style": "black"}]}}),
 ])
 def test_the_patch_that_adds_an_area(call_logic, camera, kind, area, expected):
     assert call_logic("areaPatch", camera, kind, area) == expected
+
+
+PRIVATE = {"privacy": {"masks": [{"polygon": TREE, "style": "black"}, {"polygon": CLOCK, "style": "blur"}]}}
+
+
+@pytest.mark.parametrize("replacing, expected", [
+    ("privacy mask 2", [{"polygon": TREE, "style": "black"}, {"polygon": GATE + [[0, 1]], "style": "black"}]),
+    ("privacy mask 1", [{"polygon": GATE + [[0, 1]], "style": "black"}, {"polygon": CLOCK, "style": "blur"}]),
+    ("privacy mask 9", [{"polygon": TREE, "style": "black"}, {"polygon": CLOCK, "style": "blur"},
+                        {"polygon": GATE + [[0, 1]], "style": "black"}]),
+], ids=["the last", "the first", "gone meanwhile: added"])
+def test_an_edited_privacy_mask_keeps_its_place(call_logic, replacing, expected):
+    edited = {"polygon": GATE + [[0, 1]], "style": "black"}
+    assert call_logic("areaPatch", PRIVATE, "privacy", edited, replacing) == {"privacy": {"masks": expected}}
 
 
 @pytest.mark.parametrize("camera, kind, name, expected", [
@@ -112,6 +137,7 @@ def test_the_patch_that_adds_an_area(call_logic, camera, kind, area, expected):
     ({"zones": [DRIVEWAY]}, "zone", "unknown", {"zones": [DRIVEWAY]}),
     ({"motion": {"masks": [TREE, CLOCK]}}, "mask", "mask 1", {"motion": {"masks": [CLOCK]}}),
     ({"motion": {"masks": [TREE, CLOCK]}}, "mask", "mask 2", {"motion": {"masks": [TREE]}}),
+    (PRIVATE, "privacy", "privacy mask 1", {"privacy": {"masks": [{"polygon": CLOCK, "style": "blur"}]}}),
 ])
 def test_the_patch_that_removes_an_area(call_logic, camera, kind, name, expected):
     assert call_logic("areaRemovalPatch", camera, kind, name) == expected
@@ -124,6 +150,14 @@ def test_motion_masks_are_listed_after_zones_and_lines_by_their_place(call_logic
     assert call_logic("cameraAreas", camera)[3]["points"] == CLOCK
 
 
+def test_privacy_masks_are_listed_last_with_their_style(call_logic):
+    camera = {"zones": [DRIVEWAY], "motion": {"masks": [TREE]}, **PRIVATE}
+    areas = call_logic("cameraAreas", camera)
+    assert [(a["kind"], a["name"]) for a in areas] == [
+        ("zone", "driveway"), ("mask", "mask 1"), ("privacy", "privacy mask 1"), ("privacy", "privacy mask 2")]
+    assert (areas[3]["points"], areas[3]["style"]) == (CLOCK, "blur")
+
+
 @pytest.mark.parametrize("kind, points, finished, expected", [
     ("line", [[0, 0]], False, "A line needs 2 points"),
     ("line", GATE, False, ""),
@@ -133,6 +167,9 @@ def test_motion_masks_are_listed_after_zones_and_lines_by_their_place(call_logic
     ("mask", GATE, True, "A motion mask needs at least 3 points."),
     ("mask", TREE, False, "Finish the motion mask first."),
     ("mask", TREE, True, ""),
+    ("privacy", GATE, True, "A privacy mask needs at least 3 points."),
+    ("privacy", TREE, False, "Finish the privacy mask first."),
+    ("privacy", TREE, True, ""),
 ])
 def test_what_a_drawing_still_lacks(call_logic, kind, points, finished, expected):
     problem = call_logic("drawingProblem", kind, points, finished)

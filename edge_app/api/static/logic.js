@@ -5,6 +5,7 @@
 (function () {
   const AREA_KEY = { zone: "zones", line: "lines" };  // the editor's kinds -> camera config keys
   const MASK_NAME = "mask ";  // motion masks have no name in the configuration: "mask 1" is the first
+  const PRIVACY_NAME = "privacy mask ";  // nor have privacy masks (cameras[].privacy.masks)
   const POINT_DIGITS = 4;  // 1/10000 of the frame: finer than any camera's pixels
 
   function clamp01(value) {
@@ -42,9 +43,11 @@
     return labels;
   }
 
-  // The zone, line or motion mask being drawn, as the configuration holds it (a mask: {polygon}).
-  function buildArea(kind, name, points, labelsText) {
+  // The zone, line, motion or privacy mask being drawn, as the configuration holds it (a motion
+  // mask: {polygon}; a privacy mask: {polygon, style}).
+  function buildArea(kind, name, points, labelsText, style) {
     if (kind === "mask") return { polygon: points.map((p) => [p[0], p[1]]) };
+    if (kind === "privacy") return { polygon: points.map((p) => [p[0], p[1]]), style: style === "blur" ? "blur" : "black" };
     const area = { name: String(name || "").trim() };
     area[kind === "line" ? "points" : "polygon"] = points.map((p) => [p[0], p[1]]);
     area.labels = parseLabels(labelsText);
@@ -57,14 +60,21 @@
     if (kind === "line") {
       return points.length === 2 ? "" : "A line needs 2 points: click where it starts (P1), then where it ends (P2).";
     }
-    const what = kind === "mask" ? "motion mask" : "zone";
+    const what = kind === "mask" ? "motion mask" : kind === "privacy" ? "privacy mask" : "zone";
     if (points.length < 3) return "A " + what + " needs at least 3 points.";
     return finished ? "" : "Finish the " + what + " first.";
   }
 
-  // The PATCH /api/v1/cameras/<id> body that appends `area` to the camera's zones or lines. The
-  // whole list is sent: a merge patch replaces lists whole.
-  function areaPatch(camera, kind, area) {
+  // The PATCH /api/v1/cameras/<id> body that appends `area` to the camera's zones or lines (or,
+  // a privacy mask with `replacing` set, puts it in the place of that one). The whole list is
+  // sent: a merge patch replaces lists whole.
+  function areaPatch(camera, kind, area, replacing) {
+    if (kind === "privacy") {
+      const index = replacing ? privacyIndex(replacing) : -1;
+      const masks = privacyMasks(camera);
+      return { privacy: { masks: index >= 0 && index < masks.length ? masks.map((m, i) => (i === index ? area : m))
+        : masks.concat([area]) } };
+    }
     if (kind === "mask") return { motion: { masks: cameraMasks(camera).concat([area.polygon]) } };
     const key = AREA_KEY[kind];
     return { [key]: (camera[key] || []).concat([area]) };
@@ -72,12 +82,24 @@
 
   // The PATCH body that removes the zone or line called `name` from the camera.
   function areaRemovalPatch(camera, kind, name) {
+    if (kind === "privacy") {
+      const index = privacyIndex(name);
+      return { privacy: { masks: privacyMasks(camera).filter((_, i) => i !== index) } };
+    }
     if (kind === "mask") {
       const index = Number(String(name).slice(MASK_NAME.length)) - 1;
       return { motion: { masks: cameraMasks(camera).filter((_, i) => i !== index) } };
     }
     const key = AREA_KEY[kind];
     return { [key]: (camera[key] || []).filter((area) => area.name !== name) };
+  }
+
+  function privacyIndex(name) {
+    return Number(String(name).slice(PRIVACY_NAME.length)) - 1;
+  }
+
+  function privacyMasks(camera) {
+    return (camera && camera.privacy && camera.privacy.masks) || [];
   }
 
   function cameraMasks(camera) {
@@ -90,7 +112,9 @@
     const zones = (camera && camera.zones || []).map((z) => ({ kind: "zone", name: z.name, points: z.polygon, labels: z.labels || [] }));
     const lines = (camera && camera.lines || []).map((l) => ({ kind: "line", name: l.name, points: l.points, labels: l.labels || [] }));
     const masks = cameraMasks(camera).map((polygon, i) => ({ kind: "mask", name: MASK_NAME + (i + 1), points: polygon, labels: [] }));
-    return zones.concat(lines, masks);
+    const privacy = privacyMasks(camera).map((m, i) => ({ kind: "privacy", name: PRIVACY_NAME + (i + 1), points: m.polygon,
+      labels: [], style: m.style || "black" }));
+    return zones.concat(lines, masks, privacy);
   }
 
   // The messages of a refused request: one per problem ("loc: msg") when the API lists them,
