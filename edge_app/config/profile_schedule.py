@@ -15,7 +15,7 @@ profile is what was switched to last, else the default.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
@@ -45,6 +45,9 @@ def schedule_zone(profiles: ProfilesConfig) -> tzinfo:
     if profiles.timezone:
         return ZoneInfo(profiles.timezone)
     name = os.environ.get("TZ", "").lstrip(":")
+    target = os.path.realpath("/etc/localtime")
+    if not name and "/zoneinfo/" in target:
+        name = target.split("/zoneinfo/", 1)[1]  # the zone's name, for status, rather than "localtime"
     try:
         if name:
             return ZoneInfo(name)
@@ -149,5 +152,37 @@ def profile_state(profiles: ProfilesConfig, now: datetime, zone: tzinfo) -> Prof
     return ProfileState(profiles.default, "default", None, None, None)
 
 
-__all__ = ["ProfileState", "instant_of_wall", "next_boundary", "profile_state", "schedule_wall",
-           "schedule_zone", "scheduled_profile"]
+@dataclass(frozen=True)
+class ProfileReport:
+    """The profile in force, for status, ``GET /api/v1/profile`` and the retained ``R/profile``."""
+
+    active: Optional[str]  # null: the base configuration
+    source: str  # manual (held until hold_until), schedule, switched (no schedule), default
+    hold_until: Optional[str]  # ISO 8601 in the schedule's time zone
+    next_boundary: Optional[str]  # ISO 8601 in the schedule's time zone; null: the schedule never switches
+    next_profile: Optional[str]
+    timezone: str
+    profiles: List[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"active": self.active, "source": self.source, "hold_until": self.hold_until,
+                "next_boundary": self.next_boundary, "next_profile": self.next_profile,
+                "timezone": self.timezone, "profiles": list(self.profiles)}
+
+
+def iso_in_zone(moment: Optional[datetime], zone) -> Optional[str]:
+    return moment.astimezone(zone).isoformat() if moment is not None else None
+
+
+def report_of(profiles: ProfilesConfig, now: datetime) -> ProfileReport:
+    """The report of ``profiles`` at ``now``: what the file says is active, and what comes next."""
+    zone = schedule_zone(profiles)
+    state = profile_state(profiles, now, zone)
+    # What runs is profiles.active (the file's); ``state`` may differ for the instant before the thread writes it.
+    source = state.source if state.active == profiles.active else "switched"
+    return ProfileReport(profiles.active, source, iso_in_zone(state.hold_until, zone),
+                         iso_in_zone(state.next_boundary, zone), state.next_profile, str(zone), profiles.names())
+
+
+__all__ = ["ProfileReport", "ProfileState", "instant_of_wall", "iso_in_zone", "next_boundary", "profile_state",
+           "report_of", "schedule_wall", "schedule_zone", "scheduled_profile"]

@@ -42,10 +42,10 @@ MAX_DISCOVERY_BYTES = 512 * 1024
 #: what is read back on the discovery topic: ours (with removals) fits, anything larger is not ours
 MAX_INBOUND_BYTES = 2 * MAX_DISCOVERY_BYTES
 MAX_INBOUND_DEPTH = 8  # ours nests 4 deep ({"cmps": {key: {"p": ...}}}, {"dev": {"ids": [...]}})
-PLATFORMS = ("switch", "sensor", "binary_sensor", "image")
+PLATFORMS = ("switch", "sensor", "binary_sensor", "image", "select")
 #: kept first when over a bound: device health and detection switches, motion and unreviewed alerts, counts, occupancy, lines, zones,
 #: snapshots
-_PRIORITY = {"health": 0, "detect": 0, "motion": 1, "alerts": 1, "count": 2, "occupancy": 3, "line": 4, "zone": 5, "snapshot": 6}
+_PRIORITY = {"health": 0, "detect": 0, "profile": 0, "motion": 1, "alerts": 1, "count": 2, "occupancy": 3, "line": 4, "zone": 5, "snapshot": 6}
 _OUR_KEY = re.compile(r"[A-Za-z0-9_-]{0,120}_[0-9a-f]{10}")
 
 
@@ -146,6 +146,11 @@ def build_capped_discovery(config: AppConfig, topics: Topics, version: str, labe
                     "value_template": f"{{{{ value_json['{direction}'] }}}}",
                     "state_class": "total_increasing", "unit_of_measurement": "crossings", "icon": "mdi:transit-transfer",
                 })
+    if config.profiles.definitions:  # R/profile/set takes the option's text, R/profile says which is active
+        add("select", ("profile",), "Profile", {
+            "command_topic": topics.profile_set, "state_topic": topics.profile,
+            "value_template": "{{ value_json.active }}", "options": config.profiles.names(), "icon": "mdi:calendar-clock",
+        })
     for parts, name, fields in health_entities(topics):
         add("binary_sensor" if parts[1] == "problem" else "sensor", parts, name, fields)
     message: Dict[str, Any] = {
