@@ -365,7 +365,6 @@ class Appliance:
         """Subscribe to ``R/config/desired`` again: the broker hands over its retained message anew."""
         if self._config_desired is not None:
             self._publisher.on_config_desired(self._config_desired)
-        self._publisher.on_profile_set(self.profiles.request, lambda: self._base.profiles.names())
 
     def on_remote_config_report(self, provider: Callable[[], RemoteConfigReport]) -> None:
         """Where ``status()`` reads whether and how remote configuration is authenticated."""
@@ -374,6 +373,7 @@ class Appliance:
     def _subscribe_commands(self) -> None:
         self._publisher.on_detect_set(self._detect_switch.on_command,
                                       camera_known=lambda cid: self._config.camera(cid) is not None)
+        self._publisher.on_profile_set(self.profiles.request, lambda: self._base.profiles.names())
         if self._config_desired is not None:
             self._publisher.on_config_desired(self._config_desired)
 
