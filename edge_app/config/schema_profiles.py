@@ -99,7 +99,7 @@ class ProfilesConfig(_Strict):
     hold_until: Optional[str] = Field(None, title="Manual switch holds until", max_length=40,
                                       description="Written by a manual switch: the next scheduled boundary (ISO 8601 "
                                                   "with offset); the schedule takes over from then. null: no hold")
-    definitions: List[ProfileConfig] = Field(default_factory=list, title="Profiles", max_length=MAX_PROFILES)
+    definitions: List[ProfileConfig] = Field(default_factory=list, title="Profile definitions", max_length=MAX_PROFILES)
     schedule: List[ScheduleEntryConfig] = Field(default_factory=list, title="Weekly schedule",
                                                 max_length=MAX_SCHEDULE_ENTRIES)
 
