@@ -110,9 +110,10 @@ class ProfileSwitch:
         costs one thread and about one file write a second, and the last one sent holds.
         """
         with self._cond:
-            self._wanted = name
-            self._woken = True
-            self._cond.notify_all()
+            pending, self._wanted = self._wanted is not None, name
+            if not pending:  # the thread already knows when it may apply the pending one: a flood wakes it once
+                self._woken = True
+                self._cond.notify_all()
 
     def report(self) -> ProfileReport:
         return report_of(self._changes.current().profiles, self._clock())
@@ -156,7 +157,6 @@ class ProfileSwitch:
     def _note_seen(self) -> None:
         profiles = self._changes.current().profiles
         self._seen = (profiles.active, profiles.hold_until)
-
 
     def _seconds_to_wait(self) -> float:
         config = self._changes.current()

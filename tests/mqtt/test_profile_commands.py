@@ -5,7 +5,9 @@ R/profile/error saying why, changing nothing."""
 from __future__ import annotations
 
 import json
+import os
 import threading
+import time
 from typing import Dict, List
 
 import paho.mqtt.client as mqtt
@@ -143,3 +145,39 @@ def test_home_assistant_gets_a_select_of_the_profiles(box):
     select = next(body for body in cmps.values() if body["p"] == "select")
     assert select["options"] == ["home", "away"]
     assert (select["command_topic"], select["state_topic"]) == (TOPICS.profile_set, TOPICS.profile)
+
+
+def test_a_flood_of_switches_writes_rarely_and_the_last_one_holds(box, mosquitto_broker):
+    """2,000 alternating switches then a last one: about one file write a second at most, and the last holds."""
+    appliance, path, listener = box
+    inodes = {os.stat(path).st_ino}
+    sampling = threading.Event()
+
+    def sample():
+        while not sampling.is_set():
+            try:
+                inodes.add(os.stat(path).st_ino)  # every save renames a new file over it
+            except FileNotFoundError:
+                pass
+            time.sleep(0.002)
+
+    sampler = threading.Thread(target=sample, name="test:sample", daemon=True)
+    sampler.start()
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="profile-flood")
+    client.connect(mosquitto_broker.host, mosquitto_broker.port)
+    client.loop_start()
+    started = time.monotonic()
+    try:
+        infos = [client.publish(TOPICS.profile_set, "home" if i % 2 == 0 else "away", qos=0) for i in range(2000)]
+        infos[-1].wait_for_publish(10)
+        client.publish(TOPICS.profile_set, "home", qos=1).wait_for_publish(10)
+    finally:
+        client.loop_stop()
+        client.disconnect()
+    wait_for(lambda: load_config(path).profiles.active == "home", 20, "the last switch in the file")
+    time.sleep(1.5)  # anything still coalescing lands now
+    elapsed_s = time.monotonic() - started
+    sampling.set()
+    sampler.join(2)
+    assert load_config(path).profiles.active == "home" == appliance.current_config().profiles.active
+    assert len(inodes) - 1 <= elapsed_s + 2, f"{len(inodes) - 1} file writes in {elapsed_s:.1f} s"
