@@ -181,3 +181,8 @@ def test_a_flood_of_switches_writes_rarely_and_the_last_one_holds(box, mosquitto
     sampler.join(2)
     assert load_config(path).profiles.active == "home" == appliance.current_config().profiles.active
     assert len(inodes) - 1 <= elapsed_s + 2, f"{len(inodes) - 1} file writes in {elapsed_s:.1f} s"
+
+
+def test_no_select_without_profiles(model_path, mosquitto_broker):
+    config = parse_config({**_config(model_path, mosquitto_broker), "profiles": {}})
+    assert not [body for body in build_discovery(config, TOPICS, "1.0", [])["cmps"].values() if body["p"] == "select"]
