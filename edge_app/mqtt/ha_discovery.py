@@ -2,8 +2,8 @@
 
 One device-based discovery message on ``<discovery_prefix>/device/<device_id>/config`` with
 ``dev``, ``o`` and ``cmps``. Every entity points at a topic the appliance already publishes
-(counts, line totals, snapshots, ``detect/state``, ``motion``, unreviewed alerts), so Home Assistant needs nothing but its MQTT
-integration.
+(counts, line totals, snapshots, ``detect/state``, ``motion``, unreviewed alerts, ``R/profile`` for the profile
+select), so Home Assistant needs nothing but its MQTT integration.
 
 Component keys and unique ids are derived from the device id, the camera/zone/line name, the
 label and the kind of entity, never from list positions: reordering the configuration or
