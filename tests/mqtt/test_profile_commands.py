@@ -13,12 +13,15 @@ from typing import Dict, List
 import paho.mqtt.client as mqtt
 import paho.mqtt.publish as mqtt_publish
 import pytest
+import requests
 
+from edge_app.api import create_app
 from edge_app.appliance.appliance import Appliance
 from edge_app.config.file import ConfigFile, load_config, parse_config, save_config
 from edge_app.config_change.changes import ChangeRules
 from edge_app.mqtt.ha_discovery import build_discovery
 from edge_app.mqtt.topics import Topics
+from edge_app.http_server.server import ApiServer
 from testkit.waiting import wait_for
 
 DEVICE = "profiled"
@@ -108,6 +111,13 @@ def test_a_profile_name_switches_everywhere(box, mosquitto_broker):
     assert appliance._config.camera("cam").detect is False  # ... what runs has the profile's override
     assert listener.latest(TOPICS.profile)["source"] == "switched"  # no schedule: the last switch holds
     assert appliance.reads.stats_payload()["profile"] == "away"
+    server = ApiServer(create_app(appliance.reads, appliance.changes, appliance.event_deletion), "127.0.0.1", 0)
+    server.start()
+    try:  # GET /api/v1/status over real HTTP, as the dashboard and a monitoring system read it
+        status = requests.get(server.url + "/api/v1/status", timeout=10).json()
+    finally:
+        server.stop(timeout_s=5)
+    assert (status["profile"]["active"], status["profile"]["profiles"]) == ("away", ["home", "away"])
 
 
 def _refused(appliance, path, listener, words: str) -> None:
