@@ -9,9 +9,10 @@ says which profile is in force and a restart keeps it.
 """
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Dict, Iterable, List, Literal, Optional, Tuple
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator
 
@@ -26,6 +27,8 @@ MAX_SCHEDULE_ENTRIES = 64
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 MINUTES_PER_DAY = 24 * 60
 MINUTES_PER_WEEK = 7 * MINUTES_PER_DAY
+#: Area/Location, each part letters, digits, _, + or - (no "..", no leading /: never a path of its own)
+_ZONE_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$")
 Day = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 #: what a profile makes every camera record: nothing, event clips, continuous segments, or both
 RecordMode = Literal["off", "events", "continuous", "events_and_continuous"]
@@ -108,13 +111,14 @@ class ProfilesConfig(_Strict):
     def _known_zone(cls, value: Optional[str]) -> Optional[str]:
         if value is None:
             return value
-        # available_timezones() first: ZoneInfo() would also open relative paths it is given.
-        if value not in available_timezones():
+        # The shape of an IANA key first: ZoneInfo() opens the file its key names under the zoneinfo folders.
+        if not _ZONE_KEY.match(value):
             raise ValueError(f"{value[:64]!r} is not an IANA time zone name (Europe/Paris, America/New_York, UTC)")
         try:
             ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"the time zone {value!r} cannot be loaded on this system") from None
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            raise ValueError(f"{value!r} is not an IANA time zone name this system knows "
+                             "(Europe/Paris, America/New_York, UTC)") from None
         return value
 
     @field_validator("hold_until")
