@@ -27,6 +27,7 @@ from edge_app.api.events import events_blueprint
 from edge_app.http_server.hosts import install_host_check
 from edge_app.http_server.json_provider import install_json_provider
 from edge_app.api.metrics import metrics_blueprint
+from edge_app.api.profiles import profiles_blueprint
 from edge_app.api.openapi_spec import openapi_blueprint
 from edge_app.api.recordings import SIGNED_ENDPOINTS, recordings_blueprint
 from edge_app.reporting.protocol import ApplianceReads, EventDeletion
@@ -89,6 +90,7 @@ def create_app(
     writer = ConfigWriter(changes)
     app.register_blueprint(config_blueprint(writer))
     app.register_blueprint(camera_edits_blueprint(writer))
+    app.register_blueprint(profiles_blueprint(writer))
     app.register_blueprint(cameras_blueprint(reads, get_config, max_live_streams, max_live_streams_per_camera))
     app.register_blueprint(events_blueprint(reads, deletion))
     app.register_blueprint(recordings_blueprint(reads, get_config))

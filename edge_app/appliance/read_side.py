@@ -17,6 +17,7 @@ from edge_app.appliance.report_builders import camera_report, model_report, mode
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
 from edge_app.config.schema import AppConfig
+from edge_app.config.profile_schedule import ProfileReport
 from edge_app.detect.base import Detector
 from edge_app.detect.detections import Detections
 from edge_app.events.model import Event
@@ -57,6 +58,7 @@ class RunningParts:
     model_change: Optional[ModelChangeReport]
     remote_config: Optional[Callable[[], RemoteConfigReport]]  # the fleet agent's, if any
     models: Optional["ModelSet"] = None  # every model with its detector and pipeline
+    profile: Optional[Callable[[], ProfileReport]] = None  # the profile in force (docs/profiles.md)
 
 
 class PipelineLike(Protocol):
@@ -138,6 +140,7 @@ class RunningReads:
             models=self.models(running),
             recording=recording,
             notifications=self._notifications() if self._notifications is not None else NotifierStatus(()),
+            profile=running.profile() if running.profile is not None else None,
         )
 
     def models(self, running: RunningParts) -> List[ModelStatusReport]:

@@ -16,6 +16,7 @@ from edge_app.config.schema_cameras import CameraConfig, MotionConfig
 # Re-exported: the model sections were defined here, and are imported from here.
 from edge_app.config.schema_model import ArtifactConfig, ModelConfig, NamedModelConfig  # noqa: F401
 from edge_app.config.schema_notify import NotificationsConfig, check_target_cameras
+from edge_app.config.schema_profiles import ProfilesConfig, check_profiles
 from edge_app.config.schema_record import RecordConfig, RecordSettings, resolve_record
 from edge_app.config.schema_review import ReviewAlertsConfig, ReviewConfig, check_alert_zones
 from edge_app.config.schema_rules import (_CONTROL_CHARS, ID_PATTERN, MAX_AREA_LABELS, _clean_labels,
@@ -352,6 +353,9 @@ class AppConfig(_Strict):
     notifications: NotificationsConfig = Field(
         default_factory=NotificationsConfig, title="Notifications",
         description="Where alerts are announced; only the configuration file can set this section")
+    profiles: ProfilesConfig = Field(default_factory=ProfilesConfig, title="Profiles",
+                                     description="Named sets of overrides switched by a weekly schedule, REST, MQTT "
+                                                 "or the fleet (docs/profiles.md)")
 
     @field_validator("cameras")
     @classmethod
@@ -385,6 +389,7 @@ class AppConfig(_Strict):
     def _review_and_notification_names(self) -> "AppConfig":
         check_alert_zones(self.review, self.cameras)
         check_target_cameras(self.notifications, [cam.id for cam in self.cameras])
+        check_profiles(self.profiles, self.cameras)
         return self
 
     def alert_rules(self, camera_id: str) -> ReviewAlertsConfig:

@@ -205,6 +205,8 @@ def stats_payload_for(status: StatusReport, ts: Optional[float] = None) -> dict:
         cameras={c.id: {"fps": c.fps, "state": c.state, "frames_dropped": c.frames_dropped,
                         **({"model": model_of[c.id]} if c.id in model_of else {}), **_masked_recording(c)}
                  for c in status.cameras},
+        # the active profile's name (null: none); R/profile holds why and the next boundary
+        **({"profile": status.profile.active} if status.profile is not None else {}),
     )
 
 

@@ -15,7 +15,9 @@ import numpy as np
 
 from edge_app.detect.detections import Detections
 from edge_app.events.model import END, UPDATE, Event, EventMessage
+from edge_app.config.profile_schedule import ProfileReport
 from edge_app.mqtt import payloads
+from edge_app.mqtt.profile_commands import profile_error_payload
 
 # Fixed values, so the page is the same on every run.
 _TS = 1796290959.25
@@ -32,6 +34,11 @@ class TopicDoc:
     retained: str  # "yes", "no" or "subscribed"
     payload: str
     example: Optional[Callable[[], bytes]] = None
+
+
+def _profile() -> dict:
+    return ProfileReport("away", "manual", "2026-12-07T17:00:00+01:00", "2026-12-07T17:00:00+01:00", "home",
+                         "Europe/Paris", ["home", "away", "night"]).to_dict()
 
 
 def _event(**changes: object) -> Event:
@@ -142,6 +149,17 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                                                 "analysis of that camera on or off, saved like a configuration change",
                                   lambda: b"OFF"),
     "camera_label_snapshot": TopicDoc("yes", "raw JPEG bytes: the best snapshot of the latest event of that label"),
+    "profile": TopicDoc("yes", '`{"active", "source", "hold_until", "next_boundary", "next_profile", "timezone", '
+                               '"profiles"}`: the profile in force and why (`manual` until `hold_until`, `schedule`, '
+                               '`switched`, `default`), sent at start and after every change ([profiles](profiles.md))',
+                        lambda: payloads.encode(_profile())),
+    "profile_set": TopicDoc("subscribed", "the name of a profile as plain text (what a Home Assistant select sends): "
+                                          "switched on until the next scheduled boundary; a retained command, or "
+                                          "anything not a profile of the appliance, is refused on `R/profile/error`",
+                            lambda: b"away"),
+    "profile_error": TopicDoc("no", '`{"error", "ts"}`: why an `R/profile/set` command was refused (at most one '
+                                    'a second)', lambda: payloads.encode(profile_error_payload(
+                                        "there is no profile 'party' (profiles: home, away, night)", _TS))),
     "config_desired": TopicDoc("subscribed", "the fleet's desired configuration: a version and an RFC 7396 merge "
                                              "patch, applied with the rules of `PATCH /api/v1/config`; from the "
                                              "fleet service also its epoch, issue time and signature "

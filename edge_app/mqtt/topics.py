@@ -122,6 +122,21 @@ class Topics:
         return f"{self.root}/config/reported"
 
     @property
+    def profile(self) -> str:
+        """Retained: the active profile, why, and the next scheduled boundary (docs/profiles.md)."""
+        return f"{self.root}/profile"
+
+    @property
+    def profile_set(self) -> str:
+        """The appliance's subscription: the name of a profile to switch to (held until the next boundary)."""
+        return f"{self.root}/profile/set"
+
+    @property
+    def profile_error(self) -> str:
+        """Why an ``R/profile/set`` command was refused."""
+        return f"{self.root}/profile/error"
+
+    @property
     def all_detections(self) -> str:
         """Subscription filter for the detections of every camera of this device."""
         return f"{self.root}/cameras/+/detections"

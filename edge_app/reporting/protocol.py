@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Protocol, Tuple
 import numpy as np
 
 from edge_app.config.schema import AppConfig
+from edge_app.config.profile_schedule import ProfileReport
 from edge_app.detect.detections import Detections
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery, StoreHealth
@@ -250,6 +251,7 @@ class StatusReport:
     recording: Optional[RecordingReport] = None  # None: the configuration records nothing
     # Delivery per notifications.targets entry (docs/notifications.md); no targets: an empty list
     notifications: NotifierStatus = field(default_factory=lambda: NotifierStatus(()))
+    profile: Optional[ProfileReport] = None  # the active profile and the next scheduled boundary (docs/profiles.md)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
