@@ -12,12 +12,12 @@
   const REFRESH_EVERY_TICKS = 5;  // the first page is read again every fifth poll (about 10 s)
   const { $, el, api } = app;
 
-  const state = { items: [], total: 0, page: 0, pages: 0, selected: -1, loading: false, labels: new Set(), queue: [], inFlight: 0 };
+  const state = { items: [], total: 0, page: 0, pages: 0, selected: -1, loading: false, labels: new Set(), zones: new Set(), queue: [], inFlight: 0 };
   const nodes = new Map();  // item id -> its element, kept between reads so pictures stay
 
   function filterParams() {
     const params = new URLSearchParams();
-    for (const name of ["camera", "label", "severity", "reviewed", "day"]) {
+    for (const name of ["camera", "label", "zone", "severity", "reviewed", "day"]) {
       const value = $("review-" + name).value;
       if (value !== "") params.set(name, value);
     }
@@ -65,6 +65,7 @@
     const list = [];
     for (const item of state.items) {
       for (const label of item.labels || []) state.labels.add(label);
+      for (const zone of item.zones || []) state.zones.add(zone);
       let node = nodes.get(item.id);
       if (!node) {
         node = createItem(item);
@@ -81,6 +82,7 @@
     $("review-count").textContent = "· " + state.items.length + " of " + state.total + " item" + (state.total === 1 ? "" : "s");
     $("review-more").hidden = state.page >= state.pages;
     app.setOptions($("review-label"), L.filterOptions(Array.from(state.labels).sort(), "every label"));
+    app.setOptions($("review-zone"), L.filterOptions(Array.from(state.zones).sort(), "every zone"));
     if (state.selected >= state.items.length) state.selected = state.items.length - 1;
     showSelected(false);
   }
@@ -235,7 +237,7 @@
     event.preventDefault();
   });
 
-  for (const name of ["camera", "label", "severity", "reviewed", "day"]) {
+  for (const name of ["camera", "label", "zone", "severity", "reviewed", "day"]) {
     $("review-" + name).addEventListener("change", () => {
       state.page = 0;
       state.items = [];
@@ -249,6 +251,9 @@
     config(config) {
       const ids = ((config && config.cameras) || []).map((cam) => cam.id);
       app.setOptions($("review-camera"), L.filterOptions(ids, "every camera"));
+      // The configured zones are offered before any item has entered them.
+      for (const cam of (config && config.cameras) || []) for (const zone of cam.zones || []) state.zones.add(zone.name);
+      app.setOptions($("review-zone"), L.filterOptions(Array.from(state.zones).sort(), "every zone"));
     },
     section(name) { if (name === "review") load(true).catch(app.handleError); },
     poll(tick) {
