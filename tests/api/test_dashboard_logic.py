@@ -292,6 +292,7 @@ def overlapping(rects):
     # three people side by side, their boxes overlapping: the labels stack instead of covering
     ([label(100, 100, 200, 300), label(110, 102, 210, 300), label(120, 98, 220, 300)], {"x": 100, "y": 80, "w": 60, "h": 20}),
     ([label(100, 100, 200, 300)] * 6, {"x": 100, "y": 80, "w": 60, "h": 20}),
+    ([label(100, 460, 200, 479)] * 3, {"x": 100, "y": 440, "w": 60, "h": 20}),  # at the bottom edge: stacked upwards
 ])
 def test_box_labels_never_hide_each_other(call_logic, labels, first):
     placed = call_logic("placeLabels", labels, 640, 480)

@@ -149,7 +149,7 @@
     const length = Math.hypot(x2 - x1, y2 - y1) || 1;
     const ux = (x2 - x1) / length, uy = (y2 - y1) / length;  // along the line
     const nx = -uy, ny = ux;  // towards s > 0, the "in" side
-    const head = headPx || Math.max(6, Math.min(width, height) / 40);
+    const head = headPx || Math.max(8, Math.min(width, height) / 25);  // big enough to see on a tile
     const mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
     const ix = mx + 1.5 * head * nx, iy = my + 1.5 * head * ny;  // the tip of the "in" arrow
     return {
@@ -316,7 +316,7 @@
 
   // Where the labels of boxes go so that none hides another: each label ({x1, y1, x2, y2} of its
   // box, w and h of its text, in pixels of a width x height picture) is tried above its box,
-  // inside its top, under it, then further down in steps of its height; the first place that
+  // inside its top, under it, then further under (or above) it in steps of its height; the first place that
   // overlaps no label placed before wins (the best-scored boxes come first and keep the places
   // next to their boxes). Returns [{x, y, w, h}] (top left), in the order given.
   function placeLabels(labels, width, height) {
@@ -325,7 +325,7 @@
     return labels.map((label) => {
       const x = Math.max(0, Math.min(label.x1, width - label.w));
       const tries = label.y1 >= label.h ? [label.y1 - label.h, label.y1, label.y2] : [label.y1, label.y2];
-      for (let step = 1; step <= labels.length; step++) tries.push(label.y2 + step * label.h);
+      for (let step = 1; step <= labels.length; step++) tries.push(label.y2 + step * label.h, label.y1 - (step + 1) * label.h);
       const fits = tries.map((y) => ({ x, y: Math.max(0, Math.min(y, height - label.h)), w: label.w, h: label.h }));
       const spot = fits.find((rect) => !placed.some((other) => overlaps(rect, other))) || fits[0];
       placed.push(spot);
