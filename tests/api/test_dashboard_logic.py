@@ -299,3 +299,19 @@ def test_box_labels_never_hide_each_other(call_logic, labels, first):
     assert placed[0] == first
     assert not overlapping(placed)
     assert all(0 <= r["x"] <= 640 - r["w"] and 0 <= r["y"] <= 480 - r["h"] for r in placed)
+
+
+TRACK = [[1.0, 0.1, 0.1, 0.3, 0.5], [2.0, 0.3, 0.1, 0.5, 0.5]]
+
+
+@pytest.mark.parametrize("t_s, expected", [
+    (1.5, [0.2, 0.1, 0.4, 0.5]),  # half way: half way between the two boxes
+    (1.0, [0.1, 0.1, 0.3, 0.5]),
+    (0.8, [0.1, 0.1, 0.3, 0.5]),  # just before the first: held there
+    (2.4, [0.3, 0.1, 0.5, 0.5]),  # just after the last: held there
+    (0.4, None),  # the clip's time before the event: no box
+    (2.6, None),
+])
+def test_the_box_of_a_track_at_a_time(call_logic, t_s, expected):
+    assert call_logic("trackBoxAt", TRACK, t_s, 0.5) == expected
+    assert call_logic("trackBoxAt", [], t_s, 0.5) is None

@@ -333,11 +333,23 @@
     });
   }
 
+  // The box of a track ([[t_s, x1, y1, x2, y2], ...], oldest first) at t_s: between two kept
+  // boxes it moves in a straight line; within holdS of the first or last it stays there; null
+  // before or after that (the clip shows the time before and after its event).
+  function trackBoxAt(points, tS, holdS) {
+    if (!points.length || tS < points[0][0] - holdS || tS > points[points.length - 1][0] + holdS) return null;
+    const next = points.findIndex((p) => p[0] > tS);
+    if (next <= 0) return (next === 0 ? points[0] : points[points.length - 1]).slice(1);
+    const [a, b] = [points[next - 1], points[next]];
+    const k = (tS - a[0]) / Math.max(1e-6, b[0] - a[0]);
+    return [1, 2, 3, 4].map((i) => round(a[i] + (b[i] - a[i]) * k, 4));
+  }
+
   globalThis.EdgeLogic = {
     toPixel, toNormalised, clickToNormalised, parseLabels, buildArea, drawingProblem, areaPatch,
     areaRemovalPatch, cameraAreas, problemMessages, eventsQuery, snapshotKey, countRows, lineGeometry,
     lineSide, numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
     cameraToView, timelineSpans, playRange, cameraRecording, recordingOn, timelineMarks, selectionRange,
-    placeLabels,
+    placeLabels, trackBoxAt,
   };
 })();
