@@ -4,7 +4,7 @@ its clip (docs/rest-api.md, ``GET /api/v1/events/<id>/track``); never burned int
 Compact and bounded: a box is kept at most every ``step_s`` (0.2 s at first), as fractions of
 the frame rounded to 1/10000; when an event has ``MAX_TRACK_POINTS`` of them, every other one is
 dropped and ``step_s`` doubles, so a long event keeps an evenly thinned path of at most that many
-boxes (about 6 kB of JSON). The track is written once, when its event ends.
+boxes (at most about 7 kB of JSON). The track is written once, when its event ends.
 """
 from __future__ import annotations
 

@@ -27,8 +27,14 @@ def test_an_events_track(api, tracked):
                                "clip_starts": []}  # no recording on this appliance
 
 
+def test_an_event_without_a_track_has_no_points(api, tracked):
+    # open, or ended before tracks were kept: the page draws nothing and says nothing is wrong
+    response = api.get(f"/api/v1/events/{tracked[1].id}/track")
+    assert response.status_code == 200
+    assert response.json() == {"event_id": tracked[1].id, "start_time": tracked[1].start_time, "points": [], "clip_starts": []}
+
+
 @pytest.mark.parametrize("path, status, fragment", [
-    ("/api/v1/events/{without}/track", 404, "has no track"),
     ("/api/v1/events/1800000000.000-front-99/track", 404, "unknown event"),
     ("/api/v1/events/bad%20id/track", 400, "event id"),
     ("/api/v1/events/..%2F..%2Fevents.db/track", 400, "event id"),

@@ -3,7 +3,7 @@
 // visible, and the video stays as the camera sent it. Adds app.trackOverlay(video, svg, toggle).
 "use strict";
 
-(globalThis.EdgeDashboardParts = globalThis.EdgeDashboardParts || []).push(function clipOverlay(app) {
+(globalThis.EdgeDashboardParts = globalThis.EdgeDashboardParts || []).push(function trackOverlay(app) {
   const L = globalThis.EdgeLogic;
   const HOLD_S = 0.5;  // a box stays this long before the first kept one and after the last
 
@@ -47,7 +47,7 @@
       draw();
       const result = await app.api("api/v1/events/" + encodeURIComponent(eventId) + "/track");
       if (asked !== wanted) return;
-      track = result.ok && result.body && Array.isArray(result.body.points) ? result.body : null;
+      track = result.ok && result.body && Array.isArray(result.body.points) && result.body.points.length ? result.body : null;
       toggle.disabled = !track;  // an event still open, or older than tracks, has none
       draw();
       if (track && !video.paused) schedule();
