@@ -125,3 +125,19 @@ def test_the_live_views_labels_never_hide_each_other(page):
              for box, label in zip(found["boxes"], labels)]
     assert any(overlaps(a, b) for i, a in enumerate(naive) for b in naive[i + 1:])
     page.screenshot("live-labels.png", "#live-one")
+
+
+def test_a_review_items_clip_shows_its_events_box(page, overlay_api):
+    page.go("review")
+    page.select("#review-reviewed", "")
+    css = f'#review-list .review-item[data-id="{overlay_api.event.id}"]'
+    node = page.shown(css, 30)
+    node.find_element("css selector", 'button[aria-label="play the clip of this item"]').click()
+    wait_playing(page, css + " video")
+    found = page.wait(lambda _d: drawn(page, css + " svg.boxes")["boxes"] and drawn(page, css + " svg.boxes"),
+                      "the event's box over the item's clip", 30)
+    assert found["view"] == f"0 0 {CLIP_W} {CLIP_H}" and [label["label"] for label in found["labels"]] == ["person"]
+    # the overlay covers the picture exactly: the video is shown at its own aspect ratio
+    video, svg = (page.driver.execute_script("const r = document.querySelector(arguments[0]).getBoundingClientRect();"
+                                             "return [r.width, r.height];", css + sel) for sel in (" video", " svg.boxes"))
+    assert svg == pytest.approx(video, abs=1) and video[0] / video[1] == pytest.approx(CLIP_W / CLIP_H, rel=0.02)

@@ -113,12 +113,19 @@
     video.hidden = true;
     const note = el("p", null, "muted clip-note");
     const player = app.signedPlayer(video, note);
-    const parts = { info, strip, video, note, player, play: null, mark: null, thumbs: false };
+    // The clip in a frame with the boxes of its event drawn over it (app.trackOverlay).
+    const frame = el("div", null, "picture-frame");
+    const boxes = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    boxes.setAttribute("class", "overlay boxes");
+    boxes.setAttribute("aria-label", "the event's boxes");
+    frame.append(video, boxes);
+    const overlay = app.trackOverlay(video, boxes, null);
+    const parts = { info, strip, video, note, player, overlay, play: null, mark: null, thumbs: false };
     parts.play = button("Play clip", "play the clip of this item", () => togglePlay(node));
     parts.mark = button("Mark reviewed", "mark this item reviewed", () => markItem(node.dataset.id, !node.classList.contains("reviewed")));
     const upTo = button("Reviewed up to here", "mark this item and every older one reviewed", () => markUpTo(node.dataset.id));
     actions.append(parts.play, parts.mark, upTo);
-    node.append(info, actions, strip, video, note);
+    node.append(info, actions, strip, frame, note);
     node.parts = parts;
     node.addEventListener("click", () => select(state.items.findIndex((i) => i.id === node.dataset.id), false));
     return node;
@@ -183,7 +190,10 @@
     const first = (node.item.events || []).find((e) => e.has_clip);
     if (!first) return;
     const answer = await p.player.load("api/v1/events/" + encodeURIComponent(first.id) + "/clip-url");
-    if (answer) video.play().catch(() => {});
+    if (answer) {
+      video.play().catch(() => {});
+      p.overlay.load(first.id, first.label).catch(app.handleError);
+    }
   }
 
   async function markItem(id, reviewed) {

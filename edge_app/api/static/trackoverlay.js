@@ -1,6 +1,7 @@
 // The boxes of an event drawn over its playing clip, from the track the appliance kept (GET
 // /api/v1/events/<id>/track), never burned into the video: which object the event is about is
-// visible, and the video stays as the camera sent it. Adds app.trackOverlay(video, svg, toggle).
+// visible, and the video stays as the camera sent it. Adds app.trackOverlay(video, svg, toggle);
+// toggle is a checkbox that shows or hides the boxes, or null (always shown).
 "use strict";
 
 (globalThis.EdgeDashboardParts = globalThis.EdgeDashboardParts || []).push(function trackOverlay(app) {
@@ -15,7 +16,7 @@
 
     function draw() {
       const starts = track ? track.clip_starts || [] : [];
-      if (!track || !toggle.checked || part >= starts.length || !video.videoWidth) {
+      if (!track || (toggle && !toggle.checked) || part >= starts.length || !video.videoWidth) {
         svg.replaceChildren();
         svg.dataset.shown = "";
         return;
@@ -38,7 +39,7 @@
     }
     video.addEventListener("play", schedule);
     for (const name of ["seeked", "loadeddata", "pause"]) video.addEventListener(name, draw);
-    toggle.addEventListener("change", draw);
+    if (toggle) toggle.addEventListener("change", draw);
 
     async function load(eventId, eventLabel) {
       const asked = ++wanted;
@@ -48,7 +49,7 @@
       const result = await app.api("api/v1/events/" + encodeURIComponent(eventId) + "/track");
       if (asked !== wanted) return;
       track = result.ok && result.body && Array.isArray(result.body.points) && result.body.points.length ? result.body : null;
-      toggle.disabled = !track;  // an event still open, or older than tracks, has none
+      if (toggle) toggle.disabled = !track;  // an event still open, or older than tracks, has none
       draw();
       if (track && !video.paused) schedule();
     }
