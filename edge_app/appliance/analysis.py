@@ -20,6 +20,7 @@ from edge_app.config.schema_cameras import CameraConfig
 from edge_app.events.camera_analysis import CameraAnalysis, FrameAnalysis
 from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event, EventMessage, Snapshot
+from edge_app.events.tracks import EventTrack
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.reporting.protocol import AnalysedFrame, CountsReport
 from edge_app.reporting.stage_times import StageTimes
@@ -33,6 +34,8 @@ class EventSink(Protocol):
     def save_event(self, event: Event) -> None: ...
 
     def save_snapshot(self, snapshot: Snapshot) -> None: ...
+
+    def save_track(self, track: EventTrack) -> None: ...
 
     def save_line_counts(self, camera_id: str, totals: Dict[str, LineTotals]) -> None: ...
 
@@ -197,6 +200,9 @@ class AnalysisHub:
         for snapshot in result.snapshots:
             if self._store is not None:
                 self._store.save_snapshot(snapshot)
+        for track in result.tracks:  # after its event's end, like its snapshot
+            if self._store is not None:
+                self._store.save_track(track)
         for label, snapshot in result.label_snapshots.items():
             publisher.publish_snapshot(camera_id, label, snapshot.jpeg)
         model = result.model

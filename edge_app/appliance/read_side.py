@@ -23,6 +23,7 @@ from edge_app.detect.detections import Detections
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
+from edge_app.events.tracks import EventTrack
 from edge_app.health.report import HealthReport
 from edge_app.notify.notifier import NotifierStatus
 from edge_app.health.sampler import HealthSampler
@@ -250,3 +251,6 @@ class RunningReads:
 
     def event_snapshot(self, event_id: str) -> Optional[bytes]:
         return None if self._event_store is None else self._event_store.snapshot(event_id)
+
+    def event_track(self, event_id: str) -> Optional[EventTrack]:
+        return None if self._event_store is None else self._event_store.track(event_id)

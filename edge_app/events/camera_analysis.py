@@ -33,6 +33,7 @@ from edge_app.events.counts import LabelCounts, LineCounts, LineTotals
 from edge_app.events.lifecycle import DEFAULT_UPDATE_INTERVAL_S, EventBook
 from edge_app.events.model import Event, EventMessage, Snapshot
 from edge_app.events.snapshots import SnapshotKeeper, SnapshotSettings
+from edge_app.events.tracks import EventTrack
 from edge_app.reporting.stage_times import StageTimes
 from edge_app.track import Line, LineCounter, Tracker, TrackerSettings, Zone, ZoneTracker, reference_points
 
@@ -65,6 +66,7 @@ class FrameAnalysis:
     object_counts: Dict[str, int] = field(default_factory=dict)            # label -> in view now
     zone_counts: Dict[Tuple[str, str], int] = field(default_factory=dict)  # (zone, label) -> in zone now
     crossings: List[Crossing] = field(default_factory=list)
+    tracks: List[EventTrack] = field(default_factory=list)  # of the events that ended, to store with them
     line_counts: Dict[str, LineTotals] = field(default_factory=dict)       # line -> totals, lines crossed now
     model: str = "default"  # the camera's model (cameras[].model): counts and crossings carry its name
 
@@ -174,7 +176,7 @@ class CameraAnalysis:
         scores, boxes = tracked.confidence.tolist(), tracked.xyxy.tolist()
         for i, track_id in enumerate(ids.tolist()):
             if track_id >= 0:
-                self.book.observe(track_id, labels[i], scores[i], boxes[i], ts)
+                self.book.observe(track_id, labels[i], scores[i], boxes[i], ts, (width, height))
         for change in zone_changes:
             self.book.zone_change(change.track_id, change.zone, change.change == "enter")
 
@@ -198,6 +200,7 @@ class CameraAnalysis:
                 placed_s += snapped_s - snapping_s  # the events' time below leaves the snapshots out
             result.events.extend(self.book.flush(now))
 
+        result.tracks.extend(self.book.take_tracks())
         objects_now, zones_now = self.book.labels_in_view(), _flatten(self.zones.occupants())
         with self._counts_lock:
             for crossing in line_crossings:
@@ -233,6 +236,7 @@ class CameraAnalysis:
         for message in self.book.end_all(now):
             self.snapshots.forget(message.after.id)
             result.events.append(message)
+        result.tracks.extend(self.book.take_tracks())
         with self._counts_lock:
             result.object_counts.update(self._object_counts.update({}))
             result.zone_counts.update(self._zone_counts.update({}))

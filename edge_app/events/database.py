@@ -17,6 +17,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 from edge_app.events.model import ClipRecord, Event
 from edge_app.events.query import EventQuery, LineCountsByCamera, snapshot_file_name
 from edge_app.events.query_sql import EventColumns, event_filter
+from edge_app.events.tracks import CREATE_TABLE as TRACKS_TABLE
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,8 @@ MIGRATIONS: Sequence[Tuple[int, Sequence[str]]] = (
         "CREATE TABLE reviewed (item_id TEXT PRIMARY KEY, reviewed_at REAL NOT NULL)",
         "CREATE INDEX events_camera_start_id ON events (camera_id, start_time, id)",
     )),
+    # The boxes of an event over time (edge_app/events/tracks.py), for the page's clip overlay.
+    (5, (TRACKS_TABLE,)),
 )
 LATEST_VERSION = MIGRATIONS[-1][0]
 
@@ -271,6 +274,7 @@ class EventDatabase:
             found = self.conn.execute("DELETE FROM events WHERE id = ?", (event_id,)).rowcount
             self.conn.execute("DELETE FROM event_zones WHERE event_id = ?", (event_id,))
             self.conn.execute("DELETE FROM snapshots WHERE event_id = ?", (event_id,))
+            self.conn.execute("DELETE FROM tracks WHERE event_id = ?", (event_id,))
             clip = self.conn.execute("DELETE FROM clips WHERE event_id = ?", (event_id,)).rowcount
             if found or clip:
                 self._deleting.append(event_id)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
 
 from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
+from edge_app.events.tracks import EventTrack, TrackRecorder
 
 DEFAULT_UPDATE_INTERVAL_S = 1.0
 
@@ -39,6 +40,7 @@ class _TrackRecord:
     published: Optional[Event] = None      # the event as subscribers last saw it
     published_at_s: float = 0.0
     dirty: bool = False                    # something worth an update changed since
+    path: TrackRecorder = field(default_factory=TrackRecorder)  # its boxes over time, thinned
 
 
 class EventBook:
@@ -62,6 +64,7 @@ class EventBook:
         self.frames_before_track = max(0, int(frames_before_track))
         self._tracks: Dict[int, _TrackRecord] = {}
         self._new: List[int] = []              # promoted this frame, ``new`` not yet sent
+        self._ended_tracks: List[EventTrack] = []  # of events ended since take_tracks()
 
     # ------------------------------------------------------------------ queries
     def makes_events(self, label: str) -> bool:
@@ -87,8 +90,10 @@ class EventBook:
         return counts
 
     # ----------------------------------------------------------------- per frame
-    def observe(self, track_id: int, label: str, score: float, box: Sequence[float], frame_time_s: float) -> None:
-        """One tracked object in the frame taken at ``frame_time_s``."""
+    def observe(self, track_id: int, label: str, score: float, box: Sequence[float], frame_time_s: float,
+                frame_size: Tuple[int, int] = (0, 0)) -> None:
+        """One tracked object in the frame taken at ``frame_time_s``; ``frame_size`` (width, height)
+        in pixels keeps its box on the event's track (none without it)."""
         record = self._tracks.get(track_id)
         if record is None:
             record = self._tracks[track_id] = _TrackRecord(label, frame_time_s, frame_time_s, self.frames_before_track)
@@ -96,6 +101,7 @@ class EventBook:
         record.last_seen_s = frame_time_s
         record.score = float(score)
         record.box = tuple(float(v) for v in box)  # type: ignore[assignment]
+        record.path.add(frame_time_s - record.first_seen_s, record.box, *frame_size)
         if record.score > record.top_score:
             record.top_score = record.score
             record.dirty = record.dirty or record.base is not None
@@ -165,6 +171,11 @@ class EventBook:
         self._new = []
         return messages
 
+    def take_tracks(self) -> List[EventTrack]:
+        """The tracks of the events ended since the last call (each event's once)."""
+        tracks, self._ended_tracks = self._ended_tracks, []
+        return tracks
+
     # ---------------------------------------------------------------- internals
     @staticmethod
     def _current(record: _TrackRecord, end_time_s: Optional[float] = None) -> Event:
@@ -179,6 +190,8 @@ class EventBook:
         return record.published
 
     def _end_message(self, record: _TrackRecord, end_time_s: float) -> EventMessage:
+        if record.path.points:
+            self._ended_tracks.append(record.path.track(record.base.id, record.base.start_time))
         ended = self._current(record, max(end_time_s, record.base.start_time))
         # An event that ends before its ``new`` went out still says ``end`` against what exists.
         return EventMessage(END, ended, record.published or self._current(record))

@@ -17,6 +17,7 @@ from edge_app.config.profile_schedule import ProfileReport
 from edge_app.detect.detections import Detections
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery, StoreHealth
+from edge_app.events.tracks import EventTrack
 from edge_app.capture.gpu_image import FrameImage, bgr_image
 from edge_app.health.report import HealthReport
 from edge_app.notify.notifier import NotifierStatus
@@ -300,6 +301,9 @@ class ApplianceReads(Protocol):
 
     def event_snapshot(self, event_id: str) -> Optional[bytes]:
         """The JPEG of the event's best snapshot, or None when it has none (or is unknown)."""
+
+    def event_track(self, event_id: str) -> Optional[EventTrack]:
+        """The event's boxes over time (for a clip overlay), or None when none were kept (or it is unknown)."""
 
     def counts(self) -> CountsReport:
         ...

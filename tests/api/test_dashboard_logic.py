@@ -291,3 +291,64 @@ def test_filter_options_start_with_every_value(call_logic):
 ])
 def test_the_camera_the_viewer_shows(call_logic, current, cameras, expected):
     assert call_logic("cameraToView", current, cameras) == expected
+
+
+ITEMS = [{"id": "a", "severity": "alert", "start_time": 100, "end_time": 200},
+         {"id": "b", "severity": "detection", "start_time": 900, "end_time": None},  # ongoing: up to the window's end
+         {"id": "c", "severity": "alert", "start_time": 0, "end_time": 50},  # before the window: cut to it
+         {"id": "d", "severity": "alert", "start_time": 0, "end_time": 10}]  # ended before it: not shown
+
+
+@pytest.mark.parametrize("function, args, expected", [
+    ("timelineMarks", [ITEMS, 20, 1020], [
+        {"id": "a", "severity": "alert", "start": 100, "left": 0.08, "width": 0.1},
+        {"id": "b", "severity": "detection", "start": 900, "left": 0.88, "width": 0.12},
+        {"id": "c", "severity": "alert", "start": 0, "left": 0, "width": 0.03}]),
+    ("timelineMarks", [ITEMS, 20, 20], []),
+    # a range dragged either way, cut to the longest export
+    ("selectionRange", [500, 200, 3600], {"from": 200, "to": 500, "cut": False}),
+    ("selectionRange", [0, 7200, 3600], {"from": 0, "to": 3600, "cut": True}),
+])
+def test_the_timeline(call_logic, function, args, expected):
+    assert call_logic(function, *args) == expected
+
+
+def label(x1, y1, x2, y2, w=60, h=20):
+    return {"x1": x1, "y1": y1, "x2": x2, "y2": y2, "w": w, "h": h}
+
+
+def overlapping(rects):
+    return [(a, b) for i, a in enumerate(rects) for b in rects[i + 1:]
+            if a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]]
+
+
+@pytest.mark.parametrize("labels, first", [
+    ([label(100, 100, 200, 300)], {"x": 100, "y": 80, "w": 60, "h": 20}),  # above its box
+    ([label(100, 5, 200, 300)], {"x": 100, "y": 5, "w": 60, "h": 20}),  # no room above: inside its top
+    ([label(600, 100, 700, 300)], {"x": 580, "y": 80, "w": 60, "h": 20}),  # kept inside the picture
+    # three people side by side, their boxes overlapping: the labels stack instead of covering
+    ([label(100, 100, 200, 300), label(110, 102, 210, 300), label(120, 98, 220, 300)], {"x": 100, "y": 80, "w": 60, "h": 20}),
+    ([label(100, 100, 200, 300)] * 6, {"x": 100, "y": 80, "w": 60, "h": 20}),
+    ([label(100, 460, 200, 479)] * 3, {"x": 100, "y": 440, "w": 60, "h": 20}),  # at the bottom edge: stacked upwards
+])
+def test_box_labels_never_hide_each_other(call_logic, labels, first):
+    placed = call_logic("placeLabels", labels, 640, 480)
+    assert placed[0] == first
+    assert not overlapping(placed)
+    assert all(0 <= r["x"] <= 640 - r["w"] and 0 <= r["y"] <= 480 - r["h"] for r in placed)
+
+
+TRACK = [[1.0, 0.1, 0.1, 0.3, 0.5], [2.0, 0.3, 0.1, 0.5, 0.5]]
+
+
+@pytest.mark.parametrize("t_s, expected", [
+    (1.5, [0.2, 0.1, 0.4, 0.5]),  # half way: half way between the two boxes
+    (1.0, [0.1, 0.1, 0.3, 0.5]),
+    (0.8, [0.1, 0.1, 0.3, 0.5]),  # just before the first: held there
+    (2.4, [0.3, 0.1, 0.5, 0.5]),  # just after the last: held there
+    (0.4, None),  # the clip's time before the event: no box
+    (2.6, None),
+])
+def test_the_box_of_a_track_at_a_time(call_logic, t_s, expected):
+    assert call_logic("trackBoxAt", TRACK, t_s, 0.5) == expected
+    assert call_logic("trackBoxAt", [], t_s, 0.5) is None

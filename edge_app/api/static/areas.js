@@ -56,7 +56,9 @@
     const head = svgEl("polygon", { points: g.head.map((p) => p.join(",")).join(" ") }, "arrow-head");
     const across = svgEl("line", { x1: g.inFrom[0], y1: g.inFrom[1], x2: g.inTo[0], y2: g.inTo[1] }, "in-arrow");
     const acrossHead = svgEl("polygon", { points: g.inHead.map((p) => p.join(",")).join(" ") }, "in-arrow-head");
-    group.append(line, head, across, acrossHead, svgText("in", g.inLabel[0], g.inLabel[1], "in-label"),
+    // A dark halo under the "in" arrow: it stays visible on a bright or a busy picture.
+    const halo = svgEl("line", { x1: g.inFrom[0], y1: g.inFrom[1], x2: g.inTo[0], y2: g.inTo[1] }, "in-arrow-halo");
+    group.append(line, head, halo, across, acrossHead, svgText("in", g.inLabel[0], g.inLabel[1], "in-label"),
       svgText(area.name, g.x1 + 4, g.y1 + fontSize(w, h) + 2, "area-name"));
     return group;
   }
@@ -364,5 +366,7 @@
     renderOverlay();
   }
 
+  // The live grid draws each tile's areas with the same shapes.
+  Object.assign(app, { areaShapes: drawAreas, fitSvg });
   return { config: onConfig, live: renderOverlay };
 });

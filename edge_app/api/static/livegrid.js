@@ -37,7 +37,7 @@
     node.setAttribute("aria-label", "camera " + id + ": show it large");
     const img = el("img");
     img.alt = "camera " + id;
-    const svg = svgNode("svg", { viewBox: "0 0 1 1", preserveAspectRatio: "none", "aria-hidden": "true" });
+    const svg = svgNode("svg", { class: "overlay", "aria-hidden": "true" });
     const note = el("span", "Loading…", "tile-note");
     const bar = el("span", null, "tile-bar");
     bar.append(el("span", id, "tile-name"));
@@ -47,6 +47,8 @@
       app.setLive(id);
       $("live-one").scrollIntoView({ block: "start" });
     });
+    // The shapes are drawn in the picture's pixels: again once the first picture says its size.
+    img.addEventListener("load", () => { if (tile.drawnAt !== img.naturalWidth + "x" + img.naturalHeight) drawAreas(tile); });
     seen.observe(node);
     return tile;
   }
@@ -85,11 +87,12 @@
     }
   }
 
+  // The same zones, lines (with their "in" arrows) and masks as the live view's overlay.
   function drawAreas(tile) {
-    const cfg = app.cameraConfig(tile.id) || {};
-    const shapes = (cfg.zones || []).map((zone) => svgNode("polygon", { points: zone.polygon.map((p) => p.join(",")).join(" ") }))
-      .concat((cfg.lines || []).map((line) => svgNode("line", { x1: line.points[0][0], y1: line.points[0][1], x2: line.points[1][0], y2: line.points[1][1] })));
-    tile.svg.replaceChildren(...shapes);
+    const w = tile.img.naturalWidth || 1600, h = tile.img.naturalHeight || 900;
+    app.fitSvg(tile.svg, w, h);
+    tile.svg.replaceChildren(...app.areaShapes(app.cameraConfig(tile.id) || {}, w, h));
+    tile.drawnAt = w + "x" + h;
   }
 
   function renderState(tile) {

@@ -173,7 +173,7 @@
     const length = Math.hypot(x2 - x1, y2 - y1) || 1;
     const ux = (x2 - x1) / length, uy = (y2 - y1) / length;  // along the line
     const nx = -uy, ny = ux;  // towards s > 0, the "in" side
-    const head = headPx || Math.max(6, Math.min(width, height) / 40);
+    const head = headPx || Math.max(8, Math.min(width, height) / 25);  // big enough to see on a tile
     const mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
     const ix = mx + 1.5 * head * nx, iy = my + 1.5 * head * ny;  // the tip of the "in" arrow
     return {
@@ -321,10 +321,59 @@
     return { from: round(from, 3), to: round(Math.min(span.end, from + windowS), 3) };
   }
 
+  // Review items as marks on the timeline of [fromS, toS]: cut to it, ongoing ones up to toS.
+  function timelineMarks(items, fromS, toS) {
+    const total = toS - fromS;
+    if (!(total > 0)) return [];
+    return items.map((item) => ({ item, start: Math.max(item.start_time, fromS),
+                                  end: Math.min(typeof item.end_time === "number" ? item.end_time : toS, toS) }))
+      .filter((mark) => mark.end >= mark.start && mark.start < toS)
+      .map((mark) => ({ id: mark.item.id, severity: mark.item.severity, start: mark.item.start_time,
+                        left: round((mark.start - fromS) / total, 4), width: round((mark.end - mark.start) / total, 4) }));
+  }
+
+  // A range dragged from aS to bS (either way), as an export: at most maxS from its start.
+  function selectionRange(aS, bS, maxS) {
+    const from = Math.min(aS, bS), to = Math.max(aS, bS);
+    return { from: round(from, 3), to: round(Math.min(to, from + maxS), 3), cut: to - from > maxS };
+  }
+
+  // Where the labels of boxes go so that none hides another: each label ({x1, y1, x2, y2} of its
+  // box, w and h of its text, in pixels of a width x height picture) is tried above its box,
+  // inside its top, under it, then further under (or above) it in steps of its height; the first place that
+  // overlaps no label placed before wins (the best-scored boxes come first and keep the places
+  // next to their boxes). Returns [{x, y, w, h}] (top left), in the order given.
+  function placeLabels(labels, width, height) {
+    const placed = [];
+    const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+    return labels.map((label) => {
+      const x = Math.max(0, Math.min(label.x1, width - label.w));
+      const tries = label.y1 >= label.h ? [label.y1 - label.h, label.y1, label.y2] : [label.y1, label.y2];
+      for (let step = 1; step <= labels.length; step++) tries.push(label.y2 + step * label.h, label.y1 - (step + 1) * label.h);
+      const fits = tries.map((y) => ({ x, y: Math.max(0, Math.min(y, height - label.h)), w: label.w, h: label.h }));
+      const spot = fits.find((rect) => !placed.some((other) => overlaps(rect, other))) || fits[0];
+      placed.push(spot);
+      return spot;
+    });
+  }
+
+  // The box of a track ([[t_s, x1, y1, x2, y2], ...], oldest first) at t_s: between two kept
+  // boxes it moves in a straight line; within holdS of the first or last it stays there; null
+  // before or after that (the clip shows the time before and after its event).
+  function trackBoxAt(points, tS, holdS) {
+    if (!points.length || tS < points[0][0] - holdS || tS > points[points.length - 1][0] + holdS) return null;
+    const next = points.findIndex((p) => p[0] > tS);
+    if (next <= 0) return (next === 0 ? points[0] : points[points.length - 1]).slice(1);
+    const [a, b] = [points[next - 1], points[next]];
+    const k = (tS - a[0]) / Math.max(1e-6, b[0] - a[0]);
+    return [1, 2, 3, 4].map((i) => round(a[i] + (b[i] - a[i]) * k, 4));
+  }
+
   globalThis.EdgeLogic = {
     toPixel, toNormalised, clickToNormalised, parseLabels, buildArea, drawingProblem, areaPatch,
     areaRemovalPatch, cameraAreas, problemMessages, eventsQuery, snapshotKey, countRows, lineGeometry,
     lineSide, numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
-    cameraToView, timelineSpans, playRange, cameraRecording, recordingOn,
+    cameraToView, timelineSpans, playRange, cameraRecording, recordingOn, timelineMarks, selectionRange,
+    placeLabels, trackBoxAt,
   };
 })();
