@@ -32,6 +32,7 @@ from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler, health_dirs
+from edge_app.notify.clip_links import ClipLinks
 from edge_app.notify.wiring import notifier_for
 from edge_app.review.book import ReviewBook
 from edge_app.review.feed import ReviewFeed
@@ -73,10 +74,12 @@ class Appliance:
                  event_store: Optional[EventStore] = None, health: Optional[HealthSampler] = None,
                  record: bool = False,
                  on_model_running: Optional[Callable[[ModelConfig, Detector], None]] = None,
-                 change_rules: ChangeRules = ChangeRules()):
+                 change_rules: ChangeRules = ChangeRules(), clip_links: Optional[ClipLinks] = None):
         # The file's configuration (the change path's) and what runs: the base with the active profile's overrides.
         self._base, self._config = config, effective_config(config)
         config = self._config
+        # Signs the notifications' clip links; the API checks them with the same key (None: no links).
+        self.clip_links = clip_links
         # Told each time a model's detector has been installed (at start, or swapped in): the fleet's models_state.
         self._on_model_running = on_model_running
         # Optional: without one events are only published, and the event routes answer [] and 404.
@@ -116,7 +119,8 @@ class Appliance:
         self._health = health or HealthSampler(config.health, health_dirs(config))
         self._health.set_publisher(self._publish_health)
         # Alerts announced to notifications.targets (docs/notifications.md), told each event message.
-        self._notifier = notifier_for(lambda: self._config, snapshot_of=event_store.snapshot if event_store else None)
+        self._notifier = notifier_for(lambda: self._config, snapshot_of=event_store.snapshot if event_store else None,
+                                      clip_links=clip_links)
         self._analysis.also_tell(self._notifier.on_event)
         # Review items (docs/review.md): read and marked through the API, announced on R/reviews.
         self._review_book = ReviewBook(event_store, gap_s=lambda: self._config.review.gap_s,

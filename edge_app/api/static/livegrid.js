@@ -53,9 +53,18 @@
     return tile;
   }
 
+  // The snapshot is of an analysed frame; a camera that does not detect has none, and the API
+  // gives its newest captured frame instead (without boxes).
+  function hasPicture(tile) {
+    const cam = tile.cam;
+    if (!cam) return false;
+    if ((cam.frames_analyzed || 0) > 0) return true;
+    return (app.cameraConfig(tile.id) || {}).detect === false && (cam.frames_captured || 0) > 0;
+  }
+
   function wanted(tile) {
     return started && tile.onScreen && !document.hidden && !$("main").hidden && app.section() === "live" &&
-      !!tile.cam && (tile.cam.frames_analyzed || 0) > 0;  // the snapshot is of an analysed frame
+      hasPicture(tile);
   }
 
   function kick(tile) {
@@ -103,7 +112,7 @@
     tile.bar.replaceChildren(tile.bar.firstChild, ...pills);
     tile.node.dataset.state = cam.state || "";
     tile.node.classList.toggle("picked", app.liveCamera() === tile.id);
-    if (!tile.shown && !(cam.frames_analyzed > 0)) {
+    if (!tile.shown && !hasPicture(tile)) {
       tile.note.textContent = cam.enabled === false ? "Disabled." : "Waiting for a frame (" + (cam.state || "unknown") + ")" +
         (cam.last_error ? ": " + cam.last_error : ".");
     }
