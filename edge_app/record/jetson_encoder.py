@@ -82,7 +82,8 @@ class GstJetsonPictures:
 
     def encode(self, bgr: np.ndarray, pts: int, keyframe: bool) -> List[EncodedPicture]:
         self._waiting.append(pts)
-        i420 = opencv().cvtColor(bgr, cv2.COLOR_BGR2YUV_I420)
+        cv = opencv()
+        i420 = cv.cvtColor(bgr, cv.COLOR_BGR2YUV_I420)
         try:
             self._child.stdin.write(i420.tobytes())
             self._child.stdin.flush()
