@@ -7,6 +7,7 @@
 
 (globalThis.EdgeDashboardParts = globalThis.EdgeDashboardParts || []).push(function areas(app) {
   const L = globalThis.EdgeLogic;
+  const Z = globalThis.EdgeZoneRules;
   const { $, el } = app;
   const SVG = "http://www.w3.org/2000/svg";
   const FALLBACK_SIZE = [1600, 900];  // before a picture has loaded
@@ -157,7 +158,9 @@
       const labels = area.kind === "mask" ? "motion does not count here"
         : area.labels.length ? area.labels.join(", ") : "every label";
       const title = area.kind === "mask" ? "motion " + area.name : area.kind + " " + area.name;
-      li.append(el("span", title, "area-title"), el("span", " · " + labels + " ", "muted"), remove);
+      const zone = area.kind === "zone" ? (camera.zones || []).find((z) => z.name === area.name) : null;
+      const rules = zone ? Z.zoneRulesText(zone) : "";
+      li.append(el("span", title, "area-title"), el("span", " · " + labels + (rules ? " · " + rules : "") + " ", "muted"), remove);
       return li;
     });
     $("editor-areas").replaceChildren(...items);
@@ -165,6 +168,7 @@
   }
 
   function clearDrawing() {
+    $("editor-zone-rules").hidden = kind() !== "zone";
     editor.points = [];
     editor.finished = false;
     showErrors([]);
@@ -262,6 +266,7 @@
       return;
     }
     const area = L.buildArea(kind(), $("editor-name").value, editor.points, $("editor-labels").value);
+    if (kind() === "zone") Object.assign(area, Z.zoneRules($("editor-loitering").value, $("editor-max-objects").value));
     $("editor-save").disabled = true;
     try {
       const result = await patchCamera(camera.id, L.areaPatch(camera, kind(), area));
@@ -269,6 +274,7 @@
         editor.points = [];
         editor.finished = false;
         $("editor-name").value = "";
+        $("editor-loitering").value = $("editor-max-objects").value = "";
         await app.reloadConfig();  // before saying so: the list and the overlays show it then
         showErrors([]);
         showResult(kind() === "mask" ? "saved the motion mask" : "saved " + kind() + " " + area.name);
