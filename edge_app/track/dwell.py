@@ -51,10 +51,13 @@ class DwellClock:
         return len(self._open)
 
     def seen(self, track_ids: Iterable[int], at_s: float) -> None:
-        """The tracks (ids >= 0) observed in the frame taken at ``at_s``."""
+        """The tracks observed in the frame taken at ``at_s``. Only tracks that have been in a zone
+        are remembered (an entry notes its own time), so a crowd outside every zone costs nothing."""
+        if not self._last_seen_s:
+            return
         for track_id in track_ids:
-            if track_id >= 0:
-                self._last_seen_s[int(track_id)] = float(at_s)
+            if track_id in self._last_seen_s:
+                self._last_seen_s[track_id] = float(at_s)
 
     def enter(self, zone: str, track_id: int, label: str, at_s: float) -> None:
         """``track_id`` entered ``zone`` at ``at_s`` (an entry already open is kept)."""
