@@ -108,6 +108,19 @@ def test_what_the_editors_list_says_of_a_zones_rules(call_logic, zone, expected)
     assert call_logic("zoneRulesText", zone) == expected
 
 
+def test_the_zones_figures_in_the_counts_view(call_logic):
+    counts = {"zone_stats": {
+        "porch": {"occupancy": 0, "mean_dwell_s": None, "visits_last_hour": 0, "loitering": 0, "max_objects": None,
+                  "over_capacity": False},
+        "door": {"occupancy": 5, "mean_dwell_s": 42.7, "visits_last_hour": 9, "loitering": 1, "max_objects": 4,
+                 "over_capacity": True}}}
+    assert call_logic("zoneFigureRows", counts) == [
+        {"zone": "door", "inside": "5", "meanDwell": "42.7 s", "loitering": "1", "alert": "over 4"},
+        {"zone": "porch", "inside": "0", "meanDwell": "–", "loitering": "0", "alert": ""},
+    ]
+    assert call_logic("zoneFigureRows", {"cameras": {}}) == []  # an appliance from before zone figures
+
+
 NEW_ZONE = {"name": "yard", "polygon": [[0, 0], [1, 0], [1, 1]], "labels": []}
 NEW_LINE = {"name": "gate", "points": GATE, "labels": ["car"]}
 TREE = [[0, 0], [0.3, 0], [0.3, 0.2]]

@@ -1,6 +1,7 @@
 // The loitering and occupancy rules of a zone in the area editor (cameras[].zones[].loitering_s and
-// max_objects, docs/analytics.md "Dwell and loitering"). Pure functions: the editor (areas.js) uses
-// them through globalThis.EdgeZoneRules, and the tests call them directly in Node.
+// max_objects, docs/analytics.md "Dwell and loitering"), and the zones' figures of the counts view.
+// Pure functions: the editor (areas.js) and zone_figures.js use them through
+// globalThis.EdgeZoneRules, and the tests call them directly in Node.
 "use strict";
 
 (function () {
@@ -28,5 +29,20 @@
     return parts.join(" · ");
   }
 
-  globalThis.EdgeZoneRules = { zoneRules, zoneRulesText };
+  // The rows of the counts view's "Zones now" table from GET /api/v1/counts (its zone_stats), by zone name.
+  function zoneFigureRows(counts) {
+    const stats = (counts && counts.zone_stats) || {};
+    return Object.keys(stats).sort().map((zone) => {
+      const s = stats[zone] || {};
+      return {
+        zone,
+        inside: String(s.occupancy ?? "–"),
+        meanDwell: s.mean_dwell_s === null || s.mean_dwell_s === undefined ? "–" : s.mean_dwell_s + " s",
+        loitering: String(s.loitering ?? "–"),
+        alert: s.over_capacity ? "over " + s.max_objects : "",
+      };
+    });
+  }
+
+  globalThis.EdgeZoneRules = { zoneRules, zoneRulesText, zoneFigureRows };
 })();

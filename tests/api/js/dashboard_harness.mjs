@@ -231,7 +231,8 @@ function countsView() {
     data: Object.assign({}, tr.dataset),
     cells: Object.fromEntries(tr.children.filter((td) => td.className).map((td) => [td.className.split(" ").pop(), td.textContent])),
   }));
-  return { cameras: rows("counts-cameras"), zones: rows("counts-zones"), lines: rows("counts-lines"), link: link() };
+  return { cameras: rows("counts-cameras"), zones: rows("counts-zones"), lines: rows("counts-lines"),
+    zoneFigures: rows("zone-figures"), link: link() };
 }
 
 // Every shape of an SVG with a data-zone, data-line or data-drawing attribute.
