@@ -203,7 +203,7 @@ class CameraAnalysis:
         if self.settings.events_enabled:  # loitering ends first: the object's own end may follow in this frame
             result.events.extend(m for m in (self.loitering.close(v, self.book.sighting) for v in closed) if m)
             if self.loitering.limits_s:
-                result.events.extend(self.loitering.check(self.dwell.open_visits(), self.book.sighting))
+                result.events.extend(self.loitering.check(self.dwell, self.book.sighting))
 
         # Ended tracks first: their last zone exits are part of the ``end``, not an ``update`` before it.
         for track_id in removed:

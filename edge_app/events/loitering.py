@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple
 from edge_app.events.lifecycle import Sighting
 from edge_app.events.model import END, LOITERING, NEW, Event, EventMessage
 from edge_app.events.query import valid_event_id
-from edge_app.track.dwell import ZoneVisit
+from edge_app.track.dwell import DwellClock, ZoneVisit
 
 
 def loitering_event_id(camera_id: str, track_id: int, zone: str, entered_s: float) -> str:
@@ -45,14 +45,10 @@ class LoiteringWatch:
             counts[zone] += 1
         return counts
 
-    def check(self, visits: List[ZoneVisit], sighting: Callable[[int], Optional[Sighting]]) -> List[EventMessage]:
-        """``new`` for each open visit that has now stayed past its zone's limit."""
+    def check(self, clock: DwellClock, sighting: Callable[[int], Optional[Sighting]]) -> List[EventMessage]:
+        """``new`` for each open visit of ``clock`` that has now stayed past its zone's limit."""
         messages = []
-        for visit in visits:
-            limit_s = self.limits_s.get(visit.zone)
-            key = (visit.zone, visit.track_id)
-            if limit_s is None or key in self._open or visit.dwell_s < limit_s:
-                continue
+        for visit in clock.open_longer_than(self.limits_s, self._open):
             seen = sighting(visit.track_id)
             if seen is None:
                 continue
@@ -63,7 +59,7 @@ class LoiteringWatch:
                 current_zones=(visit.zone,), entered_zones=(visit.zone,), model=self.model, type=LOITERING,
                 dwell_s={visit.zone: visit.dwell_s},
             )
-            self._open[key] = event
+            self._open[(visit.zone, visit.track_id)] = event
             messages.append(EventMessage(NEW, event))
         return messages
 

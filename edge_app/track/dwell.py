@@ -12,7 +12,7 @@ An object's dwell in a zone is the sum of its visits there. Pure: no clock, time
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Container, Dict, Iterable, List, Mapping, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,20 @@ class DwellClock:
         """Every open visit with its dwell so far, oldest entry first."""
         visits = [ZoneVisit(zone, t, v.label, v.entered_s, self._running_s(t, v)) for (zone, t), v in self._open.items()]
         return sorted(visits, key=lambda visit: (visit.entered_s, visit.zone, visit.track_id))
+
+    def open_longer_than(self, limits_s: Mapping[str, float], skip: Container[Tuple[str, int]] = ()) -> List[ZoneVisit]:
+        """Open visits that have lasted their zone's limit (zones without one never), except the
+        ``(zone, track)`` pairs in ``skip``; oldest entry first. Per frame, so no object is made
+        for the visits that have not."""
+        found = []
+        for (zone, track_id), visit in self._open.items():
+            limit_s = limits_s.get(zone)
+            if limit_s is None or (zone, track_id) in skip:
+                continue
+            dwell_s = self._running_s(track_id, visit)
+            if dwell_s >= limit_s:
+                found.append(ZoneVisit(zone, track_id, visit.label, visit.entered_s, dwell_s))
+        return sorted(found, key=lambda v: (v.entered_s, v.zone, v.track_id))
 
     def _running_s(self, track_id: int, visit: _Open) -> float:
         return max(0.0, self._last_seen_s.get(track_id, visit.entered_s) - visit.entered_s)

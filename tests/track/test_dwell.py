@@ -97,3 +97,19 @@ def test_zone_changes_carry_the_time_the_border_was_crossed(min_frames, path, ti
         changes += zones.update([3], ["person"], np.array([point]), float(t))
     assert [(c.change, c.at_s) for c in changes] == expected
     assert [c.at_s for c in zones.forget([3])] in ([], [None])
+
+
+@pytest.mark.parametrize("limits_s, skip, expected", [
+    ({"door": 2.0}, (), [("door", 2), ("door", 1)]),       # oldest entry first
+    ({"door": 4.5}, (), [("door", 2)]),
+    ({"door": 2.0}, {("door", 2)}, [("door", 1)]),         # already flagged
+    ({"hall": 1.0}, (), [("hall", 1)]),
+    ({}, (), []),                                          # zones without a limit never
+])
+def test_open_visits_past_a_limit(limits_s, skip, expected):
+    clock = DwellClock()
+    clock.enter("door", 2, "person", 0.0)
+    clock.enter("door", 1, "person", 3.0)
+    clock.enter("hall", 1, "person", 4.0)
+    clock.seen([1, 2], 6.0)
+    assert [(v.zone, v.track_id) for v in clock.open_longer_than(limits_s, skip)] == expected
