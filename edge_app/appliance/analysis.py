@@ -168,19 +168,20 @@ class AnalysisHub:
         return min(now, captured_s + max(0.0, now - analysed_s))
 
     def counts(self) -> CountsReport:
-        cameras, zones, lines = {}, {}, {}
+        cameras, zones, lines, zone_stats = {}, {}, {}, {}
         for camera_id, analysis in list(self._analyses.items()):
             snapshot = analysis.counts()
             cameras[camera_id] = dict(snapshot.objects)
             for zone, labels in snapshot.zones.items():
                 zones[zone] = dict(labels)
+            zone_stats.update(snapshot.zone_stats)
             for line, totals in snapshot.lines.items():
                 lines[line] = totals.to_dict()
         for camera_id, totals in self._line_totals.items():
             if camera_id not in self._analyses:
                 for line, total in totals.items():
                     lines.setdefault(line, total.to_dict())
-        return CountsReport(cameras=cameras, zones=zones, lines=lines)
+        return CountsReport(cameras=cameras, zones=zones, lines=lines, zone_stats=zone_stats)
 
     def also_tell(self, listener: Callable[[EventMessage], object]) -> None:
         """Before ``start``: ``listener`` is told every event message as it goes out (notifications).
@@ -210,6 +211,8 @@ class AnalysisHub:
             publisher.publish_object_count(camera_id, label, count, ts, model)
         for (zone, label), count in result.zone_counts.items():
             publisher.publish_zone_count(zone, label, count, ts, model)
+        for zone, stats in result.zone_stats.items():
+            publisher.publish_zone_stats(zone, stats, ts, model)
         for crossing in result.crossings:
             publisher.publish_line_crossing(camera_id, crossing.line, crossing.event_id, crossing.track_id,
                                             crossing.label, crossing.direction, crossing.ts, model)

@@ -31,11 +31,14 @@ from edge_app.detect.detections import Detections
 from edge_app.capture.gpu_image import FrameImage, bgr_image, image_hw
 from edge_app.events.counts import LabelCounts, LineCounts, LineTotals
 from edge_app.events.lifecycle import DEFAULT_UPDATE_INTERVAL_S, EventBook
+from edge_app.events.loitering import LoiteringWatch
 from edge_app.events.model import Event, EventMessage, Snapshot
 from edge_app.events.snapshots import SnapshotKeeper, SnapshotSettings
 from edge_app.events.tracks import EventTrack
+from edge_app.events.zone_stats import ZoneStats, ZoneStatsBook
 from edge_app.reporting.stage_times import StageTimes
-from edge_app.track import Line, LineCounter, Tracker, TrackerSettings, Zone, ZoneTracker, reference_points
+from edge_app.track import Line, LineCounter, Tracker, TrackerSettings, Zone, ZoneChange, ZoneTracker, reference_points
+from edge_app.track.dwell import DwellClock, ZoneVisit
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class FrameAnalysis:
     crossings: List[Crossing] = field(default_factory=list)
     tracks: List[EventTrack] = field(default_factory=list)  # of the events that ended, to store with them
     line_counts: Dict[str, LineTotals] = field(default_factory=dict)       # line -> totals, lines crossed now
+    zone_stats: Dict[str, ZoneStats] = field(default_factory=dict)         # zone -> its figures, changed now
     model: str = "default"  # the camera's model (cameras[].model): counts and crossings carry its name
 
 
@@ -78,6 +82,20 @@ class CountsSnapshot:
     objects: Dict[str, int]
     zones: Dict[str, Dict[str, int]]
     lines: Dict[str, LineTotals]
+    zone_stats: Dict[str, ZoneStats] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ZoneRules:
+    """What zones may alert on, by zone name (``cameras[].zones[]``): only the zones that set them."""
+
+    loitering_s: Mapping[str, float] = field(default_factory=dict)
+    max_objects: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, zones) -> "ZoneRules":
+        return cls({z.name: z.loitering_s for z in zones if z.loitering_s is not None},
+                   {z.name: z.max_objects for z in zones if z.max_objects is not None})
 
 
 @dataclass(frozen=True)
@@ -96,7 +114,7 @@ class CameraAnalysis:
     def __init__(self, camera_id: str, settings: AnalysisSettings = AnalysisSettings(), zones: Sequence[Zone] = (),
                  lines: Sequence[Line] = (), line_seed: Optional[Mapping[str, object]] = None,
                  tracker_settings: Optional[TrackerSettings] = None, model: str = "default",
-                 stage_times: Optional[StageTimes] = None) -> None:
+                 stage_times: Optional[StageTimes] = None, rules: ZoneRules = ZoneRules()) -> None:
         self.camera_id = camera_id
         # Where each frame's time in tracking, zones and lines, events and snapshots is added.
         self.stage_times = stage_times if stage_times is not None else StageTimes()
@@ -108,8 +126,12 @@ class CameraAnalysis:
         self.tracker = Tracker(dataclasses.replace(base, lost_timeout_s=settings.end_after_s))
         self.zones = ZoneTracker(list(zones))
         self.lines = LineCounter(list(lines))
+        self.dwell = DwellClock()
         self.book = EventBook(camera_id, settings.event_labels, settings.min_frames, settings.update_interval_s,
-                              frames_before_track=self.tracker.settings.confirm_hits - 1, model=model)
+                              frames_before_track=self.tracker.settings.confirm_hits - 1, model=model,
+                              dwell_of=self.dwell.dwell_s)
+        self.loitering = LoiteringWatch(camera_id, rules.loitering_s, model)
+        self.zone_stats = ZoneStatsBook([zone.name for zone in zones], rules.max_objects)
         self.snapshots = SnapshotKeeper(settings.snapshots)
         self.line_counts = LineCounts([line.name for line in lines], line_seed)
         self._object_counts: LabelCounts[str] = LabelCounts()
@@ -131,7 +153,7 @@ class CameraAnalysis:
         )
         return cls(camera.id, settings, [Zone.from_config(z) for z in camera.zones],
                    [Line.from_config(line) for line in camera.lines], line_seed, model=camera.model,
-                   stage_times=stage_times)
+                   stage_times=stage_times, rules=ZoneRules.from_config(camera.zones))
 
     # ----------------------------------------------------------------- per frame
     def process(self, frame_id: int, ts: float, image: Optional[FrameImage], detections: Detections,
@@ -179,10 +201,16 @@ class CameraAnalysis:
                 self.book.observe(track_id, labels[i], scores[i], boxes[i], ts, (width, height))
         for change in zone_changes:
             self.book.zone_change(change.track_id, change.zone, change.change == "enter")
+        closed = self._time_visits(ids, ts, zone_changes)
+        if self.settings.events_enabled:  # loitering ends first: the object's own end may follow in this frame
+            result.events.extend(m for m in (self.loitering.close(v, self.book.sighting) for v in closed) if m)
+            if self.loitering.limits_s:
+                result.events.extend(self.loitering.check(self.dwell, self.book.sighting))
 
         # Ended tracks first: their last zone exits are part of the ``end``, not an ``update`` before it.
         for track_id in removed:
             ended = self.book.end(track_id)
+            self.dwell.end(track_id)  # after the end message: it carries the track's dwell
             if ended is not None:
                 self.snapshots.forget(ended.after.id)
                 result.events.append(ended)
@@ -210,6 +238,7 @@ class CameraAnalysis:
                 result.line_counts[crossing.line] = self.line_counts.add(crossing)
             result.object_counts.update(self._object_counts.update(objects_now))
             result.zone_counts.update(self._zone_counts.update(zones_now))
+            result.zone_stats.update(self.zone_stats.update(now, _per_zone(zones_now), self.loitering.loitering()))
         stages.add(camera_id, "events", clock() - placed_s)
         return result
 
@@ -233,13 +262,21 @@ class CameraAnalysis:
         self.zones.forget(live)
         self.lines.forget(live)
         self.tracker.reset()
+        closed = self.dwell.close_all()
+        for visit in closed:
+            self.zone_stats.visit_closed(visit)
+            ended = self.loitering.close(visit, self.book.sighting)
+            if ended is not None:
+                result.events.append(ended)
         for message in self.book.end_all(now):
             self.snapshots.forget(message.after.id)
             result.events.append(message)
         result.tracks.extend(self.book.take_tracks())
+        self.dwell.clear()
         with self._counts_lock:
             result.object_counts.update(self._object_counts.update({}))
             result.zone_counts.update(self._zone_counts.update({}))
+            result.zone_stats.update(self.zone_stats.update(now, {}, self.loitering.loitering()))
         return result
 
     # ------------------------------------------------------------------ queries
@@ -247,10 +284,11 @@ class CameraAnalysis:
         """Every count now (``GET /api/v1/counts``); safe to call from another thread."""
         with self._counts_lock:
             objects, zone_pairs, lines = self._object_counts.snapshot(), self._zone_counts.snapshot(), self.line_counts.totals()
+            zone_stats = self.zone_stats.snapshot()
         zones: Dict[str, Dict[str, int]] = {}
         for (zone, label), count in zone_pairs.items():
             zones.setdefault(zone, {})[label] = count
-        return CountsSnapshot(objects, zones, lines)
+        return CountsSnapshot(objects, zones, lines, zone_stats)
 
     def reset_line_counts(self, line: Optional[str] = None) -> Dict[str, LineTotals]:
         """Set one line's totals (or all) back to 0; returns the totals to publish and persist."""
@@ -266,6 +304,20 @@ class CameraAnalysis:
         return float("inf") if self._last_ts is None else max(0.0, now - self._last_ts)
 
     # ---------------------------------------------------------------- internals
+    def _time_visits(self, ids: np.ndarray, ts: float, changes: List[ZoneChange]) -> List[ZoneVisit]:
+        """Zone entries open visits and exits close them (``DwellClock``); the visits closed now."""
+        self.dwell.seen(ids.tolist(), ts)
+        closed = []
+        for change in changes:
+            if change.change == "enter":
+                self.dwell.enter(change.zone, change.track_id, change.label, ts if change.at_s is None else change.at_s)
+            else:
+                visit = self.dwell.leave(change.zone, change.track_id, change.at_s)
+                if visit is not None:
+                    closed.append(visit)
+                    self.zone_stats.visit_closed(visit)
+        return closed
+
     def _snapshots(self, image: FrameImage, tracked: Detections, ids: np.ndarray, now: float) -> List[Snapshot]:
         if not self.snapshots.settings.enabled:
             return []
@@ -281,6 +333,13 @@ class CameraAnalysis:
             taken.append(self.snapshots.take(bgr_image(image), tracked, index, self.book.event_of(track_id)))
             self.book.snapshot_taken(track_id)
         return taken
+
+
+def _per_zone(zone_counts: Dict[Tuple[str, str], int]) -> Dict[str, int]:
+    totals: Dict[str, int] = {}
+    for (zone, _), count in zone_counts.items():
+        totals[zone] = totals.get(zone, 0) + count
+    return totals
 
 
 def _flatten(occupants: Dict[str, Dict[str, int]]) -> Dict[Tuple[str, str], int]:

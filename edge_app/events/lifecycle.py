@@ -14,12 +14,24 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import AbstractSet, Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
 from edge_app.events.tracks import EventTrack, TrackRecorder
 
 DEFAULT_UPDATE_INTERVAL_S = 1.0
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """A live track as last seen, event or not (what a loitering event shows of its object)."""
+
+    track_id: int
+    label: str
+    score: float
+    top_score: float
+    box: Tuple[float, float, float, float]
+    last_seen_s: float
 
 
 @dataclass
@@ -50,7 +62,7 @@ class EventBook:
 
     def __init__(self, camera_id: str, labels: AbstractSet[str] = frozenset(), min_frames: int = 3,
                  update_interval_s: float = DEFAULT_UPDATE_INTERVAL_S, frames_before_track: int = 0,
-                 model: str = "default") -> None:
+                 model: str = "default", dwell_of: Callable[[int], Mapping[str, float]] = lambda track_id: {}) -> None:
         if min_frames < 1:
             raise ValueError("min_frames must be >= 1")
         if update_interval_s < 0:
@@ -62,6 +74,9 @@ class EventBook:
         self.update_interval_s = float(update_interval_s)
         # A tracker gives an id only after a few sightings; those frames had the object too.
         self.frames_before_track = max(0, int(frames_before_track))
+        # Seconds a track has spent in each zone (``DwellClock.dwell_s``): read whenever an event
+        # is built, so every message carries the dwell of that moment without a per-frame update.
+        self._dwell_of = dwell_of
         self._tracks: Dict[int, _TrackRecord] = {}
         self._new: List[int] = []              # promoted this frame, ``new`` not yet sent
         self._ended_tracks: List[EventTrack] = []  # of events ended since take_tracks()
@@ -81,6 +96,12 @@ class EventBook:
 
     def open_events(self) -> List[Event]:
         return [self._current(r) for r in self._tracks.values() if r.base is not None]
+
+    def sighting(self, track_id: int) -> Optional[Sighting]:
+        record = self._tracks.get(track_id)
+        if record is None:
+            return None
+        return Sighting(track_id, record.label, record.score, record.top_score, record.box, record.last_seen_s)
 
     def labels_in_view(self) -> Dict[str, int]:
         """Live tracks per label: an object counts until its track ends."""
@@ -177,12 +198,12 @@ class EventBook:
         return tracks
 
     # ---------------------------------------------------------------- internals
-    @staticmethod
-    def _current(record: _TrackRecord, end_time_s: Optional[float] = None) -> Event:
+    def _current(self, record: _TrackRecord, end_time_s: Optional[float] = None) -> Event:
         return dataclasses.replace(
             record.base, score=record.score, top_score=record.top_score, box=record.box,
             frame_time=record.last_seen_s, current_zones=tuple(record.current_zones),
             entered_zones=tuple(record.entered_zones), has_snapshot=record.has_snapshot, end_time=end_time_s,
+            dwell_s=dict(self._dwell_of(record.base.track_id)),
         )
 
     def _mark_published(self, record: _TrackRecord, now_s: float) -> Event:

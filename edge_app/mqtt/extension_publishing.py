@@ -25,6 +25,7 @@ from edge_app.mqtt.message import EVENT, EVENTS, STATE, Message
 from edge_app.mqtt.outbox import Outbox
 
 if TYPE_CHECKING:
+    from edge_app.events.zone_stats import ZoneStats
     from edge_app.review.feed import ReviewMessage
 
 
@@ -67,6 +68,12 @@ class ExtensionPublisher:
         """Retained ``R/zones/<zone>/<label>`` ``{"count", "ts", "model"}`` (QoS 1)."""
         return self._outbox.enqueue_json(lambda: self.topics.zone_objects(zone, label),
                                   lambda: payloads.count_payload(count, ts, model), retain=True)
+
+    def publish_zone_stats(self, zone: str, stats: "ZoneStats", ts: Optional[float] = None,
+                           model: str = "default") -> bool:
+        """Retained ``R/zones/<zone>``: occupancy, mean dwell, loitering, occupancy alert (QoS 1)."""
+        return self._outbox.enqueue_json(lambda: self.topics.zone(zone),
+                                         lambda: payloads.zone_stats_payload(stats, ts, model), retain=True)
 
     def publish_line_count(self, camera_id: str, line: str, count_in: int, count_out: int, ts: Optional[float] = None,
                            model: str = "default") -> bool:

@@ -139,6 +139,8 @@ def build_capped_discovery(config: AppConfig, topics: Topics, version: str, labe
                     "state_topic": topics.zone_objects(zone.name, label), "value_template": COUNT_TEMPLATE,
                     "state_class": "measurement", "unit_of_measurement": "objects", "icon": "mdi:vector-polygon",
                 })
+            for parts, platform, name, fields in zone_entities(topics, zone):
+                add(platform, parts, name, fields)
         for line in cam.lines:
             for direction in ("in", "out"):
                 add("sensor", ("line", cam.id, line.name, direction), f"{line.name} {direction}", {
@@ -163,6 +165,32 @@ def build_capped_discovery(config: AppConfig, topics: Topics, version: str, labe
     message["cmps"] = {key: body for _, key, body in candidates if key in kept}
     left_out = len({key for _, key, _ in candidates}) - len(message["cmps"])
     return DiscoveryBuild(message, left_out)
+
+
+def zone_entities(topics: Topics, zone) -> List[Tuple[Tuple[str, ...], str, str, Dict[str, Any]]]:
+    """A zone's own entities, all read from the retained ``R/zones/<zone>``: whether anything of its
+    labels is inside and how many, their mean dwell, and (where the zone sets the limits) loitering
+    and the occupancy alert. Keys have four parts, so no label's count sensor can take one."""
+    state = {"state_topic": topics.zone(zone.name)}
+    entities = [
+        (("zone", zone.name, "stats", "occupied"), "binary_sensor", f"{zone.name} occupancy",
+         dict(state, value_template="{{ 'ON' if value_json.occupancy > 0 else 'OFF' }}", device_class="occupancy")),
+        (("zone", zone.name, "stats", "occupancy"), "sensor", f"{zone.name} objects",
+         dict(state, value_template="{{ value_json.occupancy }}", state_class="measurement",
+              unit_of_measurement="objects", icon="mdi:account-group")),
+        (("zone", zone.name, "stats", "mean_dwell"), "sensor", f"{zone.name} mean dwell",
+         dict(state, value_template="{{ value_json.mean_dwell_s }}", state_class="measurement",
+              device_class="duration", unit_of_measurement="s")),
+    ]
+    if zone.loitering_s is not None:
+        entities.append((("zone", zone.name, "stats", "loitering"), "binary_sensor", f"{zone.name} loitering",
+                         dict(state, value_template="{{ 'ON' if value_json.loitering > 0 else 'OFF' }}",
+                              icon="mdi:account-clock")))
+    if zone.max_objects is not None:
+        entities.append((("zone", zone.name, "stats", "over_capacity"), "binary_sensor", f"{zone.name} over capacity",
+                         dict(state, value_template="{{ 'ON' if value_json.over_capacity else 'OFF' }}",
+                              device_class="problem")))
+    return entities
 
 
 def _summary(key: str) -> str:

@@ -12,6 +12,7 @@ import time
 from typing import Any, Iterable, Mapping, Optional, Union
 
 from edge_app.capture.state import StreamState
+from edge_app.events.zone_stats import ZoneStats
 from edge_app.reporting.protocol import AnalysedFrame, StatusReport
 from edge_app.config.redact import mask_secrets
 
@@ -107,6 +108,12 @@ def count_payload(count: int, ts: Optional[float] = None, model: str = "default"
     if int(count) < 0:
         raise ValueError(f"a count cannot be negative, got {count}")
     return {"count": int(count), "ts": _now_s(ts), "model": model}
+
+
+def zone_stats_payload(stats: ZoneStats, ts: Optional[float] = None, model: str = "default") -> dict:
+    """``R/zones/<zone>``: the zone's occupancy now, mean dwell of the last hour, loitering objects and
+    whether more than ``max_objects`` are inside (docs/analytics.md, "Dwell and loitering")."""
+    return {**stats.to_dict(), "ts": _now_s(ts), "model": model}
 
 
 def line_count_payload(count_in: int, count_out: int, ts: Optional[float] = None, model: str = "default") -> dict:

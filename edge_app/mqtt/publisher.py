@@ -69,6 +69,7 @@ from edge_app.mqtt.outbox import Outbox, message as _message
 from edge_app.mqtt.topics import Topics
 
 if TYPE_CHECKING:
+    from edge_app.events.zone_stats import ZoneStats
     from edge_app.review.feed import ReviewMessage
 
 log = logging.getLogger(__name__)
@@ -268,6 +269,10 @@ class MqttPublisher:
     def publish_zone_count(self, zone: str, label: str, count: int, ts: Optional[float] = None,
                            model: str = "default") -> bool:
         return self._extensions.publish_zone_count(zone, label, count, ts, model)
+
+    def publish_zone_stats(self, zone: str, stats: "ZoneStats", ts: Optional[float] = None,
+                           model: str = "default") -> bool:
+        return self._extensions.publish_zone_stats(zone, stats, ts, model)
 
     def publish_line_count(self, camera_id: str, line: str, count_in: int, count_out: int, ts: Optional[float] = None,
                            model: str = "default") -> bool:

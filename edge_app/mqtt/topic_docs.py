@@ -45,7 +45,7 @@ def _event(**changes: object) -> Event:
     base = dict(id="1796290950.1-front-17", camera_id="front", label="person", track_id=17, score=0.81,
                 top_score=0.86, box=(412.0, 188.5, 530.0, 460.0), frame_time=_TS, start_time=1796290950.1,
                 current_zones=("driveway",), entered_zones=("driveway",), has_snapshot=True, has_clip=True,
-                clip_duration_s=14.15)
+                clip_duration_s=14.15, dwell_s={"driveway": 6.4})
     base.update(changes)
     return Event(**base)  # type: ignore[arg-type]
 
@@ -85,7 +85,7 @@ def _health() -> bytes:
 
 def _events() -> bytes:
     before = _event(current_zones=(), entered_zones=(), score=0.79, top_score=0.79, has_snapshot=False,
-                    clip_duration_s=13.1)
+                    clip_duration_s=13.1, dwell_s={})
     return payloads.encode(EventMessage(type=UPDATE, before=before, after=_event()).to_dict())
 
 
@@ -98,6 +98,12 @@ def _reviews() -> bytes:
                        event_ids=("1796290950.1-front-17", "1796290952.4-front-18"), severity=ALERT)
     before = dataclasses.replace(after, end_time=None)
     return payloads.encode(ReviewMessage(END, before, after).to_dict())
+
+
+def _zone_stats():
+    from edge_app.events.zone_stats import ZoneStats
+
+    return ZoneStats(occupancy=3, mean_dwell_s=42.7, visits_last_hour=18, loitering=1, max_objects=2, over_capacity=True)
 
 
 TOPIC_DOCS: Dict[str, TopicDoc] = {
@@ -132,6 +138,13 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                                lambda: payloads.encode(payloads.count_payload(2, _TS))),
     "zone_objects": TopicDoc("yes", "objects of that label in the zone now; `model`: the zone's camera's model",
                              lambda: payloads.encode(payloads.count_payload(1, _TS))),
+    "zone": TopicDoc("yes", "the zone's figures, sent when one changes: `occupancy` (objects of its labels inside now), "
+                            "`mean_dwell_s` (mean time in the zone of the visits that ended in the last hour; null "
+                            "when none did) and `visits_last_hour`, `loitering` (objects inside longer than its "
+                            "`loitering_s` now), `max_objects` and `over_capacity` (more objects inside than that: "
+                            "the occupancy alert); `model`: the zone's camera's model "
+                            "([analytics](analytics.md#dwell-and-loitering))",
+                     lambda: payloads.encode(payloads.zone_stats_payload(_zone_stats(), _TS))),
     "camera_line": TopicDoc("yes", "crossings since the counts were reset, kept across restarts; `model`: "
                                    "the camera's model",
                             lambda: payloads.encode(payloads.line_count_payload(41, 38, _TS))),

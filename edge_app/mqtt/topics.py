@@ -84,6 +84,10 @@ class Topics:
         """Retained count of the objects of ``label`` in a zone (zone names are unique per device)."""
         return f"{self.root}/zones/{_check_level(zone, 'zone name')}/{_check_level(label, 'label')}"
 
+    def zone(self, zone: str) -> str:
+        """Retained figures of a zone: occupancy, mean dwell, loitering, the occupancy alert."""
+        return f"{self.root}/zones/{_check_level(zone, 'zone name')}"
+
     def camera_line(self, camera_id: str, line: str) -> str:
         """Retained ``{"in", "out", "ts"}`` totals of a tripwire."""
         return f"{self.root}/cameras/{_check_camera_id(camera_id)}/lines/{_check_level(line, 'line name')}"

@@ -18,6 +18,7 @@ from edge_app.detect.detections import Detections
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery, StoreHealth
 from edge_app.events.tracks import EventTrack
+from edge_app.events.zone_stats import ZoneStats
 from edge_app.capture.gpu_image import FrameImage, bgr_image
 from edge_app.health.report import HealthReport
 from edge_app.notify.notifier import NotifierStatus
@@ -197,6 +198,8 @@ class CountsReport:
     zones: Dict[str, Dict[str, int]] = field(default_factory=dict)  # zone -> label -> objects in the zone
     # line -> {"in": n, "out": n} since the counts were last reset
     lines: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    # zone -> occupancy now, mean dwell over the last hour, loitering and the occupancy alert
+    zone_stats: Dict[str, ZoneStats] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

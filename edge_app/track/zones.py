@@ -50,6 +50,10 @@ class ZoneChange:
     track_id: int
     label: str
     change: Literal["enter", "leave"]
+    # Frame time of the first observation of the change (the first inside for an entry, the
+    # first outside for an exit): the object crossed the border then, not when it was settled.
+    # None for tracks that ended (forget) and for frames without times.
+    at_s: Optional[float] = None
 
 
 class _ZoneState:
@@ -171,8 +175,8 @@ class ZoneTracker:
         state.streak[r] = np.where(flip, 0, streak)
         state.since_s[r] = since_s
         state.inside[r[flip]] = inside[known][flip]
-        events = [(int(i), int(t), str(label), bool(now)) for i, t, label, now in
-                  zip(index[known][flip], ids[known][flip], state.labels[r[flip]], inside[known][flip])]
+        events = [(int(i), int(t), str(label), bool(now), float(at)) for i, t, label, now, at in
+                  zip(index[known][flip], ids[known][flip], state.labels[r[flip]], inside[known][flip], since_s[flip])]
         left = r[flip & ~inside[known]]
         if len(left):  # a track that left is forgotten (before new rows move the others)
             keep = np.ones(len(state), bool)
@@ -188,9 +192,11 @@ class ZoneTracker:
             state.add(ids[fresh], np.full(n, enter), np.zeros(n, np.int64) if enter else np.ones(n, np.int64),
                       np.full(n, now_s), labels[fresh], seq)
             if enter:
-                events += [(int(i), int(t), str(label), True) for i, t, label in zip(index[fresh], ids[fresh], labels[fresh])]
+                events += [(int(i), int(t), str(label), True, now_s) for i, t, label in
+                           zip(index[fresh], ids[fresh], labels[fresh])]
         events.sort(key=lambda e: e[0])
-        return [ZoneChange(zone, track_id, label, "enter" if now else "leave") for _, track_id, label, now in events]
+        return [ZoneChange(zone, track_id, label, "enter" if now else "leave", None if np.isnan(at) else at)
+                for _, track_id, label, now, at in events]
 
     def forget(self, track_ids: Iterable[int]) -> List[ZoneChange]:
         """Tracks that ended: they leave every zone they were in (in the order they were first seen there)."""

@@ -31,10 +31,10 @@ def run_dashboard(api, scenario: str, token: str = "", env: Optional[Dict[str, s
 
 
 class LogicCalls:
-    """One Node process answering calls to the pure functions of static/logic.js."""
+    """One Node process answering calls to the pure functions of static/logic.js and static/zone_rules.js."""
 
     def __init__(self) -> None:
-        command: List[str] = [_node(), str(HARNESS), "--calls", str(STATIC_DIR / "logic.js")]
+        command: List[str] = [_node(), str(HARNESS), "--calls", str(STATIC_DIR / "logic.js"), str(STATIC_DIR / "zone_rules.js")]
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def __call__(self, function: str, *args: Any) -> Any:

@@ -243,7 +243,8 @@ class InMemoryService:
     def counts(self) -> CountsReport:
         lines = {line: totals.to_dict() for cams in self.event_store.load_line_counts().values()
                  for line, totals in cams.items()}
-        return CountsReport(cameras=self.live_counts.cameras, zones=self.live_counts.zones, lines=lines)
+        return CountsReport(cameras=self.live_counts.cameras, zones=self.live_counts.zones, lines=lines,
+                            zone_stats=self.live_counts.zone_stats)
 
     def device_health(self) -> HealthReport:
         return self.health

@@ -91,6 +91,42 @@ def test_a_privacy_mask_being_drawn_has_a_style_and_nothing_else(call_logic, sty
     assert call_logic("buildArea", "privacy", "ignored", points, "person", style) == {"polygon": points, "style": expected}
 
 
+@pytest.mark.parametrize("loitering, max_objects, expected", [
+    ("", "", {}),
+    ("  ", None, {}),
+    ("30", "", {"loitering_s": 30}),
+    (" 2.5 ", "4", {"loitering_s": 2.5, "max_objects": 4}),
+    ("", "0", {"max_objects": 0}),
+    # not a number: sent as typed, so the API's refusal names the field
+    ("soon", "many", {"loitering_s": "soon", "max_objects": "many"}),
+])
+def test_a_zones_loitering_and_occupancy_rules_from_the_editor(call_logic, loitering, max_objects, expected):
+    assert call_logic("zoneRules", loitering, max_objects) == expected
+
+
+@pytest.mark.parametrize("zone, expected", [
+    (DRIVEWAY, ""),
+    ({**DRIVEWAY, "loitering_s": 30, "max_objects": None}, "loitering after 30 s"),
+    ({**DRIVEWAY, "loitering_s": None, "max_objects": 0}, "alert above 0 inside"),
+    ({**DRIVEWAY, "loitering_s": 2.5, "max_objects": 4}, "loitering after 2.5 s · alert above 4 inside"),
+])
+def test_what_the_editors_list_says_of_a_zones_rules(call_logic, zone, expected):
+    assert call_logic("zoneRulesText", zone) == expected
+
+
+def test_the_zones_figures_in_the_counts_view(call_logic):
+    counts = {"zone_stats": {
+        "porch": {"occupancy": 0, "mean_dwell_s": None, "visits_last_hour": 0, "loitering": 0, "max_objects": None,
+                  "over_capacity": False},
+        "door": {"occupancy": 5, "mean_dwell_s": 42.7, "visits_last_hour": 9, "loitering": 1, "max_objects": 4,
+                 "over_capacity": True}}}
+    assert call_logic("zoneFigureRows", counts) == [
+        {"zone": "door", "inside": "5", "meanDwell": "42.7 s", "loitering": "1", "alert": "over 4"},
+        {"zone": "porch", "inside": "0", "meanDwell": "–", "loitering": "0", "alert": ""},
+    ]
+    assert call_logic("zoneFigureRows", {"cameras": {}}) == []  # an appliance from before zone figures
+
+
 NEW_ZONE = {"name": "yard", "polygon": [[0, 0], [1, 0], [1, 1]], "labels": []}
 NEW_LINE = {"name": "gate", "points": GATE, "labels": ["car"]}
 TREE = [[0, 0], [0.3, 0], [0.3, 0.2]]

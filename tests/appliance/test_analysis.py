@@ -40,6 +40,10 @@ class RecordingPublisher:
         self.models.append(("zone", model))
         return self._record("zone", zone, label, count)
 
+    def publish_zone_stats(self, zone, stats, ts=None, model="default"):
+        self.models.append(("zone_stats", model))
+        return self._record("zone_stats", zone, stats)
+
     def publish_line_crossing(self, camera_id, line, event_id, track_id, label, direction, ts=None, model="default"):
         self.models.append(("crossing", model))
         return self._record("crossing", camera_id, line, label, direction)
@@ -130,7 +134,7 @@ def test_counts_and_crossings_carry_the_model_of_their_camera():
         "events": {"min_frames": 3, "end_after_s": 1.0},
     }))
     _walk(hub, [Obj(0, moving(20, 200, 20), first=0, last=25)], 40)
-    assert {kind for kind, _ in publisher.models} == {"objects", "zone", "crossing", "line"}
+    assert {kind for kind, _ in publisher.models} == {"objects", "zone", "zone_stats", "crossing", "line"}
     assert {model for _, model in publisher.models} == {"people"}
 
 

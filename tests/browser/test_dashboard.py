@@ -310,6 +310,37 @@ def test_an_area_drawn_with_the_mouse_is_saved_and_shown_on_the_live_view(dashbo
     assert_drawn_at(dashboard, f'svg#live-overlay {element}="{name}"]', points)
 
 
+@pytest.mark.parametrize("labels, loitering, max_objects, refusal", [
+    ("person", "20", "3", None),
+    ("", "20", "", "loitering_s"),  # a loitering zone must name its labels: the refusal names the field
+])
+def test_a_zones_loitering_and_occupancy_rules_are_set_in_the_editor(dashboard, appliance, console, labels, loitering,
+                                                                     max_objects, refusal):
+    name = "bench" if refusal is None else "bench_unlabelled"
+    before = appliance.get("/api/v1/config").json()
+    if refusal:
+        console.allow(r"/api/v1/cameras/\S* - Failed to load resource: the server responded with a status of 400")
+    draw(dashboard, "zone", name, [(0.55, 0.55), (0.85, 0.55), (0.85, 0.85), (0.55, 0.85)])
+    dashboard.type_into("input#editor-labels", labels)
+    dashboard.type_into("input#editor-loitering", loitering)
+    dashboard.type_into("input#editor-max-objects", max_objects)
+    dashboard.find("button#editor-finish").click()
+    dashboard.find("button#editor-save").click()
+    if refusal:
+        errors = dashboard.wait(lambda _d: dashboard.text("#editor-errors").strip(), "the editor to show the refusal")
+        assert refusal in errors and "labels" in errors, errors
+        assert appliance.get("/api/v1/config").json() == before, "a refused zone changed the configuration"
+        return
+    row = dashboard.shown(f'#editor-areas li[data-area="{name}"]')
+    zone = dashboard.wait(lambda _d: next((z for z in camera_config(appliance, WALK_CAMERA)["zones"] if z["name"] == name),
+                                          None), f"zone {name} in the configuration")
+    assert (zone["labels"], zone["loitering_s"], zone["max_objects"]) == (["person"], 20.0, 3), zone
+    assert "loitering after 20 s" in row.text and "alert above 3 inside" in row.text, row.text
+    dashboard.find(f'#editor-areas li[data-area="{name}"] button.delete').click()
+    dashboard.wait(lambda _d: all(z["name"] != name for z in camera_config(appliance, WALK_CAMERA)["zones"]),
+                   f"zone {name} deleted")
+
+
 def test_a_health_problem_shows_a_banner_until_it_clears(dashboard, appliance):
     def limit(disk_percent):
         answer = appliance.request("PATCH", "/api/v1/config", json={"health": {"limits": {"disk_percent": disk_percent}}})

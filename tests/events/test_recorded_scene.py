@@ -16,8 +16,8 @@ from edge_app.mqtt.publisher import MqttPublisher
 from tests.support.recorded_scene import RecordingPublisher, run_scene
 
 RECORDED = Path(__file__).parent / "data" / "recorded_scene.json"
-#: events and crossings go out in the order they happened
-ORDERED = ("event", "crossing")
+#: events, crossings and zone figures go out in the order they happened
+ORDERED = ("event", "crossing", "zone_stats")
 #: counts and snapshots of one frame go out in the order of a set of labels, which differs from
 #: one interpreter to the next (string hashing): compared as a multiset
 UNORDERED = ("objects", "zone", "line", "snapshot")

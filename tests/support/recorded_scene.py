@@ -33,6 +33,7 @@ from edge_app.config import AppConfig, CameraConfig
 from edge_app.config.schema import TrackingConfig
 from edge_app.config.schema_cameras import LineConfig, ZoneConfig
 from edge_app.events.model import EventMessage
+from edge_app.events.zone_stats import ZoneStats
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
@@ -68,6 +69,10 @@ class RecordingPublisher:
     def publish_zone_count(self, zone: str, label: str, count: int, ts: Optional[float] = None,
                            model: str = "default") -> bool:
         return self._add(zone.split("_")[0], ["zone", zone, label, count, ts])
+
+    def publish_zone_stats(self, zone: str, stats: ZoneStats, ts: Optional[float] = None,
+                           model: str = "default") -> bool:
+        return self._add(zone.split("_")[0], ["zone_stats", zone, _rounded(stats.to_dict()), ts])
 
     def publish_line_count(self, camera_id: str, line: str, count_in: int, count_out: int, ts: Optional[float] = None,
                            model: str = "default") -> bool:

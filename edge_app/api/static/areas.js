@@ -7,6 +7,7 @@
 
 (globalThis.EdgeDashboardParts = globalThis.EdgeDashboardParts || []).push(function areas(app) {
   const L = globalThis.EdgeLogic;
+  const Z = globalThis.EdgeZoneRules;
   const { $, el } = app;
   const SVG = "http://www.w3.org/2000/svg";
   const FALLBACK_SIZE = [1600, 900];  // before a picture has loaded
@@ -170,7 +171,9 @@
           : area.labels.length ? area.labels.join(", ") : "every label";
       const title = area.kind === "mask" ? "motion " + area.name : area.kind === "privacy" ? area.name
         : area.kind + " " + area.name;
-      li.append(el("span", title, "area-title"), el("span", " · " + labels + " ", "muted"));
+      const zone = area.kind === "zone" ? (camera.zones || []).find((z) => z.name === area.name) : null;
+      const rules = zone ? Z.zoneRulesText(zone) : "";
+      li.append(el("span", title, "area-title"), el("span", " · " + labels + (rules ? " · " + rules : "") + " ", "muted"));
       if (area.kind === "privacy") li.append(editButton(area));
       li.append(remove);
       return li;
@@ -203,6 +206,7 @@
   }
 
   function clearDrawing() {
+    $("editor-zone-rules").hidden = kind() !== "zone";
     editor.points = [];
     editor.finished = false;
     editor.editing = "";
@@ -304,6 +308,7 @@
     }
     const area = L.buildArea(kind(), $("editor-name").value, editor.points, $("editor-labels").value,
       $("editor-style").value);
+    if (kind() === "zone") Object.assign(area, Z.zoneRules($("editor-loitering").value, $("editor-max-objects").value));
     const replacing = kind() === "privacy" ? editor.editing : "";
     $("editor-save").disabled = true;
     try {
@@ -313,6 +318,7 @@
         editor.finished = false;
         editor.editing = "";
         $("editor-name").value = "";
+        $("editor-loitering").value = $("editor-max-objects").value = "";
         await app.reloadConfig();  // before saying so: the list and the overlays show it then
         showErrors([]);
         showResult(kind() === "mask" ? "saved the motion mask" : kind() === "privacy"

@@ -275,6 +275,7 @@
     if (!result.ok || !result.body) return;
     const rows = L.countRows(result.body);
     for (const kind of ["cameras", "zones", "lines"]) renderCountRows(kind, rows[kind]);
+    app.notify("counts", result.body);  // the zones' figures (zone_figures.js)
     for (const row of rows.cameras.concat(rows.zones)) seen.labels.add(row.label);
   }
 
