@@ -34,7 +34,8 @@ from edge_app.events.lifecycle import DEFAULT_UPDATE_INTERVAL_S, EventBook
 from edge_app.events.model import Event, EventMessage, Snapshot
 from edge_app.events.snapshots import SnapshotKeeper, SnapshotSettings
 from edge_app.reporting.stage_times import StageTimes
-from edge_app.track import Line, LineCounter, Tracker, TrackerSettings, Zone, ZoneTracker, reference_points
+from edge_app.track import (Line, LineCounter, SpeedMeter, SpeedPair, SpeedReading, Tracker, TrackerSettings, Zone,
+                            ZoneTracker, reference_points)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Crossing:
     direction: str            # "in" or "out"
     event_id: Optional[str]   # None when the object is not an event (yet, or not of an event label)
     ts: float
+    speed: Optional[SpeedReading] = None  # the crossing completed a line pair's passage
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ class CameraAnalysis:
     def __init__(self, camera_id: str, settings: AnalysisSettings = AnalysisSettings(), zones: Sequence[Zone] = (),
                  lines: Sequence[Line] = (), line_seed: Optional[Mapping[str, object]] = None,
                  tracker_settings: Optional[TrackerSettings] = None, model: str = "default",
-                 stage_times: Optional[StageTimes] = None) -> None:
+                 stage_times: Optional[StageTimes] = None, speed_pairs: Sequence[SpeedPair] = ()) -> None:
         self.camera_id = camera_id
         # Where each frame's time in tracking, zones and lines, events and snapshots is added.
         self.stage_times = stage_times if stage_times is not None else StageTimes()
@@ -106,6 +108,7 @@ class CameraAnalysis:
         self.tracker = Tracker(dataclasses.replace(base, lost_timeout_s=settings.end_after_s))
         self.zones = ZoneTracker(list(zones))
         self.lines = LineCounter(list(lines))
+        self.speeds = SpeedMeter(list(speed_pairs))
         self.book = EventBook(camera_id, settings.event_labels, settings.min_frames, settings.update_interval_s,
                               frames_before_track=self.tracker.settings.confirm_hits - 1, model=model)
         self.snapshots = SnapshotKeeper(settings.snapshots)
@@ -127,9 +130,10 @@ class CameraAnalysis:
             end_after_s=events.end_after_s,
             snapshots=SnapshotSettings(enabled=events.enabled and events.snapshots, jpeg_quality=jpeg_quality),
         )
+        pairs = [pair for pair in (SpeedPair.from_config(line) for line in camera.lines) if pair is not None]
         return cls(camera.id, settings, [Zone.from_config(z) for z in camera.zones],
                    [Line.from_config(line) for line in camera.lines], line_seed, model=camera.model,
-                   stage_times=stage_times)
+                   stage_times=stage_times, speed_pairs=pairs)
 
     # ----------------------------------------------------------------- per frame
     def process(self, frame_id: int, ts: float, image: Optional[FrameImage], detections: Detections,
@@ -165,8 +169,10 @@ class CameraAnalysis:
         stages.add(camera_id, "tracking", tracked_s - started_s)
 
         zone_changes = self.zones.update(ids, labels, points, ts) + self.zones.forget(removed)
-        line_crossings = self.lines.update(ids, labels, points)
+        line_crossings = self.lines.update(ids, labels, points, ts)
         self.lines.forget(removed)
+        speeds = {(reading.line, reading.track_id): reading for reading in self.speeds.observe(line_crossings)}
+        self.speeds.forget(removed)
         placed_s = clock()
         stages.add(camera_id, "zones_lines", placed_s - tracked_s)
 
@@ -177,6 +183,8 @@ class CameraAnalysis:
                 self.book.observe(track_id, labels[i], scores[i], boxes[i], ts)
         for change in zone_changes:
             self.book.zone_change(change.track_id, change.zone, change.change == "enter")
+        for reading in speeds.values():
+            self.book.speed_measured(reading.track_id, reading.speed_kmh, reading.over_limit)
 
         # Ended tracks first: their last zone exits are part of the ``end``, not an ``update`` before it.
         for track_id in removed:
@@ -203,7 +211,7 @@ class CameraAnalysis:
             for crossing in line_crossings:
                 event_id = self.book.event_id_of(crossing.track_id)
                 result.crossings.append(Crossing(crossing.line, crossing.track_id, crossing.label, crossing.direction,
-                                                 event_id, float(ts)))
+                                                 event_id, float(ts), speeds.get((crossing.line, crossing.track_id))))
                 result.line_counts[crossing.line] = self.line_counts.add(crossing)
             result.object_counts.update(self._object_counts.update(objects_now))
             result.zone_counts.update(self._zone_counts.update(zones_now))
@@ -229,6 +237,7 @@ class CameraAnalysis:
         live = self.tracker.active_ids()
         self.zones.forget(live)
         self.lines.forget(live)
+        self.speeds.forget(live)
         self.tracker.reset()
         for message in self.book.end_all(now):
             self.snapshots.forget(message.after.id)

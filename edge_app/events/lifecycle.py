@@ -39,6 +39,8 @@ class _TrackRecord:
     published: Optional[Event] = None      # the event as subscribers last saw it
     published_at_s: float = 0.0
     dirty: bool = False                    # something worth an update changed since
+    speed_kmh: Optional[float] = None      # the fastest measured on a line pair
+    speed_alert: bool = False
 
 
 class EventBook:
@@ -114,6 +116,18 @@ class EventBook:
             return
         record.dirty = record.dirty or record.base is not None
 
+    def speed_measured(self, track_id: int, speed_kmh: float, over_limit: bool) -> None:
+        """A line pair measured the speed of ``track_id``'s object; the event keeps the fastest."""
+        record = self._tracks.get(track_id)
+        if record is None:
+            return
+        if record.speed_kmh is None or speed_kmh > record.speed_kmh:
+            record.speed_kmh = float(speed_kmh)
+            record.dirty = record.dirty or record.base is not None
+        if over_limit and not record.speed_alert:
+            record.speed_alert = True
+            record.dirty = record.dirty or record.base is not None
+
     def promote(self) -> List[Event]:
         """Tracks that have now been seen in ``min_frames`` frames become events (``new`` goes out with :meth:`flush`)."""
         promoted = []
@@ -172,6 +186,7 @@ class EventBook:
             record.base, score=record.score, top_score=record.top_score, box=record.box,
             frame_time=record.last_seen_s, current_zones=tuple(record.current_zones),
             entered_zones=tuple(record.entered_zones), has_snapshot=record.has_snapshot, end_time=end_time_s,
+            speed_kmh=record.speed_kmh, speed_alert=record.speed_alert,
         )
 
     def _mark_published(self, record: _TrackRecord, now_s: float) -> Event:

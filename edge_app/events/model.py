@@ -32,6 +32,11 @@ class Event:
     # end); its length so far, final in the ``update`` that follows the clip's completion.
     has_clip: bool = False
     clip_duration_s: float = 0.0
+    # The fastest speed measured on a line pair (cameras[].lines[].speed), km/h; None: none
+    # measured. ``speed_alert``: a measurement was above its pair's max_kmh, which makes the
+    # event's review item an alert (docs/analytics.md, "Speed").
+    speed_kmh: Optional[float] = None
+    speed_alert: bool = False
 
     @property
     def ended(self) -> bool:
@@ -43,6 +48,7 @@ class Event:
         data["current_zones"] = list(self.current_zones)
         data["entered_zones"] = list(self.entered_zones)
         data["clip_duration_s"] = round(float(self.clip_duration_s), 2)
+        data["speed_kmh"] = None if self.speed_kmh is None else round(float(self.speed_kmh), 1)
         return data
 
     @classmethod
@@ -57,6 +63,9 @@ class Event:
             has_snapshot=bool(data.get("has_snapshot", False)), model=str(data.get("model", "default")),
             # Events written before clips existed have neither key.
             has_clip=bool(data.get("has_clip", False)), clip_duration_s=float(data.get("clip_duration_s") or 0.0),
+            # Events from before speeds have neither key.
+            speed_kmh=None if data.get("speed_kmh") is None else float(data["speed_kmh"]),
+            speed_alert=bool(data.get("speed_alert", False)),
         )
 
 
