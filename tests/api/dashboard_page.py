@@ -31,10 +31,11 @@ def run_dashboard(api, scenario: str, token: str = "", env: Optional[Dict[str, s
 
 
 class LogicCalls:
-    """One Node process answering calls to the pure functions of static/logic.js."""
+    """One Node process answering calls to the pure functions of static/logic.js (or of ``script``,
+    another file of the page that adds pure functions to globalThis.EdgeLogic)."""
 
-    def __init__(self) -> None:
-        command: List[str] = [_node(), str(HARNESS), "--calls", str(STATIC_DIR / "logic.js")]
+    def __init__(self, script: str = "logic.js") -> None:
+        command: List[str] = [_node(), str(HARNESS), "--calls", str(STATIC_DIR / script)]
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def __call__(self, function: str, *args: Any) -> Any:

@@ -153,7 +153,8 @@ def test_dashboard_page_and_its_assets(secured_api):
     assert "<title>edge-app</title>" in html
     assets = re.findall(r'(?:src|href)="(static/[^"]+)"', html)
     scripts = ["static/shared/page.js", "static/logic.js", "static/liveview.js", "static/player.js", "static/events.js",
-               "static/review.js", "static/livegrid.js", "static/recordings.js", "static/areas.js", "static/cameras.js",
+               "static/review.js", "static/livegrid.js", "static/recordings.js", "static/areas.js", "static/speed.js",
+               "static/cameras.js",
                "static/config.js", "static/sections.js", "static/dashboard.js"]
     # page.js comes first (the helpers every file uses); dashboard.js last: the views in the other
     # files register themselves before it starts.

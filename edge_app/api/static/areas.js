@@ -154,8 +154,10 @@
       const remove = el("button", "Delete", "secondary delete");
       remove.type = "button";
       remove.addEventListener("click", () => removeArea(area).catch(app.handleError));
-      const labels = area.kind === "mask" ? "motion does not count here"
+      let labels = area.kind === "mask" ? "motion does not count here"
         : area.labels.length ? area.labels.join(", ") : "every label";
+      const line = area.kind === "line" ? (camera.lines || []).find((l) => l.name === area.name) : null;
+      if (line && line.speed && L.speedSummary) labels += " · " + L.speedSummary(line);
       const title = area.kind === "mask" ? "motion " + area.name : area.kind + " " + area.name;
       li.append(el("span", title, "area-title"), el("span", " · " + labels + " ", "muted"), remove);
       return li;
@@ -262,6 +264,8 @@
       return;
     }
     const area = L.buildArea(kind(), $("editor-name").value, editor.points, $("editor-labels").value);
+    const speed = kind() === "line" && app.lineSpeed ? app.lineSpeed() : null;  // speed.js
+    if (speed) area.speed = speed;
     $("editor-save").disabled = true;
     try {
       const result = await patchCamera(camera.id, L.areaPatch(camera, kind(), area));
