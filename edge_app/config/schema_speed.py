@@ -45,9 +45,11 @@ class LineSpeedConfig(_Strict):
 
 def check_speed_pairs(cameras: Iterable[object]) -> None:
     """``LocatedError`` for the first line speed section whose pair is not a pair: an unknown or
-    same line, or two lines that cross or touch."""
+    same line, two lines that cross or touch, or a pair given twice (each passage would be
+    measured twice, perhaps with two distances)."""
     for ci, cam in enumerate(cameras):
         lines = {line.name: line for line in cam.lines}
+        paired = {}
         for li, line in enumerate(cam.lines):
             speed: Optional[LineSpeedConfig] = line.speed
             if speed is None:
@@ -64,3 +66,8 @@ def check_speed_pairs(cameras: Iterable[object]) -> None:
             if segments_touch(a, b, c, d):
                 raise LocatedError(where, f"lines {line.name!r} and {other.name!r} cross or touch each other; "
                                           "the two lines of a speed pair must be apart")
+            pair = frozenset((line.name, other.name))
+            if pair in paired:
+                raise LocatedError(where, f"lines {line.name!r} and {other.name!r} are already a speed pair "
+                                          f"({paired[pair]})")
+            paired[pair] = f"cameras.{ci}.lines.{li}.speed"

@@ -53,6 +53,13 @@ def test_bad_pairs_name_the_field(speed, b_points, loc, msg):
     assert any(l == loc and msg in m for l, m in got), got
 
 
+def test_a_pair_is_given_once():
+    data = config(SPEED)
+    data["cameras"][0]["lines"][1]["speed"] = {"to_line": "a", "distance_m": 30}
+    assert problems(data) == [("cameras.0.lines.1.speed.to_line",
+                               "lines 'b' and 'a' are already a speed pair (cameras.0.lines.0.speed)")]
+
+
 def test_the_second_line_must_be_of_the_same_camera():
     data = config({**SPEED, "to_line": "elsewhere"})
     data["cameras"].append({"id": "cam2", "source": "rtsp://h/t", "lines": [{"name": "elsewhere", "points": RIGHT}]})
