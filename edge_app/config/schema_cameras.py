@@ -11,7 +11,7 @@ from edge_app.config.model_names import DEFAULT_MODEL, MODEL_NAME_PATTERN
 from edge_app.config.schema_privacy import CameraPrivacyConfig
 from edge_app.config.schema_record import CameraRecordConfig
 from edge_app.config.schema_review import CameraReviewConfig
-from edge_app.config.schema_speed import LineSpeedConfig
+from edge_app.config.schema_speed import LineSpeedConfig, ZoneSpeedConfig
 from edge_app.config.schema_rules import ID_PATTERN, MAX_AREA_LABELS, NormPoint, _clean_labels, _Strict
 from edge_app.config.source_spec import parse_source
 
@@ -38,6 +38,9 @@ class ZoneConfig(_Strict):
         description="At least 3 [x, y] points, fractions of the frame (x right, y down)",
     )
     labels: List[str] = Field(default_factory=list, title="Labels", max_length=MAX_AREA_LABELS, description="Labels that count here; empty = every label")
+    speed: Optional[ZoneSpeedConfig] = Field(
+        None, title="Speed", description="Measure the speed of objects passing through this zone; left out: no "
+                                         "speed (docs/analytics.md)")
 
     @field_validator("polygon")
     @classmethod

@@ -1,4 +1,5 @@
-"""Speed measurement on a line pair: ``cameras[].lines[].speed`` (docs/analytics.md, "Speed").
+"""Speed measurement on a line pair (``cameras[].lines[].speed``) or through a zone of known length
+(``cameras[].zones[].speed``); docs/analytics.md, "Speed".
 
 A line with a ``speed`` section names a second line of the same camera (``to_line``) and the
 real-world distance between the two along the path objects travel (``distance_m``). An object
@@ -41,6 +42,21 @@ class LineSpeedConfig(_Strict):
                     "left out: no limit")
     unit: Literal["kmh", "mph"] = Field(
         "kmh", title="Unit", description="kmh: crossings carry speed_kmh; mph: speed_mph as well (speed_kmh always)")
+
+
+class ZoneSpeedConfig(_Strict):
+    """A speed measurement through a zone: its length along the objects' path."""
+
+    distance_m: float = Field(
+        title="Length (m)", gt=0, le=MAX_SPEED_DISTANCE_M, allow_inf_nan=False,
+        description="Real-world distance from where objects come into the zone to where they leave it, along "
+                    "their path, in metres")
+    max_kmh: Optional[float] = Field(
+        None, title="Speed limit (km/h)", gt=0, le=MAX_SPEED_LIMIT_KMH, allow_inf_nan=False,
+        description="A measured speed above this is an alert (the event's review item becomes an alert); "
+                    "left out: no limit")
+    unit: Literal["kmh", "mph"] = Field("kmh", title="Unit", description="The unit the dashboard shows (speed_kmh "
+                                                                         "is always published)")
 
 
 def check_speed_pairs(cameras: Iterable[object]) -> None:

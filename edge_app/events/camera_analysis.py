@@ -34,8 +34,8 @@ from edge_app.events.lifecycle import DEFAULT_UPDATE_INTERVAL_S, EventBook
 from edge_app.events.model import Event, EventMessage, Snapshot
 from edge_app.events.snapshots import SnapshotKeeper, SnapshotSettings
 from edge_app.reporting.stage_times import StageTimes
-from edge_app.track import (Line, LineCounter, SpeedMeter, SpeedPair, SpeedReading, Tracker, TrackerSettings, Zone,
-                            ZoneTracker, reference_points)
+from edge_app.track import (Line, LineCounter, SpeedMeter, SpeedPair, SpeedReading, SpeedZone, Tracker, TrackerSettings,
+                            Zone, ZoneSpeedMeter, ZoneTracker, reference_points)
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,8 @@ class CameraAnalysis:
     def __init__(self, camera_id: str, settings: AnalysisSettings = AnalysisSettings(), zones: Sequence[Zone] = (),
                  lines: Sequence[Line] = (), line_seed: Optional[Mapping[str, object]] = None,
                  tracker_settings: Optional[TrackerSettings] = None, model: str = "default",
-                 stage_times: Optional[StageTimes] = None, speed_pairs: Sequence[SpeedPair] = ()) -> None:
+                 stage_times: Optional[StageTimes] = None, speed_pairs: Sequence[SpeedPair] = (),
+                 speed_zones: Sequence[SpeedZone] = ()) -> None:
         self.camera_id = camera_id
         # Where each frame's time in tracking, zones and lines, events and snapshots is added.
         self.stage_times = stage_times if stage_times is not None else StageTimes()
@@ -109,6 +110,7 @@ class CameraAnalysis:
         self.zones = ZoneTracker(list(zones))
         self.lines = LineCounter(list(lines))
         self.speeds = SpeedMeter(list(speed_pairs))
+        self.zone_speeds = ZoneSpeedMeter(list(speed_zones))
         self.book = EventBook(camera_id, settings.event_labels, settings.min_frames, settings.update_interval_s,
                               frames_before_track=self.tracker.settings.confirm_hits - 1, model=model)
         self.snapshots = SnapshotKeeper(settings.snapshots)
@@ -131,9 +133,10 @@ class CameraAnalysis:
             snapshots=SnapshotSettings(enabled=events.enabled and events.snapshots, jpeg_quality=jpeg_quality),
         )
         pairs = [pair for pair in (SpeedPair.from_config(line) for line in camera.lines) if pair is not None]
+        speed_zones = [zone for zone in (SpeedZone.from_config(z) for z in camera.zones) if zone is not None]
         return cls(camera.id, settings, [Zone.from_config(z) for z in camera.zones],
                    [Line.from_config(line) for line in camera.lines], line_seed, model=camera.model,
-                   stage_times=stage_times, speed_pairs=pairs)
+                   stage_times=stage_times, speed_pairs=pairs, speed_zones=speed_zones)
 
     # ----------------------------------------------------------------- per frame
     def process(self, frame_id: int, ts: float, image: Optional[FrameImage], detections: Detections,
@@ -169,6 +172,9 @@ class CameraAnalysis:
         stages.add(camera_id, "tracking", tracked_s - started_s)
 
         zone_changes = self.zones.update(ids, labels, points, ts) + self.zones.forget(removed)
+        self.zone_speeds.update(ids, points, ts)
+        zone_readings = self.zone_speeds.readings(zone_changes)
+        self.zone_speeds.forget(removed)
         line_crossings = self.lines.update(ids, labels, points, ts)
         self.lines.forget(removed)
         speeds = {(reading.line, reading.track_id): reading for reading in self.speeds.observe(line_crossings)}
@@ -183,7 +189,7 @@ class CameraAnalysis:
                 self.book.observe(track_id, labels[i], scores[i], boxes[i], ts)
         for change in zone_changes:
             self.book.zone_change(change.track_id, change.zone, change.change == "enter")
-        for reading in speeds.values():
+        for reading in list(speeds.values()) + zone_readings:
             self.book.speed_measured(reading.track_id, reading.speed_kmh, reading.over_limit)
 
         # Ended tracks first: their last zone exits are part of the ``end``, not an ``update`` before it.
@@ -238,6 +244,7 @@ class CameraAnalysis:
         self.zones.forget(live)
         self.lines.forget(live)
         self.speeds.forget(live)
+        self.zone_speeds.forget(live)
         self.tracker.reset()
         for message in self.book.end_all(now):
             self.snapshots.forget(message.after.id)

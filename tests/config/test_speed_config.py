@@ -73,3 +73,26 @@ def test_a_second_pair_is_checked_too():
     got = problems(config(SPEED, extra_lines=extra))
     assert got == [("cameras.0.lines.3.speed.to_line", "lines 'd' and 'c' cross or touch each other; "
                                                         "the two lines of a speed pair must be apart")]
+
+
+ZONE = {"name": "road", "polygon": [[0.3, 0.2], [0.7, 0.2], [0.7, 0.8], [0.3, 0.8]]}
+
+
+def zone_config(speed):
+    return {"model": {"path": "m.onnx"}, "cameras": [{"id": "cam1", "source": "rtsp://h/s", "zones": [{**ZONE, "speed": speed}]}]}
+
+
+def test_a_speed_zone_parses():
+    zone = parse_config(zone_config({"distance_m": 20, "max_kmh": 30, "unit": "mph"})).cameras[0].zones[0]
+    assert (zone.speed.distance_m, zone.speed.max_kmh, zone.speed.unit) == (20.0, 30.0, "mph")
+
+
+@pytest.mark.parametrize("speed, loc, msg", [
+    ({"distance_m": -1}, "cameras.0.zones.0.speed.distance_m", "greater than 0"),
+    ({}, "cameras.0.zones.0.speed.distance_m", "Field required"),
+    ({"distance_m": 20, "max_kmh": -5}, "cameras.0.zones.0.speed.max_kmh", "greater than 0"),
+    ({"distance_m": 20, "to_line": "b"}, "cameras.0.zones.0.speed.to_line", "unknown key"),
+])
+def test_bad_zone_speeds_name_the_field(speed, loc, msg):
+    got = problems(zone_config(speed))
+    assert any(l == loc and msg in m for l, m in got), got

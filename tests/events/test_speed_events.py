@@ -93,3 +93,17 @@ def test_event_dicts_round_trip_speeds(data, speed_kmh, alert):
     event = Event.from_dict({**base, **data})
     assert (event.speed_kmh, event.speed_alert) == (speed_kmh, alert)
     assert Event.from_dict(event.to_dict()) == event
+
+
+@pytest.mark.parametrize("fps, max_kmh, alert", [(10.0, None, False), (3.0, 20.0, True)])
+def test_a_car_through_a_speed_zone_gets_its_speed_on_the_event(fps, max_kmh, alert):
+    from edge_app.track import SpeedZone, Zone
+
+    square = ((0.3, 0.0), (0.7, 0.0), (0.7, 1.0), (0.3, 1.0))   # 400 px wide: 20 m
+    analysis = CameraAnalysis("cam1", AnalysisSettings(event_labels=frozenset({"car"}), min_frames=2),
+                              zones=[Zone("road", square)], speed_zones=[SpeedZone("road", square, 20.0, max_kmh)])
+    for i in range(int(800 / 200.0 * fps)):
+        t_s = i / fps
+        analysis.process(i + 1, 1_800_000_000.0 + t_s, None, car_at(120 + 200.0 * t_s), (WIDTH, HEIGHT))
+    ended = analysis.end_all(1_800_000_100.0).events[0].after
+    assert ended.speed_kmh == pytest.approx(36.0) and ended.speed_alert is alert
