@@ -29,11 +29,22 @@ def test_line_speed_section(call_speed, args, expected):
     assert call_speed("lineSpeed", *args) == expected
 
 
+@pytest.mark.parametrize("args, expected", [
+    (["", "50", "kmh"], None),                                         # no length: no speed
+    (["20", "", "kmh"], {"distance_m": 20, "unit": "kmh"}),
+    (["20", "50", "mph"], {"distance_m": 20, "max_kmh": 50, "unit": "mph"}),
+    (["x", "", "kmh"], {"distance_m": "x", "unit": "kmh"}),
+])
+def test_zone_speed_section(call_speed, args, expected):
+    assert call_speed("zoneSpeed", *args) == expected
+
+
 @pytest.mark.parametrize("line, expected", [
     ({"name": "a"}, ""),
     ({"name": "a", "speed": {"to_line": "b", "distance_m": 12, "unit": "kmh"}}, "speed to b over 12 m"),
     ({"name": "a", "speed": {"to_line": "b", "distance_m": 12, "max_kmh": 50, "unit": "mph"}},
      "speed to b over 12 m, limit 50 km/h (mph)"),
+    ({"name": "road", "speed": {"distance_m": 20, "unit": "kmh"}}, "speed over 20 m"),
 ])
 def test_speed_summary(call_speed, line, expected):
     assert call_speed("speedSummary", line) == expected

@@ -370,6 +370,10 @@ def test_a_line_drawn_with_speed_fields_is_saved_with_its_pair(dashboard, applia
         errors = dashboard.wait(lambda _d: dashboard.text("#editor-errors").strip(), "the editor to show the refusal")
         assert refusal in errors and "cross or touch" in errors, errors
         assert appliance.get("/api/v1/config").json() == before, "a refused pair changed the configuration"
+        dashboard.find("button#editor-clear").click()
+        dashboard.type_into("input#editor-speed-distance", "")
+        dashboard.type_into("input#editor-speed-max", "")
+        dashboard.select("select#editor-speed-to", "")
         return
     item = dashboard.shown(f'#editor-areas li[data-area="{name}"]')
     assert f"speed to {LINE} over 12.5 m, limit 40 km/h (mph)" in item.text, item.text
@@ -377,5 +381,23 @@ def test_a_line_drawn_with_speed_fields_is_saved_with_its_pair(dashboard, applia
     assert line["speed"] == {"to_line": LINE, "distance_m": 12.5, "max_kmh": 40.0, "unit": "mph"}, line
     item.find_element("css selector", "button.delete").click()
     dashboard.wait(lambda _d: not dashboard.find_all(f'#editor-areas li[data-area="{name}"]'), f"line {name} deleted")
+    assert dashboard.find("input#editor-speed-distance").get_attribute("value") == "", "a saved line's speed stays"
     dashboard.select("select#editor-kind", "zone")
-    assert not dashboard.find("#editor-speed").is_displayed(), "the speed fields show for a zone"
+    assert dashboard.find("input#editor-speed-distance").is_displayed(), "a zone has no length field"
+    assert not dashboard.find("select#editor-speed-to").is_displayed(), "a zone shows the second line"
+    dashboard.select("select#editor-kind", "mask")
+    assert not dashboard.find("#editor-speed").is_displayed(), "the speed fields show for a motion mask"
+
+
+def test_a_zone_drawn_with_a_length_measures_speed(dashboard, appliance):
+    name = "stretch"
+    draw(dashboard, "zone", name, [(0.55, 0.55), (0.95, 0.55), (0.95, 0.95), (0.55, 0.95)])
+    dashboard.find("button#editor-finish").click()
+    dashboard.type_into("input#editor-speed-distance", "20")
+    dashboard.find("button#editor-save").click()
+    item = dashboard.shown(f'#editor-areas li[data-area="{name}"]')
+    assert "speed over 20 m" in item.text, item.text
+    zone = next(a for a in camera_config(appliance, WALK_CAMERA)["zones"] if a["name"] == name)
+    assert zone["speed"] == {"distance_m": 20.0, "max_kmh": None, "unit": "kmh"}, zone
+    item.find_element("css selector", "button.delete").click()
+    dashboard.wait(lambda _d: not dashboard.find_all(f'#editor-areas li[data-area="{name}"]'), f"zone {name} deleted")

@@ -156,8 +156,9 @@
       remove.addEventListener("click", () => removeArea(area).catch(app.handleError));
       let labels = area.kind === "mask" ? "motion does not count here"
         : area.labels.length ? area.labels.join(", ") : "every label";
-      const line = area.kind === "line" ? (camera.lines || []).find((l) => l.name === area.name) : null;
-      if (line && line.speed && L.speedSummary) labels += " · " + L.speedSummary(line);
+      const key = { zone: "zones", line: "lines" }[area.kind];
+      const own = key ? (camera[key] || []).find((a) => a.name === area.name) : null;
+      if (own && own.speed && L.speedSummary) labels += " · " + L.speedSummary(own);
       const title = area.kind === "mask" ? "motion " + area.name : area.kind + " " + area.name;
       li.append(el("span", title, "area-title"), el("span", " · " + labels + " ", "muted"), remove);
       return li;
@@ -264,7 +265,7 @@
       return;
     }
     const area = L.buildArea(kind(), $("editor-name").value, editor.points, $("editor-labels").value);
-    const speed = kind() === "line" && app.lineSpeed ? app.lineSpeed() : null;  // speed.js
+    const speed = app.areaSpeed ? app.areaSpeed(kind()) : null;  // speed.js
     if (speed) area.speed = speed;
     $("editor-save").disabled = true;
     try {
@@ -273,6 +274,7 @@
         editor.points = [];
         editor.finished = false;
         $("editor-name").value = "";
+        if (app.clearSpeed) app.clearSpeed();  // speed.js
         await app.reloadConfig();  // before saying so: the list and the overlays show it then
         showErrors([]);
         showResult(kind() === "mask" ? "saved the motion mask" : "saved " + kind() + " " + area.name);
