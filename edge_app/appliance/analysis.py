@@ -215,7 +215,7 @@ class AnalysisHub:
             publisher.publish_zone_stats(zone, stats, ts, model)
         for crossing in result.crossings:
             publisher.publish_line_crossing(camera_id, crossing.line, crossing.event_id, crossing.track_id,
-                                            crossing.label, crossing.direction, crossing.ts, model)
+                                            crossing.label, crossing.direction, crossing.ts, model, crossing.speed)
         for line, totals in result.line_counts.items():
             publisher.publish_line_count(camera_id, line, totals.count_in, totals.count_out, ts, model)
         if result.line_counts and self._store is not None:

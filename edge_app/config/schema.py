@@ -18,6 +18,7 @@ from edge_app.config.schema_model import ArtifactConfig, ModelConfig, NamedModel
 from edge_app.config.schema_notify import NotificationsConfig, check_target_cameras
 from edge_app.config.schema_profiles import ProfilesConfig, check_profiles
 from edge_app.config.schema_record import RecordConfig, RecordSettings, resolve_record
+from edge_app.config.schema_speed import check_speed_pairs
 from edge_app.config.schema_review import ReviewAlertsConfig, ReviewConfig, check_alert_zones
 from edge_app.config.schema_rules import (_CONTROL_CHARS, ID_PATTERN, MAX_AREA_LABELS, _clean_labels,
                                           _no_control_chars, _Strict)
@@ -388,6 +389,7 @@ class AppConfig(_Strict):
     @model_validator(mode="after")
     def _review_and_notification_names(self) -> "AppConfig":
         check_alert_zones(self.review, self.cameras)
+        check_speed_pairs(self.cameras)
         check_target_cameras(self.notifications, [cam.id for cam in self.cameras])
         check_profiles(self.profiles, self.cameras)
         return self

@@ -11,6 +11,7 @@ from edge_app.config.model_names import DEFAULT_MODEL, MODEL_NAME_PATTERN
 from edge_app.config.schema_privacy import CameraPrivacyConfig
 from edge_app.config.schema_record import CameraRecordConfig
 from edge_app.config.schema_review import CameraReviewConfig
+from edge_app.config.schema_speed import LineSpeedConfig, ZoneSpeedConfig
 from edge_app.config.schema_rules import ID_PATTERN, MAX_AREA_LABELS, NormPoint, _clean_labels, _Strict
 from edge_app.config.source_spec import parse_source
 
@@ -48,6 +49,9 @@ class ZoneConfig(_Strict):
         None, title="Most objects", ge=0, le=MAX_ZONE_OBJECTS,
         description="More objects than this inside at once raise the zone's occupancy alert; null: no alert",
     )
+    speed: Optional[ZoneSpeedConfig] = Field(
+        None, title="Speed", description="Measure the speed of objects passing through this zone; left out: no "
+                                         "speed (docs/analytics.md)")
 
     @field_validator("polygon")
     @classmethod
@@ -79,6 +83,9 @@ class LineConfig(_Strict):
         description="[P1, P2], fractions of the frame; with P1 above P2, moving from right to left is 'in'",
     )
     labels: List[str] = Field(default_factory=list, title="Labels", max_length=MAX_AREA_LABELS, description="Labels that count here; empty = every label")
+    speed: Optional[LineSpeedConfig] = Field(
+        None, title="Speed", description="Measure the speed of objects crossing this line and then to_line (or the "
+                                         "other way); left out: no speed (docs/analytics.md)")
 
     @field_validator("points")
     @classmethod

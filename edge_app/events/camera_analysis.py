@@ -37,7 +37,8 @@ from edge_app.events.snapshots import SnapshotKeeper, SnapshotSettings
 from edge_app.events.tracks import EventTrack
 from edge_app.events.zone_stats import ZoneStats, ZoneStatsBook
 from edge_app.reporting.stage_times import StageTimes
-from edge_app.track import Line, LineCounter, Tracker, TrackerSettings, Zone, ZoneChange, ZoneTracker, reference_points
+from edge_app.track import (Line, LineCounter, SpeedMeter, SpeedPair, SpeedReading, SpeedZone, Tracker, TrackerSettings,
+                            Zone, ZoneChange, ZoneSpeedMeter, ZoneTracker, reference_points)
 from edge_app.track.dwell import DwellClock, ZoneVisit
 
 
@@ -51,6 +52,7 @@ class Crossing:
     direction: str            # "in" or "out"
     event_id: Optional[str]   # None when the object is not an event (yet, or not of an event label)
     ts: float
+    speed: Optional[SpeedReading] = None  # the crossing completed a line pair's passage
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,8 @@ class CameraAnalysis:
     def __init__(self, camera_id: str, settings: AnalysisSettings = AnalysisSettings(), zones: Sequence[Zone] = (),
                  lines: Sequence[Line] = (), line_seed: Optional[Mapping[str, object]] = None,
                  tracker_settings: Optional[TrackerSettings] = None, model: str = "default",
-                 stage_times: Optional[StageTimes] = None, rules: ZoneRules = ZoneRules()) -> None:
+                 stage_times: Optional[StageTimes] = None, rules: ZoneRules = ZoneRules(),
+                 speed_pairs: Sequence[SpeedPair] = (), speed_zones: Sequence[SpeedZone] = ()) -> None:
         self.camera_id = camera_id
         # Where each frame's time in tracking, zones and lines, events and snapshots is added.
         self.stage_times = stage_times if stage_times is not None else StageTimes()
@@ -127,6 +130,8 @@ class CameraAnalysis:
         self.zones = ZoneTracker(list(zones))
         self.lines = LineCounter(list(lines))
         self.dwell = DwellClock()
+        self.speeds = SpeedMeter(list(speed_pairs))
+        self.zone_speeds = ZoneSpeedMeter(list(speed_zones))
         self.book = EventBook(camera_id, settings.event_labels, settings.min_frames, settings.update_interval_s,
                               frames_before_track=self.tracker.settings.confirm_hits - 1, model=model,
                               dwell_of=self.dwell.dwell_s)
@@ -151,9 +156,12 @@ class CameraAnalysis:
             end_after_s=events.end_after_s,
             snapshots=SnapshotSettings(enabled=events.enabled and events.snapshots, jpeg_quality=jpeg_quality),
         )
+        pairs = [pair for pair in (SpeedPair.from_config(line) for line in camera.lines) if pair is not None]
+        speed_zones = [zone for zone in (SpeedZone.from_config(z) for z in camera.zones) if zone is not None]
         return cls(camera.id, settings, [Zone.from_config(z) for z in camera.zones],
                    [Line.from_config(line) for line in camera.lines], line_seed, model=camera.model,
-                   stage_times=stage_times, rules=ZoneRules.from_config(camera.zones))
+                   stage_times=stage_times, rules=ZoneRules.from_config(camera.zones), speed_pairs=pairs,
+                   speed_zones=speed_zones)
 
     # ----------------------------------------------------------------- per frame
     def process(self, frame_id: int, ts: float, image: Optional[FrameImage], detections: Detections,
@@ -189,8 +197,13 @@ class CameraAnalysis:
         stages.add(camera_id, "tracking", tracked_s - started_s)
 
         zone_changes = self.zones.update(ids, labels, points, ts) + self.zones.forget(removed)
-        line_crossings = self.lines.update(ids, labels, points)
+        self.zone_speeds.update(ids, points, ts)
+        zone_readings = self.zone_speeds.readings(zone_changes)
+        self.zone_speeds.forget(removed)
+        line_crossings = self.lines.update(ids, labels, points, ts)
         self.lines.forget(removed)
+        speeds = {(reading.line, reading.track_id): reading for reading in self.speeds.observe(line_crossings)}
+        self.speeds.forget(removed)
         placed_s = clock()
         stages.add(camera_id, "zones_lines", placed_s - tracked_s)
 
@@ -201,6 +214,8 @@ class CameraAnalysis:
                 self.book.observe(track_id, labels[i], scores[i], boxes[i], ts, (width, height))
         for change in zone_changes:
             self.book.zone_change(change.track_id, change.zone, change.change == "enter")
+        for reading in list(speeds.values()) + zone_readings:
+            self.book.speed_measured(reading.track_id, reading.speed_kmh, reading.over_limit)
         closed = self._time_visits(ids, ts, zone_changes)
         if self.settings.events_enabled:  # loitering ends first: the object's own end may follow in this frame
             result.events.extend(m for m in (self.loitering.close(v, self.book.sighting) for v in closed) if m)
@@ -234,7 +249,7 @@ class CameraAnalysis:
             for crossing in line_crossings:
                 event_id = self.book.event_id_of(crossing.track_id)
                 result.crossings.append(Crossing(crossing.line, crossing.track_id, crossing.label, crossing.direction,
-                                                 event_id, float(ts)))
+                                                 event_id, float(ts), speeds.get((crossing.line, crossing.track_id))))
                 result.line_counts[crossing.line] = self.line_counts.add(crossing)
             result.object_counts.update(self._object_counts.update(objects_now))
             result.zone_counts.update(self._zone_counts.update(zones_now))
@@ -261,6 +276,8 @@ class CameraAnalysis:
         live = self.tracker.active_ids()
         self.zones.forget(live)
         self.lines.forget(live)
+        self.speeds.forget(live)
+        self.zone_speeds.forget(live)
         self.tracker.reset()
         closed = self.dwell.close_all()
         for visit in closed:

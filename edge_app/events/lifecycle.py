@@ -53,6 +53,8 @@ class _TrackRecord:
     published_at_s: float = 0.0
     dirty: bool = False                    # something worth an update changed since
     path: TrackRecorder = field(default_factory=TrackRecorder)  # its boxes over time, thinned
+    speed_kmh: Optional[float] = None      # the fastest measured on a line pair
+    speed_alert: bool = False
 
 
 class EventBook:
@@ -141,6 +143,18 @@ class EventBook:
             return
         record.dirty = record.dirty or record.base is not None
 
+    def speed_measured(self, track_id: int, speed_kmh: float, over_limit: bool) -> None:
+        """A line pair measured the speed of ``track_id``'s object; the event keeps the fastest."""
+        record = self._tracks.get(track_id)
+        if record is None:
+            return
+        if record.speed_kmh is None or speed_kmh > record.speed_kmh:
+            record.speed_kmh = float(speed_kmh)
+            record.dirty = record.dirty or record.base is not None
+        if over_limit and not record.speed_alert:
+            record.speed_alert = True
+            record.dirty = record.dirty or record.base is not None
+
     def promote(self) -> List[Event]:
         """Tracks that have now been seen in ``min_frames`` frames become events (``new`` goes out with :meth:`flush`)."""
         promoted = []
@@ -204,6 +218,7 @@ class EventBook:
             frame_time=record.last_seen_s, current_zones=tuple(record.current_zones),
             entered_zones=tuple(record.entered_zones), has_snapshot=record.has_snapshot, end_time=end_time_s,
             dwell_s=dict(self._dwell_of(record.base.track_id)),
+            speed_kmh=record.speed_kmh, speed_alert=record.speed_alert,
         )
 
     def _mark_published(self, record: _TrackRecord, now_s: float) -> Event:

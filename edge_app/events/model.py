@@ -38,6 +38,11 @@ class Event:
     # Seconds the object has spent in each zone it entered (docs/analytics.md, "Dwell"); a
     # loitering event has its one zone.
     dwell_s: Mapping[str, float] = field(default_factory=dict)
+    # The fastest speed measured on a line pair (cameras[].lines[].speed), km/h; None: none
+    # measured. ``speed_alert``: a measurement was above its pair's max_kmh, which makes the
+    # event's review item an alert (docs/analytics.md, "Speed").
+    speed_kmh: Optional[float] = None
+    speed_alert: bool = False
 
     @property
     def ended(self) -> bool:
@@ -50,6 +55,7 @@ class Event:
         data["entered_zones"] = list(self.entered_zones)
         data["clip_duration_s"] = round(float(self.clip_duration_s), 2)
         data["dwell_s"] = {zone: round(float(s), 2) for zone, s in self.dwell_s.items()}
+        data["speed_kmh"] = None if self.speed_kmh is None else round(float(self.speed_kmh), 1)
         return data
 
     @classmethod
@@ -67,6 +73,9 @@ class Event:
             # Events from before dwell and loitering have neither key.
             type=str(data.get("type") or OBJECT),
             dwell_s={str(zone): float(s) for zone, s in (data.get("dwell_s") or {}).items()},
+            # Events from before speeds have neither key.
+            speed_kmh=None if data.get("speed_kmh") is None else float(data["speed_kmh"]),
+            speed_alert=bool(data.get("speed_alert", False)),
         )
 
 

@@ -15,6 +15,7 @@ from edge_app.capture.state import StreamState
 from edge_app.events.zone_stats import ZoneStats
 from edge_app.reporting.protocol import AnalysedFrame, StatusReport
 from edge_app.config.redact import mask_secrets
+from edge_app.track.speed import SpeedReading
 
 DEVICE_STATES = ("online", "offline")
 #: camera states (docs/mqtt.md), in the order the state machine defines them
@@ -125,13 +126,23 @@ LINE_DIRECTIONS = ("in", "out")
 
 
 def line_crossing_payload(event_id: Optional[str], track_id: int, label: str, direction: str, ts: Optional[float] = None,
-                          model: str = "default") -> dict:
+                          model: str = "default", speed: Optional[SpeedReading] = None) -> dict:
     """``R/cameras/<id>/lines/<line>/crossing``; ``event_id`` is null when the object is no event (yet);
-    ``model`` is the camera's model, whose label ``label`` is."""
+    ``model`` is the camera's model, whose label ``label`` is.
+
+    A crossing that completed a line pair's passage (``speed``) adds ``speed_kmh``, ``speed_mph``
+    when the pair's unit is mph, ``from_line``, ``max_kmh`` (null: no limit) and ``speed_alert``;
+    other crossings keep the keys they always had."""
     if direction not in LINE_DIRECTIONS:
         raise ValueError(f"direction must be one of {LINE_DIRECTIONS}, got {direction!r}")
-    return {"event_id": event_id, "track_id": int(track_id), "label": str(label), "direction": direction,
+    body = {"event_id": event_id, "track_id": int(track_id), "label": str(label), "direction": direction,
             "ts": _now_s(ts), "model": model}
+    if speed is not None:
+        body["speed_kmh"] = round(float(speed.speed_kmh), 1)
+        if speed.unit == "mph":
+            body["speed_mph"] = round(float(speed.speed_mph), 1)
+        body.update({"from_line": speed.from_line, "max_kmh": speed.max_kmh, "speed_alert": speed.over_limit})
+    return body
 
 
 DETECT_ON, DETECT_OFF = "ON", "OFF"

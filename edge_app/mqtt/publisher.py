@@ -67,6 +67,7 @@ from edge_app.mqtt.link_supervision import LinkSupervisor, loop_alive
 from edge_app.mqtt.message import DETECTIONS as _DETECTIONS, STATE as _STATE, STATS as _STATS, STATUS as _STATUS
 from edge_app.mqtt.outbox import Outbox, message as _message
 from edge_app.mqtt.topics import Topics
+from edge_app.track.speed import SpeedReading
 
 if TYPE_CHECKING:
     from edge_app.events.zone_stats import ZoneStats
@@ -279,8 +280,10 @@ class MqttPublisher:
         return self._extensions.publish_line_count(camera_id, line, count_in, count_out, ts, model)
 
     def publish_line_crossing(self, camera_id: str, line: str, event_id: Optional[str], track_id: int, label: str,
-                              direction: str, ts: Optional[float] = None, model: str = "default") -> bool:
-        return self._extensions.publish_line_crossing(camera_id, line, event_id, track_id, label, direction, ts, model)
+                              direction: str, ts: Optional[float] = None, model: str = "default",
+                              speed: Optional[SpeedReading] = None) -> bool:
+        return self._extensions.publish_line_crossing(camera_id, line, event_id, track_id, label, direction, ts, model,
+                                                      speed)
 
     def publish_snapshot(self, camera_id: str, label: str, jpeg: bytes) -> bool:
         return self._extensions.publish_snapshot(camera_id, label, jpeg)

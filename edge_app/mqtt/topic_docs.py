@@ -149,7 +149,10 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                                    "the camera's model",
                             lambda: payloads.encode(payloads.line_count_payload(41, 38, _TS))),
     "camera_line_crossing": TopicDoc("no", "one crossing; `event_id` is null when the object is no event (yet); "
-                                            "`model`: the camera's model",
+                                            "`model`: the camera's model. A crossing that completes a speed "
+                                            "line pair's passage adds `speed_kmh`, `speed_mph` (pairs with "
+                                            "`unit: mph`), `from_line`, `max_kmh` and `speed_alert` "
+                                            "([analytics](analytics.md#speed))",
                                      lambda: payloads.encode(payloads.line_crossing_payload(
                                          "1796290950.1-front-17", 17, "person", "in", _TS))),
     "camera_detect_state": TopicDoc("yes", "`ON` or `OFF`: whether the camera is analysed",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Dict, FrozenSet, Iterable, List, Literal, Sequence
+from typing import Dict, FrozenSet, Iterable, List, Literal, Optional, Sequence
 
 import numpy as np
 
@@ -72,6 +72,11 @@ class LineCrossing:
     track_id: int
     label: str
     direction: Literal["in", "out"]
+    # When the reference point passed over the line, interpolated between the two frames either
+    # side of it on the capture-time line (None when the frames had no times): a crossing is
+    # counted a frame or two later, once the point is clearly past the band, and a speed
+    # measured between two counts would carry that delay and a whole frame interval of rounding.
+    over_s: Optional[float] = None
 
 
 class _LineState:
@@ -79,10 +84,11 @@ class _LineState:
 
     ``side`` is -1 or +1 once the track was clearly on a side, 0 before; ``last_point`` and
     ``last_s`` are its latest observation (``has_last`` False before the first); ``crossed_at``
-    is where along the line (0 at P1, 1 at P2) its latest step passed over it, NaN for none.
+    is where along the line (0 at P1, 1 at P2) its latest step passed over it, NaN for none, and
+    ``crossed_ts`` when (``last_ts``: the time of the latest observation; NaN without times).
     """
 
-    __slots__ = ("ids", "labels", "side", "has_last", "last_point", "last_s", "crossed_at")
+    __slots__ = ("ids", "labels", "side", "has_last", "last_point", "last_s", "crossed_at", "last_ts", "crossed_ts")
 
     def __init__(self) -> None:
         self.ids = np.zeros(0, np.int64)
@@ -92,6 +98,8 @@ class _LineState:
         self.last_point = np.zeros((0, 2))
         self.last_s = np.zeros(0)
         self.crossed_at = np.zeros(0)
+        self.last_ts = np.zeros(0)
+        self.crossed_ts = np.zeros(0)
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -105,7 +113,8 @@ class _LineState:
             self._put(np.concatenate([self.ids, ids[new]]), np.concatenate([self.labels, labels[new]]),
                       np.concatenate([self.side, np.zeros(n, np.int64)]), np.concatenate([self.has_last, np.zeros(n, bool)]),
                       np.concatenate([self.last_point, np.zeros((n, 2))]), np.concatenate([self.last_s, np.zeros(n)]),
-                      np.concatenate([self.crossed_at, np.full(n, np.nan)]))
+                      np.concatenate([self.crossed_at, np.full(n, np.nan)]),
+                      np.concatenate([self.last_ts, np.full(n, np.nan)]), np.concatenate([self.crossed_ts, np.full(n, np.nan)]))
             rows = self._find(ids)
         return rows
 
@@ -113,7 +122,7 @@ class _LineState:
         keep = ~(self.ids[:, None] == gone).any(axis=1)
         if not keep.all():
             self._put(self.ids[keep], self.labels[keep], self.side[keep], self.has_last[keep], self.last_point[keep],
-                      self.last_s[keep], self.crossed_at[keep])
+                      self.last_s[keep], self.crossed_at[keep], self.last_ts[keep], self.crossed_ts[keep])
 
     def _find(self, ids: np.ndarray) -> np.ndarray:
         if len(self) == 0:
@@ -121,10 +130,11 @@ class _LineState:
         rows = np.minimum(np.searchsorted(self.ids, ids), len(self) - 1)
         return np.where(self.ids[rows] == ids, rows, -1)
 
-    def _put(self, ids, labels, side, has_last, last_point, last_s, crossed_at) -> None:
+    def _put(self, ids, labels, side, has_last, last_point, last_s, crossed_at, last_ts, crossed_ts) -> None:
         order = np.argsort(ids, kind="stable")
         self.ids, self.labels, self.side, self.has_last = ids[order], labels[order], side[order], has_last[order]
         self.last_point, self.last_s, self.crossed_at = last_point[order], last_s[order], crossed_at[order]
+        self.last_ts, self.crossed_ts = last_ts[order], crossed_ts[order]
 
 
 @dataclass
@@ -152,9 +162,10 @@ class LineCounter:
         """(line, track) pairs remembered now."""
         return sum(len(state) for state in self._state.values())
 
-    def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray) -> List[LineCrossing]:
-        """Feed the tracked objects of one frame (normalised reference points); returns new crossings,
-        line by line, within a line in the order of the objects."""
+    def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray,
+               ts: Optional[float] = None) -> List[LineCrossing]:
+        """Feed the tracked objects of one frame (normalised reference points, ``ts`` its capture
+        time); returns new crossings, line by line, within a line in the order of the objects."""
         ids = np.asarray(track_ids, dtype=np.int64).reshape(-1)
         points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
         if len(labels) != ids.shape[0] or points.shape[0] != ids.shape[0]:
@@ -168,10 +179,12 @@ class LineCounter:
             counted = tracked if not line.labels else tracked & np.isin(label_array, list(line.labels))
             index = np.flatnonzero(counted)
             if len(index):
-                crossings.extend(self._observe(line, ids[index], label_array[index], points[index]))
+                crossings.extend(self._observe(line, ids[index], label_array[index], points[index],
+                                               np.nan if ts is None else float(ts)))
         return crossings
 
-    def _observe(self, line: Line, ids: np.ndarray, labels: np.ndarray, points: np.ndarray) -> List[LineCrossing]:
+    def _observe(self, line: Line, ids: np.ndarray, labels: np.ndarray, points: np.ndarray,
+                 ts: float) -> List[LineCrossing]:
         state = self._state[line.name]
         rows = state.rows_of(ids, labels)
         s = line.signed(points)
@@ -184,16 +197,21 @@ class LineCounter:
             passed = last_point[over] + frac[:, None] * (points[over] - last_point[over])
             d = np.subtract(line.p2, line.p1)
             state.crossed_at[rows[over]] = ((passed - np.asarray(line.p1)) * d).sum(axis=1) / np.dot(d, d)
+            last_ts = state.last_ts[rows[over]]
+            state.crossed_ts[rows[over]] = last_ts + frac * (ts - last_ts)
         state.last_point[rows], state.last_s[rows], state.has_last[rows] = points, s, True
+        state.last_ts[rows] = ts
         # Clearly on a side now: a crossing when it was clearly on the other and passed over the segment.
         r = rows[clear]
         side = np.where(s[clear] > 0, 1, -1)
-        previous, crossed_at = state.side[r], state.crossed_at[r]
-        state.side[r], state.crossed_at[r] = side, np.nan
+        previous, crossed_at, crossed_ts = state.side[r], state.crossed_at[r], state.crossed_ts[r]
+        state.side[r], state.crossed_at[r], state.crossed_ts[r] = side, np.nan, np.nan
         with np.errstate(invalid="ignore"):
             counts = (previous != 0) & (previous != side) & (crossed_at >= 0.0) & (crossed_at <= 1.0)
-        return [LineCrossing(line.name, int(t), str(label), "in" if direction > 0 else "out")
-                for t, label, direction in zip(ids[clear][counts], state.labels[r[counts]], side[counts])]
+        return [LineCrossing(line.name, int(t), str(label), "in" if direction > 0 else "out",
+                             None if np.isnan(over_s) else float(over_s))
+                for t, label, direction, over_s in zip(ids[clear][counts], state.labels[r[counts]], side[counts],
+                                                       crossed_ts[counts])]
 
     def forget(self, track_ids: Iterable[int]) -> None:
         """Drop the state of tracks that ended."""

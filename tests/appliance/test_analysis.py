@@ -44,7 +44,8 @@ class RecordingPublisher:
         self.models.append(("zone_stats", model))
         return self._record("zone_stats", zone, stats)
 
-    def publish_line_crossing(self, camera_id, line, event_id, track_id, label, direction, ts=None, model="default"):
+    def publish_line_crossing(self, camera_id, line, event_id, track_id, label, direction, ts=None, model="default",
+                              speed=None):
         self.models.append(("crossing", model))
         return self._record("crossing", camera_id, line, label, direction)
 

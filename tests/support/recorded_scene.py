@@ -79,7 +79,8 @@ class RecordingPublisher:
         return self._add(camera_id, ["line", line, count_in, count_out, ts])
 
     def publish_line_crossing(self, camera_id: str, line: str, event_id: Optional[str], track_id: int, label: str,
-                              direction: str, ts: Optional[float] = None, model: str = "default") -> bool:
+                              direction: str, ts: Optional[float] = None, model: str = "default",
+                              speed: object = None) -> bool:
         return self._add(camera_id, ["crossing", line, event_id, track_id, label, direction, ts])
 
 

@@ -166,13 +166,15 @@
       const remove = el("button", "Delete", "secondary delete");
       remove.type = "button";
       remove.addEventListener("click", () => removeArea(area).catch(app.handleError));
-      const labels = area.kind === "mask" ? "motion does not count here"
+      let labels = area.kind === "mask" ? "motion does not count here"
         : area.kind === "privacy" ? (area.style === "blur" ? "blurred" : "blacked out") + " in everything sent or recorded"
           : area.labels.length ? area.labels.join(", ") : "every label";
+      const key = { zone: "zones", line: "lines" }[area.kind];
+      const own = key ? (camera[key] || []).find((a) => a.name === area.name) : null;
+      if (own && own.speed && L.speedSummary) labels += " · " + L.speedSummary(own);
       const title = area.kind === "mask" ? "motion " + area.name : area.kind === "privacy" ? area.name
         : area.kind + " " + area.name;
-      const zone = area.kind === "zone" ? (camera.zones || []).find((z) => z.name === area.name) : null;
-      const rules = zone ? Z.zoneRulesText(zone) : "";
+      const rules = own && area.kind === "zone" ? Z.zoneRulesText(own) : "";
       li.append(el("span", title, "area-title"), el("span", " · " + labels + (rules ? " · " + rules : "") + " ", "muted"));
       if (area.kind === "privacy") li.append(editButton(area));
       li.append(remove);
@@ -309,6 +311,8 @@
     const area = L.buildArea(kind(), $("editor-name").value, editor.points, $("editor-labels").value,
       $("editor-style").value);
     if (kind() === "zone") Object.assign(area, Z.zoneRules($("editor-loitering").value, $("editor-max-objects").value));
+    const speed = app.areaSpeed ? app.areaSpeed(kind()) : null;  // speed.js
+    if (speed) area.speed = speed;
     const replacing = kind() === "privacy" ? editor.editing : "";
     $("editor-save").disabled = true;
     try {
@@ -319,6 +323,7 @@
         editor.editing = "";
         $("editor-name").value = "";
         $("editor-loitering").value = $("editor-max-objects").value = "";
+        if (app.clearSpeed) app.clearSpeed();  // speed.js
         await app.reloadConfig();  // before saying so: the list and the overlays show it then
         showErrors([]);
         showResult(kind() === "mask" ? "saved the motion mask" : kind() === "privacy"
