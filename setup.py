@@ -55,6 +55,8 @@ setup(
         # decoder: nvdec on dGPU hosts: NVDEC through PyNvVideoCodec, network streams demuxed by
         # PyAV (an install requirement), frame buffers through the CUDA layer (cuda-python)
         "nvdec": ["PyNvVideoCodec>=2.0", "cuda-python>=12"],
+        # privacy-masked recordings encoded by NVENC on dGPU hosts (docs/privacy.md); x264 without it
+        "nvenc": ["PyNvVideoCodec>=2.0"],
         # The fleet service on PostgreSQL (SQLite needs nothing beyond the standard library).
         "fleet": ["psycopg[binary]>=3.1"],
         # Device health of discrete GPUs (temperature, throttling, power, NVENC/NVDEC load) through NVML.

@@ -111,10 +111,16 @@ def cmd_check_config(args) -> int:
     note = relative_paths_note(config)
     if note:
         print(note)
+    from edge_app.record.encoder_choice import choose_encoder, detect_capabilities
     from edge_app.record.masked_encoder import recording_path
 
+    # the machine is looked at (an NVENC session opened and closed) only where a masked camera records
+    masked = [c for c in config.cameras if c.privacy.masks and config.record_settings(c.id).any_enabled]
+    choice = choose_encoder(detect_capabilities()) if masked else None
     for camera in config.cameras:
-        print(f"camera {camera.id}: recording: {recording_path(config, camera)}")
+        print(f"camera {camera.id}: recording: {recording_path(config, camera, choice)}")
+    if config.profiles.definitions:
+        print(profiles_line(config.profiles))
     from edge_app.opencv import opencv_problem
 
     missing = opencv_problem()
@@ -122,6 +128,21 @@ def cmd_check_config(args) -> int:
         print(f"edge-app: edge-app run cannot start here: {missing}", file=sys.stderr)
         return EXIT_FAILURE
     return EXIT_OK
+
+
+def profiles_line(profiles) -> str:
+    """What the schedule gives now, in words: which profile and until when (docs/profiles.md)."""
+    from datetime import datetime, timezone
+
+    from edge_app.config.profile_schedule import iso_in_zone, profile_state, schedule_zone
+
+    zone = schedule_zone(profiles)
+    state = profile_state(profiles, datetime.now(timezone.utc), zone)
+    until = (f", held until {iso_in_zone(state.hold_until, zone)}" if state.hold_until else
+             f", {state.next_profile or 'no profile'} from {iso_in_zone(state.next_boundary, zone)}"
+             if state.next_boundary else "")
+    return (f"profiles: {', '.join(profiles.names())} (time zone {zone}); "
+            f"in force now: {state.active or 'none'} ({state.source}){until}")
 
 
 def cmd_detect(args) -> int:

@@ -33,6 +33,8 @@ ONNXRUNTIME_CPU = "ONNX Runtime on the CPU"
 NO_MODEL = "no model"
 
 #: the fields every provenance block has (tests/project/test_results_provenance.py checks them)
+#: names the commit of a tree copied without its .git (scripts/gpu-bench.sh passes it on)
+COMMIT_ENV = "EDGE_APP_BENCH_COMMIT"
 REQUIRED_FIELDS = ("commit", "dirty", "command", "date", "host", "gpus", "engine")
 
 _GIT_TIMEOUT_S = 10.0
@@ -119,6 +121,10 @@ def collect(engine: str, argv: Optional[Sequence[str]] = None) -> Provenance:
     the stand-in that ran the model."""
     commit = _git("rev-parse", "HEAD")
     status = _git("status", "--porcelain") if commit else None
+    if commit is None and os.environ.get(COMMIT_ENV):
+        # a copy of the tree without its .git (a benchmark machine that has no clone): the
+        # commit the copy was made from, as the person who made it says; dirtiness is unknown
+        commit = os.environ[COMMIT_ENV]
     return Provenance(commit=commit, dirty=None if status is None else bool(status),
                       command=command_line(argv),
                       date=datetime.now(timezone.utc).isoformat(timespec="seconds"),

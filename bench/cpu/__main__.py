@@ -18,6 +18,8 @@ COMMANDS = {
     "publish-latency": Command("bench.cpu.publish_latency", "MQTT publishing at the engine's full rate: result to subscriber latency, QoS 0 and 1"),
     "desired-cost": Command("bench.cpu.desired_cost", "hostile R/config/desired traffic: CPU per big unsigned message, a flood against a real appliance"),
     "privacy-cost": Command("bench.cpu.privacy_cost", "privacy masks per 1080p frame on the snapshot path; the masked recording re-encode"),
+    "live-tiles": Command("bench.cpu.live_tiles", "what an open live-grid tile costs the appliance: CPU ms and bytes per tile per second"),
+    "speed-error": Command("bench.cpu.speed_error", "line pair speeds against the truth on a scene of known speed: error mean and max"),
     "health-cost": Command("bench.cpu.health_cost", "CPU time of device health sampling, as a share of one core"),
 }
 

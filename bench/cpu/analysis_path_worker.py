@@ -84,6 +84,8 @@ def areas_us(frames: List[Frame], areas: str, repeats: int) -> float:
     """Best of ``repeats`` of the mean µs per frame of zones and lines (update, then forget the ended)."""
     zones, lines = AREAS[areas]
     timed = "ts_s" in inspect.signature(ZoneTracker.update).parameters
+    # lines take the frame time since crossings carry when they passed over (LineCrossing.over_s)
+    lines_timed = "ts" in inspect.signature(LineCounter.update).parameters
     inputs = []
     for index, (ids, classes, boxes, _, removed) in enumerate(frames):
         labels = [LABELS[c] for c in classes.tolist()]
@@ -99,7 +101,10 @@ def areas_us(frames: List[Frame], areas: str, repeats: int) -> float:
             else:
                 zone_tracker.update(ids, labels, points)
             zone_tracker.forget(removed)
-            counter.update(ids, labels, points)
+            if lines_timed:
+                counter.update(ids, labels, points, ts)
+            else:
+                counter.update(ids, labels, points)
             counter.forget(removed)
             zone_tracker.occupants()
         best = min(best, (time.process_time() - started) / len(inputs))

@@ -1,7 +1,7 @@
 """What privacy masks cost: on the snapshot / live path per 1080p frame, and the recording re-encode per camera.
 
     python -m bench.cpu privacy-cost [--frames 200] [--live-fps 10] [--record-seconds 10] [--record-fps 10]
-                                     [--json PATH]
+                                     [--encoder x264|nvenc|nvv4l2h264enc] [--json PATH]
 
 Snapshot / live path: one masked copy of a 1920x1080 BGR frame (what ``MaskedImage`` makes the
 first time a snapshot, an event snapshot or a live-view part reads the frame), for black and for
@@ -10,9 +10,12 @@ anyway. CPU time per frame (``time.process_time``) and, at ``--live-fps`` frames
 the share of one core; the budget is 1 % per camera.
 
 Recording: ``--record-seconds`` of a 1080p H.264 pattern (ffmpeg ``testsrc2``, a keyframe a
-second) re-encoded by ``MaskedEncoder`` (libx264 veryfast, zerolatency) at the source height and
-at 720p: CPU seconds per second of video, i.e. cores one camera keeps busy at ``--record-fps``.
-``--record-seconds 0`` leaves it out.
+second) re-encoded by ``MaskedEncoder`` at the source height and at 720p with ``--encoder`` (x264:
+libx264 veryfast, zerolatency, the default; nvenc: PyNvVideoCodec on a dGPU; nvv4l2h264enc: a
+Jetson Orin NX / AGX): CPU seconds per second of video, i.e. cores one camera keeps busy at
+``--record-fps`` (decoding, masking and the colour conversion stay on the CPU on every path), and
+wall seconds per second of video. The encoder really used is recorded: a hardware encoder that
+does not start would fall back to x264, so the run stops instead. ``--record-seconds 0`` leaves it out.
 """
 from __future__ import annotations
 
@@ -69,12 +72,15 @@ def snapshot_path(frames: int, live_fps: float) -> Dict[str, object]:
     return result
 
 
-def recording(seconds: float, fps: int) -> Dict[str, object]:
+def recording(seconds: float, fps: int, encoder_path: str = "x264") -> Dict[str, object]:
     from edge_app.capture.packets import EncodedPacket, StreamInfo
+    from edge_app.record.encoder_choice import EncoderPath
     from edge_app.record.masked_encoder import EncoderSettings, MaskedEncoder
     import av
 
-    out: Dict[str, object] = {"source": f"{WIDTH}x{HEIGHT} H.264 testsrc2", "seconds": seconds, "fps": fps}
+    path = EncoderPath(encoder_path)
+    out: Dict[str, object] = {"source": f"{WIDTH}x{HEIGHT} H.264 testsrc2", "seconds": seconds, "fps": fps,
+                              "encoder": path.value}
     with tempfile.TemporaryDirectory() as folder:
         clip = Path(folder) / "source.mp4"
         subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
@@ -89,7 +95,9 @@ def recording(seconds: float, fps: int) -> Dict[str, object]:
                                      p.duration or 0) for p in container.demux(stream) if p.size]
     masks = PrivacyMasks([MaskShape(shape) for shape in SHAPES])
     for name, height in (("source_height", None), ("720p", 720)):
-        encoder = MaskedEncoder(info, masks, EncoderSettings(height_px=height))
+        encoder = MaskedEncoder(info, masks, EncoderSettings(height_px=height, path=path))
+        if encoder.path is not path:
+            raise SystemExit(f"the {path.value} encoder did not start here (see the log); nothing measured")
         start_s, wall_s = time.process_time(), time.perf_counter()
         written = sum(len(encoder.encode(p)) for p in packets) + len(encoder.flush())
         cpu_s, wall = time.process_time() - start_s, time.perf_counter() - wall_s
@@ -106,12 +114,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--live-fps", type=float, default=10.0)
     parser.add_argument("--record-seconds", type=float, default=10.0)
     parser.add_argument("--record-fps", type=int, default=10)
+    parser.add_argument("--encoder", choices=["x264", "nvenc", "nvv4l2h264enc"], default="x264",
+                        help="the recording re-encode's encoder (x264 runs everywhere)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     result = {"snapshot_path": snapshot_path(args.frames, args.live_fps),
               "budget_percent_of_one_core": BUDGET_PERCENT_OF_CORE}
     if args.record_seconds > 0:
-        result["recording"] = recording(args.record_seconds, args.record_fps)
+        result["recording"] = recording(args.record_seconds, args.record_fps, args.encoder)
     print(json.dumps(result, indent=2))
     if args.json:
         write_results(args.json, result, collect(NO_MODEL))

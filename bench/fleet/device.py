@@ -34,7 +34,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from bench.fleet.mqtt_asyncio import AsyncioDriver
 from edge_app import __version__
 from edge_app.config import AppConfig, parse_config
-from edge_app.config.schema import MIN_DESIRED_KEY_CHARS
+from edge_app.config.schema_fleet import MIN_DESIRED_KEY_CHARS
 from edge_app.config_change.changes import ChangeRules, ConfigChanges
 from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
 from edge_app.fleet_agent.agent import FleetAgent

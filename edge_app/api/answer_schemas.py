@@ -129,6 +129,10 @@ def refine(schemas: Dict[str, Schema]) -> None:
     if "Event" in schemas:
         event = schemas["Event"]
         event["properties"]["box"] = dict(_BOX, description="[x1, y1, x2, y2] in source pixels, latest frame")
+        event["properties"]["type"] = {"type": "string", "enum": ["object", "loitering"],
+                                       "description": "loitering: an object inside a zone past its loitering_s"}
+        event["properties"]["dwell_s"] = dict(event["properties"]["dwell_s"],
+                                              description="{zone: seconds the object has spent in it}")
         event["description"] = "An event: one tracked object of interest (times in Unix seconds)"
         event["required"] = list(event["properties"])
     if "CountsReport" in schemas:
@@ -139,5 +143,7 @@ def refine(schemas: Dict[str, Schema]) -> None:
         counts["properties"]["lines"] = {
             "type": "object", "description": "Crossings since the counts were reset, kept across restarts",
             "additionalProperties": {"type": "object", "properties": {"in": INTEGER, "out": INTEGER}}}
+        counts["properties"]["zone_stats"]["description"] = (
+            "{zone: occupancy now, mean dwell of the visits that ended in the last hour, loitering, occupancy alert}")
         counts["required"] = list(counts["properties"])
         counts["description"] = "Objects in view now, and line crossings kept across restarts"

@@ -50,6 +50,16 @@ class ClipUrl(SignedUrl):
                                          "record.events.max_s); play them in order, part=0 to parts-1")
 
 
+class EventTrackAnswer(_Answer):
+    event_id: str
+    start_time: float = Field(description="The event's start, Unix seconds: a point is at start_time + t_s")
+    points: List[List[float]] = Field(description="[t_s, x1, y1, x2, y2] oldest first: the box t_s seconds after the "
+                                                  "start, as fractions of the frame (at most 200, evenly thinned); "
+                                                  "none while the event is open")
+    clip_starts: List[float] = Field(description="Unix seconds of the first frame of each part of the event's clip "
+                                                 "(part 0 first); empty without a clip: where a point is in the clip")
+
+
 class ReviewMarked(_Answer):
     changed: int = Field(description="Marks added (or removed)")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Callable, Optional, Type
 
-from flask import Flask, Request
+from flask import Flask, Request, request
 
 from edge_app.http_server.auth import install_auth
 from edge_app.api.camera_edits import camera_edits_blueprint
@@ -27,12 +27,14 @@ from edge_app.api.events import events_blueprint
 from edge_app.http_server.hosts import install_host_check
 from edge_app.http_server.json_provider import install_json_provider
 from edge_app.api.metrics import metrics_blueprint
+from edge_app.api.profiles import profiles_blueprint
 from edge_app.api.openapi_spec import openapi_blueprint
-from edge_app.api.recordings import SIGNED_ENDPOINTS, recordings_blueprint
+from edge_app.api.recordings import LINK_ENDPOINTS, SIGNED_ENDPOINTS, recordings_blueprint
 from edge_app.reporting.protocol import ApplianceReads, EventDeletion
 from edge_app.api.review import review_blueprint
 from edge_app.api.status import probes_blueprint, status_blueprint
 from edge_app.config.schema import AppConfig
+from edge_app.notify.clip_links import ClipLinks
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +64,7 @@ def create_app(
     *,
     max_live_streams: int = 32,
     max_live_streams_per_camera: int = 8,
+    clip_links: Optional[ClipLinks] = None,
 ) -> Flask:
     """Build the REST API over ``reads``, ``changes`` and ``deletion`` (all three required).
 
@@ -69,7 +72,7 @@ def create_app(
     model reloads; the running configuration is asked of it on every request, so a new token or
     body limit applies without a restart. ``max_live_streams`` bounds concurrently open MJPEG live
     views, ``max_live_streams_per_camera`` those of one camera (keep both well below the server's
-    worker threads).
+    worker threads). ``clip_links`` checks the notifications' clip links (None: there are none).
     """
     get_config: Callable[[], AppConfig] = changes.current
     app = Flask(__name__, static_folder=None)
@@ -80,7 +83,9 @@ def create_app(
 
     # The host check comes first: a rebound request must not even learn whether its token works.
     install_host_check(app, get_config)
-    install_auth(app, get_config, QUERY_TOKEN_ENDPOINTS, signed_endpoints=SIGNED_ENDPOINTS)
+    # A notification's clip link carries no token: its route checks the link's signature itself.
+    install_auth(app, get_config, QUERY_TOKEN_ENDPOINTS, signed_endpoints=SIGNED_ENDPOINTS,
+                 authenticated_elsewhere=lambda: request.endpoint in LINK_ENDPOINTS)
     register_error_handlers(app)
 
     app.register_blueprint(probes_blueprint(reads))
@@ -89,9 +94,10 @@ def create_app(
     writer = ConfigWriter(changes)
     app.register_blueprint(config_blueprint(writer))
     app.register_blueprint(camera_edits_blueprint(writer))
+    app.register_blueprint(profiles_blueprint(writer))
     app.register_blueprint(cameras_blueprint(reads, get_config, max_live_streams, max_live_streams_per_camera))
     app.register_blueprint(events_blueprint(reads, deletion))
-    app.register_blueprint(recordings_blueprint(reads, get_config))
+    app.register_blueprint(recordings_blueprint(reads, get_config, clip_links))
     app.register_blueprint(metrics_blueprint(reads))
     app.register_blueprint(review_blueprint(reads))
     app.register_blueprint(openapi_blueprint())

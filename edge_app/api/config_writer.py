@@ -7,13 +7,15 @@ lock orders every write. A refusal answers 400 with every problem located in the
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, TypeVar
 
 from edge_app.http_server.errors import ApiError
 from edge_app.config.schema import AppConfig
 from edge_app.config.file import Problem
 from edge_app.config_change.changes import ConfigBuilder, ConfigChanges, ConfigRefused
 from edge_app.reporting.protocol import ApplyResult
+
+T = TypeVar("T")
 
 
 def refusal(what: str, problems: List[Problem]) -> ApiError:
@@ -38,6 +40,13 @@ class ConfigWriter:
     def patch(self, patch: Any) -> ApplyResult:
         """``PATCH /api/v1/config``: a merge patch on the configuration as the client sees it."""
         return self._answer(lambda: self._changes.patch(patch))
+
+    def through(self, change: Callable[[ConfigChanges], T]) -> T:
+        """A change made by a helper of the change path (a profile switch): its refusals are 400s too."""
+        try:
+            return change(self._changes)
+        except ConfigRefused as err:
+            raise refusal(err.what, err.problems) from None
 
     @staticmethod
     def _answer(change: Callable[[], ApplyResult]) -> ApplyResult:

@@ -12,12 +12,13 @@ from typing import Tuple
 
 from flask import Blueprint, Response, jsonify
 
-from edge_app.api.answers import EventList
+from edge_app.api.answers import EventList, EventTrackAnswer
 from edge_app.api.request_models import EventFilters, EventSnapshotQuery
 from edge_app.api.routing import ResponseSpec, Route, binary, error, register_routes
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.recovery import EventDatabaseUnusable
+from edge_app.events.tracks import EventTrack
 from edge_app.http_server.errors import ApiError, error_response
 from edge_app.http_server.event_params import checked_event_id, checked_event_query
 from edge_app.reporting.protocol import ApplianceReads, CountsReport, EventDeletion
@@ -65,6 +66,19 @@ def snapshot(views: EventViews, _query: EventSnapshotQuery, event_id: str) -> Re
     return response
 
 
+def track(views: EventViews, event_id: str) -> Response:
+    found = views.reads.event_track(checked_event_id(event_id))
+    if found is None:
+        known = views.reads.event(event_id)
+        if known is None:
+            raise _unknown(event_id)
+        # Still open (the track is written with its end), or ended before tracks were kept.
+        found = EventTrack(known.id, known.start_time, ())
+    recordings = views.reads.recordings()
+    parts = sorted(getattr(recordings, "clips", lambda _id: [])(event_id), key=lambda clip: clip.part)
+    return jsonify(EventTrackAnswer(clip_starts=[clip.start for clip in parts], **found.to_dict()).model_dump())
+
+
 def delete_event(views: EventViews, event_id: str) -> Response:
     if not views.deletion.delete_event(checked_event_id(event_id)):
         raise _unknown(event_id)
@@ -91,6 +105,10 @@ ROUTES: Tuple[Route, ...] = (
     Route("GET", "/api/v1/events/<event_id>/snapshot.jpg", snapshot, "The event's best snapshot, annotated with its box",
           "events", {200: binary("image/jpeg", "JPEG image"), 400: _BAD_ID,
                      404: error("Unknown event, or it has no snapshot"), 503: _CORRUPT}, query=EventSnapshotQuery),
+    Route("GET", "/api/v1/events/<event_id>/track", track, "The event's boxes over time, kept when it ended, and "
+          "where its clip's parts start: for drawing them over the clip", "events",
+          {200: ResponseSpec("The track", EventTrackAnswer), 400: _BAD_ID,
+           404: _UNKNOWN, 503: _CORRUPT}),
     Route("GET", "/api/v1/counts", counts, "Objects in view per camera and zone, and line crossings", "events",
           {200: ResponseSpec("Counts", CountsReport)}),
 )

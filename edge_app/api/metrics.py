@@ -167,6 +167,9 @@ class ApplianceCollector:
                                   value=recording.bytes_written)
         yield CounterMetricFamily(f"{PREFIX}_recording_packets_dropped",
                                   "Compressed packets the recorder could not take in time", value=recording.packets_dropped)
+        yield CounterMetricFamily(f"{PREFIX}_recording_masked_packets_dropped",
+                                  "Source packets the privacy-masked re-encodes could not take in time",
+                                  value=recording.masked_packets_dropped)
         yield CounterMetricFamily(f"{PREFIX}_recording_clips_preroll_short",
                                   "Event clips that came too late for the pre-roll held in memory",
                                   value=recording.clips_preroll_short)
@@ -188,14 +191,20 @@ class ApplianceCollector:
                                     labels=labels)
         skipped = CounterMetricFamily(f"{PREFIX}_camera_recording_clips_skipped",
                                       "Events of the camera stored without a clip (a clip cap)", labels=labels)
+        masked_dropped = CounterMetricFamily(
+            f"{PREFIX}_camera_recording_masked_packets_dropped",
+            "Source packets of the camera its privacy-masked re-encode could not take in time", labels=labels + ["encoder"])
         for camera in cameras:
+            if camera.recording is not None and camera.recording.masked_encoder is not None:
+                masked_dropped.add_metric([camera.id, camera.recording.masked_encoder],
+                                          float(camera.recording.masked_packets_dropped))
             if camera.recording is not None:
                 active.add_metric([camera.id], float(camera.recording.recording))
                 written.add_metric([camera.id], float(camera.recording.bytes_written))
                 dropped.add_metric([camera.id], float(camera.recording.packets_dropped))
                 short.add_metric([camera.id], float(camera.recording.clips_preroll_short))
                 skipped.add_metric([camera.id], float(camera.recording.clips_skipped))
-        yield from (family for family in (active, written, dropped, short, skipped) if family.samples)
+        yield from (family for family in (active, written, dropped, short, skipped, masked_dropped) if family.samples)
 
 
 def metrics(registry: CollectorRegistry) -> Response:

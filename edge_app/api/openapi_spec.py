@@ -17,7 +17,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 from flask import Blueprint, Response, jsonify
 from pydantic import BaseModel, TypeAdapter
 
-from edge_app.api import camera_edits, cameras, config_routes, dashboard, events, metrics, recordings, review, status
+from edge_app.api import (camera_edits, cameras, config_routes, dashboard, events, metrics, profiles, recordings, review,
+                          status)
 from edge_app.api.answer_schemas import config_schemas, detections_schema, refine, review_schemas
 from edge_app.api.routing import (PATH_PARAMETERS, RequestBody, ResponseSpec, Route, Schema, SchemaSource, error,
                                   register_routes)
@@ -51,7 +52,7 @@ ROUTES: Tuple[Route, ...] = (
 def appliance_routes() -> Tuple[Route, ...]:
     """Every route of the appliance's API, in the order the document lists them."""
     return (*status.PROBE_ROUTES, *metrics.ROUTES, *ROUTES, *dashboard.ROUTES, *status.ROUTES, *config_routes.ROUTES,
-            *cameras.ROUTES, *camera_edits.ROUTES, *events.ROUTES, *recordings.ROUTES, *review.ROUTES)
+            *cameras.ROUTES, *camera_edits.ROUTES, *profiles.ROUTES, *events.ROUTES, *recordings.ROUTES, *review.ROUTES)
 
 
 class _Components:

@@ -9,6 +9,9 @@
   download can make retention delete recordings; it has no Range (``Accept-Ranges: none``).
   At most ``MAX_CONCURRENT_EXPORTS`` are open at once, for as long as they are read (503 and
   Retry-After beyond).
+- ``GET /api/v1/links/events/<id>/clip.mp4?expires=&sig=``: the clip a notification links to, opened
+  by the link's signature under the device's link key alone, never the token
+  (:mod:`edge_app.notify.clip_links`); expired, altered or another clip's: 403 saying why.
 - A signed URL serves at most ``MAX_USES_PER_SIGNED_URL`` answers at once (429 and Retry-After
   beyond): one URL handed out for a ``<video>`` cannot be replayed into many held downloads.
 
@@ -20,15 +23,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from flask import Blueprint, Response, jsonify, request, send_file
 from pydantic import ValidationError
 from werkzeug.http import parse_range_header
 
 from edge_app.api.answers import ClipUrl, Segment, SegmentList, SignedUrl
-from edge_app.api.request_models import (ClipQuery, ClipUrlQuery, ExportQuery, ExportUrlQuery, SegmentsQuery,
-                                         TtlBody)
+from edge_app.api.request_models import (ClipQuery, ClipUrlQuery, ExportQuery, ExportUrlQuery, LinkClipQuery,
+                                         SegmentsQuery, TtlBody)
 from edge_app.api.routing import RequestBody, ResponseSpec, Route, binary, error, register_routes
 from edge_app.http_server.errors import ApiError
 from edge_app.http_server.event_params import checked_event_id
@@ -37,6 +40,7 @@ from edge_app.http_server.json_body import read_json_body
 from edge_app.api.recording_params import MAX_LIST_S, TimeRange, time_range
 from edge_app.http_server.signed_urls import DEFAULT_TTL_S, MAX_TTL_S, MIN_TTL_S, SIG, is_signed_request, sign
 from edge_app.config.schema import AppConfig
+from edge_app.notify.clip_links import ClipLinks
 from edge_app.record.types import ClipInfo, RecordingReader
 from edge_app.reporting.protocol import ApplianceReads
 
@@ -51,6 +55,8 @@ MAX_USES_PER_SIGNED_URL = 2
 SIGNED_RETRY_AFTER_S = 5
 #: what a <video> element, the download button and the signed URLs may load without the token
 SIGNED_ENDPOINTS = frozenset({"recordings.clip", "recordings.export"})
+#: what a notification's clip link opens: the route checks the link itself, the token is not asked for
+LINK_ENDPOINTS = frozenset({"recordings.link_clip"})
 MP4 = "video/mp4"
 
 
@@ -112,6 +118,7 @@ class RecordingViews:
     config: Callable[[], AppConfig]
     exports: HeldLimit  # exports being sent
     signed_uses: HeldLimit  # answers being sent per signed URL
+    clip_links: Optional[ClipLinks] = None  # the device's link key; None: notifications carry no clip links
 
 
 def _reader(views: RecordingViews) -> RecordingReader:
@@ -173,6 +180,25 @@ def clip(views: RecordingViews, query: ClipQuery, event_id: str) -> Response:
     download, part = bool(query.download), query.part
     name = f"{event_id}-part{part}.mp4" if part else f"{event_id}.mp4"
     return _held(lambda: _send_mp4(_clip_file_and_parts(views, event_id, part)[0], name, download), _signed_use(views))
+
+
+def link_clip(views: RecordingViews, query: LinkClipQuery, event_id: str) -> Response:
+    if views.clip_links is None:
+        raise ApiError(404, "this appliance hands out no clip links (notifications.base_url and a target are not set)")
+    if any(len(values) > 1 for values in request.args.listvalues()):
+        raise ApiError(403, "a clip link names each parameter once")
+    why = views.clip_links.refusal(event_id, request.args.get("expires", ""), request.args.get("sig", ""),
+                                   views.config().notifications.link_ttl_s)
+    if why is not None:
+        raise ApiError(403, why)
+    key = "link:" + request.args["sig"]
+    if not views.signed_uses.take(key):
+        raise ApiError(429, f"this clip link is being read {MAX_USES_PER_SIGNED_URL} times already; "
+                            "try again when one of them has finished",
+                       headers={"Retry-After": str(SIGNED_RETRY_AFTER_S)})
+    # The whole clip's first part, never another part or file: the link names the event alone.
+    return _held(lambda: _send_mp4(_clip_file_and_parts(views, event_id, 0)[0], f"{event_id}.mp4", False),
+                 once(lambda: views.signed_uses.give(key)))
 
 
 def clip_url(views: RecordingViews, query: ClipUrlQuery, event_id: str) -> Response:
@@ -242,6 +268,14 @@ ROUTES: Tuple[Route, ...] = (
           {200: ResponseSpec("A URL for a <video> element or a download link, and the clip's parts", ClipUrl),
            400: error('The body is not empty and not {"ttl_s": N} with N in range, or part out of range'),
            404: _NO_CLIP, **_BODY_ERRORS}, query=ClipUrlQuery, body=_TTL_BODY),
+    Route("GET", "/api/v1/links/events/<event_id>/clip.mp4", link_clip, "The event's clip through the signed link a "
+          "notification carries (docs/notifications.md): no token, only the link's valid, unexpired signature under "
+          "the device's link key; it opens this clip alone", "recordings",
+          {200: binary(MP4, "The clip", **{"Accept-Ranges": "bytes"}), **_RANGED,
+           403: error("The link has expired, was altered, names another clip or was signed under another key"),
+           429: _BUSY_URL, 400: error("Not an event id"), 404: error(f"Unknown event, it has no clip yet, no clip "
+                                                                     f"links on this appliance, or {_OFF.lower()}")},
+          query=LinkClipQuery),
     Route("GET", "/api/v1/recordings", list_segments, f"Continuous-recording segments overlapping a range (default: the "
           f"last day; at most {MAX_LIST_S / 86400:g} days)", "recordings",
           {200: ResponseSpec("Segments, oldest first", SegmentList), 400: error(_BAD_RANGE), 404: error(_OFF)},
@@ -261,9 +295,11 @@ ROUTES: Tuple[Route, ...] = (
 )
 
 
-def recordings_blueprint(reads: ApplianceReads, config_getter: Callable[[], AppConfig]) -> Blueprint:
+def recordings_blueprint(reads: ApplianceReads, config_getter: Callable[[], AppConfig],
+                         clip_links: Optional[ClipLinks] = None) -> Blueprint:
     bp = Blueprint("recordings", __name__)
-    views = RecordingViews(reads, config_getter, HeldLimit(MAX_CONCURRENT_EXPORTS), HeldLimit(MAX_USES_PER_SIGNED_URL))
+    views = RecordingViews(reads, config_getter, HeldLimit(MAX_CONCURRENT_EXPORTS), HeldLimit(MAX_USES_PER_SIGNED_URL),
+                           clip_links)
     return register_routes(bp, ROUTES, views)
 
 

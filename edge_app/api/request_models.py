@@ -159,6 +159,13 @@ class ClipQuery(_Query):
     sig: _SIG = None
 
 
+class LinkClipQuery(_Query):
+    """A notification's clip link: the signature alone opens it (checked by the route, 403 saying why)."""
+
+    expires: _EXPIRES = None
+    sig: _SIG = None
+
+
 class ClipUrlQuery(_Query):
     part: _PART = 0
 

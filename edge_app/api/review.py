@@ -15,7 +15,8 @@ from pydantic import ValidationError
 from edge_app.api.answers import ReviewMarked
 from edge_app.api.request_models import ReviewFilters, ReviewListQuery, ReviewMark
 from edge_app.api.review_params import day_bounds
-from edge_app.api.routing import RequestBody, ResponseSpec, Route, error, problem_sentence, ref, register_routes
+from edge_app.http_server.query_params import problem_sentence
+from edge_app.api.routing import RequestBody, ResponseSpec, Route, error, ref, register_routes
 from edge_app.http_server.errors import ApiError, error_response
 from edge_app.http_server.json_body import read_json_body
 from edge_app.reporting.protocol import ApplianceReads

@@ -20,10 +20,10 @@ from functools import partial
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Type, TypeVar
 
 from flask import Blueprint, Response, request
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from edge_app.events.query import EVENT_ID_PATTERN
-from edge_app.http_server.errors import ApiError
+from edge_app.http_server.query_params import parse_query
 
 Schema = Dict[str, Any]
 Model = TypeVar("Model", bound=BaseModel)
@@ -118,32 +118,6 @@ class Route:
 
     def path_parameters(self) -> Tuple[str, ...]:
         return tuple(_RULE_PARAMETER.findall(self.rule))
-
-
-def problem_sentence(err: ValidationError) -> str:
-    """The 400 sentence of a failed validation: the first broken rule's own sentence (a validator's
-    ValueError names its parameter), else where and what pydantic says."""
-    first = err.errors(include_url=False)[0]
-    if first["type"] == "value_error":
-        return str(first["ctx"]["error"])
-    where = ".".join(str(part) for part in first["loc"])
-    return f"{where}: {first['msg']}" if where else str(first["msg"])
-
-
-def parse_query(model: Type[Model], args: Mapping[str, str]) -> Model:
-    """The parameters ``model`` names, from ``args`` (the first of repeated ones); one left out or
-    empty takes its default (what an HTML form sends for a field left blank). A broken rule is
-    ApiError (400) with the rule's sentence, which names the parameter."""
-    given: Dict[str, str] = {}
-    for key, field_info in model.model_fields.items():
-        name = field_info.alias or key
-        value = args.get(name)
-        if value:
-            given[name] = value
-    try:
-        return model.model_validate(given)
-    except ValidationError as err:
-        raise ApiError(400, problem_sentence(err)) from None
 
 
 def _view(route: Route, bound: Tuple[Any, ...]) -> Callable[..., Response]:

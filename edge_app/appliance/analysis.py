@@ -20,6 +20,7 @@ from edge_app.config.schema_cameras import CameraConfig
 from edge_app.events.camera_analysis import CameraAnalysis, FrameAnalysis
 from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event, EventMessage, Snapshot
+from edge_app.events.tracks import EventTrack
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.reporting.protocol import AnalysedFrame, CountsReport
 from edge_app.reporting.stage_times import StageTimes
@@ -33,6 +34,8 @@ class EventSink(Protocol):
     def save_event(self, event: Event) -> None: ...
 
     def save_snapshot(self, snapshot: Snapshot) -> None: ...
+
+    def save_track(self, track: EventTrack) -> None: ...
 
     def save_line_counts(self, camera_id: str, totals: Dict[str, LineTotals]) -> None: ...
 
@@ -165,19 +168,20 @@ class AnalysisHub:
         return min(now, captured_s + max(0.0, now - analysed_s))
 
     def counts(self) -> CountsReport:
-        cameras, zones, lines = {}, {}, {}
+        cameras, zones, lines, zone_stats = {}, {}, {}, {}
         for camera_id, analysis in list(self._analyses.items()):
             snapshot = analysis.counts()
             cameras[camera_id] = dict(snapshot.objects)
             for zone, labels in snapshot.zones.items():
                 zones[zone] = dict(labels)
+            zone_stats.update(snapshot.zone_stats)
             for line, totals in snapshot.lines.items():
                 lines[line] = totals.to_dict()
         for camera_id, totals in self._line_totals.items():
             if camera_id not in self._analyses:
                 for line, total in totals.items():
                     lines.setdefault(line, total.to_dict())
-        return CountsReport(cameras=cameras, zones=zones, lines=lines)
+        return CountsReport(cameras=cameras, zones=zones, lines=lines, zone_stats=zone_stats)
 
     def also_tell(self, listener: Callable[[EventMessage], object]) -> None:
         """Before ``start``: ``listener`` is told every event message as it goes out (notifications).
@@ -197,6 +201,9 @@ class AnalysisHub:
         for snapshot in result.snapshots:
             if self._store is not None:
                 self._store.save_snapshot(snapshot)
+        for track in result.tracks:  # after its event's end, like its snapshot
+            if self._store is not None:
+                self._store.save_track(track)
         for label, snapshot in result.label_snapshots.items():
             publisher.publish_snapshot(camera_id, label, snapshot.jpeg)
         model = result.model
@@ -204,9 +211,11 @@ class AnalysisHub:
             publisher.publish_object_count(camera_id, label, count, ts, model)
         for (zone, label), count in result.zone_counts.items():
             publisher.publish_zone_count(zone, label, count, ts, model)
+        for zone, stats in result.zone_stats.items():
+            publisher.publish_zone_stats(zone, stats, ts, model)
         for crossing in result.crossings:
             publisher.publish_line_crossing(camera_id, crossing.line, crossing.event_id, crossing.track_id,
-                                            crossing.label, crossing.direction, crossing.ts, model)
+                                            crossing.label, crossing.direction, crossing.ts, model, crossing.speed)
         for line, totals in result.line_counts.items():
             publisher.publish_line_count(camera_id, line, totals.count_in, totals.count_out, ts, model)
         if result.line_counts and self._store is not None:

@@ -10,7 +10,9 @@ parts do the work: the models (each with its detector, background changes and pi
 It never writes the file and offers no public way to apply a configuration: every change, also
 those it asks for itself (the MQTT detect switch, a model that could not be loaded), goes through
 its one ``edge_app.config_change.changes.ConfigChanges``, built with it (``change_rules`` say
-where it saves and what it checks), so there is no appliance without its change path.
+where it saves and what it checks), so there is no appliance without its change path. Profile
+switches (the schedule, ``R/profile/set``) are changes too; what runs is the configuration with
+the active profile's overrides (``edge_app.config.profile_overrides``), what is saved the base.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from edge_app.detect.factory import choose_backend, create_detector
 from edge_app.events.store import EventStore
 from edge_app.health.report import HealthReport
 from edge_app.health.sampler import HealthSampler, health_dirs
+from edge_app.notify.clip_links import ClipLinks
 from edge_app.notify.wiring import notifier_for
 from edge_app.review.book import ReviewBook
 from edge_app.review.feed import ReviewFeed
@@ -50,6 +53,8 @@ from edge_app.record.masked_sink import MaskedSinks
 from edge_app.config_change.plan import plan_changes
 from edge_app.config_change.changes import ChangeRules, ConfigChanges
 from edge_app.config_change.detect_switch import DetectSwitch
+from edge_app.config_change.profile_switch import ProfileSwitch
+from edge_app.config.profile_overrides import effective_config
 from edge_app.reporting.stage_times import StageTimes
 from edge_app.reporting.protocol import AnalysedFrame, ApplyResult, RemoteConfigReport
 from edge_app.version import __version__
@@ -69,8 +74,12 @@ class Appliance:
                  event_store: Optional[EventStore] = None, health: Optional[HealthSampler] = None,
                  record: bool = False,
                  on_model_running: Optional[Callable[[ModelConfig, Detector], None]] = None,
-                 change_rules: ChangeRules = ChangeRules()):
-        self._config = config
+                 change_rules: ChangeRules = ChangeRules(), clip_links: Optional[ClipLinks] = None):
+        # The file's configuration (the change path's) and what runs: the base with the active profile's overrides.
+        self._base, self._config = config, effective_config(config)
+        config = self._config
+        # Signs the notifications' clip links; the API checks them with the same key (None: no links).
+        self.clip_links = clip_links
         # Told each time a model's detector has been installed (at start, or swapped in): the fleet's models_state.
         self._on_model_running = on_model_running
         # Optional: without one events are only published, and the event routes answer [] and 404.
@@ -85,6 +94,7 @@ class Appliance:
         # The one change path: the API's, the fleet's, and the appliance's own (detect switch, model reverts).
         self.changes = ConfigChanges(self.current_config, self._apply_config, change_rules)
         self._detect_switch = DetectSwitch(self.changes, lambda cid, on: self._publisher.publish_detect_state(cid, on))
+        self._profiles = ProfileSwitch(self.changes, lambda report: self._publisher.publish_profile(report.to_dict()))
         # Only with record (edge-app run) is the record section acted on; events and MQTT are the same either way.
         self._recording = DeviceRecorder(lambda message: self._publisher.publish_event(message), event_store,
                                          enabled=record)
@@ -109,7 +119,8 @@ class Appliance:
         self._health = health or HealthSampler(config.health, health_dirs(config))
         self._health.set_publisher(self._publish_health)
         # Alerts announced to notifications.targets (docs/notifications.md), told each event message.
-        self._notifier = notifier_for(lambda: self._config, snapshot_of=event_store.snapshot if event_store else None)
+        self._notifier = notifier_for(lambda: self._config, snapshot_of=event_store.snapshot if event_store else None,
+                                      clip_links=clip_links)
         self._analysis.also_tell(self._notifier.on_event)
         # Review items (docs/review.md): read and marked through the API, announced on R/reviews.
         self._review_book = ReviewBook(event_store, gap_s=lambda: self._config.review.gap_s,
@@ -126,7 +137,7 @@ class Appliance:
             self._running, results=self._results, pipeline=self._models, analysis=self._analysis,
             event_store=event_store, health=self._health, recording=self._recording, builds=self._builds,
             stage_times=self._stage_times,
-            notifications=self._notifier.status, reviews=self._review_book,
+            notifications=self._notifier.status, reviews=self._review_book, masked=self._masked_sinks.stats,
             stall_after_s=stall_watch.STALL_AFTER_S if stall_after_s is None else stall_after_s)
         self.event_deletion = StoredEventDeletion(event_store)
 
@@ -141,7 +152,7 @@ class Appliance:
         return RunningParts(config=self._config, detector=detectors.get(first), loading=self._models.loading,
                             cameras=self._cameras, detecting=self._detecting, publisher=self._publisher,
                             model_change=self._models.latest_change(), remote_config=self._remote_config_report,
-                            models=self._models)
+                            models=self._models, profile=self._profiles.report)
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -174,6 +185,7 @@ class Appliance:
             self._publish_detect_states(self._config)
             self._publish_ha_discovery()
             self._detect_switch.start()
+            self._profiles.start()  # the schedule's thread; also publishes R/profile after each change
             self._subscribe_commands()  # only now: a command or desired change must not race the start
             self._reconfigure_pipeline()
             self._models.start(self._config, self._cameras)
@@ -191,6 +203,7 @@ class Appliance:
             pass
         self._models.cancel()
         self._detect_switch.stop(timeout_s=1.0)
+        self._profiles.stop(timeout_s=1.0)
         self._stats_stop.set()
         self._health.stop(timeout_s=0.5)
         workers = list(self._cameras.values())
@@ -287,13 +300,13 @@ class Appliance:
 
     # -- live configuration -----------------------------------------------------------------------
     def current_config(self) -> AppConfig:
-        return self._config
+        return self._base
 
     def _apply_config(self, new_config: AppConfig) -> ApplyResult:
         """Apply ``new_config`` (validated and saved by ``self.changes``, its one caller); a new
         model is loaded in the background (``applying``)."""
         with self._apply_lock:
-            old = self._config
+            old, self._base, new_config = self._config, new_config, effective_config(new_config)
             plan = plan_changes(old, new_config)
             self._config = new_config
             self._results.privacy.configure(new_config.cameras)  # new masks hold from the next frame out
@@ -322,7 +335,8 @@ class Appliance:
             log.info("configuration applied: %s", plan)
             # "model" as ever for the single model; "models.<name>" for one of several.
             applying = ["model" if new_config.model_location(name) == "model" else f"models.{name}" for name in loading]
-            return ApplyResult(new_config, plan.restart_required, applying)
+            self._profiles.on_applied(self._base)
+            return ApplyResult(self._base, plan.restart_required, applying)
 
     def reload_model(self, name: str, model: ModelConfig) -> bool:
         """Load a model again if it still runs ``model`` (``ModelSet.reload``): a fleet model that fell back."""
@@ -365,6 +379,7 @@ class Appliance:
     def _subscribe_commands(self) -> None:
         self._publisher.on_detect_set(self._detect_switch.on_command,
                                       camera_known=lambda cid: self._config.camera(cid) is not None)
+        self._publisher.on_profile_set(self._profiles.request, lambda: self._base.profiles.names())
         if self._config_desired is not None:
             self._publisher.on_config_desired(self._config_desired)
 

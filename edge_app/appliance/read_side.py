@@ -6,6 +6,7 @@ see it through ``RunningParts``, taken afresh for every read, and never change i
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple
@@ -16,11 +17,13 @@ from edge_app.appliance.report_builders import camera_report, model_report, mode
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.state import StreamState
 from edge_app.config.schema import AppConfig
+from edge_app.config.profile_schedule import ProfileReport
 from edge_app.detect.base import Detector
 from edge_app.detect.detections import Detections
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
+from edge_app.events.tracks import EventTrack
 from edge_app.health.report import HealthReport
 from edge_app.notify.notifier import NotifierStatus
 from edge_app.health.sampler import HealthSampler
@@ -30,6 +33,7 @@ from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.pipeline.stall_watch import PipelineActivity, PipelineHealth, assess, readiness_reason
 from edge_app.pipeline.results import ResultStore
 from edge_app.record.device_recorder import DeviceRecorder
+from edge_app.record.masked_sink import MaskedSinkStats
 from edge_app.privacy.images import masked
 from edge_app.record.types import RecordingReader
 from edge_app.reporting.stage_times import StageTimes, StageTotal
@@ -55,6 +59,7 @@ class RunningParts:
     model_change: Optional[ModelChangeReport]
     remote_config: Optional[Callable[[], RemoteConfigReport]]  # the fleet agent's, if any
     models: Optional["ModelSet"] = None  # every model with its detector and pipeline
+    profile: Optional[Callable[[], ProfileReport]] = None  # the profile in force (docs/profiles.md)
 
 
 class PipelineLike(Protocol):
@@ -74,8 +79,10 @@ class RunningReads:
                  stall_after_s: float, recording: Optional[DeviceRecorder] = None,
                  builds: Optional[EngineBuilds] = None, stage_times: Optional[StageTimes] = None,
                  notifications: Optional[Callable[[], NotifierStatus]] = None,
-                 reviews: Optional[ReviewBook] = None):
+                 reviews: Optional[ReviewBook] = None,
+                 masked: Optional[Callable[[str], Optional[MaskedSinkStats]]] = None):
         self._running = running
+        self._masked = masked  # a masked camera's re-encode (MaskedSinks.stats)
         self._stage_times = stage_times if stage_times is not None else StageTimes()
         self._reviews = reviews
         self._builds = builds if builds is not None else EngineBuilds()  # each model's TensorRT engine build
@@ -100,6 +107,10 @@ class RunningReads:
         for cam in running.config.cameras:
             worker = running.cameras.get(cam.id)
             recording = self._recording.camera_status(cam.id) if self._recording is not None else None
+            masked = self._masked(cam.id) if self._masked is not None and recording is not None else None
+            if masked is not None:
+                recording = dataclasses.replace(recording, masked_encoder=masked.encoder,
+                                                masked_packets_dropped=masked.packets_dropped)
             reports.append(camera_report(cam, worker.stats() if worker else {}, self._results.camera_figures(cam.id),
                                          recording))
         return reports
@@ -108,6 +119,11 @@ class RunningReads:
         running = self._running()
         detector = running.detector
         first = next(iter(running.config.model_configs().values()))
+        cameras = self.cameras()
+        recording = self._recording.report() if self._recording is not None else None
+        if recording is not None:
+            recording = dataclasses.replace(recording, masked_packets_dropped=sum(
+                c.recording.masked_packets_dropped for c in cameras if c.recording is not None))
         return StatusReport(
             device_id=running.config.device_id,
             version=__version__,
@@ -115,7 +131,7 @@ class RunningReads:
             backend=detector.backend_name if detector else None,
             model=model_report(first, detector),
             mqtt=MqttReport(**running.publisher.stats()),
-            cameras=self.cameras(),
+            cameras=cameras,
             pipeline=pipeline_report(self._results.pipeline_figures(), self._pipeline.errors, self.pipeline_health()),
             engine_build=self.engine_build(),
             model_change=running.model_change,
@@ -123,8 +139,9 @@ class RunningReads:
             health=self._health.latest(),
             remote_config=running.remote_config() if running.remote_config is not None else None,
             models=self.models(running),
-            recording=self._recording.report() if self._recording is not None else None,
+            recording=recording,
             notifications=self._notifications() if self._notifications is not None else NotifierStatus(()),
+            profile=running.profile() if running.profile is not None else None,
         )
 
     def models(self, running: RunningParts) -> List[ModelStatusReport]:
@@ -234,3 +251,6 @@ class RunningReads:
 
     def event_snapshot(self, event_id: str) -> Optional[bytes]:
         return None if self._event_store is None else self._event_store.snapshot(event_id)
+
+    def event_track(self, event_id: str) -> Optional[EventTrack]:
+        return None if self._event_store is None else self._event_store.track(event_id)

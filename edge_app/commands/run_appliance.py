@@ -7,6 +7,7 @@ from typing import Optional
 
 from edge_app.config.schema import AppConfig
 from edge_app.config.file import remove_stale_temp_files
+from edge_app.notify.clip_links import KEY_FILE_NAME, ClipLinks, LinkKeyError, load_or_create_key
 from edge_app.opencv import opencv_problem
 from edge_app.process.shutdown import StopSignals
 from edge_app.process.systemd import SystemdNotifier
@@ -23,6 +24,15 @@ THREAD_SWITCH_INTERVAL_S = 0.0005
 def tune_interpreter() -> None:
     """Process-wide settings the appliance runs with (``edge-app run``, and the benchmarks)."""
     sys.setswitchinterval(THREAD_SWITCH_INTERVAL_S)
+
+
+def notification_links(config: AppConfig) -> Optional[ClipLinks]:
+    """The signer of the notifications' clip links, when notifications carry links (a base URL and a
+    target); its key is made at the first such start, in the state directory (the working directory,
+    /var/lib/edge-app under systemd) beside the events, never in the configuration."""
+    if not (config.notifications.base_url and config.notifications.targets):
+        return None
+    return ClipLinks(load_or_create_key(Path(KEY_FILE_NAME)))
 
 
 def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, notifier: SystemdNotifier) -> int:
@@ -61,12 +71,18 @@ def run_appliance(config: AppConfig, config_path: Path, signals: StopSignals, no
     # no token depends on where the server listens (bound below).
     rules = ChangeRules(config_file=ConfigFile(config_path),
                         listening_hosts=lambda: server.listening_hosts() if server is not None else ())
+    try:
+        clip_links = notification_links(config)
+    except (OSError, LinkKeyError) as err:
+        print(f"edge-app: the notifications' link key: {err}", file=sys.stderr)
+        return 1
     appliance = Appliance(config, event_store=store, detector_factory=fleet_models, record=True,
-                          on_model_running=fleet_models.running, change_rules=rules)
+                          on_model_running=fleet_models.running, change_rules=rules, clip_links=clip_links)
     start_fleet_agent(appliance, appliance.changes, config_path, models_state)
     # The API comes up first so /api/v1/status can show a TensorRT engine build in progress.
     if config.api.enabled:
-        server = ApiServer.from_config(create_app(appliance.reads, appliance.changes, appliance.event_deletion), config.api,
+        server = ApiServer.from_config(create_app(appliance.reads, appliance.changes, appliance.event_deletion,
+                                                  clip_links=appliance.clip_links), config.api,
                                        body_limit_bytes=lambda: appliance.current_config().api.max_body_bytes)
         try:
             server.start()

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Iterable, List, Optional, Sequence
 
-from edge_app.config.schema import MIN_TOKEN_CHARS, AppConfig, is_loopback_host
+from edge_app.config.schema import AppConfig
+from edge_app.config.schema_rules import MIN_TOKEN_CHARS, is_loopback_host
 from edge_app.config.file import Problem
 
 #: how to make a token, in every message that asks for one

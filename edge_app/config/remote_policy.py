@@ -15,7 +15,9 @@ field whose value would change is named and compared with this list. The broker 
   ``edge_app.config.model_patch``), resolved to a plain change before this list is consulted;
 * ``tracking``, ``events`` (not ``events.dir``), ``record`` (not ``record.dir``), ``motion``,
   ``health`` and ``review`` settings (a camera's ``review`` too);
-* the ``version`` of each entry of ``models``, and its thresholds and classes.
+* the ``version`` of each entry of ``models``, and its thresholds and classes;
+* the active profile (``profiles.active``): a switch held until the next scheduled boundary,
+  like one made by hand (docs/profiles.md); never the profiles themselves nor the schedule.
 
 A camera's ``privacy`` section is never the broker's: a mask removed or moved would send out what
 its owner hid. A camera the broker adds may bring one; a camera that stays keeps its own (compared
@@ -49,6 +51,7 @@ ALLOWED: Tuple[Pattern, ...] = (
     ("models", "*", "version"), ("models", "*", "conf_threshold"), ("models", "*", "iou_threshold"),
     ("models", "*", "classes"),
     ("tracking",), ("events",), ("record",), ("motion",), ("health",), ("review",),
+    ("profiles", "active"),
 )
 #: Paths inside allowed sections: a folder the appliance writes to is never the broker's to choose.
 DENIED: Tuple[Pattern, ...] = (("events", "dir"), ("record", "dir"))
@@ -56,7 +59,8 @@ DENIED: Tuple[Pattern, ...] = (("events", "dir"), ("record", "dir"))
 MAX_PROBLEMS = 32
 
 _WHY = ("cannot be changed through R/config/desired; the broker may change only cameras, zones, lines, "
-        "detect switches, thresholds and classes, tracking, events, record, motion, health, review and model versions")
+        "detect switches, thresholds and classes, tracking, events, record, motion, health, review, model versions "
+        "and the active profile")
 
 
 def _matches(pattern: Pattern, path: Tuple[str, ...]) -> bool:

@@ -5,7 +5,6 @@ ignored setting on a box in a cupboard.
 """
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Dict, List, Literal, Optional
 
@@ -13,35 +12,20 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from edge_app.config.model_names import DEFAULT_MODEL, MAX_MODELS, check_models, model_location, named_models
 from edge_app.config.schema_cameras import CameraConfig, MotionConfig
+from edge_app.config.schema_fleet import FleetConfig
 # Re-exported: the model sections were defined here, and are imported from here.
 from edge_app.config.schema_model import ArtifactConfig, ModelConfig, NamedModelConfig  # noqa: F401
 from edge_app.config.schema_notify import NotificationsConfig, check_target_cameras
+from edge_app.config.schema_profiles import ProfilesConfig, check_profiles
 from edge_app.config.schema_record import RecordConfig, RecordSettings, resolve_record
+from edge_app.config.schema_speed import check_speed_pairs
 from edge_app.config.schema_review import ReviewAlertsConfig, ReviewConfig, check_alert_zones
-from edge_app.config.schema_rules import (_CONTROL_CHARS, ID_PATTERN, MAX_AREA_LABELS, _clean_labels,
-                                          _no_control_chars, _Strict)
+from edge_app.config.schema_rules import (_CONTROL_CHARS, ID_PATTERN, MAX_AREA_LABELS, MIN_TOKEN_CHARS, _clean_labels,
+                                          _no_control_chars, _Strict, is_loopback_host)
 
 MAX_CAMERAS = 64
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_MQTT_QUEUE = 1_000_000
-MIN_TOKEN_CHARS = 16
-#: A shorter desired-message key is guessable off-line from one captured signed message.
-MIN_DESIRED_KEY_CHARS = 32
-MAX_DESIRED_KEY_CHARS = 1024
-
-
-def is_loopback_host(host: str) -> bool:
-    """True when ``host`` is loopback only (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104, localhost)."""
-    name = host.strip().strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    # ::ffff:127.0.0.1 is how a dual-stack socket shows a loopback IPv4 peer.
-    mapped = getattr(address, "ipv4_mapped", None)
-    return (mapped or address).is_loopback
 
 
 class TrackingConfig(_Strict):
@@ -247,85 +231,6 @@ class CaptureConfig(_Strict):
                                               "of the appliance (less CPU and GPU memory)")
 
 
-class FleetConfig(_Strict):
-    """docs/fleet.md, "Who may configure an appliance": whether and how ``R/config/desired`` may change this appliance."""
-
-    remote_config: bool = Field(
-        False, title="Remote configuration",
-        description="Act on R/config/desired from the fleet service; needs desired_key or a broker that requires a login",
-    )
-    # Length checked in the validator, not the field: the API shows the key as "***" (documented schema).
-    desired_key: Optional[str] = Field(
-        None, title="Desired-configuration key",
-        description=f"Shared secret (at least {MIN_DESIRED_KEY_CHARS} characters, e.g. openssl rand -hex 32); "
-                    "when set, only desired configurations the fleet service signed with it are acted on",
-    )
-
-    url: Optional[str] = Field(
-        None, title="Fleet service URL",
-        description="https://host:port of the fleet service, for model files and engines; http only for 127.0.0.1, "
-                    "::1 and localhost")
-    # Length checked in the validator, not the field: the API shows the token as "***" (documented schema).
-    token: Optional[str] = Field(
-        None, title="Fleet token",
-        description=f"This device's bearer token on the fleet service (at least {MIN_TOKEN_CHARS} characters)")
-    ca_certs: Optional[str] = Field(None, title="Fleet CA certificates",
-                                    description="PEM file of a private CA that signed the fleet service's certificate")
-    # Bounded both ways: a device booted during an outage must not hammer the service, nor wait for hours.
-    fallback_retry_s: float = Field(
-        30, title="Fetch again after (s)", ge=1, le=3600, allow_inf_nan=False,
-        description="A model that runs its path because its fleet version could not be fetched at start asks the "
-                    "fleet service again after this long, then after twice as long each time")
-    fallback_retry_max_s: float = Field(
-        600, title="Fetch again at most every (s)", ge=1, le=86400, allow_inf_nan=False,
-        description="The longest wait between two such attempts (at least fallback_retry_s)")
-
-    @model_validator(mode="after")
-    def _retry_order(self) -> "FleetConfig":
-        if self.fallback_retry_max_s < self.fallback_retry_s:
-            raise ValueError("fleet.fallback_retry_max_s must be at least fleet.fallback_retry_s")
-        return self
-
-    @field_validator("url")
-    @classmethod
-    def _url_form(cls, value: Optional[str]) -> Optional[str]:
-        return _fleet_url(value)
-
-    @field_validator("token")
-    @classmethod
-    def _token_chars(cls, value: Optional[str]) -> Optional[str]:
-        if value is None:
-            return value
-        if not MIN_TOKEN_CHARS <= len(value) <= MAX_DESIRED_KEY_CHARS:
-            raise ValueError(f"fleet.token must have {MIN_TOKEN_CHARS} to {MAX_DESIRED_KEY_CHARS} characters")
-        if not value.strip() or _CONTROL_CHARS.search(value) or " " in value:
-            raise ValueError("fleet.token may not contain spaces nor control characters")
-        return value
-
-    @field_validator("desired_key")
-    @classmethod
-    def _key_chars(cls, value: Optional[str]) -> Optional[str]:
-        if value is None:
-            return value
-        if not MIN_DESIRED_KEY_CHARS <= len(value) <= MAX_DESIRED_KEY_CHARS:
-            raise ValueError(f"desired_key must have {MIN_DESIRED_KEY_CHARS} to {MAX_DESIRED_KEY_CHARS} characters "
-                             "(openssl rand -hex 32)")
-        if not value.strip() or _CONTROL_CHARS.search(value):
-            raise ValueError("desired_key may not be blank nor contain control characters")
-        return value
-
-
-def _fleet_url(value: Optional[str]) -> Optional[str]:
-    if value is None:
-        return value
-    match = re.match(r"^(https?)://(\[[^\]]+\]|[^/:?#@\s]+)(:\d{1,5})?/?$", value)
-    if match is None:
-        raise ValueError("fleet.url must be https://host[:port] (no path, no user name)")
-    if match.group(1) == "http" and not is_loopback_host(match.group(2)):
-        raise ValueError("fleet.url must use https unless the fleet service runs on this machine (127.0.0.1, ::1, localhost)")
-    return value.rstrip("/")
-
-
 class AppConfig(_Strict):
     device_id: str = Field("edge-01", title="Device id", pattern=ID_PATTERN)
     cameras: List[CameraConfig] = Field(default_factory=list, title="Cameras", max_length=MAX_CAMERAS)
@@ -352,6 +257,9 @@ class AppConfig(_Strict):
     notifications: NotificationsConfig = Field(
         default_factory=NotificationsConfig, title="Notifications",
         description="Where alerts are announced; only the configuration file can set this section")
+    profiles: ProfilesConfig = Field(default_factory=ProfilesConfig, title="Profiles",
+                                     description="Named sets of overrides switched by a weekly schedule, REST, MQTT "
+                                                 "or the fleet (docs/profiles.md)")
 
     @field_validator("cameras")
     @classmethod
@@ -384,7 +292,9 @@ class AppConfig(_Strict):
     @model_validator(mode="after")
     def _review_and_notification_names(self) -> "AppConfig":
         check_alert_zones(self.review, self.cameras)
+        check_speed_pairs(self.cameras)
         check_target_cameras(self.notifications, [cam.id for cam in self.cameras])
+        check_profiles(self.profiles, self.cameras)
         return self
 
     def alert_rules(self, camera_id: str) -> ReviewAlertsConfig:

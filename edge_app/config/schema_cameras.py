@@ -2,15 +2,16 @@
 the device's motion settings (``edge_app.config.schema.AppConfig`` holds them)."""
 from __future__ import annotations
 
-from typing import List, Literal
+from typing import List, Literal, Optional
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 from typing_extensions import Annotated
 
 from edge_app.config.model_names import DEFAULT_MODEL, MODEL_NAME_PATTERN
 from edge_app.config.schema_privacy import CameraPrivacyConfig
 from edge_app.config.schema_record import CameraRecordConfig
 from edge_app.config.schema_review import CameraReviewConfig
+from edge_app.config.schema_speed import LineSpeedConfig, ZoneSpeedConfig
 from edge_app.config.schema_rules import ID_PATTERN, MAX_AREA_LABELS, NormPoint, _clean_labels, _Strict
 from edge_app.config.source_spec import parse_source
 
@@ -18,6 +19,8 @@ MAX_ZONES_PER_CAMERA = 32
 MAX_LINES_PER_CAMERA = 32
 MAX_POLYGON_POINTS = 64
 MAX_MOTION_MASKS = 32
+MAX_LOITERING_S = 7 * 24 * 3600.0
+MAX_ZONE_OBJECTS = 10_000
 
 
 def _polygon_with_area(value: List[NormPoint]) -> List[NormPoint]:
@@ -37,6 +40,18 @@ class ZoneConfig(_Strict):
         description="At least 3 [x, y] points, fractions of the frame (x right, y down)",
     )
     labels: List[str] = Field(default_factory=list, title="Labels", max_length=MAX_AREA_LABELS, description="Labels that count here; empty = every label")
+    loitering_s: Optional[float] = Field(
+        None, title="Loitering after (s)", gt=0, le=MAX_LOITERING_S, allow_inf_nan=False,
+        description="An object of the zone's labels inside longer than this makes a loitering event; "
+                    "needs labels; null: no loitering events",
+    )
+    max_objects: Optional[int] = Field(
+        None, title="Most objects", ge=0, le=MAX_ZONE_OBJECTS,
+        description="More objects than this inside at once raise the zone's occupancy alert; null: no alert",
+    )
+    speed: Optional[ZoneSpeedConfig] = Field(
+        None, title="Speed", description="Measure the speed of objects passing through this zone; left out: no "
+                                         "speed (docs/analytics.md)")
 
     @field_validator("polygon")
     @classmethod
@@ -48,6 +63,16 @@ class ZoneConfig(_Strict):
     def _labels(cls, value: List[str]) -> List[str]:
         return _clean_labels(value)
 
+    @field_validator("loitering_s")
+    @classmethod
+    def _loitering_names_labels(cls, value: Optional[float], info: ValidationInfo) -> Optional[float]:
+        # A loitering rule on every label would flag parked cars and the furniture a model
+        # mistakes for something: the zone must say which objects loiter. (labels is declared
+        # first, so it has been validated; absent from data when it was itself invalid.)
+        if value is not None and "labels" in info.data and not info.data["labels"]:
+            raise ValueError("loitering_s needs the zone's labels (the objects that loiter, e.g. [person])")
+        return value
+
 
 class LineConfig(_Strict):
     """A tripwire from P1 to P2 counting crossings in both directions."""
@@ -58,6 +83,9 @@ class LineConfig(_Strict):
         description="[P1, P2], fractions of the frame; with P1 above P2, moving from right to left is 'in'",
     )
     labels: List[str] = Field(default_factory=list, title="Labels", max_length=MAX_AREA_LABELS, description="Labels that count here; empty = every label")
+    speed: Optional[LineSpeedConfig] = Field(
+        None, title="Speed", description="Measure the speed of objects crossing this line and then to_line (or the "
+                                         "other way); left out: no speed (docs/analytics.md)")
 
     @field_validator("points")
     @classmethod

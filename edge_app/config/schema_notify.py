@@ -18,6 +18,10 @@ MAX_TARGETS = 16
 #: the keys of a target that hold secrets: shown as "***" by the API
 TARGET_SECRET_KEYS = ("secret", "token")
 MIN_SECRET_CHARS = 16
+#: the signed clip link of a notification (edge_app.notify.clip_links): 12 h by default, a week at most
+DEFAULT_LINK_TTL_S = 12 * 3600
+MIN_LINK_TTL_S = 60
+MAX_LINK_TTL_S = 7 * 86400
 MAX_SECRET_CHARS = 1024
 _HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
 # http(s)://host[:port][/path], no user name (a password in it would be shown and logged), no fragment.
@@ -117,8 +121,13 @@ class NotificationsConfig(_Strict):
 
     base_url: Optional[str] = Field(
         None, title="Appliance URL for links",
-        description="How receivers reach this appliance's API (https://camera-box.lan:8080): links to the snapshot "
-                    "and clip are made from it; left out, notifications carry no links")
+        description="How receivers reach this appliance's API (https://camera-box.lan:8080), http or https: "
+                    "links to the snapshot and the signed clip link are made from it; left out, notifications "
+                    "carry no links")
+    link_ttl_s: int = Field(
+        DEFAULT_LINK_TTL_S, title="Clip link lifetime (s)", ge=MIN_LINK_TTL_S, le=MAX_LINK_TTL_S,
+        description="How long the signed clip link of a notification works without the API token; a push "
+                    "read the next morning still opens the clip with the default")
     targets: List[NotifyTargetConfig] = Field(default_factory=list, title="Targets", max_length=MAX_TARGETS)
 
     @field_validator("base_url")

@@ -2,6 +2,7 @@
 without control or invisible characters."""
 from __future__ import annotations
 
+import ipaddress
 import re
 import unicodedata
 from typing import List, Optional, Tuple
@@ -14,6 +15,8 @@ MAX_AREA_LABELS = 128
 MAX_LABEL_CHARS = 128
 #: characters no label may hold: labels become MQTT topic levels (zone and line counts)
 LABEL_TOPIC_CHARS = "#+/"
+#: the shortest API or fleet token taken: shorter ones are guessed over the network
+MIN_TOKEN_CHARS = 16
 # A point of a zone or line: fractions of the frame, x to the right, y down.
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 NormPoint = Tuple[Fraction, Fraction]
@@ -70,3 +73,17 @@ def _clean_labels(labels: List[str]) -> List[str]:
         if why:
             raise ValueError(f"labels[{index}]: label {label[:MAX_LABEL_CHARS]!r} {why}")
     return labels
+
+
+def is_loopback_host(host: str) -> bool:
+    """True when ``host`` is loopback only (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104, localhost)."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    # ::ffff:127.0.0.1 is how a dual-stack socket shows a loopback IPv4 peer.
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback

@@ -50,6 +50,8 @@ class Origin(enum.Enum):
     API = "api"
     BROKER = "broker"
     DETECT_SWITCH = "detect switch"  # R/cameras/<id>/detect/set, from the broker too
+    PROFILE_SWITCH = "profile switch"  # R/profile/set, from the broker too (docs/profiles.md)
+    SCHEDULE = "profile schedule"  # the weekly schedule of profiles, on this appliance
     MODEL_RELOAD = "model reload"  # a model that could not be loaded goes back out of the configuration
 
 

@@ -10,6 +10,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from edge_app.detect.detections import Detections
+from edge_app.detect.label_placement import LabelToPlace, place_labels
 from edge_app.opencv import opencv
 
 Color = Tuple[int, int, int]
@@ -64,35 +65,28 @@ def draw_detections(
     font_scale = max(0.4, thickness / 3)
     font_thickness = max(1, thickness - 1)
 
-    for box, confidence, class_id in zip(
-        detections.xyxy.tolist(), detections.confidence.tolist(), detections.class_id.tolist()
-    ):
+    rows = sorted(zip(detections.xyxy.tolist(), detections.confidence.tolist(), detections.class_id.tolist()),
+                  key=lambda row: -row[1])  # the best-scored boxes keep the label places next to them
+    pad = max(2, thickness)
+    boxes, texts, sizes = [], [], []
+    for box, confidence, class_id in rows:
         x1, y1, x2, y2 = (int(round(v)) for v in box)
         x1, x2 = sorted((min(max(x1, 0), width_px - 1), min(max(x2, 0), width_px - 1)))
         y1, y2 = sorted((min(max(y1, 0), height_px - 1), min(max(y2, 0), height_px - 1)))
         color = class_color(class_id)
         cv2.rectangle(canvas, (x1, y1), (x2, y2), color, thickness, cv2.LINE_AA)
-
         label = detections.label_of(int(class_id))
         if show_confidence:
             label = f"{label} {confidence:.2f}"
         (text_w, text_h), baseline = cv2.getTextSize(label, cv2.FONT_HERSHEY_SIMPLEX, font_scale, font_thickness)
-        pad = max(2, thickness)
-        label_h = text_h + baseline + pad
-        # Above the box when there is room, otherwise just inside its top edge.
-        top = y1 - label_h if y1 - label_h >= 0 else y1
-        left = min(x1, max(0, width_px - text_w - 2 * pad))
-        cv2.rectangle(canvas, (left, top), (left + text_w + 2 * pad, top + label_h), color, cv2.FILLED)
-        cv2.putText(
-            canvas,
-            label,
-            (left + pad, top + text_h + pad // 2),
-            cv2.FONT_HERSHEY_SIMPLEX,
-            font_scale,
-            _text_color_for(color),
-            font_thickness,
-            cv2.LINE_AA,
-        )
+        boxes.append(LabelToPlace(x1, y1, x2, y2, text_w + 2 * pad, text_h + baseline + pad))
+        texts.append((label, color))
+        sizes.append(text_h)
+    # Every label after every box, placed so that none hides another (people close together).
+    for spot, (label, color), text_h in zip(place_labels(boxes, width_px, height_px), texts, sizes):
+        cv2.rectangle(canvas, (spot.x, spot.y), (spot.x + spot.w, spot.y + spot.h), color, cv2.FILLED)
+        cv2.putText(canvas, label, (spot.x + pad, spot.y + text_h + pad // 2), cv2.FONT_HERSHEY_SIMPLEX,
+                    font_scale, _text_color_for(color), font_thickness, cv2.LINE_AA)
     return canvas
 
 

@@ -31,10 +31,15 @@ from edge_app.detect.detections import Detections
 from edge_app.capture.gpu_image import FrameImage, bgr_image, image_hw
 from edge_app.events.counts import LabelCounts, LineCounts, LineTotals
 from edge_app.events.lifecycle import DEFAULT_UPDATE_INTERVAL_S, EventBook
+from edge_app.events.loitering import LoiteringWatch
 from edge_app.events.model import Event, EventMessage, Snapshot
 from edge_app.events.snapshots import SnapshotKeeper, SnapshotSettings
+from edge_app.events.tracks import EventTrack
+from edge_app.events.zone_stats import ZoneStats, ZoneStatsBook
 from edge_app.reporting.stage_times import StageTimes
-from edge_app.track import Line, LineCounter, Tracker, TrackerSettings, Zone, ZoneTracker, reference_points
+from edge_app.track import (Line, LineCounter, SpeedMeter, SpeedPair, SpeedReading, SpeedZone, Tracker, TrackerSettings,
+                            Zone, ZoneChange, ZoneSpeedMeter, ZoneTracker, reference_points)
+from edge_app.track.dwell import DwellClock, ZoneVisit
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class Crossing:
     direction: str            # "in" or "out"
     event_id: Optional[str]   # None when the object is not an event (yet, or not of an event label)
     ts: float
+    speed: Optional[SpeedReading] = None  # the crossing completed a line pair's passage
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,9 @@ class FrameAnalysis:
     object_counts: Dict[str, int] = field(default_factory=dict)            # label -> in view now
     zone_counts: Dict[Tuple[str, str], int] = field(default_factory=dict)  # (zone, label) -> in zone now
     crossings: List[Crossing] = field(default_factory=list)
+    tracks: List[EventTrack] = field(default_factory=list)  # of the events that ended, to store with them
     line_counts: Dict[str, LineTotals] = field(default_factory=dict)       # line -> totals, lines crossed now
+    zone_stats: Dict[str, ZoneStats] = field(default_factory=dict)         # zone -> its figures, changed now
     model: str = "default"  # the camera's model (cameras[].model): counts and crossings carry its name
 
 
@@ -76,6 +84,20 @@ class CountsSnapshot:
     objects: Dict[str, int]
     zones: Dict[str, Dict[str, int]]
     lines: Dict[str, LineTotals]
+    zone_stats: Dict[str, ZoneStats] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ZoneRules:
+    """What zones may alert on, by zone name (``cameras[].zones[]``): only the zones that set them."""
+
+    loitering_s: Mapping[str, float] = field(default_factory=dict)
+    max_objects: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, zones) -> "ZoneRules":
+        return cls({z.name: z.loitering_s for z in zones if z.loitering_s is not None},
+                   {z.name: z.max_objects for z in zones if z.max_objects is not None})
 
 
 @dataclass(frozen=True)
@@ -94,7 +116,8 @@ class CameraAnalysis:
     def __init__(self, camera_id: str, settings: AnalysisSettings = AnalysisSettings(), zones: Sequence[Zone] = (),
                  lines: Sequence[Line] = (), line_seed: Optional[Mapping[str, object]] = None,
                  tracker_settings: Optional[TrackerSettings] = None, model: str = "default",
-                 stage_times: Optional[StageTimes] = None) -> None:
+                 stage_times: Optional[StageTimes] = None, rules: ZoneRules = ZoneRules(),
+                 speed_pairs: Sequence[SpeedPair] = (), speed_zones: Sequence[SpeedZone] = ()) -> None:
         self.camera_id = camera_id
         # Where each frame's time in tracking, zones and lines, events and snapshots is added.
         self.stage_times = stage_times if stage_times is not None else StageTimes()
@@ -106,8 +129,14 @@ class CameraAnalysis:
         self.tracker = Tracker(dataclasses.replace(base, lost_timeout_s=settings.end_after_s))
         self.zones = ZoneTracker(list(zones))
         self.lines = LineCounter(list(lines))
+        self.dwell = DwellClock()
+        self.speeds = SpeedMeter(list(speed_pairs))
+        self.zone_speeds = ZoneSpeedMeter(list(speed_zones))
         self.book = EventBook(camera_id, settings.event_labels, settings.min_frames, settings.update_interval_s,
-                              frames_before_track=self.tracker.settings.confirm_hits - 1, model=model)
+                              frames_before_track=self.tracker.settings.confirm_hits - 1, model=model,
+                              dwell_of=self.dwell.dwell_s)
+        self.loitering = LoiteringWatch(camera_id, rules.loitering_s, model)
+        self.zone_stats = ZoneStatsBook([zone.name for zone in zones], rules.max_objects)
         self.snapshots = SnapshotKeeper(settings.snapshots)
         self.line_counts = LineCounts([line.name for line in lines], line_seed)
         self._object_counts: LabelCounts[str] = LabelCounts()
@@ -127,9 +156,12 @@ class CameraAnalysis:
             end_after_s=events.end_after_s,
             snapshots=SnapshotSettings(enabled=events.enabled and events.snapshots, jpeg_quality=jpeg_quality),
         )
+        pairs = [pair for pair in (SpeedPair.from_config(line) for line in camera.lines) if pair is not None]
+        speed_zones = [zone for zone in (SpeedZone.from_config(z) for z in camera.zones) if zone is not None]
         return cls(camera.id, settings, [Zone.from_config(z) for z in camera.zones],
                    [Line.from_config(line) for line in camera.lines], line_seed, model=camera.model,
-                   stage_times=stage_times)
+                   stage_times=stage_times, rules=ZoneRules.from_config(camera.zones), speed_pairs=pairs,
+                   speed_zones=speed_zones)
 
     # ----------------------------------------------------------------- per frame
     def process(self, frame_id: int, ts: float, image: Optional[FrameImage], detections: Detections,
@@ -165,20 +197,34 @@ class CameraAnalysis:
         stages.add(camera_id, "tracking", tracked_s - started_s)
 
         zone_changes = self.zones.update(ids, labels, points, ts) + self.zones.forget(removed)
-        line_crossings = self.lines.update(ids, labels, points)
+        self.zone_speeds.update(ids, points, ts)
+        zone_readings = self.zone_speeds.readings(zone_changes)
+        self.zone_speeds.forget(removed)
+        line_crossings = self.lines.update(ids, labels, points, ts)
         self.lines.forget(removed)
+        speeds = {(reading.line, reading.track_id): reading for reading in self.speeds.observe(line_crossings)}
+        self.speeds.forget(removed)
         placed_s = clock()
         stages.add(camera_id, "zones_lines", placed_s - tracked_s)
 
         result = FrameAnalysis(self.camera_id, int(frame_id), float(ts), tracked, model=self.model)
-        self.book.observe_frame(ids, labels, tracked.confidence, tracked.xyxy, ts)
+        self.book.observe_frame(ids, labels, tracked.confidence, tracked.xyxy, ts, (width, height))
         for change in zone_changes:
             self.book.zone_change(change.track_id, change.zone, change.change == "enter")
+        for reading in list(speeds.values()) + zone_readings:
+            self.book.speed_measured(reading.track_id, reading.speed_kmh, reading.over_limit)
+        closed = self._time_visits(ids, ts, zone_changes)
+        if self.settings.events_enabled:  # loitering ends first: the object's own end may follow in this frame
+            result.events.extend(m for m in (self.loitering.close(v, self.book.sighting) for v in closed) if m)
+            if self.loitering.limits_s:
+                result.events.extend(self.loitering.check(self.dwell, self.book.sighting))
 
         # Ended tracks first: their last zone exits are part of the ``end``, not an ``update`` before it.
         for ended in self.book.end_tracks(removed):
             self.snapshots.forget(ended.after.id)
             result.events.append(ended)
+        for track_id in removed:  # after the end messages: they carry the tracks' dwell
+            self.dwell.end(track_id)
         if self.settings.events_enabled:
             for event in self.book.promote():
                 self._latest_event[event.label] = event.id
@@ -193,15 +239,17 @@ class CameraAnalysis:
                 placed_s += snapped_s - snapping_s  # the events' time below leaves the snapshots out
             result.events.extend(self.book.flush(now))
 
+        result.tracks.extend(self.book.take_tracks())
         objects_now, zones_now = self.book.labels_in_view(), _flatten(self.zones.occupants())
         with self._counts_lock:
             for crossing in line_crossings:
                 event_id = self.book.event_id_of(crossing.track_id)
                 result.crossings.append(Crossing(crossing.line, crossing.track_id, crossing.label, crossing.direction,
-                                                 event_id, float(ts)))
+                                                 event_id, float(ts), speeds.get((crossing.line, crossing.track_id))))
                 result.line_counts[crossing.line] = self.line_counts.add(crossing)
             result.object_counts.update(self._object_counts.update(objects_now))
             result.zone_counts.update(self._zone_counts.update(zones_now))
+            result.zone_stats.update(self.zone_stats.update(now, _per_zone(zones_now), self.loitering.loitering()))
         stages.add(camera_id, "events", clock() - placed_s)
         return result
 
@@ -224,13 +272,24 @@ class CameraAnalysis:
         live = self.tracker.active_ids()
         self.zones.forget(live)
         self.lines.forget(live)
+        self.speeds.forget(live)
+        self.zone_speeds.forget(live)
         self.tracker.reset()
+        closed = self.dwell.close_all()
+        for visit in closed:
+            self.zone_stats.visit_closed(visit)
+            ended = self.loitering.close(visit, self.book.sighting)
+            if ended is not None:
+                result.events.append(ended)
         for message in self.book.end_all(now):
             self.snapshots.forget(message.after.id)
             result.events.append(message)
+        result.tracks.extend(self.book.take_tracks())
+        self.dwell.clear()
         with self._counts_lock:
             result.object_counts.update(self._object_counts.update({}))
             result.zone_counts.update(self._zone_counts.update({}))
+            result.zone_stats.update(self.zone_stats.update(now, {}, self.loitering.loitering()))
         return result
 
     # ------------------------------------------------------------------ queries
@@ -238,10 +297,11 @@ class CameraAnalysis:
         """Every count now (``GET /api/v1/counts``); safe to call from another thread."""
         with self._counts_lock:
             objects, zone_pairs, lines = self._object_counts.snapshot(), self._zone_counts.snapshot(), self.line_counts.totals()
+            zone_stats = self.zone_stats.snapshot()
         zones: Dict[str, Dict[str, int]] = {}
         for (zone, label), count in zone_pairs.items():
             zones.setdefault(zone, {})[label] = count
-        return CountsSnapshot(objects, zones, lines)
+        return CountsSnapshot(objects, zones, lines, zone_stats)
 
     def reset_line_counts(self, line: Optional[str] = None) -> Dict[str, LineTotals]:
         """Set one line's totals (or all) back to 0; returns the totals to publish and persist."""
@@ -257,6 +317,20 @@ class CameraAnalysis:
         return float("inf") if self._last_ts is None else max(0.0, now - self._last_ts)
 
     # ---------------------------------------------------------------- internals
+    def _time_visits(self, ids: np.ndarray, ts: float, changes: List[ZoneChange]) -> List[ZoneVisit]:
+        """Zone entries open visits and exits close them (``DwellClock``); the visits closed now."""
+        self.dwell.seen(ids.tolist(), ts)
+        closed = []
+        for change in changes:
+            if change.change == "enter":
+                self.dwell.enter(change.zone, change.track_id, change.label, ts if change.at_s is None else change.at_s)
+            else:
+                visit = self.dwell.leave(change.zone, change.track_id, change.at_s)
+                if visit is not None:
+                    closed.append(visit)
+                    self.zone_stats.visit_closed(visit)
+        return closed
+
     def _snapshots(self, image: FrameImage, tracked: Detections, ids: np.ndarray, now: float) -> List[Snapshot]:
         if not self.snapshots.settings.enabled:
             return []
@@ -268,6 +342,13 @@ class CameraAnalysis:
             taken.append(self.snapshots.take(bgr_image(image), tracked, index, self.book.event_of(track_id)))
             self.book.snapshot_taken(track_id)
         return taken
+
+
+def _per_zone(zone_counts: Dict[Tuple[str, str], int]) -> Dict[str, int]:
+    totals: Dict[str, int] = {}
+    for (zone, _), count in zone_counts.items():
+        totals[zone] = totals.get(zone, 0) + count
+    return totals
 
 
 def _flatten(occupants: Dict[str, Dict[str, int]]) -> Dict[Tuple[str, str], int]:

@@ -17,6 +17,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 from edge_app.events.model import ClipRecord, Event
 from edge_app.events.query import EventQuery, LineCountsByCamera, snapshot_file_name
 from edge_app.events.query_sql import EventColumns, event_filter
+from edge_app.events.tracks import CREATE_TABLE as TRACKS_TABLE
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +61,22 @@ MIGRATIONS: Sequence[Tuple[int, Sequence[str]]] = (
         "CREATE TABLE reviewed (item_id TEXT PRIMARY KEY, reviewed_at REAL NOT NULL)",
         "CREATE INDEX events_camera_start_id ON events (camera_id, start_time, id)",
     )),
+    # The boxes of an event over time (edge_app/events/tracks.py), for the page's clip overlay.
+    (5, (TRACKS_TABLE,)),
+    # Loitering events and each event's seconds per zone (docs/analytics.md, "Dwell and loitering").
+    (6, ("ALTER TABLE events ADD COLUMN type TEXT NOT NULL DEFAULT 'object'",
+         "ALTER TABLE events ADD COLUMN dwell TEXT NOT NULL DEFAULT '{}'")),
+    # The speed measured on a line pair (docs/analytics.md, "Speed"); older rows have none.
+    (7, (
+        "ALTER TABLE events ADD COLUMN speed_kmh REAL",
+        "ALTER TABLE events ADD COLUMN speed_alert INTEGER NOT NULL DEFAULT 0",
+    )),
 )
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 _EVENT_COLUMNS = ("e.id, e.camera_id, e.label, e.track_id, e.score, e.top_score, e.box, e.frame_time, e.start_time, "
                   "e.end_time, e.current_zones, e.entered_zones, s.event_id IS NOT NULL, e.model, "
-                  "c.event_id IS NOT NULL, COALESCE(c.duration_s, 0)")
+                  "c.event_id IS NOT NULL, COALESCE(c.duration_s, 0), e.type, e.dwell, e.speed_kmh, e.speed_alert")
 _SELECT = (f"SELECT {_EVENT_COLUMNS} FROM events e LEFT JOIN snapshots s ON s.event_id = e.id "
            "LEFT JOIN clips c ON c.event_id = e.id")
 
@@ -122,7 +133,9 @@ def _event_from_row(row: Sequence) -> Event:
                  start_time=float(row[8]), end_time=None if row[9] is None else float(row[9]),
                  current_zones=tuple(json.loads(row[10])), entered_zones=tuple(json.loads(row[11])),
                  has_snapshot=bool(row[12]), model=str(row[13]), has_clip=bool(row[14]),
-                 clip_duration_s=float(row[15]))
+                 clip_duration_s=float(row[15]), type=str(row[16]),
+                 dwell_s={str(zone): float(s) for zone, s in json.loads(row[17]).items()},
+                 speed_kmh=None if row[18] is None else float(row[18]), speed_alert=bool(row[19]))
 
 
 #: the appliance's events table (``e``); entered zones have a table of their own, indexed by zone
@@ -224,11 +237,13 @@ class EventDatabase:
     def upsert(self, event: Event) -> None:
         self.conn.execute(
             "INSERT OR REPLACE INTO events (id, camera_id, label, track_id, score, top_score, box, frame_time, "
-            "start_time, end_time, current_zones, entered_zones, model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "start_time, end_time, current_zones, entered_zones, model, type, dwell, speed_kmh, speed_alert) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (event.id, event.camera_id, event.label, int(event.track_id), float(event.score), float(event.top_score),
              json.dumps([float(v) for v in event.box]), float(event.frame_time), float(event.start_time),
              event.end_time, json.dumps(list(event.current_zones)), json.dumps(list(event.entered_zones)),
-             event.model))
+             event.model, event.type, json.dumps({zone: round(float(s), 3) for zone, s in event.dwell_s.items()}),
+             event.speed_kmh, int(event.speed_alert)))
         self.conn.execute("DELETE FROM event_zones WHERE event_id = ?", (event.id,))
         self.conn.executemany("INSERT OR IGNORE INTO event_zones (event_id, zone) VALUES (?, ?)",
                               [(event.id, zone) for zone in event.entered_zones])
@@ -271,6 +286,7 @@ class EventDatabase:
             found = self.conn.execute("DELETE FROM events WHERE id = ?", (event_id,)).rowcount
             self.conn.execute("DELETE FROM event_zones WHERE event_id = ?", (event_id,))
             self.conn.execute("DELETE FROM snapshots WHERE event_id = ?", (event_id,))
+            self.conn.execute("DELETE FROM tracks WHERE event_id = ?", (event_id,))
             clip = self.conn.execute("DELETE FROM clips WHERE event_id = ?", (event_id,)).rowcount
             if found or clip:
                 self._deleting.append(event_id)

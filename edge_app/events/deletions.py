@@ -31,13 +31,13 @@ class Deletions:
 
     def drops(self, kind: str, payload: Any) -> bool:
         """Whether a write for a deleted event is dropped: an open event's next update, its
-        snapshot, its clip (a clip finished after its event was deleted is removed too)."""
+        snapshot, its track, its clip (a clip finished after its event was deleted is removed too)."""
         event_id = payload.id if kind == "event" else getattr(payload, "event_id", None)
         if event_id is None or event_id not in self._recent:
             return False
         if kind == "clip" and payload.size_bytes >= 0:
             self.announce([event_id])
-        return kind in ("event", "snapshot", "clip")
+        return kind in ("event", "snapshot", "clip", "track")
 
     def announce(self, event_ids: List[str]) -> None:
         """Tell the listener these events are gone (their clips go too); never raises."""

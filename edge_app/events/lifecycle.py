@@ -19,13 +19,26 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import AbstractSet, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
+from edge_app.events.tracks import EventTrack, TrackRecorder
 
 DEFAULT_UPDATE_INTERVAL_S = 1.0
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """A live track as last seen, event or not (what a loitering event shows of its object)."""
+
+    track_id: int
+    label: str
+    score: float
+    top_score: float
+    box: Tuple[float, float, float, float]
+    last_seen_s: float
 
 
 @dataclass
@@ -46,6 +59,9 @@ class _TrackRecord:
     published: Optional[Event] = None      # the event as subscribers last saw it
     published_at_s: float = 0.0
     dirty: bool = False                    # something worth an update changed since
+    path: TrackRecorder = field(default_factory=TrackRecorder)  # its boxes over time, thinned
+    speed_kmh: Optional[float] = None      # the fastest measured on a line pair
+    speed_alert: bool = False
 
 
 class EventBook:
@@ -55,7 +71,7 @@ class EventBook:
 
     def __init__(self, camera_id: str, labels: AbstractSet[str] = frozenset(), min_frames: int = 3,
                  update_interval_s: float = DEFAULT_UPDATE_INTERVAL_S, frames_before_track: int = 0,
-                 model: str = "default") -> None:
+                 model: str = "default", dwell_of: Callable[[int], Mapping[str, float]] = lambda track_id: {}) -> None:
         if min_frames < 1:
             raise ValueError("min_frames must be >= 1")
         if update_interval_s < 0:
@@ -67,10 +83,14 @@ class EventBook:
         self.update_interval_s = float(update_interval_s)
         # A tracker gives an id only after a few sightings; those frames had the object too.
         self.frames_before_track = max(0, int(frames_before_track))
+        # Seconds a track has spent in each zone (``DwellClock.dwell_s``): read whenever an event
+        # is built, so every message carries the dwell of that moment without a per-frame update.
+        self._dwell_of = dwell_of
         self._tracks: Dict[int, _TrackRecord] = {}
         self._new: List[int] = []              # promoted this frame, ``new`` not yet sent
         self._waiting = 0                      # tracks of event labels not promoted yet
         self._in_view: Optional[Dict[str, int]] = {}  # labels_in_view, None after tracks came or went
+        self._ended_tracks: List[EventTrack] = []  # of events ended since take_tracks()
 
     # ------------------------------------------------------------------ queries
     def makes_events(self, label: str) -> bool:
@@ -87,6 +107,12 @@ class EventBook:
 
     def open_events(self) -> List[Event]:
         return [self._current(r) for r in self._tracks.values() if r.base is not None]
+
+    def sighting(self, track_id: int) -> Optional[Sighting]:
+        record = self._tracks.get(track_id)
+        if record is None:
+            return None
+        return Sighting(track_id, record.label, record.score, record.top_score, record.box, record.last_seen_s)
 
     def labels_in_view(self) -> Dict[str, int]:
         """Live tracks per label: an object counts until its track ends. Counted again only
@@ -111,10 +137,12 @@ class EventBook:
 
     # ----------------------------------------------------------------- per frame
     def observe_frame(self, track_ids: np.ndarray, labels: Sequence[str], scores: np.ndarray, boxes: np.ndarray,
-                      frame_time_s: float) -> None:
+                      frame_time_s: float, frame_size: Tuple[int, int] = (0, 0)) -> None:
         """The objects of the frame taken at ``frame_time_s``: ``(N,)`` track ids (below 0:
-        untracked, skipped), their labels, scores and ``(N, 4)`` boxes."""
+        untracked, skipped), their labels, scores and ``(N, 4)`` boxes; ``frame_size`` (width,
+        height) in pixels keeps their boxes on the events' tracks (none without it)."""
         tracks = self._tracks
+        width_px, height_px = frame_size
         label_list = labels.tolist() if isinstance(labels, np.ndarray) else list(labels)
         for track_id, label, score, box in zip(np.asarray(track_ids).reshape(-1).tolist(), label_list,
                                                np.asarray(scores).reshape(-1).tolist(),
@@ -130,14 +158,16 @@ class EventBook:
             record.last_seen_s = frame_time_s
             record.score = score
             record.box = tuple(box)  # type: ignore[assignment]
+            record.path.add(frame_time_s - record.first_seen_s, record.box, width_px, height_px)
             if score > record.top_score:
                 record.top_score = score
                 record.dirty = record.dirty or record.base is not None
 
-    def observe(self, track_id: int, label: str, score: float, box: Sequence[float], frame_time_s: float) -> None:
+    def observe(self, track_id: int, label: str, score: float, box: Sequence[float], frame_time_s: float,
+                frame_size: Tuple[int, int] = (0, 0)) -> None:
         """One tracked object in the frame taken at ``frame_time_s`` (:meth:`observe_frame` of one)."""
         self.observe_frame(np.array([int(track_id)]), [label], np.array([float(score)]),
-                           np.array([[float(v) for v in box]]), frame_time_s)
+                           np.array([[float(v) for v in box]]), frame_time_s, frame_size)
 
     def zone_change(self, track_id: int, zone: str, entered: bool) -> None:
         record = self._tracks.get(track_id)
@@ -152,6 +182,18 @@ class EventBook:
         else:
             return
         record.dirty = record.dirty or record.base is not None
+
+    def speed_measured(self, track_id: int, speed_kmh: float, over_limit: bool) -> None:
+        """A line pair measured the speed of ``track_id``'s object; the event keeps the fastest."""
+        record = self._tracks.get(track_id)
+        if record is None:
+            return
+        if record.speed_kmh is None or speed_kmh > record.speed_kmh:
+            record.speed_kmh = float(speed_kmh)
+            record.dirty = record.dirty or record.base is not None
+        if over_limit and not record.speed_alert:
+            record.speed_alert = True
+            record.dirty = record.dirty or record.base is not None
 
     def promote(self) -> List[Event]:
         """Tracks that have now been seen in ``min_frames`` frames become events (``new`` goes out with :meth:`flush`)."""
@@ -221,13 +263,19 @@ class EventBook:
         self._new, self._waiting, self._in_view = [], 0, {}
         return messages
 
+    def take_tracks(self) -> List[EventTrack]:
+        """The tracks of the events ended since the last call (each event's once)."""
+        tracks, self._ended_tracks = self._ended_tracks, []
+        return tracks
+
     # ---------------------------------------------------------------- internals
-    @staticmethod
-    def _current(record: _TrackRecord, end_time_s: Optional[float] = None) -> Event:
+    def _current(self, record: _TrackRecord, end_time_s: Optional[float] = None) -> Event:
         return dataclasses.replace(
             record.base, score=record.score, top_score=record.top_score, box=record.box,
             frame_time=record.last_seen_s, current_zones=tuple(record.current_zones),
             entered_zones=tuple(record.entered_zones), has_snapshot=record.has_snapshot, end_time=end_time_s,
+            dwell_s=dict(self._dwell_of(record.base.track_id)),
+            speed_kmh=record.speed_kmh, speed_alert=record.speed_alert,
         )
 
     def _mark_published(self, record: _TrackRecord, now_s: float) -> Event:
@@ -235,6 +283,8 @@ class EventBook:
         return record.published
 
     def _end_message(self, record: _TrackRecord, end_time_s: float) -> EventMessage:
+        if record.path.points:
+            self._ended_tracks.append(record.path.track(record.base.id, record.base.start_time))
         ended = self._current(record, max(end_time_s, record.base.start_time))
         # An event that ends before its ``new`` went out still says ``end`` against what exists.
         return EventMessage(END, ended, record.published or self._current(record))

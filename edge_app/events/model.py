@@ -6,10 +6,12 @@ so the ``before`` and ``after`` of an ``R/events`` message are simply the old an
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 #: R/events message types
 NEW, UPDATE, END = "new", "update", "end"
+#: event types (``Event.type``): a tracked object, or an object staying in a zone past its ``loitering_s``
+OBJECT, LOITERING = "object", "loitering"
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,15 @@ class Event:
     # end); its length so far, final in the ``update`` that follows the clip's completion.
     has_clip: bool = False
     clip_duration_s: float = 0.0
+    type: str = OBJECT
+    # Seconds the object has spent in each zone it entered (docs/analytics.md, "Dwell"); a
+    # loitering event has its one zone.
+    dwell_s: Mapping[str, float] = field(default_factory=dict)
+    # The fastest speed measured on a line pair (cameras[].lines[].speed), km/h; None: none
+    # measured. ``speed_alert``: a measurement was above its pair's max_kmh, which makes the
+    # event's review item an alert (docs/analytics.md, "Speed").
+    speed_kmh: Optional[float] = None
+    speed_alert: bool = False
 
     @property
     def ended(self) -> bool:
@@ -43,6 +54,8 @@ class Event:
         data["current_zones"] = list(self.current_zones)
         data["entered_zones"] = list(self.entered_zones)
         data["clip_duration_s"] = round(float(self.clip_duration_s), 2)
+        data["dwell_s"] = {zone: round(float(s), 2) for zone, s in self.dwell_s.items()}
+        data["speed_kmh"] = None if self.speed_kmh is None else round(float(self.speed_kmh), 1)
         return data
 
     @classmethod
@@ -57,6 +70,12 @@ class Event:
             has_snapshot=bool(data.get("has_snapshot", False)), model=str(data.get("model", "default")),
             # Events written before clips existed have neither key.
             has_clip=bool(data.get("has_clip", False)), clip_duration_s=float(data.get("clip_duration_s") or 0.0),
+            # Events from before dwell and loitering have neither key.
+            type=str(data.get("type") or OBJECT),
+            dwell_s={str(zone): float(s) for zone, s in (data.get("dwell_s") or {}).items()},
+            # Events from before speeds have neither key.
+            speed_kmh=None if data.get("speed_kmh") is None else float(data["speed_kmh"]),
+            speed_alert=bool(data.get("speed_alert", False)),
         )
 
 

@@ -22,6 +22,7 @@ from edge_app.events.model import ClipRecord, Event
 from edge_app.events.pending import PendingWrites
 from edge_app.events.query import EventQuery, LineCountsByCamera, newest_first_key
 from edge_app.events.recovery import EventDatabaseUnusable, is_corrupt
+from edge_app.events.tracks import EventTrack, read_track
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,10 @@ class EventReader:
         if held:
             return clip
         return self._read(lambda conn: db_sql.clip_record(conn, event_id), None, asked=True)
+
+    def track(self, event_id: str) -> Optional[EventTrack]:
+        """The event's boxes over time, as the disk has them (never held in memory)."""
+        return self._read(lambda conn: read_track(conn, event_id), None, asked=True)
 
     def snapshot(self, event_id: str) -> Optional[bytes]:
         if self._pending.is_deleted(event_id):

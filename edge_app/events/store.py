@@ -28,6 +28,7 @@ from edge_app.events.pending import PendingWrites
 from edge_app.events.query import EventQuery, StoreHealth
 from edge_app.events.reader import EventReader
 from edge_app.events.recovery import CorruptionWatch
+from edge_app.events.tracks import EventTrack
 from edge_app.events.store_writer import StoreWriter
 from edge_app.events.write_queue import QUEUE_SIZE, Reply, WriteQueue
 
@@ -67,6 +68,10 @@ class EventStore(StoreWriter):
     def save_snapshot(self, snapshot: Snapshot) -> bool:
         """Keep ``snapshot.jpeg`` as the best picture of its event, replacing an older one."""
         return self._queue.offer("snapshot", snapshot)
+
+    def save_track(self, track: EventTrack) -> bool:
+        """The boxes of an ended event over time (written once, with the event's end)."""
+        return self._queue.offer("track", track)
 
     def save_line_counts(self, camera_id: str, totals: Mapping[str, LineTotals]) -> bool:
         """The crossing totals of ``camera_id``'s lines; lines not named keep their counts."""
@@ -150,6 +155,10 @@ class EventStore(StoreWriter):
     def clip(self, event_id: str) -> Optional[ClipRecord]:
         """What the event record keeps of its clip (path and size), None without one."""
         return self._reader.clip(event_id)
+
+    def track(self, event_id: str) -> Optional[EventTrack]:
+        """The event's boxes over time, None when none were kept."""
+        return self._reader.track(event_id)
 
     def load_line_counts(self) -> Dict[str, Dict[str, LineTotals]]:
         """``{camera: {line: LineTotals}}`` as last saved (kept across restarts)."""

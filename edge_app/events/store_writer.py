@@ -18,6 +18,7 @@ from edge_app.events.deletions import Deletions
 from edge_app.events.pending import PendingBatch, PendingWrites
 from edge_app.events.reader import DISK_ERRORS, EventReader
 from edge_app.events.recovery import CorruptionWatch, confirm, is_corrupt
+from edge_app.events.tracks import put_track
 from edge_app.events.write_queue import Item, WriteQueue
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class StoreWriter:
     def _handle(self, batch: List[Item]) -> bool:
         """Write ``batch``; True once it held the close request."""
         writes = [(kind, payload) for kind, payload, _ in batch
-                  if kind in ("event", "snapshot", "lines", "delete", "clip", "reviewed")]
+                  if kind in ("event", "snapshot", "lines", "delete", "clip", "reviewed", "track")]
         snapshot_bytes = sum(len(payload.jpeg) for kind, payload in writes if kind == "snapshot")
         try:
             results = self._write(writes) if writes else []
@@ -157,6 +158,8 @@ class StoreWriter:
         elif kind == "reviewed":
             item_ids, reviewed = payload
             return self._db.mark_reviewed(item_ids, reviewed, self._clock())
+        elif kind == "track":
+            put_track(self._db.conn, payload)
         return True
 
     def _hold(self, kind: str, payload: Any) -> Any:
@@ -176,6 +179,8 @@ class StoreWriter:
             return found
         elif kind == "reviewed":
             return None  # not kept in memory: the caller says the disk refused it
+        # A "track" is not held: while the disk refuses writes, an event's boxes over time are
+        # the first thing to go (the event, its snapshot and its clip stay).
         return True
 
     def _rollback(self) -> None:

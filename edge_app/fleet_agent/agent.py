@@ -45,6 +45,7 @@ from edge_app.config_change.changes import ConfigChanges, ConfigRefused, Origin
 from edge_app.fleet_agent.artifacts.state import ModelsState
 from edge_app.fleet_agent.desired.epoch import acted_on, refusal as epoch_refusal, starts_epoch
 from edge_app.fleet_agent.desired.gate import DesiredGate
+from edge_app.fleet_agent.link import ApplianceFleetLink
 from edge_app.fleet_agent.desired.intake import DesiredIntake
 from edge_app.fleet_agent.desired.refusal_reports import RefusalReports
 from edge_app.fleet_agent.desired.versions import APPLIED, REJECTED, ConfigReport, DesiredVersionStore, state_path_for
@@ -293,9 +294,9 @@ class FleetAgent:
         self._publish(report.to_payload())
 
 
-def start_fleet_agent(appliance: Any, changes: ConfigChanges, config_path: Path,
+def start_fleet_agent(appliance: ApplianceFleetLink, changes: ConfigChanges, config_path: Path,
                       models_state: Optional[ModelsState] = None) -> Optional[FleetAgent]:
-    """Wire the fleet side to ``appliance`` (an ``edge_app.appliance.appliance.Appliance``); None when remote configuration is off.
+    """Wire the fleet side to ``appliance`` (its four calls of ``ApplianceFleetLink``); None when remote configuration is off.
 
     The broker is probed for anonymous access in any case (on a thread of its own, it may take
     seconds), so the status warns about an open broker whether or not remote configuration is on.

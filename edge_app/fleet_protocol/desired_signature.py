@@ -28,7 +28,7 @@ import re
 from typing import Any, Dict, Mapping
 
 from edge_app.canonical_json import canonical_json
-from edge_app.config.schema import MIN_DESIRED_KEY_CHARS
+from edge_app.config.schema_fleet import MIN_DESIRED_KEY_CHARS
 
 SIGNATURE_KEY = "sig"
 EPOCH_KEY = "epoch"

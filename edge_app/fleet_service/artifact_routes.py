@@ -24,8 +24,9 @@ from edge_app.fleet_protocol.artifacts_manifest import MAX_LABELS_BYTES
 from edge_app.fleet_service.artifacts import ArtifactConflict, parse_engine_key
 from edge_app.fleet_service.blobs import BlobError, StoredBlob, is_sha256
 from edge_app.fleet_service.model_state import devices_reporting
+from edge_app.http_server.query_params import parse_query
 from edge_app.fleet_service.request_models import (DEVICE_ID, DeleteModelQuery, ModelListQuery, ModelRolloutBody,
-                                                   checked_name, parse_body, parse_query)
+                                                   checked_name, parse_body)
 from edge_app.fleet_service.response_models import Deleted, EngineOffered, ModelList, ModelRolloutStarted
 from edge_app.fleet_service.rollouts import NoModelDevices, UnknownDevices, model_rollout_patch
 from edge_app.fleet_service.route_state import Route, blueprint_of, json_response, route_state

@@ -20,7 +20,8 @@ from edge_app.http_server.errors import ApiError
 from edge_app.http_server.event_params import checked_event_id, event_query
 from edge_app.record.types import MAX_PART
 from edge_app.fleet_service.appliance_api import ApplianceApiError, UpstreamAnswer, annotate_clips
-from edge_app.fleet_service.request_models import RequestModel, checked_device_id, integer_rule, parse_query
+from edge_app.http_server.query_params import parse_query
+from edge_app.fleet_service.request_models import RequestModel, checked_device_id, integer_rule
 from edge_app.fleet_service.response_models import DeviceEventList
 from edge_app.fleet_service.route_state import Route, blueprint_of, json_response, route_state
 

@@ -12,7 +12,8 @@ from typing import Any, Dict, List, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from edge_app.config.schema import MAX_DESIRED_KEY_CHARS, MIN_DESIRED_KEY_CHARS, APIConfig, LoggingConfig, MQTTConfig
+from edge_app.config.schema import APIConfig, LoggingConfig, MQTTConfig
+from edge_app.config.schema_fleet import MAX_DESIRED_KEY_CHARS, MIN_DESIRED_KEY_CHARS
 from edge_app.config.schema_rules import ID_PATTERN
 from edge_app.config.file import ConfigError, Problem, problems_from, read_yaml
 

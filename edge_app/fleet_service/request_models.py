@@ -9,12 +9,12 @@ they always were. Path parameters are checked by the ``checked_*`` functions.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Literal, Mapping, Optional, Type, TypeVar, Union
+from typing import Any, Dict, List, Literal, Optional, Type, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError, field_validator
 
 from edge_app.http_server.errors import ApiError
-from edge_app.http_server.query_params import integer_arg
+from edge_app.http_server.query_params import integer_arg, problem_sentence
 from edge_app.fleet_service.artifacts import check_name
 from edge_app.fleet_service.device_health import PROBLEM_FILTERS
 from edge_app.fleet_service.queries import DEFAULT_PAGE, MAX_PAGE
@@ -147,11 +147,7 @@ def _sentence(err: ValidationError, shape: Optional[str]) -> str:
     problems = err.errors(include_url=False)
     if shape is not None and any(problem["type"] != "value_error" for problem in problems):
         return shape
-    first = problems[0]
-    if first["type"] == "value_error":
-        return str(first["ctx"]["error"])
-    where = ".".join(str(part) for part in first["loc"])
-    return f"{where}: {first['msg']}" if where else str(first["msg"])
+    return problem_sentence(err)
 
 
 class DeviceListQuery(RequestModel):
@@ -219,9 +215,3 @@ class DeleteModelQuery(RequestModel):
         if value not in ("true", "false"):
             raise ValueError("force must be true or false")
         return value
-
-
-def parse_query(model: Type[Model], args: Mapping[str, str]) -> Model:
-    """The parameters ``model`` names, from ``args``; one left out or empty takes its default."""
-    given = {name: args[name] for name in model.model_fields if args.get(name)}
-    return parse_body(model, given)

@@ -11,9 +11,10 @@ from flask import Blueprint, Response, jsonify, request
 from edge_app.http_server.errors import ApiError
 from edge_app.http_server.event_params import event_query
 from edge_app.http_server.json_body import read_json_body
+from edge_app.http_server.query_params import parse_query
 from edge_app.fleet_service.request_models import (DeviceFilterQuery, DeviceListQuery, FleetPatchBody,
                                                    MergePatch, ResetBody, checked_device_id, checked_rollout_id,
-                                                   parse_body, parse_query)
+                                                   parse_body)
 from edge_app.fleet_service.response_models import (Deleted, DeviceRolloutStarted, EventList, RolloutList,
                                                     RolloutStarted, VersionReset)
 from edge_app.fleet_service.rollouts import UnknownDevices

@@ -25,7 +25,8 @@ from edge_app.http_server.listening import request_listening_hosts
 from edge_app.http_server.throttle import FailureThrottle
 from edge_app.process.log_limit import LogLimiter
 from edge_app.config.exposure import MAKE_TOKEN, describe_hosts, exposed_hosts, metrics_need_token, usable_token
-from edge_app.config.schema import AppConfig, is_loopback_host
+from edge_app.config.schema import AppConfig
+from edge_app.config.schema_rules import is_loopback_host
 
 logger = logging.getLogger(__name__)
 

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Mapping, Optional
+from typing import Dict, Mapping, Optional, Type, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from edge_app.http_server.errors import ApiError
+
+Model = TypeVar("Model", bound=BaseModel)
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # camera ids and zone names (docs/configuration.md)
 LARGEST_TIME_S = 1e11  # Unix seconds, the year 5138: beyond it a number is a mistake
@@ -90,3 +94,29 @@ def parse_time(raw: str, name: str) -> float:
     if not 0 <= value <= LARGEST_TIME_S:
         raise ApiError(400, f"{name} must lie between 1970 and the year 5138, got {raw[:80]!r}")
     return value
+
+
+def problem_sentence(err: ValidationError) -> str:
+    """The 400 sentence of a failed validation: the first broken rule's own sentence (a validator's
+    ValueError names its parameter), else where and what pydantic says."""
+    first = err.errors(include_url=False)[0]
+    if first["type"] == "value_error":
+        return str(first["ctx"]["error"])
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}" if where else str(first["msg"])
+
+
+def parse_query(model: Type[Model], args: Mapping[str, str]) -> Model:
+    """The parameters ``model`` names, from ``args`` (the first of repeated ones); one left out or
+    empty takes its default (what an HTML form sends for a field left blank). A broken rule is
+    ApiError (400) with the rule's sentence, which names the parameter."""
+    given: Dict[str, str] = {}
+    for key, field_info in model.model_fields.items():
+        name = field_info.alias or key
+        value = args.get(name)
+        if value:
+            given[name] = value
+    try:
+        return model.model_validate(given)
+    except ValidationError as err:
+        raise ApiError(400, problem_sentence(err)) from None

@@ -23,8 +23,10 @@ from edge_app.mqtt import payloads
 from edge_app.mqtt.detect_set_commands import DetectSetCommands, DetectSetHandler
 from edge_app.mqtt.message import EVENT, EVENTS, STATE, Message
 from edge_app.mqtt.outbox import Outbox
+from edge_app.track.speed import SpeedReading
 
 if TYPE_CHECKING:
+    from edge_app.events.zone_stats import ZoneStats
     from edge_app.review.feed import ReviewMessage
 
 
@@ -68,6 +70,12 @@ class ExtensionPublisher:
         return self._outbox.enqueue_json(lambda: self.topics.zone_objects(zone, label),
                                   lambda: payloads.count_payload(count, ts, model), retain=True)
 
+    def publish_zone_stats(self, zone: str, stats: "ZoneStats", ts: Optional[float] = None,
+                           model: str = "default") -> bool:
+        """Retained ``R/zones/<zone>``: occupancy, mean dwell, loitering, occupancy alert (QoS 1)."""
+        return self._outbox.enqueue_json(lambda: self.topics.zone(zone),
+                                         lambda: payloads.zone_stats_payload(stats, ts, model), retain=True)
+
     def publish_line_count(self, camera_id: str, line: str, count_in: int, count_out: int, ts: Optional[float] = None,
                            model: str = "default") -> bool:
         """Retained ``R/cameras/<id>/lines/<line>`` ``{"in", "out", "ts", "model"}`` (QoS 1)."""
@@ -75,11 +83,13 @@ class ExtensionPublisher:
                                   lambda: payloads.line_count_payload(count_in, count_out, ts, model), retain=True)
 
     def publish_line_crossing(self, camera_id: str, line: str, event_id: Optional[str], track_id: int, label: str,
-                              direction: str, ts: Optional[float] = None, model: str = "default") -> bool:
-        """``R/cameras/<id>/lines/<line>/crossing`` (QoS 1, not retained)."""
+                              direction: str, ts: Optional[float] = None, model: str = "default",
+                              speed: Optional[SpeedReading] = None) -> bool:
+        """``R/cameras/<id>/lines/<line>/crossing`` (QoS 1, not retained); ``speed``: the line pair's
+        measurement this crossing completed."""
         if not self._outbox.enabled:
             return False
-        body = payloads.line_crossing_payload(event_id, track_id, label, direction, ts, model)
+        body = payloads.line_crossing_payload(event_id, track_id, label, direction, ts, model, speed)
         self._outbox.enqueue_event(Message(self.topics.camera_line_crossing(camera_id, line), payloads.encode(body), 1,
                                            False, EVENT))
         return True

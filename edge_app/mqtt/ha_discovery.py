@@ -2,8 +2,8 @@
 
 One device-based discovery message on ``<discovery_prefix>/device/<device_id>/config`` with
 ``dev``, ``o`` and ``cmps``. Every entity points at a topic the appliance already publishes
-(counts, line totals, snapshots, ``detect/state``, ``motion``, unreviewed alerts), so Home Assistant needs nothing but its MQTT
-integration.
+(counts, line totals, snapshots, ``detect/state``, ``motion``, unreviewed alerts, ``R/profile`` for the profile
+select), so Home Assistant needs nothing but its MQTT integration.
 
 Component keys and unique ids are derived from the device id, the camera/zone/line name, the
 label and the kind of entity, never from list positions: reordering the configuration or
@@ -42,10 +42,10 @@ MAX_DISCOVERY_BYTES = 512 * 1024
 #: what is read back on the discovery topic: ours (with removals) fits, anything larger is not ours
 MAX_INBOUND_BYTES = 2 * MAX_DISCOVERY_BYTES
 MAX_INBOUND_DEPTH = 8  # ours nests 4 deep ({"cmps": {key: {"p": ...}}}, {"dev": {"ids": [...]}})
-PLATFORMS = ("switch", "sensor", "binary_sensor", "image")
+PLATFORMS = ("switch", "sensor", "binary_sensor", "image", "select")
 #: kept first when over a bound: device health and detection switches, motion and unreviewed alerts, counts, occupancy, lines, zones,
 #: snapshots
-_PRIORITY = {"health": 0, "detect": 0, "motion": 1, "alerts": 1, "count": 2, "occupancy": 3, "line": 4, "zone": 5, "snapshot": 6}
+_PRIORITY = {"health": 0, "detect": 0, "profile": 0, "motion": 1, "alerts": 1, "count": 2, "occupancy": 3, "line": 4, "zone": 5, "snapshot": 6}
 _OUR_KEY = re.compile(r"[A-Za-z0-9_-]{0,120}_[0-9a-f]{10}")
 
 
@@ -139,6 +139,8 @@ def build_capped_discovery(config: AppConfig, topics: Topics, version: str, labe
                     "state_topic": topics.zone_objects(zone.name, label), "value_template": COUNT_TEMPLATE,
                     "state_class": "measurement", "unit_of_measurement": "objects", "icon": "mdi:vector-polygon",
                 })
+            for parts, platform, name, fields in zone_entities(topics, zone):
+                add(platform, parts, name, fields)
         for line in cam.lines:
             for direction in ("in", "out"):
                 add("sensor", ("line", cam.id, line.name, direction), f"{line.name} {direction}", {
@@ -146,6 +148,11 @@ def build_capped_discovery(config: AppConfig, topics: Topics, version: str, labe
                     "value_template": f"{{{{ value_json['{direction}'] }}}}",
                     "state_class": "total_increasing", "unit_of_measurement": "crossings", "icon": "mdi:transit-transfer",
                 })
+    if config.profiles.definitions:  # R/profile/set takes the option's text, R/profile says which is active
+        add("select", ("profile",), "Profile", {
+            "command_topic": topics.profile_set, "state_topic": topics.profile,
+            "value_template": "{{ value_json.active }}", "options": config.profiles.names(), "icon": "mdi:calendar-clock",
+        })
     for parts, name, fields in health_entities(topics):
         add("binary_sensor" if parts[1] == "problem" else "sensor", parts, name, fields)
     message: Dict[str, Any] = {
@@ -158,6 +165,32 @@ def build_capped_discovery(config: AppConfig, topics: Topics, version: str, labe
     message["cmps"] = {key: body for _, key, body in candidates if key in kept}
     left_out = len({key for _, key, _ in candidates}) - len(message["cmps"])
     return DiscoveryBuild(message, left_out)
+
+
+def zone_entities(topics: Topics, zone) -> List[Tuple[Tuple[str, ...], str, str, Dict[str, Any]]]:
+    """A zone's own entities, all read from the retained ``R/zones/<zone>``: whether anything of its
+    labels is inside and how many, their mean dwell, and (where the zone sets the limits) loitering
+    and the occupancy alert. Keys have four parts, so no label's count sensor can take one."""
+    state = {"state_topic": topics.zone(zone.name)}
+    entities = [
+        (("zone", zone.name, "stats", "occupied"), "binary_sensor", f"{zone.name} occupancy",
+         dict(state, value_template="{{ 'ON' if value_json.occupancy > 0 else 'OFF' }}", device_class="occupancy")),
+        (("zone", zone.name, "stats", "occupancy"), "sensor", f"{zone.name} objects",
+         dict(state, value_template="{{ value_json.occupancy }}", state_class="measurement",
+              unit_of_measurement="objects", icon="mdi:account-group")),
+        (("zone", zone.name, "stats", "mean_dwell"), "sensor", f"{zone.name} mean dwell",
+         dict(state, value_template="{{ value_json.mean_dwell_s }}", state_class="measurement",
+              device_class="duration", unit_of_measurement="s")),
+    ]
+    if zone.loitering_s is not None:
+        entities.append((("zone", zone.name, "stats", "loitering"), "binary_sensor", f"{zone.name} loitering",
+                         dict(state, value_template="{{ 'ON' if value_json.loitering > 0 else 'OFF' }}",
+                              icon="mdi:account-clock")))
+    if zone.max_objects is not None:
+        entities.append((("zone", zone.name, "stats", "over_capacity"), "binary_sensor", f"{zone.name} over capacity",
+                         dict(state, value_template="{{ 'ON' if value_json.over_capacity else 'OFF' }}",
+                              device_class="problem")))
+    return entities
 
 
 def _summary(key: str) -> str:

@@ -12,8 +12,10 @@ import time
 from typing import Any, Iterable, Mapping, Optional, Union
 
 from edge_app.capture.state import StreamState
+from edge_app.events.zone_stats import ZoneStats
 from edge_app.reporting.protocol import AnalysedFrame, StatusReport
 from edge_app.config.redact import mask_secrets
+from edge_app.track.speed import SpeedReading
 
 DEVICE_STATES = ("online", "offline")
 #: camera states (docs/mqtt.md), in the order the state machine defines them
@@ -109,6 +111,12 @@ def count_payload(count: int, ts: Optional[float] = None, model: str = "default"
     return {"count": int(count), "ts": _now_s(ts), "model": model}
 
 
+def zone_stats_payload(stats: ZoneStats, ts: Optional[float] = None, model: str = "default") -> dict:
+    """``R/zones/<zone>``: the zone's occupancy now, mean dwell of the last hour, loitering objects and
+    whether more than ``max_objects`` are inside (docs/analytics.md, "Dwell and loitering")."""
+    return {**stats.to_dict(), "ts": _now_s(ts), "model": model}
+
+
 def line_count_payload(count_in: int, count_out: int, ts: Optional[float] = None, model: str = "default") -> dict:
     """``R/cameras/<id>/lines/<line>``: ``{"in", "out", "ts", "model"}`` totals (``model``: the camera's)."""
     return {"in": int(count_in), "out": int(count_out), "ts": _now_s(ts), "model": model}
@@ -118,13 +126,23 @@ LINE_DIRECTIONS = ("in", "out")
 
 
 def line_crossing_payload(event_id: Optional[str], track_id: int, label: str, direction: str, ts: Optional[float] = None,
-                          model: str = "default") -> dict:
+                          model: str = "default", speed: Optional[SpeedReading] = None) -> dict:
     """``R/cameras/<id>/lines/<line>/crossing``; ``event_id`` is null when the object is no event (yet);
-    ``model`` is the camera's model, whose label ``label`` is."""
+    ``model`` is the camera's model, whose label ``label`` is.
+
+    A crossing that completed a line pair's passage (``speed``) adds ``speed_kmh``, ``speed_mph``
+    when the pair's unit is mph, ``from_line``, ``max_kmh`` (null: no limit) and ``speed_alert``;
+    other crossings keep the keys they always had."""
     if direction not in LINE_DIRECTIONS:
         raise ValueError(f"direction must be one of {LINE_DIRECTIONS}, got {direction!r}")
-    return {"event_id": event_id, "track_id": int(track_id), "label": str(label), "direction": direction,
+    body = {"event_id": event_id, "track_id": int(track_id), "label": str(label), "direction": direction,
             "ts": _now_s(ts), "model": model}
+    if speed is not None:
+        body["speed_kmh"] = round(float(speed.speed_kmh), 1)
+        if speed.unit == "mph":
+            body["speed_mph"] = round(float(speed.speed_mph), 1)
+        body.update({"from_line": speed.from_line, "max_kmh": speed.max_kmh, "speed_alert": speed.over_limit})
+    return body
 
 
 DETECT_ON, DETECT_OFF = "ON", "OFF"
@@ -182,6 +200,15 @@ def stats_payload(
     return payload
 
 
+def _masked_recording(camera) -> dict:
+    """A privacy-masked camera's re-encode in its ``R/stats`` entry; nothing for a stream copy."""
+    recording = camera.recording
+    if recording is None or recording.masked_encoder is None:
+        return {}
+    return {"recording_encoder": recording.masked_encoder,
+            "recording_masked_packets_dropped": recording.masked_packets_dropped}
+
+
 def stats_payload_for(status: StatusReport, ts: Optional[float] = None) -> dict:
     """``R/stats`` built from the same report as ``GET /api/v1/status``."""
     latency = status.pipeline.latency_ms
@@ -194,7 +221,10 @@ def stats_payload_for(status: StatusReport, ts: Optional[float] = None) -> dict:
         dropped=status.frames_dropped,
         ts=ts,
         cameras={c.id: {"fps": c.fps, "state": c.state, "frames_dropped": c.frames_dropped,
-                        **({"model": model_of[c.id]} if c.id in model_of else {})} for c in status.cameras},
+                        **({"model": model_of[c.id]} if c.id in model_of else {}), **_masked_recording(c)}
+                 for c in status.cameras},
+        # the active profile's name (null: none); R/profile holds why and the next boundary
+        **({"profile": status.profile.active} if status.profile is not None else {}),
     )
 
 

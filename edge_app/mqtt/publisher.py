@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 import paho.mqtt.client as mqtt
 
@@ -59,6 +59,7 @@ from edge_app.mqtt import payloads
 from edge_app.mqtt.client_setup import appliance_client_id, new_client
 from edge_app.mqtt.detect_set_commands import DetectSetHandler
 from edge_app.mqtt.extension_publishing import ExtensionPublisher
+from edge_app.mqtt.profile_commands import ProfilePublisher, ProfileSetHandler
 from edge_app.mqtt.fleet_publishing import DesiredHandler, FleetPublisher
 from edge_app.mqtt.ha_publishing import HaPublisher
 from edge_app.mqtt.link_stall_watch import LinkHealth
@@ -66,8 +67,10 @@ from edge_app.mqtt.link_supervision import LinkSupervisor, loop_alive
 from edge_app.mqtt.message import DETECTIONS as _DETECTIONS, STATE as _STATE, STATS as _STATS, STATUS as _STATUS
 from edge_app.mqtt.outbox import Outbox, message as _message
 from edge_app.mqtt.topics import Topics
+from edge_app.track.speed import SpeedReading
 
 if TYPE_CHECKING:
+    from edge_app.events.zone_stats import ZoneStats
     from edge_app.review.feed import ReviewMessage
 
 log = logging.getLogger(__name__)
@@ -105,13 +108,14 @@ class MqttPublisher:
         self._extensions = ExtensionPublisher(self._outbox)
         self._ha = HaPublisher(self._outbox, device_id, version)
         self._fleet = FleetPublisher(self._outbox)
+        self._profiles = ProfilePublisher(self._outbox)
         self._link = LinkSupervisor(self._outbox, stall_after_s)
         # On connect: detect/set, then Home Assistant's topics, then R/config/desired; then the discovery.
-        for part in (self._extensions, self._ha, self._fleet):
+        for part in (self._extensions, self._ha, self._fleet, self._profiles):
             self._outbox.add_connect_subscriptions(part.connect_subscriptions)
         self._outbox.add_connect_hook(self._ha.on_connected)
         # Inbound: Home Assistant and the fleet take their own topics, detect/set gets the rest.
-        for part in (self._ha, self._fleet, self._extensions):
+        for part in (self._ha, self._fleet, self._profiles, self._extensions):
             self._outbox.add_message_handler(part.handle)
 
     # ----------------------------------------------------------------- public API
@@ -267,13 +271,19 @@ class MqttPublisher:
                            model: str = "default") -> bool:
         return self._extensions.publish_zone_count(zone, label, count, ts, model)
 
+    def publish_zone_stats(self, zone: str, stats: "ZoneStats", ts: Optional[float] = None,
+                           model: str = "default") -> bool:
+        return self._extensions.publish_zone_stats(zone, stats, ts, model)
+
     def publish_line_count(self, camera_id: str, line: str, count_in: int, count_out: int, ts: Optional[float] = None,
                            model: str = "default") -> bool:
         return self._extensions.publish_line_count(camera_id, line, count_in, count_out, ts, model)
 
     def publish_line_crossing(self, camera_id: str, line: str, event_id: Optional[str], track_id: int, label: str,
-                              direction: str, ts: Optional[float] = None, model: str = "default") -> bool:
-        return self._extensions.publish_line_crossing(camera_id, line, event_id, track_id, label, direction, ts, model)
+                              direction: str, ts: Optional[float] = None, model: str = "default",
+                              speed: Optional[SpeedReading] = None) -> bool:
+        return self._extensions.publish_line_crossing(camera_id, line, event_id, track_id, label, direction, ts, model,
+                                                      speed)
 
     def publish_snapshot(self, camera_id: str, label: str, jpeg: bytes) -> bool:
         return self._extensions.publish_snapshot(camera_id, label, jpeg)
@@ -309,3 +319,9 @@ class MqttPublisher:
 
     def publish_config_reported(self, body: Dict[str, Any]) -> bool:
         return self._fleet.publish_config_reported(body)
+
+    def publish_profile(self, body: Dict[str, Any]) -> bool:
+        return self._profiles.publish_profile(body)
+
+    def on_profile_set(self, handler: ProfileSetHandler, profiles: Callable[[], List[str]]) -> None:
+        self._profiles.on_profile_set(handler, profiles)

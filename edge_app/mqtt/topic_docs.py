@@ -15,7 +15,9 @@ import numpy as np
 
 from edge_app.detect.detections import Detections
 from edge_app.events.model import END, UPDATE, Event, EventMessage
+from edge_app.config.profile_schedule import ProfileReport
 from edge_app.mqtt import payloads
+from edge_app.mqtt.profile_commands import profile_error_payload
 
 # Fixed values, so the page is the same on every run.
 _TS = 1796290959.25
@@ -34,11 +36,16 @@ class TopicDoc:
     example: Optional[Callable[[], bytes]] = None
 
 
+def _profile() -> dict:
+    return ProfileReport("away", "manual", "2026-12-07T17:00:00+01:00", "2026-12-07T17:00:00+01:00", "home",
+                         "Europe/Paris", ["home", "away", "night"]).to_dict()
+
+
 def _event(**changes: object) -> Event:
     base = dict(id="1796290950.1-front-17", camera_id="front", label="person", track_id=17, score=0.81,
                 top_score=0.86, box=(412.0, 188.5, 530.0, 460.0), frame_time=_TS, start_time=1796290950.1,
                 current_zones=("driveway",), entered_zones=("driveway",), has_snapshot=True, has_clip=True,
-                clip_duration_s=14.15)
+                clip_duration_s=14.15, dwell_s={"driveway": 6.4})
     base.update(changes)
     return Event(**base)  # type: ignore[arg-type]
 
@@ -52,7 +59,9 @@ def _detections() -> bytes:
 def _stats() -> bytes:
     return payloads.encode(payloads.stats_payload(
         "edge-01", fps=14.8, latency_ms={"p50": 41.2, "p99": 63.0}, queue=0, dropped=12, ts=_TS,
-        cameras={"front": {"fps": 14.8, "state": "streaming", "frames_dropped": 12, "model": "default"}}))
+        cameras={"front": {"fps": 14.8, "state": "streaming", "frames_dropped": 12, "model": "default"},
+                 "yard": {"fps": 10.0, "state": "streaming", "frames_dropped": 0, "model": "default",
+                          "recording_encoder": "x264", "recording_masked_packets_dropped": 0}}))
 
 
 def _health() -> bytes:
@@ -76,7 +85,7 @@ def _health() -> bytes:
 
 def _events() -> bytes:
     before = _event(current_zones=(), entered_zones=(), score=0.79, top_score=0.79, has_snapshot=False,
-                    clip_duration_s=13.1)
+                    clip_duration_s=13.1, dwell_s={})
     return payloads.encode(EventMessage(type=UPDATE, before=before, after=_event()).to_dict())
 
 
@@ -89,6 +98,12 @@ def _reviews() -> bytes:
                        event_ids=("1796290950.1-front-17", "1796290952.4-front-18"), severity=ALERT)
     before = dataclasses.replace(after, end_time=None)
     return payloads.encode(ReviewMessage(END, before, after).to_dict())
+
+
+def _zone_stats():
+    from edge_app.events.zone_stats import ZoneStats
+
+    return ZoneStats(occupancy=3, mean_dwell_s=42.7, visits_last_hour=18, loitering=1, max_objects=2, over_capacity=True)
 
 
 TOPIC_DOCS: Dict[str, TopicDoc] = {
@@ -123,11 +138,21 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                                lambda: payloads.encode(payloads.count_payload(2, _TS))),
     "zone_objects": TopicDoc("yes", "objects of that label in the zone now; `model`: the zone's camera's model",
                              lambda: payloads.encode(payloads.count_payload(1, _TS))),
+    "zone": TopicDoc("yes", "the zone's figures, sent when one changes: `occupancy` (objects of its labels inside now), "
+                            "`mean_dwell_s` (mean time in the zone of the visits that ended in the last hour; null "
+                            "when none did) and `visits_last_hour`, `loitering` (objects inside longer than its "
+                            "`loitering_s` now), `max_objects` and `over_capacity` (more objects inside than that: "
+                            "the occupancy alert); `model`: the zone's camera's model "
+                            "([analytics](analytics.md#dwell-and-loitering))",
+                     lambda: payloads.encode(payloads.zone_stats_payload(_zone_stats(), _TS))),
     "camera_line": TopicDoc("yes", "crossings since the counts were reset, kept across restarts; `model`: "
                                    "the camera's model",
                             lambda: payloads.encode(payloads.line_count_payload(41, 38, _TS))),
     "camera_line_crossing": TopicDoc("no", "one crossing; `event_id` is null when the object is no event (yet); "
-                                            "`model`: the camera's model",
+                                            "`model`: the camera's model. A crossing that completes a speed "
+                                            "line pair's passage adds `speed_kmh`, `speed_mph` (pairs with "
+                                            "`unit: mph`), `from_line`, `max_kmh` and `speed_alert` "
+                                            "([analytics](analytics.md#speed))",
                                      lambda: payloads.encode(payloads.line_crossing_payload(
                                          "1796290950.1-front-17", 17, "person", "in", _TS))),
     "camera_detect_state": TopicDoc("yes", "`ON` or `OFF`: whether the camera is analysed",
@@ -140,6 +165,17 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                                                 "analysis of that camera on or off, saved like a configuration change",
                                   lambda: b"OFF"),
     "camera_label_snapshot": TopicDoc("yes", "raw JPEG bytes: the best snapshot of the latest event of that label"),
+    "profile": TopicDoc("yes", '`{"active", "source", "hold_until", "next_boundary", "next_profile", "timezone", '
+                               '"profiles"}`: the profile in force and why (`manual` until `hold_until`, `schedule`, '
+                               '`switched`, `default`), sent at start and after every change ([profiles](profiles.md))',
+                        lambda: payloads.encode(_profile())),
+    "profile_set": TopicDoc("subscribed", "the name of a profile as plain text (what a Home Assistant select sends): "
+                                          "switched on until the next scheduled boundary; a retained command, or "
+                                          "anything not a profile of the appliance, is refused on `R/profile/error`",
+                            lambda: b"away"),
+    "profile_error": TopicDoc("no", '`{"error", "ts"}`: why an `R/profile/set` command was refused (at most one '
+                                    'a second)', lambda: payloads.encode(profile_error_payload(
+                                        "there is no profile 'party' (profiles: home, away, night)", _TS))),
     "config_desired": TopicDoc("subscribed", "the fleet's desired configuration: a version and an RFC 7396 merge "
                                              "patch, applied with the rules of `PATCH /api/v1/config`; from the "
                                              "fleet service also its epoch, issue time and signature "

@@ -84,6 +84,10 @@ class Topics:
         """Retained count of the objects of ``label`` in a zone (zone names are unique per device)."""
         return f"{self.root}/zones/{_check_level(zone, 'zone name')}/{_check_level(label, 'label')}"
 
+    def zone(self, zone: str) -> str:
+        """Retained figures of a zone: occupancy, mean dwell, loitering, the occupancy alert."""
+        return f"{self.root}/zones/{_check_level(zone, 'zone name')}"
+
     def camera_line(self, camera_id: str, line: str) -> str:
         """Retained ``{"in", "out", "ts"}`` totals of a tripwire."""
         return f"{self.root}/cameras/{_check_camera_id(camera_id)}/lines/{_check_level(line, 'line name')}"
@@ -120,6 +124,21 @@ class Topics:
     def config_reported(self) -> str:
         """Retained outcome of the latest desired version the appliance acted on."""
         return f"{self.root}/config/reported"
+
+    @property
+    def profile(self) -> str:
+        """Retained: the active profile, why, and the next scheduled boundary (docs/profiles.md)."""
+        return f"{self.root}/profile"
+
+    @property
+    def profile_set(self) -> str:
+        """The appliance's subscription: the name of a profile to switch to (held until the next boundary)."""
+        return f"{self.root}/profile/set"
+
+    @property
+    def profile_error(self) -> str:
+        """Why an ``R/profile/set`` command was refused."""
+        return f"{self.root}/profile/error"
 
     @property
     def all_detections(self) -> str:

@@ -15,6 +15,7 @@ from typing import Callable, List, Optional, Tuple
 
 from edge_app.config.schema_notify import NotificationsConfig
 from edge_app.events.model import EventMessage
+from edge_app.notify.clip_links import ClipLinks
 from edge_app.notify.message import HttpRequest, Notification, links
 from edge_app.notify.schedule import Cooldown, in_quiet_hours
 from edge_app.notify.transport import send
@@ -42,8 +43,12 @@ class Notifier:
                  transport: Callable[[HttpRequest, float], int] = send,
                  monotonic: Callable[[], float] = time.monotonic,
                  local_minute: Callable[[], int] = _local_minute,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 clip_links: Optional[ClipLinks] = None) -> None:
         self._config = config
+        # With the device's link key the clip link is signed and works without the API token.
+        self._clip_links = clip_links
+        self._clock = clock
         self._device_id = device_id
         self._review = review
         self._monotonic = monotonic
@@ -87,6 +92,9 @@ class Notifier:
     def _alert(self, start: AlertStart) -> None:
         event = start.event
         snapshot_url, clip_url = links(self._config.base_url, event.id)
+        if self._config.base_url and self._clip_links is not None:
+            clip_url = self._clip_links.link(self._config.base_url, event.id, self._config.link_ttl_s,
+                                             now_s=self._clock()).url
         notification = Notification(
             device_id=self._device_id, camera_id=event.camera_id, label=event.label, zones=tuple(event.entered_zones),
             event_id=event.id, review_id=start.item.id, start_time=event.start_time, score=event.top_score,

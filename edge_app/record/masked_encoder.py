@@ -2,50 +2,55 @@
 
 A stream copy would write the masked pixels to the disk, so a camera with privacy masks is
 recorded by decoding its packets (PyAV), masking every frame (``edge_app.privacy``) and encoding
-it again with libx264 at the configured height. The output is an ordinary H.264 stream with its
-parameter sets in band: the recorder writes it into the same clips, segments and index rows as a
-stream copy. Each source keyframe becomes a keyframe of the output (clips and segments start at
-keyframes, and a camera's GOP stays what its pre-roll was sized for); ``tune=zerolatency`` keeps
-the encoder from holding frames back, so a packet leaves as soon as its frame is encoded.
-
-This is the software path; a hardware encoder (NVENC) is not implemented yet (docs/privacy.md).
+it again at the configured height, with the encoder ``encoder_choice`` picks for the device:
+NVENC (PyNvVideoCodec) on a discrete GPU, ``nvv4l2h264enc`` on a Jetson Orin NX or AGX, libx264
+elsewhere (``picture_encoders``, ``jetson_encoder``). The output is an ordinary H.264 stream with
+its parameter sets in band: the recorder writes it into the same clips, segments and index rows
+as a stream copy. Each source keyframe becomes a keyframe of the output where the encoder can be
+told (x264, NVENC), so clips and segments start where they would have; no encoder holds frames
+back, so a packet leaves as soon as its frame is encoded. A hardware encoder that will not start
+(no free NVENC session, say) leaves the camera on x264, never on a stream copy.
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from edge_app.capture.packets import EncodedPacket, StreamInfo
 from edge_app.privacy.masks import PrivacyMasks
+from edge_app.record.encoder_choice import EncoderChoice, EncoderPath
+from edge_app.record.picture_encoders import EncodedPicture, PictureEncoder, X264Pictures
 
 if TYPE_CHECKING:
     import av
 
 log = logging.getLogger(__name__)
 
-ENCODER = "libx264"
-#: what ``check-config`` says of this path, and of the other
-PATH_NAME = "re-encoded with x264 (privacy masks)"
+#: what ``check-config`` says of the two ways of recording
+PATH_NAME = "re-encoded with {words} (privacy masks)"
 COPY_PATH_NAME = "stream copy"
 
 
 @dataclass(frozen=True)
 class EncoderSettings:
     height_px: Optional[int] = None  # None: the source's
-    preset: str = "veryfast"
-    crf: int = 23
+    preset: str = "veryfast"  # x264's
+    crf: int = 23  # x264's
+    path: EncoderPath = EncoderPath.X264
 
 
-def recording_path(config, camera) -> str:
-    """How ``camera`` (a ``CameraConfig`` of the ``AppConfig`` ``config``) is recorded, in words."""
+def recording_path(config, camera, choice: Optional[EncoderChoice] = None) -> str:
+    """How ``camera`` (a ``CameraConfig`` of the ``AppConfig`` ``config``) is recorded, in words;
+    ``choice``: the device's encoder for masked cameras (None: x264)."""
     if not config.record_settings(camera.id).any_enabled:
         return "off"
-    if camera.privacy.masks:
-        height = camera.privacy.record_height
-        return PATH_NAME + (f" at {height} px high" if height else "")
-    return COPY_PATH_NAME
+    if not camera.privacy.masks:
+        return COPY_PATH_NAME
+    choice = choice or EncoderChoice(EncoderPath.X264, "")
+    height = camera.privacy.record_height
+    words = PATH_NAME.format(words=choice.words) + (f" at {height} px high" if height else "")
+    return words + (f"; {choice.reason}" if choice.reason else "")
 
 
 def output_size(width_px: int, height_px: int, wanted_height_px: Optional[int]) -> Tuple[int, int]:
@@ -54,6 +59,26 @@ def output_size(width_px: int, height_px: int, wanted_height_px: Optional[int]) 
     height = max(2, height - height % 2)
     width = max(2, int(round(width_px * height / height_px / 2)) * 2)
     return width, height
+
+
+def open_picture_encoder(info: StreamInfo, width_px: int, height_px: int,
+                         settings: EncoderSettings) -> Tuple[PictureEncoder, EncoderPath]:
+    """The encoder ``settings.path`` names, or x264 where that one will not start."""
+    if settings.path is EncoderPath.NVENC:
+        try:
+            from edge_app.record.nvenc_encoder import NvencPictures
+
+            return NvencPictures(width_px, height_px, info.fps), EncoderPath.NVENC
+        except Exception as err:  # noqa: BLE001 - no free session, the driver: x264 still masks
+            log.warning("camera %s: NVENC will not start (%s); recording with x264", info.camera_id, err)
+    elif settings.path is EncoderPath.JETSON_GST:
+        try:
+            from edge_app.record.jetson_encoder import GstJetsonPictures
+
+            return GstJetsonPictures(width_px, height_px, info.fps), EncoderPath.JETSON_GST
+        except Exception as err:  # noqa: BLE001 - as above
+            log.warning("camera %s: nvv4l2h264enc will not start (%s); recording with x264", info.camera_id, err)
+    return X264Pictures(width_px, height_px, info.time_base, info.fps, settings.preset, settings.crf), EncoderPath.X264
 
 
 class MaskedEncoder:
@@ -70,15 +95,7 @@ class MaskedEncoder:
         self._decoder = self._av.CodecContext.create(info.codec, "r")
         if info.extradata:
             self._decoder.extradata = info.extradata
-        self._encoder = self._av.CodecContext.create(ENCODER, "w")
-        enc = self._encoder
-        enc.width, enc.height, enc.pix_fmt = self.width_px, self.height_px, "yuv420p"
-        enc.time_base = info.time_base
-        if info.fps > 0:
-            enc.framerate = Fraction(info.fps).limit_denominator(1001)
-        enc.gop_size = 600  # keyframes where the source has them (forced below), not on a count of our own
-        enc.options = {"preset": settings.preset, "tune": "zerolatency", "crf": str(settings.crf),
-                       "forced-idr": "1", "x264-params": "scenecut=0"}
+        self._encoder, self.path = open_picture_encoder(info, self.width_px, self.height_px, settings)
         self.output = StreamInfo(camera_id=info.camera_id, codec="h264", width_px=self.width_px,
                                  height_px=self.height_px, time_base=info.time_base, extradata=b"", fps=info.fps)
         # what each source packet said of its frame, by presentation time: the encoded packet of
@@ -116,7 +133,7 @@ class MaskedEncoder:
                 out.extend(self._encode_frame(frame))
         except self._av.error.FFmpegError as err:
             log.debug("camera %s: flushing the decoder failed: %s", self.source.camera_id, err)
-        out.extend(self._packets(self._encoder.encode(None)))
+        out.extend(self._packets(self._encoder.flush()))
         return out
 
     def _encode_frame(self, frame: av.VideoFrame) -> List[EncodedPacket]:
@@ -127,14 +144,10 @@ class MaskedEncoder:
         # scaled and converted in one step, then masked at the output size
         bgr = frame.to_ndarray(width=self.width_px, height=self.height_px, format="bgr24")
         self.masks.apply_in_place(bgr)
-        picture = self._av.VideoFrame.from_ndarray(bgr, format="bgr24").reformat(format="yuv420p")
-        picture.pts, picture.time_base = pts, self.source.time_base
-        if keyframe:
-            picture.pict_type = self._av.video.frame.PictureType.I
         self.frames += 1
-        return self._packets(self._encoder.encode(picture))
+        return self._packets(self._encoder.encode(bgr, pts, keyframe))
 
-    def _packets(self, packets) -> List[EncodedPacket]:
+    def _packets(self, packets: List[EncodedPicture]) -> List[EncodedPacket]:
         out = []
         for packet in packets:
             wall_ts, _, duration = self._pending.pop(packet.pts, (None, False, 0))
@@ -143,7 +156,6 @@ class MaskedEncoder:
             # frames dropped by the decoder leave their entries behind: only newer ones are kept
             for stale in [p for p in self._pending if p < packet.pts]:
                 self._pending.pop(stale, None)
-            out.append(EncodedPacket(data=bytes(packet), pts=packet.pts,
-                                     dts=packet.dts if packet.dts is not None else packet.pts,
-                                     keyframe=bool(packet.is_keyframe), wall_ts=wall_ts, duration=duration))
+            out.append(EncodedPacket(data=packet.data, pts=packet.pts, dts=packet.dts, keyframe=packet.keyframe,
+                                     wall_ts=wall_ts, duration=duration))
         return out

@@ -11,10 +11,12 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from typing import Dict, Optional, Tuple
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional, Tuple
 
 from edge_app.capture.packets import EncodedPacket, PacketSink, StreamInfo
 from edge_app.privacy.masks import PrivacyMasks
+from edge_app.record.encoder_choice import EncoderChoice, choose_encoder, detect_capabilities
 from edge_app.record.masked_encoder import EncoderSettings, MaskedEncoder
 
 log = logging.getLogger(__name__)
@@ -23,6 +25,15 @@ log = logging.getLogger(__name__)
 QUEUE_PACKETS = 256
 #: the thread ends after this long without a packet once its stream closed (a camera restart makes a new sink)
 IDLE_EXIT_S = 5.0
+
+
+@dataclass(frozen=True)
+class MaskedSinkStats:
+    """A masked camera's re-encode, for its recording status and metrics."""
+
+    encoder: str  # the EncoderPath value in use (or chosen, before the first connection)
+    packets_dropped: int  # source packets the re-encode could not take in time (GOP tails)
+    packets_encoded: int
 
 
 class MaskedPacketSink:
@@ -40,6 +51,10 @@ class MaskedPacketSink:
         self._skip_to_keyframe = False  # capture thread only
         self.dropped = 0
         self.encoded = 0
+        self.encoder_path = settings.path  # what the last connection's encoder really is
+
+    def stats(self) -> MaskedSinkStats:
+        return MaskedSinkStats(self.encoder_path.value, self.dropped, self.encoded)
 
     # ---- PacketSink (capture thread) ------------------------------------------------------------
 
@@ -111,6 +126,7 @@ class MaskedPacketSink:
             except Exception as err:  # noqa: BLE001 - never a stream copy instead
                 self._sink.unavailable(f"the privacy-masked re-encode cannot start: {err}")
                 return None
+            self.encoder_path = encoder.path
             self._sink.stream_opened(encoder.output)
         elif kind == "packet" and encoder is not None:
             self._send(encoder.encode(item[1]))
@@ -132,15 +148,32 @@ class MaskedSinks:
     reconnect by the appliance) goes on through the same queue and thread: two sinks in front of
     one recorder would interleave the end of one connection with the start of the next."""
 
-    def __init__(self, drain_s: float = 10.0) -> None:
+    def __init__(self, drain_s: float = 10.0,
+                 choose: Callable[[], EncoderChoice] = lambda: choose_encoder(detect_capabilities())) -> None:
         self._lock = threading.Lock()
         self._sinks: Dict[str, Tuple[MaskedPacketSink, PacketSink, PrivacyMasks, EncoderSettings]] = {}
         self._drain_s = drain_s
+        self._choose = choose
+        self._choice: Optional[EncoderChoice] = None  # looked for with the first masked camera, once
+
+    def choice(self) -> EncoderChoice:
+        """The device's encoder for masked recordings (the machine is looked at the first time)."""
+        if self._choice is None:
+            self._choice = self._choose()
+            log.info("masked recordings are re-encoded with %s (%s)", self._choice.words, self._choice.reason)
+        return self._choice
+
+    def stats(self, camera_id: str) -> Optional[MaskedSinkStats]:
+        """The camera's re-encode; None when it records by stream copy."""
+        with self._lock:
+            entry = self._sinks.get(camera_id)
+        return entry[0].stats() if entry is not None else None
 
     def wrap(self, camera_id: str, sink: Optional[PacketSink], masks: Optional[PrivacyMasks],
              height_px: Optional[int]) -> Optional[PacketSink]:
         """``sink`` as the camera records: through its masked sink when it has masks, else unchanged."""
-        settings = EncoderSettings(height_px=height_px)
+        masked_now = sink is not None and masks is not None
+        settings = EncoderSettings(height_px=height_px, **({"path": self.choice().path} if masked_now else {}))
         with self._lock:
             old = self._sinks.get(camera_id)
             if old is not None and old[1] is sink and old[2] is masks and old[3] == settings:

@@ -59,6 +59,9 @@ class CameraRecordingStatus:
     clips_skipped: int = 0  # events stored without a clip (record.events.max_concurrent or max_mb_per_hour)
     clips_cut: int = 0  # clips ended early because the hour's clip bytes were spent
     clips_limited: Optional[str] = None  # the cap that last refused or cut a clip
+    # a camera with privacy masks: its re-encoder ("x264", "nvenc", "nvv4l2h264enc"); None: stream copy
+    masked_encoder: Optional[str] = None
+    masked_packets_dropped: int = 0  # source packets the masked re-encode could not take in time (GOP tails)
 
 
 class RecordingReader(Protocol):

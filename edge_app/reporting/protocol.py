@@ -13,9 +13,12 @@ from typing import Any, Dict, List, Optional, Protocol, Tuple
 import numpy as np
 
 from edge_app.config.schema import AppConfig
+from edge_app.config.profile_schedule import ProfileReport
 from edge_app.detect.detections import Detections
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery, StoreHealth
+from edge_app.events.tracks import EventTrack
+from edge_app.events.zone_stats import ZoneStats
 from edge_app.capture.gpu_image import FrameImage, bgr_image
 from edge_app.health.report import HealthReport
 from edge_app.notify.notifier import NotifierStatus
@@ -195,6 +198,8 @@ class CountsReport:
     zones: Dict[str, Dict[str, int]] = field(default_factory=dict)  # zone -> label -> objects in the zone
     # line -> {"in": n, "out": n} since the counts were last reset
     lines: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    # zone -> occupancy now, mean dwell over the last hour, loitering and the occupancy alert
+    zone_stats: Dict[str, ZoneStats] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -224,6 +229,7 @@ class RecordingReport:
     clips_preroll_short: int = 0  # clips that came too late for the pre-roll held in memory
     clips_skipped: int = 0  # events stored without a clip (record.events.max_concurrent, max_mb_per_hour)
     clips_cut: int = 0  # clips ended early because a camera's clip bytes of the hour were spent
+    masked_packets_dropped: int = 0  # source packets the privacy-masked re-encodes could not take in time
 
 
 @dataclass(frozen=True)
@@ -249,6 +255,7 @@ class StatusReport:
     recording: Optional[RecordingReport] = None  # None: the configuration records nothing
     # Delivery per notifications.targets entry (docs/notifications.md); no targets: an empty list
     notifications: NotifierStatus = field(default_factory=lambda: NotifierStatus(()))
+    profile: Optional[ProfileReport] = None  # the active profile and the next scheduled boundary (docs/profiles.md)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -297,6 +304,9 @@ class ApplianceReads(Protocol):
 
     def event_snapshot(self, event_id: str) -> Optional[bytes]:
         """The JPEG of the event's best snapshot, or None when it has none (or is unknown)."""
+
+    def event_track(self, event_id: str) -> Optional[EventTrack]:
+        """The event's boxes over time (for a clip overlay), or None when none were kept (or it is unknown)."""
 
     def counts(self) -> CountsReport:
         ...

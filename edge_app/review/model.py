@@ -26,6 +26,10 @@ class AlertRule:
         return cls(frozenset(config.labels), frozenset(config.zones))
 
     def matches(self, event: Event) -> bool:
+        # A speed above its line pair's max_kmh is an alert whatever the labels and zones: the
+        # limit is the owner's own rule for that place (docs/analytics.md, "Speed").
+        if event.speed_alert:
+            return True
         label_ok = not self.labels or event.label in self.labels
         zone_ok = not self.zones or any(zone in self.zones for zone in event.entered_zones)
         return label_ok and zone_ok

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import FrozenSet, Iterable, List, Literal, Sequence
+from typing import FrozenSet, Iterable, List, Literal, Optional, Sequence
 
 import numpy as np
 
@@ -32,8 +32,8 @@ from edge_app.track.label_filter import LabelFilter
 DEFAULT_BAND = 0.02
 
 # the fields of a (track, line) cell in _LineTable.state
-X, Y, S, LAST_SIGN, SIDE, CROSSED_AT = range(6)
-_FIELDS = 6
+X, Y, S, LAST_SIGN, SIDE, CROSSED_AT, LAST_TS, CROSSED_TS = range(8)
+_FIELDS = 8
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,11 @@ class LineCrossing:
     track_id: int
     label: str
     direction: Literal["in", "out"]
+    # When the reference point passed over the line, interpolated between the two frames either
+    # side of it on the capture-time line (None when the frames had no times): a crossing is
+    # counted a frame or two later, once the point is clearly past the band, and a speed
+    # measured between two counts would carry that delay and a whole frame interval of rounding.
+    over_s: Optional[float] = None
 
 
 class _LineTable:
@@ -87,7 +92,8 @@ class _LineTable:
     counted, its S (the documented s) and LAST_SIGN, +1 where S > 0, else -1 (0 before the
     first observation); SIDE, -1 or +1 once the
     track was clearly on a side, 0 before; CROSSED_AT, where along the line (0 at P1, 1 at P2)
-    its latest step passed over it, NaN for none. ``labels``: each track's first label.
+    its latest step passed over it, NaN for none; CROSSED_TS, when (LAST_TS: the frame time of
+    the latest observation; NaN without times). ``labels``: each track's first label.
     ``state`` has one more row, last: the row of objects no line counts (``rows_of`` gives -1),
     so a frame gathers and scatters all its objects at once; nothing changes there.
     """
@@ -131,7 +137,7 @@ class _LineTable:
 
 def _fresh(tracks: int, lines: int) -> np.ndarray:
     state = np.zeros((tracks, lines, _FIELDS))
-    state[..., CROSSED_AT] = np.nan
+    state[..., CROSSED_AT] = state[..., LAST_TS] = state[..., CROSSED_TS] = np.nan
     return state
 
 
@@ -168,9 +174,10 @@ class LineCounter:
         """(line, track) pairs remembered now."""
         return int((self._table.state[:-1, :, LAST_SIGN] != 0).sum())
 
-    def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray) -> List[LineCrossing]:
-        """Feed the tracked objects of one frame (normalised reference points); returns new crossings,
-        line by line, within a line in the order of the objects."""
+    def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray,
+               ts: Optional[float] = None) -> List[LineCrossing]:
+        """Feed the tracked objects of one frame (normalised reference points, ``ts`` its capture
+        time); returns new crossings, line by line, within a line in the order of the objects."""
         ids = np.asarray(track_ids, dtype=np.int64).reshape(-1)
         points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
         if len(labels) != ids.shape[0] or points.shape[0] != ids.shape[0]:
@@ -192,7 +199,9 @@ class LineCounter:
         sign = np.where(s > 0, 1.0, -1.0)
         state = table.state[rows]  # a copy, written back whole
         before = state.copy() if counted is not None else None
-        crossed_at, previous = state[..., CROSSED_AT], state[..., SIDE]
+        # (views of ``state``; CROSSED_TS is read for the crossings after the state is written below)
+        crossed_at, crossed_ts, previous = state[..., CROSSED_AT], state[..., CROSSED_TS].copy(), state[..., SIDE]
+        now_s = np.nan if ts is None else float(ts)
         # Where the step from the last point to this one passes over the (infinite) line: the
         # sign changed (LAST_SIGN is 0 before the first point).
         over = state[..., LAST_SIGN] * sign < 0
@@ -203,6 +212,8 @@ class LineCounter:
             frac = last_s / np.where(over, last_s - s, 1.0)
             passed = last_point + frac[..., None] * (points[:, None, :] - last_point)
             crossed_at = np.where(over, ((passed - self._p1) * self._d).sum(axis=2) / self._dd, crossed_at)
+            last_ts = state[..., LAST_TS]
+            crossed_ts = np.where(over, last_ts + frac * (now_s - last_ts), crossed_ts)
         # Clearly on a side now: a crossing when it was clearly on the other (SIDE is the other
         # sign; 0 before any side) and passed over the segment.
         clear = np.abs(s) >= self._clear_s
@@ -212,6 +223,8 @@ class LineCounter:
         if crossing.any():
             crossing &= (crossed_at >= 0.0) & (crossed_at <= 1.0)
         state[..., CROSSED_AT] = np.where(clear, np.nan, crossed_at)
+        state[..., CROSSED_TS] = np.where(clear, np.nan, crossed_ts)
+        state[..., LAST_TS] = now_s
         state[..., SIDE] = np.where(clear, sign, previous)
         state[..., X:Y + 1] = points[:, None, :]
         state[..., S] = s
@@ -222,9 +235,10 @@ class LineCounter:
             return []
         line_index, object_index = np.nonzero(crossing.T)  # line by line, objects in order
         names = self._names
-        return [LineCrossing(names[li], t, label, "in" if direction > 0 else "out") for li, t, label, direction in
+        return [LineCrossing(names[li], t, label, "in" if direction > 0 else "out", None if over_s != over_s else over_s)
+                for li, t, label, direction, over_s in
                 zip(line_index.tolist(), ids[object_index].tolist(), table.labels[rows[object_index]].tolist(),
-                    sign[object_index, line_index].tolist())]
+                    sign[object_index, line_index].tolist(), crossed_ts[object_index, line_index].tolist())]
 
     def forget(self, track_ids: Iterable[int]) -> None:
         """Drop the state of tracks that ended."""

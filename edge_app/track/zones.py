@@ -55,6 +55,10 @@ class ZoneChange:
     track_id: int
     label: str
     change: Literal["enter", "leave"]
+    # Frame time of the first observation of the change (the first inside for an entry, the
+    # first outside for an exit): the object crossed the border then, not when it was settled.
+    # None for tracks that ended (forget) and for frames without times.
+    at_s: Optional[float] = None
 
 
 class _ZoneTable:
@@ -158,33 +162,36 @@ class ZoneTracker:
             return []  # nobody in a zone, nobody on their way in or out: the common frame
         rows = table.find(ids)
         now_s = np.nan if ts_s is None else float(ts_s)
-        changed, known = self._observe(rows, counted, inside, now_s)
+        changed, known, at_s = self._observe(rows, counted, inside, now_s)
         # New (zone, track) cells inside: remembered from now on, outside; the first observation counts.
         fresh = inside & ~known
         if fresh.any():
             self._remember(ids, label_array, rows, fresh, now_s)
             if self.min_frames <= 1:
                 changed |= fresh
+                at_s = np.where(fresh, now_s, at_s)
         if not changed.any():
             return []
         self._occupants = None
         zone_index, object_index = np.nonzero(changed.T)  # zone by zone, objects in order
         rows = table.find(ids[object_index])
         names = self._names
-        return [ZoneChange(names[z], t, label, "enter" if now else "leave") for z, t, label, now in
+        return [ZoneChange(names[z], t, label, "enter" if now else "leave", None if at != at else at)
+                for z, t, label, now, at in
                 zip(zone_index.tolist(), ids[object_index].tolist(), table.labels[rows].tolist(),
-                    inside[object_index, zone_index].tolist())]
+                    inside[object_index, zone_index].tolist(), at_s[object_index, zone_index].tolist())]
 
     def _observe(self, rows: np.ndarray, counted: np.ndarray, inside: np.ndarray, now_s: float):
         """The remembered tracks of the frame: agreeing resets the streak; disagreeing
         min_frames times flips, and so does disagreeing twice or more over min_span_s of frame
-        time. Returns which cells flipped and which were known, ``(N, Z)`` each."""
+        time. Returns which cells flipped, which were known and, where one flipped, the frame
+        time of its first disagreeing observation (``ZoneChange.at_s``), ``(N, Z)`` each."""
         state = self._table.state[rows]  # a copy, written back whole
         known, was = state[..., KNOWN] > 0, state[..., INSIDE] > 0
         observed = known & counted
         disagree = observed & (inside != was)
         if not self._streaks and not disagree.any():
-            return disagree, known  # everyone where they were, no streak to reset: nothing changes
+            return disagree, known, state[..., SINCE_S]  # everyone where they were, no streak to reset
         streak = np.where(disagree, state[..., STREAK] + 1, 0.0)
         since_s = np.where(streak == 1, now_s, state[..., SINCE_S])
         flip = disagree & ((streak >= self.min_frames) | ((streak >= 2) & (now_s - since_s >= self.min_span_s)))
@@ -194,7 +201,7 @@ class ZoneTracker:
         state[..., SINCE_S] = since_s
         self._table.state[rows] = state
         self._count_streaks()
-        return flip, known
+        return flip, known, since_s
 
     def _count_streaks(self) -> None:
         self._streaks = int(np.count_nonzero(self._table.state[:-1, :, STREAK]))

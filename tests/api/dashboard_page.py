@@ -31,10 +31,12 @@ def run_dashboard(api, scenario: str, token: str = "", env: Optional[Dict[str, s
 
 
 class LogicCalls:
-    """One Node process answering calls to the pure functions of static/logic.js."""
+    """One Node process answering calls to the pure functions of static/logic.js and static/zone_rules.js
+    (or of ``scripts``, other files of the page that add pure functions to globalThis.EdgeLogic)."""
 
-    def __init__(self) -> None:
-        command: List[str] = [_node(), str(HARNESS), "--calls", str(STATIC_DIR / "logic.js")]
+    def __init__(self, *scripts: str) -> None:
+        files = scripts or ("logic.js", "zone_rules.js")
+        command: List[str] = [_node(), str(HARNESS), "--calls", *(str(STATIC_DIR / name) for name in files)]
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def __call__(self, function: str, *args: Any) -> Any:

@@ -27,6 +27,7 @@ from edge_app.detect.detections import Detections
 from edge_app.events.model import Event, Snapshot
 from edge_app.events.query import EventQuery
 from edge_app.events.store import EventStore
+from edge_app.events.tracks import EventTrack
 from edge_app.health.report import HealthReport, not_sampled_yet
 from edge_app.pipeline.stall_watch import PipelineActivity, assess, readiness_reason
 from edge_app.mqtt.payloads import detections_payload_for
@@ -236,10 +237,14 @@ class InMemoryService:
     def event_snapshot(self, event_id: str) -> Optional[bytes]:
         return self.event_store.snapshot(event_id)
 
+    def event_track(self, event_id: str) -> Optional[EventTrack]:
+        return self.event_store.track(event_id)
+
     def counts(self) -> CountsReport:
         lines = {line: totals.to_dict() for cams in self.event_store.load_line_counts().values()
                  for line, totals in cams.items()}
-        return CountsReport(cameras=self.live_counts.cameras, zones=self.live_counts.zones, lines=lines)
+        return CountsReport(cameras=self.live_counts.cameras, zones=self.live_counts.zones, lines=lines,
+                            zone_stats=self.live_counts.zone_stats)
 
     def device_health(self) -> HealthReport:
         return self.health

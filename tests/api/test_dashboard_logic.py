@@ -85,6 +85,48 @@ def test_the_area_being_drawn(call_logic, kind, name, points, labels, expected):
     assert call_logic("buildArea", kind, name, points, labels) == expected
 
 
+@pytest.mark.parametrize("style, expected", [("blur", "blur"), ("black", "black"), ("<script>", "black"), (None, "black")])
+def test_a_privacy_mask_being_drawn_has_a_style_and_nothing_else(call_logic, style, expected):
+    points = [[0, 0], [0.3, 0], [0.3, 0.2]]
+    assert call_logic("buildArea", "privacy", "ignored", points, "person", style) == {"polygon": points, "style": expected}
+
+
+@pytest.mark.parametrize("loitering, max_objects, expected", [
+    ("", "", {}),
+    ("  ", None, {}),
+    ("30", "", {"loitering_s": 30}),
+    (" 2.5 ", "4", {"loitering_s": 2.5, "max_objects": 4}),
+    ("", "0", {"max_objects": 0}),
+    # not a number: sent as typed, so the API's refusal names the field
+    ("soon", "many", {"loitering_s": "soon", "max_objects": "many"}),
+])
+def test_a_zones_loitering_and_occupancy_rules_from_the_editor(call_logic, loitering, max_objects, expected):
+    assert call_logic("zoneRules", loitering, max_objects) == expected
+
+
+@pytest.mark.parametrize("zone, expected", [
+    (DRIVEWAY, ""),
+    ({**DRIVEWAY, "loitering_s": 30, "max_objects": None}, "loitering after 30 s"),
+    ({**DRIVEWAY, "loitering_s": None, "max_objects": 0}, "alert above 0 inside"),
+    ({**DRIVEWAY, "loitering_s": 2.5, "max_objects": 4}, "loitering after 2.5 s · alert above 4 inside"),
+])
+def test_what_the_editors_list_says_of_a_zones_rules(call_logic, zone, expected):
+    assert call_logic("zoneRulesText", zone) == expected
+
+
+def test_the_zones_figures_in_the_counts_view(call_logic):
+    counts = {"zone_stats": {
+        "porch": {"occupancy": 0, "mean_dwell_s": None, "visits_last_hour": 0, "loitering": 0, "max_objects": None,
+                  "over_capacity": False},
+        "door": {"occupancy": 5, "mean_dwell_s": 42.7, "visits_last_hour": 9, "loitering": 1, "max_objects": 4,
+                 "over_capacity": True}}}
+    assert call_logic("zoneFigureRows", counts) == [
+        {"zone": "door", "inside": "5", "meanDwell": "42.7 s", "loitering": "1", "alert": "over 4"},
+        {"zone": "porch", "inside": "0", "meanDwell": "–", "loitering": "0", "alert": ""},
+    ]
+    assert call_logic("zoneFigureRows", {"cameras": {}}) == []  # an appliance from before zone figures
+
+
 NEW_ZONE = {"name": "yard", "polygon": [[0, 0], [1, 0], [1, 1]], "labels": []}
 NEW_LINE = {"name": "gate", "points": GATE, "labels": ["car"]}
 TREE = [[0, 0], [0.3, 0], [0.3, 0.2]]
@@ -101,9 +143,28 @@ CLOCK = [[0.9, 0], [1, 0], [1, 0.1]]
     ({"id": "front", "motion": {"enabled": True, "masks": [TREE]}}, "mask", {"polygon": CLOCK},
      {"motion": {"masks": [TREE, CLOCK]}}),
     ({"id": "front"}, "mask", {"polygon": TREE}, {"motion": {"masks": [TREE]}}),
+    # privacy masks: the camera's whole list under privacy (a merge patch keeps privacy.detect)
+    ({"id": "front", "privacy": {"detect": False, "masks": [{"polygon": TREE, "style": "blur"}]}}, "privacy",
+     {"polygon": CLOCK, "style": "black"},
+     {"privacy": {"masks": [{"polygon": TREE, "style": "blur"}, {"polygon": CLOCK, "style": "black"}]}}),
+    ({"id": "front"}, "privacy", {"polygon": TREE, "style": "black"}, {"privacy": {"masks": [{"polygon": TREE, "style": "black"}]}}),
 ])
 def test_the_patch_that_adds_an_area(call_logic, camera, kind, area, expected):
     assert call_logic("areaPatch", camera, kind, area) == expected
+
+
+PRIVATE = {"privacy": {"masks": [{"polygon": TREE, "style": "black"}, {"polygon": CLOCK, "style": "blur"}]}}
+
+
+@pytest.mark.parametrize("replacing, expected", [
+    ("privacy mask 2", [{"polygon": TREE, "style": "black"}, {"polygon": GATE + [[0, 1]], "style": "black"}]),
+    ("privacy mask 1", [{"polygon": GATE + [[0, 1]], "style": "black"}, {"polygon": CLOCK, "style": "blur"}]),
+    ("privacy mask 9", [{"polygon": TREE, "style": "black"}, {"polygon": CLOCK, "style": "blur"},
+                        {"polygon": GATE + [[0, 1]], "style": "black"}]),
+], ids=["the last", "the first", "gone meanwhile: added"])
+def test_an_edited_privacy_mask_keeps_its_place(call_logic, replacing, expected):
+    edited = {"polygon": GATE + [[0, 1]], "style": "black"}
+    assert call_logic("areaPatch", PRIVATE, "privacy", edited, replacing) == {"privacy": {"masks": expected}}
 
 
 @pytest.mark.parametrize("camera, kind, name, expected", [
@@ -112,6 +173,7 @@ def test_the_patch_that_adds_an_area(call_logic, camera, kind, area, expected):
     ({"zones": [DRIVEWAY]}, "zone", "unknown", {"zones": [DRIVEWAY]}),
     ({"motion": {"masks": [TREE, CLOCK]}}, "mask", "mask 1", {"motion": {"masks": [CLOCK]}}),
     ({"motion": {"masks": [TREE, CLOCK]}}, "mask", "mask 2", {"motion": {"masks": [TREE]}}),
+    (PRIVATE, "privacy", "privacy mask 1", {"privacy": {"masks": [{"polygon": CLOCK, "style": "blur"}]}}),
 ])
 def test_the_patch_that_removes_an_area(call_logic, camera, kind, name, expected):
     assert call_logic("areaRemovalPatch", camera, kind, name) == expected
@@ -124,6 +186,14 @@ def test_motion_masks_are_listed_after_zones_and_lines_by_their_place(call_logic
     assert call_logic("cameraAreas", camera)[3]["points"] == CLOCK
 
 
+def test_privacy_masks_are_listed_last_with_their_style(call_logic):
+    camera = {"zones": [DRIVEWAY], "motion": {"masks": [TREE]}, **PRIVATE}
+    areas = call_logic("cameraAreas", camera)
+    assert [(a["kind"], a["name"]) for a in areas] == [
+        ("zone", "driveway"), ("mask", "mask 1"), ("privacy", "privacy mask 1"), ("privacy", "privacy mask 2")]
+    assert (areas[3]["points"], areas[3]["style"]) == (CLOCK, "blur")
+
+
 @pytest.mark.parametrize("kind, points, finished, expected", [
     ("line", [[0, 0]], False, "A line needs 2 points"),
     ("line", GATE, False, ""),
@@ -133,6 +203,9 @@ def test_motion_masks_are_listed_after_zones_and_lines_by_their_place(call_logic
     ("mask", GATE, True, "A motion mask needs at least 3 points."),
     ("mask", TREE, False, "Finish the motion mask first."),
     ("mask", TREE, True, ""),
+    ("privacy", GATE, True, "A privacy mask needs at least 3 points."),
+    ("privacy", TREE, False, "Finish the privacy mask first."),
+    ("privacy", TREE, True, ""),
 ])
 def test_what_a_drawing_still_lacks(call_logic, kind, points, finished, expected):
     problem = call_logic("drawingProblem", kind, points, finished)
@@ -254,3 +327,64 @@ def test_filter_options_start_with_every_value(call_logic):
 ])
 def test_the_camera_the_viewer_shows(call_logic, current, cameras, expected):
     assert call_logic("cameraToView", current, cameras) == expected
+
+
+ITEMS = [{"id": "a", "severity": "alert", "start_time": 100, "end_time": 200},
+         {"id": "b", "severity": "detection", "start_time": 900, "end_time": None},  # ongoing: up to the window's end
+         {"id": "c", "severity": "alert", "start_time": 0, "end_time": 50},  # before the window: cut to it
+         {"id": "d", "severity": "alert", "start_time": 0, "end_time": 10}]  # ended before it: not shown
+
+
+@pytest.mark.parametrize("function, args, expected", [
+    ("timelineMarks", [ITEMS, 20, 1020], [
+        {"id": "a", "severity": "alert", "start": 100, "left": 0.08, "width": 0.1},
+        {"id": "b", "severity": "detection", "start": 900, "left": 0.88, "width": 0.12},
+        {"id": "c", "severity": "alert", "start": 0, "left": 0, "width": 0.03}]),
+    ("timelineMarks", [ITEMS, 20, 20], []),
+    # a range dragged either way, cut to the longest export
+    ("selectionRange", [500, 200, 3600], {"from": 200, "to": 500, "cut": False}),
+    ("selectionRange", [0, 7200, 3600], {"from": 0, "to": 3600, "cut": True}),
+])
+def test_the_timeline(call_logic, function, args, expected):
+    assert call_logic(function, *args) == expected
+
+
+def label(x1, y1, x2, y2, w=60, h=20):
+    return {"x1": x1, "y1": y1, "x2": x2, "y2": y2, "w": w, "h": h}
+
+
+def overlapping(rects):
+    return [(a, b) for i, a in enumerate(rects) for b in rects[i + 1:]
+            if a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]]
+
+
+@pytest.mark.parametrize("labels, first", [
+    ([label(100, 100, 200, 300)], {"x": 100, "y": 80, "w": 60, "h": 20}),  # above its box
+    ([label(100, 5, 200, 300)], {"x": 100, "y": 5, "w": 60, "h": 20}),  # no room above: inside its top
+    ([label(600, 100, 700, 300)], {"x": 580, "y": 80, "w": 60, "h": 20}),  # kept inside the picture
+    # three people side by side, their boxes overlapping: the labels stack instead of covering
+    ([label(100, 100, 200, 300), label(110, 102, 210, 300), label(120, 98, 220, 300)], {"x": 100, "y": 80, "w": 60, "h": 20}),
+    ([label(100, 100, 200, 300)] * 6, {"x": 100, "y": 80, "w": 60, "h": 20}),
+    ([label(100, 460, 200, 479)] * 3, {"x": 100, "y": 440, "w": 60, "h": 20}),  # at the bottom edge: stacked upwards
+])
+def test_box_labels_never_hide_each_other(call_logic, labels, first):
+    placed = call_logic("placeLabels", labels, 640, 480)
+    assert placed[0] == first
+    assert not overlapping(placed)
+    assert all(0 <= r["x"] <= 640 - r["w"] and 0 <= r["y"] <= 480 - r["h"] for r in placed)
+
+
+TRACK = [[1.0, 0.1, 0.1, 0.3, 0.5], [2.0, 0.3, 0.1, 0.5, 0.5]]
+
+
+@pytest.mark.parametrize("t_s, expected", [
+    (1.5, [0.2, 0.1, 0.4, 0.5]),  # half way: half way between the two boxes
+    (1.0, [0.1, 0.1, 0.3, 0.5]),
+    (0.8, [0.1, 0.1, 0.3, 0.5]),  # just before the first: held there
+    (2.4, [0.3, 0.1, 0.5, 0.5]),  # just after the last: held there
+    (0.4, None),  # the clip's time before the event: no box
+    (2.6, None),
+])
+def test_the_box_of_a_track_at_a_time(call_logic, t_s, expected):
+    assert call_logic("trackBoxAt", TRACK, t_s, 0.5) == expected
+    assert call_logic("trackBoxAt", [], t_s, 0.5) is None

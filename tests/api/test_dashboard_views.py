@@ -11,6 +11,7 @@ import pytest
 
 from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event
+from edge_app.events.zone_stats import ZoneStats
 from edge_app.reporting.protocol import ArtifactReport, CountsReport, EngineBuildReport
 from tests.api.conftest import BASE_CONFIG, TOKEN, bus_detections
 from tests.api.dashboard_page import run_dashboard
@@ -68,7 +69,8 @@ def test_the_events_view_lists_filters_opens_and_deletes_events(events_api):
 
 
 def test_the_counts_view_shows_cameras_zones_and_lines(api):
-    api.service.live_counts = CountsReport(cameras={"front": {"person": 2, "car": 0}}, zones={"driveway": {"person": 1}})
+    api.service.live_counts = CountsReport(cameras={"front": {"person": 2, "car": 0}}, zones={"driveway": {"person": 1}},
+                                           zone_stats={"driveway": ZoneStats(2, 42.7, 9, 1, 1, True)})
     api.service.event_store.save_line_counts("front", {"gate": LineTotals(3, 1)})
     assert api.service.event_store.flush()
     counts = run_dashboard(api, "counts")["counts"]
@@ -78,6 +80,8 @@ def test_the_counts_view_shows_cameras_zones_and_lines(api):
     ]
     assert counts["zones"] == [{"data": {"countZone": "driveway", "label": "person"}, "cells": {"count": "1"}}]
     assert counts["lines"] == [{"data": {"countLine": "gate"}, "cells": {"in": "3", "out": "1"}}]
+    assert counts["zoneFigures"] == [{"data": {"zoneFigures": "driveway"}, "cells": {
+        "inside": "2", "dwell": "42.7 s", "loitering": "1", "over": "over 1"}}]
     assert counts["link"] == "online"
 
 

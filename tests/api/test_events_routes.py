@@ -9,12 +9,14 @@ from edge_app.config.schema_rules import MAX_LABEL_CHARS
 from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event
 from edge_app.events.query import snapshot_file_name
+from edge_app.events.zone_stats import ZoneStats
 from edge_app.reporting.protocol import CountsReport
 from tests.api.conftest import TOKEN
 
 NOW = 1_800_000_000.0
 SPEC_EVENT_KEYS = ["id", "camera_id", "label", "track_id", "score", "top_score", "box", "frame_time", "start_time",
-                   "end_time", "current_zones", "entered_zones", "has_snapshot", "model", "has_clip", "clip_duration_s"]
+                   "end_time", "current_zones", "entered_zones", "has_snapshot", "model", "has_clip", "clip_duration_s",
+                   "type", "dwell_s", "speed_kmh", "speed_alert"]
 
 
 def event(n: int, camera: str = "front", label: str = "person", start: float = NOW, **changes) -> Event:
@@ -166,8 +168,9 @@ def test_delete_removes_the_event_and_its_snapshot_file(api, stored):
 
 
 def test_counts(api):
-    assert api.get("/api/v1/counts").json() == {"cameras": {}, "zones": {}, "lines": {}}
-    api.service.live_counts = CountsReport(cameras={"front": {"person": 2, "car": 0}}, zones={"driveway": {"person": 1}})
+    assert api.get("/api/v1/counts").json() == {"cameras": {}, "zones": {}, "lines": {}, "zone_stats": {}}
+    api.service.live_counts = CountsReport(cameras={"front": {"person": 2, "car": 0}}, zones={"driveway": {"person": 1}},
+                                           zone_stats={"driveway": ZoneStats(1, 42.5, 3, 1, 0, True)})
     api.service.event_store.save_line_counts("front", {"gate": LineTotals(3, 1)})
     api.service.event_store.save_line_counts("back", {"door": LineTotals(0, 2)})
     assert api.service.event_store.flush()
@@ -175,6 +178,8 @@ def test_counts(api):
         "cameras": {"front": {"person": 2, "car": 0}},
         "zones": {"driveway": {"person": 1}},
         "lines": {"gate": {"in": 3, "out": 1}, "door": {"in": 0, "out": 2}},
+        "zone_stats": {"driveway": {"occupancy": 1, "mean_dwell_s": 42.5, "visits_last_hour": 3, "loitering": 1,
+                                    "max_objects": 0, "over_capacity": True}},
     }
 
 

@@ -152,9 +152,11 @@ def test_dashboard_page_and_its_assets(secured_api):
     html = response.text
     assert "<title>edge-app</title>" in html
     assets = re.findall(r'(?:src|href)="(static/[^"]+)"', html)
-    scripts = ["static/shared/page.js", "static/logic.js", "static/liveview.js", "static/player.js", "static/events.js",
-               "static/review.js", "static/livegrid.js", "static/recordings.js", "static/areas.js", "static/cameras.js",
-               "static/config.js", "static/sections.js", "static/dashboard.js"]
+    scripts = ["static/shared/page.js", "static/logic.js", "static/boxes.js", "static/liveview.js", "static/player.js",
+               "static/trackoverlay.js", "static/events.js",
+               "static/review.js", "static/livegrid.js", "static/recordings.js", "static/zone_rules.js",
+               "static/zone_figures.js", "static/areas.js", "static/speed.js", "static/cameras.js",
+               "static/config.js", "static/profiles.js", "static/sections.js", "static/dashboard.js"]
     # page.js comes first (the helpers every file uses); dashboard.js last: the views in the other
     # files register themselves before it starts.
     assert [asset for asset in assets if asset.endswith(".js")] == scripts

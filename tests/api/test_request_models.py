@@ -9,7 +9,8 @@ from pydantic import ValidationError
 
 from edge_app.api.openapi_spec import appliance_routes
 from edge_app.api.request_models import EventFilters, ExportQuery, ReviewListQuery, ReviewMark, SnapshotQuery
-from edge_app.api.routing import Route, parse_query, problem_sentence
+from edge_app.api.routing import Route
+from edge_app.http_server.query_params import parse_query, problem_sentence
 from edge_app.http_server.errors import ApiError
 
 EXPORT = {"camera": "front", "from": "1733356800", "to": "1733357000"}

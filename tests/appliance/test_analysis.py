@@ -40,7 +40,12 @@ class RecordingPublisher:
         self.models.append(("zone", model))
         return self._record("zone", zone, label, count)
 
-    def publish_line_crossing(self, camera_id, line, event_id, track_id, label, direction, ts=None, model="default"):
+    def publish_zone_stats(self, zone, stats, ts=None, model="default"):
+        self.models.append(("zone_stats", model))
+        return self._record("zone_stats", zone, stats)
+
+    def publish_line_crossing(self, camera_id, line, event_id, track_id, label, direction, ts=None, model="default",
+                              speed=None):
         self.models.append(("crossing", model))
         return self._record("crossing", camera_id, line, label, direction)
 
@@ -130,7 +135,7 @@ def test_counts_and_crossings_carry_the_model_of_their_camera():
         "events": {"min_frames": 3, "end_after_s": 1.0},
     }))
     _walk(hub, [Obj(0, moving(20, 200, 20), first=0, last=25)], 40)
-    assert {kind for kind, _ in publisher.models} == {"objects", "zone", "crossing", "line"}
+    assert {kind for kind, _ in publisher.models} == {"objects", "zone", "zone_stats", "crossing", "line"}
     assert {model for _, model in publisher.models} == {"people"}
 
 
@@ -214,3 +219,25 @@ def test_a_frame_being_analysed_is_finished_before_anything_else_touches_its_ana
     assert blocked, "the analysis was changed while a frame of it was being processed"
     assert not failures, failures
     assert analysed and all(int(t) >= 0 for t in analysed[0].detections.track_id), "the held frame lost its tracks"
+
+
+def test_an_ended_event_is_stored_with_its_track(tmp_path):
+    from edge_app.events.store import EventStore
+    from tests.events.scene import WIDTH
+
+    store = EventStore(tmp_path / "events")
+    try:
+        publisher = RecordingPublisher()
+        hub = AnalysisHub(lambda: publisher, store=store, clock=lambda: T0 + 100.0)
+        hub.configure(_config())
+        _walk(hub, [Obj(0, moving(20, 200, 20), first=0, last=25)], 40)
+        (ended,) = [m.after for (m,) in publisher.of("event") if m.type == "end"]
+        assert store.flush()
+        track = store.track(ended.id)
+        assert track is not None and track.start_time == ended.start_time
+        assert len(track.points) >= 10 and all(0 <= v <= 1 for p in track.points for v in p.box)
+        # it walked right: each kept box is further right than the one before
+        lefts = [p.box[0] for p in track.points]
+        assert lefts == sorted(lefts) and lefts[-1] - lefts[0] > 200 / WIDTH
+    finally:
+        store.close()

@@ -35,7 +35,8 @@ SPEC_KEYS = {
 }
 STATS_KEYS = {"fps", "latency_ms", "queue", "dropped"}
 EVENT_KEYS = {"id", "camera_id", "label", "track_id", "score", "top_score", "box", "frame_time", "start_time",
-              "end_time", "current_zones", "entered_zones", "has_snapshot", "model", "has_clip", "clip_duration_s"}
+              "end_time", "current_zones", "entered_zones", "has_snapshot", "model", "has_clip", "clip_duration_s",
+              "type", "dwell_s", "speed_kmh", "speed_alert"}
 
 
 def signed(key: str, device: str, version: int, patch: Dict[str, Any]) -> str:

@@ -41,3 +41,11 @@ def test_a_short_run_scores_our_tracker():
 def test_timing_only_without_scoring():
     result = run_scene(SceneSpec("smoke", objects=3, frames=10), with_reference=False, score=False, timing_repeats=2)
     assert result.scores[0].idf1 is None and "| - / - |" in table([result])
+
+
+def test_the_dwell_cost_bench_runs_both_sides():
+    from bench.track.dwell_cost import run
+
+    result = run(objects=6, zone_count=2, frames=40, rounds=2)
+    assert len(result["plain_runs_ms"]) == len(result["rules_runs_ms"]) == 2
+    assert result["ms_per_frame_plain"] > 0 and result["ms_per_frame_rules"] > 0

@@ -310,6 +310,37 @@ def test_an_area_drawn_with_the_mouse_is_saved_and_shown_on_the_live_view(dashbo
     assert_drawn_at(dashboard, f'svg#live-overlay {element}="{name}"]', points)
 
 
+@pytest.mark.parametrize("labels, loitering, max_objects, refusal", [
+    ("person", "20", "3", None),
+    ("", "20", "", "loitering_s"),  # a loitering zone must name its labels: the refusal names the field
+])
+def test_a_zones_loitering_and_occupancy_rules_are_set_in_the_editor(dashboard, appliance, console, labels, loitering,
+                                                                     max_objects, refusal):
+    name = "bench" if refusal is None else "bench_unlabelled"
+    before = appliance.get("/api/v1/config").json()
+    if refusal:
+        console.allow(r"/api/v1/cameras/\S* - Failed to load resource: the server responded with a status of 400")
+    draw(dashboard, "zone", name, [(0.55, 0.55), (0.85, 0.55), (0.85, 0.85), (0.55, 0.85)])
+    dashboard.type_into("input#editor-labels", labels)
+    dashboard.type_into("input#editor-loitering", loitering)
+    dashboard.type_into("input#editor-max-objects", max_objects)
+    dashboard.find("button#editor-finish").click()
+    dashboard.find("button#editor-save").click()
+    if refusal:
+        errors = dashboard.wait(lambda _d: dashboard.text("#editor-errors").strip(), "the editor to show the refusal")
+        assert refusal in errors and "labels" in errors, errors
+        assert appliance.get("/api/v1/config").json() == before, "a refused zone changed the configuration"
+        return
+    row = dashboard.shown(f'#editor-areas li[data-area="{name}"]')
+    zone = dashboard.wait(lambda _d: next((z for z in camera_config(appliance, WALK_CAMERA)["zones"] if z["name"] == name),
+                                          None), f"zone {name} in the configuration")
+    assert (zone["labels"], zone["loitering_s"], zone["max_objects"]) == (["person"], 20.0, 3), zone
+    assert "loitering after 20 s" in row.text and "alert above 3 inside" in row.text, row.text
+    dashboard.find(f'#editor-areas li[data-area="{name}"] button.delete').click()
+    dashboard.wait(lambda _d: all(z["name"] != name for z in camera_config(appliance, WALK_CAMERA)["zones"]),
+                   f"zone {name} deleted")
+
+
 def test_a_health_problem_shows_a_banner_until_it_clears(dashboard, appliance):
     def limit(disk_percent):
         answer = appliance.request("PATCH", "/api/v1/config", json={"health": {"limits": {"disk_percent": disk_percent}}})
@@ -346,3 +377,58 @@ def test_a_motion_mask_drawn_with_the_mouse_is_saved_shown_and_deleted(dashboard
 
     dashboard.find(f'#editor-areas li[data-area="{name}"] button.delete').click()
     dashboard.wait(lambda _d: camera_config(appliance, WALK_CAMERA)["motion"]["masks"] == before, "the mask deleted")
+
+
+@pytest.mark.parametrize("name, points, refusal", [
+    ("kerb", [(0.80, 0.10), (0.80, 0.90)], None),
+    # crossing the camera's line "middle": refused at the field that names the pair
+    ("across", [(0.20, 0.50), (0.90, 0.50)], "speed.to_line"),
+])
+def test_a_line_drawn_with_speed_fields_is_saved_with_its_pair(dashboard, appliance, console, name, points, refusal):
+    """The editor's speed fields (static/speed.js): a line saved with its second line, distance,
+    limit and unit; a pair whose lines cross is refused with the field named."""
+    if refusal:
+        console.allow(r"/api/v1/cameras/\S* - Failed to load resource: the server responded with a status of 400")
+    before = appliance.get("/api/v1/config").json()
+    draw(dashboard, "line", name, points)
+    assert dashboard.find("#editor-speed").is_displayed(), "the speed fields are hidden while a line is drawn"
+    dashboard.select("select#editor-speed-to", LINE)
+    dashboard.type_into("input#editor-speed-distance", "12.5")
+    dashboard.type_into("input#editor-speed-max", "40")
+    dashboard.select("select#editor-speed-unit", "mph")
+    dashboard.find("button#editor-save").click()
+    if refusal:
+        errors = dashboard.wait(lambda _d: dashboard.text("#editor-errors").strip(), "the editor to show the refusal")
+        assert refusal in errors and "cross or touch" in errors, errors
+        assert appliance.get("/api/v1/config").json() == before, "a refused pair changed the configuration"
+        dashboard.find("button#editor-clear").click()
+        dashboard.type_into("input#editor-speed-distance", "")
+        dashboard.type_into("input#editor-speed-max", "")
+        dashboard.select("select#editor-speed-to", "")
+        return
+    item = dashboard.shown(f'#editor-areas li[data-area="{name}"]')
+    assert f"speed to {LINE} over 12.5 m, limit 40 km/h (mph)" in item.text, item.text
+    line = next(a for a in camera_config(appliance, WALK_CAMERA)["lines"] if a["name"] == name)
+    assert line["speed"] == {"to_line": LINE, "distance_m": 12.5, "max_kmh": 40.0, "unit": "mph"}, line
+    item.find_element("css selector", "button.delete").click()
+    dashboard.wait(lambda _d: not dashboard.find_all(f'#editor-areas li[data-area="{name}"]'), f"line {name} deleted")
+    assert dashboard.find("input#editor-speed-distance").get_attribute("value") == "", "a saved line's speed stays"
+    dashboard.select("select#editor-kind", "zone")
+    assert dashboard.find("input#editor-speed-distance").is_displayed(), "a zone has no length field"
+    assert not dashboard.find("select#editor-speed-to").is_displayed(), "a zone shows the second line"
+    dashboard.select("select#editor-kind", "mask")
+    assert not dashboard.find("#editor-speed").is_displayed(), "the speed fields show for a motion mask"
+
+
+def test_a_zone_drawn_with_a_length_measures_speed(dashboard, appliance):
+    name = "stretch"
+    draw(dashboard, "zone", name, [(0.55, 0.55), (0.95, 0.55), (0.95, 0.95), (0.55, 0.95)])
+    dashboard.find("button#editor-finish").click()
+    dashboard.type_into("input#editor-speed-distance", "20")
+    dashboard.find("button#editor-save").click()
+    item = dashboard.shown(f'#editor-areas li[data-area="{name}"]')
+    assert "speed over 20 m" in item.text, item.text
+    zone = next(a for a in camera_config(appliance, WALK_CAMERA)["zones"] if a["name"] == name)
+    assert zone["speed"] == {"distance_m": 20.0, "max_kmh": None, "unit": "kmh"}, zone
+    item.find_element("css selector", "button.delete").click()
+    dashboard.wait(lambda _d: not dashboard.find_all(f'#editor-areas li[data-area="{name}"]'), f"zone {name} deleted")

@@ -174,6 +174,27 @@ def test_a_paused_recording_and_a_camera_that_cannot_record_are_shown_with_why(p
         service.camera_recording.clear()
 
 
+def test_a_masked_camera_shows_its_re_encoder_and_its_drops(page, recording_api):
+    from edge_app.record.types import CameraRecordingStatus
+    from edge_app.reporting.protocol import RecordingReport
+
+    service = recording_api.service
+    service.recording_report = RecordingReport(directory="recordings", paused=None, recording=["front"],
+                                               bytes_written=6_000_000, packets_dropped=0, masked_packets_dropped=12)
+    service.camera_recording["front"] = CameraRecordingStatus(
+        camera_id="front", events_enabled=True, continuous_enabled=True, recording=True, masked_encoder="nvenc",
+        masked_packets_dropped=12)
+    try:
+        fact = lambda _d: page.driver.execute_script(  # noqa: E731
+            "const dt = [...document.querySelectorAll('#status dt')].find((d) => d.textContent === 'Recording');"
+            "return dt ? dt.nextElementSibling.textContent : '';")
+        page.wait(lambda d: "front: masked, re-encoded with nvenc, 12 packets dropped" in fact(d),
+                  "the Recording fact to name the masked camera's encoder and drops", 30)
+    finally:
+        service.recording_report = None
+        service.camera_recording.clear()
+
+
 def test_without_recording_the_card_says_so_and_asks_nothing(driver, console, make_page_without_recording):
     page = make_page_without_recording
     page.view_live("front")

@@ -177,3 +177,31 @@ def test_fleet_reset_with_an_invalid_configuration_is_exit_2_and_keeps_the_state
     state.write_text('{"version": 3, "reported": null}')
     result = edge_app("fleet-reset", "-c", config)
     assert result.returncode == 2 and "fleet.remote_cfg" in result.stderr and state.exists()
+
+
+PROFILES_YAML = """
+cameras: [{id: cam1, source: "test://bars"}]
+model: {path: MODEL}
+profiles:
+  timezone: Europe/Paris
+  default: home
+  definitions: [{name: home}, {name: away}]
+  schedule:
+    - {profile: away, days: [mon, tue, wed, thu, fri], start: "08:00", end: "18:00"}
+"""
+
+
+@pytest.mark.parametrize("extra_entry, returncode, words", [
+    ("", 0, "profiles: home, away (time zone Europe/Paris); in force now: "),
+    ('    - {profile: home, days: [fri], start: "17:00", end: "19:00"}\n', 2,
+     "profiles.schedule.1: overlaps profiles.schedule.0 from fri 17:00"),
+    ('    - {profile: party, days: [sat], start: "10:00", end: "12:00"}\n', 2,
+     "profiles.schedule.1.profile: there is no profile 'party'"),
+], ids=["valid", "overlapping", "unknown profile"])
+def test_check_config_tells_the_profile_in_force_or_what_is_wrong_with_the_schedule(tmp_path, model_path,
+                                                                                    extra_entry, returncode, words):
+    path = tmp_path / "c.yaml"
+    path.write_text(PROFILES_YAML.replace("MODEL", str(model_path)) + extra_entry)
+    result = edge_app("check-config", "-c", path, cwd=tmp_path)
+    assert result.returncode == returncode, result.stderr
+    assert words in (result.stdout if returncode == 0 else result.stderr)

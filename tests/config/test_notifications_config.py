@@ -131,3 +131,23 @@ def test_the_broker_may_change_review_rules():
                   "cameras": [{"id": "front", "source": "rtsp://h/1", "review": {"alerts": {"labels": ["car"]}}},
                               {"id": "back", "source": "rtsp://h/2"}]})
     assert broker_problems(current, new) == []
+
+
+@pytest.mark.parametrize("patch, loc, words", [
+    ({"base_url": "ftp://box.lan"}, "notifications.base_url", "must be http(s)://"),
+    ({"base_url": "javascript:alert(1)"}, "notifications.base_url", "must be http(s)://"),
+    ({"base_url": "https://user:pw@box.lan"}, "notifications.base_url", "without a user name"),
+    ({"base_url": "https://box.lan/?a=1"}, "notifications.base_url", "query"),
+    ({"link_ttl_s": 59}, "notifications.link_ttl_s", ""),
+    ({"link_ttl_s": 8 * 86400}, "notifications.link_ttl_s", ""),
+    ({"link_key": "k" * 32}, "notifications.link_key", ""),  # the key is the device's, never the file's
+])
+def test_bad_link_settings_name_the_field(patch, loc, words):
+    with pytest.raises(ConfigError) as err:
+        config({"notifications": patch})
+    assert any(p.loc == loc and words in p.msg for p in err.value.problems), err.value.problems
+
+
+def test_the_clip_links_live_half_a_day_by_default():
+    assert config().notifications.link_ttl_s == 12 * 3600
+    assert config({"notifications": {"link_ttl_s": 600}}).notifications.link_ttl_s == 600

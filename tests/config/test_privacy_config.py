@@ -1,5 +1,9 @@
 """Configuration of privacy masks (``cameras[].privacy``, docs/privacy.md): bad polygons are refused by name."""
+import subprocess
+import sys
+
 import pytest
+import yaml
 
 from edge_app.config.file import ConfigError, parse_config
 
@@ -49,8 +53,11 @@ def test_masks_parse_with_their_style_black_by_default():
     ({"polygon": SQUARE, "style": "pixelate"}, "cameras.0.privacy.masks.0.style", "'black' or 'blur'"),
     ({"polygon": SQUARE, "colour": "red"}, "cameras.0.privacy.masks.0.colour", "unknown key"),
     ({"polygon": [[0.5, 0.5]] * 3}, "cameras.0.privacy.masks.0.polygon", "same point"),
+    # a spike folding back along the edge it came from (neighbouring edges overlapping)
+    ({"polygon": [[0.3, 0.0], [0.0, 0.5], [0.0, 0.0], [0.6, 0.0]]}, "cameras.0.privacy.masks.0.polygon",
+     "crosses itself"),
 ], ids=["two points", "collinear", "repeated point", "repeated neighbour", "bow tie", "touching vertex",
-        "x above 1", "y below 0", "nan", "unknown style", "unknown key", "one point thrice"])
+        "x above 1", "y below 0", "nan", "unknown style", "unknown key", "one point thrice", "spike"])
 def test_bad_masks_are_refused_naming_the_field(mask, loc, msg):
     found = problems(base(masks=[mask]))
     assert any(where == loc and msg in text for where, text in found), found
@@ -77,3 +84,14 @@ def test_a_concave_polygon_and_one_drawn_clockwise_are_fine():
     clockwise = list(reversed(SQUARE))
     cam = parse_config(base(masks=[{"polygon": concave}, {"polygon": clockwise}])).cameras[0]
     assert len(cam.privacy.masks) == 2
+
+
+def test_check_config_names_the_mask_that_crosses_itself(tmp_path):
+    bow_tie = [[0.1, 0.1], [0.5, 0.5], [0.5, 0.1], [0.1, 0.5]]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(base(masks=[{"polygon": SQUARE}, {"polygon": bow_tie}])))
+    done = subprocess.run([sys.executable, "-m", "edge_app", "check-config", "-c", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "cameras.0.privacy.masks.1.polygon" in done.stderr and "crosses itself (edges 0 and 2)" in done.stderr, \
+        done.stderr

@@ -144,3 +144,22 @@ def test_a_masked_camera_keeps_its_masks_when_the_broker_removes_the_camera_befo
     assert [p.loc for p in broker_problems(config(before), config({"cameras": [masked]}))] == []
     unmasked = {**masked, "privacy": {"masks": []}}
     assert [p.loc for p in broker_problems(config(before), config({"cameras": [unmasked]}))] == ["cameras.0.privacy"]
+
+
+PROFILES = {"profiles": {"definitions": [{"name": "home"}, {"name": "away"}],
+                         "schedule": [{"profile": "away", "days": ["mon"], "start": "08:00", "end": "18:00"}]}}
+
+
+@pytest.mark.parametrize("patch, want", [
+    ({"profiles": {"active": "away"}}, []),  # the fleet switches the active profile (docs/profiles.md)
+    ({"profiles": {"hold_until": "2030-01-01T00:00:00+00:00"}}, ["profiles.hold_until"]),  # a hold for ever: no
+    ({"profiles": {"default": "away"}}, ["profiles.default"]),
+    ({"profiles": {"timezone": "Asia/Tokyo"}}, ["profiles.timezone"]),
+    ({"profiles": {"schedule": []}}, ["profiles.schedule.0.profile", "profiles.schedule.0.days.0",
+                                      "profiles.schedule.0.start", "profiles.schedule.0.end"]),
+    ({"profiles": {"definitions": [{"name": "home"}, {"name": "away", "detect": {"cam1": False}}]}},
+     ["profiles.definitions.1.detect.cam1"]),
+], ids=["active", "hold_until", "default", "timezone", "schedule", "a profile's overrides"])
+def test_the_broker_may_switch_the_active_profile_and_nothing_else_of_the_section(patch, want):
+    current = parse_config(merge_patch(BASE, PROFILES))
+    assert [p.loc for p in broker_problems(current, parse_config(merge_patch(merge_patch(BASE, PROFILES), patch)))] == want

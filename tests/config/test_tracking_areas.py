@@ -1,7 +1,10 @@
 """Configuration of tracking, zones and lines (docs/configuration.md)."""
 import copy
+import subprocess
+import sys
 
 import pytest
+import yaml
 
 from edge_app.config.schema import AppConfig
 from edge_app.config.file import ConfigError, parse_config
@@ -114,3 +117,38 @@ def test_decoder_choices_parse(decoder):
 def test_decoder_defaults_to_auto_and_rejects_unknown_names():
     assert parse_config(base()).cameras[0].decoder == "auto"
     assert "cameras.0.decoder" in [l for l, _ in problems(base(decoder="vaapi"))]
+
+
+@pytest.mark.parametrize("rules, loc, msg", [
+    ({"loitering_s": 30}, "cameras.0.zones.0.loitering_s", "loitering_s needs the zone's labels"),
+    ({"loitering_s": 0}, "cameras.0.zones.0.loitering_s", "greater than 0"),
+    ({"loitering_s": -5, "labels": ["person"]}, "cameras.0.zones.0.loitering_s", "greater than 0"),
+    ({"loitering_s": "inf", "labels": ["person"]}, "cameras.0.zones.0.loitering_s", "finite"),
+    ({"loitering_s": 8 * 24 * 3600, "labels": ["person"]}, "cameras.0.zones.0.loitering_s", "less than or equal"),
+    ({"max_objects": -1}, "cameras.0.zones.0.max_objects", "greater than or equal to 0"),
+    ({"max_objects": 2.5}, "cameras.0.zones.0.max_objects", "integer"),
+    ({"max_objects": 10_001}, "cameras.0.zones.0.max_objects", "less than or equal"),
+])
+def test_bad_loitering_and_occupancy_rules_name_the_field(rules, loc, msg):
+    got = problems(base(zones=[{**ZONE, **rules}]))
+    assert any(l == loc and msg in m for l, m in got), got
+
+
+@pytest.mark.parametrize("rules", [
+    {},
+    {"loitering_s": 30, "labels": ["person"]},
+    {"max_objects": 0},
+    {"max_objects": 4, "loitering_s": 0.5, "labels": ["person", "dog"]},
+])
+def test_loitering_and_occupancy_rules_parse(rules):
+    zone = parse_config(base(zones=[{**ZONE, **rules}])).cameras[0].zones[0]
+    assert (zone.loitering_s, zone.max_objects) == (rules.get("loitering_s"), rules.get("max_objects"))
+
+
+def test_check_config_names_a_loitering_zone_without_labels(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(base(zones=[{**ZONE, "loitering_s": 30}])))
+    result = subprocess.run([sys.executable, "-m", "edge_app", "check-config", "-c", str(path)], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "cameras.0.zones.0.loitering_s" in result.stderr and "needs the zone's labels" in result.stderr, result.stderr

@@ -10,7 +10,8 @@ from edge_app.http_server.errors import ApiError
 from edge_app.fleet_service.app import create_fleet_app
 from edge_app.fleet_service.config import FleetConfig
 from edge_app.fleet_service.request_models import (MAX_TARGETS, DeleteModelQuery, DeviceListQuery, FleetPatchBody,
-                                                   MergePatch, ModelRolloutBody, ResetBody, parse_body, parse_query)
+                                                   MergePatch, ModelRolloutBody, ResetBody, parse_body)
+from edge_app.http_server.query_params import parse_query
 from edge_app.fleet_service.route_state import EXTENSION, FleetRouteState
 
 SHAPE = "the body must be of the right shape"

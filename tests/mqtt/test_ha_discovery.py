@@ -115,7 +115,29 @@ def test_entities_point_at_the_spec_topics():
     assert all(len(found) == 1 and found[0]["value_template"] == "{{ value_json.count }}" for found in alerts.values())
     per_camera = 3 * len(LABELS) + 3  # + detection switch, motion, unreviewed alerts
     health = len(ha_discovery.health_entities(Topics("edge_app", "dev1")))
-    assert len(message["cmps"]) == 2 * per_camera + 1 + len(LABELS) + 2 + health
+    per_zone = 3  # occupied, objects, mean dwell (R/zones/<zone>); none of its zones sets loitering or a limit
+    assert len(message["cmps"]) == 2 * per_camera + 1 + len(LABELS) + 2 + 2 * per_zone + health
+
+
+@pytest.mark.parametrize("rules, kinds", [
+    ({}, {("binary_sensor", "occupancy"), ("sensor", "objects"), ("sensor", "mean dwell")}),
+    ({"loitering_s": 30}, {("binary_sensor", "occupancy"), ("sensor", "objects"), ("sensor", "mean dwell"),
+                           ("binary_sensor", "loitering")}),
+    ({"max_objects": 2}, {("binary_sensor", "occupancy"), ("sensor", "objects"), ("sensor", "mean dwell"),
+                          ("binary_sensor", "over capacity")}),
+])
+def test_zone_occupancy_and_loitering_entities_read_the_zone_topic(rules, kinds):
+    raw = _raw(cameras=[{"id": "front", "source": "test://box", "zones": [
+        {"name": "drive", "polygon": [[0, 0], [1, 0], [1, 1]], "labels": ["person"], **rules}]}])
+    on_zone = [body for body in _build(raw)["cmps"].values() if body.get("state_topic") == f"{ROOT}/zones/drive"]
+    assert {(body["p"], body["name"].removeprefix("drive ")) for body in on_zone} == kinds
+    templates = {body["name"]: body["value_template"] for body in on_zone}
+    assert templates["drive objects"] == "{{ value_json.occupancy }}"
+    assert templates["drive mean dwell"] == "{{ value_json.mean_dwell_s }}"
+    if "loitering_s" in rules:
+        assert templates["drive loitering"] == "{{ 'ON' if value_json.loitering > 0 else 'OFF' }}"
+    if "max_objects" in rules:
+        assert templates["drive over capacity"] == "{{ 'ON' if value_json.over_capacity else 'OFF' }}"
 
 
 def test_device_health_entities_read_r_health():
@@ -152,7 +174,8 @@ def test_a_removed_camera_zone_or_line_vanishes_and_is_named_for_removal():
     gone = set(before["cmps"]) - set(after["cmps"])
     assert not any("back" in json.dumps(body) for body in after["cmps"].values())
     assert not any("porch" in json.dumps(body) or "gate" in json.dumps(body) for body in after["cmps"].values())
-    assert len(gone) == (3 * len(LABELS) + 3) + len(LABELS) + 2  # the camera's own (alerts too), its zone's, the line's
+    # the camera's own (alerts too), its zone's per label and its own three, the line's
+    assert len(gone) == (3 * len(LABELS) + 3) + len(LABELS) + 3 + 2
     removal = ha_discovery.removal_message(after, ha_discovery.platforms(before))
     assert {key: body for key, body in removal["cmps"].items() if key in gone} == {
         key: {"p": before["cmps"][key]["p"]} for key in gone}

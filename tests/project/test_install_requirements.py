@@ -36,6 +36,7 @@ EXTRA_USES: Dict[str, Tuple[Tuple[str, ...], str]] = {
     "opencv": (("cv2",), "from edge_app.opencv import opencv\nopencv()"),
     "fleet": (("psycopg",), "from edge_app.fleet_service.db import connect\nconnect('postgresql://fleet@127.0.0.1:9/fleet')"),
     "nvdec": (("PyNvVideoCodec",), "from edge_app.capture.video_decode.nvdec_source import import_pynvvideocodec\nimport_pynvvideocodec()"),
+    "nvenc": (("PyNvVideoCodec",), "from edge_app.record.encoder_choice import nvenc_problem\nprint(nvenc_problem())"),
     "tensorrt": (("cuda",), "from edge_app.cuda.cuda_python import import_bindings\nimport_bindings()"),
     "pycuda": (("pycuda",), "from edge_app.cuda.pycuda_adapter import import_pycuda\nimport_pycuda()"),
     "gstreamer": (("gi",), "from edge_app.capture.gst.source import import_gst\nimport_gst()"),

@@ -7,6 +7,8 @@ inside the mask black (or, blurred, far from the source), outside the mask close
 """
 from __future__ import annotations
 
+import shutil
+import threading
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -18,7 +20,8 @@ import pytest
 from edge_app.capture.packets import StreamInfo
 from edge_app.config.schema_privacy import CameraPrivacyConfig
 from edge_app.record.masked_encoder import EncoderSettings, MaskedEncoder, output_size
-from edge_app.record.masked_sink import MaskedPacketSink, MaskedSinks
+from edge_app.record.encoder_choice import EncoderChoice, EncoderPath, nvenc_problem
+from edge_app.record.masked_sink import MaskedPacketSink, MaskedSinks, MaskedSinkStats
 from edge_app.record.recorder import CameraRecorder
 from edge_app.record.store import RecordingStore
 from edge_app.privacy.masks import PrivacyMasks
@@ -239,3 +242,71 @@ def test_a_camera_keeps_its_masked_sink_across_restarts_and_gets_a_new_one_for_n
 ])
 def test_output_size_keeps_the_aspect_and_never_grows(width, height, wanted, size):
     assert output_size(width, height, wanted) == size
+
+
+def _hardware_present(path: EncoderPath) -> bool:
+    if path is EncoderPath.NVENC:
+        return nvenc_problem() is None
+    return shutil.which("gst-launch-1.0") is not None
+
+
+@pytest.mark.parametrize("path", [EncoderPath.NVENC, EncoderPath.JETSON_GST])
+def test_a_hardware_encoder_that_will_not_start_leaves_the_camera_on_x264_never_a_copy(tmp_path, walking_stream,
+                                                                                       path):
+    if _hardware_present(path):
+        pytest.skip(f"{path.value} may start on this machine: tests/gpu/test_masked_nvenc.py covers it")
+    _, (info, packets) = walking_stream
+    store = RecordingStore(tmp_path / "rec")
+    sink, recorder = record_masked(store, info, packets[:40], masks_of("black"), EncoderSettings(path=path))
+    assert sink.stats() == MaskedSinkStats(encoder="x264", packets_dropped=0, packets_encoded=40)
+    segment = store.segments("cam1", BASE_WALL - 1, BASE_WALL + 1000)[0]
+    inside, _ = parts(info.height_px, info.width_px)
+    assert all(black(frame[inside]) for frame in decoded(store.resolve(segment.path)))
+
+
+def test_the_sinks_choose_the_encoder_once_and_report_each_masked_camera(walking_stream):
+    asked = []
+
+    def choose():
+        asked.append(1)
+        return EncoderChoice(EncoderPath.NVENC, "the GPU has NVENC")
+
+    class Recorder:
+        def stream_opened(self, info): pass
+        def packet(self, packet): pass
+        def stream_closed(self, reason): pass
+        def unavailable(self, reason): pass
+
+    sinks = MaskedSinks(choose=choose)
+    recorder = Recorder()
+    assert sinks.wrap("plain", recorder, None, None) is recorder and asked == []  # no masked camera: nothing probed
+    masked = sinks.wrap("yard", recorder, masks_of("black"), None)
+    sinks.wrap("gate", recorder, masks_of("blur"), 480)
+    assert asked == [1]
+    assert sinks.stats("plain") is None
+    assert sinks.stats("yard") == MaskedSinkStats(encoder="nvenc", packets_dropped=0, packets_encoded=0)
+    assert masked is not None
+
+
+def test_a_re_encode_that_falls_behind_counts_what_it_drops(walking_stream):
+    _, (info, packets) = walking_stream
+    entered, release = threading.Event(), threading.Event()
+
+    class StuckRecorder:  # its stream_opened holds the re-encode thread, as a slow disk would
+        def stream_opened(self, info):
+            entered.set()
+            release.wait(30)
+
+        def packet(self, packet): pass
+        def stream_closed(self, reason): pass
+        def unavailable(self, reason): pass
+
+    sink = MaskedPacketSink(StuckRecorder(), masks_of("black"), queue_packets=2)
+    sink.stream_opened(info)
+    assert entered.wait(30)
+    for packet in packets[:10]:
+        sink.packet(packet)
+    release.set()
+    # the queue holds 2: the rest of that GOP is dropped and counted
+    assert sink.stats().packets_dropped == 8
+    assert sink.wait_idle(30)

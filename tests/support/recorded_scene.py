@@ -33,6 +33,7 @@ from edge_app.config import AppConfig, CameraConfig
 from edge_app.config.schema import TrackingConfig
 from edge_app.config.schema_cameras import LineConfig, ZoneConfig
 from edge_app.events.model import EventMessage
+from edge_app.events.zone_stats import ZoneStats
 from edge_app.pipeline.results import ResultStore
 from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
@@ -69,12 +70,17 @@ class RecordingPublisher:
                            model: str = "default") -> bool:
         return self._add(zone.split("_")[0], ["zone", zone, label, count, ts])
 
+    def publish_zone_stats(self, zone: str, stats: ZoneStats, ts: Optional[float] = None,
+                           model: str = "default") -> bool:
+        return self._add(zone.split("_")[0], ["zone_stats", zone, _rounded(stats.to_dict()), ts])
+
     def publish_line_count(self, camera_id: str, line: str, count_in: int, count_out: int, ts: Optional[float] = None,
                            model: str = "default") -> bool:
         return self._add(camera_id, ["line", line, count_in, count_out, ts])
 
     def publish_line_crossing(self, camera_id: str, line: str, event_id: Optional[str], track_id: int, label: str,
-                              direction: str, ts: Optional[float] = None, model: str = "default") -> bool:
+                              direction: str, ts: Optional[float] = None, model: str = "default",
+                              speed: object = None) -> bool:
         return self._add(camera_id, ["crossing", line, event_id, track_id, label, direction, ts])
 
 
@@ -163,17 +169,30 @@ def run_scene(model_path: Path, images_dir: Path, lanes: int = 2) -> Dict[str, A
 
 
 def main(argv: Sequence[str]) -> int:
-    from bench.common.settings import shared_dir
+    """``python -m tests.support.recorded_scene OUT [--messages-only]``: record the scene into OUT;
+    with ``--messages-only``, keep OUT's detections and header and record its messages anew (when the
+    messages gain keys: the detections stay the original recording's)."""
+    from testkit.paths import shared_dir
 
-    out = Path(argv[0])
+    args = [arg for arg in argv if arg != "--messages-only"]
+    out = Path(args[0])
     shared = shared_dir()
     result = run_scene(shared / "models" / "yolov8n_coco_dynbatch.onnx", shared / "images")
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False).stdout.strip()
-    header = {"captured_by": "python -m tests.support.recorded_scene " + " ".join(argv),
-              "commit": commit, "model": "yolov8n_coco_dynbatch.onnx (float32), ONNX Runtime on the CPU, batch 1",
-              "scene": f"bench.cpu.camera_scene {SCENE} (frames as drawn, not encoded)", "cameras": CAMERAS,
-              "note": "detections, track ids and the messages AnalysisHub sent, recorded from the analysis "
-                      "path as it was at this commit; floats rounded to 3 decimals"}
+    if "--messages-only" in argv:
+        recorded = json.loads(out.read_text())
+        for camera_id, camera in recorded["cameras"].items():
+            camera["messages"] = result["cameras"][camera_id]["messages"]
+        recorded["header"]["messages_updated"] = (
+            f"at {commit}: the messages re-recorded by run_scene (python -m tests.support.recorded_scene "
+            f"{' '.join(argv)}); the detections are the original recording's")
+        result, header = {k: v for k, v in recorded.items() if k != "header"}, recorded["header"]
+    else:
+        header = {"captured_by": "python -m tests.support.recorded_scene " + " ".join(argv),
+                  "commit": commit, "model": "yolov8n_coco_dynbatch.onnx (float32), ONNX Runtime on the CPU, batch 1",
+                  "scene": f"bench.cpu.camera_scene {SCENE} (frames as drawn, not encoded)", "cameras": CAMERAS,
+                  "note": "detections, track ids and the messages AnalysisHub sent, recorded from the analysis "
+                          "path as it was at this commit; floats rounded to 3 decimals"}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"header": header, **result}, indent=None, separators=(",", ":")) + "\n")
     print(f"{out}: {sum(len(c['messages']) for c in result['cameras'].values())} messages")

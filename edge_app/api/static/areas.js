@@ -1,12 +1,13 @@
-// Zones, lines and motion masks: drawn over the live view of the picked camera, and the editor that
-// adds and removes them (PATCH /api/v1/cameras/<id> with the camera's whole zones, lines or
-// motion.masks list).
+// Zones, lines, motion masks and privacy masks: drawn over the live view of the picked camera, and
+// the editor that adds and removes them (PATCH /api/v1/cameras/<id> with the camera's whole zones,
+// lines, motion.masks or privacy.masks list); a privacy mask can be redrawn in its place too.
 // Both SVGs use the picture's own pixels as their viewBox, so points are normalised <-> pixels
 // with the picture's natural size, whatever size the browser shows it at.
 "use strict";
 
 (globalThis.EdgeDashboardParts = globalThis.EdgeDashboardParts || []).push(function areas(app) {
   const L = globalThis.EdgeLogic;
+  const Z = globalThis.EdgeZoneRules;
   const { $, el } = app;
   const SVG = "http://www.w3.org/2000/svg";
   const FALLBACK_SIZE = [1600, 900];  // before a picture has loaded
@@ -15,7 +16,8 @@
     '<svg xmlns="http://www.w3.org/2000/svg" width="1600" height="900"><rect width="1600" height="900" fill="#2a2f3a"/>' +
     '<text x="800" y="460" fill="#aab" font-family="sans-serif" font-size="40" text-anchor="middle">no frame yet</text></svg>');
 
-  const editor = { camera: "", points: [], finished: false, url: null, generation: 0 };
+  // editing: the privacy mask ("privacy mask 2") the drawing replaces when saved; "" adds one
+  const editor = { camera: "", points: [], finished: false, url: null, generation: 0, editing: "" };
 
   function svgEl(tag, attributes, className) {
     const node = document.createElementNS(SVG, tag);
@@ -55,7 +57,9 @@
     const head = svgEl("polygon", { points: g.head.map((p) => p.join(",")).join(" ") }, "arrow-head");
     const across = svgEl("line", { x1: g.inFrom[0], y1: g.inFrom[1], x2: g.inTo[0], y2: g.inTo[1] }, "in-arrow");
     const acrossHead = svgEl("polygon", { points: g.inHead.map((p) => p.join(",")).join(" ") }, "in-arrow-head");
-    group.append(line, head, across, acrossHead, svgText("in", g.inLabel[0], g.inLabel[1], "in-label"),
+    // A dark halo under the "in" arrow: it stays visible on a bright or a busy picture.
+    const halo = svgEl("line", { x1: g.inFrom[0], y1: g.inFrom[1], x2: g.inTo[0], y2: g.inTo[1] }, "in-arrow-halo");
+    group.append(line, head, halo, across, acrossHead, svgText("in", g.inLabel[0], g.inLabel[1], "in-label"),
       svgText(area.name, g.x1 + 4, g.y1 + fontSize(w, h) + 2, "area-name"));
     return group;
   }
@@ -71,11 +75,19 @@
     return group;
   }
 
+  // A privacy mask: a zone's shape in its own colour; these pixels never leave the device.
+  function privacyShape(area, w, h, attributes) {
+    const group = zoneShape(area, w, h, attributes);
+    group.setAttribute("class", "privacy-mask");
+    return group;
+  }
+
   function drawAreas(camera, w, h) {
     const nodes = [];
     for (const area of L.cameraAreas(camera)) {
       if (area.kind === "zone") nodes.push(zoneShape(area, w, h, { "data-zone": area.name }));
       else if (area.kind === "mask") nodes.push(maskShape(area, w, h, { "data-mask": area.name }));
+      else if (area.kind === "privacy") nodes.push(privacyShape(area, w, h, { "data-privacy": area.name }));
       else nodes.push(lineShape(area, w, h, { "data-line": area.name }));
     }
     return nodes;
@@ -107,7 +119,7 @@
 
   function kind() {
     const value = $("editor-kind").value;
-    return value === "line" || value === "mask" ? value : "zone";
+    return value === "line" || value === "mask" || value === "privacy" ? value : "zone";
   }
 
   // Drawn as a polygon and finished by a click on "Finish" (or by saving): zones and masks.
@@ -154,19 +166,53 @@
       const remove = el("button", "Delete", "secondary delete");
       remove.type = "button";
       remove.addEventListener("click", () => removeArea(area).catch(app.handleError));
-      const labels = area.kind === "mask" ? "motion does not count here"
-        : area.labels.length ? area.labels.join(", ") : "every label";
-      const title = area.kind === "mask" ? "motion " + area.name : area.kind + " " + area.name;
-      li.append(el("span", title, "area-title"), el("span", " · " + labels + " ", "muted"), remove);
+      let labels = area.kind === "mask" ? "motion does not count here"
+        : area.kind === "privacy" ? (area.style === "blur" ? "blurred" : "blacked out") + " in everything sent or recorded"
+          : area.labels.length ? area.labels.join(", ") : "every label";
+      const key = { zone: "zones", line: "lines" }[area.kind];
+      const own = key ? (camera[key] || []).find((a) => a.name === area.name) : null;
+      if (own && own.speed && L.speedSummary) labels += " · " + L.speedSummary(own);
+      const title = area.kind === "mask" ? "motion " + area.name : area.kind === "privacy" ? area.name
+        : area.kind + " " + area.name;
+      const rules = own && area.kind === "zone" ? Z.zoneRulesText(own) : "";
+      li.append(el("span", title, "area-title"), el("span", " · " + labels + (rules ? " · " + rules : "") + " ", "muted"));
+      if (area.kind === "privacy") li.append(editButton(area));
+      li.append(remove);
       return li;
     });
     $("editor-areas").replaceChildren(...items);
     $("editor-areas-empty").hidden = items.length > 0 || !camera;
   }
 
+  // Loads a privacy mask into the drawing: points can then be placed anew, or its style changed,
+  // and saving puts it back in its place.
+  function editButton(area) {
+    const button = el("button", "Edit", "secondary edit");
+    button.type = "button";
+    button.addEventListener("click", () => {
+      $("editor-kind").value = "privacy";
+      showStyle();
+      $("editor-style").value = area.style;
+      editor.points = area.points.map((p) => [p[0], p[1]]);
+      editor.finished = true;
+      editor.editing = area.name;
+      showErrors([]);
+      showResult("editing " + area.name + ": click to draw it anew, or change its style, then save");
+      renderCanvas();
+    });
+    return button;
+  }
+
+  function showStyle() {
+    $("editor-style-label").hidden = kind() !== "privacy";
+  }
+
   function clearDrawing() {
+    $("editor-zone-rules").hidden = kind() !== "zone";
     editor.points = [];
     editor.finished = false;
+    editor.editing = "";
+    showStyle();
     showErrors([]);
     renderCanvas();
   }
@@ -221,6 +267,7 @@
     if (!point) return;
     // A complete line or a finished zone starts over: the next click begins a new drawing.
     if ((kind() === "line" && editor.points.length >= 2) || editor.finished) {
+      // an edited privacy mask keeps its place: only its points start over
       editor.points = [];
       editor.finished = false;
     }
@@ -261,17 +308,26 @@
       showErrors([problem]);
       return;
     }
-    const area = L.buildArea(kind(), $("editor-name").value, editor.points, $("editor-labels").value);
+    const area = L.buildArea(kind(), $("editor-name").value, editor.points, $("editor-labels").value,
+      $("editor-style").value);
+    if (kind() === "zone") Object.assign(area, Z.zoneRules($("editor-loitering").value, $("editor-max-objects").value));
+    const speed = app.areaSpeed ? app.areaSpeed(kind()) : null;  // speed.js
+    if (speed) area.speed = speed;
+    const replacing = kind() === "privacy" ? editor.editing : "";
     $("editor-save").disabled = true;
     try {
-      const result = await patchCamera(camera.id, L.areaPatch(camera, kind(), area));
+      const result = await patchCamera(camera.id, L.areaPatch(camera, kind(), area, replacing));
       if (result.ok) {
         editor.points = [];
         editor.finished = false;
+        editor.editing = "";
         $("editor-name").value = "";
+        $("editor-loitering").value = $("editor-max-objects").value = "";
+        if (app.clearSpeed) app.clearSpeed();  // speed.js
         await app.reloadConfig();  // before saying so: the list and the overlays show it then
         showErrors([]);
-        showResult(kind() === "mask" ? "saved the motion mask" : "saved " + kind() + " " + area.name);
+        showResult(kind() === "mask" ? "saved the motion mask" : kind() === "privacy"
+          ? "saved the privacy mask" : "saved " + kind() + " " + area.name);
       } else {
         showErrors(L.problemMessages(result.status, result.body));
       }
@@ -287,7 +343,8 @@
     if (result.ok) {
       await app.reloadConfig();
       showErrors([]);
-      showResult("deleted " + (area.kind === "mask" ? "motion " : area.kind + " ") + area.name);
+      showResult("deleted " + (area.kind === "mask" ? "motion " : area.kind === "privacy" ? "" : area.kind + " ")
+        + area.name);
     } else {
       showErrors(L.problemMessages(result.status, result.body));
     }
@@ -301,6 +358,7 @@
   $("editor-save").addEventListener("click", () => save().catch(app.handleError));
   $("editor-refresh").addEventListener("click", () => loadSnapshot().catch(app.handleError));
   $("editor-name").addEventListener("input", renderCanvas);
+  $("editor-style").addEventListener("change", renderCanvas);
   $("editor-snapshot").addEventListener("load", renderCanvas);
 
   function onConfig(config) {
@@ -319,5 +377,7 @@
     renderOverlay();
   }
 
+  // The live grid draws each tile's areas with the same shapes.
+  Object.assign(app, { areaShapes: drawAreas, fitSvg });
   return { config: onConfig, live: renderOverlay };
 });

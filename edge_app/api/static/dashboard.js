@@ -140,7 +140,8 @@
     renderHealthBanner(problems);
   }
 
-  // Whether the recorder writes (or why not), and the cameras that cannot record and why.
+  // Whether the recorder writes (or why not), the cameras that cannot record and why, and the
+  // encoder of each camera whose privacy masks are burnt into its recordings, with its drops.
   function recordingFact(s) {
     const rec = s.recording;
     if (!rec) return null;
@@ -149,7 +150,10 @@
         fmtNumber((rec.bytes_written || 0) / 1e6) + " MB written";
     const unavailable = (s.cameras || []).filter((c) => c.recording && c.recording.unavailable)
       .map((c) => c.id + ": " + c.recording.unavailable);
-    return [state, ...unavailable].join(" · ");
+    const masked = (s.cameras || []).filter((c) => c.recording && c.recording.masked_encoder)
+      .map((c) => c.id + ": masked, re-encoded with " + c.recording.masked_encoder + ", "
+        + String(c.recording.masked_packets_dropped || 0) + " packets dropped");
+    return [state, ...unavailable, ...masked].join(" · ");
   }
 
   // What runs of a model beyond its path: the fleet artifact and version (or that path runs in its

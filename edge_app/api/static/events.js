@@ -20,6 +20,7 @@
   let viewerUrl = null;
   // The event's clip in the viewer, when it has one; the snapshot is its poster.
   const clipPlayer = app.signedPlayer($("event-video"), $("event-clip-note"));
+  const overlay = app.trackOverlay($("event-video"), $("event-overlay"), $("event-boxes"));
   let viewerEventId = null;
   // A clip longer than record.events.max_s comes in parts; the viewer plays them in order.
   let clipPart = 0;
@@ -172,6 +173,7 @@
     // is asked about only while something is recorded (else there is nothing to ask).
     if (e.has_clip === true || (e.has_clip === undefined && L.recordingOn(app.config()))) {
       openClip(id).catch(app.handleError);
+      overlay.load(id, e.label).catch(app.handleError);
     }
     const viewer = $("event-viewer");
     if (!viewer.open) viewer.showModal();
@@ -186,6 +188,7 @@
     const playing = Boolean(answer);
     clipPart = playing && Number.isInteger(answer.part) ? answer.part : 0;
     clipParts = playing && Number.isInteger(answer.parts) ? answer.parts : 1;
+    overlay.setPart(clipPart);
     if (playing && clipParts > 1) {
       $("event-clip-note").textContent = "Clip part " + (clipPart + 1) + " of " + clipParts +
         (clipPart + 1 < clipParts ? "; the next part plays when this one ends." : ".");
@@ -216,6 +219,7 @@
     clipPart = 0;
     clipParts = 1;
     clipPlayer.stop();
+    overlay.clear();
     $("event-clip-note").textContent = "";
     $("event-video").removeAttribute("poster");
     $("event-full").removeAttribute("src");
@@ -271,6 +275,7 @@
     if (!result.ok || !result.body) return;
     const rows = L.countRows(result.body);
     for (const kind of ["cameras", "zones", "lines"]) renderCountRows(kind, rows[kind]);
+    app.notify("counts", result.body);  // the zones' figures (zone_figures.js)
     for (const row of rows.cameras.concat(rows.zones)) seen.labels.add(row.label);
   }
 

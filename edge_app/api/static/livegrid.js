@@ -37,7 +37,7 @@
     node.setAttribute("aria-label", "camera " + id + ": show it large");
     const img = el("img");
     img.alt = "camera " + id;
-    const svg = svgNode("svg", { viewBox: "0 0 1 1", preserveAspectRatio: "none", "aria-hidden": "true" });
+    const svg = svgNode("svg", { class: "overlay", "aria-hidden": "true" });
     const note = el("span", "Loading…", "tile-note");
     const bar = el("span", null, "tile-bar");
     bar.append(el("span", id, "tile-name"));
@@ -47,13 +47,24 @@
       app.setLive(id);
       $("live-one").scrollIntoView({ block: "start" });
     });
+    // The shapes are drawn in the picture's pixels: again once the first picture says its size.
+    img.addEventListener("load", () => { if (tile.drawnAt !== img.naturalWidth + "x" + img.naturalHeight) drawAreas(tile); });
     seen.observe(node);
     return tile;
   }
 
+  // The snapshot is of an analysed frame; a camera that does not detect has none, and the API
+  // gives its newest captured frame instead (without boxes).
+  function hasPicture(tile) {
+    const cam = tile.cam;
+    if (!cam) return false;
+    if ((cam.frames_analyzed || 0) > 0) return true;
+    return (app.cameraConfig(tile.id) || {}).detect === false && (cam.frames_captured || 0) > 0;
+  }
+
   function wanted(tile) {
     return started && tile.onScreen && !document.hidden && !$("main").hidden && app.section() === "live" &&
-      !!tile.cam && (tile.cam.frames_analyzed || 0) > 0;  // the snapshot is of an analysed frame
+      hasPicture(tile);
   }
 
   function kick(tile) {
@@ -85,11 +96,12 @@
     }
   }
 
+  // The same zones, lines (with their "in" arrows) and masks as the live view's overlay.
   function drawAreas(tile) {
-    const cfg = app.cameraConfig(tile.id) || {};
-    const shapes = (cfg.zones || []).map((zone) => svgNode("polygon", { points: zone.polygon.map((p) => p.join(",")).join(" ") }))
-      .concat((cfg.lines || []).map((line) => svgNode("line", { x1: line.points[0][0], y1: line.points[0][1], x2: line.points[1][0], y2: line.points[1][1] })));
-    tile.svg.replaceChildren(...shapes);
+    const w = tile.img.naturalWidth || 1600, h = tile.img.naturalHeight || 900;
+    app.fitSvg(tile.svg, w, h);
+    tile.svg.replaceChildren(...app.areaShapes(app.cameraConfig(tile.id) || {}, w, h));
+    tile.drawnAt = w + "x" + h;
   }
 
   function renderState(tile) {
@@ -100,7 +112,7 @@
     tile.bar.replaceChildren(tile.bar.firstChild, ...pills);
     tile.node.dataset.state = cam.state || "";
     tile.node.classList.toggle("picked", app.liveCamera() === tile.id);
-    if (!tile.shown && !(cam.frames_analyzed > 0)) {
+    if (!tile.shown && !hasPicture(tile)) {
       tile.note.textContent = cam.enabled === false ? "Disabled." : "Waiting for a frame (" + (cam.state || "unknown") + ")" +
         (cam.last_error ? ": " + cam.last_error : ".");
     }

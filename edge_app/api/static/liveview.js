@@ -1,5 +1,5 @@
-// The live view of the dashboard: the picked camera's annotated picture and the detections of
-// the same frame. Loaded before dashboard.js, which hands it the shared `app`; it gives the other
+// The live view of the dashboard: the picked camera's picture with the detections of the same
+// frame, their boxes drawn by the page (app.drawBoxes: labels placed so none hides another). Loaded before dashboard.js, which hands it the shared `app`; it gives the other
 // views app.liveCamera(), app.holdLive(), app.releaseLive() and app.hasFrames().
 "use strict";
 
@@ -146,7 +146,7 @@
   }
 
   async function fetchPicture(id) {
-    const picture = await fetchImage(cameraPath(id, "snapshot.jpg") + "?annotate=1");
+    const picture = await fetchImage(cameraPath(id, "snapshot.jpg") + "?annotate=0");
     if (picture.blob) {
       picture.frameId = Number(picture.headers.get("X-Frame-Id"));
       picture.ts = Number(picture.headers.get("X-Frame-Timestamp"));
@@ -190,6 +190,7 @@
   function renderDetections(result, picture) {
     const body = $("detections");
     body.replaceChildren();
+    $("live-boxes").replaceChildren();
     body.dataset.frame = "";
     if (result.status === 503) {
       $("detections-meta").textContent = "No detections yet.";
@@ -206,6 +207,10 @@
       " · latency " + fmtNumber(msg.latency_ms) + " ms";
     if (picture && !sameFrame(picture, msg)) meta += " · the picture shows frame " + picture.frameId;
     $("detections-meta").textContent = meta;
+    if (picture) {
+      app.drawBoxes($("live-boxes"), (msg.detections || []).filter((det) => Array.isArray(det.bbox) && det.bbox.length === 4)
+        .map((det) => ({ box: det.bbox, label: det.label, score: det.confidence })), msg.width, msg.height);
+    }
     for (const det of msg.detections || []) {
       const row = el("tr");
       row.append(el("td", det.label), el("td", fmtNumber(det.confidence, 2), "num"),

@@ -5,6 +5,7 @@
 (function () {
   const AREA_KEY = { zone: "zones", line: "lines" };  // the editor's kinds -> camera config keys
   const MASK_NAME = "mask ";  // motion masks have no name in the configuration: "mask 1" is the first
+  const PRIVACY_NAME = "privacy mask ";  // nor have privacy masks (cameras[].privacy.masks)
   const POINT_DIGITS = 4;  // 1/10000 of the frame: finer than any camera's pixels
 
   function clamp01(value) {
@@ -42,9 +43,11 @@
     return labels;
   }
 
-  // The zone, line or motion mask being drawn, as the configuration holds it (a mask: {polygon}).
-  function buildArea(kind, name, points, labelsText) {
+  // The zone, line, motion or privacy mask being drawn, as the configuration holds it (a motion
+  // mask: {polygon}; a privacy mask: {polygon, style}).
+  function buildArea(kind, name, points, labelsText, style) {
     if (kind === "mask") return { polygon: points.map((p) => [p[0], p[1]]) };
+    if (kind === "privacy") return { polygon: points.map((p) => [p[0], p[1]]), style: style === "blur" ? "blur" : "black" };
     const area = { name: String(name || "").trim() };
     area[kind === "line" ? "points" : "polygon"] = points.map((p) => [p[0], p[1]]);
     area.labels = parseLabels(labelsText);
@@ -57,14 +60,21 @@
     if (kind === "line") {
       return points.length === 2 ? "" : "A line needs 2 points: click where it starts (P1), then where it ends (P2).";
     }
-    const what = kind === "mask" ? "motion mask" : "zone";
+    const what = kind === "mask" ? "motion mask" : kind === "privacy" ? "privacy mask" : "zone";
     if (points.length < 3) return "A " + what + " needs at least 3 points.";
     return finished ? "" : "Finish the " + what + " first.";
   }
 
-  // The PATCH /api/v1/cameras/<id> body that appends `area` to the camera's zones or lines. The
-  // whole list is sent: a merge patch replaces lists whole.
-  function areaPatch(camera, kind, area) {
+  // The PATCH /api/v1/cameras/<id> body that appends `area` to the camera's zones or lines (or,
+  // a privacy mask with `replacing` set, puts it in the place of that one). The whole list is
+  // sent: a merge patch replaces lists whole.
+  function areaPatch(camera, kind, area, replacing) {
+    if (kind === "privacy") {
+      const index = replacing ? privacyIndex(replacing) : -1;
+      const masks = privacyMasks(camera);
+      return { privacy: { masks: index >= 0 && index < masks.length ? masks.map((m, i) => (i === index ? area : m))
+        : masks.concat([area]) } };
+    }
     if (kind === "mask") return { motion: { masks: cameraMasks(camera).concat([area.polygon]) } };
     const key = AREA_KEY[kind];
     return { [key]: (camera[key] || []).concat([area]) };
@@ -72,12 +82,24 @@
 
   // The PATCH body that removes the zone or line called `name` from the camera.
   function areaRemovalPatch(camera, kind, name) {
+    if (kind === "privacy") {
+      const index = privacyIndex(name);
+      return { privacy: { masks: privacyMasks(camera).filter((_, i) => i !== index) } };
+    }
     if (kind === "mask") {
       const index = Number(String(name).slice(MASK_NAME.length)) - 1;
       return { motion: { masks: cameraMasks(camera).filter((_, i) => i !== index) } };
     }
     const key = AREA_KEY[kind];
     return { [key]: (camera[key] || []).filter((area) => area.name !== name) };
+  }
+
+  function privacyIndex(name) {
+    return Number(String(name).slice(PRIVACY_NAME.length)) - 1;
+  }
+
+  function privacyMasks(camera) {
+    return (camera && camera.privacy && camera.privacy.masks) || [];
   }
 
   function cameraMasks(camera) {
@@ -90,7 +112,9 @@
     const zones = (camera && camera.zones || []).map((z) => ({ kind: "zone", name: z.name, points: z.polygon, labels: z.labels || [] }));
     const lines = (camera && camera.lines || []).map((l) => ({ kind: "line", name: l.name, points: l.points, labels: l.labels || [] }));
     const masks = cameraMasks(camera).map((polygon, i) => ({ kind: "mask", name: MASK_NAME + (i + 1), points: polygon, labels: [] }));
-    return zones.concat(lines, masks);
+    const privacy = privacyMasks(camera).map((m, i) => ({ kind: "privacy", name: PRIVACY_NAME + (i + 1), points: m.polygon,
+      labels: [], style: m.style || "black" }));
+    return zones.concat(lines, masks, privacy);
   }
 
   // The messages of a refused request: one per problem ("loc: msg") when the API lists them,
@@ -149,7 +173,7 @@
     const length = Math.hypot(x2 - x1, y2 - y1) || 1;
     const ux = (x2 - x1) / length, uy = (y2 - y1) / length;  // along the line
     const nx = -uy, ny = ux;  // towards s > 0, the "in" side
-    const head = headPx || Math.max(6, Math.min(width, height) / 40);
+    const head = headPx || Math.max(8, Math.min(width, height) / 25);  // big enough to see on a tile
     const mx = (x1 + x2) / 2, my = (y1 + y2) / 2;
     const ix = mx + 1.5 * head * nx, iy = my + 1.5 * head * ny;  // the tip of the "in" arrow
     return {
@@ -297,10 +321,59 @@
     return { from: round(from, 3), to: round(Math.min(span.end, from + windowS), 3) };
   }
 
+  // Review items as marks on the timeline of [fromS, toS]: cut to it, ongoing ones up to toS.
+  function timelineMarks(items, fromS, toS) {
+    const total = toS - fromS;
+    if (!(total > 0)) return [];
+    return items.map((item) => ({ item, start: Math.max(item.start_time, fromS),
+                                  end: Math.min(typeof item.end_time === "number" ? item.end_time : toS, toS) }))
+      .filter((mark) => mark.end >= mark.start && mark.start < toS)
+      .map((mark) => ({ id: mark.item.id, severity: mark.item.severity, start: mark.item.start_time,
+                        left: round((mark.start - fromS) / total, 4), width: round((mark.end - mark.start) / total, 4) }));
+  }
+
+  // A range dragged from aS to bS (either way), as an export: at most maxS from its start.
+  function selectionRange(aS, bS, maxS) {
+    const from = Math.min(aS, bS), to = Math.max(aS, bS);
+    return { from: round(from, 3), to: round(Math.min(to, from + maxS), 3), cut: to - from > maxS };
+  }
+
+  // Where the labels of boxes go so that none hides another: each label ({x1, y1, x2, y2} of its
+  // box, w and h of its text, in pixels of a width x height picture) is tried above its box,
+  // inside its top, under it, then further under (or above) it in steps of its height; the first place that
+  // overlaps no label placed before wins (the best-scored boxes come first and keep the places
+  // next to their boxes). Returns [{x, y, w, h}] (top left), in the order given.
+  function placeLabels(labels, width, height) {
+    const placed = [];
+    const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+    return labels.map((label) => {
+      const x = Math.max(0, Math.min(label.x1, width - label.w));
+      const tries = label.y1 >= label.h ? [label.y1 - label.h, label.y1, label.y2] : [label.y1, label.y2];
+      for (let step = 1; step <= labels.length; step++) tries.push(label.y2 + step * label.h, label.y1 - (step + 1) * label.h);
+      const fits = tries.map((y) => ({ x, y: Math.max(0, Math.min(y, height - label.h)), w: label.w, h: label.h }));
+      const spot = fits.find((rect) => !placed.some((other) => overlaps(rect, other))) || fits[0];
+      placed.push(spot);
+      return spot;
+    });
+  }
+
+  // The box of a track ([[t_s, x1, y1, x2, y2], ...], oldest first) at t_s: between two kept
+  // boxes it moves in a straight line; within holdS of the first or last it stays there; null
+  // before or after that (the clip shows the time before and after its event).
+  function trackBoxAt(points, tS, holdS) {
+    if (!points.length || tS < points[0][0] - holdS || tS > points[points.length - 1][0] + holdS) return null;
+    const next = points.findIndex((p) => p[0] > tS);
+    if (next <= 0) return (next === 0 ? points[0] : points[points.length - 1]).slice(1);
+    const [a, b] = [points[next - 1], points[next]];
+    const k = (tS - a[0]) / Math.max(1e-6, b[0] - a[0]);
+    return [1, 2, 3, 4].map((i) => round(a[i] + (b[i] - a[i]) * k, 4));
+  }
+
   globalThis.EdgeLogic = {
     toPixel, toNormalised, clickToNormalised, parseLabels, buildArea, drawingProblem, areaPatch,
     areaRemovalPatch, cameraAreas, problemMessages, eventsQuery, snapshotKey, countRows, lineGeometry,
     lineSide, numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
-    cameraToView, timelineSpans, playRange, cameraRecording, recordingOn,
+    cameraToView, timelineSpans, playRange, cameraRecording, recordingOn, timelineMarks, selectionRange,
+    placeLabels, trackBoxAt,
   };
 })();

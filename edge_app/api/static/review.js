@@ -12,12 +12,12 @@
   const REFRESH_EVERY_TICKS = 5;  // the first page is read again every fifth poll (about 10 s)
   const { $, el, api } = app;
 
-  const state = { items: [], total: 0, page: 0, pages: 0, selected: -1, loading: false, labels: new Set(), queue: [], inFlight: 0 };
+  const state = { items: [], total: 0, page: 0, pages: 0, selected: -1, loading: false, labels: new Set(), zones: new Set(), queue: [], inFlight: 0 };
   const nodes = new Map();  // item id -> its element, kept between reads so pictures stay
 
   function filterParams() {
     const params = new URLSearchParams();
-    for (const name of ["camera", "label", "severity", "reviewed", "day"]) {
+    for (const name of ["camera", "label", "zone", "severity", "reviewed", "day"]) {
       const value = $("review-" + name).value;
       if (value !== "") params.set(name, value);
     }
@@ -65,6 +65,7 @@
     const list = [];
     for (const item of state.items) {
       for (const label of item.labels || []) state.labels.add(label);
+      for (const zone of item.zones || []) state.zones.add(zone);
       let node = nodes.get(item.id);
       if (!node) {
         node = createItem(item);
@@ -81,6 +82,7 @@
     $("review-count").textContent = "· " + state.items.length + " of " + state.total + " item" + (state.total === 1 ? "" : "s");
     $("review-more").hidden = state.page >= state.pages;
     app.setOptions($("review-label"), L.filterOptions(Array.from(state.labels).sort(), "every label"));
+    app.setOptions($("review-zone"), L.filterOptions(Array.from(state.zones).sort(), "every zone"));
     if (state.selected >= state.items.length) state.selected = state.items.length - 1;
     showSelected(false);
   }
@@ -111,12 +113,19 @@
     video.hidden = true;
     const note = el("p", null, "muted clip-note");
     const player = app.signedPlayer(video, note);
-    const parts = { info, strip, video, note, player, play: null, mark: null, thumbs: false };
+    // The clip in a frame with the boxes of its event drawn over it (app.trackOverlay).
+    const frame = el("div", null, "picture-frame");
+    const boxes = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    boxes.setAttribute("class", "overlay boxes");
+    boxes.setAttribute("aria-label", "the event's boxes");
+    frame.append(video, boxes);
+    const overlay = app.trackOverlay(video, boxes, null);
+    const parts = { info, strip, video, note, player, overlay, play: null, mark: null, thumbs: false };
     parts.play = button("Play clip", "play the clip of this item", () => togglePlay(node));
     parts.mark = button("Mark reviewed", "mark this item reviewed", () => markItem(node.dataset.id, !node.classList.contains("reviewed")));
     const upTo = button("Reviewed up to here", "mark this item and every older one reviewed", () => markUpTo(node.dataset.id));
     actions.append(parts.play, parts.mark, upTo);
-    node.append(info, actions, strip, video, note);
+    node.append(info, actions, strip, frame, note);
     node.parts = parts;
     node.addEventListener("click", () => select(state.items.findIndex((i) => i.id === node.dataset.id), false));
     return node;
@@ -181,7 +190,10 @@
     const first = (node.item.events || []).find((e) => e.has_clip);
     if (!first) return;
     const answer = await p.player.load("api/v1/events/" + encodeURIComponent(first.id) + "/clip-url");
-    if (answer) video.play().catch(() => {});
+    if (answer) {
+      video.play().catch(() => {});
+      p.overlay.load(first.id, first.label).catch(app.handleError);
+    }
   }
 
   async function markItem(id, reviewed) {
@@ -235,7 +247,7 @@
     event.preventDefault();
   });
 
-  for (const name of ["camera", "label", "severity", "reviewed", "day"]) {
+  for (const name of ["camera", "label", "zone", "severity", "reviewed", "day"]) {
     $("review-" + name).addEventListener("change", () => {
       state.page = 0;
       state.items = [];
@@ -249,6 +261,9 @@
     config(config) {
       const ids = ((config && config.cameras) || []).map((cam) => cam.id);
       app.setOptions($("review-camera"), L.filterOptions(ids, "every camera"));
+      // The configured zones are offered before any item has entered them.
+      for (const cam of (config && config.cameras) || []) for (const zone of cam.zones || []) state.zones.add(zone.name);
+      app.setOptions($("review-zone"), L.filterOptions(Array.from(state.zones).sort(), "every zone"));
     },
     section(name) { if (name === "review") load(true).catch(app.handleError); },
     poll(tick) {

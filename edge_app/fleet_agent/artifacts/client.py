@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from edge_app.finite_json import loads_finite
-from edge_app.config.schema import is_loopback_host
+from edge_app.config.schema_rules import is_loopback_host
 from edge_app.health.free_space import ensure_room
 from edge_app.fleet_protocol.artifacts_manifest import MAX_MANIFEST_BYTES
 

@@ -4,9 +4,9 @@
 //   node dashboard_harness.mjs <api base url> <path to index.html> [scenario] [token]
 // The scripts are those index.html loads, in its order; SHARED_STATIC_DIR in the environment is
 // the folder behind static/shared/. With --calls, the pure functions of
-// logic.js answer calls, one a line: {"function": name, "args": [...]} on stdin, the JSON
-// result (or {"error": message}) on stdout:
-//   node dashboard_harness.mjs --calls <path to logic.js>
+// logic.js (and of the other pure files named, such as zone_rules.js) answer calls, one a line:
+// {"function": name, "args": [...]} on stdin, the JSON result (or {"error": message}) on stdout:
+//   node dashboard_harness.mjs --calls <path to logic.js> [<path to zone_rules.js> ...]
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
@@ -15,12 +15,15 @@ import vm from "node:vm";
 if (process.argv[2] === "--calls") {
   const sandbox = { encodeURIComponent, Date };
   sandbox.globalThis = sandbox;
-  vm.runInNewContext(readFileSync(process.argv[3], "utf8"), sandbox, { filename: "logic.js" });
+  const context = vm.createContext(sandbox);
+  for (const file of process.argv.slice(3)) vm.runInContext(readFileSync(file, "utf8"), context, { filename: path.basename(file) });
+  // Each pure file publishes its functions as one globalThis.Edge* object.
+  const functions = Object.assign({}, ...Object.keys(sandbox).filter((name) => name.startsWith("Edge")).map((name) => sandbox[name]));
   for await (const line of readline.createInterface({ input: process.stdin })) {
     let answer;
     try {
       const call = JSON.parse(line);
-      const result = sandbox.EdgeLogic[call.function](...call.args);
+      const result = functions[call.function](...call.args);
       answer = { result: result === undefined ? null : result };
     } catch (err) {
       answer = { error: String(err) };
@@ -228,7 +231,8 @@ function countsView() {
     data: Object.assign({}, tr.dataset),
     cells: Object.fromEntries(tr.children.filter((td) => td.className).map((td) => [td.className.split(" ").pop(), td.textContent])),
   }));
-  return { cameras: rows("counts-cameras"), zones: rows("counts-zones"), lines: rows("counts-lines"), link: link() };
+  return { cameras: rows("counts-cameras"), zones: rows("counts-zones"), lines: rows("counts-lines"),
+    zoneFigures: rows("zone-figures"), link: link() };
 }
 
 // Every shape of an SVG with a data-zone, data-line or data-drawing attribute.
