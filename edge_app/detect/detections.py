@@ -68,20 +68,28 @@ class Detections:
             return str(self.labels[class_id])
         return str(class_id)
 
+    def label_array(self) -> np.ndarray:
+        """``(N,)`` object array of each box's label, as :meth:`label_of` gives it; one lookup for
+        the frame (a class id outside the label list is named by its number)."""
+        names = np.empty(len(self.labels) + 1, dtype=object)
+        names[:-1], names[-1] = self.labels, ""
+        known = (self.class_id >= 0) & (self.class_id < len(self.labels))
+        out = names[np.where(known, self.class_id, len(self.labels))]
+        if not known.all():
+            out[~known] = [str(c) for c in self.class_id[~known].tolist()]
+        return out
+
     def to_dicts(self, ndigits: int = 1) -> List[dict]:
         """The ``detections`` list of the MQTT message (docs/mqtt.md): class_id, label, confidence, bbox (and track_id once tracked)."""
-        out = []
-        tracks = self.track_id.tolist() if self.track_id is not None else None
-        for i, (box, conf, cls) in enumerate(zip(self.xyxy.tolist(), self.confidence.tolist(), self.class_id.tolist())):
-            item = {
-                "class_id": int(cls),
-                "label": self.label_of(int(cls)),
-                "confidence": round(float(conf), 4),
-                "bbox": [round(float(v), ndigits) for v in box],
-            }
-            if tracks is not None:
-                item["track_id"] = int(tracks[i])
-            out.append(item)
+        # Python's round on the floats, not np.round: the figures stay what they were (np.round
+        # scales and rounds, and can end a half-way case the other way).
+        out = [{"class_id": cls, "label": label, "confidence": round(conf, 4),
+                "bbox": [round(box[0], ndigits), round(box[1], ndigits), round(box[2], ndigits), round(box[3], ndigits)]}
+               for cls, label, conf, box in zip(self.class_id.tolist(), self.label_array().tolist(),
+                                                self.confidence.tolist(), self.xyxy.tolist())]
+        if self.track_id is not None:
+            for item, track_id in zip(out, self.track_id.tolist()):
+                item["track_id"] = track_id
         return out
 
     def __iter__(self) -> Iterator[dict]:

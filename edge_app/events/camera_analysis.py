@@ -188,7 +188,7 @@ class CameraAnalysis:
         stages = self.stage_times if frame_id >= 0 else self._untimed
         removed = self.tracker.removed_ids
         tracked = detections.with_track_ids(ids)
-        labels = [tracked.label_of(int(c)) for c in tracked.class_id.tolist()]
+        labels = tracked.label_array()
         points = reference_points(tracked.xyxy, width, height)
         self._last_ts = ts if self._last_ts is None else max(self._last_ts, ts)
         now = self._last_ts
@@ -208,10 +208,7 @@ class CameraAnalysis:
         stages.add(camera_id, "zones_lines", placed_s - tracked_s)
 
         result = FrameAnalysis(self.camera_id, int(frame_id), float(ts), tracked, model=self.model)
-        scores, boxes = tracked.confidence.tolist(), tracked.xyxy.tolist()
-        for i, track_id in enumerate(ids.tolist()):
-            if track_id >= 0:
-                self.book.observe(track_id, labels[i], scores[i], boxes[i], ts, (width, height))
+        self.book.observe_frame(ids, labels, tracked.confidence, tracked.xyxy, ts, (width, height))
         for change in zone_changes:
             self.book.zone_change(change.track_id, change.zone, change.change == "enter")
         for reading in list(speeds.values()) + zone_readings:
@@ -223,12 +220,11 @@ class CameraAnalysis:
                 result.events.extend(self.loitering.check(self.dwell, self.book.sighting))
 
         # Ended tracks first: their last zone exits are part of the ``end``, not an ``update`` before it.
-        for track_id in removed:
-            ended = self.book.end(track_id)
-            self.dwell.end(track_id)  # after the end message: it carries the track's dwell
-            if ended is not None:
-                self.snapshots.forget(ended.after.id)
-                result.events.append(ended)
+        for ended in self.book.end_tracks(removed):
+            self.snapshots.forget(ended.after.id)
+            result.events.append(ended)
+        for track_id in removed:  # after the end messages: they carry the tracks' dwell
+            self.dwell.end(track_id)
         if self.settings.events_enabled:
             for event in self.book.promote():
                 self._latest_event[event.label] = event.id
@@ -338,12 +334,8 @@ class CameraAnalysis:
     def _snapshots(self, image: FrameImage, tracked: Detections, ids: np.ndarray, now: float) -> List[Snapshot]:
         if not self.snapshots.settings.enabled:
             return []
-        in_frame = []
-        scores = tracked.confidence.tolist()
-        for i, track_id in enumerate(ids.tolist()):
-            event_id = self.book.event_id_of(track_id) if track_id >= 0 else None
-            if event_id is not None:
-                in_frame.append((i, event_id, scores[i]))
+        index, event_ids = self.book.events_in_frame(ids)
+        in_frame = list(zip(index.tolist(), event_ids, tracked.confidence[index].tolist()))
         taken = []
         for index in self.snapshots.candidates(in_frame, now):
             track_id = int(ids[index])

@@ -1,6 +1,11 @@
 """From tracked objects to events: ``new``, rate-limited ``update`` and ``end`` (docs/mqtt.md, "The event object").
 
-One :class:`EventBook` per camera keeps a record of every live track. A track of an event label
+One :class:`EventBook` per camera keeps a record of every live track, and takes a frame's
+tracked objects in one call (:meth:`EventBook.observe_frame`): one pass over plain Python
+values made from the frame's arrays at once. A table of arrays was tried and measured slower
+(python -m bench.cpu analysis-path, bench/README.md): a frame's handful of objects costs less
+in a plain loop than the dozens of small array operations and the row bookkeeping a table needs
+as tracks come and go. A track of an event label
 becomes an event once it has been seen in ``min_frames`` frames; from then on its latest score,
 box and frame time follow every frame silently, and an ``update`` message goes out when
 something a subscriber acts on changed (a zone entered or left, a new top score, a better
@@ -14,7 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import AbstractSet, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
 
 from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
 from edge_app.events.tracks import EventTrack, TrackRecorder
@@ -58,9 +65,9 @@ class _TrackRecord:
 
 
 class EventBook:
-    """Tracks and events of one camera. Per frame: :meth:`observe` each tracked object,
-    :meth:`zone_change` each zone change, :meth:`promote`, then :meth:`flush`; :meth:`end`
-    for each track the tracker removed; :meth:`end_all` at shutdown."""
+    """Tracks and events of one camera. Per frame: :meth:`observe_frame` with the tracked
+    objects, :meth:`zone_change` each zone change, :meth:`end_tracks` with the tracks the
+    tracker removed, :meth:`promote`, then :meth:`flush`; :meth:`end_all` at shutdown."""
 
     def __init__(self, camera_id: str, labels: AbstractSet[str] = frozenset(), min_frames: int = 3,
                  update_interval_s: float = DEFAULT_UPDATE_INTERVAL_S, frames_before_track: int = 0,
@@ -81,6 +88,8 @@ class EventBook:
         self._dwell_of = dwell_of
         self._tracks: Dict[int, _TrackRecord] = {}
         self._new: List[int] = []              # promoted this frame, ``new`` not yet sent
+        self._waiting = 0                      # tracks of event labels not promoted yet
+        self._in_view: Optional[Dict[str, int]] = {}  # labels_in_view, None after tracks came or went
         self._ended_tracks: List[EventTrack] = []  # of events ended since take_tracks()
 
     # ------------------------------------------------------------------ queries
@@ -106,28 +115,59 @@ class EventBook:
         return Sighting(track_id, record.label, record.score, record.top_score, record.box, record.last_seen_s)
 
     def labels_in_view(self) -> Dict[str, int]:
-        """Live tracks per label: an object counts until its track ends."""
-        counts: Dict[str, int] = {}
-        for record in self._tracks.values():
-            counts[record.label] = counts.get(record.label, 0) + 1
-        return counts
+        """Live tracks per label: an object counts until its track ends. Counted again only
+        after tracks came or went."""
+        if self._in_view is None:
+            counts: Dict[str, int] = {}
+            for record in self._tracks.values():
+                counts[record.label] = counts.get(record.label, 0) + 1
+            self._in_view = counts
+        return dict(self._in_view)
+
+    def events_in_frame(self, track_ids: np.ndarray) -> Tuple[np.ndarray, List[str]]:
+        """Which of a frame's ``(N,)`` track ids are events: their indices, and the events' ids."""
+        index, event_ids = [], []
+        tracks = self._tracks
+        for i, track_id in enumerate(np.asarray(track_ids).reshape(-1).tolist()):
+            record = tracks.get(track_id)
+            if record is not None and record.base is not None:
+                index.append(i)
+                event_ids.append(record.base.id)
+        return np.asarray(index, dtype=np.intp), event_ids
 
     # ----------------------------------------------------------------- per frame
+    def observe_frame(self, track_ids: np.ndarray, labels: Sequence[str], scores: np.ndarray, boxes: np.ndarray,
+                      frame_time_s: float, frame_size: Tuple[int, int] = (0, 0)) -> None:
+        """The objects of the frame taken at ``frame_time_s``: ``(N,)`` track ids (below 0:
+        untracked, skipped), their labels, scores and ``(N, 4)`` boxes; ``frame_size`` (width,
+        height) in pixels keeps their boxes on the events' tracks (none without it)."""
+        tracks = self._tracks
+        width_px, height_px = frame_size
+        label_list = labels.tolist() if isinstance(labels, np.ndarray) else list(labels)
+        for track_id, label, score, box in zip(np.asarray(track_ids).reshape(-1).tolist(), label_list,
+                                               np.asarray(scores).reshape(-1).tolist(),
+                                               np.asarray(boxes).reshape(-1, 4).tolist()):
+            if track_id < 0:
+                continue
+            record = tracks.get(track_id)
+            if record is None:
+                record = tracks[track_id] = _TrackRecord(label, frame_time_s, frame_time_s, self.frames_before_track)
+                self._waiting += self.makes_events(label)
+                self._in_view = None
+            record.frames += 1
+            record.last_seen_s = frame_time_s
+            record.score = score
+            record.box = tuple(box)  # type: ignore[assignment]
+            record.path.add(frame_time_s - record.first_seen_s, record.box, width_px, height_px)
+            if score > record.top_score:
+                record.top_score = score
+                record.dirty = record.dirty or record.base is not None
+
     def observe(self, track_id: int, label: str, score: float, box: Sequence[float], frame_time_s: float,
                 frame_size: Tuple[int, int] = (0, 0)) -> None:
-        """One tracked object in the frame taken at ``frame_time_s``; ``frame_size`` (width, height)
-        in pixels keeps its box on the event's track (none without it)."""
-        record = self._tracks.get(track_id)
-        if record is None:
-            record = self._tracks[track_id] = _TrackRecord(label, frame_time_s, frame_time_s, self.frames_before_track)
-        record.frames += 1
-        record.last_seen_s = frame_time_s
-        record.score = float(score)
-        record.box = tuple(float(v) for v in box)  # type: ignore[assignment]
-        record.path.add(frame_time_s - record.first_seen_s, record.box, *frame_size)
-        if record.score > record.top_score:
-            record.top_score = record.score
-            record.dirty = record.dirty or record.base is not None
+        """One tracked object in the frame taken at ``frame_time_s`` (:meth:`observe_frame` of one)."""
+        self.observe_frame(np.array([int(track_id)]), [label], np.array([float(score)]),
+                           np.array([[float(v) for v in box]]), frame_time_s, frame_size)
 
     def zone_change(self, track_id: int, zone: str, entered: bool) -> None:
         record = self._tracks.get(track_id)
@@ -157,7 +197,9 @@ class EventBook:
 
     def promote(self) -> List[Event]:
         """Tracks that have now been seen in ``min_frames`` frames become events (``new`` goes out with :meth:`flush`)."""
-        promoted = []
+        promoted: List[Event] = []
+        if not self._waiting:
+            return promoted
         for track_id, record in self._tracks.items():
             if record.base is None and record.frames >= self.min_frames and self.makes_events(record.label):
                 record.base = Event(
@@ -166,6 +208,7 @@ class EventBook:
                     box=record.box, frame_time=record.last_seen_s, start_time=record.first_seen_s, model=self.model,
                 )
                 self._new.append(track_id)
+                self._waiting -= 1
                 promoted.append(self._current(record))
         return promoted
 
@@ -190,12 +233,26 @@ class EventBook:
                 messages.append(EventMessage(UPDATE, self._mark_published(record, now_s), before))
         return messages
 
+    def end_tracks(self, track_ids: Iterable[int]) -> List[EventMessage]:
+        """The tracker dropped ``track_ids``: forget them; their events end when they were last
+        seen, in the order of ``track_ids``."""
+        messages = []
+        for track_id in track_ids:
+            ended = self.end(int(track_id))
+            if ended is not None:
+                messages.append(ended)
+        return messages
+
     def end(self, track_id: int) -> Optional[EventMessage]:
         """The tracker dropped ``track_id``: forget it; its event (if any) ends when it was last seen."""
         record = self._tracks.pop(track_id, None)
         if track_id in self._new:
             self._new.remove(track_id)
-        if record is None or record.base is None:
+        if record is None:
+            return None
+        self._in_view = None
+        if record.base is None:
+            self._waiting -= self.makes_events(record.label)
             return None
         return self._end_message(record, record.last_seen_s)
 
@@ -203,7 +260,7 @@ class EventBook:
         """Shutdown: every open event ends now; every track is forgotten."""
         messages = [self._end_message(r, now_s) for r in self._tracks.values() if r.base is not None]
         self._tracks.clear()
-        self._new = []
+        self._new, self._waiting, self._in_view = [], 0, {}
         return messages
 
     def take_tracks(self) -> List[EventTrack]:

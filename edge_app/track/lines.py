@@ -22,13 +22,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Dict, FrozenSet, Iterable, List, Literal, Optional, Sequence
+from typing import FrozenSet, Iterable, List, Literal, Optional, Sequence
 
 import numpy as np
 
 from edge_app.track.geometry import Point
+from edge_app.track.label_filter import LabelFilter
 
 DEFAULT_BAND = 0.02
+
+# the fields of a (track, line) cell in _LineTable.state
+X, Y, S, LAST_SIGN, SIDE, CROSSED_AT, LAST_TS, CROSSED_TS = range(8)
+_FIELDS = 8
 
 
 @dataclass(frozen=True)
@@ -79,62 +84,61 @@ class LineCrossing:
     over_s: Optional[float] = None
 
 
-class _LineState:
-    """The tracks one line remembers, as arrays sorted by track id (no per-track objects).
+class _LineTable:
+    """What the lines remember of the tracks, one row per track and one column per line, rows
+    sorted by track id (no per-track objects; one gather and one scatter of a frame's rows).
 
-    ``side`` is -1 or +1 once the track was clearly on a side, 0 before; ``last_point`` and
-    ``last_s`` are its latest observation (``has_last`` False before the first); ``crossed_at``
-    is where along the line (0 at P1, 1 at P2) its latest step passed over it, NaN for none, and
-    ``crossed_ts`` when (``last_ts``: the time of the latest observation; NaN without times).
+    ``state[..., k]`` holds, per (track, line): X and Y of the latest observation the line
+    counted, its S (the documented s) and LAST_SIGN, +1 where S > 0, else -1 (0 before the
+    first observation); SIDE, -1 or +1 once the
+    track was clearly on a side, 0 before; CROSSED_AT, where along the line (0 at P1, 1 at P2)
+    its latest step passed over it, NaN for none; CROSSED_TS, when (LAST_TS: the frame time of
+    the latest observation; NaN without times). ``labels``: each track's first label.
+    ``state`` has one more row, last: the row of objects no line counts (``rows_of`` gives -1),
+    so a frame gathers and scatters all its objects at once; nothing changes there.
     """
 
-    __slots__ = ("ids", "labels", "side", "has_last", "last_point", "last_s", "crossed_at", "last_ts", "crossed_ts")
+    __slots__ = ("ids", "labels", "state")
 
-    def __init__(self) -> None:
+    def __init__(self, lines: int) -> None:
         self.ids = np.zeros(0, np.int64)
         self.labels = np.zeros(0, object)
-        self.side = np.zeros(0, np.int64)
-        self.has_last = np.zeros(0, bool)
-        self.last_point = np.zeros((0, 2))
-        self.last_s = np.zeros(0)
-        self.crossed_at = np.zeros(0)
-        self.last_ts = np.zeros(0)
-        self.crossed_ts = np.zeros(0)
+        self.state = _fresh(1, lines)
 
-    def __len__(self) -> int:
-        return int(self.ids.shape[0])
-
-    def rows_of(self, ids: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """Row of each of ``ids`` (unique), made for those the line does not remember yet."""
+    def rows_of(self, ids: np.ndarray, labels: Sequence[str], counted: np.ndarray) -> np.ndarray:
+        """Row of each of ``ids`` (unique), made for those not in the table yet that ``counted``
+        ``(N,)`` says a line counts; -1 for the others."""
         rows = self._find(ids)
-        new = rows < 0
+        new = (rows < 0) & counted
         if new.any():
-            n = int(new.sum())
-            self._put(np.concatenate([self.ids, ids[new]]), np.concatenate([self.labels, labels[new]]),
-                      np.concatenate([self.side, np.zeros(n, np.int64)]), np.concatenate([self.has_last, np.zeros(n, bool)]),
-                      np.concatenate([self.last_point, np.zeros((n, 2))]), np.concatenate([self.last_s, np.zeros(n)]),
-                      np.concatenate([self.crossed_at, np.full(n, np.nan)]),
-                      np.concatenate([self.last_ts, np.full(n, np.nan)]), np.concatenate([self.crossed_ts, np.full(n, np.nan)]))
+            order = np.argsort(np.concatenate([self.ids, ids[new]]), kind="stable")
+            self.ids = np.concatenate([self.ids, ids[new]])[order]
+            self.labels = np.concatenate([self.labels, np.asarray(labels, dtype=object)[new]])[order]
+            self.state = np.concatenate([self.state[:-1], _fresh(int(new.sum()) + 1, self.state.shape[1])])[
+                np.append(order, len(order))]
             rows = self._find(ids)
         return rows
 
     def drop(self, gone: np.ndarray) -> None:
-        keep = ~(self.ids[:, None] == gone).any(axis=1)
-        if not keep.all():
-            self._put(self.ids[keep], self.labels[keep], self.side[keep], self.has_last[keep], self.last_point[keep],
-                      self.last_s[keep], self.crossed_at[keep], self.last_ts[keep], self.crossed_ts[keep])
+        rows = self._find(gone)
+        rows = rows[rows >= 0]
+        if len(rows):
+            keep = np.ones(len(self.ids), bool)
+            keep[rows] = False
+            self.ids, self.labels, self.state = self.ids[keep], self.labels[keep], self.state[np.append(keep, True)]
 
     def _find(self, ids: np.ndarray) -> np.ndarray:
-        if len(self) == 0:
+        count = self.ids.shape[0]
+        if count == 0:
             return np.full(ids.shape, -1, np.int64)
-        rows = np.minimum(np.searchsorted(self.ids, ids), len(self) - 1)
+        rows = np.minimum(np.searchsorted(self.ids, ids), count - 1)
         return np.where(self.ids[rows] == ids, rows, -1)
 
-    def _put(self, ids, labels, side, has_last, last_point, last_s, crossed_at, last_ts, crossed_ts) -> None:
-        order = np.argsort(ids, kind="stable")
-        self.ids, self.labels, self.side, self.has_last = ids[order], labels[order], side[order], has_last[order]
-        self.last_point, self.last_s, self.crossed_at = last_point[order], last_s[order], crossed_at[order]
-        self.last_ts, self.crossed_ts = last_ts[order], crossed_ts[order]
+
+def _fresh(tracks: int, lines: int) -> np.ndarray:
+    state = np.zeros((tracks, lines, _FIELDS))
+    state[..., CROSSED_AT] = state[..., LAST_TS] = state[..., CROSSED_TS] = np.nan
+    return state
 
 
 @dataclass
@@ -142,13 +146,13 @@ class LineCounter:
     """Crossings of the tracks of one camera; ``update`` once per analysed frame.
 
     State is kept per track and line until :meth:`forget`: pass it ``Tracker.removed_ids``
-    after every update, or it grows with every track ever seen. Whole-frame array operations:
-    no Python loop over tracks.
+    after every update, or it grows with every track ever seen. Whole-frame array operations over
+    every line at once: no Python loop over tracks, and none over lines.
     """
 
     lines: Sequence[Line]
     band: float = DEFAULT_BAND
-    _state: Dict[str, _LineState] = field(default_factory=dict, init=False, repr=False)
+    _table: _LineTable = field(default=None, init=False, repr=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         if not 0 <= self.band < 1:
@@ -156,11 +160,19 @@ class LineCounter:
         names = [line.name for line in self.lines]
         if len(set(names)) != len(names):
             raise ValueError("line names must be unique")
-        self._state = {line.name: _LineState() for line in self.lines}
+        self._names = names
+        self._filter = LabelFilter([line.labels for line in self.lines])
+        self._table = _LineTable(len(names))
+        # (L,) each: P1, the direction P1 -> P2 and its squared length, the band in s units
+        self._p1 = np.array([line.p1 for line in self.lines], np.float64).reshape(-1, 2)
+        self._d = np.array([line.p2 for line in self.lines], np.float64).reshape(-1, 2) - self._p1
+        self._dd = (self._d ** 2).sum(axis=1)
+        self._clear_s = np.array([self.band * line.length for line in self.lines], np.float64)
+        self._spare = _fresh(1, len(names))[0]
 
     def __len__(self) -> int:
         """(line, track) pairs remembered now."""
-        return sum(len(state) for state in self._state.values())
+        return int((self._table.state[:-1, :, LAST_SIGN] != 0).sum())
 
     def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray,
                ts: Optional[float] = None) -> List[LineCrossing]:
@@ -170,52 +182,68 @@ class LineCounter:
         points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
         if len(labels) != ids.shape[0] or points.shape[0] != ids.shape[0]:
             raise ValueError("track_ids, labels and points must have the same length")
-        crossings: List[LineCrossing] = []
         tracked = ids >= 0
-        if not tracked.any():
-            return crossings
-        label_array = np.asarray(labels, dtype=object)
-        for line in self.lines:
-            counted = tracked if not line.labels else tracked & np.isin(label_array, list(line.labels))
-            index = np.flatnonzero(counted)
-            if len(index):
-                crossings.extend(self._observe(line, ids[index], label_array[index], points[index],
-                                               np.nan if ts is None else float(ts)))
-        return crossings
-
-    def _observe(self, line: Line, ids: np.ndarray, labels: np.ndarray, points: np.ndarray,
-                 ts: float) -> List[LineCrossing]:
-        state = self._state[line.name]
-        rows = state.rows_of(ids, labels)
-        s = line.signed(points)
-        clear = np.abs(s) >= self.band * line.length
-        # Where the step from the last point to this one passes over the (infinite) line.
-        last_s, last_point = state.last_s[rows], state.last_point[rows]
-        over = state.has_last[rows] & ((last_s > 0) != (s > 0))
+        if not self._names or not tracked.any():
+            return []
+        # Without label filters every tracked object counts for every line, and the others use
+        # the spare row: no mask is needed, the spare row is made fresh again below.
+        counted = self._filter.counted(np.asarray(labels, dtype=object), tracked) if self._filter.filtered else None
+        if counted is not None:
+            tracked = counted.any(axis=1)
+            if not tracked.any():
+                return []
+        table = self._table
+        rows = table.rows_of(ids, labels, tracked)
+        # The documented s of every point for every line, (N, L), and its sign (+1 for s > 0).
+        s = self._d[:, 0] * (points[:, 1:2] - self._p1[:, 1]) - self._d[:, 1] * (points[:, 0:1] - self._p1[:, 0])
+        sign = np.where(s > 0, 1.0, -1.0)
+        state = table.state[rows]  # a copy, written back whole
+        before = state.copy() if counted is not None else None
+        # (views of ``state``; CROSSED_TS is read for the crossings after the state is written below)
+        crossed_at, crossed_ts, previous = state[..., CROSSED_AT], state[..., CROSSED_TS].copy(), state[..., SIDE]
+        now_s = np.nan if ts is None else float(ts)
+        # Where the step from the last point to this one passes over the (infinite) line: the
+        # sign changed (LAST_SIGN is 0 before the first point).
+        over = state[..., LAST_SIGN] * sign < 0
+        if counted is not None:
+            over &= counted
         if over.any():
-            frac = last_s[over] / (last_s[over] - s[over])
-            passed = last_point[over] + frac[:, None] * (points[over] - last_point[over])
-            d = np.subtract(line.p2, line.p1)
-            state.crossed_at[rows[over]] = ((passed - np.asarray(line.p1)) * d).sum(axis=1) / np.dot(d, d)
-            last_ts = state.last_ts[rows[over]]
-            state.crossed_ts[rows[over]] = last_ts + frac * (ts - last_ts)
-        state.last_point[rows], state.last_s[rows], state.has_last[rows] = points, s, True
-        state.last_ts[rows] = ts
-        # Clearly on a side now: a crossing when it was clearly on the other and passed over the segment.
-        r = rows[clear]
-        side = np.where(s[clear] > 0, 1, -1)
-        previous, crossed_at, crossed_ts = state.side[r], state.crossed_at[r], state.crossed_ts[r]
-        state.side[r], state.crossed_at[r], state.crossed_ts[r] = side, np.nan, np.nan
-        with np.errstate(invalid="ignore"):
-            counts = (previous != 0) & (previous != side) & (crossed_at >= 0.0) & (crossed_at <= 1.0)
-        return [LineCrossing(line.name, int(t), str(label), "in" if direction > 0 else "out",
-                             None if np.isnan(over_s) else float(over_s))
-                for t, label, direction, over_s in zip(ids[clear][counts], state.labels[r[counts]], side[counts],
-                                                       crossed_ts[counts])]
+            last_s, last_point = state[..., S], state[..., X:Y + 1]
+            frac = last_s / np.where(over, last_s - s, 1.0)
+            passed = last_point + frac[..., None] * (points[:, None, :] - last_point)
+            crossed_at = np.where(over, ((passed - self._p1) * self._d).sum(axis=2) / self._dd, crossed_at)
+            last_ts = state[..., LAST_TS]
+            crossed_ts = np.where(over, last_ts + frac * (now_s - last_ts), crossed_ts)
+        # Clearly on a side now: a crossing when it was clearly on the other (SIDE is the other
+        # sign; 0 before any side) and passed over the segment.
+        clear = np.abs(s) >= self._clear_s
+        if counted is not None:
+            clear &= counted
+        crossing = clear & (previous * sign < 0)
+        if crossing.any():
+            crossing &= (crossed_at >= 0.0) & (crossed_at <= 1.0)
+        state[..., CROSSED_AT] = np.where(clear, np.nan, crossed_at)
+        state[..., CROSSED_TS] = np.where(clear, np.nan, crossed_ts)
+        state[..., LAST_TS] = now_s
+        state[..., SIDE] = np.where(clear, sign, previous)
+        state[..., X:Y + 1] = points[:, None, :]
+        state[..., S] = s
+        state[..., LAST_SIGN] = sign
+        table.state[rows] = state if counted is None else np.where(counted[..., None], state, before)
+        table.state[-1] = self._spare
+        if not crossing.any():
+            return []
+        line_index, object_index = np.nonzero(crossing.T)  # line by line, objects in order
+        names = self._names
+        return [LineCrossing(names[li], t, label, "in" if direction > 0 else "out", None if over_s != over_s else over_s)
+                for li, t, label, direction, over_s in
+                zip(line_index.tolist(), ids[object_index].tolist(), table.labels[rows[object_index]].tolist(),
+                    sign[object_index, line_index].tolist(), crossed_ts[object_index, line_index].tolist())]
 
     def forget(self, track_ids: Iterable[int]) -> None:
         """Drop the state of tracks that ended."""
-        gone = np.fromiter((int(t) for t in track_ids), dtype=np.int64)
-        if len(gone):
-            for state in self._state.values():
-                state.drop(gone)
+        if len(self._table.ids):
+            gone = np.asarray(track_ids if isinstance(track_ids, (list, tuple, np.ndarray)) else list(track_ids),
+                              dtype=np.int64).reshape(-1)
+            if len(gone):
+                self._table.drop(gone)

@@ -14,10 +14,15 @@ from typing import Dict, FrozenSet, Iterable, List, Literal, Optional, Sequence,
 
 import numpy as np
 
-from edge_app.track.geometry import Point, points_in_polygon, polygon_edges
+from edge_app.track.geometry import Point, points_in_polygons, polygon_edges, polygons_edges
+from edge_app.track.label_filter import LabelFilter
 
 DEFAULT_MIN_FRAMES = 3
 DEFAULT_MIN_SPAN_S = 0.5
+
+# the fields of a (track, zone) cell in _ZoneTable.state
+KNOWN, INSIDE, STREAK, SINCE_S, SEQ = range(5)
+_FIELDS = 5
 
 
 @dataclass(frozen=True)
@@ -56,48 +61,45 @@ class ZoneChange:
     at_s: Optional[float] = None
 
 
-class _ZoneState:
-    """The tracks one zone remembers, as arrays sorted by track id (no per-track objects).
+class _ZoneTable:
+    """What the zones remember of the tracks, one row per track and one column per zone, rows
+    sorted by track id (no per-track objects; one gather and one scatter of a frame's rows).
 
-    A track is remembered from its first observation inside until it has left (or ended);
-    ``streak`` counts the consecutive observations that disagree with ``inside``, ``since_s`` holds
-the frame time of the first of them (NaN when frames carry no time); ``seq`` orders
-    the rows by when they were made, across zones, so occupants and exits keep that order.
+    A track has a row from its first observation inside any zone until it ends. ``state[..., k]``
+    holds, per (track, zone): KNOWN, 1 from the first observation inside the zone until the
+    track has left it; INSIDE; STREAK, the consecutive observations that disagree with INSIDE;
+    SINCE_S, the frame time of the first of them (NaN when frames carry no time); SEQ, when the
+    cell was made, so occupants and exits keep that order. ``labels``: each track's first label.
+    ``state`` has one more row, last, all zeros: the row of objects no zone remembers (``find``
+    gives -1), so a frame gathers and scatters all its objects at once; what is written there
+    for them is zeros again.
     """
 
-    __slots__ = ("ids", "inside", "streak", "since_s", "labels", "seq")
+    __slots__ = ("ids", "labels", "state")
 
-    def __init__(self) -> None:
+    def __init__(self, zones: int) -> None:
         self.ids = np.zeros(0, np.int64)
-        self.inside = np.zeros(0, bool)
-        self.streak = np.zeros(0, np.int64)
-        self.since_s = np.zeros(0, np.float64)
         self.labels = np.zeros(0, object)
-        self.seq = np.zeros(0, np.int64)
-
-    def __len__(self) -> int:
-        return int(self.ids.shape[0])
+        self.state = np.zeros((1, zones, _FIELDS))
 
     def find(self, ids: np.ndarray) -> np.ndarray:
-        """Row of each of ``ids``, -1 where the zone does not remember it."""
-        if len(self) == 0:
+        """Row of each of ``ids``, -1 where no zone remembers it."""
+        count = self.ids.shape[0]
+        if count == 0:
             return np.full(ids.shape, -1, np.int64)
-        rows = np.minimum(np.searchsorted(self.ids, ids), len(self) - 1)
+        rows = np.minimum(np.searchsorted(self.ids, ids), count - 1)
         return np.where(self.ids[rows] == ids, rows, -1)
 
-    def keep(self, mask: np.ndarray) -> None:
-        self.ids, self.inside, self.streak = self.ids[mask], self.inside[mask], self.streak[mask]
-        self.since_s, self.labels, self.seq = self.since_s[mask], self.labels[mask], self.seq[mask]
-
-    def add(self, ids: np.ndarray, inside: np.ndarray, streak: np.ndarray, since_s: np.ndarray, labels: np.ndarray,
-            seq: np.ndarray) -> None:
+    def add(self, ids: np.ndarray, labels: np.ndarray) -> None:
+        """Rows for new tracks (``ids`` not in the table), nothing known yet."""
         order = np.argsort(np.concatenate([self.ids, ids]), kind="stable")
         self.ids = np.concatenate([self.ids, ids])[order]
-        self.inside = np.concatenate([self.inside, inside])[order]
-        self.streak = np.concatenate([self.streak, streak])[order]
-        self.since_s = np.concatenate([self.since_s, since_s])[order]
         self.labels = np.concatenate([self.labels, labels])[order]
-        self.seq = np.concatenate([self.seq, seq])[order]
+        rows = self.state[:-1], np.zeros((ids.shape[0] + 1,) + self.state.shape[1:])
+        self.state = np.concatenate(rows)[np.append(order, len(order))]
+
+    def keep(self, mask: np.ndarray) -> None:
+        self.ids, self.labels, self.state = self.ids[mask], self.labels[mask], self.state[np.append(mask, True)]
 
 
 @dataclass
@@ -105,14 +107,18 @@ class ZoneTracker:
     """Zone membership of the tracks of one camera; ``update`` once per analysed frame.
 
     Pass ``Tracker.removed_ids`` to :meth:`forget` after every update: ended tracks leave their
-    zones then, and their state goes. Whole-frame array operations: no Python loop over tracks.
+    zones then, and their state goes. Whole-frame array operations over every zone at once (one
+    point-in-polygon pass over all their edges, one table of tracks by zones): no Python loop
+    over tracks, and none over zones.
     """
 
     zones: Sequence[Zone]
     min_frames: int = DEFAULT_MIN_FRAMES
     min_span_s: float = DEFAULT_MIN_SPAN_S
-    _state: Dict[str, _ZoneState] = field(default_factory=dict, init=False, repr=False)
+    _table: _ZoneTable = field(default=None, init=False, repr=False)  # type: ignore[assignment]
     _next_seq: int = field(default=0, init=False, repr=False)
+    _streaks: int = field(default=0, init=False, repr=False)  # cells with a streak: frames must reset or count them
+    _occupants: Optional[Dict[str, Dict[str, int]]] = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.min_frames < 1:
@@ -122,11 +128,15 @@ class ZoneTracker:
         names = [z.name for z in self.zones]
         if len(set(names)) != len(names):
             raise ValueError("zone names must be unique")
-        self._state = {z.name: _ZoneState() for z in self.zones}
+        self._names = names
+        self._edges, self._starts = polygons_edges([z.polygon for z in self.zones])
+        self._filter = LabelFilter([z.labels for z in self.zones])
+        self._table = _ZoneTable(len(names))
+        self._occupants = {}
 
     def __len__(self) -> int:
         """(zone, track) pairs remembered now."""
-        return sum(len(state) for state in self._state.values())
+        return int((self._table.state[..., KNOWN] > 0).sum())
 
     def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray,
                ts_s: Optional[float] = None) -> List[ZoneChange]:
@@ -141,86 +151,124 @@ class ZoneTracker:
         points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
         if len(labels) != ids.shape[0] or points.shape[0] != ids.shape[0]:
             raise ValueError("track_ids, labels and points must have the same length")
-        changes: List[ZoneChange] = []
         tracked = ids >= 0
-        if not tracked.any():
-            return changes
-        label_array = np.asarray(labels, dtype=object)
-        for zone in self.zones:
-            counted = tracked if not zone.labels else tracked & np.isin(label_array, list(zone.labels))
-            index = np.flatnonzero(counted)
-            if len(index) == 0:
-                continue
-            changes.extend(self._observe(zone.name, index, ids[index], label_array[index],
-                                         points_in_polygon(points[index], zone.polygon, zone.edges), ts_s))
-        return changes
-
-    def _observe(self, zone: str, index: np.ndarray, ids: np.ndarray, labels: np.ndarray,
-                 inside: np.ndarray, ts_s: Optional[float]) -> List[ZoneChange]:
-        state = self._state[zone]
-        if len(state) == 0 and not inside.any():
-            return []  # nobody in the zone, nobody on their way in or out: the common frame
-        rows = state.find(ids)
-        known = rows >= 0
+        if not self._names or not tracked.any():
+            return []
+        label_array = np.asarray(labels, dtype=object).reshape(-1)
+        counted = self._filter.counted(label_array, tracked)
+        inside = points_in_polygons(points, self._edges, self._starts) & counted
+        table = self._table
+        if not len(table.ids) and not inside.any():
+            return []  # nobody in a zone, nobody on their way in or out: the common frame
+        rows = table.find(ids)
         now_s = np.nan if ts_s is None else float(ts_s)
-        # Remembered tracks: agreeing resets the streak; disagreeing min_frames times flips, and
-        # so does disagreeing twice or more over min_span_s of frame time.
-        r = rows[known]
-        disagree = inside[known] != state.inside[r]
-        streak = np.where(disagree, state.streak[r] + 1, 0)
-        since_s = np.where(streak == 1, now_s, state.since_s[r])
-        with np.errstate(invalid="ignore"):
-            spanned = (streak >= 2) & (now_s - since_s >= self.min_span_s)
-        flip = (streak >= self.min_frames) | spanned
-        state.streak[r] = np.where(flip, 0, streak)
-        state.since_s[r] = since_s
-        state.inside[r[flip]] = inside[known][flip]
-        events = [(int(i), int(t), str(label), bool(now), float(at)) for i, t, label, now, at in
-                  zip(index[known][flip], ids[known][flip], state.labels[r[flip]], inside[known][flip], since_s[flip])]
-        left = r[flip & ~inside[known]]
-        if len(left):  # a track that left is forgotten (before new rows move the others)
-            keep = np.ones(len(state), bool)
-            keep[left] = False
-            state.keep(keep)
-        # New tracks inside: remembered from now on, outside; the first observation counts.
-        fresh = ~known & inside
+        changed, known, at_s = self._observe(rows, counted, inside, now_s)
+        # New (zone, track) cells inside: remembered from now on, outside; the first observation counts.
+        fresh = inside & ~known
         if fresh.any():
-            n = int(fresh.sum())
-            seq = np.arange(self._next_seq, self._next_seq + n, dtype=np.int64)
-            self._next_seq += n
-            enter = self.min_frames <= 1
-            state.add(ids[fresh], np.full(n, enter), np.zeros(n, np.int64) if enter else np.ones(n, np.int64),
-                      np.full(n, now_s), labels[fresh], seq)
-            if enter:
-                events += [(int(i), int(t), str(label), True, now_s) for i, t, label in
-                           zip(index[fresh], ids[fresh], labels[fresh])]
-        events.sort(key=lambda e: e[0])
-        return [ZoneChange(zone, track_id, label, "enter" if now else "leave", None if np.isnan(at) else at)
-                for _, track_id, label, now, at in events]
+            self._remember(ids, label_array, rows, fresh, now_s)
+            if self.min_frames <= 1:
+                changed |= fresh
+                at_s = np.where(fresh, now_s, at_s)
+        if not changed.any():
+            return []
+        self._occupants = None
+        zone_index, object_index = np.nonzero(changed.T)  # zone by zone, objects in order
+        rows = table.find(ids[object_index])
+        names = self._names
+        return [ZoneChange(names[z], t, label, "enter" if now else "leave", None if at != at else at)
+                for z, t, label, now, at in
+                zip(zone_index.tolist(), ids[object_index].tolist(), table.labels[rows].tolist(),
+                    inside[object_index, zone_index].tolist(), at_s[object_index, zone_index].tolist())]
+
+    def _observe(self, rows: np.ndarray, counted: np.ndarray, inside: np.ndarray, now_s: float):
+        """The remembered tracks of the frame: agreeing resets the streak; disagreeing
+        min_frames times flips, and so does disagreeing twice or more over min_span_s of frame
+        time. Returns which cells flipped, which were known and, where one flipped, the frame
+        time of its first disagreeing observation (``ZoneChange.at_s``), ``(N, Z)`` each."""
+        state = self._table.state[rows]  # a copy, written back whole
+        known, was = state[..., KNOWN] > 0, state[..., INSIDE] > 0
+        observed = known & counted
+        disagree = observed & (inside != was)
+        if not self._streaks and not disagree.any():
+            return disagree, known, state[..., SINCE_S]  # everyone where they were, no streak to reset
+        streak = np.where(disagree, state[..., STREAK] + 1, 0.0)
+        since_s = np.where(streak == 1, now_s, state[..., SINCE_S])
+        flip = disagree & ((streak >= self.min_frames) | ((streak >= 2) & (now_s - since_s >= self.min_span_s)))
+        state[..., KNOWN] = known & ~(flip & ~inside)  # a track that left is forgotten there
+        state[..., INSIDE] = was ^ flip
+        state[..., STREAK] = np.where(observed, np.where(flip, 0.0, streak), state[..., STREAK])
+        state[..., SINCE_S] = since_s
+        self._table.state[rows] = state
+        self._count_streaks()
+        return flip, known, since_s
+
+    def _count_streaks(self) -> None:
+        self._streaks = int(np.count_nonzero(self._table.state[:-1, :, STREAK]))
+
+    def _remember(self, ids: np.ndarray, labels: np.ndarray, rows: np.ndarray, fresh: np.ndarray, now_s: float) -> None:
+        table = self._table
+        new = (rows < 0) & fresh.any(axis=1)
+        if new.any():
+            table.add(ids[new], labels[new])
+            rows = table.find(ids)
+        zone_index, object_index = np.nonzero(fresh.T)  # cells made zone by zone, objects in order
+        enter = self.min_frames <= 1
+        cells = np.empty((len(zone_index), _FIELDS))
+        cells[:, KNOWN], cells[:, INSIDE], cells[:, STREAK], cells[:, SINCE_S] = 1.0, enter, 0.0 if enter else 1.0, now_s
+        cells[:, SEQ] = np.arange(self._next_seq, self._next_seq + len(zone_index))
+        table.state[rows[object_index], zone_index] = cells
+        self._next_seq += len(zone_index)
+        if not enter:
+            self._streaks += len(zone_index)
 
     def forget(self, track_ids: Iterable[int]) -> List[ZoneChange]:
         """Tracks that ended: they leave every zone they were in (in the order they were first seen there)."""
-        gone = np.fromiter((int(t) for t in track_ids), dtype=np.int64)
-        if len(gone) == 0:
+        table = self._table
+        if not len(table.ids):
             return []
-        leaving = []
-        for zone, state in self._state.items():
-            ending = (state.ids[:, None] == gone).any(axis=1)
-            if not ending.any():
-                continue
-            was_inside = ending & state.inside
-            leaving += [(int(seq), zone, int(t), str(label)) for seq, t, label in
-                        zip(state.seq[was_inside], state.ids[was_inside], state.labels[was_inside])]
-            state.keep(~ending)
-        leaving.sort()
-        return [ZoneChange(zone, track_id, label, "leave") for _, zone, track_id, label in leaving]
+        gone = np.asarray(track_ids if isinstance(track_ids, (list, tuple, np.ndarray)) else list(track_ids),
+                          dtype=np.int64).reshape(-1)
+        if not len(gone):
+            return []
+        rows = table.find(gone)
+        rows = rows[rows >= 0]
+        if len(rows) == 0:
+            return []
+        state = table.state[rows]
+        leaving = (state[..., KNOWN] > 0) & (state[..., INSIDE] > 0)
+        changes: List[ZoneChange] = []
+        if leaving.any():
+            self._occupants = None
+            row_index, zone_index = np.nonzero(leaving)
+            order = np.argsort(state[row_index, zone_index, SEQ], kind="stable")
+            row_index, zone_index = rows[row_index[order]], zone_index[order]
+            names = self._names
+            changes = [ZoneChange(names[z], t, label, "leave") for z, t, label in
+                       zip(zone_index.tolist(), table.ids[row_index].tolist(), table.labels[row_index].tolist())]
+        keep = np.ones(len(table.ids), bool)
+        keep[rows] = False
+        table.keep(keep)
+        self._count_streaks()
+        return changes
 
     def occupants(self) -> Dict[str, Dict[str, int]]:
-        """Objects per zone and label now: ``{zone: {label: count}}``, zones without any left out."""
-        present = sorted((int(seq), zone, str(label)) for zone, state in self._state.items()
-                         for seq, label in zip(state.seq[state.inside], state.labels[state.inside]))
+        """Objects per zone and label now: ``{zone: {label: count}}``, zones without any left out.
+
+        Zones and their labels come in the order their first occupant entered. Made again only
+        after a frame that changed who is in a zone."""
+        if self._occupants is None:
+            self._occupants = self._count_occupants()
+        return {zone: dict(per_label) for zone, per_label in self._occupants.items()}
+
+    def _count_occupants(self) -> Dict[str, Dict[str, int]]:
+        table = self._table
+        state = table.state[:-1]
+        row_index, zone_index = np.nonzero((state[..., KNOWN] > 0) & (state[..., INSIDE] > 0))
+        order = np.argsort(state[row_index, zone_index, SEQ], kind="stable")
         counts: Dict[str, Dict[str, int]] = {}
-        for _, zone, label in present:
-            per_label = counts.setdefault(zone, {})
+        names = self._names
+        for z, label in zip(zone_index[order].tolist(), table.labels[row_index[order]].tolist()):
+            per_label = counts.setdefault(names[z], {})
             per_label[label] = per_label.get(label, 0) + 1
         return counts

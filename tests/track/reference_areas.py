@@ -1,5 +1,7 @@
 """The per-track zone and line logic as it was before it worked on whole arrays: a reference
-model the array versions must agree with, change for change, on random walks."""
+model the array versions must agree with, change for change, on random walks. With frame times
+it also settles a zone change over ``min_span_s`` and gives each change its ``at_s`` and each
+crossing its interpolated ``over_s``, one track at a time."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -9,7 +11,7 @@ import numpy as np
 
 from edge_app.track.geometry import points_in_polygon
 from edge_app.track.lines import Line, LineCrossing
-from edge_app.track.zones import DEFAULT_MIN_FRAMES, Zone, ZoneChange
+from edge_app.track.zones import DEFAULT_MIN_FRAMES, DEFAULT_MIN_SPAN_S, Zone, ZoneChange
 from edge_app.track.lines import DEFAULT_BAND
 
 
@@ -18,6 +20,7 @@ class _Presence:
     label: str
     inside: bool = False
     streak: int = 0            # consecutive observations that disagree with ``inside``
+    since_s: Optional[float] = None  # frame time of the first of them
 
 
 @dataclass
@@ -30,6 +33,7 @@ class ReferenceZoneTracker:
 
     zones: Sequence[Zone]
     min_frames: int = DEFAULT_MIN_FRAMES
+    min_span_s: float = DEFAULT_MIN_SPAN_S
     _state: Dict[Tuple[str, int], _Presence] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -39,7 +43,8 @@ class ReferenceZoneTracker:
         if len(set(names)) != len(names):
             raise ValueError("zone names must be unique")
 
-    def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray) -> List[ZoneChange]:
+    def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray,
+               ts_s: Optional[float] = None) -> List[ZoneChange]:
         """Feed the tracked objects of one frame; returns the zone entries and exits they made.
 
         ``points`` are the ``(N, 2)`` normalised reference points; ids below 0 (untracked) are
@@ -57,12 +62,12 @@ class ReferenceZoneTracker:
                 label = labels[i]
                 if not zone.counts(label):
                     continue
-                change = self._observe(zone.name, int(ids[i]), label, bool(inside[i]))
+                change = self._observe(zone.name, int(ids[i]), label, bool(inside[i]), ts_s)
                 if change is not None:
                     changes.append(change)
         return changes
 
-    def _observe(self, zone: str, track_id: int, label: str, inside: bool):
+    def _observe(self, zone: str, track_id: int, label: str, inside: bool, ts_s: Optional[float]):
         key = (zone, track_id)
         state = self._state.get(key)
         if state is None:
@@ -73,12 +78,16 @@ class ReferenceZoneTracker:
             state.streak = 0
             return None
         state.streak += 1
-        if state.streak < self.min_frames:
+        if state.streak == 1:
+            state.since_s = ts_s
+        spanned = (state.streak >= 2 and ts_s is not None and state.since_s is not None
+                   and ts_s - state.since_s >= self.min_span_s)
+        if state.streak < self.min_frames and not spanned:
             return None
         state.inside, state.streak = inside, 0
         if not inside:
             del self._state[key]
-        return ZoneChange(zone, track_id, state.label, "enter" if inside else "leave")
+        return ZoneChange(zone, track_id, state.label, "enter" if inside else "leave", state.since_s)
 
     def forget(self, track_ids: Iterable[int]) -> List[ZoneChange]:
         """Tracks that ended: they leave every zone they were in."""
@@ -108,6 +117,8 @@ class _Passage:
     last_point: Optional[np.ndarray] = None
     last_s: float = 0.0
     crossed_at: Optional[float] = None        # position along the line of the latest pass over it
+    last_ts: Optional[float] = None           # frame time of the latest observation
+    crossed_ts: Optional[float] = None        # when the latest pass over it was, interpolated
 
 
 @dataclass
@@ -129,8 +140,10 @@ class ReferenceLineCounter:
         if len(set(names)) != len(names):
             raise ValueError("line names must be unique")
 
-    def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray) -> List[LineCrossing]:
-        """Feed the tracked objects of one frame (normalised reference points); returns new crossings."""
+    def update(self, track_ids: Sequence[int], labels: Sequence[str], points: np.ndarray,
+               ts: Optional[float] = None) -> List[LineCrossing]:
+        """Feed the tracked objects of one frame (normalised reference points, ``ts`` its capture
+        time); returns new crossings."""
         ids = np.asarray(track_ids, dtype=np.int64).reshape(-1)
         points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
         if len(labels) != ids.shape[0] or points.shape[0] != ids.shape[0]:
@@ -141,26 +154,30 @@ class ReferenceLineCounter:
             clear = np.abs(s) >= self.band * line.length
             for i in np.flatnonzero(ids >= 0):
                 if line.counts(labels[i]):
-                    crossing = self._observe(line, int(ids[i]), labels[i], points[i], float(s[i]), bool(clear[i]))
+                    crossing = self._observe(line, int(ids[i]), labels[i], points[i], float(s[i]), bool(clear[i]), ts)
                     if crossing is not None:
                         crossings.append(crossing)
         return crossings
 
-    def _observe(self, line: Line, track_id: int, label: str, point: np.ndarray, s: float, clear: bool) -> Optional[LineCrossing]:
+    def _observe(self, line: Line, track_id: int, label: str, point: np.ndarray, s: float, clear: bool,
+                 ts: Optional[float]) -> Optional[LineCrossing]:
         state = self._state.setdefault((line.name, track_id), _Passage(label))
         if state.last_point is not None and (state.last_s > 0) != (s > 0):
             # Where the step from the last point to this one passes over the (infinite) line.
             frac = state.last_s / (state.last_s - s)
             state.crossed_at = line.position_along(state.last_point + frac * (point - state.last_point))
-        state.last_point, state.last_s = point, s
+            state.crossed_ts = (None if ts is None or state.last_ts is None
+                                else state.last_ts + frac * (ts - state.last_ts))
+        state.last_point, state.last_s, state.last_ts = point, s, ts
         if not clear:
             return None
         side = 1 if s > 0 else -1
         previous, state.side = state.side, side
         crossed_at, state.crossed_at = state.crossed_at, None
+        crossed_ts, state.crossed_ts = state.crossed_ts, None
         if previous == 0 or previous == side or crossed_at is None or not 0.0 <= crossed_at <= 1.0:
             return None
-        return LineCrossing(line.name, track_id, state.label, "in" if side > 0 else "out")
+        return LineCrossing(line.name, track_id, state.label, "in" if side > 0 else "out", crossed_ts)
 
     def forget(self, track_ids: Iterable[int]) -> None:
         """Drop the state of tracks that ended."""

@@ -74,3 +74,37 @@ def test_lines_agree_with_the_per_track_logic(seed, band):
         ours.forget(removed)
         reference.forget(removed)
     assert crossings > 5  # the walks do cross
+
+
+def frame_times(seed: int, count: int = 300):
+    """Capture times, Unix seconds, 0.05 to 0.4 s apart: some steps settle a zone change over
+    ``min_span_s`` (0.5 s) in two observations, others need ``min_frames``."""
+    rng = np.random.default_rng(1000 + seed)
+    return (1_796_290_950.0 + np.cumsum(rng.uniform(0.05, 0.4, count))).tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("min_frames", [1, 3, 5])
+def test_zone_change_times_agree_with_the_per_track_logic(seed, min_frames):
+    ours, reference = ZoneTracker(ZONES, min_frames), ReferenceZoneTracker(ZONES, min_frames)
+    timed = 0
+    for (ids, labels, points, removed), ts in zip(frames(seed), frame_times(seed)):
+        got = ours.update(ids, labels, points, ts) + ours.forget(removed)
+        assert got == reference.update(ids, labels, points, ts) + reference.forget(removed)
+        assert list(ours.occupants().items()) == list(reference.occupants().items())
+        timed += sum(change.at_s is not None for change in got)
+    assert timed > 20
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("band", [0.0, 0.02])
+def test_line_crossing_times_agree_with_the_per_track_logic(seed, band):
+    ours, reference = LineCounter(LINES, band), ReferenceLineCounter(LINES, band)
+    timed = 0
+    for (ids, labels, points, removed), ts in zip(frames(seed), frame_times(seed)):
+        got = ours.update(ids, labels, points, ts)
+        assert got == reference.update(ids, labels, points, ts)
+        timed += sum(crossing.over_s is not None for crossing in got)
+        ours.forget(removed)
+        reference.forget(removed)
+    assert timed > 5
