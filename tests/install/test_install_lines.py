@@ -61,6 +61,11 @@ LINES = (
     InstallLine("nvdec", "README.md", (("edge-app[opencv]",), ("edge-app[nvdec]",)), run_s=0,
                 extra_check="from edge_app.capture.video_decode.decoders import NO_NVDEC_MESSAGE, detect_nvdec\n"
                             "info = detect_nvdec()\nassert info.detail != NO_NVDEC_MESSAGE, info"),
+    # the masked recordings' NVENC path (docs/privacy.md): PyNvVideoCodec is found; without a GPU
+    # the encoder session does not open, and says so instead of "not installed"
+    InstallLine("nvenc", "docs/privacy.md", (("edge-app[opencv]",), ("edge-app[nvenc]",)), run_s=0,
+                extra_check="from edge_app.record.encoder_choice import nvenc_problem\nwhy = nvenc_problem()\n"
+                            "assert why is None or 'not installed' not in why, why"),
     InstallLine("tensorrt", "setup.py", (("edge-app[opencv]",), ("edge-app[tensorrt]",)), run_s=0,
                 extra_check="from edge_app.cuda.cuda_python import import_bindings; import_bindings()"),
 )
