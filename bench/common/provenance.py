@@ -33,7 +33,7 @@ ONNXRUNTIME_CPU = "ONNX Runtime on the CPU"
 NO_MODEL = "no model"
 
 #: the fields every provenance block has (tests/project/test_results_provenance.py checks them)
-#: names the commit of a tree copied without its .git (scripts/gpu-bench.sh passes it on)
+#: names the commit of a clean tree copied to another machine without its .git, or with a stale one
 COMMIT_ENV = "EDGE_APP_BENCH_COMMIT"
 REQUIRED_FIELDS = ("commit", "dirty", "command", "date", "host", "gpus", "engine")
 
@@ -119,12 +119,14 @@ def command_line(argv: Optional[Sequence[str]] = None) -> str:
 def collect(engine: str, argv: Optional[Sequence[str]] = None) -> Provenance:
     """The provenance of a run of this process. ``engine``: one of the names above, or the name of
     the stand-in that ran the model."""
-    commit = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain") if commit else None
-    if commit is None and os.environ.get(COMMIT_ENV):
-        # a copy of the tree without its .git (a benchmark machine that has no clone): the
-        # commit the copy was made from, as the person who made it says; dirtiness is unknown
-        commit = os.environ[COMMIT_ENV]
+    named = os.environ.get(COMMIT_ENV)
+    if named:
+        # a copy of the tree sent to a benchmark machine, which has no .git or a stale one: the
+        # commit the copy was made from, as the person who sent it says (only for a clean tree)
+        commit, status = named, ""
+    else:
+        commit = _git("rev-parse", "HEAD")
+        status = _git("status", "--porcelain") if commit else None
     return Provenance(commit=commit, dirty=None if status is None else bool(status),
                       command=command_line(argv),
                       date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
