@@ -50,6 +50,8 @@ FUZZED_CONFIG: Dict[str, Any] = {
          "lines": [{"name": "gate", "points": [[0.5, 0.0], [0.5, 1.0]]}]},
         {"id": "back", "source": "test://bars"},
     ],
+    # profiles to switch between, so that POST /api/v1/profile can succeed
+    "profiles": {"definitions": [{"name": "home"}, {"name": "away", "detect": {"back": False}}]},
 }
 EVENTS = [
     event(1, "front", "person", NOW - 300, entered_zones=("driveway",), current_zones=("driveway",)),
@@ -75,6 +77,7 @@ def _examples(document: Dict[str, Any]) -> Dict[str, Any]:
         ("/api/v1/config", "patch"): {"device_id": "edge-patched", "mqtt": {"qos": 0}},
         ("/api/v1/cameras", "post"): {"id": "side", "source": "test://noise", "fps_limit": 2},
         ("/api/v1/cameras/{camera_id}", "patch"): {"fps_limit": 5, "lines": [{"name": "door", "points": [[0, 0.5], [1, 0.5]]}]},
+        ("/api/v1/profile", "post"): {"profile": "away"},
     }
     for (path, method), body in bodies.items():
         for media in paths[path][method]["requestBody"]["content"].values():
