@@ -24,6 +24,7 @@ import json
 import logging
 import random
 import time
+from datetime import datetime, timezone
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -34,6 +35,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from bench.fleet.mqtt_asyncio import AsyncioDriver
 from edge_app import __version__
 from edge_app.config import AppConfig, parse_config
+from edge_app.config.profile_schedule import ProfileReport, report_of
 from edge_app.config.schema_fleet import MIN_DESIRED_KEY_CHARS
 from edge_app.config_change.changes import ChangeRules, ConfigChanges
 from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
@@ -206,6 +208,8 @@ class SimulatedAppliance:
             self._publish_raw(self.topics.camera_motion(camera_id), payloads.motion_payload(True), retain=True)
             self._publish(self.topics.camera_review_alerts(camera_id),
                           payloads.review_alerts_payload(self._unreviewed_alerts.get(camera_id, 0)), retain=True)
+        # The active profile (none here), retained like the real appliance's R/profile.
+        self._publish(self.topics.profile, self._profile_report().to_dict(), retain=True)
         client.subscribe(self.topics.config_desired, qos=1)
         if not self._tasks:
             self._tasks = [self._loop.create_task(self._stats_loop())]
@@ -257,7 +261,11 @@ class SimulatedAppliance:
                                   list(self._camera_ids), 5.0, 20.0, LatencyReport(45.0, 90.0))
         return StatusReport(self.device_id, __version__, round(time.monotonic() - self._started_mono_s, 1), "tensorrt",
                             ModelReport("engines/yolov8n.onnx", [640, 640], "int8", 4), mqtt_report, cameras, pipeline,
-                            models=[model])
+                            models=[model], profile=self._profile_report())
+
+    def _profile_report(self) -> ProfileReport:
+        """The active profile (none here), as the real appliance reports it."""
+        return report_of(self._service.current_config().profiles, datetime.now(timezone.utc))
 
     async def _stats_loop(self) -> None:
         await asyncio.sleep(self._random.uniform(0, self.settings.stats_interval_s))
