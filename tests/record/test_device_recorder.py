@@ -99,8 +99,9 @@ def test_deleting_an_event_deletes_its_clip(tmp_path, stream, event_store):
         assert (tmp_path / "rec" / path).exists()
         event_store.save_event(ev)
         assert event_store.flush() and event_store.delete("ev1")
-        wait_for(lambda: not (tmp_path / "rec" / path).exists(), 30, "the clip to go with its event")
-        assert recorder.reader().clip("ev1") is None
+        # the file and its row go one after the other, on the recorder's thread: wait for both
+        wait_for(lambda: not (tmp_path / "rec" / path).exists() and recorder.reader().clip("ev1") is None, 30,
+                 "the clip and its index row to go with its event")
     finally:
         recorder.close()
 
