@@ -9,6 +9,7 @@ from edge_app.events.database import DB_NAME
 from edge_app.events.model import UPDATE, Event, EventMessage
 from edge_app.events.store import EventStore
 from tests.events.disks import tiny_filesystem
+from tests.events.old_schema import database_at
 from tests.support.event_store import (DAY_S, NOW, big_snapshot, event, fill_after_first_event,  # noqa: F401
                                        open_store, wait_back_on_disk)  # open_store: a fixture
 
@@ -50,14 +51,8 @@ def test_the_clip_is_stored_with_its_event_and_survives_a_restart(open_store, tm
 def test_a_database_written_before_clips_keeps_its_events(tmp_path):
     folder = tmp_path / "events"
     folder.mkdir()
-    conn = sqlite3.connect(str(folder / DB_NAME))
-    from edge_app.events.database import MIGRATIONS
-
+    conn = database_at(folder, 1)
     with conn:
-        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-        for statement in MIGRATIONS[0][1]:
-            conn.execute(statement)
-        conn.execute("INSERT INTO schema_version (version) VALUES (1)")
         conn.execute("INSERT INTO events VALUES ('old-1', 'cam1', 'person', 1, 0.7, 0.8, '[1, 2, 3, 4]', 5.0, 4.0, 6.0,"
                      " '[]', '[]')")
     conn.close()

@@ -1,10 +1,10 @@
 """The event store keeps the model that found each event's object; a database from before models
 is migrated in place, its events credited to the single model (``default``)."""
-import sqlite3
 
-from edge_app.events.database import DB_NAME, LATEST_VERSION, MIGRATIONS, EventDatabase, read_connection, query_events
+from edge_app.events.database import LATEST_VERSION, EventDatabase, read_connection, query_events
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
+from tests.events.old_schema import database_at
 
 
 def _event(event_id: str, model: str = "default") -> Event:
@@ -13,11 +13,7 @@ def _event(event_id: str, model: str = "default") -> Event:
 
 
 def test_a_database_from_before_models_keeps_its_events_as_the_default_models(tmp_path):
-    conn = sqlite3.connect(str(tmp_path / DB_NAME))
-    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    for statement in MIGRATIONS[0][1]:
-        conn.execute(statement)
-    conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+    conn = database_at(tmp_path, 1)
     conn.execute("INSERT INTO events (id, camera_id, label, track_id, score, top_score, box, frame_time, start_time, "
                  "end_time, current_zones, entered_zones) VALUES ('old', 'gate', 'car', 1, 0.5, 0.6, '[1,2,3,4]', 2, 1, "
                  "NULL, '[]', '[]')")

@@ -1,15 +1,15 @@
 """Speeds in events: a line pair's reading on the crossing and the event, kept in the event
 database (migrated in place from before speeds), and the review alert of a speed above the limit."""
-import sqlite3
 
 import numpy as np
 import pytest
 
 from edge_app.detect.detections import Detections
 from edge_app.events.camera_analysis import AnalysisSettings, CameraAnalysis
-from edge_app.events.database import DB_NAME, LATEST_VERSION, MIGRATIONS, EventDatabase, query_events, read_connection
+from edge_app.events.database import LATEST_VERSION, EventDatabase, query_events, read_connection
 from edge_app.events.model import Event
 from edge_app.events.query import EventQuery
+from tests.events.old_schema import database_at
 from edge_app.review.model import ALERT, DETECTION, AlertRule, severity_of
 from edge_app.track import Line, SpeedPair
 
@@ -52,13 +52,7 @@ def _event(event_id: str, **changes) -> Event:
 
 
 def test_a_database_from_before_speeds_is_migrated_and_keeps_them(tmp_path):
-    conn = sqlite3.connect(str(tmp_path / DB_NAME))
-    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    for version, statements in MIGRATIONS:
-        if version <= 4:
-            for statement in statements:
-                conn.execute(statement)
-    conn.execute("INSERT INTO schema_version (version) VALUES (4)")
+    conn = database_at(tmp_path, 4)
     conn.execute("INSERT INTO events (id, camera_id, label, track_id, score, top_score, box, frame_time, start_time, "
                  "end_time, current_zones, entered_zones) VALUES ('old', 'gate', 'car', 1, 0.5, 0.6, '[1,2,3,4]', 2, 1, "
                  "NULL, '[]', '[]')")
