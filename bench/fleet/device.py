@@ -333,12 +333,27 @@ class SimulatedAppliance:
         self._driver.drop()
         self.connected = False
 
-    def close(self) -> None:
-        """A clean shutdown: ``offline`` published like the real appliance does, then DISCONNECT."""
-        if self.killed:
-            return
+    def say_offline(self) -> Optional[mqtt.MQTTMessageInfo]:
+        """The first half of a clean shutdown: ``offline`` published like the real appliance does.
+
+        DISCONNECT waits for its PUBACK (see :meth:`disconnect`): a client that closes its TLS socket
+        with bytes still unread makes the kernel answer with a reset, and the broker may lose the
+        last PUBLISH it had not read yet."""
+        if self.killed or not self.connected:
+            return None
         self._closing = True
         for task in self._tasks:
             task.cancel()
-        self._publish(self.topics.status, payloads.status_payload("offline", self.device_id, __version__), retain=True)
-        self.client.disconnect()
+        body = payloads.encode(payloads.status_payload("offline", self.device_id, __version__))
+        info = self.client.publish(self.topics.status, body, qos=1, retain=True)
+        if info.rc != mqtt.MQTT_ERR_SUCCESS:
+            return None
+        self.counters.sent += 1
+        self.counters.sent_bytes += len(body)
+        return info
+
+    def disconnect(self) -> None:
+        """The second half of a clean shutdown."""
+        if not self.killed:
+            self._closing = True
+            self.client.disconnect()

@@ -181,10 +181,14 @@ class FleetSimulator:
         log.info("killed %d appliances", len(chosen))
         return [d.device_id for d in chosen]
 
-    async def close(self) -> None:
+    async def close(self, ack_timeout_s: float = 5.0) -> None:
+        pending = [info for info in (device.say_offline() for device in self.devices) if info is not None]
+        deadline = time.monotonic() + ack_timeout_s
+        while time.monotonic() < deadline and not all(info.is_published() for info in pending):
+            await asyncio.sleep(0.02)
         for device in self.devices:
-            device.close()
-        await asyncio.sleep(1.0)  # let the offline messages and DISCONNECTs reach the sockets
+            device.disconnect()
+        await asyncio.sleep(0.5)  # let the DISCONNECTs reach the sockets
 
 
 async def run(args: argparse.Namespace, broker: Tuple[str, int]) -> FleetSummary:
