@@ -70,6 +70,7 @@ def make_page_without_recording(driver, console, tmp_path, model_path, bus_jpg):
                                               "cameras": [{"id": "front", "source": "test://bars"}]}) as (server, service):
         service.publish("front", cv2.imread(str(bus_jpg)), bus_detections())
         yield Dashboard(driver, server.url, console, None).open(TOKEN)
+        driver.get("about:blank")  # the page stops polling before its server goes away
 
 
 @pytest.fixture
