@@ -209,18 +209,21 @@ def cmd_selftest(args) -> int:
 
 def cmd_run(args) -> int:
     from edge_app.process.shutdown import StopSignals, finish_process
+    from edge_app.process.stack_dump import block_dump_signal, start_stack_dumps
     from edge_app.process.systemd import SystemdNotifier
 
     # Before anything can start a thread: every thread inherits the blocked stop signals, and
     # only the main thread takes them (edge_app.process.shutdown says why).
     signals = StopSignals()
     signals.install()
+    block_dump_signal()
     config = _load(args.config, runnable=True)
     if config is None:
         return EXIT_USAGE
     _setup_logging(config.logging.level)
     # A native crash (SIGSEGV in a driver, SIGABRT from C++) leaves every thread's stack in the journal.
     faulthandler.enable(all_threads=True)
+    start_stack_dumps()
     from edge_app.commands.run_appliance import run_appliance
 
     return finish_process(run_appliance(config, args.config, signals, SystemdNotifier.from_environment()))

@@ -114,7 +114,12 @@ def _stop(demo: Demo, api_port: int, private_broker_port: Optional[int], to_grou
     try:
         demo.proc.wait(timeout=STOP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise AssertionError(f"./scripts/demo.sh still runs {STOP_TIMEOUT_S} s after the signal:\n{demo.tail()}") from None
+        # Where every thread is: the appliance logs its stacks on SIGUSR1 (docs/commands.md).
+        os.kill(demo.proc.pid, signal.SIGUSR1)
+        time.sleep(2)
+        stacks = demo.output().rpartition("SIGUSR1: the stacks")[2][:12000]
+        raise AssertionError(f"./scripts/demo.sh still runs {STOP_TIMEOUT_S} s after the signal:\n{demo.tail()}\n"
+                             f"its threads:{stacks}") from None
     _wait_all_gone(demo, started)
     assert not port_accepts("127.0.0.1", api_port)
     assert private_broker_port is None or not port_accepts("127.0.0.1", private_broker_port)

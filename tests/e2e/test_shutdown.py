@@ -134,3 +134,20 @@ def test_a_native_crash_leaves_every_threads_stack_in_the_log(appliance_factory,
     log = app.log_path.read_text(errors="replace")
     assert "Fatal Python error: Aborted" in log
     assert log.count("hread 0x") >= 3, log[-3000:]  # the main thread, the capture and the pipeline threads
+
+
+def test_sigusr1_writes_every_threads_stack_to_the_log_and_the_appliance_runs_on(appliance_factory, model_path):
+    """A service that will not stop, or stalls, can be looked into without stopping it:
+    ``systemctl kill -s USR1 edge-app`` (docs/commands.md)."""
+    app = appliance_factory([{"id": "bars", "source": "test://bars?width=320&height=240&fps=10"}], model_path)
+    wait_until(lambda: app.camera_state("bars") == "streaming", 30, "the test camera to stream")
+    app.proc.send_signal(signal.SIGUSR1)
+    wait_until(lambda: "SIGUSR1: the stacks" in app.log_path.read_text(errors="replace"), 10, "the stacks in the log")
+    dump = app.log_path.read_text(errors="replace").split("SIGUSR1: the stacks", 1)[1]
+    # The main thread first, waiting in the supervisor's loop; then the others, the capture among them.
+    main_thread = dump.split("\nthread ")[1]
+    assert main_thread.startswith("MainThread") and "supervise.py" in main_thread, dump[:3000]
+    assert "thread capture:bars" in dump, dump[:3000]
+    assert app.proc.poll() is None and app.camera_state("bars") == "streaming"
+    app.proc.send_signal(signal.SIGTERM)
+    assert app.proc.wait(10) == 0, app.log_tail()
