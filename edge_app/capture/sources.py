@@ -13,7 +13,10 @@ differently:
 RTSP goes over TCP by default: over UDP a lossy Wi-Fi link turns into smeared grey frames, while
 TCP only adds latency. OpenCV reads FFmpeg options from the ``OPENCV_FFMPEG_CAPTURE_OPTIONS``
 environment variable, process-wide; it is set with ``setdefault`` so an operator's own value
-(``rtsp_transport;udp``) wins.
+(``rtsp_transport;udp``) wins. It is set once, when this module is imported (on the main thread,
+before the appliance starts any), never when a camera opens: setenv on a capture thread while
+another thread reads the environment (each log line's timestamp does, through tzset) can crash
+the process.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from edge_app.opencv import opencv
 
 FFMPEG_OPTIONS_ENV = "OPENCV_FFMPEG_CAPTURE_OPTIONS"
 FFMPEG_DEFAULT_OPTIONS = "rtsp_transport;tcp"
+os.environ.setdefault(FFMPEG_OPTIONS_ENV, FFMPEG_DEFAULT_OPTIONS)
 
 NO_GSTREAMER_MESSAGE = (
     "OpenCV here has no GStreamer support (PyPI wheels never do); csi:// and gst: sources need "
@@ -133,8 +137,6 @@ def open_source(spec: SourceSpec, open_timeout_s: float = 10.0, read_timeout_s: 
         SourceKind.CSI: cv2.CAP_GSTREAMER,
         SourceKind.GSTREAMER: cv2.CAP_GSTREAMER,
     }.get(spec.kind, cv2.CAP_FFMPEG)
-    if api == cv2.CAP_FFMPEG:
-        os.environ.setdefault(FFMPEG_OPTIONS_ENV, FFMPEG_DEFAULT_OPTIONS)
     params = [
         cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, max(1, int(open_timeout_s * 1000)),
         cv2.CAP_PROP_READ_TIMEOUT_MSEC, max(1, int(read_timeout_s * 1000)),

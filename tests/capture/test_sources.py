@@ -1,3 +1,6 @@
+import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -142,3 +145,26 @@ def test_file_source_reads_a_real_clip(bus_clip):
     finally:
         source.release()
     assert count == 20
+
+
+def test_opening_a_source_never_writes_the_process_environment(bus_clip):
+    """setenv on a capture thread while another thread reads the environment (every log line's
+    timestamp does, through tzset) can crash the process: the demo once died with SIGSEGV at its
+    first camera open. The FFmpeg default is set when the module is imported, on the main thread;
+    an open only reads it, and an operator's own value still wins."""
+    script = (
+        "import os, sys\n"
+        "import cv2  # as edge-app run does on its main thread (it checks OpenCV first)\n"
+        "from edge_app.capture.sources import FFMPEG_OPTIONS_ENV, open_source\n"
+        "from edge_app.config.source_spec import parse_source\n"
+        "before = dict(os.environ)\n"
+        "open_source(parse_source(sys.argv[1])).release()\n"
+        "assert dict(os.environ) == before, set(os.environ.items()) ^ set(before.items())\n"
+        "print(os.environ[FFMPEG_OPTIONS_ENV])\n")
+    for preset, expected in ((None, "rtsp_transport;tcp"), ("rtsp_transport;udp", "rtsp_transport;udp")):
+        env = {k: v for k, v in os.environ.items() if k != "OPENCV_FFMPEG_CAPTURE_OPTIONS"}
+        env.update({"OPENCV_FFMPEG_CAPTURE_OPTIONS": preset} if preset else {})
+        done = subprocess.run([sys.executable, "-c", script, f"file://{bus_clip}"], capture_output=True, text=True,
+                              env=env, timeout=60)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == expected

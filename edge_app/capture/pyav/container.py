@@ -16,11 +16,10 @@ from fractions import Fraction
 from typing import Any, Callable, Dict, Optional
 
 from edge_app.capture.packets import RECORDABLE_CODECS, EncodedPacket, PacketSink, StreamInfo
-from edge_app.capture.sources import SourceError, SourceUnavailable
+# The environment variable the OpenCV path reads FFmpeg options from is honoured here too.
+from edge_app.capture.sources import FFMPEG_OPTIONS_ENV, SourceError, SourceUnavailable
 from edge_app.config.redact import mask_secrets
 
-#: the environment variable the OpenCV path reads FFmpeg options from, honoured here too
-FFMPEG_OPTIONS_ENV = "OPENCV_FFMPEG_CAPTURE_OPTIONS"
 
 
 def ffmpeg_options(target: str, environ: Optional[Dict[str, str]] = None) -> Dict[str, str]:
