@@ -38,7 +38,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from edge_app.detect.detections import Detections
-from edge_app.track.kalman import STATE_DIM, BoxKalman, KalmanNoise, xyah_to_xyxy, xyxy_to_xyah
+from edge_app.track.kalman import MEASURE_DIM, STATE_DIM, BoxKalman, KalmanNoise, xyah_to_xyxy, xyxy_to_xyah
 from edge_app.track.matching import assign, iou_cost, reach_cost
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ class Tracker:
         self._ids = np.zeros(0, np.int64)          # UNTRACKED while tentative
         self._classes = np.zeros(0, np.int32)
         self._mean = np.zeros((0, STATE_DIM))
-        self._cov = np.zeros((0, STATE_DIM, STATE_DIM))
+        self._cov = np.zeros((0, 3, MEASURE_DIM))        # BoxKalman's covariance blocks
         self._hits = np.zeros(0, np.int64)         # sightings in a row
         self._seen_s = np.zeros(0)                 # time of the last sighting
         self._seen_last = np.zeros(0, bool)        # matched in the previous update

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from edge_app.track.kalman import BoxKalman, xyah_to_xyxy, xyxy_to_xyah
+from edge_app.track.kalman import BoxKalman, full_covariance, xyah_to_xyxy, xyxy_to_xyah
+from tests.track.full_kalman import FullKalman
 
 
 def test_box_conversions_round_trip():
@@ -43,3 +44,23 @@ def test_no_time_means_no_motion():
     mean[:, 4] = 100
     same, _ = kf.predict(mean, cov, 0.0)
     assert np.array_equal(same, mean)
+
+
+def test_the_block_filter_is_the_full_matrix_filter():
+    """Random tracks, time steps and measurements through both: the same means and covariances."""
+    rng = np.random.default_rng(3)
+    blocks, full = BoxKalman(), FullKalman()
+    boxes = rng.uniform(0, 1000, (12, 2))
+    xyah = xyxy_to_xyah(np.concatenate([boxes, boxes + rng.uniform(20, 300, (12, 2))], axis=1))
+    mean_b, cov_b = blocks.initiate(xyah)
+    mean_f, cov_f = full.initiate(xyah)
+    for _ in range(200):
+        dt_s = float(rng.choice([0.0, 1 / 30, 0.1, 0.5, 2.0]))
+        mean_b, cov_b = blocks.predict(mean_b, cov_b, dt_s)
+        mean_f, cov_f = full.predict(mean_f, cov_f, dt_s)
+        seen = np.flatnonzero(rng.random(12) < 0.8)  # some tracks missed this frame
+        measured = mean_f[seen, :4] + rng.normal(0, 5, (len(seen), 4)) * [1, 1, 0.01, 1]
+        mean_b[seen], cov_b[seen] = blocks.update(mean_b[seen], cov_b[seen], measured)
+        mean_f[seen], cov_f[seen] = full.update(mean_f[seen], cov_f[seen], measured)
+        np.testing.assert_allclose(mean_b, mean_f, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(full_covariance(cov_b), cov_f, rtol=1e-9, atol=1e-9)
