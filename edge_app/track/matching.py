@@ -52,11 +52,19 @@ def assign(cost: np.ndarray, max_cost: float) -> Tuple[np.ndarray, np.ndarray, n
         free_rows[matched_rows] = False
         free_cols = np.ones(cols, bool)
         free_cols[matched_cols] = False
-        return np.stack([matched_rows, matched_cols], axis=1).astype(np.int64), np.flatnonzero(free_rows), np.flatnonzero(free_cols)
+        return _pairs(matched_rows, matched_cols), np.nonzero(free_rows)[0], np.nonzero(free_cols)[0]
     _, row_to_col, col_to_row = lap.lapjv(np.ascontiguousarray(cost, dtype=np.float64), extend_cost=True, cost_limit=max_cost)
-    matched_rows = np.flatnonzero(row_to_col >= 0)
-    pairs = np.stack([matched_rows, row_to_col[matched_rows]], axis=1).astype(np.int64)
-    return pairs, np.flatnonzero(row_to_col < 0), np.flatnonzero(col_to_row < 0)
+    matched_rows = np.nonzero(row_to_col >= 0)[0]
+    pairs = _pairs(matched_rows, row_to_col[matched_rows])
+    return pairs, np.nonzero(row_to_col < 0)[0], np.nonzero(col_to_row < 0)[0]
+
+
+def _pairs(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``(K, 2)`` int64 pairs; written by column, as np.stack's overhead shows on every frame."""
+    pairs = np.empty((len(rows), 2), np.int64)
+    pairs[:, 0] = rows
+    pairs[:, 1] = cols
+    return pairs
 
 
 def reach_cost(track_boxes: np.ndarray, track_classes: np.ndarray, reach_px: np.ndarray,

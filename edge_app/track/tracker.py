@@ -143,10 +143,10 @@ class Tracker:
         scores = detections.confidence
         det_boxes = detections.xyxy.astype(np.float64)
         det_classes = detections.class_id
-        high = np.flatnonzero(scores >= s.high_score)
-        low = np.flatnonzero((scores >= s.low_score) & (scores < s.high_score))
-        confirmed = np.flatnonzero(self._ids != UNTRACKED)
-        tentative = np.flatnonzero(self._ids == UNTRACKED)
+        high = np.nonzero(scores >= s.high_score)[0]
+        low = np.nonzero((scores >= s.low_score) & (scores < s.high_score))[0]
+        confirmed = np.nonzero(self._ids != UNTRACKED)[0]
+        tentative = np.nonzero(self._ids == UNTRACKED)[0]
         # One cost matrix for the frame; each stage takes its rows and columns from it.
         cost = iou_cost(self.predicted_boxes(), self._classes, det_boxes, det_classes)
 
@@ -156,7 +156,7 @@ class Tracker:
                   ) -> Tuple[np.ndarray, np.ndarray]:
             if len(tracks) == 0 or len(dets) == 0:
                 return tracks, dets
-            pairs, free_tracks, free_dets = assign(cost[np.ix_(tracks, dets)] if costs is None else costs, 1.0 - min_iou)
+            pairs, free_tracks, free_dets = assign(cost[tracks[:, None], dets] if costs is None else costs, 1.0 - min_iou)
             matched_tracks.append(tracks[pairs[:, 0]])
             matched_dets.append(dets[pairs[:, 1]])
             return tracks[free_tracks], dets[free_dets]
@@ -164,13 +164,13 @@ class Tracker:
         first_cost = None  # the plain overlap cost
         if dt_s >= s.reach_from_s and s.reach_heights_per_s > 0 and len(confirmed) and len(high):
             first_cost = self._reach_cost(confirmed, det_boxes[high], det_classes[high],
-                                          cost[np.ix_(confirmed, high)], dt_s)
+                                          cost[confirmed[:, None], high], dt_s)
         confirmed_left, high_left = stage(confirmed, high, s.match_iou, first_cost)
         stage(confirmed_left, low, s.low_match_iou)
         if len(tentative) and len(high_left):
             _, high_left = stage(tentative, high_left, s.tentative_match_iou,
                                  self._tentative_cost(tentative, det_boxes[high_left], det_classes[high_left],
-                                                      cost[np.ix_(tentative, high_left)], now_s))
+                                                      cost[tentative[:, None], high_left], now_s))
 
         tracks_hit = np.concatenate(matched_tracks) if matched_tracks else np.zeros(0, np.int64)
         dets_hit = np.concatenate(matched_dets) if matched_dets else np.zeros(0, np.int64)
@@ -207,7 +207,7 @@ class Tracker:
                     plain: np.ndarray, dt_s: float) -> np.ndarray:
         """The first stage's cost at a low analysed rate: the plain overlap cost, lowered where a
         detection is within the reach of a track seen in the previous frame."""
-        rows = np.flatnonzero(self._seen_last[confirmed])
+        rows = np.nonzero(self._seen_last[confirmed])[0]
         if len(rows) == 0:
             return plain
         reaching = confirmed[rows]
