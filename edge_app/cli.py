@@ -121,6 +121,11 @@ def cmd_check_config(args) -> int:
         print(f"camera {camera.id}: recording: {recording_path(config, camera, choice)}")
     if config.profiles.definitions:
         print(profiles_line(config.profiles))
+    from edge_app.http_server.hosts import base_url_refused
+
+    refused = base_url_refused(config)
+    if refused:
+        print(f"WARN notifications.base_url: {refused}")
     from edge_app.opencv import opencv_problem
 
     missing = opencv_problem()

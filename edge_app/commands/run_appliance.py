@@ -1,6 +1,7 @@
 """``edge-app run``: start the API, then hand the appliance to the Supervisor (start, systemd, stop within 5 s)."""
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Optional
@@ -11,6 +12,8 @@ from edge_app.notify.clip_links import KEY_FILE_NAME, ClipLinks, LinkKeyError, l
 from edge_app.opencv import opencv_problem
 from edge_app.process.shutdown import StopSignals
 from edge_app.process.systemd import SystemdNotifier
+
+log = logging.getLogger(__name__)
 
 
 #: how long a Python thread may hold the interpreter lock while others wait for it (Python's
@@ -32,6 +35,11 @@ def notification_links(config: AppConfig) -> Optional[ClipLinks]:
     /var/lib/edge-app under systemd) beside the events, never in the configuration."""
     if not (config.notifications.base_url and config.notifications.targets):
         return None
+    from edge_app.http_server.hosts import base_url_refused
+
+    refused = base_url_refused(config)
+    if refused:
+        log.warning("notifications.base_url: %s", refused)
     return ClipLinks(load_or_create_key(Path(KEY_FILE_NAME)))
 
 

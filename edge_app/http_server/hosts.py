@@ -12,6 +12,7 @@ import fnmatch
 import ipaddress
 import logging
 from typing import Callable, Iterable, Optional
+from urllib.parse import urlsplit
 
 from flask import Flask, Response, request
 
@@ -48,6 +49,19 @@ def host_allowed(host_header: Optional[str], allowed_hosts: Iterable[str]) -> bo
     if _is_ip_literal(name) or name == "localhost":
         return True
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed_hosts)
+
+
+def base_url_refused(config: AppConfig) -> Optional[str]:
+    """Why the links made from ``notifications.base_url`` would be answered 400 by the check
+    below (its host is a name ``api.allowed_hosts`` does not list), or None."""
+    base_url = config.notifications.base_url
+    if not base_url:
+        return None
+    netloc = urlsplit(base_url).netloc
+    if host_allowed(netloc, config.api.allowed_hosts):
+        return None
+    return (f"the API does not answer to the host name {host_name(netloc)!r} (api.allowed_hosts does not list it): "
+            "every link in a notification would be refused; add it to api.allowed_hosts")
 
 
 def install_host_check(app: Flask, config_getter: Callable[[], AppConfig]) -> None:
