@@ -55,12 +55,18 @@ def recorded_double(server, service, files, bus_jpg):
     for part in range(2):
         files.add_clip(long_walk.id, "front", long_walk.start_time - 5 + part * PART_S, PART_S, part=part)
     files.link_clip(service.event_store, long_walk.id)
+    # Two seconds after the long walk: the same review item, whose clips play one after the other.
+    after = event(3, "front", "person", now - 478, end_time=now - 474)
+    service.add_event(after, bus_jpg.read_bytes())
+    files.add_clip(after.id, "front", after.start_time - 5, PART_S)
+    files.link_clip(service.event_store, after.id)
     for start in (now - 20 * 3600, now - 8 * 3600, now - 3600, now - 3600 + SEGMENT_S, now - 3600 + 2 * SEGMENT_S):
         files.add_segment("front", start, SEGMENT_S)
     service.publish("front", cv2.imread(str(bus_jpg)), bus_detections())
     server.event_id = walked.id
     server.service = service
     server.long_event_id = long_walk.id
+    server.after_event_id = after.id
     return server
 
 
@@ -128,6 +134,25 @@ def test_a_clip_split_at_max_s_plays_its_parts_one_after_the_other(page, recordi
     assert "part 2 of 2" in page.find("#event-clip-note").text
     page.find("#event-viewer-close").click()
     page.wait(lambda _d: not page.find("#event-viewer").is_displayed(), "the viewer to close")
+
+
+def test_a_review_items_clips_play_through_every_part_of_every_event(page, recording_api):
+    """The item of the long walk and the event just after it: part 1, part 2, then the next event's clip."""
+    page.go("review")
+    page.select("#review-reviewed", "")
+    css = f'#review-list .review-item[data-id="{recording_api.long_event_id}"]'
+    node = page.shown(css, 30)
+    node.find_element("css selector", 'button[aria-label="play the clip of this item"]').click()
+    state = wait_playing(page, css + " video")
+    assert recording_api.long_event_id in state["src"] and "part=" not in state["src"]
+    note = node.find_element("css selector", ".clip-note")
+    page.wait(lambda _d: note.text == "Event 1 of 2, part 1 of 2.", "the note to say what plays", 30)
+    for src_has, said in (("part=1", "Event 1 of 2, part 2 of 2."), (recording_api.after_event_id, "Event 2 of 2.")):
+        page.driver.execute_script("arguments[0].currentTime = arguments[0].duration - 1;",
+                                   page.find(css + " video"))
+        page.wait(lambda _d: src_has in media_state(page, css + " video")["src"], f"the clip with {src_has}", 30)
+        wait_playing(page, css + " video")
+        page.wait(lambda _d: note.text == said, f"the note {said!r}", 30)
 
 
 def test_the_camera_timeline_plays_a_chosen_time(page):

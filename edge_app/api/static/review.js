@@ -120,7 +120,16 @@
     boxes.setAttribute("aria-label", "the event's boxes");
     frame.append(video, boxes);
     const overlay = app.trackOverlay(video, boxes, null);
-    const parts = { info, strip, video, note, player, overlay, play: null, mark: null, thumbs: false };
+    // What plays: the index among the item's events with a clip, the part, and how many parts.
+    const parts = { info, strip, video, note, player, overlay, play: null, mark: null, thumbs: false,
+                    playing: null };
+    // One clip ending starts the next part, then the next event's clip: the item plays through.
+    video.addEventListener("ended", () => {
+      const at = parts.playing;
+      if (!at) return;
+      if (at.part + 1 < at.parts) playClip(node, at.clip, at.part + 1).catch(app.handleError);
+      else if (at.clip + 1 < clipsOf(node.item).length) playClip(node, at.clip + 1, 0).catch(app.handleError);
+    });
     parts.play = button("Play clip", "play the clip of this item", () => togglePlay(node));
     parts.mark = button("Mark reviewed", "mark this item reviewed", () => markItem(node.dataset.id, !node.classList.contains("reviewed")));
     const upTo = button("Reviewed up to here", "mark this item and every older one reviewed", () => markUpTo(node.dataset.id));
@@ -187,13 +196,33 @@
       else video.pause();
       return;
     }
-    const first = (node.item.events || []).find((e) => e.has_clip);
-    if (!first) return;
-    const answer = await p.player.load("api/v1/events/" + encodeURIComponent(first.id) + "/clip-url");
-    if (answer) {
-      video.play().catch(() => {});
-      p.overlay.load(first.id, first.label).catch(app.handleError);
+    await playClip(node, 0, 0);
+  }
+
+  function clipsOf(item) {
+    return (item.events || []).filter((e) => e.has_clip);
+  }
+
+  // Part `part` of the clip of the item's `clip`-th event with a clip (events in time order).
+  async function playClip(node, clip, part) {
+    const p = node.parts, clips = clipsOf(node.item), event = clips[clip];
+    if (!event) return;
+    const answer = await p.player.load("api/v1/events/" + encodeURIComponent(event.id) + "/clip-url" +
+                                       (part ? "?part=" + part : ""));
+    if (!answer) {
+      p.playing = null;
+      return;
     }
+    const at = { clip, part: Number.isInteger(answer.part) ? answer.part : part,
+                 parts: Number.isInteger(answer.parts) ? answer.parts : 1 };
+    p.playing = at;
+    const pieces = [];
+    if (clips.length > 1) pieces.push("Event " + (clip + 1) + " of " + clips.length);
+    if (at.parts > 1) pieces.push("part " + (at.part + 1) + " of " + at.parts);
+    p.note.textContent = pieces.length ? pieces.join(", ") + "." : "";
+    p.video.play().catch(() => {});
+    if (at.part === 0) await p.overlay.load(event.id, event.label).catch(app.handleError);
+    p.overlay.setPart(at.part);
   }
 
   async function markItem(id, reviewed) {
