@@ -8,6 +8,8 @@ clicked, and export the range dragged across it; the review list must filter by 
 """
 from __future__ import annotations
 
+import math
+
 import time
 from urllib.parse import parse_qs, urlsplit
 
@@ -134,3 +136,50 @@ def test_review_items_filter_by_zone(page, timeline_api, zone, shown):
         ids = [node.get_attribute("data-id") for node in page.find_all("#review-list .review-item")]
         return ids if ids == wanted else None
     page.wait(listed, f"the items of zone {zone or 'any'}: {wanted}", 30)
+
+
+def test_the_keyboard_plays_and_exports_from_the_timeline(page, timeline_api):
+    """Tab to the timeline: End, then arrows back to the recorded span, Enter plays from there;
+    Shift+arrows select a range, Enter exports it; Escape drops a selection."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    page.select("#rec-zoom", "3600")
+    page.wait(lambda _d: timeline(page)["spans"] == "1" and float(timeline(page)["to"]) - float(timeline(page)["from"]) == 3600,
+              "the span on the timeline of an hour", 30)
+    first, last = timeline_api.recorded
+    window = timeline(page)
+    from_s, to_s = float(window["from"]), float(window["to"])
+    step_s = (to_s - from_s) / 60
+    bar = page.find("#rec-timeline")
+    bar.send_keys(Keys.END)
+    assert page.find_all("#rec-timeline .key-cursor") and bar.get_attribute("aria-valuetext")
+    steps_back = math.ceil((to_s - first) / step_s)  # the cursor at most a step before the recorded span
+    bar.send_keys(*([Keys.ARROW_LEFT] * steps_back), Keys.ENTER)
+    camera, played_from, played_to = played_range(page)
+    cursor_s = to_s - steps_back * step_s
+    # Steps of a minute and a span of 30 s: a cursor just before the span plays it from its start, as a click beside it does.
+    assert camera == "front" and played_from == pytest.approx(first, abs=1), (played_from, cursor_s, first)
+    assert played_to == pytest.approx(last, abs=1)
+
+    def shifted(*keys):  # Shift held down for these keys only
+        chain = ActionChains(page.driver).key_down(Keys.SHIFT)
+        for key in keys:
+            chain = chain.send_keys(key)
+        chain.key_up(Keys.SHIFT).perform()
+    shifted(Keys.ARROW_RIGHT, Keys.ARROW_RIGHT)
+    assert page.find_all("#rec-timeline .selection")
+    bar.send_keys(Keys.ESCAPE)
+    assert not page.find_all("#rec-timeline .selection")
+    shifted(Keys.ARROW_RIGHT)
+    bar.send_keys(Keys.ARROW_LEFT)  # a plain move drops the selection, as a click does
+    assert not page.find_all("#rec-timeline .selection")
+    shifted(Keys.ARROW_LEFT, Keys.ARROW_LEFT)  # the cursor was at cursor_s + 2 steps: the selection ends there
+    bar.send_keys(Keys.ENTER)
+    page.wait(lambda _d: "Selection" in page.text("#rec-playing"), "the selection to play", 30)
+
+    def export_range(_driver):
+        query = parse_qs(urlsplit(page.find("#rec-video").get_attribute("src") or "").query)
+        return (float(query["from"][0]), float(query["to"][0])) if "from" in query and float(query["to"][0]) != last else None
+    played_from, played_to = page.wait(export_range, "the export of the selection", 30)
+    assert played_from == pytest.approx(cursor_s, abs=1) and played_to == pytest.approx(cursor_s + 2 * step_s, abs=1)

@@ -1,7 +1,7 @@
 // The recordings of the camera in the live view: a timeline of its last 24 hours (zoomable to an
 // hour, and moved earlier or later) with its review items marked, and a player. A click plays
 // from that time (an export of up to PLAY_S from there, by stream copy, signed); a range dragged
-// across the timeline is exported (played, and offered as a download).
+// across the timeline is exported (played, and offered as a download). The keyboard can do both.
 "use strict";
 
 (globalThis.EdgeDashboardParts = globalThis.EdgeDashboardParts || []).push(function recordings(app) {
@@ -25,6 +25,8 @@
   let playing = null;  // {camera, from, to} of what plays
   let press = null;  // {x, atS} of a press on the timeline, and its selection once dragged
   let selection = null;  // {from, to} dragged
+  let keyS = null;  // the keyboard's cursor: a time in the window, shown while the timeline has focus
+  let keyAnchorS = null;  // where a Shift+arrow selection started
   let generation = 0;
 
   function exportQuery(range) {
@@ -54,6 +56,15 @@
       nodes.push(node);
     }
     if (selection) nodes.push(bar("selection", selection.from, selection.to));
+    if (keyS !== null && window_.to) {
+      const key = el("div", null, "key-cursor");
+      key.style.left = (fraction(keyS) * 100) + "%";
+      nodes.push(key);
+      timeline.setAttribute("aria-valuetext", L.fmtTime(keyS) + (selection ? ", selected from " +
+        L.fmtTime(selection.from) + " to " + L.fmtTime(selection.to) : ""));
+    } else {
+      timeline.removeAttribute("aria-valuetext");
+    }
     if (playing && playing.camera === camera && playing.from >= window_.from && playing.from <= window_.to) {
       const cursor = el("div", null, "cursor");
       cursor.style.left = (fraction(playing.from) * 100) + "%";
@@ -189,6 +200,45 @@
     playAt(timeAt(event.clientX), SNAP_PX * secondsPerPixel).catch(app.handleError);
   });
   timeline.addEventListener("pointercancel", () => { press = null; });
+  // The keyboard does what the pointer does: arrows move a cursor (a 60th of the window; with
+  // Shift they select from where the selection started), Home and End jump to the window's
+  // ends, Page Up and Page Down show earlier and later recordings, Enter or Space plays from the
+  // cursor, or exports the selection, and Escape drops the selection.
+  timeline.addEventListener("keydown", (event) => {
+    if (!window_.to || event.ctrlKey || event.metaKey || event.altKey) return;
+    const stepS = (window_.to - window_.from) / 60;
+    const at = keyS === null ? (playing && playing.camera === camera ? playing.from : window_.to - stepS) : keyS;
+    const moves = { ArrowLeft: at - stepS, ArrowRight: at + stepS, Home: window_.from, End: window_.to };
+    if (event.key in moves) {
+      keyS = Math.min(window_.to, Math.max(window_.from, moves[event.key]));
+      if (event.shiftKey) {
+        if (keyAnchorS === null) keyAnchorS = at;
+        selection = L.selectionRange(keyAnchorS, keyS, EXPORT_MAX_S);
+      } else {  // a plain move leaves the selection, as a click does
+        keyAnchorS = null;
+        selection = null;
+      }
+      render();
+    } else if (event.key === "PageUp" || event.key === "PageDown") {
+      $(event.key === "PageUp" ? "rec-earlier" : "rec-later").click();
+    } else if (event.key === "Enter" || event.key === " ") {
+      keyAnchorS = null;
+      if (selection && selection.to > selection.from) exportSelection().catch(app.handleError);
+      else playAt(at, 2 * stepS).catch(app.handleError);
+    } else if (event.key === "Escape" && selection) {
+      selection = null;
+      keyAnchorS = null;
+      render();
+    } else {
+      return;
+    }
+    event.preventDefault();
+  });
+  timeline.addEventListener("blur", () => {
+    keyS = null;
+    keyAnchorS = null;
+    render();
+  });
   $("rec-zoom").addEventListener("change", () => {
     // Zoomed around what plays; with nothing playing the window keeps its end (now, at first).
     if (playing && playing.camera === camera) {
