@@ -100,6 +100,14 @@ class Dashboard:
         self.wait(lambda _d: self.driver.execute_script("return document.body.dataset.section") == section,
                   f"the {section} section to open")
 
+    def play_review_item(self, item_id: str) -> str:
+        """Open Review with every item listed, press Play on item ``item_id``; its CSS selector."""
+        self.go("review")
+        self.select("#review-reviewed", "")
+        css = f'#review-list .review-item[data-id="{item_id}"]'
+        self.shown(css, 30).find_element("css selector", 'button[aria-label="play the clip of this item"]').click()
+        return css
+
     def reveal(self, css: str) -> None:
         """Open the section of the element ``css`` when another one is shown."""
         section = self.section_of(css)

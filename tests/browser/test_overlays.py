@@ -128,11 +128,7 @@ def test_the_live_views_labels_never_hide_each_other(page):
 
 
 def test_a_review_items_clip_shows_its_events_box(page, overlay_api):
-    page.go("review")
-    page.select("#review-reviewed", "")
-    css = f'#review-list .review-item[data-id="{overlay_api.event.id}"]'
-    node = page.shown(css, 30)
-    node.find_element("css selector", 'button[aria-label="play the clip of this item"]').click()
+    css = page.play_review_item(overlay_api.event.id)
     wait_playing(page, css + " video")
     found = page.wait(lambda _d: drawn(page, css + " svg.boxes")["boxes"] and drawn(page, css + " svg.boxes"),
                       "the event's box over the item's clip", 30)

@@ -138,14 +138,10 @@ def test_a_clip_split_at_max_s_plays_its_parts_one_after_the_other(page, recordi
 
 def test_a_review_items_clips_play_through_every_part_of_every_event(page, recording_api):
     """The item of the long walk and the event just after it: part 1, part 2, then the next event's clip."""
-    page.go("review")
-    page.select("#review-reviewed", "")
-    css = f'#review-list .review-item[data-id="{recording_api.long_event_id}"]'
-    node = page.shown(css, 30)
-    node.find_element("css selector", 'button[aria-label="play the clip of this item"]').click()
+    css = page.play_review_item(recording_api.long_event_id)
     state = wait_playing(page, css + " video")
     assert recording_api.long_event_id in state["src"] and "part=" not in state["src"]
-    note = node.find_element("css selector", ".clip-note")
+    note = page.find(css + " .clip-note")
     page.wait(lambda _d: note.text == "Event 1 of 2, part 1 of 2.", "the note to say what plays", 30)
     for src_has, said in (("part=1", "Event 1 of 2, part 2 of 2."), (recording_api.after_event_id, "Event 2 of 2.")):
         page.driver.execute_script("arguments[0].currentTime = arguments[0].duration - 1;",

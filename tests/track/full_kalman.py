@@ -7,20 +7,11 @@ from typing import Tuple
 
 import numpy as np
 
-from edge_app.track.kalman import MEASURE_DIM, STATE_DIM, KalmanNoise, _coefficients, _std
+from edge_app.track.kalman import MEASURE_DIM, STATE_DIM, BoxKalman, _std
 
 
-class FullKalman:
-    """The textbook filter over full 8 x 8 covariances ``(N, 8, 8)``."""
-
-    def __init__(self, noise: KalmanNoise = KalmanNoise()) -> None:
-        self.noise = noise
-        nz = noise
-        # Each standard deviation is (relative * height + absolute); aspect terms are absolute.
-        self._init_std = _coefficients(nz.init_pos, nz.init_aspect, nz.init_vel_per_s, nz.init_aspect_vel_per_s)
-        self._process_std = _coefficients(nz.process_pos_per_s, nz.process_aspect_per_s, nz.process_vel_per_s, nz.process_aspect_vel_per_s)
-        rel, absolute = _coefficients(nz.measure_pos, nz.measure_aspect, 0.0, 0.0)
-        self._measure_std = (rel[:MEASURE_DIM], absolute[:MEASURE_DIM])
+class FullKalman(BoxKalman):
+    """The textbook filter over full 8 x 8 covariances ``(N, 8, 8)``, with BoxKalman's noise."""
 
     def initiate(self, xyah: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """New states at rest for measurements ``(N, 4)``: means ``(N, 8)``, covariances ``(N, 8, 8)``."""
