@@ -3,18 +3,18 @@ filters and pages, marks that survive reopening the database, and the upgrade of
 from __future__ import annotations
 
 import random
-import sqlite3
 from pathlib import Path
 from typing import List, Optional
 
 import pytest
 
-from edge_app.events.database import DB_NAME, LATEST_VERSION, MIGRATIONS, EventDatabase, read_connection
+from edge_app.events.database import LATEST_VERSION, EventDatabase, read_connection
 from edge_app.events.model import Event
 from edge_app.review.database import item_ids, review_page, unreviewed_alerts
 from edge_app.review.grouping import group_events
 from edge_app.review.model import AlertRule
 from edge_app.review.query import PAGE_SIZE, ReviewQuery
+from tests.events.old_schema import database_at
 
 GAP_S = 5.0
 RULES = {"gate": AlertRule(frozenset({"person"}), frozenset({"drive"})), "yard": AlertRule(frozenset({"car"}))}
@@ -156,14 +156,12 @@ def test_the_sql_grouping_is_the_pure_grouping(tmp_path, seed):
         [(i.id, i.severity, len(i.event_ids), i.end_time) for i in expected]
 
 
-def test_a_database_of_the_previous_schema_is_upgraded_without_loss(tmp_path):
-    conn = sqlite3.connect(str(tmp_path / DB_NAME))
-    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    for version, statements in MIGRATIONS:
-        if version < LATEST_VERSION:
-            for statement in statements:
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+#: the schema before review marks (migration 4 of edge_app/events/database.py)
+BEFORE_REVIEW_VERSION = 3
+
+
+def test_a_database_from_before_review_marks_is_upgraded_without_loss(tmp_path):
+    conn = database_at(tmp_path, BEFORE_REVIEW_VERSION)
     conn.execute("INSERT INTO events (id, camera_id, label, track_id, score, top_score, box, frame_time, start_time, "
                  "end_time, current_zones, entered_zones) VALUES ('old', 'gate', 'person', 1, 0.5, 0.6, '[1,2,3,4]', "
                  "2, 1, 2, '[]', '[\"drive\"]')")
