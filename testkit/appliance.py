@@ -83,6 +83,17 @@ class ApplianceProcess:
         except OSError:
             return ""
 
+    def __enter__(self) -> "ApplianceProcess":
+        """Started (and closed again should the start fail); closed when the block ends."""
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
+
     def close(self) -> None:
         if self.proc and self.proc.poll() is None:
             self.proc.kill()

@@ -82,13 +82,9 @@ def appliance(tmp_path_factory, browser_rtsp, browser_broker, model_path):
     # (and its screenshots) show this path, not where the test data happens to live.
     (workdir / "engines").mkdir()
     (workdir / "engines" / "yolov8n.onnx").symlink_to(model_path)
-    app = ApplianceProcess(appliance_config(browser_rtsp.url(WALK_CAMERA), Path("engines/yolov8n.onnx"),
-                                            browser_broker, workdir / "events"), workdir)
-    try:
-        app.start()
+    with ApplianceProcess(appliance_config(browser_rtsp.url(WALK_CAMERA), Path("engines/yolov8n.onnx"),
+                                            browser_broker, workdir / "events"), workdir) as app:
         yield app
-    finally:
-        app.close()
 
 
 @pytest.fixture(scope="module")

@@ -31,12 +31,8 @@ def appliance(tmp_path_factory, model_path):
             "schedule": [{"profile": "night", "days": EVERY_DAY, "start": "00:00", "end": "12:00"}],
         },
     }
-    app = ApplianceProcess(config, workdir)
-    try:
-        app.start()
+    with ApplianceProcess(config, workdir) as app:
         yield app
-    finally:
-        app.close()
 
 
 def _profile(appliance) -> dict:

@@ -51,12 +51,8 @@ def appliance(tmp_path_factory, browser_rtsp, browser_broker, model_path):
         for camera_id in BARS_CAMERAS]
     # Event clips, for the review item's inline player.
     config["record"] = {"dir": str(workdir / "recordings"), "events": {"enabled": True, "pre_s": 1, "post_s": 1}}
-    app = ApplianceProcess(config, workdir)
-    try:
-        app.start()
+    with ApplianceProcess(config, workdir) as app:
         yield app
-    finally:
-        app.close()
 
 
 def hidden_or_shown(page: Dashboard, css: str) -> bool:

@@ -70,12 +70,8 @@ def appliance(tmp_path_factory, browser_broker, model_path):
         "api": {"host": "127.0.0.1", "port": free_port(), "token": TOKEN},
         "events": {"enabled": True, "dir": str(workdir / "events")},
     }
-    app = ApplianceProcess(config, workdir)
-    try:
-        app.start()
+    with ApplianceProcess(config, workdir) as app:
         yield app
-    finally:
-        app.close()
 
 
 def test_the_appliance_holds_the_seeded_events(appliance):
