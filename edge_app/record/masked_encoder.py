@@ -9,7 +9,8 @@ its parameter sets in band: the recorder writes it into the same clips, segments
 as a stream copy. Each source keyframe becomes a keyframe of the output where the encoder can be
 told (x264, NVENC), so clips and segments start where they would have; no encoder holds frames
 back, so a packet leaves as soon as its frame is encoded. A hardware encoder that will not start
-(no free NVENC session, say) leaves the camera on x264, never on a stream copy.
+(no free NVENC session, say) leaves the camera on x264, never on a stream copy; one that stops in
+the middle of a connection raises :class:`EncoderStopped`, and the masked sink goes on with x264.
 """
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ log = logging.getLogger(__name__)
 #: what ``check-config`` says of the two ways of recording
 PATH_NAME = "re-encoded with {words} (privacy masks)"
 COPY_PATH_NAME = "stream copy"
+
+
+class EncoderStopped(RuntimeError):
+    """A hardware encoder stopped in the middle of a connection (its process died, the driver)."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,14 @@ class MaskedEncoder:
         out.extend(self._packets(self._encoder.flush()))
         return out
 
+    def drain_stopped(self) -> List[EncodedPacket]:
+        """What a stopped encoder (:class:`EncoderStopped`) had encoded before it stopped."""
+        try:
+            return self._packets(self._encoder.flush())
+        except Exception as err:  # noqa: BLE001 - a dead encoder may fail this too; nothing more to save
+            log.debug("camera %s: nothing more from the stopped encoder: %s", self.source.camera_id, err)
+            return []
+
     def _encode_frame(self, frame: av.VideoFrame) -> List[EncodedPacket]:
         pts = frame.pts
         if pts is None or pts not in self._pending:
@@ -145,7 +158,13 @@ class MaskedEncoder:
         bgr = frame.to_ndarray(width=self.width_px, height=self.height_px, format="bgr24")
         self.masks.apply_in_place(bgr)
         self.frames += 1
-        return self._packets(self._encoder.encode(bgr, pts, keyframe))
+        try:
+            pictures = self._encoder.encode(bgr, pts, keyframe)
+        except Exception as err:
+            if self.path is EncoderPath.X264:
+                raise
+            raise EncoderStopped(f"{self.path.value} stopped: {err}") from err
+        return self._packets(pictures)
 
     def _packets(self, packets: List[EncodedPicture]) -> List[EncodedPacket]:
         out = []

@@ -4,20 +4,22 @@ The capture thread only queues (never blocks: a full queue drops the packet and 
 GOP, which could not be decoded without it); the thread ``record-mask:<camera>`` decodes, masks
 and encodes (``MaskedEncoder``) and hands the recorder an ordinary H.264 stream. The source's own
 packets never reach the recorder, so nothing unmasked is written; an encoder that cannot start
-makes recording unavailable rather than falling back to a stream copy.
+makes recording unavailable rather than falling back to a stream copy. A hardware encoder that
+stops in the middle of a connection ends that stream, and the recording goes on with x264 in a
+new one from the next source keyframe; the next connection tries the hardware again.
 """
 from __future__ import annotations
 
 import logging
 import queue
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Dict, Optional, Tuple
 
 from edge_app.capture.packets import EncodedPacket, PacketSink, StreamInfo
 from edge_app.privacy.masks import PrivacyMasks
-from edge_app.record.encoder_choice import EncoderChoice, choose_encoder, detect_capabilities
-from edge_app.record.masked_encoder import EncoderSettings, MaskedEncoder
+from edge_app.record.encoder_choice import EncoderChoice, EncoderPath, choose_encoder, detect_capabilities
+from edge_app.record.masked_encoder import EncoderSettings, EncoderStopped, MaskedEncoder
 
 log = logging.getLogger(__name__)
 
@@ -121,20 +123,30 @@ class MaskedPacketSink:
         elif kind == "opened":
             if encoder is not None:
                 self._send(encoder.flush())
-            try:
-                encoder = MaskedEncoder(item[1], self._masks, self._settings)
-            except Exception as err:  # noqa: BLE001 - never a stream copy instead
-                self._sink.unavailable(f"the privacy-masked re-encode cannot start: {err}")
-                return None
-            self.encoder_path = encoder.path
-            self._sink.stream_opened(encoder.output)
+            return self._open(item[1], self._settings)
         elif kind == "packet" and encoder is not None:
-            self._send(encoder.encode(item[1]))
+            try:
+                self._send(encoder.encode(item[1]))
+            except EncoderStopped as err:
+                log.warning("recording %s: %s; recording goes on with x264 from the next keyframe", self._camera_id, err)
+                self._send(encoder.drain_stopped())
+                self._sink.stream_closed(f"the {encoder.path.value} encoder stopped")
+                return self._open(encoder.source, replace(self._settings, path=EncoderPath.X264))
         elif kind == "closed":
             if encoder is not None:
                 self._send(encoder.flush())
             self._sink.stream_closed(item[1])
             return None
+        return encoder
+
+    def _open(self, info, settings: EncoderSettings) -> Optional[MaskedEncoder]:
+        try:
+            encoder = MaskedEncoder(info, self._masks, settings)
+        except Exception as err:  # noqa: BLE001 - never a stream copy instead
+            self._sink.unavailable(f"the privacy-masked re-encode cannot start: {err}")
+            return None
+        self.encoder_path = encoder.path
+        self._sink.stream_opened(encoder.output)
         return encoder
 
     def _send(self, packets) -> None:

@@ -6,6 +6,7 @@ import os
 import pytest
 
 from edge_app.record.jetson_encoder import gst_arguments
+from tests.record.gst_standin import install_gst_standin
 
 
 def test_the_pipeline_holds_the_size_rate_and_gop_and_nothing_else():
@@ -36,19 +37,6 @@ def test_odd_sides_are_refused():
         gst_arguments(1281, 720, 25, 25)
 
 
-STANDIN_GST_LAUNCH = """#!/usr/bin/env python3
-# A stand-in for gst-launch-1.0 running the Jetson pipeline (no Jetson here): raw I420 in on
-# fd 0, an H.264 byte stream with access unit delimiters out on fd 1, encoded by ffmpeg's x264.
-import os, sys
-args = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
-size = args["width"] + "x" + args["height"]
-rate = args["framerate"].split("/")[0]
-os.execvp("ffmpeg", ["ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "yuv420p",
-                     "-s", size, "-r", rate, "-i", "-", "-c:v", "libx264", "-g", args["idrinterval"], "-sc_threshold", "0", "-bf", "0",
-                     "-bsf:v", "h264_metadata=aud=insert", "-f", "h264", "-"])
-"""
-
-
 def test_the_child_gets_i420_pictures_and_each_comes_back_as_one_access_unit(tmp_path, monkeypatch):
     """GstJetsonPictures against a stand-in gst-launch-1.0 (ffmpeg's x264 behind the same pipes:
     there is no Jetson here): every picture given comes back once, in order, keyframes marked."""
@@ -58,9 +46,7 @@ def test_the_child_gets_i420_pictures_and_each_comes_back_as_one_access_unit(tmp
     from testkit.skips import require_tool
 
     require_tool("ffmpeg")
-    program = tmp_path / "gst-launch-1.0"
-    program.write_text(STANDIN_GST_LAUNCH)
-    program.chmod(0o755)
+    install_gst_standin(tmp_path)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     encoder = GstJetsonPictures(320, 240, 10, gop_frames=10)
     rng = np.random.default_rng(0)

@@ -7,6 +7,7 @@ inside the mask black (or, blurred, far from the source), outside the mask close
 """
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -26,6 +27,7 @@ from edge_app.record.recorder import CameraRecorder
 from edge_app.record.store import RecordingStore
 from edge_app.privacy.masks import PrivacyMasks
 from tests.record.feeding import PLENTY_FREE, settings
+from tests.record.gst_standin import install_gst_standin
 from tests.record.media import BASE_WALL, demux, ffprobe
 
 # a rectangle and a triangle, in frame fractions
@@ -310,3 +312,29 @@ def test_a_re_encode_that_falls_behind_counts_what_it_drops(walking_stream):
     # the queue holds 2: the rest of that GOP is dropped and counted
     assert sink.stats().packets_dropped == 8
     assert sink.wait_idle(30)
+
+
+def test_a_jetson_encoder_that_dies_mid_recording_is_followed_by_x264_from_the_next_keyframe(
+        tmp_path, walking_stream, monkeypatch, caplog):
+    """The Jetson path with a stand-in gst-launch-1.0 (tests/record/gst_standin.py; there is no
+    Jetson here) that ends in the middle of a GOP: the recording goes on with x264 from the next source
+    keyframe (the same segment goes on: the stream's size and codec are the same), masked in every frame; nothing is written unmasked and the camera
+    does not stay without recording until it reconnects."""
+    _, (info, packets) = walking_stream
+    keyframes = [i for i, p in enumerate(packets) if p.keyframe]
+    gop = keyframes[1]
+    died_after = 2 * gop + 2  # in the middle of the third GOP
+    install_gst_standin(tmp_path, die_after_frames=died_after)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    store = RecordingStore(tmp_path / "rec")
+    used = packets[:5 * gop]
+    sink, recorder = record_masked(store, info, used, masks_of("black"), EncoderSettings(path=EncoderPath.JETSON_GST))
+    assert sink.stats().encoder == "x264"
+    assert "nvv4l2h264enc stopped" in caplog.text and "goes on with x264" in caplog.text
+    segments = store.segments("cam1", BASE_WALL - 1, BASE_WALL + 1000)
+    assert segments and all(ffprobe(store.resolve(s.path)).errors == "" for s in segments), segments
+    inside, _ = parts(info.height_px, info.width_px)
+    frames = [frame for segment in segments for frame in decoded(store.resolve(segment.path))]
+    assert all(black(frame[inside]) for frame in frames)
+    # what was lost: the pictures from the encoder's end to the next source keyframe, no more
+    assert len(frames) == len(used) - (3 * gop - died_after), (len(frames), len(used), gop, died_after)
