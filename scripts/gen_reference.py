@@ -56,11 +56,18 @@ def _event_object() -> str:
     return f"```json\n{event_object_example()}\n```\n"
 
 
+def _occupancy_event() -> str:
+    from edge_app.mqtt.topic_docs import occupancy_event_example
+    return f"```json\n{occupancy_event_example()}\n```\n"
+
+
 #: page -> [(block name, generator)]
 PAGES: Dict[str, List[Tuple[str, Callable[[], str]]]] = {
     "docs/configuration.md": [("appliance-config", _appliance_config), ("fleet-config", _fleet_config)],
     "docs/rest-api.md": [("appliance-rest", _rest_api)],
-    "docs/mqtt.md": [("mqtt-topics", _mqtt_topics), ("event-object", _event_object)],
+    "docs/mqtt.md": [("mqtt-topics", _mqtt_topics), ("event-object", _event_object),
+                     ("occupancy-event", _occupancy_event)],
+    "docs/analytics.md": [("occupancy-event", _occupancy_event)],
 }
 
 

@@ -78,13 +78,18 @@ def detections_schema() -> Schema:
     }
 
 
+_EVENT_TYPE = {"type": "string", "enum": ["object", "loitering", "occupancy"],
+               "description": "loitering: an object inside a zone past its loitering_s; occupancy: more objects "
+                              "inside a zone than its max_objects"}
+
+
 def review_schemas() -> Dict[str, Schema]:
     """The bodies of the review routes (``edge_app.review.query.ReviewPage.to_dict``)."""
-    event = {"type": "object", "required": ["id", "label", "start_time", "end_time", "top_score", "has_snapshot",
-                                            "has_clip"],
-             "properties": {"id": {"type": "string"}, "label": {"type": "string"}, "start_time": NUMBER,
-                            "end_time": _NULLABLE_NUMBER, "top_score": NUMBER, "has_snapshot": {"type": "boolean"},
-                            "has_clip": {"type": "boolean"}}}
+    event = {"type": "object", "required": ["id", "type", "label", "start_time", "end_time", "top_score",
+                                            "has_snapshot", "has_clip"],
+             "properties": {"id": {"type": "string"}, "type": _EVENT_TYPE, "label": {"type": "string"},
+                            "start_time": NUMBER, "end_time": _NULLABLE_NUMBER, "top_score": NUMBER,
+                            "has_snapshot": {"type": "boolean"}, "has_clip": {"type": "boolean"}}}
     item = {"type": "object", "description": "Events of one camera that overlap or follow within review.gap_s",
             "required": ["id", "camera_id", "severity", "reviewed", "start_time", "end_time", "duration_s", "labels",
                          "zones", "event_count", "events"],
@@ -129,12 +134,24 @@ def refine(schemas: Dict[str, Schema]) -> None:
     if "Event" in schemas:
         event = schemas["Event"]
         event["properties"]["box"] = dict(_BOX, description="[x1, y1, x2, y2] in source pixels, latest frame")
-        event["properties"]["type"] = {"type": "string", "enum": ["object", "loitering"],
-                                       "description": "loitering: an object inside a zone past its loitering_s"}
+        event["properties"]["type"] = _EVENT_TYPE
         event["properties"]["dwell_s"] = dict(event["properties"]["dwell_s"],
                                               description="{zone: seconds the object has spent in it}")
-        event["description"] = "An event: one tracked object of interest (times in Unix seconds)"
+        event["description"] = ("An event: one tracked object of interest, or what a zone's rule noticed (loitering, "
+                                "occupancy); times in Unix seconds")
+        event["properties"]["occupancy"] = dict(event["properties"]["occupancy"],
+                                                description="An occupancy event's objects and limit; null for the others")
         event["required"] = list(event["properties"])
+    if "Occupancy" in schemas:
+        occupancy = schemas["Occupancy"]
+        occupancy["properties"] = {
+            "objects": dict(occupancy["properties"]["objects"],
+                            description="{label: objects of the zone's labels inside} at this message"),
+            "count": dict(INTEGER, description="the sum of objects: inside at this message"),
+            "peak_objects": dict(INTEGER, description="the most inside at once since the event began"),
+            "max_objects": dict(INTEGER, description="the zone's limit"),
+        }
+        occupancy["required"] = list(occupancy["properties"])
     if "CountsReport" in schemas:
         counts = schemas["CountsReport"]
         per_label = {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": INTEGER}}

@@ -30,11 +30,13 @@ import numpy as np
 from edge_app.detect.detections import Detections
 from edge_app.capture.gpu_image import FrameImage, bgr_image, image_hw
 from edge_app.events.counts import LabelCounts, LineCounts, LineTotals
-from edge_app.events.lifecycle import DEFAULT_UPDATE_INTERVAL_S, EventBook
+from edge_app.events.lifecycle import DEFAULT_UPDATE_INTERVAL_S, EventBook, Sighting
 from edge_app.events.loitering import LoiteringWatch
 from edge_app.events.model import Event, EventMessage, Snapshot
+from edge_app.events.occupancy import OccupancyWatch
 from edge_app.events.snapshots import SnapshotKeeper, SnapshotSettings
 from edge_app.events.tracks import EventTrack
+from edge_app.events.zone_snapshots import ZoneEventSnapshots
 from edge_app.events.zone_stats import ZoneStats, ZoneStatsBook
 from edge_app.reporting.stage_times import StageTimes
 from edge_app.track import (Line, LineCounter, SpeedMeter, SpeedPair, SpeedReading, SpeedZone, Tracker, TrackerSettings,
@@ -136,6 +138,7 @@ class CameraAnalysis:
                               frames_before_track=self.tracker.settings.confirm_hits - 1, model=model,
                               dwell_of=self.dwell.dwell_s)
         self.loitering = LoiteringWatch(camera_id, rules.loitering_s, model)
+        self.occupancy = OccupancyWatch(camera_id, rules.max_objects, model)
         self.zone_stats = ZoneStatsBook([zone.name for zone in zones], rules.max_objects)
         self.snapshots = SnapshotKeeper(settings.snapshots)
         self.line_counts = LineCounts([line.name for line in lines], line_seed)
@@ -214,10 +217,11 @@ class CameraAnalysis:
         for reading in list(speeds.values()) + zone_readings:
             self.book.speed_measured(reading.track_id, reading.speed_kmh, reading.over_limit)
         closed = self._time_visits(ids, ts, zone_changes)
+        snapped = ZoneEventSnapshots(self.snapshots, self.dwell, image, tracked, ids)
         if self.settings.events_enabled:  # loitering ends first: the object's own end may follow in this frame
             result.events.extend(m for m in (self.loitering.close(v, self.book.sighting) for v in closed) if m)
             if self.loitering.limits_s:
-                result.events.extend(self.loitering.check(self.dwell, self.book.sighting))
+                result.events.extend(snapped.mark(self.loitering.check(self.dwell, self.book.sighting), self.loitering))
 
         # Ended tracks first: their last zone exits are part of the ``end``, not an ``update`` before it.
         for ended in self.book.end_tracks(removed):
@@ -225,6 +229,13 @@ class CameraAnalysis:
             result.events.append(ended)
         for track_id in removed:  # after the end messages: they carry the tracks' dwell
             self.dwell.end(track_id)
+        if self.settings.events_enabled and self.occupancy.limits:  # the zones as this frame left them
+            crowded = self.occupancy.check(now, self.zones.occupants(), self._sightings_in)
+            result.events.extend(snapped.mark(crowded, self.occupancy))
+        result.snapshots.extend(snapped.taken)
+        if snapped.seconds:
+            stages.add(camera_id, "snapshots", snapped.seconds, frames=0)  # the frame is counted with the objects' below
+            placed_s += snapped.seconds  # the events' time below leaves the snapshots out
         if self.settings.events_enabled:
             for event in self.book.promote():
                 self._latest_event[event.label] = event.id
@@ -275,6 +286,7 @@ class CameraAnalysis:
         self.speeds.forget(live)
         self.zone_speeds.forget(live)
         self.tracker.reset()
+        result.events.extend(self.occupancy.end_all(now))
         closed = self.dwell.close_all()
         for visit in closed:
             self.zone_stats.visit_closed(visit)
@@ -330,6 +342,11 @@ class CameraAnalysis:
                     closed.append(visit)
                     self.zone_stats.visit_closed(visit)
         return closed
+
+    def _sightings_in(self, zone: str) -> List[Sighting]:
+        """The live objects inside ``zone`` as last seen."""
+        seen = (self.book.sighting(visit.track_id) for visit in self.dwell.open_visits() if visit.zone == zone)
+        return [sighting for sighting in seen if sighting is not None]
 
     def _snapshots(self, image: FrameImage, tracked: Detections, ids: np.ndarray, now: float) -> List[Snapshot]:
         if not self.snapshots.settings.enabled:

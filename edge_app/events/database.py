@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from edge_app.events.model import ClipRecord, Event
+from edge_app.events.model import ClipRecord, Event, Occupancy
 from edge_app.events.query import EventQuery, LineCountsByCamera, snapshot_file_name
 from edge_app.events.query_sql import EventColumns, event_filter
 from edge_app.events.tracks import CREATE_TABLE as TRACKS_TABLE
@@ -71,12 +71,16 @@ MIGRATIONS: Sequence[Tuple[int, Sequence[str]]] = (
         "ALTER TABLE events ADD COLUMN speed_kmh REAL",
         "ALTER TABLE events ADD COLUMN speed_alert INTEGER NOT NULL DEFAULT 0",
     )),
+    # An occupancy event's count and limit (docs/analytics.md, "Dwell and loitering"), as JSON; NULL
+    # for the other events and every older row.
+    (8, ("ALTER TABLE events ADD COLUMN occupancy TEXT",)),
 )
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 _EVENT_COLUMNS = ("e.id, e.camera_id, e.label, e.track_id, e.score, e.top_score, e.box, e.frame_time, e.start_time, "
                   "e.end_time, e.current_zones, e.entered_zones, s.event_id IS NOT NULL, e.model, "
-                  "c.event_id IS NOT NULL, COALESCE(c.duration_s, 0), e.type, e.dwell, e.speed_kmh, e.speed_alert")
+                  "c.event_id IS NOT NULL, COALESCE(c.duration_s, 0), e.type, e.dwell, e.speed_kmh, e.speed_alert, "
+                  "e.occupancy")
 _SELECT = (f"SELECT {_EVENT_COLUMNS} FROM events e LEFT JOIN snapshots s ON s.event_id = e.id "
            "LEFT JOIN clips c ON c.event_id = e.id")
 
@@ -135,7 +139,8 @@ def _event_from_row(row: Sequence) -> Event:
                  has_snapshot=bool(row[12]), model=str(row[13]), has_clip=bool(row[14]),
                  clip_duration_s=float(row[15]), type=str(row[16]),
                  dwell_s={str(zone): float(s) for zone, s in json.loads(row[17]).items()},
-                 speed_kmh=None if row[18] is None else float(row[18]), speed_alert=bool(row[19]))
+                 speed_kmh=None if row[18] is None else float(row[18]), speed_alert=bool(row[19]),
+                 occupancy=None if row[20] is None else Occupancy.from_dict(json.loads(row[20])))
 
 
 #: the appliance's events table (``e``); entered zones have a table of their own, indexed by zone
@@ -237,13 +242,14 @@ class EventDatabase:
     def upsert(self, event: Event) -> None:
         self.conn.execute(
             "INSERT OR REPLACE INTO events (id, camera_id, label, track_id, score, top_score, box, frame_time, "
-            "start_time, end_time, current_zones, entered_zones, model, type, dwell, speed_kmh, speed_alert) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "start_time, end_time, current_zones, entered_zones, model, type, dwell, speed_kmh, speed_alert, occupancy) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (event.id, event.camera_id, event.label, int(event.track_id), float(event.score), float(event.top_score),
              json.dumps([float(v) for v in event.box]), float(event.frame_time), float(event.start_time),
              event.end_time, json.dumps(list(event.current_zones)), json.dumps(list(event.entered_zones)),
              event.model, event.type, json.dumps({zone: round(float(s), 3) for zone, s in event.dwell_s.items()}),
-             event.speed_kmh, int(event.speed_alert)))
+             event.speed_kmh, int(event.speed_alert),
+             None if event.occupancy is None else json.dumps(event.occupancy.to_dict())))
         self.conn.execute("DELETE FROM event_zones WHERE event_id = ?", (event.id,))
         self.conn.executemany("INSERT OR IGNORE INTO event_zones (event_id, zone) VALUES (?, ?)",
                               [(event.id, zone) for zone in event.entered_zones])

@@ -63,6 +63,14 @@ class LoiteringWatch:
             messages.append(EventMessage(NEW, event))
         return messages
 
+    def snapshot_taken(self, event_id: str) -> Optional[Event]:
+        """The open event ``event_id`` has a snapshot now: the event as it stands, None when it is not open."""
+        for key, event in self._open.items():
+            if event.id == event_id:
+                self._open[key] = dataclasses.replace(event, has_snapshot=True)
+                return self._open[key]
+        return None
+
     def close(self, visit: ZoneVisit, sighting: Callable[[int], Optional[Sighting]]) -> Optional[EventMessage]:
         """The visit closed: its loitering event (if any) ends with the visit's dwell."""
         before = self._open.pop((visit.zone, visit.track_id), None)

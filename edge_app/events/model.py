@@ -10,8 +10,31 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 #: R/events message types
 NEW, UPDATE, END = "new", "update", "end"
-#: event types (``Event.type``): a tracked object, or an object staying in a zone past its ``loitering_s``
-OBJECT, LOITERING = "object", "loitering"
+#: event types (``Event.type``): a tracked object, an object staying in a zone past its ``loitering_s``,
+#: or a zone holding more objects than its ``max_objects``
+OBJECT, LOITERING, OCCUPANCY = "object", "loitering", "occupancy"
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """What an occupancy event says of its zone (docs/analytics.md, "Dwell and loitering")."""
+
+    objects: Mapping[str, int]  # label -> objects of the zone's labels inside at the latest message
+    peak_objects: int           # the most inside at once since the event began
+    max_objects: int            # the zone's limit
+
+    @property
+    def count(self) -> int:
+        return sum(self.objects.values())
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"objects": dict(self.objects), "count": self.count, "peak_objects": int(self.peak_objects),
+                "max_objects": int(self.max_objects)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Occupancy":
+        return cls({str(label): int(n) for label, n in (data.get("objects") or {}).items()},
+                   int(data["peak_objects"]), int(data["max_objects"]))
 
 
 @dataclass(frozen=True)
@@ -43,6 +66,8 @@ class Event:
     # event's review item an alert (docs/analytics.md, "Speed").
     speed_kmh: Optional[float] = None
     speed_alert: bool = False
+    # An occupancy event's count and its zone's limit; None for the other types.
+    occupancy: Optional[Occupancy] = None
 
     @property
     def ended(self) -> bool:
@@ -56,6 +81,7 @@ class Event:
         data["clip_duration_s"] = round(float(self.clip_duration_s), 2)
         data["dwell_s"] = {zone: round(float(s), 2) for zone, s in self.dwell_s.items()}
         data["speed_kmh"] = None if self.speed_kmh is None else round(float(self.speed_kmh), 1)
+        data["occupancy"] = None if self.occupancy is None else self.occupancy.to_dict()
         return data
 
     @classmethod
@@ -76,6 +102,8 @@ class Event:
             # Events from before speeds have neither key.
             speed_kmh=None if data.get("speed_kmh") is None else float(data["speed_kmh"]),
             speed_alert=bool(data.get("speed_alert", False)),
+            # Events from before occupancy events have no key.
+            occupancy=None if data.get("occupancy") is None else Occupancy.from_dict(data["occupancy"]),
         )
 
 

@@ -7,6 +7,10 @@ Encoding a 1080p JPEG costs milliseconds, so the analysis never encodes on every
 * per event, at most once every ``min_interval_s`` after its first snapshot;
 * per frame, at most ``max_per_frame`` encodes; events without a snapshot go first, then the
   largest gain. A candidate left out simply waits for a later frame.
+
+A zone's events (loitering, occupancy) get one snapshot when they begin, outside that budget: the
+frame with the boxes of the objects concerned. They begin once per visit or per crowding, so
+they are rare beside the frames analysed.
 """
 from __future__ import annotations
 
@@ -65,6 +69,13 @@ class SnapshotKeeper:
         annotated = draw_detections(image, detections[[index]])
         jpeg = encode_jpeg(annotated, self.settings.jpeg_quality)
         self._best[event.id] = _Best(event.score, event.frame_time)
+        return Snapshot(event.id, event.camera_id, event.label, event.score, event.frame_time, jpeg)
+
+    def take_boxes(self, image: np.ndarray, detections: Detections, indices: Sequence[int], event: Event) -> Snapshot:
+        """Encode the frame with detections ``indices`` (the objects of a zone's event) boxed; not
+        remembered, as nothing replaces a zone event's snapshot."""
+        annotated = draw_detections(image, detections[list(indices)])
+        jpeg = encode_jpeg(annotated, self.settings.jpeg_quality)
         return Snapshot(event.id, event.camera_id, event.label, event.score, event.frame_time, jpeg)
 
     def forget(self, event_id: str) -> None:

@@ -14,7 +14,7 @@ from typing import Callable, Dict, Optional
 import numpy as np
 
 from edge_app.detect.detections import Detections
-from edge_app.events.model import END, UPDATE, Event, EventMessage
+from edge_app.events.model import END, NEW, OCCUPANCY, UPDATE, Event, EventMessage, Occupancy
 from edge_app.config.profile_schedule import ProfileReport
 from edge_app.mqtt import payloads
 from edge_app.mqtt.profile_commands import profile_error_payload
@@ -125,7 +125,8 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                                     "`error`, with the last error (credentials masked)",
                              lambda: payloads.encode(payloads.camera_state_payload("streaming", None, _TS))),
     "events": TopicDoc("no", '`{"type": "new" | "update" | "end", "before", "after"}` with event objects; '
-                             "`update` at most once a second per event", _events),
+                             "`update` at most once a second per event; an event's own `type` is `object`, "
+                             "`loitering` or `occupancy` ([the event object](#the-event-object))", _events),
     "reviews": TopicDoc("no", '`{"type": "new" | "update" | "end", "before", "after"}` with review items: a camera\'s '
                               "events grouped by `review.gap_s`, `severity` by `review.alerts`; sent when the item "
                               "changes, not on every event update ([review](review.md))", _reviews),
@@ -191,6 +192,15 @@ TOPIC_DOCS: Dict[str, TopicDoc] = {
                                     8, "rejected", [{"loc": "cameras.0.fps_limit",
                                                      "msg": "Input should be greater than or equal to 0"}], _TS))),
 }
+
+
+def occupancy_event_example() -> str:
+    """The ``new`` message of an occupancy event (docs/analytics.md, "Dwell and loitering"), compact JSON."""
+    event = _event(id="1796290958.850000-front-occupancy-driveway", track_id=-1, score=0.62, top_score=0.62,
+                   box=(212.0, 160.5, 1105.0, 702.0), start_time=1796290958.85, frame_time=1796290958.85,
+                   clip_duration_s=0.0, dwell_s={}, type=OCCUPANCY,
+                   occupancy=Occupancy({"person": 3}, peak_objects=3, max_objects=2))
+    return payloads.encode(EventMessage(type=NEW, after=event).to_dict()).decode("utf-8")
 
 
 def event_object_example() -> str:

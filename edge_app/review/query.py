@@ -46,7 +46,7 @@ class ReviewEntry:
             "start_time": item.start_time, "end_time": item.end_time,
             "duration_s": None if item.duration_s is None else round(item.duration_s, 3),
             "labels": list(item.labels), "zones": list(item.zones), "event_count": len(item.event_ids),
-            "events": [{"id": e.id, "label": e.label, "start_time": e.start_time, "end_time": e.end_time,
+            "events": [{"id": e.id, "type": e.type, "label": e.label, "start_time": e.start_time, "end_time": e.end_time,
                         "top_score": e.top_score, "has_snapshot": e.has_snapshot, "has_clip": e.has_clip}
                        for e in self.events[:MAX_EVENTS_LISTED]],
         }

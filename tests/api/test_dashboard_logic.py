@@ -388,3 +388,14 @@ TRACK = [[1.0, 0.1, 0.1, 0.3, 0.5], [2.0, 0.3, 0.1, 0.5, 0.5]]
 def test_the_box_of_a_track_at_a_time(call_logic, t_s, expected):
     assert call_logic("trackBoxAt", TRACK, t_s, 0.5) == expected
     assert call_logic("trackBoxAt", [], t_s, 0.5) is None
+
+
+@pytest.mark.parametrize("event, expected", [
+    ({"type": "object", "label": "person"}, "person"),
+    ({"label": "car"}, "car"),  # an event stored before types
+    ({"type": "loitering", "label": "person"}, "person loitering"),
+    ({"type": "occupancy", "label": "person",
+      "occupancy": {"objects": {"person": 2}, "count": 2, "peak_objects": 4, "max_objects": 3}}, "person occupancy 4 > 3"),
+])
+def test_event_titles_say_what_a_zone_noticed(call_logic, event, expected):
+    assert call_logic("eventTitle", event) == expected

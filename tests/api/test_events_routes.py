@@ -16,7 +16,7 @@ from tests.api.conftest import TOKEN
 NOW = 1_800_000_000.0
 SPEC_EVENT_KEYS = ["id", "camera_id", "label", "track_id", "score", "top_score", "box", "frame_time", "start_time",
                    "end_time", "current_zones", "entered_zones", "has_snapshot", "model", "has_clip", "clip_duration_s",
-                   "type", "dwell_s", "speed_kmh", "speed_alert"]
+                   "type", "dwell_s", "speed_kmh", "speed_alert", "occupancy"]
 
 
 def event(n: int, camera: str = "front", label: str = "person", start: float = NOW, **changes) -> Event:

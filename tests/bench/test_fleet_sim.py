@@ -36,7 +36,7 @@ SPEC_KEYS = {
 STATS_KEYS = {"fps", "latency_ms", "queue", "dropped"}
 EVENT_KEYS = {"id", "camera_id", "label", "track_id", "score", "top_score", "box", "frame_time", "start_time",
               "end_time", "current_zones", "entered_zones", "has_snapshot", "model", "has_clip", "clip_duration_s",
-              "type", "dwell_s", "speed_kmh", "speed_alert"}
+              "type", "dwell_s", "speed_kmh", "speed_alert", "occupancy"}
 
 
 def signed(key: str, device: str, version: int, patch: Dict[str, Any]) -> str:

@@ -33,7 +33,7 @@ ZONE = "right_half"
 LINE = "middle"
 EVENT_KEYS = {"id", "camera_id", "label", "track_id", "score", "top_score", "box", "frame_time", "start_time",
               "end_time", "current_zones", "entered_zones", "has_snapshot", "model", "has_clip", "clip_duration_s",
-              "type", "dwell_s", "speed_kmh", "speed_alert"}
+              "type", "dwell_s", "speed_kmh", "speed_alert", "occupancy"}
 CROSSING_KEYS = {"event_id", "track_id", "label", "direction", "ts", "model"}
 CLEAR_SCORE = 0.6          # objects this sure in every still are the ones that must be tracked
 GAP_S = 2.5                # silence that separates two walks (the empty canvas lasts 9 s)

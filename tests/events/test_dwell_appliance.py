@@ -1,8 +1,9 @@
 """Dwell and loitering through the running appliance (in-process): a real H.264 clip (the two people
 of zidane.jpg standing for 4 s, then an empty grey picture), the real YOLOv8n on ONNX Runtime, the
 real pipeline, a real Mosquitto and the event database. What a subscriber and the REST side see:
-``dwell_s`` on the people's events, a loitering event per person, the zone's figures (occupancy,
-the occupancy alert, mean dwell) and the Home Assistant entities of the zone."""
+``dwell_s`` on the people's events, a loitering event per person, an occupancy event of the zone
+(two people inside, ``max_objects: 1``), each zone event with its snapshot, the zone's figures
+(occupancy, the occupancy alert, mean dwell) and the Home Assistant entities of the zone."""
 from __future__ import annotations
 
 import json
@@ -62,8 +63,9 @@ def test_dwell_loitering_and_zone_figures_on_mqtt_and_in_the_event_database(
         def ends():
             bodies = [m.json() for m in collector.messages(f"{ROOT}/events")]
             people = [b["after"] for b in bodies if b["type"] == "end" and b["after"]["label"] == "person"]
-            return people if sum(1 for e in people if e["type"] == "loitering") >= 2 else None
-        collector.wait_until(ends, 240, "the loitering events of both people to end")
+            done = sum(1 for e in people if e["type"] == "loitering") >= 2 and any(e["type"] == "occupancy" for e in people)
+            return people if done else None
+        collector.wait_until(ends, 240, "the loitering events of both people and the occupancy event to end")
         collector.wait_until(lambda: _zone(collector)[-1]["occupancy"] == 0 and _zone(collector)[-1]["mean_dwell_s"],
                              10, "the zone empty again, with its mean dwell")
     finally:
@@ -75,7 +77,8 @@ def test_dwell_loitering_and_zone_figures_on_mqtt_and_in_the_event_database(
             people.setdefault(body["after"]["id"], []).append(body)
     objects = {i: h for i, h in people.items() if h[-1]["after"]["type"] == "object"}
     loitering = {i: h for i, h in people.items() if h[-1]["after"]["type"] == "loitering"}
-    assert len(objects) == 2 and len(loitering) == 2, json.dumps(messages)[:3000]
+    occupancy = {i: h for i, h in people.items() if h[-1]["after"]["type"] == "occupancy"}
+    assert len(objects) == 2 and len(loitering) == 2 and len(occupancy) == 1, json.dumps(messages)[:3000]
 
     # dwell_s on the people's updates and ends: from the first to the last frame that showed them with their track
     seen = {}
@@ -99,6 +102,14 @@ def test_dwell_loitering_and_zone_figures_on_mqtt_and_in_the_event_database(
         person = next(h[-1]["after"] for h in objects.values() if h[-1]["after"]["track_id"] == end["track_id"])
         assert end["dwell_s"][ZONE] == pytest.approx(person["dwell_s"][ZONE], abs=0.02)
         assert end["end_time"] - end["start_time"] == pytest.approx(end["dwell_s"][ZONE], abs=0.02)
+        assert new["has_snapshot"] and end["has_snapshot"], history
+    # the zone's occupancy event: new with both people inside, end once the first of them is gone
+    (crowd,) = occupancy.values()
+    assert [b["type"] for b in crowd] == ["new", "end"], crowd
+    new, end = crowd[0]["after"], crowd[-1]["after"]
+    assert (new["track_id"], new["current_zones"], new["has_snapshot"]) == (-1, [ZONE], True), new
+    assert new["occupancy"] == {"objects": {"person": 2}, "count": 2, "peak_objects": 2, "max_objects": 1}, new
+    assert end["occupancy"]["count"] <= 1 and end["occupancy"]["peak_objects"] == 2 and end["end_time"] >= new["start_time"]
 
     # the zone's retained figures: both inside (over max_objects: 1), both loitering, then empty
     figures = _zone(collector)
@@ -116,8 +127,12 @@ def test_dwell_loitering_and_zone_figures_on_mqtt_and_in_the_event_database(
 
     # the event database (GET /api/v1/events) keeps type and dwell
     stored = {e.id: e for e in appliance.reads.events(EventQuery(camera="cam", zone=ZONE))}
+    snapshots = {event_id: store.snapshot(event_id) for event_id in set(loitering) | set(occupancy)}
     store.close()
-    assert set(objects) | set(loitering) <= set(stored)
+    assert set(objects) | set(loitering) | set(occupancy) <= set(stored)
+    assert all(jpeg is not None and jpeg[:2] == b"\xff\xd8" for jpeg in snapshots.values()), snapshots.keys()
+    for event_id, history in occupancy.items():
+        assert stored[event_id].type == "occupancy" and stored[event_id].to_dict()["occupancy"] == history[-1]["after"]["occupancy"]
     for event_id in loitering:
         assert stored[event_id].type == "loitering"
         assert stored[event_id].dwell_s[ZONE] == pytest.approx(loitering[event_id][-1]["after"]["dwell_s"][ZONE], abs=0.01)

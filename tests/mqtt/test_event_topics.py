@@ -82,7 +82,8 @@ def test_event_message_payload_is_the_spec_shape():
     assert set(body) == {"type", "before", "after"} and body["before"] is None
     assert set(body["after"]) == {"id", "camera_id", "label", "track_id", "score", "top_score", "box", "frame_time",
                                   "start_time", "end_time", "current_zones", "entered_zones", "has_snapshot",
-                                  "model", "has_clip", "clip_duration_s", "type", "dwell_s", "speed_kmh", "speed_alert"}
+                                  "model", "has_clip", "clip_duration_s", "type", "dwell_s", "speed_kmh", "speed_alert",
+                                  "occupancy"}
     assert encode(body)  # JSON-serialisable as it is
 
 

@@ -66,7 +66,7 @@
   function updateCard(card, event) {
     card.event = event;
     const p = card.parts;
-    p.title.replaceChildren(el("strong", event.label, "event-label"), " on ", el("span", event.camera_id, "event-camera"),
+    p.title.replaceChildren(el("strong", L.eventTitle(event), "event-label"), " on ", el("span", event.camera_id, "event-camera"),
       " · ", el("span", "score " + app.fmtNumber(event.top_score, 2), "event-score num"));
     const zones = (event.current_zones || []).length ? event.current_zones : event.entered_zones || [];
     p.zones.textContent = zones.length ? "zones: " + zones.join(", ") : "no zone";
@@ -164,7 +164,7 @@
     $("event-full").hidden = false;
     $("event-download").hidden = true;
     const e = card.event;
-    $("event-caption").textContent = e.label + " on " + e.camera_id + " · score " + app.fmtNumber(e.top_score, 2) +
+    $("event-caption").textContent = L.eventTitle(e) + " on " + e.camera_id + " · score " + app.fmtNumber(e.top_score, 2) +
       " · " + L.fmtTime(e.start_time);
     viewerEventId = id;
     $("event-video").poster = viewerUrl;

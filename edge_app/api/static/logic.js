@@ -145,6 +145,14 @@
     return [event.id, event.has_snapshot, event.top_score, event.end_time].join("|");
   }
 
+  // What an event is, in a few words: its label, or what its zone noticed (loitering, occupancy).
+  function eventTitle(event) {
+    if (event.type === "loitering") return event.label + " loitering";
+    const occupancy = event.type === "occupancy" ? event.occupancy : null;
+    if (occupancy) return event.label + " occupancy " + occupancy.peak_objects + " > " + occupancy.max_objects;
+    return event.label;
+  }
+
   // The rows of the counts view from GET /api/v1/counts, sorted, each with a stable key.
   function countRows(counts) {
     const rows = { cameras: [], zones: [], lines: [] };
@@ -374,6 +382,6 @@
     areaRemovalPatch, cameraAreas, problemMessages, eventsQuery, snapshotKey, countRows, lineGeometry,
     lineSide, numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
     cameraToView, timelineSpans, playRange, cameraRecording, recordingOn, timelineMarks, selectionRange,
-    placeLabels, trackBoxAt,
+    placeLabels, trackBoxAt, eventTitle,
   };
 })();

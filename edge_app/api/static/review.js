@@ -167,7 +167,7 @@
     node.parts.thumbs = true;
     for (const event of withSnapshots) {
       const img = el("img");
-      img.alt = event.label + " at " + new Date(event.start_time * 1000).toLocaleTimeString();
+      img.alt = L.eventTitle(event) + " at " + new Date(event.start_time * 1000).toLocaleTimeString();
       img.dataset.eventId = event.id;
       node.parts.strip.append(img);
       state.queue.push(img);
