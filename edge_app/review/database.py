@@ -41,7 +41,8 @@ def _items_sql(conn: sqlite3.Connection, query: ReviewQuery, gap_s: float,
         if rule.zones:
             zone_ok = ("EXISTS (SELECT 1 FROM event_zones z WHERE z.event_id = e.id AND z.zone IN ("
                        + ", ".join("?" * len(rule.zones)) + "))")
-        cases.append(f"WHEN ? THEN ({label_ok} AND {zone_ok})")
+        # AlertRule.matches in SQL: a speed alert is an alert whatever the labels and zones
+        cases.append(f"WHEN ? THEN (e.speed_alert OR ({label_ok} AND {zone_ok}))")
         args += [camera, *sorted(rule.labels), *sorted(rule.zones)]
     alert_expr = f"CASE e.camera_id {' '.join(cases)} ELSE 0 END" if cases else "0"
     label_expr, zone_expr = "0", "0"

@@ -3,6 +3,7 @@ filters and pages, marks that survive reopening the database, and the upgrade of
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import List, Optional
 
@@ -12,7 +13,7 @@ from edge_app.events.database import LATEST_VERSION, EventDatabase, read_connect
 from edge_app.events.model import Event
 from edge_app.review.database import item_ids, review_page, unreviewed_alerts
 from edge_app.review.grouping import group_events
-from edge_app.review.model import AlertRule
+from edge_app.review.model import ALERT, DETECTION, AlertRule, severity_of
 from edge_app.review.query import PAGE_SIZE, ReviewQuery
 from tests.events.old_schema import database_at
 
@@ -187,3 +188,19 @@ def test_retention_takes_the_marks_of_the_items_it_deletes(scene):
     conn = read_connection(scene)
     assert sorted(row[0] for row in conn.execute("SELECT item_id FROM reviewed")) == ["a3", "b3"]
     conn.close()
+
+
+@pytest.mark.parametrize("speed_alert, severity", [(True, ALERT), (False, DETECTION)])
+def test_a_speed_alert_makes_its_item_an_alert_in_the_database_as_it_does_live(tmp_path, speed_alert, severity):
+    """A car over its line pair's max_kmh on "gate", whose rule asks for people in "drive": an alert
+    by the pure rule (what starts a notification), so in the review list and its counts too."""
+    fast = replace(event("s1", "gate", "car", 100.0, 104.0), speed_kmh=72.0, speed_alert=speed_alert)
+    assert severity_of([fast], rule_of("gate")) == severity
+    store(tmp_path, [fast])
+    assert [(i["id"], i["severity"]) for i in page(tmp_path)["items"]] == [("s1", severity)]
+    assert [i["id"] for i in page(tmp_path, severity=ALERT)["items"]] == (["s1"] if speed_alert else [])
+    conn = read_connection(tmp_path)
+    try:
+        assert unreviewed_alerts(conn, ["gate"], GAP_S, rule_of) == {"gate": 1 if speed_alert else 0}
+    finally:
+        conn.close()
