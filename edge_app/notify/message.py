@@ -16,6 +16,7 @@ from typing import Optional, Tuple
 from urllib.parse import quote
 
 from edge_app.config.schema_notify import NotifyTargetConfig
+from edge_app.events.model import LOITERING, OBJECT, Occupancy
 
 SIGNATURE_HEADER = "X-Edge-App-Signature"
 USER_AGENT = "edge-app-notify"
@@ -35,17 +36,35 @@ class Notification:
     score: float  # the event's best confidence so far
     snapshot_url: Optional[str] = None  # None when notifications.base_url is not set
     clip_url: Optional[str] = None
+    event_type: str = OBJECT  # edge_app.events.model's: an object, loitering, occupancy
+    occupancy: Optional[Occupancy] = None  # an occupancy event's counts and its zone's limit
+
+    def _words(self, camera: str) -> str:
+        """What happened where, with ``camera`` as the camera's words; the title and the text share it."""
+        where = f" in {', '.join(self.zones)}" if self.zones else ""
+        if self.occupancy is not None:
+            counted = ", ".join(f"{n} {label}" for label, n in self.occupancy.objects.items())
+            return f"{counted or self.occupancy.count}{where} on {camera}"
+        doing = " loitering" if self.event_type == LOITERING else ""
+        return f"{self.label}{doing} on {camera}{where}"
 
     @property
     def title(self) -> str:
-        where = f" in {', '.join(self.zones)}" if self.zones else ""
-        return f"{self.label} on {self.camera_id}{where}"
+        limit = f" (limit {self.occupancy.max_objects})" if self.occupancy is not None else ""
+        return self._words(self.camera_id) + limit
+
+    @property
+    def text(self) -> str:
+        """The longer line: ntfy's message body."""
+        limit = f"limit {self.occupancy.max_objects}; " if self.occupancy is not None else ""
+        return f"{self._words('camera ' + self.camera_id)} ({limit}score {self.score:.2f})"
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["zones"] = list(self.zones)
         data["type"] = "alert"
         data["title"] = self.title
+        data["occupancy"] = None if self.occupancy is None else self.occupancy.to_dict()
         return data
 
 
@@ -95,10 +114,7 @@ def header_text(value: str) -> str:
 
 def ntfy_request(target: NotifyTargetConfig, notification: Notification,
                  snapshot_jpeg: Optional[bytes] = None) -> HttpRequest:
-    text = f"{notification.label} on camera {notification.camera_id}"
-    if notification.zones:
-        text += f" in {', '.join(notification.zones)}"
-    text += f" (score {notification.score:.2f})"
+    text = notification.text
     headers = [("Title", header_text(notification.title)),
                ("Tags", header_text(",".join(["rotating_light", notification.label, notification.camera_id]))),
                ("Priority", "high"), ("User-Agent", USER_AGENT)]

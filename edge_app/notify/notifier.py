@@ -98,7 +98,7 @@ class Notifier:
         notification = Notification(
             device_id=self._device_id, camera_id=event.camera_id, label=event.label, zones=tuple(event.entered_zones),
             event_id=event.id, review_id=start.item.id, start_time=event.start_time, score=event.top_score,
-            snapshot_url=snapshot_url, clip_url=clip_url)
+            snapshot_url=snapshot_url, clip_url=clip_url, event_type=event.type, occupancy=event.occupancy)
         now_s, minute = self._monotonic(), self._local_minute()
         for worker in self._workers:
             target = worker.target

@@ -8,8 +8,10 @@ import json
 import threading
 import time
 
+import pytest
+
 from edge_app.config.schema_notify import NotificationsConfig, NotifyTargetConfig
-from edge_app.events.model import END, NEW, UPDATE, Event, EventMessage
+from edge_app.events.model import END, NEW, OCCUPANCY, UPDATE, Event, EventMessage, Occupancy
 from edge_app.notify.message import SIGNATURE_HEADER
 from edge_app.notify.notifier import Notifier
 from edge_app.review.live import LiveReview
@@ -238,5 +240,29 @@ def test_without_a_base_url_there_are_no_links():
             found.on_event(EventMessage(NEW, event()))
             body = json.loads(receiver.wait_for(1)[0].body)
             assert body["snapshot_url"] is None and body["clip_url"] is None
+        finally:
+            found.stop()
+
+
+@pytest.mark.parametrize("kind, title, text", [
+    ("object", "person on front in porch", "person on camera front in porch (score 0.91)"),
+    ("loitering", "person loitering on front in porch", "person loitering on camera front in porch (score 0.91)"),
+    ("occupancy", "3 person, 1 dog in porch on front (limit 2)",
+     "3 person, 1 dog in porch on camera front (limit 2; score 0.91)"),
+])
+def test_a_zone_event_says_what_the_zone_noticed(kind, title, text):
+    """Webhook and ntfy alike: the event's type, and an occupancy event's counts, in the payload and the title."""
+    crowd = Occupancy({"person": 3, "dog": 1}, 4, 2) if kind == OCCUPANCY else None
+    alert = dataclasses.replace(event(zones=("porch",)), type=kind, occupancy=crowd)
+    with Receiver() as receiver, NtfyStandIn() as ntfy:
+        found = notifier(webhook(receiver.url), {"name": "phone", "type": "ntfy", "url": ntfy.url + "/porch"})
+        try:
+            found.on_event(EventMessage(NEW, alert))
+            body = json.loads(receiver.wait_for(1)[0].body)
+            assert (body["event_type"], body["title"]) == (kind, title)
+            assert body["occupancy"] == (None if crowd is None else crowd.to_dict())
+            ntfy.wait_for(1)
+            message, = ntfy.messages
+            assert (message["title"], message["message"]) == (title, text)
         finally:
             found.stop()
