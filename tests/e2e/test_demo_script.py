@@ -21,6 +21,7 @@ import pytest
 import requests
 
 from testkit import skips
+from testkit.appliance import default_stop_signals
 from testkit.broker import MqttCollector
 from testkit.net import free_port, port_accepts
 from testkit.paths import shared_dir
@@ -47,8 +48,12 @@ class Demo:
     def __init__(self, clone: Path, env: Dict[str, str], log: Path) -> None:
         self.log = log
         self._out = log.open("wb")
+        # SIGINT and SIGTERM at their defaults, as a terminal starts a command: a test run started
+        # in the background of a script has SIGINT ignored, the demo would inherit that, and
+        # edge-app rightly keeps an ignored signal ignored (Ctrl-C would then do nothing).
         self.proc = subprocess.Popen(["./scripts/demo.sh"], cwd=clone, env=env, stdout=self._out,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=default_stop_signals)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
