@@ -386,6 +386,10 @@ class Appliance:
     def publish_config_reported(self, body: Dict[str, Any]) -> bool:
         return self._publisher.publish_config_reported(body)
 
+    def mqtt_connected(self) -> bool:
+        """Whether the MQTT link is up now (what is published goes out rather than waits)."""
+        return self._publisher.connected
+
     def _publish_health(self, report: HealthReport) -> None:
         self._publisher.publish_health(report.to_dict())
 

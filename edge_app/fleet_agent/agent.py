@@ -94,8 +94,11 @@ class FleetAgent:
                  *, gate: Optional[DesiredGate] = None, max_pending: int = 64, clock: Callable[[], float] = time.time,
                  models_state: Optional[Callable[[], Dict[str, Any]]] = None,
                  intake: Optional[DesiredIntake] = None, refusals: Optional[RefusalReports] = None,
-                 refetch: Optional[Callable[[], None]] = None) -> None:
+                 refetch: Optional[Callable[[], None]] = None, link_up: Callable[[], bool] = lambda: True) -> None:
         self._changes = changes
+        # Refusal reports wait for the MQTT link: one queued offline would be replaced by the next
+        # retained R/config/reported, and the refusals it stood for lost from the reported sum.
+        self._link_up = link_up
         # models_state (edge_app.fleet_agent.artifacts.state) rides along in every report
         self._models_state = models_state
         self._publish_lock = threading.Lock()
@@ -179,11 +182,14 @@ class FleetAgent:
                     self._cond.notify_all()
 
     def _refusals_due(self) -> bool:
-        return self._refusals.seconds_until_due() == 0.0
+        return self._refusals.seconds_until_due() == 0.0 and self._link_up()
 
     def _wake_after_s(self) -> Optional[float]:
-        """How long the agent's thread may sleep: until a refusal report or a refetch is due."""
+        """How long the agent's thread may sleep: until a refusal report or a refetch is due, and
+        at most a second while a report waits for the link."""
         due_s = self._refusals.seconds_until_due()
+        if due_s is not None and not self._link_up():
+            due_s = max(due_s, 1.0)
         if self._refetch is not None:
             due_s = 1.0 if due_s is None else min(due_s, 1.0)  # the bucket refills by the second
         return due_s
@@ -252,6 +258,8 @@ class FleetAgent:
         return self._refusals.note(problem)
 
     def _publish_refusals(self) -> None:
+        if not self._link_up():
+            return
         due = self._refusals.take_due()
         if due is not None:
             report = ConfigReport(None, REJECTED, (due.problem,), self._clock())
@@ -313,7 +321,7 @@ def start_fleet_agent(appliance: ApplianceFleetLink, changes: ConfigChanges, con
     log.info("remote configuration is on: acting on desired configurations %s", how)
     agent = FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), appliance.publish_config_reported, gate=gate,
                        models_state=models_state.snapshot if models_state is not None else None,
-                       refetch=appliance.refetch_config_desired)
+                       refetch=appliance.refetch_config_desired, link_up=appliance.mqtt_connected)
     if models_state is not None:
         models_state.on_change(agent.republish)
     appliance.on_config_desired(agent.on_desired)

@@ -38,8 +38,8 @@ def setup(tmp_path, model_path):
     changes = saving_change_path(service)
     reports = []
 
-    def agent():
-        return FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), reports.append)
+    def agent(**options):
+        return FleetAgent(changes, DesiredVersionStore(state_path_for(config_path)), reports.append, **options)
 
     return config_path, service, changes, reports, agent
 
@@ -295,3 +295,25 @@ def test_a_flood_of_unsigned_messages_is_answered_by_one_report_per_interval(set
         agent.stop()
     assert len(reports) == 2 and sum(r["refused"] for r in reports) == agent.gate.report().refused == 5000
     assert service.applied.apply_calls == 0
+
+
+def test_refusals_while_the_link_is_down_are_reported_once_it_is_up_none_lost(setup):
+    """A report made offline would wait in the outbox, where a later retained R/config/reported
+    replaces it: the refusals it stood for would never add up. So none is made while the link is
+    down; the count goes on, and the first report after it comes back tells of all of them."""
+    _, _, _, reports, make_agent = setup
+    link = {"up": False}
+    agent = make_agent(link_up=lambda: link["up"]).start()
+    try:
+        for _ in range(3000):
+            agent.on_desired(b"{}")
+        assert agent.wait_idle(30)
+        time.sleep(1.5)  # the agent looks at the link about once a second
+        assert reports == []
+        link["up"] = True
+        deadline = time.monotonic() + 5
+        while not reports and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        agent.stop()
+    assert [r["refused"] for r in reports] == [3000] == [agent.gate.report().refused]
