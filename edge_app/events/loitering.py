@@ -11,22 +11,18 @@ Pure: no clock, no I/O; times are capture times in Unix seconds.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from edge_app.events.lifecycle import Sighting
 from edge_app.events.model import END, LOITERING, NEW, Event, EventMessage
-from edge_app.events.query import valid_event_id
+from edge_app.events.query import zone_event_id
+from edge_app.events.zone_snapshots import mark_snapshot_taken
 from edge_app.track.dwell import DwellClock, ZoneVisit
 
 
 def loitering_event_id(camera_id: str, track_id: int, zone: str, entered_s: float) -> str:
     """Unique across restarts like object event ids; long names fold into a hash to stay a valid id."""
-    event_id = f"{entered_s:.6f}-{camera_id}-{track_id}-loitering-{zone}"
-    if valid_event_id(event_id):
-        return event_id
-    digest = hashlib.sha256(event_id.encode("utf-8")).hexdigest()[:16]
-    return f"{entered_s:.6f}-{track_id}-loitering-{digest}"
+    return zone_event_id(f"{entered_s:.6f}-{camera_id}-{track_id}-loitering-{zone}", entered_s, f"{track_id}-loitering")
 
 
 class LoiteringWatch:
@@ -65,11 +61,7 @@ class LoiteringWatch:
 
     def snapshot_taken(self, event_id: str) -> Optional[Event]:
         """The open event ``event_id`` has a snapshot now: the event as it stands, None when it is not open."""
-        for key, event in self._open.items():
-            if event.id == event_id:
-                self._open[key] = dataclasses.replace(event, has_snapshot=True)
-                return self._open[key]
-        return None
+        return mark_snapshot_taken(self._open, event_id)
 
     def close(self, visit: ZoneVisit, sighting: Callable[[int], Optional[Sighting]]) -> Optional[EventMessage]:
         """The visit closed: its loitering event (if any) ends with the visit's dwell."""

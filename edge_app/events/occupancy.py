@@ -18,12 +18,12 @@ Pure: no clock, no I/O; times are capture times in Unix seconds.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from edge_app.events.lifecycle import Sighting
 from edge_app.events.model import END, NEW, OCCUPANCY, UPDATE, Event, EventMessage, Occupancy
-from edge_app.events.query import valid_event_id
+from edge_app.events.query import zone_event_id
+from edge_app.events.zone_snapshots import mark_snapshot_taken
 
 #: ``track_id`` of an occupancy event: it is about the zone, not one object
 NO_TRACK = -1
@@ -32,11 +32,7 @@ NO_TRACK = -1
 def occupancy_event_id(camera_id: str, zone: str, start_s: float) -> str:
     """Unique across restarts like object event ids (one open per zone, zone names unique on the
     device); long names fold into a hash to stay a valid id."""
-    event_id = f"{start_s:.6f}-{camera_id}-occupancy-{zone}"
-    if valid_event_id(event_id):
-        return event_id
-    digest = hashlib.sha256(event_id.encode("utf-8")).hexdigest()[:16]
-    return f"{start_s:.6f}-occupancy-{digest}"
+    return zone_event_id(f"{start_s:.6f}-{camera_id}-occupancy-{zone}", start_s, "occupancy")
 
 
 class OccupancyWatch:
@@ -79,11 +75,7 @@ class OccupancyWatch:
 
     def snapshot_taken(self, event_id: str) -> Optional[Event]:
         """The open event ``event_id`` has a snapshot now: the event as it stands, None when it is not open."""
-        for zone, event in self._open.items():
-            if event.id == event_id:
-                self._open[zone] = dataclasses.replace(event, has_snapshot=True)
-                return self._open[zone]
-        return None
+        return mark_snapshot_taken(self._open, event_id)
 
     # ---------------------------------------------------------------- internals
     def _started(self, zone: str, limit: int, objects: Dict[str, int], seen: Sequence[Sighting], now_s: float) -> Event:

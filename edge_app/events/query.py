@@ -21,6 +21,15 @@ def valid_event_id(event_id: str) -> bool:
     return bool(_EVENT_ID.fullmatch(event_id))
 
 
+def zone_event_id(readable: str, start_s: float, folded_tail: str) -> str:
+    """The id of a zone's event (loitering, occupancy): ``readable`` when it is a valid id, else
+    ``<start_s>-<folded_tail>-<hash of readable>``, so long zone names still make a valid id."""
+    if valid_event_id(readable):
+        return readable
+    digest = hashlib.sha256(readable.encode("utf-8")).hexdigest()[:16]
+    return f"{start_s:.6f}-{folded_tail}-{digest}"
+
+
 def snapshot_file_name(event_id: str) -> str:
     """A file name for the event's snapshot that can never leave the snapshot folder.
 

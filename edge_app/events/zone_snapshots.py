@@ -8,8 +8,9 @@ such events begin once per visit or per crowding, rarely beside the frames analy
 """
 from __future__ import annotations
 
+import dataclasses
 import time
-from typing import Dict, List, Optional, Protocol, Sequence
+from typing import Dict, List, MutableMapping, Optional, Protocol, Sequence, TypeVar
 
 import numpy as np
 
@@ -18,6 +19,17 @@ from edge_app.detect.detections import Detections
 from edge_app.events.model import NEW, Event, EventMessage, Snapshot
 from edge_app.events.snapshots import SnapshotKeeper
 from edge_app.track.dwell import DwellClock
+
+K = TypeVar("K")
+
+
+def mark_snapshot_taken(open_events: MutableMapping[K, Event], event_id: str) -> Optional[Event]:
+    """In a watch's open events, ``event_id`` has a snapshot now: the event as it stands, None when it is not open."""
+    for key, event in open_events.items():
+        if event.id == event_id:
+            open_events[key] = dataclasses.replace(event, has_snapshot=True)
+            return open_events[key]
+    return None
 
 
 class ZoneEventWatch(Protocol):
