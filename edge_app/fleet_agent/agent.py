@@ -185,8 +185,8 @@ class FleetAgent:
         return self._refusals.seconds_until_due() == 0.0 and self._link_up()
 
     def _wake_after_s(self) -> Optional[float]:
-        """How long the agent's thread may sleep: until a refusal report or a refetch is due, and
-        at most a second while a report waits for the link."""
+        """How long the agent's thread may sleep: until a refusal report or a refetch is due; while a
+        report waits for the link, at least a second (it looks at the link again then, never spins)."""
         due_s = self._refusals.seconds_until_due()
         if due_s is not None and not self._link_up():
             due_s = max(due_s, 1.0)

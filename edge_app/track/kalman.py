@@ -130,18 +130,6 @@ class BoxKalman:
         return corrected, shrunk
 
 
-def full_covariance(cov: np.ndarray) -> np.ndarray:
-    """The ``(N, 8, 8)`` matrices of covariances kept as blocks ``(N, 3, 4)``."""
-    n = cov.shape[0]
-    full = np.zeros((n, STATE_DIM, STATE_DIM))
-    component = np.arange(MEASURE_DIM)
-    full[:, component, component] = cov[:, POS]
-    full[:, component, component + MEASURE_DIM] = cov[:, CROSS]
-    full[:, component + MEASURE_DIM, component] = cov[:, CROSS]
-    full[:, component + MEASURE_DIM, component + MEASURE_DIM] = cov[:, RATE]
-    return full
-
-
 def _coefficients(pos: float, aspect: float, vel: float, aspect_vel: float) -> Tuple[np.ndarray, np.ndarray]:
     """(relative to height, absolute) standard deviations of the 8 state components."""
     relative = np.array([pos, pos, 0.0, pos, vel, vel, 0.0, vel])

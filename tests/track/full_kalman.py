@@ -7,7 +7,19 @@ from typing import Tuple
 
 import numpy as np
 
-from edge_app.track.kalman import MEASURE_DIM, STATE_DIM, BoxKalman, _std
+from edge_app.track.kalman import CROSS, MEASURE_DIM, POS, RATE, STATE_DIM, BoxKalman, _std
+
+
+def full_covariance(cov: np.ndarray) -> np.ndarray:
+    """The ``(N, 8, 8)`` matrices of covariances kept as blocks ``(N, 3, 4)``."""
+    n = cov.shape[0]
+    full = np.zeros((n, STATE_DIM, STATE_DIM))
+    component = np.arange(MEASURE_DIM)
+    full[:, component, component] = cov[:, POS]
+    full[:, component, component + MEASURE_DIM] = cov[:, CROSS]
+    full[:, component + MEASURE_DIM, component] = cov[:, CROSS]
+    full[:, component + MEASURE_DIM, component + MEASURE_DIM] = cov[:, RATE]
+    return full
 
 
 class FullKalman(BoxKalman):

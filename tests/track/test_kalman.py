@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from edge_app.track.kalman import BoxKalman, full_covariance, xyah_to_xyxy, xyxy_to_xyah
-from tests.track.full_kalman import FullKalman
+from edge_app.track.kalman import BoxKalman, xyah_to_xyxy, xyxy_to_xyah
+from tests.track.full_kalman import FullKalman, full_covariance
 
 
 def test_box_conversions_round_trip():
