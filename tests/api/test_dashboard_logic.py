@@ -241,6 +241,11 @@ def test_the_events_query_of_the_filters(call_logic, filters, expected):
     assert call_logic("eventsQuery", filters, 50) == expected
 
 
+def test_the_events_query_of_a_later_page(call_logic):
+    assert call_logic("eventsQuery", {"camera": "front"}, 100, 500) == "api/v1/events?camera=front&limit=100&offset=500"
+    assert call_logic("eventsQuery", {"camera": "front"}, 100, 0) == "api/v1/events?camera=front&limit=100"
+
+
 def test_count_rows_are_sorted_and_keyed(call_logic):
     rows = call_logic("countRows", {"cameras": {"front": {"person": 2, "car": 0}, "back": {"dog": 1}},
                                     "zones": {"driveway": {"person": 1}}, "lines": {"gate": {"in": 3, "out": 1}}})

@@ -128,13 +128,14 @@
   }
 
   // GET /api/v1/events with the filters that are set; "" means every value.
-  function eventsQuery(filters, limit) {
+  function eventsQuery(filters, limit, offset) {
     const params = [];
     for (const name of ["camera", "label", "zone"]) {
       const value = filters && filters[name];
       if (value) params.push(name + "=" + encodeURIComponent(value));
     }
     if (limit) params.push("limit=" + encodeURIComponent(limit));
+    if (offset) params.push("offset=" + encodeURIComponent(offset));
     return "api/v1/events" + (params.length ? "?" + params.join("&") : "");
   }
 
