@@ -372,5 +372,10 @@
 
   // The live grid draws each tile's areas with the same shapes.
   Object.assign(app, { areaShapes: drawAreas, fitSvg });
-  return { config: onConfig, live: renderOverlay };
+  // A camera picked before its first frame got the stand-in: its picture comes once it has one.
+  function onCameras() {
+    if (editor.url === NO_FRAME && app.hasFrames(editor.camera)) loadSnapshot().catch(app.handleError);
+  }
+
+  return { config: onConfig, live: renderOverlay, cameras: onCameras };
 });
