@@ -8,7 +8,7 @@ takes its schemas from these types (pydantic generates them).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Literal, Optional
+from typing import Annotated, List, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +25,7 @@ class EventList:
     """The body of ``GET /api/v1/events``: stored events, newest first."""
 
     events: List[Event]
+    total: Annotated[int, Field(ge=0, description="How many events match the filters, whatever limit and offset")]
 
 
 class Segment(_Answer):

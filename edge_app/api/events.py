@@ -44,8 +44,10 @@ def _unusable(err: EventDatabaseUnusable) -> Response:
 
 def list_events(views: EventViews, filters: EventFilters) -> Response:
     query = checked_event_query(EventQuery(camera=filters.camera, label=filters.label, zone=filters.zone,
-                                           after=filters.after, before=filters.before, limit=filters.limit))
-    return jsonify({"events": [event.to_dict() for event in views.reads.events(query)]})
+                                           after=filters.after, before=filters.before, limit=filters.limit,
+                                           offset=filters.offset, has_clip=filters.has_clip))
+    return jsonify({"events": [event.to_dict() for event in views.reads.events(query)],
+                    "total": views.reads.event_total(query)})
 
 
 def get_event(views: EventViews, event_id: str) -> Response:

@@ -23,7 +23,7 @@ from edge_app.api.recording_params import CAMERA_REQUIRED, MAX_EXPORT_S, RANGE_R
 from edge_app.api.review_params import checked_day, checked_severity
 from edge_app.api.routing import tidy_schema
 from edge_app.config.schema_rules import LABEL_TOPIC_CHARS, MAX_LABEL_CHARS
-from edge_app.events.query import EVENT_ID_PATTERN, MAX_LIMIT, valid_event_id
+from edge_app.events.query import EVENT_ID_PATTERN, MAX_LIMIT, MAX_OFFSET, valid_event_id
 from edge_app.http_server.errors import ApiError
 from edge_app.http_server.event_params import checked_label
 from edge_app.http_server.query_params import (LARGEST_TIME_S, NAME as NAME_RULE, TIME_PATTERN, flag_arg,
@@ -135,6 +135,11 @@ class EventFilters(_Query):
     limit: Annotated[int, _integer(1, MAX_LIMIT),
                      WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 50}),
                      Field(description="Most events answered")] = 50
+    offset: Annotated[int, _integer(0, MAX_OFFSET),
+                      WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_OFFSET, "default": 0}),
+                      Field(description="Events skipped first (newest first): the next page starts at offset + "
+                                        "limit; total in the answer says how many match")] = 0
+    has_clip: Annotated[Flag, Field(description="1: only events with a clip; 0: only those without")] = None
 
 
 class EventSnapshotQuery(_Query):

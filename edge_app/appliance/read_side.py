@@ -246,6 +246,9 @@ class RunningReads:
     def events(self, query: EventQuery) -> List[Event]:
         return [] if self._event_store is None else self._event_store.events(query)
 
+    def event_total(self, query: EventQuery) -> int:
+        return 0 if self._event_store is None else self._event_store.total(query)
+
     def event(self, event_id: str) -> Optional[Event]:
         return None if self._event_store is None else self._event_store.get(event_id)
 

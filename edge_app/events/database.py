@@ -16,7 +16,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 from edge_app.events.model import ClipRecord, Event, Occupancy
 from edge_app.events.query import EventQuery, LineCountsByCamera, snapshot_file_name
-from edge_app.events.query_sql import EventColumns, event_filter
+from edge_app.events.query_sql import EventColumns, SqlFilter, event_filter
 from edge_app.events.tracks import CREATE_TABLE as TRACKS_TABLE
 
 log = logging.getLogger(__name__)
@@ -148,10 +148,36 @@ EVENT_COLUMNS = EventColumns(camera="e.camera_id", label="e.label", start_time="
                              entered_zone="e.id IN (SELECT event_id FROM event_zones WHERE zone = ?)")
 
 
-def query_events(conn: sqlite3.Connection, query: EventQuery) -> List[Event]:
+_HAS_CLIP = "e.id IN (SELECT event_id FROM clips)"
+
+
+def _event_conditions(query: EventQuery) -> SqlFilter:
     found = event_filter(query, EVENT_COLUMNS)
-    sql = _SELECT + found.where() + " ORDER BY e.start_time DESC, e.id DESC LIMIT ?"
-    return [_event_from_row(row) for row in conn.execute(sql, (*found.params, query.bounded_limit))]
+    if query.has_clip is None:
+        return found
+    return SqlFilter((*found.conditions, _HAS_CLIP if query.has_clip else "NOT " + _HAS_CLIP), found.params)
+
+
+def query_events(conn: sqlite3.Connection, query: EventQuery, limit: Optional[int] = None,
+                 offset: Optional[int] = None) -> List[Event]:
+    """The events matching ``query``, newest first; ``limit`` and ``offset`` default to the query's."""
+    found = _event_conditions(query)
+    sql = _SELECT + found.where() + " ORDER BY e.start_time DESC, e.id DESC LIMIT ? OFFSET ?"
+    window = (query.bounded_limit if limit is None else limit, query.offset if offset is None else offset)
+    return [_event_from_row(row) for row in conn.execute(sql, (*found.params, *window))]
+
+
+def count_events(conn: sqlite3.Connection, query: EventQuery) -> int:
+    """How many events match ``query``, whatever its limit and offset."""
+    found = _event_conditions(query)
+    return int(conn.execute("SELECT COUNT(*) FROM events e" + found.where(), found.params).fetchone()[0])
+
+
+def events_by_id(conn: sqlite3.Connection, event_ids: Sequence[str]) -> List[Event]:
+    ids = list(event_ids)
+    if not ids:
+        return []
+    return [_event_from_row(row) for row in conn.execute(_SELECT + f" WHERE e.id IN ({','.join('?' * len(ids))})", ids)]
 
 
 def camera_events_between(conn: sqlite3.Connection, camera_id: str, first_start: float,

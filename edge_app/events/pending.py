@@ -138,6 +138,11 @@ class PendingWrites:
         with self._lock:
             return set(self._deleted)
 
+    def touched_ids(self) -> Set[str]:
+        """The events whose listing memory changes: held, deleted or with a clip held."""
+        with self._lock:
+            return set(self._events) | set(self._deleted) | set(self._clips)
+
     def matching(self, query: EventQuery) -> List[Event]:
         with self._lock:
             return [self._with_snapshot_flag(e) for e in self._events.values() if query.matches(e)]

@@ -10,6 +10,8 @@ from edge_app.events.model import Event
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+#: the most events a listing may skip; past it a client narrows the filters (after, before) instead
+MAX_OFFSET = 10_000_000
 #: event ids the REST API accepts; the engine's "<start time>-<camera>-<track>" fits
 EVENT_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 _EVENT_ID = re.compile(EVENT_ID_PATTERN)
@@ -51,6 +53,8 @@ class EventQuery:
     after: Optional[float] = None  # start_time > after, Unix seconds
     before: Optional[float] = None  # start_time < before
     limit: int = DEFAULT_LIMIT
+    offset: int = 0  # events skipped (newest first) before the first one answered
+    has_clip: Optional[bool] = None  # True: only events with a clip; False: only those without
 
     @property
     def bounded_limit(self) -> int:
@@ -66,6 +70,8 @@ class EventQuery:
         if self.after is not None and not event.start_time > self.after:
             return False
         if self.before is not None and not event.start_time < self.before:
+            return False
+        if self.has_clip is not None and event.has_clip != self.has_clip:
             return False
         return True
 

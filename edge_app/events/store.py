@@ -145,6 +145,10 @@ class EventStore(StoreWriter):
         """Events matching ``query``, newest (by start time) first, at most ``query.limit``."""
         return self._reader.events(query)
 
+    def total(self, query: EventQuery = EventQuery()) -> int:
+        """How many events match ``query``, whatever its limit and offset."""
+        return self._reader.total(query)
+
     def get(self, event_id: str) -> Optional[Event]:
         return self._reader.get(event_id)
 

@@ -297,7 +297,11 @@ class ApplianceReads(Protocol):
         """Block until an analysed frame newer than ``after_frame_id`` exists (for MJPEG), or timeout."""
 
     def events(self, query: EventQuery) -> List[Event]:
-        """Stored events matching ``query``, newest first, at most ``query.bounded_limit``."""
+        """Stored events matching ``query``, newest first, after skipping ``query.offset``, at most
+        ``query.bounded_limit``."""
+
+    def event_total(self, query: EventQuery) -> int:
+        """How many stored events match ``query``, whatever its limit and offset."""
 
     def event(self, event_id: str) -> Optional[Event]:
         """One stored event, or None when unknown."""

@@ -231,6 +231,9 @@ class InMemoryService:
     def events(self, query: EventQuery) -> List[Event]:
         return self.event_store.events(query)
 
+    def event_total(self, query: EventQuery) -> int:
+        return self.event_store.total(query)
+
     def event(self, event_id: str) -> Optional[Event]:
         return self.event_store.get(event_id)
 

@@ -2,8 +2,10 @@
 page sends, the error messages it shows and the queries it makes."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from edge_app.track.lines import Line
 from tests.api.dashboard_page import LogicCalls
 
 RECT = {"left": 10, "top": 20, "width": 800, "height": 450}
@@ -239,6 +241,11 @@ def test_the_events_query_of_the_filters(call_logic, filters, expected):
     assert call_logic("eventsQuery", filters, 50) == expected
 
 
+def test_the_events_query_of_a_later_page(call_logic):
+    assert call_logic("eventsQuery", {"camera": "front"}, 100, 500) == "api/v1/events?camera=front&limit=100&offset=500"
+    assert call_logic("eventsQuery", {"camera": "front"}, 100, 0) == "api/v1/events?camera=front&limit=100"
+
+
 def test_count_rows_are_sorted_and_keyed(call_logic):
     rows = call_logic("countRows", {"cameras": {"front": {"person": 2, "car": 0}, "back": {"dog": 1}},
                                     "zones": {"driveway": {"person": 1}}, "lines": {"gate": {"in": 3, "out": 1}}})
@@ -250,13 +257,19 @@ def test_count_rows_are_sorted_and_keyed(call_logic):
     assert call_logic("countRows", {}) == {"cameras": [], "zones": [], "lines": []}
 
 
+def engine_side(points, point) -> str:
+    """The side of the line P1 -> P2 a normalised point is on, by the engine's own rule (s > 0: "in")."""
+    s = Line("gate", tuple(points[0]), tuple(points[1])).signed(np.array([point], dtype=float))[0]
+    return "in" if s > 0 else "out" if s < 0 else "on"
+
+
 @pytest.mark.parametrize("point, side", [
     ([0.25, 0.5], "in"),  # docs/configuration.md: moving from the right half to the left half is "in"
     ([0.75, 0.5], "out"),
     ([0.5, 0.2], "on"),
 ])
 def test_the_side_of_a_line(call_logic, point, side):
-    assert call_logic("lineSide", GATE, point) == side
+    assert engine_side(GATE, point) == side
 
 
 @pytest.mark.parametrize("points, size", [
@@ -270,12 +283,12 @@ def test_the_in_arrow_points_to_the_in_side(call_logic, points, size):
     start = call_logic("toNormalised", *geometry["inFrom"], *size)
     end = call_logic("toNormalised", *geometry["inTo"], *size)
     label = call_logic("toNormalised", *geometry["inLabel"], *size)
-    assert call_logic("lineSide", points, start) == "out"
-    assert call_logic("lineSide", points, end) == "in" and call_logic("lineSide", points, label) == "in"
+    assert engine_side(points, start) == "out"
+    assert engine_side(points, end) == "in" and engine_side(points, label) == "in"
     assert geometry["head"][0] == call_logic("toPixel", points[1], *size)  # the arrow head is at P2
     assert geometry["inHead"][0] == geometry["inTo"]
     for corner in geometry["inHead"][1:]:  # the base of its head, behind the tip, is still on the "in" side
-        assert call_logic("lineSide", points, call_logic("toNormalised", *corner, *size)) == "in"
+        assert engine_side(points, call_logic("toNormalised", *corner, *size)) == "in"
 
 
 FRONT = {"id": "front", "source": "rtsp://admin:***@10.0.0.5:554/stream1", "enabled": True, "fps_limit": 0,

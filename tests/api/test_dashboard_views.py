@@ -27,12 +27,14 @@ def event(n: int, camera: str, label: str, start: float, **changes) -> Event:
 
 @pytest.fixture(params=["open", "token"])
 def events_api(request, make_api, bus_jpg):
-    """Three events, two of them with a snapshot, with and without an API token."""
+    """Three events, two of them with a snapshot and one with a clip, with and without an API token."""
     api = make_api({"api": {"token": TOKEN}} if request.param == "token" else None)
     api.token = TOKEN if request.param == "token" else ""
     api.service.add_event(event(1, "front", "person", NOW - 300, entered_zones=("driveway",)), bus_jpg.read_bytes())
     api.service.add_event(event(2, "front", "car", NOW - 200, end_time=NOW - 150), bus_jpg.read_bytes())
     api.service.add_event(event(3, "back", "person", NOW - 100))
+    api.service.event_store.save_clip(f"{NOW - 300:.3f}-front-1", "front-1.mp4", 1000, 4.0)
+    assert api.service.event_store.flush()
     return api
 
 
@@ -50,10 +52,14 @@ def test_the_events_view_lists_filters_opens_and_deletes_events(events_api):
     assert loaded["cameras"] == ["", "back", "front"] and loaded["labels"] == ["", "car", "person"]
     assert loaded["zones"] == ["", "driveway"]
     assert loaded["link"] == "online" and loaded["empty_note_hidden"] is True
+    # One page of 50 holds them all: the count says so and there is nothing "More" could add.
+    assert loaded["count"] == "· 3 of 3 events" and loaded["more_hidden"] is True
+    assert loaded["clip_count"] == "1"
 
     filtered = steps["filtered"]
     assert filtered["query"] == "api/v1/events?label=car&limit=50"
     assert [e["id"] for e in filtered["events"]] == [newest_first[1]]
+    assert filtered["count"] == "· 1 of 1 event" and filtered["clip_count"] == "1"
 
     assert steps["viewer"]["open"] is True and steps["viewer"]["src"] == "data"
     assert steps["viewer"]["caption"].startswith("person on back")

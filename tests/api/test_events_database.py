@@ -41,7 +41,7 @@ def test_a_corrupt_database_found_at_start_shows_in_status_and_a_new_one_serves(
     assert status.json()["events"]["on_disk"] is True
 
     listed = api.get("/api/v1/events")
-    assert listed.status_code == 200 and listed.json() == {"events": []}
+    assert listed.status_code == 200 and listed.json() == {"events": [], "total": 0}
     api.service.add_event(event(1, start=NOW + 1000))
     assert [e["id"] for e in api.get("/api/v1/events").json()["events"]] == [event(1, start=NOW + 1000).id]
 
@@ -72,5 +72,5 @@ def test_a_database_corrupted_while_running_is_503_until_a_new_one_is_started(ap
         assert time.monotonic() < deadline, api.get("/api/v1/status").json()["events"]
         time.sleep(0.05)
     listed = api.get("/api/v1/events")
-    assert listed.status_code == 200 and listed.json() == {"events": []}
+    assert listed.status_code == 200 and listed.json() == {"events": [], "total": 0}
     assert api.get(f"/api/v1/events/{event(1).id}").status_code == 404

@@ -47,7 +47,7 @@ def ids(response):
 
 def test_no_events_yet(api):
     response = api.get("/api/v1/events")
-    assert response.status_code == 200 and response.json() == {"events": []}
+    assert response.status_code == 200 and response.json() == {"events": [], "total": 0}
     assert response.headers["Cache-Control"] == "no-store"
 
 
@@ -88,6 +88,8 @@ def test_filters(api, stored, query, expected):
     ("after=nan", "after"), ("after=inf", "after"), ("after=-1", "after"), ("before=1e400", "before"),
     ("before=yesterday", "before"), ("after=2027-13-40T00:00:00Z", "after"), ("after=1.8e9", "after"),
     ("camera=../etc", "camera"), ("zone=a%20b", "zone"),
+    ("offset=-1", "offset"), ("offset=x", "offset"), ("offset=1.5", "offset"), ("offset=10000001", "offset"),
+    ("has_clip=yes", "has_clip"), ("has_clip=2", "has_clip"),
     ("label=%00", "label"), (f"after={NOW}&before={NOW - 1}", "after"),
 ])
 def test_bad_query_parameters_are_400_with_a_sentence(api, query, parameter):
@@ -95,6 +97,26 @@ def test_bad_query_parameters_are_400_with_a_sentence(api, query, parameter):
     assert response.status_code == 400
     assert response.headers["Content-Type"] == "application/json"
     assert parameter in response.json()["error"]
+
+
+@pytest.mark.parametrize("query, expected, total", [
+    ("limit=2", [4, 3], 4),
+    ("limit=2&offset=2", [2, 1], 4),
+    ("limit=2&offset=3", [1], 4),
+    ("offset=4", [], 4),
+    ("camera=back&limit=1&offset=1", [3], 2),
+    ("has_clip=1", [3, 1], 2),
+    ("has_clip=0&limit=1", [4], 2),
+    ("has_clip=1&label=person&offset=1", [1], 2),
+])
+def test_pages_of_events_and_their_total(api, stored, query, expected, total):
+    for ev in (stored[0], stored[2]):
+        api.service.event_store.save_clip(ev.id, f"/clips/{ev.id}.mp4", 1000, 4.0)
+    assert api.service.event_store.flush()
+    by_track = {e.track_id: e.id for e in stored}
+    response = api.get(f"/api/v1/events?{query}")
+    assert ids(response) == [by_track[n] for n in expected]
+    assert response.json()["total"] == total
 
 
 def test_the_label_filter_takes_every_label_the_configuration_takes(api):

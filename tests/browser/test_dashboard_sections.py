@@ -51,6 +51,9 @@ def appliance(tmp_path_factory, browser_rtsp, browser_broker, model_path):
         for camera_id in BARS_CAMERAS]
     # Event clips, for the review item's inline player.
     config["record"] = {"dir": str(workdir / "recordings"), "events": {"enabled": True, "pre_s": 1, "post_s": 1}}
+    # Each walk its own item (walkers of one walk overlap, so they still share one), so that the
+    # keys and "Reviewed up to here" have several items to work on.
+    config["review"] = {"gap_s": 1}
     with ApplianceProcess(config, workdir) as app:
         yield app
 
@@ -199,3 +202,67 @@ def test_review_keys_select_an_item_and_mark_it_reviewed(dashboard, appliance):
     assert item_id in [i["id"] for i in marked["items"]]
     labels = [b.get_attribute("aria-label") for b in dashboard.find_all("#review button, #review select, #review input")]
     assert all(labels), "every control of Review has a label for screen readers"
+
+
+def paused(page: Dashboard, css: str) -> bool:
+    return page.driver.execute_script("return document.querySelector(arguments[0]).paused", css)
+
+
+def test_review_keys_k_goes_back_and_space_plays_and_pauses_the_clip(dashboard, appliance):
+    def ended_with_a_clip(_driver):
+        items = appliance.get("/api/v1/review", params={"reviewed": ""}).json()["items"]
+        return len(items) >= 2 and next((i for i in items if i["end_time"] and any(e["has_clip"] for e in i["events"])), None)
+    item = dashboard.wait(ended_with_a_clip, "two review items, one ended with its clip", REVIEW_TIMEOUT_S, poll_s=1.0)
+    dashboard.go("review")
+    dashboard.select("#review-reviewed", "")
+    dashboard.shown("#review-list .review-item:nth-child(2)")
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    dashboard.find("#review h2").click()  # the focus leaves the filters, as a person's click does
+    for key in "jj":
+        ActionChains(dashboard.driver).send_keys(key).perform()
+    assert dashboard.find_all("#review-list .review-item")[1].get_attribute("class").endswith("selected")
+    ActionChains(dashboard.driver).send_keys("k").perform()
+    first = dashboard.find_all("#review-list .review-item")[0]
+    dashboard.wait(lambda _d: "selected" in first.get_attribute("class").split(), "k to go back to the item before")
+    assert len(dashboard.find_all("#review-list .review-item.selected")) == 1
+    # A click selects the item with a clip; space plays its clip and pauses it.
+    css = f'#review-list .review-item[data-id="{item["id"]}"]'
+    dashboard.wait(lambda _d: dashboard.find(css + ' button[aria-label="play the clip of this item"]').is_enabled(),
+                   "the page to know the item's clip", 30)
+    dashboard.find(css + " .item-info").click()
+    assert "selected" in dashboard.find(css).get_attribute("class").split()
+    dashboard.driver.execute_script("document.querySelector(arguments[0]).muted = true;", css + " video")
+    ActionChains(dashboard.driver).send_keys(" ").perform()
+    dashboard.wait(lambda _d: not paused(dashboard, css + " video"), "space to start the clip", 30)
+    state = wait_playing(dashboard, css + " video")
+    assert "sig=" in state["src"] and TOKEN not in state["src"]
+    ActionChains(dashboard.driver).send_keys(" ").perform()
+    dashboard.wait(lambda _d: paused(dashboard, css + " video"), "space to pause the clip")
+    ActionChains(dashboard.driver).send_keys(" ").perform()
+    dashboard.wait(lambda _d: not paused(dashboard, css + " video"), "space to play the clip again")
+
+
+def test_reviewed_up_to_here_marks_the_item_and_every_older_one(dashboard, appliance):
+    dashboard.wait(lambda _d: len(appliance.get("/api/v1/review", params={"camera": WALK_CAMERA, "reviewed": ""}).json()["items"]) >= 3,
+                   "three review items", REVIEW_TIMEOUT_S, poll_s=1.0)
+    answer = appliance.request("POST", "/api/v1/review/reviewed", json={"before": time.time() + 60, "reviewed": False})
+    assert answer.status_code == 200, answer.text
+    dashboard.go("review")
+    dashboard.select("#review-camera", WALK_CAMERA)
+    dashboard.select("#review-reviewed", "")
+    dashboard.shown("#review-list .review-item:nth-child(3)")
+    shown = [node.get_attribute("data-id") for node in dashboard.find_all("#review-list .review-item")]
+    clicked = shown[1]
+    css = f'#review-list .review-item[data-id="{clicked}"]'
+    dashboard.find(css + ' button[aria-label="mark this item and every older one reviewed"]').click()
+    dashboard.wait(lambda _d: dashboard.find(css).get_attribute("data-reviewed") == "true", "the item to show reviewed")
+    items = {i["id"]: i for i in appliance.get("/api/v1/review", params={"camera": WALK_CAMERA, "reviewed": ""}).json()["items"]}
+    start = items[clicked]["start_time"]
+    older = [i for i in items.values() if i["start_time"] <= start]
+    newer = [i for i in items.values() if i["start_time"] > start]
+    assert len(older) >= 2 and all(i["reviewed"] for i in older), older
+    assert newer and not any(i["reviewed"] for i in newer), "a newer item is left as it was"
+    for item_id in shown[2:]:
+        assert dashboard.find(f'#review-list .review-item[data-id="{item_id}"]').get_attribute("data-reviewed") == "true"
+    assert dashboard.find(f'#review-list .review-item[data-id="{shown[0]}"]').get_attribute("data-reviewed") == "false"

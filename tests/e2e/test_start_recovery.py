@@ -37,6 +37,6 @@ def test_a_start_after_a_power_cut_removes_stale_config_copies_and_moves_a_corru
     assert database["state"] == "recovered" and "not a database" in database["reason"], database
     assert (events_dir / database["moved_to"] / "events.db").read_bytes() == damaged
     listed = app.get("/api/v1/events")
-    assert listed.status_code == 200 and listed.json() == {"events": []}
+    assert listed.status_code == 200 and listed.json() == {"events": [], "total": 0}
     wait_until(lambda: app.camera_state("bars") == "streaming", 60, "the test camera to stream")
     assert app.terminate() < 10.0 and app.proc.returncode == 0, app.log_tail()

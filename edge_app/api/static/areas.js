@@ -9,7 +9,7 @@
   const L = globalThis.EdgeLogic;
   const Z = globalThis.EdgeZoneRules;
   const { $, el } = app;
-  const SVG = "http://www.w3.org/2000/svg";
+  const svgEl = app.svgEl;
   const FALLBACK_SIZE = [1600, 900];  // before a picture has loaded
   // What the editor draws on when the camera has no frame yet: zones can be placed all the same.
   const NO_FRAME = "data:image/svg+xml," + encodeURIComponent(
@@ -18,13 +18,6 @@
 
   // editing: the privacy mask ("privacy mask 2") the drawing replaces when saved; "" adds one
   const editor = { camera: "", points: [], finished: false, url: null, generation: 0, editing: "" };
-
-  function svgEl(tag, attributes, className) {
-    const node = document.createElementNS(SVG, tag);
-    for (const [name, value] of Object.entries(attributes || {})) node.setAttribute(name, String(value));
-    if (className) node.setAttribute("class", className);
-    return node;
-  }
 
   function svgText(text, x, y, className) {
     const node = svgEl("text", { x, y }, className);
@@ -379,5 +372,10 @@
 
   // The live grid draws each tile's areas with the same shapes.
   Object.assign(app, { areaShapes: drawAreas, fitSvg });
-  return { config: onConfig, live: renderOverlay };
+  // A camera picked before its first frame got the stand-in: its picture comes once it has one.
+  function onCameras() {
+    if (editor.url === NO_FRAME && app.hasFrames(editor.camera)) loadSnapshot().catch(app.handleError);
+  }
+
+  return { config: onConfig, live: renderOverlay, cameras: onCameras };
 });

@@ -1,7 +1,7 @@
 // Boxes drawn by the page over a picture or a playing clip: the live view's detections and an
 // event's track over its clip. One SVG in the picture's pixels (like the zones' overlay); each
 // box has its label, and the labels are placed (EdgeLogic.placeLabels) so that none hides
-// another when people stand close together. Adds app.drawBoxes(svg, boxes, width, height).
+// another when people stand close together. Adds app.drawBoxes(svg, boxes, width, height) and app.svgEl.
 "use strict";
 
 (globalThis.EdgeDashboardParts = globalThis.EdgeDashboardParts || []).push(function boxes(app) {
@@ -12,7 +12,7 @@
 
   function svgEl(tag, attributes, className) {
     const node = document.createElementNS(SVG, tag);
-    for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+    for (const [name, value] of Object.entries(attributes || {})) node.setAttribute(name, String(value));
     if (className) node.setAttribute("class", className);
     return node;
   }
@@ -58,6 +58,6 @@
     svg.replaceChildren(...frames, ...labels);  // every label above every box
   }
 
-  Object.assign(app, { drawBoxes });
+  Object.assign(app, { drawBoxes, svgEl });
   return {};
 });

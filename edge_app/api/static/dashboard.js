@@ -1,10 +1,7 @@
 // The built-in dashboard: polls the REST API and renders it. No libraries, no build step.
-// Text from the appliance is always set with textContent, never parsed as HTML. shared/page.js
-// (loaded first) brings what the fleet page uses too: api(), el(), setLink().
-// The views in liveview.js, events.js, areas.js, cameras.js and config.js are loaded before this
-// file and register a factory in globalThis.EdgeDashboardParts; this file hands each the shared
-// `app` (requests with the token, the configuration; liveview.js adds the live view's camera) and
-// calls their hooks.
+// Text from the appliance is set with textContent, never parsed as HTML. shared/page.js (loaded
+// first) brings api(), el(), setLink(). The views, loaded before this file, register a factory in
+// globalThis.EdgeDashboardParts; this file hands each the shared `app` and calls their hooks.
 "use strict";
 
 (function () {

@@ -7,7 +7,9 @@
   const L = globalThis.EdgeLogic;
   const { $, el } = app;
   const EVENTS_EVERY_TICKS = 2;  // the page polls every 2 s; events every 4 s
-  const EVENTS_LIMIT = 50;
+  const EVENTS_LIMIT = 50;  // a page; "More" shows one more
+  const MAX_LIMIT = 500;  // the most one request answers
+  let shown = EVENTS_LIMIT;
   // Shown for an event without a snapshot: a picture of its own, so every card looks alike.
   const NO_SNAPSHOT = "data:image/svg+xml," + encodeURIComponent(
     '<svg xmlns="http://www.w3.org/2000/svg" width="160" height="90"><rect width="160" height="90" fill="#2a2f3a"/>' +
@@ -104,7 +106,7 @@
     card.node.remove();
   }
 
-  function renderEvents(list) {
+  function renderEvents(list, total) {
     const ids = new Set(list.map((event) => event.id));
     for (const id of Array.from(cards.keys())) if (!ids.has(id)) dropCard(id);
     const nodes = [];
@@ -121,21 +123,36 @@
     }
     app.syncChildren($("events-list"), nodes);
     $("events-empty").hidden = list.length > 0;
-    // The recordings card shows continuous recording only; it says how many event clips there are.
-    $("rec-clip-count").textContent = String(list.filter((event) => event.has_clip).length);
+    $("events-count").textContent = list.length ? "· " + list.length + " of " + total + " event" + (total === 1 ? "" : "s") : "";
+    $("events-more").hidden = list.length >= total;
     updateFilterOptions();
   }
 
+  // Every page shown is read again, so an event deleted or added anywhere shows.
   async function refreshEvents() {
     const wanted = ++generation;
-    const result = await app.api(L.eventsQuery(filters(), EVENTS_LIMIT));
-    if (wanted !== generation) return;
-    if (result.ok && result.body) {
-      $("events-error").textContent = "";
-      renderEvents(result.body.events || []);
-    } else {
-      $("events-error").textContent = L.problemMessages(result.status, result.body).join(" ");
+    const list = [];
+    let total = 0;
+    while (list.length < shown) {
+      const result = await app.api(L.eventsQuery(filters(), Math.min(MAX_LIMIT, shown - list.length), list.length));
+      if (wanted !== generation) return;
+      if (!result.ok || !result.body) {
+        $("events-error").textContent = L.problemMessages(result.status, result.body).join(" ");
+        return;
+      }
+      const page = result.body.events || [];
+      list.push(...page.filter((event) => !list.some((old) => old.id === event.id)));
+      total = result.body.total || 0;
+      if (page.length < MAX_LIMIT) break;
     }
+    $("events-error").textContent = "";
+    renderEvents(list, total);
+  }
+
+  // The recordings card shows continuous recording only; it says how many event clips there are.
+  async function refreshClipCount() {
+    const result = await app.api("api/v1/events?has_clip=1&limit=1");
+    if (result.ok && result.body) $("rec-clip-count").textContent = String(result.body.total);
   }
 
   async function deleteEvent(id) {
@@ -227,8 +244,15 @@
   });
   $("event-viewer-close").addEventListener("click", () => $("event-viewer").close());
   for (const id of ["event-camera", "event-label", "event-zone"]) {
-    $(id).addEventListener("change", () => refreshEvents().catch(app.handleError));
+    $(id).addEventListener("change", () => {
+      shown = EVENTS_LIMIT;
+      refreshEvents().catch(app.handleError);
+    });
   }
+  $("events-more").addEventListener("click", () => {
+    shown += EVENTS_LIMIT;
+    refreshEvents().catch(app.handleError);
+  });
 
   // ---- counts --------------------------------------------------------------------------------
 
@@ -289,7 +313,7 @@
     },
     poll(tick) {
       const work = [refreshCounts()];
-      if (tick % EVENTS_EVERY_TICKS === 1) work.push(refreshEvents());
+      if (tick % EVENTS_EVERY_TICKS === 1) work.push(refreshEvents(), refreshClipCount());
       return Promise.all(work);
     },
   };

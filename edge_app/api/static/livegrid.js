@@ -9,7 +9,6 @@
   const TILE_MS = 333;  // about 3 pictures a second per tile
   const QUALITY = 60;  // tiles are small: a lighter JPEG is enough
   const RATE_WINDOW_MS = 5000;
-  const SVG = "http://www.w3.org/2000/svg";
   const { $, el, cameraPath, fetchImage } = app;
   const tiles = new Map();  // camera id -> tile
   const seen = new IntersectionObserver((entries) => {
@@ -24,12 +23,6 @@
   let rateShownMs = 0;
   let received = [];  // [time ms, bytes] of the pictures of the last RATE_WINDOW_MS
 
-  function svgNode(tag, attrs) {
-    const node = document.createElementNS(SVG, tag);
-    for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, String(value));
-    return node;
-  }
-
   function makeTile(id) {
     const node = el("button", null, "tile");
     node.type = "button";
@@ -37,7 +30,7 @@
     node.setAttribute("aria-label", "camera " + id + ": show it large");
     const img = el("img");
     img.alt = "camera " + id;
-    const svg = svgNode("svg", { class: "overlay", "aria-hidden": "true" });
+    const svg = app.svgEl("svg", { class: "overlay", "aria-hidden": "true" });
     const note = el("span", "Loading…", "tile-note");
     const bar = el("span", null, "tile-bar");
     bar.append(el("span", id, "tile-name"));

@@ -1,6 +1,6 @@
-// The live view of the dashboard: the picked camera's picture with the detections of the same
-// frame, their boxes drawn by the page (app.drawBoxes: labels placed so none hides another). Loaded before dashboard.js, which hands it the shared `app`; it gives the other
-// views app.liveCamera(), app.holdLive(), app.releaseLive() and app.hasFrames().
+// The live view: the picked camera's picture with the detections of the same frame, their boxes
+// drawn by the page (app.drawBoxes). Gives the other views app.liveCamera(), app.holdLive(),
+// app.releaseLive() and app.hasFrames().
 "use strict";
 
 (globalThis.EdgeDashboardParts = globalThis.EdgeDashboardParts || []).push(function liveView(app) {
@@ -20,12 +20,10 @@
   };
 
   // ---- live view and detections ------------------------------------------------------------
-  // The picture and the detections table show the same frame. Each tick fetches the latest
-  // detections and the annotated snapshot and keeps them as a pair when their frames agree
-  // (the snapshot's X-Frame-Id and X-Frame-Timestamp, the detections' frame_id and ts). A new
-  // frame can land between the two requests; the pair is then fetched again, and if the camera
-  // keeps outrunning the requests the table says which frame it is from. Fetching with the
-  // Authorization header also keeps the token out of image URLs.
+  // The picture and the detections table show the same frame: a snapshot and the detections are
+  // kept as a pair when their frames agree (X-Frame-Id and X-Frame-Timestamp against frame_id and
+  // ts), else fetched again; a camera that keeps outrunning the requests gets its table's frame
+  // named. The Authorization header keeps the token out of image URLs.
 
   function setLive(cameraId) {
     state.liveGeneration += 1;
@@ -77,10 +75,9 @@
       !(id in state.frameBaseline);
   }
 
-  // An edit of a camera's settings restarts it: its frame is gone (the snapshot answers 503)
-  // while its frames_analyzed count stays. holdLive, before the edit, stops the live view of the
-  // camera and waits for a tick in flight; releaseLive, after it, notes the count, and frames
-  // are fetched again once the count has grown, that is once the restarted camera has a frame.
+  // An edit restarts a camera: its frame is gone (503) while frames_analyzed stays. holdLive, before
+  // the edit, stops its live view and waits for a tick in flight; releaseLive notes the count, and
+  // frames are fetched again once it has grown (the restarted camera has a frame).
   async function holdLive(id) {
     state.frameBaseline[id] = Infinity;
     stopLive();

@@ -65,9 +65,8 @@
     return finished ? "" : "Finish the " + what + " first.";
   }
 
-  // The PATCH /api/v1/cameras/<id> body that appends `area` to the camera's zones or lines (or,
-  // a privacy mask with `replacing` set, puts it in the place of that one). The whole list is
-  // sent: a merge patch replaces lists whole.
+  // The PATCH /api/v1/cameras/<id> body that appends `area` to its list (a privacy mask with
+  // `replacing` set takes that one's place); the whole list, as a merge patch replaces lists.
   function areaPatch(camera, kind, area, replacing) {
     if (kind === "privacy") {
       const index = replacing ? privacyIndex(replacing) : -1;
@@ -117,9 +116,8 @@
     return zones.concat(lines, masks, privacy);
   }
 
-  // The messages of a refused request: one per problem ("loc: msg") when the API lists them,
-  // else its error sentence, else the HTTP status. A message that names a field inside `loc`
-  // itself ("cameras" / "cameras.0.zones.2.name: ...") is not prefixed twice.
+  // The messages of a refused request: one per problem ("loc: msg"), else its error sentence, else
+  // the HTTP status; a message that names its field itself is not prefixed twice.
   function problemMessages(status, body) {
     const details = body && Array.isArray(body.details) ? body.details : [];
     if (details.length) {
@@ -130,13 +128,14 @@
   }
 
   // GET /api/v1/events with the filters that are set; "" means every value.
-  function eventsQuery(filters, limit) {
+  function eventsQuery(filters, limit, offset) {
     const params = [];
     for (const name of ["camera", "label", "zone"]) {
       const value = filters && filters[name];
       if (value) params.push(name + "=" + encodeURIComponent(value));
     }
     if (limit) params.push("limit=" + encodeURIComponent(limit));
+    if (offset) params.push("offset=" + encodeURIComponent(offset));
     return "api/v1/events" + (params.length ? "?" + params.join("&") : "");
   }
 
@@ -171,10 +170,8 @@
     return rows;
   }
 
-  // A line's picture in pixels: P1 -> P2 with an arrow head at P2, and a short arrow across the
-  // line's middle pointing to the side that a crossing enters to count as "in" (docs/configuration.md: from
-  // s < 0 to s > 0 with s = (x2-x1)(cy-y1) - (y2-y1)(cx-x1)). Scaling x and y by positive
-  // factors keeps the sign of s, so the pixel picture says the same as the normalised rule.
+  // A line in pixels: P1 -> P2 with a head at P2, and an arrow across its middle to the side a
+  // crossing enters to count as "in" (s > 0, docs/configuration.md); positive scaling keeps s's sign.
   function lineGeometry(points, width, height, headPx) {
     const [x1, y1] = toPixel(points[0], width, height);
     const [x2, y2] = toPixel(points[1], width, height);
@@ -194,13 +191,6 @@
         [ix - 0.8 * head * nx - 0.4 * head * ux, iy - 0.8 * head * ny - 0.4 * head * uy]],
       inLabel: [mx + 2.6 * head * nx, my + 2.6 * head * ny],
     };
-  }
-
-  // The side of the line P1 -> P2 a normalised point is on: "in" (s > 0), "out" (s < 0) or "on".
-  function lineSide(points, point) {
-    const [[x1, y1], [x2, y2]] = points;
-    const s = (x2 - x1) * (point[1] - y1) - (y2 - y1) * (point[0] - x1);
-    return s > 0 ? "in" : s < 0 ? "out" : "on";
   }
 
   // A text field of the camera form as the value to send: numbers as numbers; anything else is
@@ -314,9 +304,8 @@
                                   width: round((span.end - span.start) / total, 4) }));
   }
 
-  // What to play for a click at atS: from there for windowS at most, within the span of
-  // recordings under it; a click beside a span (within snapS, a few pixels of a timeline where a
-  // short recording is narrower than the cursor) plays that span from its start. Null: nothing near.
+  // What to play for a click at atS: from there for windowS at most, within the span under it; a
+  // click within snapS beside a span (narrower than the cursor) plays it from its start. Null: nothing near.
   function playRange(spans, atS, windowS, snapS) {
     let span = spans.find((s) => s.start <= atS && atS < s.end);
     let from = atS;
@@ -346,11 +335,10 @@
     return { from: round(from, 3), to: round(Math.min(to, from + maxS), 3), cut: to - from > maxS };
   }
 
-  // Where the labels of boxes go so that none hides another: each label ({x1, y1, x2, y2} of its
-  // box, w and h of its text, in pixels of a width x height picture) is tried above its box,
-  // inside its top, under it, then further under (or above) it in steps of its height; the first place that
-  // overlaps no label placed before wins (the best-scored boxes come first and keep the places
-  // next to their boxes). Returns [{x, y, w, h}] (top left), in the order given.
+  // Where box labels go so that none hides another: each ({x1, y1, x2, y2} of its box, w and h of
+  // its text, in pixels) is tried above its box, inside its top, under it, then further off in steps
+  // of its height; the first place clear of the labels before it wins (best scores come first).
+  // Returns [{x, y, w, h}] (top left), in the order given.
   function placeLabels(labels, width, height) {
     const placed = [];
     const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
@@ -380,7 +368,7 @@
   globalThis.EdgeLogic = {
     toPixel, toNormalised, clickToNormalised, parseLabels, buildArea, drawingProblem, areaPatch,
     areaRemovalPatch, cameraAreas, problemMessages, eventsQuery, snapshotKey, countRows, lineGeometry,
-    lineSide, numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
+    numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
     cameraToView, timelineSpans, playRange, cameraRecording, recordingOn, timelineMarks, selectionRange,
     placeLabels, trackBoxAt, eventTitle,
   };

@@ -115,9 +115,7 @@
     const player = app.signedPlayer(video, note);
     // The clip in a frame with the boxes of its event drawn over it (app.trackOverlay).
     const frame = el("div", null, "picture-frame");
-    const boxes = document.createElementNS("http://www.w3.org/2000/svg", "svg");
-    boxes.setAttribute("class", "overlay boxes");
-    boxes.setAttribute("aria-label", "the event's boxes");
+    const boxes = app.svgEl("svg", { "aria-label": "the event's boxes" }, "overlay boxes");
     frame.append(video, boxes);
     const overlay = app.trackOverlay(video, boxes, null);
     // What plays: the index among the item's events with a clip, the part, and how many parts.

@@ -212,6 +212,9 @@ function eventsView() {
       };
     }),
     empty_note_hidden: $("events-empty").hidden,
+    count: $("events-count").textContent,
+    more_hidden: $("events-more").hidden,
+    clip_count: $("rec-clip-count").textContent,
     error: $("events-error").textContent,
     cameras: options("event-camera"),
     labels: options("event-label"),
@@ -325,7 +328,7 @@ const scenarios = {
     choose("event-label", "car");
     await until(() => cards().length === 1);
     steps.filtered = eventsView();
-    steps.filtered.query = requested.filter((p) => p.startsWith("api/v1/events?")).pop();
+    steps.filtered.query = requested.filter((p) => p.startsWith("api/v1/events?") && !p.includes("has_clip")).pop();
     choose("event-label", "");
     await until(() => cards().length === 3);
     const first = steps.after_load.events[0].id;
