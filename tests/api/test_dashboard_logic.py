@@ -342,6 +342,21 @@ def test_the_camera_the_viewer_shows(call_logic, current, cameras, expected):
     assert call_logic("cameraToView", current, cameras) == expected
 
 
+COUNTS = {"frames_captured": 40, "frames_analyzed": 7}
+
+
+@pytest.mark.parametrize("camera, config, expected", [
+    (COUNTS, {"id": "x"}, 7),  # detecting by default: its analysed frames
+    (COUNTS, {"id": "x", "detect": True}, 7),
+    (COUNTS, {"id": "x", "detect": False}, 40),  # the snapshot is its newest captured frame
+    ({"frames_captured": 0, "frames_analyzed": 7}, {"id": "x", "detect": False}, 0),  # restarted: none captured yet
+    (COUNTS, None, 7),  # before the configuration has loaded
+    ({}, {"id": "x", "detect": False}, 0),
+])
+def test_the_frames_a_camera_snapshot_can_show(call_logic, camera, config, expected):
+    assert call_logic("pictureCount", camera, config) == expected
+
+
 ITEMS = [{"id": "a", "severity": "alert", "start_time": 100, "end_time": 200},
          {"id": "b", "severity": "detection", "start_time": 900, "end_time": None},  # ongoing: up to the window's end
          {"id": "c", "severity": "alert", "start_time": 0, "end_time": 50},  # before the window: cut to it

@@ -140,6 +140,30 @@ def test_the_live_grid_shows_every_camera(dashboard):
     dashboard.loaded_picture("img#live", 30)
 
 
+def test_a_camera_that_does_not_detect_shows_its_captured_frame_large_and_in_the_zone_editor(dashboard):
+    dashboard.go("live")
+    tile = f'#live-grid .tile[data-camera="{NO_DETECT_CAMERA}"]'
+    grid_size = dashboard.natural_size(dashboard.loaded_picture(tile + " img", 30))
+    dashboard.find(tile).click()
+    dashboard.wait(lambda _d: NO_DETECT_CAMERA in dashboard.text("#live-name"), f"the live view to show {NO_DETECT_CAMERA}")
+    # Large: its newest captured frame, refreshed, with no boxes and no detection rows, and a note why.
+    live = dashboard.loaded_picture("img#live", 30)
+    assert dashboard.natural_size(live) == grid_size
+    first = live.get_attribute("data-frame")
+    dashboard.wait(lambda _d: live.get_attribute("data-frame") not in ("", first), "the large picture to refresh", 10)
+    dashboard.wait(lambda _d: "detecting off" in dashboard.text("#detections-meta").lower(), "the note that it does not detect")
+    assert not dashboard.find("#live-note").is_displayed()
+    assert not dashboard.find_all("#live-boxes *") and not dashboard.find_all("#detections tr")
+    dashboard.screenshot("live-detect-off.png", "#live-one")
+    # The zone editor draws on that frame, not on the "no frame yet" stand-in.
+    dashboard.go("zones")
+    dashboard.select("select#editor-camera", NO_DETECT_CAMERA)
+    snapshot = dashboard.loaded_picture("img#editor-snapshot", 30)
+    dashboard.wait(lambda _d: (snapshot.get_attribute("src") or "").startswith("blob:"), "the editor to show the captured frame", 10)
+    dashboard.wait(lambda _d: dashboard.natural_size(snapshot) == grid_size, "the captured frame to load in the editor", 10)
+    assert not dashboard.text("#editor-note").strip(), dashboard.text("#editor-note")
+
+
 def test_a_review_item_of_overlapping_events_is_marked_reviewed_for_good(dashboard, appliance):
     def grouped(_driver):
         answer = appliance.get("/api/v1/review", params={"camera": WALK_CAMERA}).json()

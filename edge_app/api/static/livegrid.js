@@ -46,13 +46,8 @@
     return tile;
   }
 
-  // The snapshot is of an analysed frame; a camera that does not detect has none, and the API
-  // gives its newest captured frame instead (without boxes).
   function hasPicture(tile) {
-    const cam = tile.cam;
-    if (!cam) return false;
-    if ((cam.frames_analyzed || 0) > 0) return true;
-    return (app.cameraConfig(tile.id) || {}).detect === false && (cam.frames_captured || 0) > 0;
+    return !!tile.cam && globalThis.EdgeLogic.pictureCount(tile.cam, app.cameraConfig(tile.id)) > 0;
   }
 
   function wanted(tile) {

@@ -1,21 +1,22 @@
 // The live view: the picked camera's picture with the detections of the same frame, their boxes
-// drawn by the page (app.drawBoxes). Gives the other views app.liveCamera(), app.holdLive(),
-// app.releaseLive() and app.hasFrames().
+// drawn by the page (app.drawBoxes); of a camera that does not detect, its newest captured frame
+// alone. Gives app.liveCamera(), app.holdLive(), app.releaseLive() and app.hasFrames().
 "use strict";
 
 (globalThis.EdgeDashboardParts = globalThis.EdgeDashboardParts || []).push(function liveView(app) {
   const LIVE_MS = 500;  // the live picture: a snapshot and its detections twice a second
   const SAME_FRAME_TRIES = 3;
   const { $, el, api, cameraPath, fetchImage, fmtNumber } = app;
+  const L = globalThis.EdgeLogic;
 
   const state = {
     liveCamera: null,
-    framesByCamera: {},  // camera id -> whether it has analysed a frame (only those are fetched)
+    framesByCamera: {},  // camera id -> whether it has a picture (L.pictureCount; only those are fetched)
     cameraById: {},  // camera id -> its latest entry of /api/v1/cameras (state, last_error)
     liveTimer: null,
     liveActive: false,  // a live loop runs (a tick in flight or scheduled)
     liveGeneration: 0,  // bumped on every camera change, so an answer for the old camera is dropped
-    frameBaseline: {},  // camera id -> its frames_analyzed when this page changed it (see holdLive)
+    frameBaseline: {},  // camera id -> its L.pictureCount when this page changed it (see holdLive)
     liveTick: null,  // the live tick in flight, if any
   };
 
@@ -76,8 +77,8 @@
   }
 
   // An edit restarts a camera: its frame is gone (503) while frames_analyzed stays. holdLive, before
-  // the edit, stops its live view and waits for a tick in flight; releaseLive notes the count, and
-  // frames are fetched again once it has grown (the restarted camera has a frame).
+  // the edit, stops its live view and waits for a tick in flight; releaseLive notes the count (of
+  // the config saved), and frames are fetched again once it has grown.
   async function holdLive(id) {
     state.frameBaseline[id] = Infinity;
     stopLive();
@@ -87,8 +88,7 @@
   async function releaseLive(id, changed) {
     if (changed) {
       const result = await api("api/v1/cameras/" + encodeURIComponent(id));
-      const analysed = result.ok && result.body ? result.body.frames_analyzed || 0 : 0;
-      state.frameBaseline[id] = analysed;
+      state.frameBaseline[id] = result.ok && result.body ? L.pictureCount(result.body, app.cameraConfig(id)) : 0;
       state.framesByCamera[id] = false;
     } else {
       delete state.frameBaseline[id];
@@ -157,6 +157,7 @@
   }
 
   async function fetchSameFrame(id) {
+    if ((app.cameraConfig(id) || {}).detect === false) return { picture: await fetchPicture(id), detections: null };
     let detections = await api(cameraPath(id, "detections"));
     let picture = null;
     for (let attempt = 0; attempt < SAME_FRAME_TRIES; attempt++) {
@@ -189,6 +190,10 @@
     body.replaceChildren();
     $("live-boxes").replaceChildren();
     body.dataset.frame = "";
+    if (!result) {
+      $("detections-meta").textContent = "Detecting off: no detections; the picture is the newest captured frame.";
+      return;
+    }
     if (result.status === 503) {
       $("detections-meta").textContent = "No detections yet.";
       return;
@@ -231,16 +236,16 @@
     state.framesByCamera = {};
     state.cameraById = {};
     for (const cam of cameras) {
-      const analysed = cam.frames_analyzed || 0, baseline = state.frameBaseline[cam.id];
-      if (baseline !== undefined && analysed > baseline) delete state.frameBaseline[cam.id];
-      state.framesByCamera[cam.id] = analysed > 0 && !(cam.id in state.frameBaseline);
+      const count = L.pictureCount(cam, app.cameraConfig(cam.id)), baseline = state.frameBaseline[cam.id];
+      if (baseline !== undefined && count > baseline) delete state.frameBaseline[cam.id];
+      state.framesByCamera[cam.id] = count > 0 && !(cam.id in state.frameBaseline);
       state.cameraById[cam.id] = cam;
     }
     for (const id of Object.keys(state.frameBaseline)) {
       if (!(id in state.cameraById)) delete state.frameBaseline[id];
     }
     // Frames are fetched for the camera picked, or the only one, and only once it has one.
-    const wanted = globalThis.EdgeLogic.cameraToView(state.liveCamera, cameras.map((cam) => cam.id));
+    const wanted = L.cameraToView(state.liveCamera, cameras.map((cam) => cam.id));
     if (wanted !== state.liveCamera) setLive(wanted);
     else updateStream();
   }

@@ -262,6 +262,12 @@
     return cameraIds.length === 1 ? cameraIds[0] : null;
   }
 
+  // The frames a snapshot can show: analysed ones, or of a camera that does not detect its
+  // captured ones (the snapshot is then its newest captured frame).
+  function pictureCount(cam, config) {
+    return ((config || {}).detect === false ? cam.frames_captured : cam.frames_analyzed) || 0;
+  }
+
   function fmtTime(seconds) {
     if (typeof seconds !== "number") return "–";
     return new Date(seconds * 1000).toLocaleString();
@@ -369,7 +375,7 @@
     toPixel, toNormalised, clickToNormalised, parseLabels, buildArea, drawingProblem, areaPatch,
     areaRemovalPatch, cameraAreas, problemMessages, eventsQuery, snapshotKey, countRows, lineGeometry,
     numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
-    cameraToView, timelineSpans, playRange, cameraRecording, recordingOn, timelineMarks, selectionRange,
+    cameraToView, pictureCount, timelineSpans, playRange, cameraRecording, recordingOn, timelineMarks, selectionRange,
     placeLabels, trackBoxAt, eventTitle,
   };
 })();
