@@ -53,4 +53,4 @@ def test_the_header_shows_the_profile_and_switches_it(dashboard: Dashboard, appl
     report = _profile(appliance)
     assert report["source"] == "manual" and report["hold_until"] == report["next_boundary"]
     dashboard.wait(lambda _d: "held until" in dashboard.text("#profile-meta"), "the header to say the switch holds")
-    dashboard.screenshot("profile-selector", "header")
+    dashboard.screenshot("profile-selector.png", "header")
