@@ -10,8 +10,10 @@ from edge_app.events.model import Event
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
-#: the most events a listing may skip; past it a client narrows the filters (after, before) instead
-MAX_OFFSET = 10_000_000
+#: the most events a listing may skip; past it a client narrows the filters (after, before) instead.
+#: While writes are held in memory a page is cut from the merge of everything before it, so the
+#: offset bounds what one request may read.
+MAX_OFFSET = 100_000
 #: event ids the REST API accepts; the engine's "<start time>-<camera>-<track>" fits
 EVENT_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 _EVENT_ID = re.compile(EVENT_ID_PATTERN)
