@@ -124,6 +124,8 @@ def test_the_live_grid_shows_every_camera(dashboard):
     assert "Waiting for a frame" not in no_detect.text and no_detect.get_attribute("data-frame")
     walk = dashboard.find(f'#live-grid .tile[data-camera="{WALK_CAMERA}"]')
     assert walk.find_elements("css selector", "svg polygon"), "the walking camera's zone is drawn"
+    # Motion gating is on by default: people walking in view show as motion on the tile.
+    dashboard.wait(lambda _d: walk.find_elements("css selector", ".pill.motion"), "the walking camera's motion pill", 30)
     # The tiles refresh: a later frame replaces the first.
     first = walk.get_attribute("data-frame")
     dashboard.wait(lambda _d: walk.get_attribute("data-frame") != first, "a tile to refresh", 10)
