@@ -33,7 +33,7 @@ def _public_methods(cls):
 
 
 def test_the_protocol_lists_what_the_api_reads():
-    assert PROTOCOL_METHODS == ["cameras", "counts", "device_health", "event", "event_snapshot", "event_track", "events",
+    assert PROTOCOL_METHODS == ["cameras", "counts", "device_health", "event", "event_snapshot", "event_total", "event_track", "events",
                                 "latest_detections", "latest_frame", "readiness", "recordings", "reviews", "stage_times",
                                 "status", "wait_frame"]
 
