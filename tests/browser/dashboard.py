@@ -111,7 +111,9 @@ class Dashboard:
     def reveal(self, css: str) -> None:
         """Open the section of the element ``css`` when another one is shown."""
         section = self.section_of(css)
-        if section and self.driver.execute_script("return document.body.dataset.section") != section:
+        shown = self.driver.execute_script("return document.body.dataset.section")
+        # No section yet: the page is still starting (its links may not take a click); the caller's wait asks again.
+        if section and shown and shown != section:
             self.go(section)
 
     def shown(self, css: str, timeout_s: float = DEFAULT_TIMEOUT_S):
