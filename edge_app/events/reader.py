@@ -43,29 +43,24 @@ class EventReader:
         if self._pending.empty():  # the usual case: the database alone answers, its offset too
             return self._read(lambda conn: db_sql.query_events(conn, query), [], asked=True)
         # Held events may fall anywhere in the order: the page is cut from the merge of all before it.
+        # The events memory changed (held, deleted, given or rid of a clip) are read from the disk by
+        # id, since the disk's filter judges them by what it has, not what they are now. A disk that
+        # cannot be read (full, gone) leaves what memory holds: it is merged outside the read.
         end = query.offset + query.bounded_limit
-        return self._read(lambda conn: self._merged(conn, query, end), [], asked=True)[query.offset:end]
+        touched = sorted(self._pending.touched_ids())
+        on_disk = self._read(lambda conn: db_sql.query_events(conn, query, limit=end, offset=0)
+                             + db_sql.events_by_id(conn, touched), [], asked=True)
+        held = self._pending.matching(replace(query, has_clip=None))
+        return [e for e in self._merge(on_disk, held) if query.matches(e)][query.offset:end]
 
     def total(self, query: EventQuery) -> int:
         """How many events match ``query``, as :meth:`events` would list them all."""
-        return self._read(lambda conn: self._count(conn, query), 0, asked=True)
-
-    def _merged(self, conn: sqlite3.Connection, query: EventQuery, limit: int) -> List[Event]:
-        """The first ``limit`` events matching ``query`` as disk and memory show them together. The events
-        memory changed (held, deleted, given or rid of a clip) are read from the disk by id, since the
-        disk's filter judges them by what it has, not what they are now."""
-        touched = sorted(self._pending.touched_ids())
-        on_disk = db_sql.query_events(conn, query, limit=limit, offset=0) + db_sql.events_by_id(conn, touched)
-        held = self._pending.matching(replace(query, has_clip=None))
-        return [e for e in self._merge(on_disk, held) if query.matches(e)][:limit]
-
-    def _count(self, conn: sqlite3.Connection, query: EventQuery) -> int:
-        on_disk = db_sql.count_events(conn, query)
         touched = self._pending.touched_ids()
+        on_disk, stored = self._read(lambda conn: (db_sql.count_events(conn, query),
+                                                   db_sql.events_by_id(conn, sorted(touched))), (0, []), asked=True)
         if not touched:
             return on_disk
         # The events memory changed are counted as the merge shows them, not as the disk has them.
-        stored = db_sql.events_by_id(conn, sorted(touched))
         held = [e for e in self._pending.matching(EventQuery()) if e.id in touched]
         shown = sum(1 for e in self._merge(stored, held) if query.matches(e))
         return on_disk - sum(1 for e in stored if query.matches(e)) + shown

@@ -90,3 +90,16 @@ def test_pages_and_totals_count_what_memory_holds_beside_the_disk(tmp_path):
     assert reader.total(EventQuery(has_clip=False, offset=3, limit=1)) == 6
     pending.clear()  # everything reached the disk: the database alone answers
     assert listed(limit=3, offset=2) == [6, 5, 4] and reader.total(EventQuery(has_clip=True)) == 2
+
+
+def test_events_held_in_memory_are_listed_and_counted_while_the_disk_cannot_be_read(tmp_path):
+    """A full disk: the database cannot be read, the events held in memory are all there is, and a
+    client still gets them, with their count (the appliance serves what it published)."""
+    (tmp_path / db_sql.DB_NAME).write_bytes(b"")  # what a full disk leaves: a file without tables
+    pending = PendingWrites()
+    for n in (1, 2, 3):
+        pending.put_event(_event(n))
+    reader = EventReader(tmp_path, pending)
+    assert [e.track_id for e in reader.events(EventQuery())] == [3, 2, 1]
+    assert [e.track_id for e in reader.events(EventQuery(limit=1, offset=1))] == [2]
+    assert reader.total(EventQuery()) == 3 and reader.total(EventQuery(camera="cam2")) == 0
