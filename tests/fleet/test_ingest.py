@@ -20,10 +20,12 @@ def test_devices_cameras_stats_and_counts_reach_the_inventory(fleet_factory, sim
 
     def settled(devices):
         cameras = {c["id"]: c["state"] for d in devices for c in d["cameras"]}
-        return len(devices) == 2 and all(d["state"] == "online" for d in devices) and cameras.get("back") == "error"
+        # Every camera's state arrives on its own message: a device can be online before its cameras are known.
+        return (len(devices) == 2 and all(d["state"] == "online" for d in devices) and cameras.get("back") == "error"
+                and cameras.get("front") == "streaming" and cameras.get("gate") == "streaming")
 
     devices = wait_for(lambda: (lambda d: d if settled(d) else None)(fleet.get("/api/v1/devices").json()["devices"]),
-                       10, "two devices online, one camera in error")
+                       10, "two devices online, their three cameras known, one in error")
     assert [d["device_id"] for d in devices] == ["edge-a", "edge-b"]
     assert {c["id"]: c["state"] for c in devices[0]["cameras"]} == {"back": "error", "front": "streaming"}
     assert devices[1]["cameras"] == [{"id": "gate", "state": "streaming", "error": None}]
