@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from edge_app.events.model import Event
-from edge_app.events.store import EventStore
 from tests.browser.conftest import TOKEN
 from tests.browser.dashboard import Dashboard
+from tests.support.event_store import event, seed_store
 from testkit.appliance import ApplianceProcess
 from testkit.net import free_port
 
@@ -44,19 +43,10 @@ new MutationObserver(() => {
 
 def seed_events(directory: Path, now_s: float) -> None:
     """EVENT_COUNT ended events of the last hours, labels alternating; every even one has a clip."""
-    store = EventStore(directory)
-    try:
-        for n in range(EVENT_COUNT):
-            start = now_s - 3600 - 60 * n
-            event = Event(id=f"{start:.3f}-{CAMERA}-{n}", camera_id=CAMERA, label=LABELS[n % 2], track_id=n, score=0.6,
-                          top_score=0.8, box=(10.0, 10.0, 50.0, 80.0), frame_time=start + 1, start_time=start,
-                          end_time=start + 3)
-            assert store.save_event(event)
-            if n % 2 == 0:
-                assert store.save_clip(event.id, f"events/{event.id}.mp4", 1000, 3.0, start, start + 3)
-        assert store.flush(60), "the event store did not write the seeded events"
-    finally:
-        store.close()
+    starts = [now_s - 3600 - 60 * n for n in range(EVENT_COUNT)]
+    seed_store(directory, (event(n, CAMERA, LABELS[n % 2], start, score=0.6, box=(10.0, 10.0, 50.0, 80.0),
+                                 end_time=start + 3) for n, start in enumerate(starts)),
+               with_clip=lambda ev: ev.track_id % 2 == 0)
 
 
 @pytest.fixture(scope="module")

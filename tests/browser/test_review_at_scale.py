@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from edge_app.events.model import Event
-from edge_app.events.store import EventStore
 from tests.browser.conftest import TOKEN
 from tests.browser.dashboard import Dashboard
+from tests.support.event_store import event, seed_store
 from testkit.appliance import ApplianceProcess
 from testkit.net import free_port
 
@@ -43,19 +42,12 @@ new MutationObserver((changes, observer) => {
 def seed_events(directory: Path, count: int, now_s: float) -> None:
     """``count`` ended events over the last two days, every third close after the one before (so
     they group into items of several events), written by an EventStore as the appliance writes."""
-    store = EventStore(directory)
-    try:
-        start = now_s - 2 * 86400
-        for n in range(count):
-            start += 2.0 if n % 3 else 40.0
-            event = Event(id=f"{start:.3f}-{CAMERAS[n % 2]}-{n}", camera_id=CAMERAS[n % 2], label=LABELS[n % 3],
-                          track_id=n, score=0.6, top_score=0.8, box=(10.0, 10.0, 50.0, 80.0), frame_time=start + 1,
-                          start_time=start, end_time=start + 3)
-            while not store.save_event(event):  # the writer's queue is full: let it catch up
-                store.flush(30)
-        assert store.flush(60), "the event store did not write the seeded events"
-    finally:
-        store.close()
+    starts, start = [], now_s - 2 * 86400
+    for n in range(count):
+        start += 2.0 if n % 3 else 40.0
+        starts.append(start)
+    seed_store(directory, (event(n, CAMERAS[n % 2], LABELS[n % 3], start, score=0.6, box=(10.0, 10.0, 50.0, 80.0),
+                                 end_time=start + 3) for n, start in enumerate(starts)))
 
 
 @pytest.fixture(scope="module")

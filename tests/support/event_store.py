@@ -9,7 +9,7 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Tuple
+from typing import Callable, Iterable, Tuple
 
 import pytest
 
@@ -69,3 +69,20 @@ def wait_back_on_disk(store: EventStore, timeout_s: float = 10.0) -> bool:
     while not store.health().on_disk and time.monotonic() < deadline:
         time.sleep(0.05)
     return store.health().on_disk
+
+
+def seed_store(directory: Path, events: Iterable[Event], with_clip: Callable[[Event], bool] = lambda ev: False) -> None:
+    """Write ``events`` (ended ones) through an EventStore in ``directory``, as the appliance writes
+    them, with a 3 s clip record for each that ``with_clip`` picks; waits whenever the writer's
+    queue is full, and closes the store once everything is on disk."""
+    store = EventStore(directory)
+    try:
+        for ev in events:
+            while not store.save_event(ev):  # the writer's queue is full: let it catch up
+                store.flush(30)
+            if with_clip(ev):
+                while not store.save_clip(ev.id, f"events/{ev.id}.mp4", 1000, 3.0, ev.start_time, ev.start_time + 3):
+                    store.flush(30)
+        assert store.flush(60), "the event store did not write the seeded events"
+    finally:
+        store.close()
