@@ -11,6 +11,7 @@ COMMANDS = {
     "cameras": Command("bench.cpu.cameras", "8 cameras of the camera-like scene, tracking and events on: frames/s, CPU per frame, time per stage"),
     "analysis-cost": Command("bench.cpu.analysis_cost", "the full appliance with tracking and events off and on"),
     "analysis-path": Command("bench.cpu.analysis_path", "one camera's tracking, zones and lines, events in µs per frame, against other commits"),
+    "post-model": Command("bench.cpu.post_model", "the work after the model (tracking, events, snapshots, MQTT, status) on recorded detections, against other commits"),
     "motion-gating": Command("bench.cpu.motion_gating", "8 cameras, 6 static and 2 walking, with motion gating off and on"),
     "recording": Command("bench.cpu.recording", "4 RTSP cameras at 1080p30: recording off, pre-roll only, writing"),
     "clip-storm": Command("bench.cpu.clip_storm", "an event storm: bytes written in clips against the continuous recording"),

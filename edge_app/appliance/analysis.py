@@ -24,6 +24,8 @@ from edge_app.events.tracks import EventTrack
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.reporting.protocol import AnalysedFrame, CountsReport
 from edge_app.reporting.stage_times import StageTimes
+from edge_app.track.processes import TrackerProcesses, TrackerUnavailable, default_tracker_processes
+from edge_app.track.tracker import MakeTracker, Tracker
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,12 @@ def analyses_camera(camera: CameraConfig, config: AppConfig) -> bool:
     return camera.enabled and camera.detect and config.tracking.enabled
 
 
+def tracker_processes(config: AppConfig, cpu_count: Optional[int] = None) -> int:
+    """How many child processes ``tracking.processes`` asks for on this device (0: trackers in this process)."""
+    wanted = config.tracking.processes
+    return default_tracker_processes(cpu_count) if wanted == "auto" else int(wanted)
+
+
 class AnalysisHub:
     def __init__(self, publisher: Callable[[], MqttPublisher], store: Optional[EventSink] = None,
                  clock: Callable[[], float] = time.time,
@@ -75,6 +83,8 @@ class AnalysisHub:
         self._listeners: List[Callable[[EventMessage], object]] = []  # also_tell
         # Line totals of cameras without an analysis right now, kept for when it comes back.
         self._line_totals: Dict[str, Dict[str, LineTotals]] = store.load_line_counts() if store is not None else {}
+        # The trackers' child processes (tracking.processes), while there are any.
+        self._processes: Optional[TrackerProcesses] = None
 
     # -- configuration (API thread, under the appliance's apply lock) -------------------------------
     def configure(self, config: AppConfig) -> None:
@@ -85,13 +95,34 @@ class AnalysisHub:
                 camera = wanted.get(camera_id)
                 if camera is None or _analysis_key(camera, config) != self._keys[camera_id]:
                     self._end(camera_id)
+            self._use_processes(tracker_processes(config))
             for camera_id, camera in wanted.items():
                 if camera_id not in self._analyses:
                     seed = {name: (t.count_in, t.count_out) for name, t in self._line_totals.get(camera_id, {}).items()}
                     self._analyses[camera_id] = CameraAnalysis.from_config(
                         camera, config.events, jpeg_quality=config.snapshots.jpeg_quality, line_seed=seed,
-                        stage_times=self._stage_times)
+                        stage_times=self._stage_times, make_tracker=self._make_tracker(camera_id))
                     self._keys[camera_id] = _analysis_key(camera, config)
+
+    def _use_processes(self, count: int) -> None:
+        """Keep, start or stop the trackers' child processes to have ``count`` of them. A change
+        of ``tracking`` has ended every analysis before (it is part of their key)."""
+        if self._processes is not None and self._processes.count != count:
+            self._processes.close()
+            self._processes = None
+        if self._processes is None and count > 0:
+            self._processes = TrackerProcesses(count)
+
+    def _make_tracker(self, camera_id: str) -> MakeTracker:
+        processes = self._processes
+        if processes is None:
+            return Tracker
+        return lambda settings: processes.tracker(camera_id, settings)
+
+    def tracker_process_ids(self) -> List[Optional[int]]:
+        """The trackers' child processes (their pids; None for one not started yet); empty without any."""
+        processes = self._processes
+        return [] if processes is None else processes.pids()
 
     def _camera_lock(self, camera_id: str) -> threading.Lock:
         lock = self._camera_locks.get(camera_id)
@@ -104,15 +135,22 @@ class AnalysisHub:
             analysis = self._analyses.pop(camera_id)
             self._keys.pop(camera_id, None)
             self._analysed_at.pop(camera_id, None)
-            result = analysis.end_all(self._clock())
+            try:
+                result = analysis.end_all(self._clock())
+            finally:
+                analysis.tracker.close()
             self._line_totals[camera_id] = analysis.line_counts.totals()
             self._send(result, analysis)
 
     def end_all(self) -> None:
-        """At shutdown: every open event ends, counts go to 0 (before the publisher stops)."""
+        """At shutdown: every open event ends, counts go to 0 (before the publisher stops); the
+        trackers' child processes stop (a later ``configure`` starts them again)."""
         with self._lock:
-            for camera_id in list(self._analyses):
-                self._end(camera_id)
+            try:
+                for camera_id in list(self._analyses):
+                    self._end(camera_id)
+            finally:
+                self._use_processes(0)
 
     # -- per frame (the pipeline's publish thread) --------------------------------------------------
     def analyse(self, frame: AnalysedFrame) -> AnalysedFrame:
@@ -126,6 +164,9 @@ class AnalysisHub:
                 return frame
             try:
                 result = analysis.process(frame.frame_id, frame.ts, frame.image, frame.detections)
+            except TrackerUnavailable as exc:  # a tracker's child died: this frame goes out without track ids
+                log.warning("tracking a frame of camera %s failed: %s", frame.camera_id, exc)
+                return frame
             except Exception:  # a bug in analysis must not stop detections
                 log.exception("analysing a frame of camera %s failed", frame.camera_id)
                 return frame
@@ -152,7 +193,12 @@ class AnalysisHub:
                 with self._camera_lock(camera_id):
                     at = self._camera_time(camera_id, now)
                     if analysis.idle_s(at) >= 1.0:
-                        self._send(analysis.tick(at), analysis)
+                        try:
+                            result = analysis.tick(at)
+                        except TrackerUnavailable as exc:  # its child is started again on the next request
+                            log.warning("ageing the tracks of camera %s failed: %s", camera_id, exc)
+                            continue
+                        self._send(result, analysis)
 
     def _camera_time(self, camera_id: str, now: float) -> float:
         """``now`` on the camera's own time line, that of its frames' capture times.

@@ -6,7 +6,7 @@ ignored setting on a box in a cupboard.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Literal, Optional
+from typing import Dict, List, Literal, Optional, Union
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -32,6 +32,21 @@ class TrackingConfig(_Strict):
     """A track_id on every detection; needed by events, zones and lines."""
 
     enabled: bool = Field(True, title="Tracking enabled")
+    processes: Union[Literal["auto"], int] = Field(
+        "auto", title="Tracker processes",
+        description="run the cameras' trackers in this many child processes (0: in the appliance's process), so "
+                    "tracking does not take turns with the rest of the analysis on one interpreter lock; the same "
+                    "tracks either way; auto: one per four cores, at most 4, none below 4 cores")
+
+    @field_validator("processes", mode="before")
+    @classmethod
+    def _auto_or_count(cls, value: object) -> object:
+        # One clear error rather than one per member of the union.
+        if value == "auto":
+            return value
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 16:
+            raise ValueError("processes must be auto or a whole number from 0 to 16")
+        return value
 
 
 class EventsConfig(_Strict):

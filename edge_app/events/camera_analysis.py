@@ -42,6 +42,7 @@ from edge_app.reporting.stage_times import StageTimes
 from edge_app.track import (Line, LineCounter, SpeedMeter, SpeedPair, SpeedReading, SpeedZone, Tracker, TrackerSettings,
                             Zone, ZoneChange, ZoneSpeedMeter, ZoneTracker, reference_points)
 from edge_app.track.dwell import DwellClock, ZoneVisit
+from edge_app.track.tracker import MakeTracker, TrackerLike
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,8 @@ class CameraAnalysis:
                  lines: Sequence[Line] = (), line_seed: Optional[Mapping[str, object]] = None,
                  tracker_settings: Optional[TrackerSettings] = None, model: str = "default",
                  stage_times: Optional[StageTimes] = None, rules: ZoneRules = ZoneRules(),
-                 speed_pairs: Sequence[SpeedPair] = (), speed_zones: Sequence[SpeedZone] = ()) -> None:
+                 speed_pairs: Sequence[SpeedPair] = (), speed_zones: Sequence[SpeedZone] = (),
+                 make_tracker: MakeTracker = Tracker) -> None:
         self.camera_id = camera_id
         # Where each frame's time in tracking, zones and lines, events and snapshots is added.
         self.stage_times = stage_times if stage_times is not None else StageTimes()
@@ -128,7 +130,8 @@ class CameraAnalysis:
         self.settings = settings
         base = tracker_settings or TrackerSettings()
         # The track outlives a gap exactly as long as the event does: one notion of "gone".
-        self.tracker = Tracker(dataclasses.replace(base, lost_timeout_s=settings.end_after_s))
+        # make_tracker: the tracker here, or in a child process (edge_app.track.processes).
+        self.tracker: TrackerLike = make_tracker(dataclasses.replace(base, lost_timeout_s=settings.end_after_s))
         self.zones = ZoneTracker(list(zones))
         self.lines = LineCounter(list(lines))
         self.dwell = DwellClock()
@@ -152,7 +155,7 @@ class CameraAnalysis:
     @classmethod
     def from_config(cls, camera, events, jpeg_quality: int = 85,
                     line_seed: Optional[Mapping[str, object]] = None,
-                    stage_times: Optional[StageTimes] = None) -> "CameraAnalysis":
+                    stage_times: Optional[StageTimes] = None, make_tracker: MakeTracker = Tracker) -> "CameraAnalysis":
         """From a ``CameraConfig`` and the ``EventsConfig`` (``jpeg_quality``: ``snapshots.jpeg_quality``)."""
         settings = AnalysisSettings(
             events_enabled=events.enabled, event_labels=frozenset(events.labels), min_frames=events.min_frames,
@@ -164,7 +167,7 @@ class CameraAnalysis:
         return cls(camera.id, settings, [Zone.from_config(z) for z in camera.zones],
                    [Line.from_config(line) for line in camera.lines], line_seed, model=camera.model,
                    stage_times=stage_times, rules=ZoneRules.from_config(camera.zones), speed_pairs=pairs,
-                   speed_zones=speed_zones)
+                   speed_zones=speed_zones, make_tracker=make_tracker)
 
     # ----------------------------------------------------------------- per frame
     def process(self, frame_id: int, ts: float, image: Optional[FrameImage], detections: Detections,

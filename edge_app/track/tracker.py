@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Callable, Optional, Protocol, Tuple
 
 import numpy as np
 
@@ -87,13 +87,37 @@ class TrackerSettings:
             raise ValueError("confirm_hits and max_tracks must be >= 1, lost_timeout_s >= 0")
 
 
+class TrackerLike(Protocol):
+    """What a camera's analysis uses of its tracker: ``Tracker``, or a ``RemoteTracker`` whose
+    ``Tracker`` runs in a child process (edge_app.track.processes)."""
+
+    settings: TrackerSettings
+    removed_ids: Tuple[int, ...]
+
+    def __len__(self) -> int: ...
+
+    def active_ids(self) -> Tuple[int, ...]: ...
+
+    def update(self, detections: Detections, timestamp_s: float) -> np.ndarray: ...
+
+    def expire(self, now_s: float) -> Tuple[int, ...]: ...
+
+    def reset(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class Tracker:
     """Tracks of one camera. ``update`` once per analysed frame, in time order."""
 
-    def __init__(self, settings: TrackerSettings = TrackerSettings()) -> None:
+    def __init__(self, settings: TrackerSettings = TrackerSettings(), first_id: int = 1) -> None:
+        """``first_id``: the id the first confirmed track gets (a tracker that replaces another
+        of the same camera goes on where that one stopped: ids are never reused)."""
+        if first_id < 1:
+            raise ValueError("first_id must be >= 1")
         self.settings = settings
         self._kalman = BoxKalman(settings.noise)
-        self._next_id = 1
+        self._next_id = int(first_id)
         self._last_time_s: Optional[float] = None
         # One row per track (struct of arrays: whole-frame numpy operations, no per-track objects).
         self._ids = np.zeros(0, np.int64)          # UNTRACKED while tentative
@@ -107,6 +131,11 @@ class Tracker:
 
     def __len__(self) -> int:
         return int(self._ids.shape[0])
+
+    @property
+    def next_id(self) -> int:
+        """The id the next confirmed track will get."""
+        return self._next_id
 
     def active_ids(self) -> Tuple[int, ...]:
         """Ids of the confirmed tracks alive now, seen in the last frame or briefly lost."""
@@ -122,6 +151,9 @@ class Tracker:
         self._select(np.zeros(len(self), bool))
         self._seen_last = np.zeros(0, bool)
         self.removed_ids = ()
+
+    def close(self) -> None:
+        """Nothing to free here (a ``RemoteTracker`` forgets its tracker in the child)."""
 
     def update(self, detections: Detections, timestamp_s: float) -> np.ndarray:
         """Track ids ``(N,)`` int64 aligned with ``detections``; ``UNTRACKED`` (-1) for boxes of no track."""
@@ -274,3 +306,7 @@ class Tracker:
         self._hits = self._hits[keep]
         self._seen_s = self._seen_s[keep]
         self._seen_last = self._seen_last[keep]
+
+
+#: how a camera's analysis gets its tracker, from the tracker's settings
+MakeTracker = Callable[[TrackerSettings], TrackerLike]

@@ -7,6 +7,9 @@ real MQTT side is tested with a real broker in tests/mqtt and tests/e2e.
 from __future__ import annotations
 
 import inspect
+import os
+import signal
+import time
 
 import pytest
 
@@ -241,3 +244,51 @@ def test_an_ended_event_is_stored_with_its_track(tmp_path):
         assert lefts == sorted(lefts) and lefts[-1] - lefts[0] > 200 / WIDTH
     finally:
         store.close()
+
+
+def _processes_config(processes, **camera):
+    config = _config(**camera)
+    return config.model_copy(update={"tracking": config.tracking.model_copy(update={"processes": processes})})
+
+
+def test_trackers_in_a_child_process_give_the_same_messages_and_stop_with_the_hub():
+    """tracking.processes: the same walk gives the same events, counts and crossings as trackers
+    here, and end_all stops the children."""
+    areas = {"zones": [{"name": "right", "polygon": [[0.5, 0], [1, 0], [1, 1], [0.5, 1]]}],
+             "lines": [{"name": "middle", "points": [[0.5, 0], [0.5, 1]]}]}
+    people = [Obj(0, moving(20, 200, 20), first=0, last=25), Obj(0, moving(600, 300, -15), first=5, last=35)]
+    runs = {}
+    for processes in (0, 1):
+        publisher = RecordingPublisher()
+        hub = AnalysisHub(lambda: publisher, clock=lambda: T0 + 100.0)
+        hub.configure(_processes_config(processes, **areas))
+        tracked = [f.detections.track_id.tolist() for f in _walk(hub, people, 45)]
+        pids = hub.tracker_process_ids()
+        hub.end_all()
+        runs[processes] = (tracked, [(kind, args if kind != "event" else (args[0].type, args[0].after.track_id))
+                                     for kind, args in publisher.calls])
+        if processes:
+            assert len(pids) == 1 and pids[0] is not None
+            assert hub.tracker_process_ids() == []
+            with pytest.raises(ProcessLookupError):
+                os.kill(pids[0], 0)
+    assert runs[1] == runs[0]
+
+
+def test_a_tracker_child_that_dies_costs_one_frame_its_ids_and_its_events_still_end():
+    publisher = RecordingPublisher()
+    hub = AnalysisHub(lambda: publisher, clock=lambda: T0 + 100.0)
+    hub.configure(_processes_config(1))
+    person = Obj(0, moving(20, 200, 10))
+    _walk(hub, [person], 10)
+    first = publisher.of("event")[0][0].after
+    os.kill(hub.tracker_process_ids()[0], signal.SIGKILL)
+    time.sleep(0.2)
+    lost = hub.analyse(_frame(10, [person]))
+    assert lost.detections.track_id is None  # published as detections, without tracks
+    later = [hub.analyse(_frame(i, [person])) for i in range(11, 20)]
+    assert later[-1].detections.track_id[0] > first.track_id  # a new track, never the old id again
+    events = [(m.type, m.after.id) for (m,) in publisher.of("event")]
+    assert ("end", first.id) in events  # the lost track's event ended with its child
+    hub.end_all()
+    assert [m.type for (m,) in publisher.of("event")][-1] == "end"

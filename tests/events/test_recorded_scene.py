@@ -34,11 +34,15 @@ def test_the_recording_publisher_takes_what_mqtt_publisher_takes(method):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("lanes", [1, 2], ids=["one-lane", "a-lane-per-camera"])
-def test_the_recorded_scene_gives_the_same_detections_tracks_and_events(model_path, images_dir, lanes):
+@pytest.mark.parametrize("lanes, tracker_processes", [(1, 0), (2, 0), (2, 1), (2, 2)],
+                         ids=["one-lane", "a-lane-per-camera", "one-tracker-process", "a-tracker-process-per-camera"])
+def test_the_recorded_scene_gives_the_same_detections_tracks_and_events(model_path, images_dir, lanes,
+                                                                         tracker_processes):
+    """With tracking.processes the trackers run in child processes: the same tracks and events."""
     recorded = json.loads(RECORDED.read_text())
     assert recorded["header"]["model"].startswith(model_path.name)
-    result = run_scene(model_path, images_dir, lanes)
+    result = run_scene(model_path, images_dir, lanes, tracker_processes)
+    assert result["tracker_processes_started"] == tracker_processes
     assert result["frames_per_camera"] == recorded["frames_per_camera"]
     for camera_id, expected in recorded["cameras"].items():
         got = json.loads(json.dumps(result["cameras"][camera_id]))  # tuples as lists, as in the file

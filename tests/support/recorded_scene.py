@@ -121,20 +121,21 @@ class _Overlapped:
         return getattr(self._detector, name)
 
 
-def scene_config(clip: Path, model_path: Path) -> AppConfig:
+def scene_config(clip: Path, model_path: Path, tracker_processes: int = 0) -> AppConfig:
     cameras = [CameraConfig(id=cid, source=str(clip), zones=[ZoneConfig(name=f"{cid}_left", polygon=[[0, 0], [0.5, 0], [0.5, 1], [0, 1]])],
                             lines=[LineConfig(name=f"{cid}_middle", points=[[0.5, 0], [0.5, 1]])]) for cid in CAMERAS]
     return AppConfig(device_id="recorded-scene", cameras=cameras, model=model_config(model_path, 1),
-                     tracking=TrackingConfig(enabled=True))
+                     tracking=TrackingConfig(enabled=True, processes=tracker_processes))
 
 
-def run_scene(model_path: Path, images_dir: Path, lanes: int = 2) -> Dict[str, Any]:
+def run_scene(model_path: Path, images_dir: Path, lanes: int = 2, tracker_processes: int = 0) -> Dict[str, Any]:
     """Per camera: every frame's detections with track ids, and every message AnalysisHub sent.
-    ``lanes``: the pipeline's result lanes (2: the two cameras' analyses run side by side)."""
+    ``lanes``: the pipeline's result lanes (2: the two cameras' analyses run side by side);
+    ``tracker_processes``: ``tracking.processes`` (0: the trackers in this process)."""
     motion_clips.BUS_JPG = images_dir / "bus.jpg"
     draw, count = scene_frames(SCENE)
     images = [draw(i) for i in range(count)]
-    config = scene_config(Path(SCENE.file_name()), model_path)
+    config = scene_config(Path(SCENE.file_name()), model_path, tracker_processes)
     publisher = RecordingPublisher()
     hub = AnalysisHub(lambda: publisher, clock=lambda: END_S)
     hub.configure(config)
@@ -163,8 +164,9 @@ def run_scene(model_path: Path, images_dir: Path, lanes: int = 2) -> Dict[str, A
     finally:
         pipeline.stop()
         detector.close()
+    started = [pid for pid in hub.tracker_process_ids() if pid is not None]  # before end_all stops them
     hub.end_all()
-    return {"frames_per_camera": len(images),
+    return {"frames_per_camera": len(images), "tracker_processes_started": len(started),
             "cameras": {cid: {"detections": detections[cid], "messages": publisher.messages[cid]} for cid in CAMERAS}}
 
 

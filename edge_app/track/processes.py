@@ -1,0 +1,307 @@
+"""Trackers in child processes: each camera's tracking off the appliance's interpreter lock.
+
+On an accelerator the appliance's ceiling is the Python work each analysed frame costs in its
+one process (docs/gpu-benchmark.md): whatever the cores, the result lanes take turns on one
+interpreter lock, and the tracker's update is the largest single part of that work. Here the
+trackers live in ``tracking.processes`` child processes instead (``TrackerProcesses``), a
+camera's tracker always in the same one; the camera's analysis holds a ``RemoteTracker`` with
+the interface of ``Tracker`` and waits for each answer without the lock, so other cameras' work
+goes on. The same ``Tracker`` runs in the child on the same detections in the same order, so
+ids, and every event built on them, are those of a tracker in the appliance's process.
+
+A child that exits or stops answering is given up and started afresh on the next request; its
+cameras' trackers start over there with ids that go on counting up (never reused), and the
+tracks they held are reported removed, so their events end as after a camera restart.
+
+Messages on a ``multiprocessing`` pipe, one request answered at a time: ``("new", key, settings,
+first_id)``, ``("update", key, detections as an (N, 6) float64 buffer, ts)``, ``("expire", key,
+now)``, ``("reset", key)``, ``("drop", key)``; every answer but ``drop``'s is a ``TrackerState``
+as a tuple, its ids as an int64 buffer.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from edge_app.detect.detections import Detections
+from edge_app.track.tracker import Tracker, TrackerSettings
+
+log = logging.getLogger(__name__)
+
+PROCESS_NAME = "edge-app-tracker"
+START_TIMEOUT_S = 60.0   # a spawned child imports numpy and the tracker first: slow on a Jetson's SD card
+ANSWER_TIMEOUT_S = 10.0  # one update takes milliseconds; ten seconds is a child that hangs
+
+
+class TrackerUnavailable(RuntimeError):
+    """The tracker's child process exited or stopped answering; the next request starts a new one."""
+
+
+@dataclass(frozen=True)
+class TrackerState:
+    """What a request leaves behind: the ids of an update, and what the parent keeps to answer
+    ``len``, ``removed_ids`` and ``active_ids`` without asking."""
+
+    ids: Optional[np.ndarray]
+    removed_ids: Tuple[int, ...]
+    tracks: int
+    active_ids: Tuple[int, ...]
+    next_id: int
+
+
+def _state(tracker: Tracker, ids: Optional[np.ndarray] = None) -> tuple:
+    # Plain tuples and bytes: they pickle several times faster than a dataclass and arrays, and
+    # the parent's share of a request is what still holds its interpreter lock.
+    return (None if ids is None else ids.tobytes(), tracker.removed_ids, len(tracker), tracker.active_ids(),
+            tracker.next_id)
+
+
+def _unpack_state(answer: tuple) -> TrackerState:
+    ids, removed, tracks, active, next_id = answer
+    return TrackerState(None if ids is None else np.frombuffer(ids, np.int64), removed, tracks, active, next_id)
+
+
+def _pack_detections(detections: Detections) -> bytes:
+    """Boxes, scores and classes of a frame as one ``(N, 6)`` float64 buffer (class ids are exact in it)."""
+    rows = np.empty((len(detections), 6), np.float64)
+    rows[:, :4] = detections.xyxy
+    rows[:, 4] = detections.confidence
+    rows[:, 5] = detections.class_id
+    return rows.tobytes()
+
+
+def _unpack_detections(packed: bytes) -> Detections:
+    rows = np.frombuffer(packed, np.float64).reshape(-1, 6)
+    return Detections(rows[:, :4], rows[:, 4], rows[:, 5].astype(np.int32))
+
+
+def child_main(conn: Any) -> None:
+    """The child: trackers by key, one request at a time, until ``stop`` or the pipe closes."""
+    trackers: Dict[str, Tracker] = {}
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        kind, key = message[0], message[1] if len(message) > 1 else None
+        try:
+            if kind == "stop":
+                return
+            if kind == "new":
+                trackers[key] = tracker = Tracker(message[2], first_id=message[3])
+                answer: Any = _state(tracker)
+            elif kind == "update":
+                tracker = trackers[key]
+                _, _, packed, ts = message
+                ids = tracker.update(_unpack_detections(packed), ts)
+                answer = _state(tracker, ids)
+            elif kind == "expire":
+                tracker = trackers[key]
+                tracker.expire(message[2])
+                answer = _state(tracker)
+            elif kind == "reset":
+                tracker = trackers[key]
+                tracker.reset()
+                answer = _state(tracker)
+            elif kind == "drop":
+                trackers.pop(key, None)
+                answer = None
+            else:
+                raise ValueError(f"unknown request {kind!r}")
+            conn.send(("ok", answer))
+        except Exception as exc:  # the request's fault (a bad timestamp): the parent raises it
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+class TrackerHost:
+    """One child process holding the trackers of some cameras; started on the first request."""
+
+    def __init__(self, index: int, start_timeout_s: float = START_TIMEOUT_S,
+                 answer_timeout_s: float = ANSWER_TIMEOUT_S) -> None:
+        self.index = index
+        self._start_timeout_s = start_timeout_s
+        self._answer_timeout_s = answer_timeout_s
+        self._lock = threading.Lock()  # one request at a time: lanes whose cameras share a child take turns
+        self._process: Optional[Any] = None
+        self._conn: Optional[Any] = None
+        #: counts the children started; a tracker made in an earlier one must be made again
+        self.generation = 0
+        self.restarts = 0
+        self._closed = False
+
+    @property
+    def pid(self) -> Optional[int]:
+        return None if self._process is None else self._process.pid
+
+    def request(self, generation: int, message: tuple) -> Tuple[int, Any]:
+        """Send ``message`` and wait for its answer: ``(generation, answer)``. With a child
+        newer than ``generation`` nothing is sent: the answer is None and the caller makes
+        its tracker again. Raises ``TrackerUnavailable`` (the child is given up) or
+        ``ValueError`` (the child refused the request)."""
+        with self._lock:
+            if self._closed:
+                raise TrackerUnavailable("the tracker processes are stopped")
+            if self._process is None:
+                self._start()
+            if generation != self.generation:
+                return self.generation, None
+            conn = self._conn
+            try:
+                conn.send(message)
+                if not conn.poll(self._answer_timeout_s):
+                    raise TrackerUnavailable(f"tracker process {self.pid} did not answer in {self._answer_timeout_s:.0f} s")
+                status, answer = conn.recv()
+            except (EOFError, OSError, ValueError) as exc:
+                self._give_up()
+                raise TrackerUnavailable(f"tracker process exited ({type(exc).__name__}: {exc})") from exc
+            except TrackerUnavailable:
+                self._give_up()
+                raise
+        if status == "error":
+            raise ValueError(answer)
+        return generation, answer
+
+    def close(self, timeout_s: float) -> None:
+        with self._lock:
+            self._closed = True
+            if self._conn is not None:
+                try:
+                    self._conn.send(("stop",))
+                except (OSError, ValueError):
+                    pass
+            self._stop_process(timeout_s)
+
+    def _start(self) -> None:
+        context = multiprocessing.get_context("spawn")  # never fork a process with threads
+        self._conn, child_conn = context.Pipe()
+        self._process = context.Process(target=child_main, args=(child_conn,), name=f"{PROCESS_NAME}-{self.index}",
+                                        daemon=True)
+        self._process.start()
+        child_conn.close()
+        self.generation += 1
+        log.info("tracker process %d started (pid %s)", self.index, self._process.pid)
+
+    def _give_up(self) -> None:
+        log.warning("tracker process %d (pid %s) given up; its cameras' tracks start over", self.index, self.pid)
+        self.restarts += 1
+        self._stop_process(1.0)
+
+    def _stop_process(self, timeout_s: float) -> None:
+        process, conn = self._process, self._conn
+        self._process = self._conn = None
+        if process is not None:
+            process.join(timeout_s)
+            if process.is_alive():
+                process.kill()
+                process.join(1.0)
+        if conn is not None:
+            conn.close()
+
+
+class RemoteTracker:
+    """``Tracker``'s interface, for one camera, with the tracker in a ``TrackerHost``'s child."""
+
+    def __init__(self, host: TrackerHost, key: str, settings: TrackerSettings) -> None:
+        self.settings = settings
+        self._host, self._key = host, key
+        self._generation = -1  # made in no child yet
+        self._state = TrackerState(None, (), 0, (), 1)
+        self.removed_ids: Tuple[int, ...] = ()
+
+    def __len__(self) -> int:
+        return self._state.tracks
+
+    def active_ids(self) -> Tuple[int, ...]:
+        return self._state.active_ids
+
+    def update(self, detections: Detections, timestamp_s: float) -> np.ndarray:
+        state = self._ask("update", _pack_detections(detections), float(timestamp_s))
+        return state.ids.copy()  # writable, as Tracker's are
+
+    def expire(self, now_s: float) -> Tuple[int, ...]:
+        return self._ask("expire", float(now_s)).removed_ids
+
+    def reset(self) -> None:
+        try:
+            self._ask("reset")
+        except TrackerUnavailable:  # the child that held the tracks is gone, and they with it
+            self._state = TrackerState(None, (), 0, (), self._state.next_id)
+        self.removed_ids = ()
+
+    def close(self) -> None:
+        """Forget the tracker in the child (the camera's analysis ended)."""
+        try:
+            self._host.request(self._generation, ("drop", self._key))
+        except (TrackerUnavailable, ValueError):
+            pass  # a child that is gone holds nothing
+
+    def _ask(self, kind: str, *arguments: Any) -> TrackerState:
+        lost: Tuple[int, ...] = ()
+        for _ in range(2):  # once more after making the tracker in a new child
+            try:
+                generation, state = self._host.request(self._generation, (kind, self._key, *arguments))
+            except TrackerUnavailable:
+                self._forget_child()
+                raise
+            if state is not None:
+                state = _unpack_state(state)
+                break
+            lost = self._state.active_ids  # the child that held them is gone: so are they
+            _, made = self._host.request(generation, ("new", self._key, self.settings, self._state.next_id))
+            self._generation = generation if made is not None else -1
+        else:
+            raise TrackerUnavailable("the tracker process was replaced twice in one request")
+        self._state = state
+        self.removed_ids = tuple(dict.fromkeys(lost + state.removed_ids))
+        return state
+
+    def _forget_child(self) -> None:
+        # Tracks of the lost child end with the next answer (removed_ids): keep what they were.
+        self._generation = -1
+
+
+class TrackerProcesses:
+    """``count`` child processes; ``tracker(camera_id, settings)`` gives a camera its ``RemoteTracker``."""
+
+    def __init__(self, count: int, start_timeout_s: float = START_TIMEOUT_S,
+                 answer_timeout_s: float = ANSWER_TIMEOUT_S) -> None:
+        if count < 1:
+            raise ValueError("need at least one tracker process")
+        self._hosts = [TrackerHost(i, start_timeout_s, answer_timeout_s) for i in range(count)]
+        self._of_camera: Dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._made = 0  # trackers made so far: a camera analysed afresh gets a new key
+
+    @property
+    def count(self) -> int:
+        return len(self._hosts)
+
+    def pids(self) -> List[Optional[int]]:
+        return [host.pid for host in self._hosts]
+
+    def restarts(self) -> int:
+        return sum(host.restarts for host in self._hosts)
+
+    def tracker(self, camera_id: str, settings: TrackerSettings) -> RemoteTracker:
+        with self._lock:
+            index = self._of_camera.setdefault(camera_id, len(self._of_camera) % len(self._hosts))
+            self._made += 1
+            key = f"{camera_id}#{self._made}"
+        return RemoteTracker(self._hosts[index], key, settings)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        for host in self._hosts:
+            host.close(max(0.1, timeout_s / len(self._hosts)))
+
+
+def default_tracker_processes(cpu_count: Optional[int] = None) -> int:
+    """``tracking.processes: auto``: one child for every four cores, at most four; none below four
+    cores, where a child only takes a core from the decoders and the model."""
+    cores = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
+    return min(4, cores // 4)
