@@ -5,7 +5,7 @@ import contextlib
 import logging
 import os
 from pathlib import Path
-from typing import Callable, Dict, Iterator, Optional, Sequence
+from typing import Callable, Dict, Iterator, Optional, Sequence, Union
 
 from bench.common.detectors import model_config
 from edge_app.appliance.appliance import Appliance
@@ -20,7 +20,8 @@ log = logging.getLogger(__name__)
 def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, batch_timeout_ms: float,
                  mqtt_host: str, mqtt_port: int, topic_prefix: str = "edge_app_bench", realtime: bool = False,
                  analysis: bool = True, sources: Optional[Sequence[str]] = None, decoder: str = "auto",
-                 nvdec_processes: bool = True, mqtt_qos: int = 1, counting: bool = False) -> AppConfig:
+                 nvdec_processes: bool = True, mqtt_qos: int = 1, counting: bool = False,
+                 tracker_processes: Union[str, int] = "auto") -> AppConfig:
     """Every analysed frame is published (``publish_empty``), so MQTT messages = analysed frames.
 
     ``realtime`` False reads the clip as fast as the pipeline takes frames (no frame lost);
@@ -31,6 +32,7 @@ def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, bat
     ``capture`` setting of that name, ``mqtt_qos`` the appliance's ``mqtt.qos``. ``counting``
     gives every camera a zone (its left half) and a vertical line through the middle, as a
     counting setup has: every tracked object then goes through zone and line checks.
+    ``tracker_processes`` is ``tracking.processes`` (its default, ``auto``, unless a run compares).
     """
     camera_sources = list(sources) if sources is not None else [str(clip)] * cameras
 
@@ -49,7 +51,7 @@ def bench_config(clip: Path, cameras: int, model_path: Path, max_batch: int, bat
         mqtt=MQTTConfig(host=mqtt_host, port=mqtt_port, topic_prefix=topic_prefix, publish_empty=True,
                         stats_interval_s=3600, max_queue=100000, qos=mqtt_qos),
         api=APIConfig(enabled=False),
-        tracking=TrackingConfig(enabled=analysis),
+        tracking=TrackingConfig(enabled=analysis, processes=tracker_processes),
         capture=CaptureConfig(nvdec_processes=nvdec_processes),
     )
 

@@ -5,7 +5,7 @@ import logging
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Dict, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence, Union
 
 from bench.common.appliance_run import analysed_counts, bench_config, published_count, running
 from bench.common.mqtt_watch import WATCHER_SUFFIX, WatcherProcess
@@ -13,6 +13,7 @@ from bench.common.resources import ResourceMeter
 from bench.common.windows import count_deltas
 from testkit.net import port_accepts
 from testkit.waiting import poll_until
+from edge_app.appliance.analysis import tracker_processes as tracker_process_count
 from edge_app.detect import Detector
 from edge_app.mqtt import Topics
 from edge_app.reporting.stage_times import STAGES, StageTotal
@@ -36,7 +37,8 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
                  detector_factory: Optional[Callable[..., Detector]] = None, decoder: str = "auto",
                  sources: Optional[Sequence[str]] = None, warm_timeout_s: Optional[float] = None,
                  nvdec_processes: bool = True, mqtt_qos: int = 1, counting: bool = False,
-                 on_window_start: Optional[Callable[[], None]] = None) -> dict:
+                 on_window_start: Optional[Callable[[], None]] = None,
+                 tracker_processes: Union[str, int] = "auto") -> dict:
     """One window of the real Appliance; ``detector_factory``, ``decoder`` and ``sources`` as in
     ``bench_config`` and ``running`` (defaults: the configured backend, the clip on every camera)."""
     base = {"cameras": cameras, "model": model_path.name, "batch": batch, "analysis": analysis, "counting": counting}
@@ -44,7 +46,8 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
         return {**base, "status": "skipped", "reason": f"no MQTT broker at {mqtt_host}:{mqtt_port}"}
     config = bench_config(clip, cameras, model_path, batch, batch_timeout_ms, mqtt_host, mqtt_port, analysis=analysis,
                           sources=sources, decoder=decoder, nvdec_processes=nvdec_processes, mqtt_qos=mqtt_qos,
-                          counting=counting)
+                          counting=counting, tracker_processes=tracker_processes)
+    base["tracker_processes"] = tracker_process_count(config)  # what tracking.processes comes to on this host
     topics = Topics(config.mqtt.topic_prefix, config.device_id)
     # in a process of its own: receiving every message here would compete with the appliance for the interpreter lock
     watcher = WatcherProcess(mqtt_host, mqtt_port, topics.all_detections, f"{config.device_id}{WATCHER_SUFFIX}")

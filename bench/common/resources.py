@@ -8,7 +8,7 @@ pools, FFmpeg's decoder threads) and threads that ended during the window are co
 Decoder processes (``decoder: nvdec`` decodes each camera in a child process) and the engine
 process (``model.engine_process``) are the appliance's work too: the CPU time of the
 ``multiprocessing`` children alive during the window is added to the total, as the group
-``decoders`` or ``engine`` by the child's name.
+``decoders``, ``engine`` or ``trackers`` (``tracking.processes``) by the child's name.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from edge_app.detect.tensorrt.engine_process import PROCESS_NAME
+from edge_app.track.processes import PROCESS_NAME as TRACKER_PROCESS_NAME
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,8 @@ def children_cpu_s() -> Dict[int, float]:
 
 def child_group(name: str) -> str:
     """The accounting group of a ``multiprocessing`` child's name."""
+    if name.startswith(TRACKER_PROCESS_NAME):
+        return "trackers"
     return "engine" if name == PROCESS_NAME else "decoders"
 
 

@@ -57,6 +57,8 @@ class GpuBenchSettings:
     #: tracking and events on (the appliance's defaults), and a zone and a line per camera
     tracking: bool = True
     counting: bool = True
+    #: tracking.processes of the appliance: "auto" (its default) or a count (0: trackers in its process)
+    tracker_processes: Union[str, int] = "auto"
     window_s: float = 8.0
     rounds: int = 2
     warmup_s: float = 2.0

@@ -236,7 +236,8 @@ def test_the_default_decode_path_leaves_engine_process_to_auto():
     assert not choose(path.engine_process, HostFacts(jetson=False, mps_running=False, mps_pipe_directory="/x")).enabled
 
 
-@pytest.mark.parametrize("name, group", [("engine", "engine"), ("decode:/clips/cam1.mp4", "decoders"), ("", "decoders")])
+@pytest.mark.parametrize("name, group", [("engine", "engine"), ("decode:/clips/cam1.mp4", "decoders"), ("", "decoders"),
+                                         ("edge-app-tracker-0", "trackers"), ("edge-app-tracker-3", "trackers")])
 def test_child_processes_are_counted_by_their_name(name, group):
     from bench.common.resources import child_group
 
