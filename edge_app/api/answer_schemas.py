@@ -115,6 +115,8 @@ def refine(schemas: Dict[str, Schema]) -> None:
         camera = schemas["CameraReport"]["properties"]
         camera["state"]["enum"] = list(CAMERA_STATES)
         camera["source"]["description"] = "Credentials masked"
+        camera["detect"]["description"] = ("Whether its frames go through the model now: cameras[].detect after "
+                                           "the profile in force")
     if "ModelReport" in schemas:
         schemas["ModelReport"]["properties"]["input_size"] = {
             "type": ["integer", "array", "null"], "description": "[height, width] once loaded, else the configured side"}

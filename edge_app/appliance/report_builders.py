@@ -41,6 +41,7 @@ def camera_report(camera: CameraConfig, capture: Mapping[str, Any], figures: Cam
         last_error=capture.get("last_error"),
         motion=capture.get("motion"),
         recording=recording,
+        detect=camera.detect,  # of the configuration in force: a profile may have switched it
     )
 
 

@@ -89,6 +89,9 @@ class CameraReport:
     # None: the configuration records nothing; else whether it records, "recording unavailable:
     # <why>" for a source without a compressed stream, and why writing is paused
     recording: Optional[CameraRecordingStatus] = None
+    # Whether its frames go through the model now: the detect switch after the profile in force
+    # (the stored configuration's cameras[].detect says what holds without a profile).
+    detect: bool = True
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

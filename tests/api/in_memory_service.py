@@ -212,6 +212,7 @@ class InMemoryService:
                 reconnects=0,
                 last_error=self.camera_errors.get(cam.id),
                 recording=self.camera_recording.get(cam.id),
+                detect=cam.detect,
             ))
         return out
 

@@ -352,9 +352,23 @@ COUNTS = {"frames_captured": 40, "frames_analyzed": 7}
     ({"frames_captured": 0, "frames_analyzed": 7}, {"id": "x", "detect": False}, 0),  # restarted: none captured yet
     (COUNTS, None, 7),  # before the configuration has loaded
     ({}, {"id": "x", "detect": False}, 0),
+    ({**COUNTS, "detect": False}, {"id": "x", "detect": True}, 40),  # a profile switched it off
+    ({**COUNTS, "detect": True}, {"id": "x", "detect": False}, 7),  # a profile switched it on
 ])
 def test_the_frames_a_camera_snapshot_can_show(call_logic, camera, config, expected):
     assert call_logic("pictureCount", camera, config) == expected
+
+
+@pytest.mark.parametrize("camera, config, expected", [
+    ({"detect": False}, {"id": "x", "detect": True}, False),  # the report (the profile in force) decides
+    ({"detect": True}, {"id": "x", "detect": False}, True),
+    ({}, {"id": "x", "detect": False}, False),  # an appliance from before the report said: the configuration
+    ({}, {"id": "x"}, True),
+    (None, None, True),
+    ({"detect": "no"}, {"id": "x", "detect": False}, False),  # not a boolean: the configuration
+])
+def test_whether_a_camera_detects(call_logic, camera, config, expected):
+    assert call_logic("detecting", camera, config) is expected
 
 
 ITEMS = [{"id": "a", "severity": "alert", "start_time": 100, "end_time": 200},

@@ -54,3 +54,25 @@ def test_the_header_shows_the_profile_and_switches_it(dashboard: Dashboard, appl
     assert report["source"] == "manual" and report["hold_until"] == report["next_boundary"]
     dashboard.wait(lambda _d: "held until" in dashboard.text("#profile-meta"), "the header to say the switch holds")
     dashboard.screenshot("profile-selector.png", "header")
+
+
+def _camera(appliance, camera_id: str) -> dict:
+    response = requests.get(appliance.base_url + f"/api/v1/cameras/{camera_id}",
+                            headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5)
+    response.raise_for_status()
+    return response.json()
+
+
+def test_a_profile_that_switches_detection_off_shows_on_the_camera(dashboard: Dashboard, appliance):
+    """The stored configuration still says detect: true; the profile in force says otherwise, and
+    the camera's report (detect) and its live tile follow the profile, not the stored switch."""
+    dashboard.select("#profile-select", "away")
+    dashboard.wait(lambda _d: _profile(appliance)["active"] == "away", "the appliance to switch to away")
+    assert _camera(appliance, "yard")["detect"] is False
+    dashboard.go("live")
+    tile = '#live-grid .tile[data-camera="yard"]'
+    dashboard.wait(lambda _d: "detecting off" in dashboard.text(tile), "the tile to say it does not detect", 30)
+    dashboard.select("#profile-select", "home")
+    dashboard.wait(lambda _d: _profile(appliance)["active"] == "home", "the appliance to switch to home")
+    assert _camera(appliance, "yard")["detect"] is True
+    dashboard.wait(lambda _d: "detecting off" not in dashboard.text(tile), "the tile to detect again", 30)

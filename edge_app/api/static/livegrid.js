@@ -96,7 +96,7 @@
     const cam = tile.cam, cfg = app.cameraConfig(tile.id) || {};
     const pills = [el("span", cam.state || "?", "pill state " + (cam.state || ""))];
     if (cam.motion && cam.motion.motion) pills.push(el("span", "motion", "pill motion"));
-    if (cfg.detect === false) pills.push(el("span", "detecting off", "pill nodetect"));
+    if (!globalThis.EdgeLogic.detecting(cam, cfg)) pills.push(el("span", "detecting off", "pill nodetect"));
     tile.bar.replaceChildren(tile.bar.firstChild, ...pills);
     tile.node.dataset.state = cam.state || "";
     tile.node.classList.toggle("picked", app.liveCamera() === tile.id);

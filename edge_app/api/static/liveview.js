@@ -157,7 +157,7 @@
   }
 
   async function fetchSameFrame(id) {
-    if ((app.cameraConfig(id) || {}).detect === false) return { picture: await fetchPicture(id), detections: null };
+    if (!L.detecting(state.cameraById[id], app.cameraConfig(id))) return { picture: await fetchPicture(id), detections: null };
     let detections = await api(cameraPath(id, "detections"));
     let picture = null;
     for (let attempt = 0; attempt < SAME_FRAME_TRIES; attempt++) {

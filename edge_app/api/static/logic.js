@@ -262,10 +262,17 @@
     return cameraIds.length === 1 ? cameraIds[0] : null;
   }
 
+  // Whether a camera's frames go through the model now: its report's detect (the switch after the
+  // profile in force), else its stored configuration's (an appliance from before that field).
+  function detecting(cam, config) {
+    if (cam && typeof cam.detect === "boolean") return cam.detect;
+    return (config || {}).detect !== false;
+  }
+
   // The frames a snapshot can show: analysed ones, or of a camera that does not detect its
   // captured ones (the snapshot is then its newest captured frame).
   function pictureCount(cam, config) {
-    return ((config || {}).detect === false ? cam.frames_captured : cam.frames_analyzed) || 0;
+    return (detecting(cam, config) ? cam.frames_analyzed : cam.frames_captured) || 0;
   }
 
   function fmtTime(seconds) {
@@ -375,7 +382,7 @@
     toPixel, toNormalised, clickToNormalised, parseLabels, buildArea, drawingProblem, areaPatch,
     areaRemovalPatch, cameraAreas, problemMessages, eventsQuery, snapshotKey, countRows, lineGeometry,
     numberField, cameraPatch, cameraForm, filterOptions, fmtTime, isObject, mergeDiff,
-    cameraToView, pictureCount, timelineSpans, playRange, cameraRecording, recordingOn, timelineMarks, selectionRange,
+    cameraToView, detecting, pictureCount, timelineSpans, playRange, cameraRecording, recordingOn, timelineMarks, selectionRange,
     placeLabels, trackBoxAt, eventTitle,
   };
 })();
