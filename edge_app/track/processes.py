@@ -139,15 +139,18 @@ class TrackerHost:
     def pid(self) -> Optional[int]:
         return None if self._process is None else self._process.pid
 
-    def request(self, generation: int, message: tuple) -> Tuple[int, Any]:
+    def request(self, generation: int, message: tuple, start: bool = True) -> Tuple[int, Any]:
         """Send ``message`` and wait for its answer: ``(generation, answer)``. With a child
         newer than ``generation`` nothing is sent: the answer is None and the caller makes
-        its tracker again. Raises ``TrackerUnavailable`` (the child is given up) or
-        ``ValueError`` (the child refused the request)."""
+        its tracker again; so too without a child when ``start`` is false. Raises
+        ``TrackerUnavailable`` (the child is given up) or ``ValueError`` (the child refused
+        the request)."""
         with self._lock:
             if self._closed:
                 raise TrackerUnavailable("the tracker processes are stopped")
             if self._process is None:
+                if not start:
+                    return self.generation, None
                 self._start()
             if generation != self.generation:
                 return self.generation, None
@@ -236,8 +239,8 @@ class RemoteTracker:
 
     def close(self) -> None:
         """Forget the tracker in the child (the camera's analysis ended)."""
-        try:
-            self._host.request(self._generation, ("drop", self._key))
+        try:  # a child that is gone holds nothing: none is started to be told
+            self._host.request(self._generation, ("drop", self._key), start=False)
         except (TrackerUnavailable, ValueError):
             pass  # a child that is gone holds nothing
 

@@ -99,6 +99,16 @@ def test_a_child_that_dies_ends_its_tracks_and_ids_go_on_counting(processes):
     assert processes.restarts() == 1
 
 
+def test_closing_a_tracker_whose_child_died_starts_no_child(processes):
+    tracker = processes.tracker("cam0", TrackerSettings())
+    tracker.update(_walk(0), 0.0)
+    os.kill(processes.pids()[0], signal.SIGKILL)
+    with pytest.raises(TrackerUnavailable):
+        tracker.update(_walk(1), 0.1)
+    tracker.close()
+    assert processes.pids() == [None, None]
+
+
 def test_a_request_the_tracker_refuses_raises_as_it_does_here(processes):
     tracker = processes.tracker("cam0", TrackerSettings())
     with pytest.raises(ValueError, match="finite"):
