@@ -127,6 +127,7 @@ class TrackerHost:
         self.index = index
         self._start_timeout_s = start_timeout_s
         self._answer_timeout_s = answer_timeout_s
+        self._answered = False  # whether the current child has answered a request yet
         self._lock = threading.Lock()  # one request at a time: lanes whose cameras share a child take turns
         self._process: Optional[Any] = None
         self._conn: Optional[Any] = None
@@ -157,9 +158,12 @@ class TrackerHost:
             conn = self._conn
             try:
                 conn.send(message)
-                if not conn.poll(self._answer_timeout_s):
-                    raise TrackerUnavailable(f"tracker process {self.pid} did not answer in {self._answer_timeout_s:.0f} s")
+                # A new child answers its first request only once it has imported numpy and the tracker.
+                wait_s = self._answer_timeout_s if self._answered else self._start_timeout_s
+                if not conn.poll(wait_s):
+                    raise TrackerUnavailable(f"tracker process {self.pid} did not answer in {wait_s:.0f} s")
                 status, answer = conn.recv()
+                self._answered = True
             except (EOFError, OSError, ValueError) as exc:
                 self._give_up()
                 raise TrackerUnavailable(f"tracker process exited ({type(exc).__name__}: {exc})") from exc
@@ -188,6 +192,7 @@ class TrackerHost:
         self._process.start()
         child_conn.close()
         self.generation += 1
+        self._answered = False
         log.info("tracker process %d started (pid %s)", self.index, self._process.pid)
 
     def _give_up(self) -> None:
