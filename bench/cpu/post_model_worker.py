@@ -80,7 +80,9 @@ def top_functions(profile: cProfile.Profile) -> Dict[str, List[str]]:
 
 
 def children_cpu_s(pids: List[Any]) -> float:
-    """CPU seconds the tracker processes have used so far (/proc: Linux)."""
+    """CPU seconds the tracker processes have used so far (/proc: Linux). Not
+    bench.common.resources: this script runs against other commits' trees, where only
+    ``edge_app`` is importable."""
     total = 0.0
     for pid in pids:
         if pid is None:
