@@ -17,7 +17,7 @@ from prometheus_client.metrics_core import (CounterMetricFamily, GaugeMetricFami
 
 from edge_app.reporting.stage_times import StageTotal
 from edge_app.reporting.protocol import (ApplianceReads, CameraReport, MqttReport, PipelineReport, RecordingReport,
-                                         StatusReport)
+                                         StatusReport, TrackerProcessesReport)
 from edge_app.api.model_metrics import model_metrics
 from edge_app.api.routing import ResponseSpec, Route, register_routes
 from edge_app.health.metrics import health_metrics
@@ -46,6 +46,7 @@ class ApplianceCollector:
         yield from self._mqtt(status.mqtt)
         yield from self._pipeline(status.pipeline)
         yield from self._stages(self._reads.stage_times())
+        yield from self._tracking(status.tracking)
         yield from model_metrics(status.models)
         if status.health is not None:
             yield from health_metrics(status.health)
@@ -157,6 +158,15 @@ class ApplianceCollector:
             stages.add_metric([total.camera_id, total.stage], count_value=total.frames, sum_value=total.seconds)
         if stages.samples:
             yield stages
+
+    @staticmethod
+    def _tracking(tracking: TrackerProcessesReport) -> Iterator[Metric]:
+        yield GaugeMetricFamily(f"{PREFIX}_tracker_processes",
+                                "Child processes running the cameras' trackers (tracking.processes); 0: in the "
+                                "appliance's process", value=tracking.processes)
+        yield CounterMetricFamily(f"{PREFIX}_tracker_process_restarts",
+                                  "Tracker child processes given up (exited or stopped answering) and started again; "
+                                  "their cameras' tracks started over", value=tracking.restarts)
 
     @staticmethod
     def _recording(recording: RecordingReport, cameras: List[CameraReport]) -> Iterator[Metric]:

@@ -22,7 +22,7 @@ from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event, EventMessage, Snapshot
 from edge_app.events.tracks import EventTrack
 from edge_app.mqtt.publisher import MqttPublisher
-from edge_app.reporting.protocol import AnalysedFrame, CountsReport
+from edge_app.reporting.protocol import AnalysedFrame, CountsReport, TrackerProcessesReport
 from edge_app.reporting.stage_times import StageTimes
 from edge_app.track.processes import TrackerProcesses, TrackerUnavailable, default_tracker_processes
 from edge_app.track.tracker import MakeTracker, Tracker
@@ -85,6 +85,7 @@ class AnalysisHub:
         self._line_totals: Dict[str, Dict[str, LineTotals]] = store.load_line_counts() if store is not None else {}
         # The trackers' child processes (tracking.processes), while there are any.
         self._processes: Optional[TrackerProcesses] = None
+        self._restarts_before = 0  # children given up in sets of processes a configuration change replaced
 
     # -- configuration (API thread, under the appliance's apply lock) -------------------------------
     def configure(self, config: AppConfig) -> None:
@@ -109,6 +110,7 @@ class AnalysisHub:
         of ``tracking`` has ended every analysis before (it is part of their key)."""
         if self._processes is not None and self._processes.count != count:
             self._processes.close()
+            self._restarts_before += self._processes.restarts()
             self._processes = None
         if self._processes is None and count > 0:
             self._processes = TrackerProcesses(count)
@@ -123,6 +125,12 @@ class AnalysisHub:
         """The trackers' child processes (their pids; None for one not started yet); empty without any."""
         processes = self._processes
         return [] if processes is None else processes.pids()
+
+    def tracker_processes_report(self) -> TrackerProcessesReport:
+        processes = self._processes
+        if processes is None:
+            return TrackerProcessesReport(processes=0, restarts=self._restarts_before)
+        return TrackerProcessesReport(processes=processes.count, restarts=self._restarts_before + processes.restarts())
 
     def _camera_lock(self, camera_id: str) -> threading.Lock:
         lock = self._camera_locks.get(camera_id)

@@ -142,6 +142,7 @@ class RunningReads:
             recording=recording,
             notifications=self._notifications() if self._notifications is not None else NotifierStatus(()),
             profile=running.profile() if running.profile is not None else None,
+            tracking=self._analysis.tracker_processes_report(),
         )
 
     def models(self, running: RunningParts) -> List[ModelStatusReport]:

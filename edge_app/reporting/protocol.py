@@ -139,6 +139,16 @@ class PipelineReport:
 
 
 @dataclass(frozen=True)
+class TrackerProcessesReport:
+    """The trackers' child processes (``tracking.processes``, docs/architecture.md)."""
+
+    processes: int  # children in use; 0: every tracker runs in the appliance's process
+    # children given up since the appliance started (one that exited or stopped answering);
+    # the next frame of their cameras starts a new one, and their tracks start over
+    restarts: int = 0
+
+
+@dataclass(frozen=True)
 class ModelChangeReport:
     """The latest model change made through the configuration, loaded in the background."""
 
@@ -259,6 +269,7 @@ class StatusReport:
     # Delivery per notifications.targets entry (docs/notifications.md); no targets: an empty list
     notifications: NotifierStatus = field(default_factory=lambda: NotifierStatus(()))
     profile: Optional[ProfileReport] = None  # the active profile and the next scheduled boundary (docs/profiles.md)
+    tracking: TrackerProcessesReport = field(default_factory=lambda: TrackerProcessesReport(0))
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

@@ -38,7 +38,8 @@ from edge_app.review.book import ReviewBook
 from edge_app.review.model import AlertRule
 from edge_app.reporting.protocol import (AnalysedFrame, ApplyResult, CameraReport, CountsReport, LatencyReport, ModelReport,
                                          ModelStatusReport,
-                                         MqttReport, PipelineReport, RecordingReport, StatusReport, UnknownCamera)
+                                         MqttReport, PipelineReport, RecordingReport, StatusReport, TrackerProcessesReport,
+                                         UnknownCamera)
 from edge_app.reporting.stage_times import StageTotal
 from edge_app.version import __version__
 
@@ -110,6 +111,7 @@ class InMemoryService:
         self.event_store = EventStore(self.config_path.parent / f"{self.config_path.stem}-events")
         self.live_counts = CountsReport()
         self.health: HealthReport = not_sampled_yet(1000.0)  # a test sets a sampled report
+        self.tracking = TrackerProcessesReport(processes=0)  # a test sets children and restarts
         self.recording_reader: Optional[RecordingReader] = None  # a test sets a real recording store
         self.recording_report: Optional[RecordingReport] = None  # status.recording, as a test sets it
         self.camera_recording: Dict[str, CameraRecordingStatus] = {}  # cameras[].recording, as a test sets it
@@ -178,6 +180,7 @@ class InMemoryService:
                             **self.model_status.get(name, {}))
                     for name, section in self._config.model_configs().items()],
             recording=self.recording_report,
+            tracking=self.tracking,
         )
 
     def stage_times(self) -> List[StageTotal]:

@@ -209,3 +209,15 @@ def test_metrics_carry_the_time_per_stage_of_each_camera(api):
     assert samples[("edge_app_stage_seconds_sum", tracking)] == 0.5
     assert samples[("edge_app_stage_seconds_count", tracking)] == 200
     assert samples[("edge_app_stage_seconds_count", (("camera", "front"), ("stage", "mqtt")))] == 200
+
+
+@pytest.mark.parametrize("processes, restarts", [(0, 0), (4, 0), (2, 3)])
+def test_metrics_and_status_say_how_many_tracker_processes_run_and_how_often_one_was_given_up(api, processes,
+                                                                                              restarts):
+    from edge_app.reporting.protocol import TrackerProcessesReport
+
+    api.service.tracking = TrackerProcessesReport(processes=processes, restarts=restarts)
+    samples = samples_of(api.get("/metrics").text)
+    assert samples[("edge_app_tracker_processes", ())] == processes
+    assert samples[("edge_app_tracker_process_restarts_total", ())] == restarts
+    assert api.get("/api/v1/status").json()["tracking"] == {"processes": processes, "restarts": restarts}

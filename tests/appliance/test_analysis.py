@@ -16,7 +16,7 @@ import pytest
 from edge_app.appliance.analysis import AnalysisHub
 from edge_app.config.file import parse_config
 from edge_app.mqtt.publisher import MqttPublisher
-from edge_app.reporting.protocol import AnalysedFrame
+from edge_app.reporting.protocol import AnalysedFrame, TrackerProcessesReport
 from tests.events.scene import FPS, T0, Obj, detections_at, image, moving
 
 
@@ -282,13 +282,16 @@ def test_a_tracker_child_that_dies_costs_one_frame_its_ids_and_its_events_still_
     person = Obj(0, moving(20, 200, 10))
     _walk(hub, [person], 10)
     first = publisher.of("event")[0][0].after
+    assert hub.tracker_processes_report() == TrackerProcessesReport(processes=1, restarts=0)
     os.kill(hub.tracker_process_ids()[0], signal.SIGKILL)
     time.sleep(0.2)
     lost = hub.analyse(_frame(10, [person]))
     assert lost.detections.track_id is None  # published as detections, without tracks
+    assert hub.tracker_processes_report() == TrackerProcessesReport(processes=1, restarts=1)
     later = [hub.analyse(_frame(i, [person])) for i in range(11, 20)]
     assert later[-1].detections.track_id[0] > first.track_id  # a new track, never the old id again
     events = [(m.type, m.after.id) for (m,) in publisher.of("event")]
     assert ("end", first.id) in events  # the lost track's event ended with its child
     hub.end_all()
     assert [m.type for (m,) in publisher.of("event")][-1] == "end"
+    assert hub.tracker_processes_report() == TrackerProcessesReport(processes=0, restarts=1)  # kept across stops

@@ -201,3 +201,42 @@ def test_a_change_back_to_the_running_model_cancels_the_load_in_progress(running
     gate.set()
     _wait(lambda: appliance.reads.status().model_change.state == "cancelled", what="the superseded load to end")
     assert appliance._detector is first and factory.made[-1][1] in factory.closed
+
+
+def _with_tracker_processes(appliance, processes):
+    config = appliance.current_config()
+    return config.model_copy(update={"tracking": config.tracking.model_copy(update={"processes": processes})})
+
+
+def _spawned_children():
+    import psutil
+
+    return {child.pid: child for child in psutil.Process().children()
+            if any("spawn_main" in part for part in child.cmdline())}
+
+
+def test_status_says_how_many_tracker_processes_run_and_counts_one_killed(running):
+    """tracking.processes as a user reads it in /api/v1/status and /metrics: the children in use,
+    and a child killed from outside counted once as given up, while the camera goes on."""
+    import os
+    import signal
+
+    appliance, _, _ = running
+    from edge_app.appliance.analysis import tracker_processes
+
+    assert appliance.reads.status().tracking.processes == tracker_processes(appliance.current_config())  # auto
+    before = set(_spawned_children())
+    appliance.change_to(_with_tracker_processes(appliance, 1))
+    _wait(lambda: appliance.reads.status().tracking.processes == 1, what="one tracker process in the status")
+    _wait(lambda: set(_spawned_children()) - before, what="the tracker child to start on the next frame")
+    (child,) = set(_spawned_children()) - before
+    os.kill(child, signal.SIGKILL)
+    _wait(lambda: appliance.reads.status().tracking.restarts == 1, what="the killed child counted")
+    analysed = appliance.reads.status().cameras[0].frames_analyzed
+    _wait(lambda: appliance.reads.status().cameras[0].frames_analyzed > analysed + 3, what="frames after the kill")
+    _wait(lambda: set(_spawned_children()) - before - {child}, what="a new tracker child")
+    status = appliance.reads.status().tracking
+    assert (status.processes, status.restarts) == (1, 1)
+    appliance.change_to(_with_tracker_processes(appliance, 0))
+    _wait(lambda: appliance.reads.status().tracking.processes == 0, what="the trackers back in the process")
+    assert appliance.reads.status().tracking.restarts == 1  # counted since the start, not since the last change
