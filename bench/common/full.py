@@ -1,11 +1,13 @@
 """Section c: the full appliance, H.264 decode to MQTT publish on the local broker."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from unittest import mock
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Dict, Optional, Sequence, Union
+from typing import Callable, ContextManager, Dict, Optional, Sequence, Union
 
 from bench.common.appliance_run import analysed_counts, bench_config, published_count, running
 from bench.common.mqtt_watch import WATCHER_SUFFIX, WatcherProcess
@@ -16,6 +18,7 @@ from testkit.waiting import poll_until
 from edge_app.appliance.analysis import tracker_processes as tracker_process_count
 from edge_app.detect import Detector
 from edge_app.mqtt import Topics
+from edge_app.pipeline.runner import default_lanes
 from edge_app.reporting.stage_times import STAGES, StageTotal
 
 log = logging.getLogger(__name__)
@@ -32,15 +35,23 @@ def stage_means_ms(before: Sequence[StageTotal], after: Sequence[StageTotal]) ->
     return {stage: round(seconds[stage] * 1000.0 / frames[stage], 4) for stage in STAGES if frames.get(stage, 0) > 0}
 
 
+def _lanes_rule(lanes: Optional[int]) -> ContextManager[object]:
+    """The appliance's own rule for its result lanes, or ``lanes`` whatever the rule says."""
+    if lanes is None:
+        return contextlib.nullcontext()
+    return mock.patch("edge_app.appliance.model_set.default_lanes", lambda **_: lanes)
+
+
 def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_s: float, warmup_s: float,
                  batch_timeout_ms: float, mqtt_host: str, mqtt_port: int, analysis: bool = True, *,
                  detector_factory: Optional[Callable[..., Detector]] = None, decoder: str = "auto",
                  sources: Optional[Sequence[str]] = None, warm_timeout_s: Optional[float] = None,
                  nvdec_processes: bool = True, mqtt_qos: int = 1, counting: bool = False,
                  on_window_start: Optional[Callable[[], None]] = None,
-                 tracker_processes: Union[str, int] = "auto") -> dict:
+                 tracker_processes: Union[str, int] = "auto", lanes: Optional[int] = None) -> dict:
     """One window of the real Appliance; ``detector_factory``, ``decoder`` and ``sources`` as in
-    ``bench_config`` and ``running`` (defaults: the configured backend, the clip on every camera)."""
+    ``bench_config`` and ``running`` (defaults: the configured backend, the clip on every camera).
+    ``lanes`` replaces the appliance's rule for its result lanes (experiments)."""
     base = {"cameras": cameras, "model": model_path.name, "batch": batch, "analysis": analysis, "counting": counting}
     if not port_accepts(mqtt_host, mqtt_port, timeout_s=1.0):
         return {**base, "status": "skipped", "reason": f"no MQTT broker at {mqtt_host}:{mqtt_port}"}
@@ -48,6 +59,7 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
                           sources=sources, decoder=decoder, nvdec_processes=nvdec_processes, mqtt_qos=mqtt_qos,
                           counting=counting, tracker_processes=tracker_processes)
     base["tracker_processes"] = tracker_process_count(config)  # what tracking.processes comes to on this host
+    base["lanes"] = lanes if lanes is not None else default_lanes(tracker_processes=base["tracker_processes"])
     topics = Topics(config.mqtt.topic_prefix, config.device_id)
     # in a process of its own: receiving every message here would compete with the appliance for the interpreter lock
     watcher = WatcherProcess(mqtt_host, mqtt_port, topics.all_detections, f"{config.device_id}{WATCHER_SUFFIX}")
@@ -57,7 +69,7 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
     meter = ResourceMeter()
     meter.reset_peak()
     try:
-        with running(config, detector_factory) as appliance:
+        with _lanes_rule(lanes), running(config, detector_factory) as appliance:
             warm = poll_until(lambda: min(analysed_counts(appliance).values() or [0]) >= 2,
                             timeout_s=warm_timeout_s or max(60.0, 10 * warmup_s))
             time.sleep(warmup_s)

@@ -84,6 +84,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--no-counting", action="store_true", help="no zone and line per camera")
     parser.add_argument("--tracker-processes", default="auto",
                         help="the appliance's tracking.processes: auto (its default) or 0-16 (0: the trackers in its process)")
+    parser.add_argument("--lanes", type=int, help="result lanes instead of the appliance's rule (experiments)")
     parser.add_argument("--no-cuda-graphs", action="store_true", help="run the stand-in eagerly (experiments)")
     parser.add_argument("--json", type=Path, help="results (default bench/results/gpu.json)")
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
@@ -106,6 +107,7 @@ def settings_from(args: argparse.Namespace) -> GpuBenchSettings:
     overrides["tracking"] = args.tracking == "on"
     overrides["counting"] = not args.no_counting
     overrides["tracker_processes"] = args.tracker_processes if args.tracker_processes == "auto" else int(args.tracker_processes)
+    overrides["lanes"] = args.lanes
     return GpuBenchSettings(**overrides)
 
 
@@ -174,7 +176,7 @@ def _full(settings: GpuBenchSettings, clip: Path, cameras: int, decoder: str, so
                            detector_factory=factory,
                            decoder=path.decoder, sources=sources, warm_timeout_s=s.start_timeout_s,
                            nvdec_processes=path.nvdec_processes, mqtt_qos=s.mqtt_qos,
-                           tracker_processes=s.tracker_processes)
+                           tracker_processes=s.tracker_processes, lanes=s.lanes)
     wanted = EXPECTED_IMAGE_TYPES.get(path.decoder)
     row = {**row, "engine_process": bool(engine_pids and engine_pids[-1]), "engine_process_reason": choice.reason,
            "mqtt_qos": s.mqtt_qos,
@@ -235,7 +237,7 @@ def plan_jobs(s: GpuBenchSettings, clip: Path, frames: list, rtsp_urls: Optional
                 sources = rtsp_urls[:cameras] if transport == "rtsp" else None
                 identity = {"transport": transport, "decoder": decoder, "cameras": cameras, "batch": s.batch_for_cameras(cameras),
                             "model": s.model_path.name, "tracking_events": s.tracking, "counting": s.counting,
-                            "tracker_processes": s.tracker_processes}
+                            "tracker_processes": s.tracker_processes, "lanes_asked": s.lanes}
                 jobs.append(Job("full", f"{transport} {decoder} {cameras} camera(s)",
                                 partial(_full, s, clip, cameras, decoder, sources), identity))
     return jobs

@@ -59,6 +59,7 @@ class GpuBenchSettings:
     counting: bool = True
     #: tracking.processes of the appliance: "auto" (its default) or a count (0: trackers in its process)
     tracker_processes: Union[str, int] = "auto"
+    lanes: Optional[int] = None  # None: the appliance's own rule (edge_app.pipeline.runner.default_lanes)
     window_s: float = 8.0
     rounds: int = 2
     warmup_s: float = 2.0
