@@ -39,7 +39,7 @@ def _lanes_rule(lanes: Optional[int]) -> ContextManager[object]:
     """The appliance's own rule for its result lanes, or ``lanes`` whatever the rule says."""
     if lanes is None:
         return contextlib.nullcontext()
-    return mock.patch("edge_app.appliance.model_set.default_lanes", lambda **_: lanes)
+    return mock.patch("edge_app.pipeline.runner.default_lanes", lambda: lanes)
 
 
 def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_s: float, warmup_s: float,
@@ -58,8 +58,9 @@ def measure_full(clip: Path, cameras: int, model_path: Path, batch: int, window_
     config = bench_config(clip, cameras, model_path, batch, batch_timeout_ms, mqtt_host, mqtt_port, analysis=analysis,
                           sources=sources, decoder=decoder, nvdec_processes=nvdec_processes, mqtt_qos=mqtt_qos,
                           counting=counting, tracker_processes=tracker_processes)
-    base["tracker_processes"] = tracker_process_count(config)  # what tracking.processes comes to on this host
-    base["lanes"] = lanes if lanes is not None else default_lanes(tracker_processes=base["tracker_processes"])
+    # what tracking.processes comes to on this host, and the pipeline's result lanes
+    base["tracker_processes_used"] = tracker_process_count(config)
+    base["lanes"] = lanes if lanes is not None else default_lanes()
     topics = Topics(config.mqtt.topic_prefix, config.device_id)
     # in a process of its own: receiving every message here would compete with the appliance for the interpreter lock
     watcher = WatcherProcess(mqtt_host, mqtt_port, topics.all_detections, f"{config.device_id}{WATCHER_SUFFIX}")

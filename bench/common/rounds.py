@@ -89,7 +89,7 @@ def summarise_pipeline(rounds: List[dict]) -> Dict[str, Any]:
             result[f"{key}_per_s"] = _rate(result[key], usage.wall_s)
     if "mqtt" in rounds[-1]:
         result["mqtt"] = rounds[-1]["mqtt"]
-    for key in ("engine_process", "queueing_calls_keep_gil"):  # settings: the same in every round
+    for key in ("engine_process", "queueing_calls_keep_gil", "tracker_processes_used", "lanes"):  # the same every round
         if key in rounds[0]:
             result[key] = rounds[0][key]
     for key in ("mean_batch_whole_run", "engine_busy_ms_per_batch_whole_run", "engine_busy_fraction_whole_run"):

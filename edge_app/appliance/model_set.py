@@ -16,7 +16,6 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence
 
-from edge_app.appliance.analysis import tracker_processes
 from edge_app.appliance.model_change import ModelSwaps
 from edge_app.capture.camera import CameraWorker
 from edge_app.capture.early_drop import scheduler_fps_limit
@@ -26,7 +25,7 @@ from edge_app.config_change.plan import model_reload_needed
 from edge_app.detect.base import Detector, DetectorError
 from edge_app.pipeline.stall_watch import PipelineActivity
 from edge_app.pipeline.results import ResultStore
-from edge_app.pipeline.runner import Pipeline, default_lanes
+from edge_app.pipeline.runner import Pipeline
 from edge_app.pipeline.scheduler import BatchScheduler
 from edge_app.privacy.feed import detector_feed
 from edge_app.reporting.protocol import ModelChangeReport
@@ -104,7 +103,6 @@ class ModelUnit:
                  for cid, fps in wanted.items()}
         self.pipeline.reconfigure(paced, max_batch, model.batch_timeout_ms / 1000.0)
         if self._active and detector is not None and not self.pipeline.started and not self._stopping.is_set():
-            self.pipeline.plan_lanes(default_lanes(tracker_processes=tracker_processes(config)))
             self.pipeline.start()
 
     def activate(self) -> None:

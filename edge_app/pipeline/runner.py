@@ -40,14 +40,9 @@ log = logging.getLogger(__name__)
 _STOP = object()
 
 
-def default_lanes(cpu_count: Optional[int] = None, tracker_processes: int = 0) -> int:
-    """Result lanes for an accelerator's pipeline. With the trackers in this process: half the
-    cores, 1 to 4 (more only contend for the interpreter lock). With the trackers in child
-    processes (``tracking.processes``) a lane spends most of a frame waiting for its child's
-    answer without the lock, so more lanes keep the cameras' work going meanwhile: two for each
-    child, at most 16."""
-    cores = cpu_count if cpu_count is not None else (os.cpu_count() or 2)
-    return max(1, min(4, cores // 2), min(16, 2 * tracker_processes))
+def default_lanes() -> int:
+    """Result lanes for an accelerator's pipeline: half the cores, 1 to 4 (more only contend for the interpreter lock)."""
+    return max(1, min(4, (os.cpu_count() or 2) // 2))
 
 
 class CameraFeed(Protocol):
@@ -111,7 +106,7 @@ class Pipeline:
         self._running = False
         self._errors = RateLimitedErrorLog(log)
         self._activity = ActivityTracker()
-        self._lane_count = default_lanes() if lanes is None else lanes  # from the next start (plan_lanes)
+        self._lane_count = default_lanes() if lanes is None else lanes
         self._lanes: Optional[CameraLanes] = None  # while started: results of an accelerator's batches
 
     @property
@@ -148,17 +143,6 @@ class Pipeline:
     def wait_drained(self, detector: Detector, timeout_s: float) -> bool:
         """Wait until no batch prepared by ``detector`` is still in flight (before closing it)."""
         return self._in_flight.wait_drained(detector, timeout_s)
-
-    @property
-    def lane_count(self) -> int:
-        return self._lane_count
-
-    def plan_lanes(self, lanes: int) -> None:
-        """Use ``lanes`` result lanes from the next start; running lanes stay as they are (a
-        camera's results must not change lanes, and with them their order, mid-stream)."""
-        if lanes < 1:
-            raise ValueError("lanes must be >= 1")
-        self._lane_count = lanes
 
     def start(self) -> None:
         self._running = True

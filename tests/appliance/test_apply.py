@@ -240,21 +240,3 @@ def test_status_says_how_many_tracker_processes_run_and_counts_one_killed(runnin
     appliance.change_to(_with_tracker_processes(appliance, 0))
     _wait(lambda: appliance.reads.status().tracking.processes == 0, what="the trackers back in the process")
     assert appliance.reads.status().tracking.restarts == 1  # counted since the start, not since the last change
-
-
-def _lane_threads():
-    return sorted(t.name for t in threading.enumerate() if t.name.startswith("pipeline:lane"))
-
-
-def test_the_pipeline_has_two_result_lanes_for_each_tracker_process(tmp_path, model_path):
-    """A lane waits for its tracker child without the interpreter lock: with tracking.processes
-    the appliance starts two lanes a child (docs/architecture.md), more than 2 cores alone give."""
-    config = _config(model_path, tmp_path)
-    config = config.model_copy(update={"tracking": config.tracking.model_copy(update={"processes": 3})})
-    appliance = Appliance(config)
-    appliance.start()
-    try:
-        _wait(lambda: len(_lane_threads()) == 6, what="six result lanes")
-    finally:
-        appliance.stop()
-    assert _lane_threads() == []

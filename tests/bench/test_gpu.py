@@ -273,3 +273,29 @@ def test_a_repeated_clip_holds_every_frame_of_each_pass(tmp_path, images_dir):
 
     assert frames(longer) == 3 * frames(clip) > 0
     assert repeat_clip(clip, 3) == longer  # made once
+
+
+@pytest.mark.parametrize("lanes", [None, 1, 6])
+def test_the_lanes_of_an_experiment_replace_the_pipelines_rule_only_while_it_runs(lanes):
+    from bench.common.full import _lanes_rule
+    from edge_app.pipeline.results import ResultStore
+    from edge_app.pipeline.runner import Pipeline, default_lanes
+    from edge_app.pipeline.scheduler import BatchScheduler
+
+    def pipeline():
+        return Pipeline(lambda: None, lambda: {}, ResultStore(lambda frame: None), BatchScheduler(1, 0.005))
+
+    with _lanes_rule(lanes):
+        assert pipeline()._lane_count == (default_lanes() if lanes is None else lanes)
+    assert pipeline()._lane_count == default_lanes()
+
+
+def test_a_pipeline_row_keeps_the_lanes_and_the_tracker_processes_it_ran_with():
+    from bench.common.resources import Usage
+    from bench.common.rounds import summarise_pipeline
+
+    usage = Usage(wall_s=1.0, cpu_s=0.5, cpu_percent=50.0)
+    row = {"cameras": 2, "model": "m.onnx", "batch": 2, "frames": 10, "per_camera_frames": {"a": 5, "b": 5},
+           "latencies_ms": [1.0], "usage": usage, "tracker_processes_used": 4, "lanes": 4}
+    summary = summarise_pipeline([row])
+    assert (summary["tracker_processes_used"], summary["lanes"]) == (4, 4)

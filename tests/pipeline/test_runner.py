@@ -305,27 +305,3 @@ def test_every_analysed_frame_counts_once_in_each_pipeline_stage(on_host_cpu):
     frames = {t.stage: t.frames for t in store.stage_times.totals()}
     assert set(frames) == {"capture", "batching", "preprocess", "inference", "postprocess", "mqtt", "status"}
     assert set(frames.values()) == {len(published)}
-
-
-@pytest.mark.parametrize("cores, tracker_processes, lanes", [
-    (1, 0, 1),
-    (2, 0, 1),
-    (8, 0, 4),
-    (16, 0, 4),    # more lanes would only contend for the interpreter lock
-    (16, 4, 8),    # a lane mostly waits for its tracker child: two for each child
-    (8, 1, 4),     # never fewer than without children
-    (2, 1, 2),
-    (64, 16, 16),  # at most 16
-])
-def test_result_lanes_follow_the_cores_and_the_tracker_children(cores, tracker_processes, lanes):
-    from edge_app.pipeline.runner import default_lanes
-
-    assert default_lanes(cpu_count=cores, tracker_processes=tracker_processes) == lanes
-
-
-def test_planned_lanes_apply_from_the_next_start_and_refuse_zero():
-    pipeline = Pipeline(lambda: None, lambda: {}, ResultStore(lambda frame: None), BatchScheduler(1, 0.005), lanes=2)
-    pipeline.plan_lanes(5)
-    assert pipeline.lane_count == 5
-    with pytest.raises(ValueError):
-        pipeline.plan_lanes(0)
