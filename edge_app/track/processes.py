@@ -13,8 +13,7 @@ A child that exits or stops answering is given up and started afresh on the next
 cameras' trackers start over there with ids that go on counting up (never reused), and the
 tracks they held are reported removed, so their events end as after a camera restart.
 
-Messages on a ``multiprocessing`` pipe (read on this side by ``ChildChannel``), one request
-answered at a time: ``("new", key, settings,
+Messages on a ``multiprocessing`` pipe, one request answered at a time: ``("new", key, settings,
 first_id)``, ``("update", key, detections as an (N, 6) float64 buffer, ts)``, ``("expire", key,
 now)``, ``("reset", key)``, ``("drop", key)``; every answer but ``drop``'s is a ``TrackerState``
 as a tuple, its ids as an int64 buffer.
@@ -31,7 +30,6 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from edge_app.detect.detections import Detections
-from edge_app.track.channel import ChannelTimeout, ChildChannel
 from edge_app.track.tracker import Tracker, TrackerSettings
 
 log = logging.getLogger(__name__)
@@ -132,7 +130,7 @@ class TrackerHost:
         self._answered = False  # whether the current child has answered a request yet
         self._lock = threading.Lock()  # one request at a time: lanes whose cameras share a child take turns
         self._process: Optional[Any] = None
-        self._channel: Optional[ChildChannel] = None
+        self._conn: Optional[Any] = None
         #: counts the children started; a tracker made in an earlier one must be made again
         self.generation = 0
         self.restarts = 0
@@ -157,15 +155,14 @@ class TrackerHost:
                 self._start()
             if generation != self.generation:
                 return self.generation, None
-            channel = self._channel
+            conn = self._conn
             try:
-                channel.send(message)
+                conn.send(message)
                 # A new child answers its first request only once it has imported numpy and the tracker.
                 wait_s = self._answer_timeout_s if self._answered else self._start_timeout_s
-                try:
-                    status, answer = channel.receive(wait_s)
-                except ChannelTimeout as exc:
-                    raise TrackerUnavailable(f"tracker process {self.pid} did not answer in {wait_s:.0f} s") from exc
+                if not conn.poll(wait_s):
+                    raise TrackerUnavailable(f"tracker process {self.pid} did not answer in {wait_s:.0f} s")
+                status, answer = conn.recv()
                 self._answered = True
             except (EOFError, OSError, ValueError) as exc:
                 self._give_up()
@@ -180,17 +177,16 @@ class TrackerHost:
     def close(self, timeout_s: float) -> None:
         with self._lock:
             self._closed = True
-            if self._channel is not None:
+            if self._conn is not None:
                 try:
-                    self._channel.send(("stop",))
+                    self._conn.send(("stop",))
                 except (OSError, ValueError):
                     pass
             self._stop_process(timeout_s)
 
     def _start(self) -> None:
         context = multiprocessing.get_context("spawn")  # never fork a process with threads
-        parent_conn, child_conn = context.Pipe()  # duplex: a Unix socket pair (ChildChannel needs one)
-        self._channel = ChildChannel(parent_conn)
+        self._conn, child_conn = context.Pipe()
         self._process = context.Process(target=child_main, args=(child_conn,), name=f"{PROCESS_NAME}-{self.index}",
                                         daemon=True)
         self._process.start()
@@ -205,15 +201,15 @@ class TrackerHost:
         self._stop_process(1.0)
 
     def _stop_process(self, timeout_s: float) -> None:
-        process, channel = self._process, self._channel
-        self._process = self._channel = None
+        process, conn = self._process, self._conn
+        self._process = self._conn = None
         if process is not None:
             process.join(timeout_s)
             if process.is_alive():
                 process.kill()
                 process.join(1.0)
-        if channel is not None:
-            channel.close()
+        if conn is not None:
+            conn.close()
 
 
 class RemoteTracker:
