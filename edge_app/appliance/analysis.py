@@ -86,6 +86,7 @@ class AnalysisHub:
         # The trackers' child processes (tracking.processes), while there are any.
         self._processes: Optional[TrackerProcesses] = None
         self._restarts_before = 0  # children given up in sets of processes a configuration change replaced
+        self._report_lock = threading.Lock()  # the two above change together
 
     # -- configuration (API thread, under the appliance's apply lock) -------------------------------
     def configure(self, config: AppConfig) -> None:
@@ -110,8 +111,9 @@ class AnalysisHub:
         of ``tracking`` has ended every analysis before (it is part of their key)."""
         if self._processes is not None and self._processes.count != count:
             self._processes.close()
-            self._restarts_before += self._processes.restarts()
-            self._processes = None
+            with self._report_lock:  # the status never sees the old children counted twice, or not at all
+                self._restarts_before += self._processes.restarts()
+                self._processes = None
         if self._processes is None and count > 0:
             self._processes = TrackerProcesses(count)
 
@@ -127,10 +129,11 @@ class AnalysisHub:
         return [] if processes is None else processes.pids()
 
     def tracker_processes_report(self) -> TrackerProcessesReport:
-        processes = self._processes
-        if processes is None:
-            return TrackerProcessesReport(processes=0, restarts=self._restarts_before)
-        return TrackerProcessesReport(processes=processes.count, restarts=self._restarts_before + processes.restarts())
+        with self._report_lock:
+            processes, restarts = self._processes, self._restarts_before
+            if processes is None:
+                return TrackerProcessesReport(processes=0, restarts=restarts)
+            return TrackerProcessesReport(processes=processes.count, restarts=restarts + processes.restarts())
 
     def _camera_lock(self, camera_id: str) -> threading.Lock:
         lock = self._camera_locks.get(camera_id)
