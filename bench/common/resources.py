@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
 import resource
 import threading
 import time
@@ -22,60 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from edge_app.detect.tensorrt.engine_process import PROCESS_NAME
-from edge_app.track.processes import PROCESS_NAME as TRACKER_PROCESS_NAME
+# The grouping rules and /proc readers are the appliance's own (GET /metrics uses them too).
+from edge_app.health.cpu_groups import (child_group, children_cpu_s, process_cpu_s, thread_cpu_s,
+                                         thread_group)
 
 log = logging.getLogger(__name__)
-
-
-def _stat_cpu_s(stat: Path) -> Optional[float]:
-    """User + system CPU seconds from a /proc ``stat`` file; None when it is gone (ended)."""
-    try:
-        text = stat.read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _present(times: Dict[int, Optional[float]]) -> Dict[int, float]:
-    return {key: value for key, value in times.items() if value is not None}
-
-
-def thread_cpu_s() -> Dict[int, float]:
-    """CPU seconds (user + system) of every thread of this process, by native thread id."""
-    return _present({int(task.name): _stat_cpu_s(task / "stat") for task in Path("/proc/self/task").iterdir()})
-
-
-def children_cpu_s() -> Dict[int, float]:
-    """CPU seconds (user + system) of each live ``multiprocessing`` child, by pid."""
-    return _present({int(child.pid): _stat_cpu_s(Path(f"/proc/{child.pid}/stat"))
-                     for child in multiprocessing.active_children()})
-
-
-def child_group(name: str) -> str:
-    """The accounting group of a ``multiprocessing`` child's name."""
-    if name.startswith(TRACKER_PROCESS_NAME):
-        return "trackers"
-    return "engine" if name == PROCESS_NAME else "decoders"
-
-
-def thread_group(name: str) -> str:
-    """The accounting group of a Python thread name."""
-    if name.startswith("pipeline:"):
-        return name.split(":", 1)[1]
-    if name.startswith("capture"):
-        return "capture"
-    if name.startswith(("mqtt", "paho")):
-        return "mqtt"
-    if name == "MainThread":
-        return "main"
-    return "other"
-
-
-def process_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _status_kib(key: str) -> Optional[int]:

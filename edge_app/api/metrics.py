@@ -22,6 +22,7 @@ from edge_app.api.model_metrics import model_metrics
 from edge_app.api.routing import ResponseSpec, Route, register_routes
 from edge_app.health.metrics import health_metrics
 from edge_app.mqtt.payloads import CAMERA_STATES
+from edge_app.health.cpu_groups import cpu_by_group
 
 logger = logging.getLogger(__name__)
 
@@ -217,6 +218,29 @@ class ApplianceCollector:
         yield from (family for family in (active, written, dropped, short, skipped, masked_dropped) if family.samples)
 
 
+class CpuGroupCollector:
+    """CPU seconds of the appliance's threads and child processes by group, read from /proc at
+    scrape time (``edge_app.health.cpu_groups``); nothing where there is no /proc."""
+
+    def describe(self) -> List[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            groups = cpu_by_group()
+        except OSError:  # not Linux, or /proc not mounted
+            return
+        except RuntimeError:  # a child started or ended while it was read: the next scrape has it
+            logger.debug("CPU by group not read this time", exc_info=True)
+            return
+        family = CounterMetricFamily(f"{PREFIX}_cpu_seconds",
+                                     "CPU seconds (user + system) of the appliance's threads and child processes by "
+                                     "what they do (docs/metrics.md); falls when they end", labels=["group"])
+        for group, seconds in sorted(groups.items()):
+            family.add_metric([group], seconds)
+        yield family
+
+
 def metrics(registry: CollectorRegistry) -> Response:
     encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
     return Response(encoder(registry), content_type=content_type)
@@ -234,4 +258,5 @@ def metrics_blueprint(reads: ApplianceReads) -> Blueprint:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ApplianceCollector(reads))
     ProcessCollector(registry=registry)  # CPU, memory and open files of the appliance process
+    registry.register(CpuGroupCollector())  # ... and its CPU by thread and child process
     return register_routes(Blueprint("metrics", __name__), ROUTES, registry)

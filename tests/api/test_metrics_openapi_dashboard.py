@@ -221,3 +221,11 @@ def test_metrics_and_status_say_how_many_tracker_processes_run_and_how_often_one
     assert samples[("edge_app_tracker_processes", ())] == processes
     assert samples[("edge_app_tracker_process_restarts_total", ())] == restarts
     assert api.get("/api/v1/status").json()["tracking"] == {"processes": processes, "restarts": restarts}
+
+
+def test_metrics_carry_the_cpu_of_the_appliances_threads_by_group(api):
+    samples = samples_of(api.get("/metrics").text)
+    groups = {dict(labels)["group"]: value for (name, labels), value in samples.items()
+              if name == "edge_app_cpu_seconds_total"}
+    assert {"main", "native"} <= set(groups) and groups["main"] > 0  # this test's own thread has run
+    assert all(value >= 0 for value in groups.values())

@@ -1,0 +1,100 @@
+"""CPU time of the appliance's threads and child processes, by what they do.
+
+Where a device's cores go is the first question when it cannot keep up: the capture threads,
+the pipeline's stages and result lanes, the MQTT client, or the decoder, engine and tracker
+processes. Linux gives every thread's CPU in ``/proc/self/task/<tid>/stat`` and every child's
+in ``/proc/<pid>/stat``; the group is the thread's name (``pipeline:lane0`` -> ``lane0``,
+``capture:front`` -> ``capture``) or the ``multiprocessing`` child's (``decode:front`` ->
+``decoders``). Threads Python did not start (ONNX Runtime's and OpenCV's pools, FFmpeg's
+decoders) and threads that ended are ``native``: the process total less the named threads.
+
+This is the one place these rules live: ``GET /metrics`` reads it at scrape time
+(``edge_app_cpu_seconds_total``), and the benchmarks read it over their windows. Reading
+costs a file per thread (about 150 in a busy appliance), so nothing on the frame path calls it.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import threading
+from pathlib import Path
+from typing import Dict, Optional
+
+from edge_app.detect.tensorrt.engine_process import PROCESS_NAME as ENGINE_PROCESS_NAME
+from edge_app.track.processes import PROCESS_NAME as TRACKER_PROCESS_NAME
+
+#: the group of CPU that no named thread accounts for
+NATIVE = "native"
+
+
+def stat_cpu_s(stat: Path) -> Optional[float]:
+    """User + system CPU seconds from a /proc ``stat`` file; None when it is gone (ended)."""
+    try:
+        text = stat.read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _present(times: Dict[int, Optional[float]]) -> Dict[int, float]:
+    return {key: value for key, value in times.items() if value is not None}
+
+
+def thread_cpu_s() -> Dict[int, float]:
+    """CPU seconds (user + system) of every thread of this process, by native thread id."""
+    return _present({int(task.name): stat_cpu_s(task / "stat") for task in Path("/proc/self/task").iterdir()})
+
+
+def children_cpu_s() -> Dict[int, float]:
+    """CPU seconds (user + system) of each live ``multiprocessing`` child, by pid."""
+    return _present({int(child.pid): stat_cpu_s(Path(f"/proc/{child.pid}/stat"))
+                     for child in multiprocessing.active_children()})
+
+
+def child_group(name: str) -> str:
+    """The group of a ``multiprocessing`` child's name."""
+    if name.startswith(TRACKER_PROCESS_NAME):
+        return "trackers"
+    return "engine" if name == ENGINE_PROCESS_NAME else "decoders"
+
+
+def thread_group(name: str) -> str:
+    """The group of a Python thread's name."""
+    if name.startswith("pipeline:"):
+        return name.rsplit(":", 1)[1]  # pipeline:lane0 and pipeline:<model>:lane0 alike
+    if name.startswith("capture"):
+        return "capture"
+    if name.startswith(("mqtt", "paho")):
+        return "mqtt"
+    if name == "MainThread":
+        return "main"
+    return "other"
+
+
+def process_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_by_group() -> Dict[str, float]:
+    """CPU seconds so far of each group: this process's threads, then its live children. A
+    group's figure falls when its threads or processes end (a camera removed, a child started
+    again), as a restarted process's counters do."""
+    names = {thread.native_id: thread.name for thread in threading.enumerate()}
+    groups: Dict[str, float] = {}
+    named_s = 0.0
+    for tid, seconds in thread_cpu_s().items():
+        name = names.get(tid)
+        if name is None:
+            continue
+        group = thread_group(name)
+        groups[group] = groups.get(group, 0.0) + seconds
+        named_s += seconds
+    groups[NATIVE] = groups.get(NATIVE, 0.0) + max(0.0, process_cpu_s() - named_s)
+    children = {child.pid: child.name for child in multiprocessing.active_children()}
+    for pid, seconds in children_cpu_s().items():
+        group = child_group(children.get(pid, ""))
+        groups[group] = groups.get(group, 0.0) + seconds
+    return groups
