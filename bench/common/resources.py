@@ -13,17 +13,14 @@ process (``model.engine_process``) are the appliance's work too: the CPU time of
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import resource
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
 # The grouping rules and /proc readers are the appliance's own (GET /metrics uses them too).
-from edge_app.health.cpu_groups import (child_group, children_cpu_s, process_cpu_s, thread_cpu_s,
-                                         thread_group)
+from edge_app.health.cpu_groups import START, child_groups, read_cpu, thread_groups
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +115,7 @@ class ResourceMeter:
 
     def __init__(self) -> None:
         self._wall_start_s = 0.0
-        self._cpu_start_s = 0.0
-        self._threads_start: Dict[int, float] = {}
-        self._children_start: Dict[int, float] = {}
+        self._cpu_start = START
         self._rss_start_mb: Optional[float] = None
         self._peak_reset = False
 
@@ -130,30 +125,17 @@ class ResourceMeter:
 
     def start(self) -> None:
         self._rss_start_mb = rss_mb()
-        self._threads_start = thread_cpu_s()
-        self._children_start = children_cpu_s()
-        self._cpu_start_s = process_cpu_s()
+        self._cpu_start = read_cpu()
         self._wall_start_s = time.perf_counter()
 
     def stop(self) -> Usage:
         wall_s = time.perf_counter() - self._wall_start_s
-        cpu_s = process_cpu_s() - self._cpu_start_s
-        threads_end = thread_cpu_s()
-        names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
-        groups: Dict[str, float] = {}
-        for tid, end_s in threads_end.items():
-            if tid not in names:
-                continue
-            group = thread_group(names[tid])
-            groups[group] = groups.get(group, 0.0) + max(0.0, end_s - self._threads_start.get(tid, 0.0))
-        groups["native"] = max(0.0, cpu_s - sum(groups.values()))
-        child_names = {child.pid: child.name for child in multiprocessing.active_children()}
-        for pid, end_s in children_cpu_s().items():
-            child_s = max(0.0, end_s - self._children_start.get(pid, 0.0))
-            if child_s > 0:
-                group = child_group(child_names.get(pid, ""))
-                groups[group] = groups.get(group, 0.0) + child_s
-                cpu_s += child_s
+        now = read_cpu()
+        groups = thread_groups(self._cpu_start, now)
+        children = child_groups(self._cpu_start, now)
+        cpu_s = now.process_s - self._cpu_start.process_s + sum(children.values())
+        for group, seconds in children.items():
+            groups[group] = groups.get(group, 0.0) + seconds
         return Usage(
             wall_s=wall_s,
             cpu_s=cpu_s,

@@ -41,7 +41,7 @@ import numpy as np
 
 from bench.common.figures import percentiles_ms
 from bench.common.mqtt_watch import WatcherProcess
-from bench.common.resources import thread_cpu_s, thread_group
+from edge_app.health.cpu_groups import thread_cpu_s, thread_group
 from edge_app.config.schema import MQTTConfig
 from edge_app.detect.detections import Detections
 from edge_app.mqtt import payloads

@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import resource
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -78,23 +79,52 @@ def process_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def cpu_by_group() -> Dict[str, float]:
-    """CPU seconds so far of each group: this process's threads, then its live children. A
-    group's figure falls when its threads or processes end (a camera removed, a child started
-    again), as a restarted process's counters do."""
-    names = {thread.native_id: thread.name for thread in threading.enumerate()}
+@dataclass(frozen=True)
+class CpuReading:
+    """CPU seconds so far of this process, each of its threads (by native id) and each live
+    ``multiprocessing`` child (by pid), read at one moment."""
+
+    process_s: float
+    threads: Dict[int, float]
+    children: Dict[int, float]
+
+
+#: the reading before anything ran: figures since it are totals
+START = CpuReading(0.0, {}, {})
+
+
+def read_cpu() -> CpuReading:
+    threads = thread_cpu_s()  # before the process total: the rest of it is native
+    return CpuReading(process_cpu_s(), threads, children_cpu_s())
+
+
+def thread_groups(since: CpuReading, now: CpuReading) -> Dict[str, float]:
+    """CPU seconds of this process's threads between two readings by group, ``native`` included."""
+    names = {thread.native_id: thread.name for thread in threading.enumerate() if thread.native_id is not None}
     groups: Dict[str, float] = {}
-    named_s = 0.0
-    for tid, seconds in thread_cpu_s().items():
-        name = names.get(tid)
-        if name is None:
-            continue
-        group = thread_group(name)
-        groups[group] = groups.get(group, 0.0) + seconds
-        named_s += seconds
-    groups[NATIVE] = groups.get(NATIVE, 0.0) + max(0.0, process_cpu_s() - named_s)
-    children = {child.pid: child.name for child in multiprocessing.active_children()}
-    for pid, seconds in children_cpu_s().items():
-        group = child_group(children.get(pid, ""))
-        groups[group] = groups.get(group, 0.0) + seconds
+    for tid, seconds in now.threads.items():
+        if tid in names:
+            group = thread_group(names[tid])
+            groups[group] = groups.get(group, 0.0) + max(0.0, seconds - since.threads.get(tid, 0.0))
+    groups[NATIVE] = max(0.0, now.process_s - since.process_s - sum(groups.values()))
     return groups
+
+
+def child_groups(since: CpuReading, now: CpuReading) -> Dict[str, float]:
+    """CPU seconds of the live children between two readings by group (those that used some)."""
+    names = {child.pid: child.name for child in multiprocessing.active_children()}
+    groups: Dict[str, float] = {}
+    for pid, seconds in now.children.items():
+        child_s = max(0.0, seconds - since.children.get(pid, 0.0))
+        if child_s > 0:
+            group = child_group(names.get(pid, ""))
+            groups[group] = groups.get(group, 0.0) + child_s
+    return groups
+
+
+def cpu_by_group(since: CpuReading = START) -> Dict[str, float]:
+    """CPU seconds of each group since ``since`` (by default: so far), threads and children. A
+    total falls when its threads or processes end (a camera removed, a child started again), as
+    a restarted process's counters do."""
+    now = read_cpu()
+    return {**thread_groups(since, now), **child_groups(since, now)}

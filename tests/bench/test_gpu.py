@@ -239,7 +239,7 @@ def test_the_default_decode_path_leaves_engine_process_to_auto():
 @pytest.mark.parametrize("name, group", [("engine", "engine"), ("decode:/clips/cam1.mp4", "decoders"), ("", "decoders"),
                                          ("edge-app-tracker-0", "trackers"), ("edge-app-tracker-3", "trackers")])
 def test_child_processes_are_counted_by_their_name(name, group):
-    from bench.common.resources import child_group
+    from edge_app.health.cpu_groups import child_group
 
     assert child_group(name) == group
 

@@ -12,7 +12,8 @@ import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
 from bench.common.mqtt_watch import WatcherProcess
-from bench.common.resources import ResourceMeter, children_cpu_s
+from bench.common.resources import ResourceMeter
+from edge_app.health.cpu_groups import children_cpu_s
 
 pytestmark = pytest.mark.slow
 
