@@ -145,8 +145,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--frames", type=int, default=60, help="frames of the scene recorded (each 6 MB in memory)")
     parser.add_argument("--step", type=int, default=3, help="every step-th frame of the 30 fps clip")
     parser.add_argument("--repeats", type=int, default=3, help="passes over the recorded frames")
-    parser.add_argument("--lanes", type=int, default=2,
-                        help="result lanes (the pipeline's default: half the cores, 1-4)")
+    parser.add_argument("--lanes", type=int, default=2, help="result lanes (the pipeline's default: half the cores, 1-4)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--tracker-processes", default="auto",
                         help="tracking.processes of this checkout (auto, or 0-16); earlier commits have no such key")

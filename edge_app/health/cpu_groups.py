@@ -18,9 +18,9 @@ import multiprocessing
 import os
 import resource
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from edge_app.detect.tensorrt.engine_process import PROCESS_NAME as ENGINE_PROCESS_NAME
 from edge_app.track.processes import PROCESS_NAME as TRACKER_PROCESS_NAME
@@ -48,10 +48,10 @@ def thread_cpu_s() -> Dict[int, float]:
     return _present({int(task.name): stat_cpu_s(task / "stat") for task in Path("/proc/self/task").iterdir()})
 
 
-def children_cpu_s() -> Dict[int, float]:
-    """CPU seconds (user + system) of each live ``multiprocessing`` child, by pid."""
-    return _present({int(child.pid): stat_cpu_s(Path(f"/proc/{child.pid}/stat"))
-                     for child in multiprocessing.active_children()})
+def children_cpu_s(children: Optional[List[Any]] = None) -> Dict[int, float]:
+    """CPU seconds (user + system) of each live ``multiprocessing`` child (or of ``children``), by pid."""
+    live = multiprocessing.active_children() if children is None else children
+    return _present({int(child.pid): stat_cpu_s(Path(f"/proc/{child.pid}/stat")) for child in live})
 
 
 def child_group(name: str) -> str:
@@ -87,6 +87,7 @@ class CpuReading:
     process_s: float
     threads: Dict[int, float]
     children: Dict[int, float]
+    child_names: Dict[int, str] = field(default_factory=dict)  # by pid, as they were when read
 
 
 #: the reading before anything ran: figures since it are totals
@@ -95,7 +96,9 @@ START = CpuReading(0.0, {}, {})
 
 def read_cpu() -> CpuReading:
     threads = thread_cpu_s()  # before the process total: the rest of it is native
-    return CpuReading(process_cpu_s(), threads, children_cpu_s())
+    process_s = process_cpu_s()
+    children = multiprocessing.active_children()  # once: the times and the names of the same children
+    return CpuReading(process_s, threads, children_cpu_s(children), {child.pid: child.name for child in children})
 
 
 def thread_groups(since: CpuReading, now: CpuReading) -> Dict[str, float]:
@@ -112,12 +115,11 @@ def thread_groups(since: CpuReading, now: CpuReading) -> Dict[str, float]:
 
 def child_groups(since: CpuReading, now: CpuReading) -> Dict[str, float]:
     """CPU seconds of the live children between two readings by group (those that used some)."""
-    names = {child.pid: child.name for child in multiprocessing.active_children()}
     groups: Dict[str, float] = {}
     for pid, seconds in now.children.items():
         child_s = max(0.0, seconds - since.children.get(pid, 0.0))
         if child_s > 0:
-            group = child_group(names.get(pid, ""))
+            group = child_group(now.child_names.get(pid, ""))
             groups[group] = groups.get(group, 0.0) + child_s
     return groups
 
