@@ -73,10 +73,14 @@ class GatingRun:
     frames_per_s: float
     offered_per_s: float  # frames handed to the pipeline (not dropped early, not held back by the gate)
     analysed: Dict[str, int]
-    capture_cpu_s: Dict[str, float]
-    pipeline_cpu_s: float
+    capture_cpu_s: Dict[str, float]  # the capture thread and the decoder process, together
+    pipeline_cpu_s: float  # the pipeline's threads and the tracker processes
     process_cpu_s: float
     events: Dict[str, Dict[str, int]] = field(default_factory=dict)  # camera -> label -> events started
+    # capture_cpu_s in its two parts, and the tracker processes' share of pipeline_cpu_s
+    capture_thread_cpu_s: Dict[str, float] = field(default_factory=dict)
+    decoder_cpu_s: Dict[str, float] = field(default_factory=dict)
+    trackers_cpu_s: float = 0.0
 
     def camera_cpu_percent(self, camera_id: str) -> float:
         """The camera's capture thread plus its share of the pipeline (by analysed frames), % of one CPU."""
@@ -142,11 +146,11 @@ def run_appliance(static: Path, walking: Path, model: Path, backend: str, decode
         offered_before = _offered(appliance)
         batches_before = sum(d.batches for d in counted)
         threads_before, process_before = _thread_cpu_s(), time.process_time()
-        decoders_before = _decoder_cpu_s(by_source)
+        decoders_before, trackers_before = _decoder_cpu_s(by_source), _trackers_cpu_s()
         started.clear()
         time.sleep(window_s)
         threads_after, process_after = _thread_cpu_s(), time.process_time()
-        decoders_after = _decoder_cpu_s(by_source)
+        decoders_after, trackers_after = _decoder_cpu_s(by_source), _trackers_cpu_s()
         batches = sum(d.batches for d in counted) - batches_before
         analysed = {c.id: c.frames_analyzed - analysed_before.get(c.id, 0) for c in appliance.reads.cameras()}
         offered = _offered(appliance) - offered_before
@@ -154,15 +158,20 @@ def run_appliance(static: Path, walking: Path, model: Path, backend: str, decode
         appliance.stop()
     cpu = {name: threads_after[name] - threads_before.get(name, 0.0) for name in threads_after}
     # a camera's capture: its thread, and its decoder process where it has one (NVDEC)
-    capture = {cid: cpu.get(f"capture:{cid}", 0.0) + decoders_after.get(cid, 0.0) - decoders_before.get(cid, 0.0)
-               for cid in analysed}
-    pipeline = sum(seconds for name, seconds in cpu.items() if name.startswith("pipeline:"))
+    thread = {cid: cpu.get(f"capture:{cid}", 0.0) for cid in analysed}
+    decoder = {cid: decoders_after.get(cid, 0.0) - decoders_before.get(cid, 0.0) for cid in analysed}
+    capture = {cid: thread[cid] + decoder[cid] for cid in analysed}
+    # tracking was the pipeline's own work before it moved to child processes: still counted as it
+    trackers = trackers_after - trackers_before
+    pipeline = sum(seconds for name, seconds in cpu.items() if name.startswith("pipeline:")) + trackers
     events: Dict[str, Dict[str, int]] = {}
     for (camera_id, label), n in started.items():
         events.setdefault(camera_id, {})[label] = n
     return GatingRun(gating, window_s, round(batches / window_s, 2), round(sum(analysed.values()) / window_s, 2),
                      round(offered / window_s, 2), analysed, {k: round(v, 3) for k, v in capture.items()}, round(pipeline, 3),
-                     round(process_after - process_before, 3), events)
+                     round(process_after - process_before, 3), events,
+                     {k: round(v, 3) for k, v in thread.items()}, {k: round(v, 3) for k, v in decoder.items()},
+                     round(trackers, 3))
 
 
 def _own_link(clip: Path, camera_id: str) -> Path:
@@ -188,6 +197,16 @@ def _decoder_cpu_s(by_source: Dict[str, str]) -> Dict[str, float]:
             continue
         cpu[camera_id] = cpu.get(camera_id, 0.0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
     return cpu
+
+
+def _trackers_cpu_s() -> float:
+    """CPU seconds of the tracker processes alive now (edge_app.track.processes)."""
+    import multiprocessing
+
+    from edge_app.health.cpu_groups import child_group, children_cpu_s
+
+    children = [c for c in multiprocessing.active_children() if child_group(c.name) == "trackers"]
+    return sum(children_cpu_s(children).values())
 
 
 def _offered(appliance: Any) -> int:
@@ -256,7 +275,7 @@ def gpu_motion_cost_ms(size: Tuple[int, int], frames: int = 300) -> Optional[Dic
     for name, picture in paths.items():
         for k in range(20):
             detectors[name].detect(picture(detectors[name]), k / 10)
-    spent = {name: [0.0, 0.0, 0.0] for name in paths}  # wall, cpu, picture-only wall
+    spent = {name: [0.0, 0.0, 0.0, 0.0] for name in paths}  # wall, cpu, picture-only wall and cpu
     for block in range(frames // 50):
         for name, picture in paths.items():
             detector = detectors[name]
@@ -265,15 +284,17 @@ def gpu_motion_cost_ms(size: Tuple[int, int], frames: int = 300) -> Optional[Dic
                 detector.detect(picture(detector), 2 + (block * 50 + k) / 10)
             spent[name][0] += time.perf_counter() - start
             spent[name][1] += time.process_time() - cpu_start
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             for k in range(50):
                 picture(detector)
             spent[name][2] += time.perf_counter() - start
+            spent[name][3] += time.process_time() - cpu_start
     done = frames // 50 * 50
     out: Dict[str, Any] = {}
-    for name, (wall, cpu, picture_wall) in spent.items():
+    for name, (wall, cpu, picture_wall, picture_cpu) in spent.items():
         out[name] = {"wall": round(wall * 1000.0 / done, 4), "cpu": round(cpu * 1000.0 / done, 4),
-                     "picture_wall": round(picture_wall * 1000.0 / done, 4)}
+                     "picture_wall": round(picture_wall * 1000.0 / done, 4),
+                     "picture_cpu": round(picture_cpu * 1000.0 / done, 4)}
     out["wall"], out["cpu"] = out["blurred_on_gpu"]["wall"], out["blurred_on_gpu"]["cpu"]
     out["shrink_wall"] = out["blurred_on_gpu"]["picture_wall"]
     out["downloads"] = image.downloads
@@ -367,6 +388,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     gpu_motion = gpu_motion_cost_ms((1920, 1080))
     if gpu_motion is not None:
         motion["device_nv12_wall"], motion["device_nv12_cpu"] = gpu_motion["wall"], gpu_motion["cpu"]
+        motion["device_nv12"] = gpu_motion  # both paths, and the picture's share of each
     drop = early_drop_saving_ms(static)
     runs: List[GatingRun] = []
     for round_index in range(args.rounds):
