@@ -14,7 +14,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from edge_app.cuda.base import (CudaDevice, CudaError, CudaUnavailable, DeviceBuffer, Kernel, KernelArg,
-                                Shape, Stream, check_contiguous, nbytes_of, shape_tuple)
+                                PackedArgs, Shape, Stream, check_contiguous, nbytes_of, shape_tuple)
 from edge_app.cuda.gil_held_calls import GilHeldCalls, load as load_gil_held_calls
 
 log = logging.getLogger(__name__)
@@ -296,6 +296,19 @@ class CudaPythonDevice(CudaDevice):
         cells, pointers = kernel_params(args)  # both alive until the driver has read them, in the call
         held = self._held.launch if self._held else None
         self._queue("cuLaunchKernel", held, kernel.handle, *grid, *block, 0, stream.raw, ctypes.addressof(pointers), 0)
+
+    def pack_args(self, args: Sequence[KernelArg]) -> PackedArgs:
+        return PackedArgs(tuple(args), kernel_params(args))  # the cells live as long as the PackedArgs
+
+    def launch_packed(self, kernel: Kernel, grid: Tuple[int, int, int], block: Tuple[int, int, int],
+                      packed: PackedArgs, stream: Stream) -> None:
+        if packed.native is None:  # packed by another adapter
+            self.launch(kernel, grid, block, packed.args, stream)
+            return
+        self.make_current()
+        held = self._held.launch if self._held else None
+        self._queue("cuLaunchKernel", held, kernel.handle, *grid, *block, 0, stream.raw,
+                    ctypes.addressof(packed.native[1]), 0)
 
     def close(self) -> None:
         if self._ctx is None:

@@ -13,6 +13,7 @@ import pytest
 
 from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
 from edge_app.capture.luma_shrinker import MAX_SIZES, LumaShrinker
+from edge_app.cuda.base import CudaDevice
 from edge_app.cuda.kernels.luma_shrink import (KERNEL_SHRINK_BLUR_LUMA, KERNEL_SHRINK_LUMA, SOURCE,
                                                 luma_shrink_blur_reference, luma_shrink_reference)
 
@@ -59,6 +60,12 @@ class _HostMemoryDevice:
         else:
             self.memory[out_ptr][:out_w * out_h] = luma_shrink_reference(y, out_w, out_h).ravel()
         self.launches.append((out_w, out_h))
+
+    def pack_args(self, args):
+        return CudaDevice.pack_args(self, args)
+
+    def launch_packed(self, kernel, grid, block, packed, stream):
+        self.launch(kernel, grid, block, packed.args, stream)
 
     def memcpy_dtoh_async(self, dst, src_ptr, stream):
         dst.view(np.uint8)[...] = self.memory[src_ptr][:dst.nbytes]
@@ -142,3 +149,26 @@ def test_a_gpu_blur_that_fails_leaves_motion_to_the_host_blur(caplog):
     first, second = detector.picture(image), detector.picture(image)
     assert first.dtype == np.uint8 and np.array_equal(first, small_grey(image)) and np.array_equal(second, first)
     assert len(failures) == 1 and "blurring on the host" in caplog.text
+
+
+def test_a_slot_is_packed_once_and_a_new_slot_or_size_packs_again():
+    """The arguments of a launch are made once per frame slot and size (they cost more than the
+    launch): the same slot again reuses them, another slot or size packs its own, and the
+    pictures stay each frame's own."""
+    device = _HostMemoryDevice()
+    packed = []
+    device.pack_args = lambda args: packed.append(args) or CudaDevice.pack_args(device, args)
+    shrinker = LumaShrinker(device)
+    rng = np.random.default_rng(5)
+    ys = [rng.integers(0, 256, (360, 640), dtype=np.uint8) for _ in range(2)]
+    slots = [_frame(device, y, 640, shrinker) for y in ys]
+    for _ in range(3):
+        for y, slot in zip(ys, slots):
+            assert np.array_equal(slot.small_grey(320, 180), luma_shrink_reference(y, 320, 180))
+    assert len(packed) == 2 and shrinker.calls == 6
+    slots[0].small_grey(160, 90)
+    assert len(packed) == 3
+    plane = device.memory[slots[0].planes.y_ptr][:640 * 360].reshape(360, 640)
+    plane[:] = ys[1]  # a slot's next frame: the same arguments, the new pixels
+    assert np.array_equal(slots[0].small_grey(320, 180), luma_shrink_reference(ys[1], 320, 180))
+    assert len(packed) == 3

@@ -194,3 +194,23 @@ def test_a_picture_blurred_already_gives_the_same_results_as_the_grey_one():
         grey = small_grey(frame)
         blurred = cv2.sepFilter2D(grey, cv2.CV_32F, taps, taps)
         assert grey_detector.detect(grey, index / FPS) == blurred_detector.detect(blurred, index / FPS)
+
+
+@pytest.mark.parametrize("masks", [(), [[(0.0, 0.0), (0.4, 0.0), (0.4, 1.0), (0.0, 1.0)]]])
+def test_the_followed_background_mean_stays_the_measured_one(masks):
+    """The gain reads the background's mean as it was followed, not measured per check: over a
+    long run of noise, a slow brightening, a moving box and a light jump it stays the measured
+    mean to a few parts in a million, and each restart measures it afresh."""
+    rng = np.random.default_rng(12)
+    scene = _background()
+    detector = MotionDetector(masks=masks)
+    worst = 0.0
+    for index in range(600):
+        gain = 1.0 + 0.0004 * index if index < 450 else 1.5  # a light jump at 450: the background starts again
+        frame = _with_box(scene, 20 + index % 500) if 200 <= index < 300 else scene
+        result = detector.detect(small_grey(_frame(frame, rng, 3.0, gain)), index / 30)
+        measured = detector._mean(detector._background)
+        worst = max(worst, abs(detector._background_mean - measured) / measured)
+        if index == 450:
+            assert result.reseeded and detector._background_mean == measured
+    assert worst < 5e-6
