@@ -12,11 +12,12 @@ involves no host copy at all; one in host memory is uploaded once (half the byte
 from __future__ import annotations
 
 import logging
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from edge_app.cuda.base import CudaDevice, DeviceBuffer, KernelArg, Stream, kernel_options_for, launch_grid_2d
+from edge_app.cuda.base import (CudaDevice, DeviceBuffer, KernelArg, PackedArgs, Stream, kernel_options_for,
+                                launch_grid_2d)
 from edge_app.cuda.kernels.letterbox import KERNEL_F16, KERNEL_F32, KERNEL_NV12_F16, KERNEL_NV12_F32, SOURCE
 from edge_app.detect.base import LetterboxMeta
 from edge_app.detect.letterbox import PAD_VALUE, as_bgr, letterbox_meta, resized_wh
@@ -25,6 +26,9 @@ from edge_app.capture.gpu_image import DeviceNv12Image, FrameImage, HostNv12Imag
 log = logging.getLogger(__name__)
 
 #: exactly the CPU path's pad value: uint8 114 times float32(1/255)
+#: NV12 launches kept packed at once: every camera's frame slots x the batch's places x the
+#: detector's input buffers (8 cameras with 8 slots, 8 places and 3 buffers: 1,536), about 0.5 kB each
+MAX_PACKED_LAUNCHES = 4096
 PAD_VALUE_F32 = float(np.float32(PAD_VALUE) * np.float32(1.0 / 255.0))
 
 
@@ -60,6 +64,10 @@ class GpuLetterbox:
         self._nv12_kernel = device.compile_kernel(SOURCE, KERNEL_NV12_F16 if half else KERNEL_NV12_F32, options)
         self._slots: List[_Slot] = [_Slot() for _ in range(self.max_batch)]
         self._stream: Stream = device.create_stream()
+        # An NVDEC camera's frames come from a few slots and go to a few places in the batch: the
+        # same arguments again and again, which cost more to make than the launch (the gather
+        # thread makes one a frame, and it sets the pipeline's pace).
+        self._nv12_launches: Dict[Tuple[Nv12Planes, int], Tuple[LetterboxMeta, PackedArgs]] = {}
         height, width = self.input_hw
         self.image_nbytes = 3 * height * width * self.dtype.itemsize
 
@@ -123,12 +131,18 @@ class GpuLetterbox:
         return Nv12Planes(slot.device.ptr, slot.device.ptr + width * height, width, width, width, height)
 
     def _nv12(self, planes: Nv12Planes, out_ptr: int, grid, block) -> LetterboxMeta:
-        meta, placement = self._placement(planes.height, planes.width)
-        args = [KernelArg.ptr(planes.y_ptr), KernelArg.i32(planes.y_pitch),
-                KernelArg.ptr(planes.uv_ptr), KernelArg.i32(planes.uv_pitch),
-                KernelArg.i32(planes.width), KernelArg.i32(planes.height),
-                KernelArg.ptr(out_ptr), *placement]
-        self.device.launch(self._nv12_kernel, grid, block, args, self._stream)
+        kept = self._nv12_launches.get((planes, out_ptr))
+        if kept is None:
+            meta, placement = self._placement(planes.height, planes.width)
+            args = [KernelArg.ptr(planes.y_ptr), KernelArg.i32(planes.y_pitch),
+                    KernelArg.ptr(planes.uv_ptr), KernelArg.i32(planes.uv_pitch),
+                    KernelArg.i32(planes.width), KernelArg.i32(planes.height),
+                    KernelArg.ptr(out_ptr), *placement]
+            if len(self._nv12_launches) >= MAX_PACKED_LAUNCHES:  # slots that came and went
+                self._nv12_launches.clear()
+            kept = self._nv12_launches[(planes, out_ptr)] = (meta, self.device.pack_args(args))
+        meta, packed = kept
+        self.device.launch_packed(self._nv12_kernel, grid, block, packed, self._stream)
         return meta
 
     @property

@@ -130,6 +130,44 @@ def test_nv12_frames_from_a_hardware_decoder_take_the_gpu_path(standin_trt, make
     cpu.close()
 
 
+def test_a_device_frame_slot_packs_its_letterbox_launch_once(standin_trt, make_model, bus_image):
+    """An NVDEC camera's frames come from a few slots: the NV12 letterbox packs a slot's kernel
+    arguments once per place in the batch and reuses them, and new pixels in the slot still give
+    that frame's detections."""
+    from edge_app.detect.nv12_reference import bgr_to_nv12
+    from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes, nv12_to_bgr
+
+    device = HostMemoryCudaDevice(emulate_kernels=True)
+    packed = []
+    pack_args = device.pack_args
+    device.pack_args = lambda args: packed.append(args) or pack_args(args)
+    det = TensorRTDetector(make_model(max_batch=2), device=device)
+    cpu = TensorRTDetector(make_model(max_batch=2), device=HostMemoryCudaDevice(), gpu_preprocess=False)
+    pictures = [bgr_to_nv12(bus_image), bgr_to_nv12(np.ascontiguousarray(bus_image[:, ::-1]))]
+    height, width = bus_image.shape[:2]
+    stream = device.create_stream()
+    buffer = device.alloc_device(pictures[0].nbytes)
+    slot = DeviceNv12Image(Nv12Planes(buffer.ptr, buffer.ptr + width * height, width, width, width, height),
+                           lambda planes, host: pytest.fail("the GPU path must not download the frame"))
+    rounds = det.max_batches_in_flight + 1  # the detector's input buffers take turns
+    packings = []
+    for _ in range(2):
+        for _ in range(rounds):
+            for nv12 in pictures:  # a slot's next frames: the same place, new pixels
+                device.memcpy_htod_async(buffer.ptr, nv12, stream)
+                batch = det.preprocess([slot])
+                result = det.postprocess(det.infer(batch), batch)[0]
+                assert_same_detections(result, cpu.detect([nv12_to_bgr(nv12)])[0], confidence_atol=1e-5)
+        packings.append(len(packed))
+    assert 1 <= packings[0] <= det.max_batches_in_flight  # one per input buffer at most
+    assert packings[1] == packings[0]  # and none after
+    batch = det.preprocess([slot, slot])  # the slot at place 1 as well: that one is new
+    det.postprocess(det.infer(batch), batch)
+    assert len(packed) == packings[0] + 1
+    det.close()
+    cpu.close()
+
+
 def test_gpu_preprocessing_requested_without_nvrtc_is_an_error(standin_trt, host_device, make_model):
     with pytest.raises(DetectorError, match="GPU preprocessing was requested"):
         TensorRTDetector(make_model(), device=host_device, gpu_preprocess=True)
