@@ -345,6 +345,18 @@ def _tables(runs: List[GatingRun], motion: Dict[str, float], drop: Dict[str, flo
                   f"| all | {static} |", f"| decoding every frame (grab × {fps} frames/s, CPU path) | {decode} |",
                   f"| the rest (conversion and motion of checked frames, keepalive analyses) | {round(static - decode, 2)} |",
                   f"| the rest / walking camera | {round((static - decode) / busy, 2) if busy else '-'} |"]
+    if any(r.capture_thread_cpu_s for r in runs):
+        def part(group: List[GatingRun], prefix: str, field_name: str) -> float:
+            return mean([mean([100.0 * getattr(r, field_name).get(c, 0.0) / r.window_s for c in r.analysed
+                               if c.startswith(prefix)]) for r in group])
+
+        lines += ["", "| gating | camera | capture thread CPU % | decoder process CPU % |", "|---|---|---|---|"]
+        for name, group in (("off", off), ("on", on)):
+            for prefix in ("static", "walk"):
+                lines.append(f"| {name} | {prefix} | {part(group, prefix, 'capture_thread_cpu_s')} "
+                             f"| {part(group, prefix, 'decoder_cpu_s')} |")
+        lines.append(f"\ntracker processes, CPU % of one core: off {mean([100.0 * r.trackers_cpu_s / r.window_s for r in off])}, "
+                     f"on {mean([100.0 * r.trackers_cpu_s / r.window_s for r in on])}")
     for what, key in (("frames offered", "offered_per_s"), ("frames analysed", "frames_per_s"),
                       ("engine batches", "batches_per_s")):
         before, after = mean([getattr(r, key) for r in off]), mean([getattr(r, key) for r in on])
@@ -355,6 +367,9 @@ def _tables(runs: List[GatingRun], motion: Dict[str, float], drop: Dict[str, flo
               f"| motion check from BGR | {motion['bgr']} |", f"| motion check from the NV12 Y plane | {motion['nv12_y_plane']} |",
               *([f"| motion check of an NV12 frame in device memory (wall / CPU) | {motion['device_nv12_wall']} / "
                  f"{motion['device_nv12_cpu']} |"] if "device_nv12_wall" in motion else []),
+              *([f"| of it, the picture (shrink and blur on the GPU, copy back, wait) (wall / CPU) | "
+                 f"{motion['device_nv12']['blurred_on_gpu']['picture_wall']} / "
+                 f"{motion['device_nv12']['blurred_on_gpu']['picture_cpu']} |"] if "device_nv12" in motion else []),
               f"| read (decode, BGR conversion, copy) | {drop['read']} |", f"| grab (decode only: a frame dropped early) | {drop['grab']} |",
               f"| saved per frame dropped before conversion | {drop['saved']} |"]
     lines += ["", "| round | gating | walking cameras' events started in the window |", "|---|---|---|"]
