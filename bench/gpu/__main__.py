@@ -10,6 +10,7 @@ COMMANDS = {
     "pipeline": Command("bench.gpu.pipeline", "raw engine and the whole appliance, NVDEC against CPU decoding, files and RTSP"),
     "decode-scaling": Command("bench.gpu.decode_scaling", "NVDEC decoding alone: threads, processes, decoder processes"),
     "stage-waits": Command("bench.gpu.stage_waits", "the model stage's steps, wall time against CPU time"),
+    "motion-parts": Command("bench.gpu.motion_parts", "the motion check of a device frame, part by part"),
     "preprocess": Command("bench.gpu.preprocess", "the GPU letterbox against OpenCV on the CPU"),
     "rtsp-serve": Command("bench.gpu.rtsp_serve", "a small RTSP server for machines without gst-rtsp-server"),
 }

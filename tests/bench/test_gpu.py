@@ -299,3 +299,23 @@ def test_a_pipeline_row_keeps_the_lanes_and_the_tracker_processes_it_ran_with():
            "latencies_ms": [1.0], "usage": usage, "tracker_processes_used": 4, "lanes": 4}
     summary = summarise_pipeline([row])
     assert (summary["tracker_processes_used"], summary["lanes"]) == (4, 4)
+
+
+def test_motion_parts_times_each_part_and_says_clearly_when_there_is_no_gpu(monkeypatch, capsys):
+    """``python -m bench.gpu motion-parts``: per call wall, thread and process CPU of a part; on a
+    machine without a GPU (this one) it stops with a clear message, not a traceback."""
+    import edge_app.cuda
+    from bench.gpu import motion_parts
+
+    calls = []
+    figures = motion_parts.per_call_ms(lambda: calls.append(sum(range(2000))), calls=20, runs=3)
+    assert set(figures) == {"wall", "thread_cpu", "process_cpu"} and figures["wall"] > 0
+    assert len(calls) == 20 + 3 * 20  # warm-up, then the runs
+
+    def no_gpu(*args, **kwargs):
+        raise edge_app.cuda.CudaUnavailable("no CUDA device 0 (found 0)")
+
+    monkeypatch.setattr(edge_app.cuda, "open_device", no_gpu)
+    with pytest.raises(SystemExit) as stopped:
+        motion_parts.main(["--calls", "5"])
+    assert stopped.value.code == 2 and "needs cuda-python or pycuda and an NVIDIA GPU" in capsys.readouterr().err
