@@ -50,7 +50,7 @@ def test_the_check_refuses_a_file_without_provenance_and_a_module_that_does_not_
     assert "commit is null and measured_at_or_before names no commit" in problems
     assert "there is no module bench.gpu_pipeline" in problems
     (problem,) = problems_in("python -m bench.gpu pipelines --seconds 4")
-    assert "python -m bench.gpu has no command 'pipelines' (it has decode-scaling, pipeline," in problem
+    assert "python -m bench.gpu has no command 'pipelines' (it has decode-scaling, motion-parts, pipeline," in problem
     del block["engine"]
     assert provenance_problems({"provenance": block}) == ["no engine"]
 
