@@ -245,12 +245,27 @@ def motion_cost_ms(size: Tuple[int, int], frames: int = 300) -> Dict[str, float]
     return out
 
 
+def device_static_frame(device: Any, size: Tuple[int, int]) -> Any:
+    """The static noisy scene as an NV12 frame in ``device`` memory (grey chroma), with a
+    ``LumaShrinker`` as a decoder's frames have: what the motion check of a device frame reads."""
+    from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
+    from edge_app.capture.luma_shrinker import LumaShrinker
+
+    width, height = size
+    y = noisy(static_scene(size), np.random.default_rng(0), 4.0)[..., 0].copy()
+    nv12 = np.concatenate([y, np.full((height // 2, width), 128, np.uint8)])
+    buffer = device.alloc_device(nv12.nbytes)
+    stream = device.create_stream()
+    device.memcpy_htod_async(buffer.ptr, nv12, stream)
+    stream.synchronize()
+    planes = Nv12Planes(buffer.ptr, buffer.ptr + width * height, width, width, width, height)
+    return DeviceNv12Image(planes, lambda p, host: None, keepalive=buffer, shrink=LumaShrinker(device))
+
+
 def gpu_motion_cost_ms(size: Tuple[int, int], frames: int = 300) -> Optional[Dict[str, Any]]:
     """Wall and CPU ms per frame of the motion check of a 1080p NV12 frame in device memory (the
     Y plane shrunk, and blurred, on the GPU, only the small picture copied back), against the same
     check with the blur on the host, in one run; None without a GPU."""
-    from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
-    from edge_app.capture.luma_shrinker import LumaShrinker
     from edge_app.cuda import CudaError, open_device
     from edge_app.motion.detector import MotionDetector, small_grey
 
@@ -258,16 +273,7 @@ def gpu_motion_cost_ms(size: Tuple[int, int], frames: int = 300) -> Optional[Dic
         device = open_device()
     except (CudaError, ImportError):
         return None
-    width, height = size
-    rng = np.random.default_rng(0)
-    y = noisy(static_scene(size), rng, 4.0)[..., 0].copy()
-    nv12 = np.concatenate([y, np.full((height // 2, width), 128, np.uint8)])
-    buffer = device.alloc_device(nv12.nbytes)
-    stream = device.create_stream()
-    device.memcpy_htod_async(buffer.ptr, nv12, stream)
-    stream.synchronize()
-    planes = Nv12Planes(buffer.ptr, buffer.ptr + width * height, width, width, width, height)
-    image = DeviceNv12Image(planes, lambda p, host: None, keepalive=buffer, shrink=LumaShrinker(device))
+    image = device_static_frame(device, size)
     # the appliance's path (MotionDetector.picture: shrink and blur on the GPU, float32 back) and the
     # one before it (shrink on the GPU, blur on the host), interleaved in blocks of 50 frames
     paths = {"blurred_on_gpu": lambda d: d.picture(image), "blurred_on_host": lambda d: small_grey(image)}

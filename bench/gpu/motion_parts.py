@@ -4,7 +4,7 @@
 
 The check of an NVDEC frame (``MotionDetector.picture`` then ``detect``) is the picture, shrunk and
 blurred on the GPU and copied back (``LumaShrinker``), and the check on the host. This times, on
-a noisy 1080p NV12 frame in device memory:
+the motion-gating bench's static noisy scene as a 1080p NV12 frame in device memory:
 
   check        the whole check, as a camera's capture thread runs it
   picture      the picture alone
@@ -46,23 +46,15 @@ def per_call_ms(fn: Callable[[], object], calls: int, runs: int = 3) -> Dict[str
 
 
 def measure(width: int, height: int, calls: int) -> Dict[str, Dict[str, float]]:
-    from edge_app.capture.gpu_image import DeviceNv12Image, Nv12Planes
-    from edge_app.capture.luma_shrinker import LumaShrinker
+    from bench.cpu.motion_gating import device_static_frame
     from edge_app.cuda import open_device
     from edge_app.cuda.base import KernelArg, kernel_options_for, launch_grid_2d
     from edge_app.cuda.kernels.luma_shrink import KERNEL_SHRINK_BLUR_LUMA, SOURCE
     from edge_app.motion.detector import MotionDetector, picture_size
 
     device = open_device()
-    rng = np.random.default_rng(0)
-    nv12 = np.concatenate([rng.integers(60, 200, (height, width), dtype=np.uint8),
-                           np.full((height // 2, width), 128, np.uint8)])
-    frame = device.alloc_device(nv12.nbytes)
-    stream = device.create_stream()
-    device.memcpy_htod_async(frame.ptr, nv12, stream)
-    stream.synchronize()
-    planes = Nv12Planes(frame.ptr, frame.ptr + width * height, width, width, width, height)
-    image = DeviceNv12Image(planes, lambda p, host: None, keepalive=frame, shrink=LumaShrinker(device))
+    image = device_static_frame(device, (width, height))  # the motion-gating bench's frame
+    planes, stream = image.planes, device.create_stream()
     detector = MotionDetector()
     clock = [0.0]
 
