@@ -76,8 +76,8 @@ class Kernel:
 class PackedArgs:
     """Kernel arguments packed once for a launch that repeats them (``CudaDevice.launch_packed``).
 
-    Making the arguments costs more than the launch itself (about 10 us in Python for a dozen
-    of them), and a kernel run on every frame of a camera gets the same ones again and again.
+    Making a dozen arguments costs about 10 us in Python, and a kernel run on every frame of a
+    camera gets the same ones again and again.
     """
 
     args: Tuple[KernelArg, ...]

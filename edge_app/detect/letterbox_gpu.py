@@ -25,10 +25,10 @@ from edge_app.capture.gpu_image import DeviceNv12Image, FrameImage, HostNv12Imag
 
 log = logging.getLogger(__name__)
 
-#: exactly the CPU path's pad value: uint8 114 times float32(1/255)
 #: NV12 launches kept packed at once: every camera's frame slots x the batch's places x the
 #: detector's input buffers (8 cameras with 8 slots, 8 places and 3 buffers: 1,536), about 0.5 kB each
 MAX_PACKED_LAUNCHES = 4096
+#: exactly the CPU path's pad value: uint8 114 times float32(1/255)
 PAD_VALUE_F32 = float(np.float32(PAD_VALUE) * np.float32(1.0 / 255.0))
 
 
@@ -65,8 +65,8 @@ class GpuLetterbox:
         self._slots: List[_Slot] = [_Slot() for _ in range(self.max_batch)]
         self._stream: Stream = device.create_stream()
         # An NVDEC camera's frames come from a few slots and go to a few places in the batch: the
-        # same arguments again and again, which cost more to make than the launch (the gather
-        # thread makes one a frame, and it sets the pipeline's pace).
+        # same arguments again and again, and making a dozen costs about 10 us (the gather thread
+        # launches once a frame, and it sets the pipeline's pace).
         self._nv12_launches: Dict[Tuple[Nv12Planes, int], Tuple[LetterboxMeta, PackedArgs]] = {}
         height, width = self.input_hw
         self.image_nbytes = 3 * height * width * self.dtype.itemsize
