@@ -40,28 +40,14 @@ import numpy as np
 from bench.cpu.motion_clips import make_clips, noisy, static_scene
 from testkit.paths import REPO, shared_dir
 from bench.common.provenance import TORCH_STANDIN, collect, engine_of, write_results
+from edge_app.health.cpu_groups import child_groups, read_cpu
 
 DEFAULT_MODEL = shared_dir() / "models" / "yolov8n_coco_dynbatch.onnx"
 STANDIN = "torch-standin"
 STATIC_CAMERAS = 6
 WALKING_CAMERAS = 2
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 log = logging.getLogger("bench.cpu.motion_gating")
-
-
-# -- CPU of threads ----------------------------------------------------------------------------------
-def _thread_cpu_s() -> Dict[str, float]:
-    """CPU seconds of each Python thread of this process, by name (from /proc)."""
-    names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
-    cpu: Dict[str, float] = {}
-    for tid, name in names.items():
-        try:
-            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        cpu[name] = cpu.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-    return cpu
 
 
 # -- the appliance run ---------------------------------------------------------------------------------
@@ -145,31 +131,32 @@ def run_appliance(static: Path, walking: Path, model: Path, backend: str, decode
         analysed_before = {c.id: c.frames_analyzed for c in appliance.reads.cameras()}
         offered_before = _offered(appliance)
         batches_before = sum(d.batches for d in counted)
-        threads_before, process_before = _thread_cpu_s(), time.process_time()
-        decoders_before, trackers_before = _decoder_cpu_s(by_source), _trackers_cpu_s()
+        before = read_cpu()
         started.clear()
         time.sleep(window_s)
-        threads_after, process_after = _thread_cpu_s(), time.process_time()
-        decoders_after, trackers_after = _decoder_cpu_s(by_source), _trackers_cpu_s()
+        after = read_cpu()
+        thread_names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
         batches = sum(d.batches for d in counted) - batches_before
         analysed = {c.id: c.frames_analyzed - analysed_before.get(c.id, 0) for c in appliance.reads.cameras()}
         offered = _offered(appliance) - offered_before
     finally:
         appliance.stop()
-    cpu = {name: threads_after[name] - threads_before.get(name, 0.0) for name in threads_after}
+    cpu = _by_name(after.threads, before.threads, thread_names)
     # a camera's capture: its thread, and its decoder process where it has one (NVDEC)
     thread = {cid: cpu.get(f"capture:{cid}", 0.0) for cid in analysed}
-    decoder = {cid: decoders_after.get(cid, 0.0) - decoders_before.get(cid, 0.0) for cid in analysed}
+    decoders = _by_name(after.children, before.children, after.child_names)
+    decoder = {cid: sum(v for name, v in decoders.items() if name.startswith("decode:") and
+                        by_source.get(name.split(":", 1)[1]) == cid) for cid in analysed}
     capture = {cid: thread[cid] + decoder[cid] for cid in analysed}
     # tracking was the pipeline's own work before it moved to child processes: still counted as it
-    trackers = trackers_after - trackers_before
+    trackers = child_groups(before, after).get("trackers", 0.0)
     pipeline = sum(seconds for name, seconds in cpu.items() if name.startswith("pipeline:")) + trackers
     events: Dict[str, Dict[str, int]] = {}
     for (camera_id, label), n in started.items():
         events.setdefault(camera_id, {})[label] = n
     return GatingRun(gating, window_s, round(batches / window_s, 2), round(sum(analysed.values()) / window_s, 2),
                      round(offered / window_s, 2), analysed, {k: round(v, 3) for k, v in capture.items()}, round(pipeline, 3),
-                     round(process_after - process_before, 3), events,
+                     round(after.process_s - before.process_s, 3), events,
                      {k: round(v, 3) for k, v in thread.items()}, {k: round(v, 3) for k, v in decoder.items()},
                      round(trackers, 3))
 
@@ -182,31 +169,13 @@ def _own_link(clip: Path, camera_id: str) -> Path:
     return link
 
 
-def _decoder_cpu_s(by_source: Dict[str, str]) -> Dict[str, float]:
-    """CPU seconds of each camera's decoder process (``decode:<source>``), by camera id."""
-    import multiprocessing
-
+def _by_name(now: Dict[int, float], since: Dict[int, float], names: Dict[int, str]) -> Dict[str, float]:
+    """CPU seconds between two readings (by thread id or pid) summed by name; unnamed ones left out."""
     cpu: Dict[str, float] = {}
-    for child in multiprocessing.active_children():
-        camera_id = by_source.get(child.name.split(":", 1)[1]) if child.name.startswith("decode:") else None
-        if camera_id is None:
-            continue
-        try:
-            fields = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        cpu[camera_id] = cpu.get(camera_id, 0.0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    for key, seconds in now.items():
+        if key in names:
+            cpu[names[key]] = cpu.get(names[key], 0.0) + max(0.0, seconds - since.get(key, 0.0))
     return cpu
-
-
-def _trackers_cpu_s() -> float:
-    """CPU seconds of the tracker processes alive now (edge_app.track.processes)."""
-    import multiprocessing
-
-    from edge_app.health.cpu_groups import child_group, children_cpu_s
-
-    children = [c for c in multiprocessing.active_children() if child_group(c.name) == "trackers"]
-    return sum(children_cpu_s(children).values())
 
 
 def _offered(appliance: Any) -> int:
