@@ -34,9 +34,10 @@ class TrackingConfig(_Strict):
     enabled: bool = Field(True, title="Tracking enabled")
     processes: Union[Literal["auto"], int] = Field(
         "auto", title="Tracker processes",
-        description="run the cameras' trackers in this many child processes (0: in the appliance's process), so "
-                    "tracking does not take turns with the rest of the analysis on one interpreter lock; the same "
-                    "tracks either way; auto: one per four cores, at most 4, none below 4 cores")
+        description="run the cameras' trackers, with their zone tests and line crossings, in this many child "
+                    "processes (0: in the appliance's process), so they do not take turns with the rest of the "
+                    "analysis on one interpreter lock; the same tracks, zone changes and crossings either way; "
+                    "auto: one per four cores, at most 4, none below 4 cores")
 
     @field_validator("processes", mode="before")
     @classmethod

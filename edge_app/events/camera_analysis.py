@@ -39,9 +39,10 @@ from edge_app.events.tracks import EventTrack
 from edge_app.events.zone_snapshots import ZoneEventSnapshots
 from edge_app.events.zone_stats import ZoneStats, ZoneStatsBook
 from edge_app.reporting.stage_times import StageTimes
-from edge_app.track import (Line, LineCounter, SpeedMeter, SpeedPair, SpeedReading, SpeedZone, Tracker, TrackerSettings,
-                            Zone, ZoneChange, ZoneSpeedMeter, ZoneTracker, reference_points)
+from edge_app.track import (Line, SpeedMeter, SpeedPair, SpeedReading, SpeedZone, Tracker, TrackerSettings, Zone,
+                            ZoneChange, ZoneSpeedMeter, reference_points)
 from edge_app.track.dwell import DwellClock, ZoneVisit
+from edge_app.track.placement import Areas, CameraPlacement, Occupants, Placed, PlacingTracker
 from edge_app.track.tracker import MakeTracker, TrackerLike
 
 
@@ -132,8 +133,14 @@ class CameraAnalysis:
         # The track outlives a gap exactly as long as the event does: one notion of "gone".
         # make_tracker: the tracker here, or in a child process (edge_app.track.processes).
         self.tracker: TrackerLike = make_tracker(dataclasses.replace(base, lost_timeout_s=settings.end_after_s))
-        self.zones = ZoneTracker(list(zones))
-        self.lines = LineCounter(list(lines))
+        # A tracker in a child process places the frames in the zones and lines there too, off
+        # this process's interpreter lock; here the placement holds them otherwise.
+        areas = Areas(tuple(zones), tuple(lines))
+        self._placed_by_tracker = bool(zones or lines) and isinstance(self.tracker, PlacingTracker)
+        if self._placed_by_tracker:
+            self.tracker.place_with(areas)  # type: ignore[attr-defined]
+        self.placement = CameraPlacement(Areas() if self._placed_by_tracker else areas)
+        self._occupants: Occupants = {}  # who is in each zone now (ZoneTracker.occupants)
         self.dwell = DwellClock()
         self.speeds = SpeedMeter(list(speed_pairs))
         self.zone_speeds = ZoneSpeedMeter(list(speed_zones))
@@ -184,12 +191,18 @@ class CameraAnalysis:
         else:
             width = height = 1
         started_s = time.perf_counter()
+        if self._placed_by_tracker:
+            ids, placed = self.tracker.update_placed(detections, ts, (width, height))  # type: ignore[attr-defined]
+            return self._analyse(frame_id, ts, image, detections, ids, width, height, started_s, placed)
         ids = self.tracker.update(detections, ts)
         return self._analyse(frame_id, ts, image, detections, ids, width, height, started_s)
 
     def _analyse(self, frame_id: int, ts: float, image: Optional[FrameImage], detections: Detections,
-                 ids: np.ndarray, width: int, height: int, started_s: float) -> FrameAnalysis:
-        """Zones, lines, events and counts of a frame the tracker has seen (or of a tick)."""
+                 ids: np.ndarray, width: int, height: int, started_s: float,
+                 placed: Optional[Placed] = None) -> FrameAnalysis:
+        """Zones, lines, events and counts of a frame the tracker has seen (or of a tick);
+        ``placed``: its zone changes and crossings when the tracker placed it (in its child, whose
+        time is then the tracking's)."""
         clock, camera_id = time.perf_counter, self.camera_id
         stages = self.stage_times if frame_id >= 0 else self._untimed
         removed = self.tracker.removed_ids
@@ -202,12 +215,14 @@ class CameraAnalysis:
         tracked_s = clock()
         stages.add(camera_id, "tracking", tracked_s - started_s)
 
-        zone_changes = self.zones.update(ids, labels, points, ts) + self.zones.forget(removed)
+        if placed is None:
+            placed = self.placement.place(ids, labels, points, ts, removed)
+        zone_changes, line_crossings = placed.zone_changes + self._left_unsaid(removed, placed), placed.crossings
+        if placed.occupants is not None:
+            self._occupants = placed.occupants
         self.zone_speeds.update(ids, points, ts)
         zone_readings = self.zone_speeds.readings(zone_changes)
         self.zone_speeds.forget(removed)
-        line_crossings = self.lines.update(ids, labels, points, ts)
-        self.lines.forget(removed)
         speeds = {(reading.line, reading.track_id): reading for reading in self.speeds.observe(line_crossings)}
         self.speeds.forget(removed)
         placed_s = clock()
@@ -233,7 +248,7 @@ class CameraAnalysis:
         for track_id in removed:  # after the end messages: they carry the tracks' dwell
             self.dwell.end(track_id)
         if self.settings.events_enabled and self.occupancy.limits:  # the zones as this frame left them
-            crowded = self.occupancy.check(now, self.zones.occupants(), self._sightings_in)
+            crowded = self.occupancy.check(now, self._occupants, self._sightings_in)
             result.events.extend(snapped.mark(crowded, self.occupancy))
         result.snapshots.extend(snapped.taken)
         if snapped.seconds:
@@ -254,7 +269,7 @@ class CameraAnalysis:
             result.events.extend(self.book.flush(now))
 
         result.tracks.extend(self.book.take_tracks())
-        objects_now, zones_now = self.book.labels_in_view(), _flatten(self.zones.occupants())
+        objects_now, zones_now = self.book.labels_in_view(), _flatten(self._occupants)
         with self._counts_lock:
             for crossing in line_crossings:
                 event_id = self.book.event_id_of(crossing.track_id)
@@ -275,8 +290,12 @@ class CameraAnalysis:
         a second on a busy device is idle that long between any two of its frames, and ``now``
         is then later than the capture time of its next frame; fed to the tracker as an empty
         frame, every tick would break its tentative tracks and its motion model."""
-        self.tracker.expire(now)
-        return self._analyse(-1, now, None, Detections.empty(), np.zeros(0, np.int64), 1, 1, time.perf_counter())
+        started_s, placed = time.perf_counter(), None
+        if self._placed_by_tracker:
+            placed = self.tracker.expire_placed(now)  # type: ignore[attr-defined]
+        else:
+            self.tracker.expire(now)
+        return self._analyse(-1, now, None, Detections.empty(), np.zeros(0, np.int64), 1, 1, started_s, placed)
 
     def end_all(self, now: float) -> FrameAnalysis:
         """Shutdown, or analysis switched off: every open event ends (``end_time`` = ``now``),
@@ -284,11 +303,11 @@ class CameraAnalysis:
         Line totals stay. The analysis can go on afterwards; new objects get new ids."""
         result = FrameAnalysis(self.camera_id, -1, float(now), Detections.empty(), model=self.model)
         live = self.tracker.active_ids()
-        self.zones.forget(live)
-        self.lines.forget(live)
+        self.placement.forget(live)  # a tracker that places its frames forgets them itself on reset
         self.speeds.forget(live)
         self.zone_speeds.forget(live)
         self.tracker.reset()
+        self._occupants = {}
         result.events.extend(self.occupancy.end_all(now))
         closed = self.dwell.close_all()
         for visit in closed:
@@ -345,6 +364,16 @@ class CameraAnalysis:
                     closed.append(visit)
                     self.zone_stats.visit_closed(visit)
         return closed
+
+    def _left_unsaid(self, removed: Sequence[int], placed: Placed) -> List[ZoneChange]:
+        """Tracks that ended inside a zone whose exit the placement did not give: only a tracker
+        child that died, and the zones it held with it. They leave here, as a track that ends does."""
+        if not self._placed_by_tracker or not removed:
+            return []
+        said = {(change.zone, change.track_id) for change in placed.zone_changes if change.change == "leave"}
+        ended = set(removed)
+        return [ZoneChange(visit.zone, visit.track_id, visit.label, "leave") for visit in self.dwell.open_visits()
+                if visit.track_id in ended and (visit.zone, visit.track_id) not in said]
 
     def _sightings_in(self, zone: str) -> List[Sighting]:
         """The live objects inside ``zone`` as last seen."""

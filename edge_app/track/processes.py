@@ -13,10 +13,16 @@ A child that exits or stops answering is given up and started afresh on the next
 cameras' trackers start over there with ids that go on counting up (never reused), and the
 tracks they held are reported removed, so their events end as after a camera restart.
 
+A camera whose analysis has zones or lines sends them along (``place_with``): the child then
+places each frame's tracked objects in them too (``edge_app.track.placement``), the zone
+tests and tripwire crossings off the appliance's interpreter lock as well.
+
 Messages on a ``multiprocessing`` pipe, one request answered at a time: ``("new", key, settings,
-first_id)``, ``("update", key, detections as an (N, 6) float64 buffer, ts)``, ``("expire", key,
-now)``, ``("reset", key)``, ``("drop", key)``; every answer but ``drop``'s is a ``TrackerState``
-as a tuple, its ids as an int64 buffer.
+first_id, areas or None)``, ``("update", key, detections as an (N, 6) float64 buffer, ts)``,
+``("place", key, detections, ts, (width, height), label names or None when unchanged)``,
+``("expire", key, now)``, ``("age", key, now)``, ``("reset", key)``, ``("drop", key)``; every
+answer but ``drop``'s is a ``TrackerState`` as a tuple, its ids as an int64 buffer, and for
+``place`` and ``age`` with the zone changes and crossings after it.
 """
 from __future__ import annotations
 
@@ -25,11 +31,13 @@ import multiprocessing
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from edge_app.detect.detections import Detections
+from edge_app.track.placement import (Areas, CameraPlacement, Placed, expire_and_place, pack_placed, track_and_place,
+                                      unpack_placed)
 from edge_app.track.tracker import Tracker, TrackerSettings
 
 log = logging.getLogger(__name__)
@@ -76,14 +84,32 @@ def _pack_detections(detections: Detections) -> bytes:
     return rows.tobytes()
 
 
-def _unpack_detections(packed: bytes) -> Detections:
+def _unpack_detections(packed: bytes, labels: Sequence[str] = ()) -> Detections:
     rows = np.frombuffer(packed, np.float64).reshape(-1, 6)
-    return Detections(rows[:, :4], rows[:, 4], rows[:, 5].astype(np.int32))
+    return Detections(rows[:, :4], rows[:, 4], rows[:, 5].astype(np.int32), labels)
+
+
+@dataclass
+class _Camera:
+    """What the child holds of one camera: its tracker and, with areas, its zones and lines."""
+
+    tracker: Tracker
+    placement: Optional[CameraPlacement]
+    labels: Sequence[str] = ()
+
+
+def _placed(camera: _Camera, message: tuple) -> tuple:
+    _, _, packed, ts, frame_size, labels = message
+    if labels is not None:
+        camera.labels = labels
+    ids, placed = track_and_place(camera.tracker, camera.placement, _unpack_detections(packed, camera.labels), ts,
+                                  frame_size)
+    return _state(camera.tracker, ids), pack_placed(placed)
 
 
 def child_main(conn: Any) -> None:
     """The child: trackers by key, one request at a time, until ``stop`` or the pipe closes."""
-    trackers: Dict[str, Tracker] = {}
+    trackers: Dict[str, _Camera] = {}
     while True:
         try:
             message = conn.recv()
@@ -94,21 +120,31 @@ def child_main(conn: Any) -> None:
             if kind == "stop":
                 return
             if kind == "new":
-                trackers[key] = tracker = Tracker(message[2], first_id=message[3])
-                answer: Any = _state(tracker)
+                _, _, settings, first_id, areas = message
+                camera = trackers[key] = _Camera(Tracker(settings, first_id=first_id),
+                                                 None if areas is None else CameraPlacement(areas))
+                answer: Any = _state(camera.tracker)
             elif kind == "update":
-                tracker = trackers[key]
+                tracker = trackers[key].tracker
                 _, _, packed, ts = message
                 ids = tracker.update(_unpack_detections(packed), ts)
                 answer = _state(tracker, ids)
+            elif kind == "place":
+                answer = _placed(_placing(trackers[key]), message)
             elif kind == "expire":
-                tracker = trackers[key]
+                tracker = trackers[key].tracker
                 tracker.expire(message[2])
                 answer = _state(tracker)
+            elif kind == "age":
+                camera = _placing(trackers[key])
+                placed = pack_placed(expire_and_place(camera.tracker, camera.placement, message[2]))
+                answer = _state(camera.tracker), placed  # the state after the expiry
             elif kind == "reset":
-                tracker = trackers[key]
-                tracker.reset()
-                answer = _state(tracker)
+                camera = trackers[key]
+                if camera.placement is not None:
+                    camera.placement.forget(camera.tracker.active_ids())
+                camera.tracker.reset()
+                answer = _state(camera.tracker)
             elif kind == "drop":
                 trackers.pop(key, None)
                 answer = None
@@ -117,6 +153,12 @@ def child_main(conn: Any) -> None:
             conn.send(("ok", answer))
         except Exception as exc:  # the request's fault (a bad timestamp): the parent raises it
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _placing(camera: _Camera) -> _Camera:
+    if camera.placement is None:
+        raise ValueError("this tracker was made without areas: nothing to place")
+    return camera
 
 
 class TrackerHost:
@@ -221,6 +263,15 @@ class RemoteTracker:
         self._generation = -1  # made in no child yet
         self._state = TrackerState(None, (), 0, (), 1)
         self.removed_ids: Tuple[int, ...] = ()
+        self._areas: Optional[Areas] = None
+        self._labels_sent: Optional[Sequence[str]] = None  # the label names the child holds
+
+    def place_with(self, areas: Areas) -> None:
+        """Have the child place each frame in these zones and lines (``update_placed``,
+        ``expire_placed``); before the first request."""
+        if self._generation != -1:
+            raise RuntimeError("place_with comes before the first request")
+        self._areas = areas
 
     def __len__(self) -> int:
         return self._state.tracks
@@ -234,6 +285,25 @@ class RemoteTracker:
 
     def expire(self, now_s: float) -> Tuple[int, ...]:
         return self._ask("expire", float(now_s)).removed_ids
+
+    def update_placed(self, detections: Detections, timestamp_s: float,
+                      frame_size: Tuple[int, int]) -> Tuple[np.ndarray, Placed]:
+        """``update``, then the frame's tracked objects placed in the zones and lines in the child."""
+        packed, ts, size = _pack_detections(detections), float(timestamp_s), (int(frame_size[0]), int(frame_size[1]))
+
+        def message() -> tuple:
+            labels = detections.labels
+            if labels is self._labels_sent or labels == self._labels_sent:
+                return "place", self._key, packed, ts, size, None
+            self._labels_sent = labels
+            return "place", self._key, packed, ts, size, tuple(labels)
+
+        state, placed = self._ask_placed(message)
+        return state.ids.copy(), placed
+
+    def expire_placed(self, now_s: float) -> Placed:
+        """``expire``, then the tracks that ended leave their zones in the child."""
+        return self._ask_placed(lambda: ("age", self._key, float(now_s)))[1]
 
     def reset(self) -> None:
         try:
@@ -250,28 +320,46 @@ class RemoteTracker:
             pass  # a child that is gone holds nothing
 
     def _ask(self, kind: str, *arguments: Any) -> TrackerState:
+        return self._request(lambda: (kind, self._key, *arguments), placed=False)[0]
+
+    def _ask_placed(self, message: Callable[[], tuple]) -> Tuple[TrackerState, Placed]:
+        if self._areas is None:
+            raise RuntimeError("update_placed and expire_placed need place_with first")
+        state, placed = self._request(message, placed=True)
+        return state, placed
+
+    def _request(self, message: Callable[[], tuple], placed: bool) -> Tuple[TrackerState, Optional[Placed]]:
         lost: Tuple[int, ...] = ()
+        remade = False
         for _ in range(2):  # once more after making the tracker in a new child
             try:
-                generation, state = self._host.request(self._generation, (kind, self._key, *arguments))
+                generation, answer = self._host.request(self._generation, message())
             except TrackerUnavailable:
                 self._forget_child()
                 raise
-            if state is not None:
-                state = _unpack_state(state)
+            if answer is not None:
                 break
             lost = self._state.active_ids  # the child that held them is gone: so are they
-            _, made = self._host.request(generation, ("new", self._key, self.settings, self._state.next_id))
+            remade, self._labels_sent = True, None
+            _, made = self._host.request(generation, ("new", self._key, self.settings, self._state.next_id,
+                                                      self._areas))
             self._generation = generation if made is not None else -1
         else:
             raise TrackerUnavailable("the tracker process was replaced twice in one request")
+        state = _unpack_state(answer[0] if placed else answer)
         self._state = state
         self.removed_ids = tuple(dict.fromkeys(lost + state.removed_ids))
-        return state
+        if not placed:
+            return state, None
+        where = unpack_placed(answer[1])
+        if remade and where.occupants is None:  # a new child: nobody is in its zones yet
+            where = Placed(where.zone_changes, where.crossings, {})
+        return state, where
 
     def _forget_child(self) -> None:
         # Tracks of the lost child end with the next answer (removed_ids): keep what they were.
         self._generation = -1
+        self._labels_sent = None
 
 
 class TrackerProcesses:

@@ -251,18 +251,27 @@ def _processes_config(processes, **camera):
     return config.model_copy(update={"tracking": config.tracking.model_copy(update={"processes": processes})})
 
 
-def test_trackers_in_a_child_process_give_the_same_messages_and_stop_with_the_hub():
+@pytest.mark.parametrize("frames", [45, 30], ids=["walked out", "still inside, aged by ticks"])
+def test_trackers_in_a_child_process_give_the_same_messages_and_stop_with_the_hub(frames):
     """tracking.processes: the same walk gives the same events, counts and crossings as trackers
-    here, and end_all stops the children."""
+    here (the zones and lines placed in the child), when the camera then goes quiet and its
+    tracks end by the stats thread's ticks too, and end_all stops the children."""
     areas = {"zones": [{"name": "right", "polygon": [[0.5, 0], [1, 0], [1, 1], [0.5, 1]]}],
              "lines": [{"name": "middle", "points": [[0.5, 0], [0.5, 1]]}]}
     people = [Obj(0, moving(20, 200, 20), first=0, last=25), Obj(0, moving(600, 300, -15), first=5, last=35)]
     runs = {}
     for processes in (0, 1):
         publisher = RecordingPublisher()
-        hub = AnalysisHub(lambda: publisher, clock=lambda: T0 + 100.0)
+        now_s = [T0 + 100.0]
+        hub = AnalysisHub(lambda: publisher, clock=lambda: now_s[0])
         hub.configure(_processes_config(processes, **areas))
-        tracked = [f.detections.track_id.tolist() for f in _walk(hub, people, 45)]
+        tracked = [f.detections.track_id.tolist() for f in _walk(hub, people, frames)]
+        inside = publisher.of("zone")[-1]
+        for _ in range(3):
+            now_s[0] += 1.0
+            hub.tick()
+        assert publisher.of("zone")[-1] == ("right", "person", 0)
+        assert (inside[2] > 0) == (frames == 30), inside  # the quiet camera's ticks emptied the zone
         pids = hub.tracker_process_ids()
         hub.end_all()
         runs[processes] = (tracked, [(kind, args if kind != "event" else (args[0].type, args[0].after.track_id))
@@ -295,3 +304,30 @@ def test_a_tracker_child_that_dies_costs_one_frame_its_ids_and_its_events_still_
     hub.end_all()
     assert [m.type for (m,) in publisher.of("event")][-1] == "end"
     assert hub.tracker_processes_report() == TrackerProcessesReport(processes=0, restarts=1)  # kept across stops
+
+
+def test_a_tracker_child_that_dies_with_a_person_in_a_zone_closes_the_visit_and_empties_the_zone():
+    """The zones and lines travel with the tracker into its child: when that child dies, the
+    zones it held go too, and the person inside leaves the zone here as a track that ends does:
+    the zone count falls to 0, the visit is counted, the event ends outside the zone."""
+    publisher = RecordingPublisher()
+    hub = AnalysisHub(lambda: publisher, clock=lambda: T0 + 100.0)
+    hub.configure(_processes_config(1, zones=[{"name": "all", "polygon": [[0, 0], [1, 0], [1, 1], [0, 1]]}]))
+    person = Obj(0, moving(20, 200, 10))
+    _walk(hub, [person], 10)
+    first = publisher.of("event")[0][0].after
+    assert publisher.of("zone")[-1] == ("all", "person", 1)
+    os.kill(hub.tracker_process_ids()[0], signal.SIGKILL)
+    time.sleep(0.2)
+    hub.analyse(_frame(10, [person]))  # tracking fails: this frame goes out without track ids
+    hub.analyse(_frame(11, [person]))  # a new child: the lost track has ended
+    ended = [m.after for (m,) in publisher.of("event") if m.type == "end" and m.after.id == first.id]
+    assert ended and ended[0].current_zones == () and ended[0].entered_zones == ("all",)
+    assert publisher.of("zone")[-1] == ("all", "person", 0)
+    stats = [s for zone, s in publisher.of("zone_stats") if zone == "all"][-1]
+    assert stats.occupancy == 0 and stats.visits_last_hour == 1
+    later = [hub.analyse(_frame(i, [person])) for i in range(12, 20)]
+    assert later[-1].detections.track_id[0] > first.track_id
+    assert publisher.of("zone")[-1] == ("all", "person", 1)  # the new track entered, in the new child
+    hub.end_all()
+    assert publisher.of("zone")[-1] == ("all", "person", 0)

@@ -213,7 +213,7 @@ def test_from_config():
     a = CameraAnalysis.from_config(cfg.cameras[0], cfg.events, jpeg_quality=70, line_seed={"gate": (2, 1)})
     assert a.settings.min_frames == 4 and a.settings.event_labels == {"person"} and not a.settings.snapshots.enabled
     assert a.tracker.settings.lost_timeout_s == 1.5 and a.settings.snapshots.jpeg_quality == 70
-    assert [z.name for z in a.zones.zones] == ["yard"] and a.counts().lines == {"gate": LineTotals(2, 1)}
+    assert [z.name for z in a.placement.zones.zones] == ["yard"] and a.counts().lines == {"gate": LineTotals(2, 1)}
     results = run(a, [Obj(0, moving(500, 100, -20)), Obj(2, still(100, 300))], 25)
     assert {m.after.label for _, m in messages(results, "new")} == {"person"}
 
