@@ -373,3 +373,26 @@ def test_a_full_events_folder_does_not_stop_detections_or_events(
     collector.wait_for_count(5, detections_topic(), timeout_s=15)
     assert app.proc.poll() is None and app.camera_state(CAM) == "streaming"
     assert app.terminate() < 10.0 and app.proc.returncode == 0, app.log_tail()
+
+
+def test_with_the_tracker_and_its_zones_and_lines_in_a_child_process_a_walk_gives_the_same_analysis(
+    rtsp_server_factory, walking_clip, expected_objects, mosquitto_broker, mqtt_collector, appliance_factory,
+    model_path, tmp_path,
+):
+    """``tracking.processes: 1`` (what ``auto`` gives a device of four cores or more): the tracker,
+    the zone tests and the line crossings run in a child process of a real ``edge-app run``, and
+    one walk still gives one event per object, each with its zone entry and line crossing, and
+    the zone's counts up and back to 0."""
+    rtsp = rtsp_server_factory({"walk": walking_clip.path})
+    collector = mqtt_collector(mosquitto_broker, f"{ROOT}/#")
+    sections = events_sections(tmp_path / "events")
+    sections["tracking"]["processes"] = 1
+    app = appliance_factory([scene_camera(rtsp.url("walk"))], model_path, mosquitto_broker, **sections)
+    walk = wait_for_complete_walk(collector, walking_clip, 75)
+    rtsp.stop()
+    check_walk(walk, collector, expected_objects, walking_clip)
+    for label, n in expected_objects.items():
+        zone = collector.wait_until(lambda: (lambda p: p if p and p[-1]["count"] == 0 else None)(
+            collector.payloads(f"{ROOT}/zones/{ZONE}/{label}")), 10, f"zones/{ZONE}/{label} back to 0")
+        assert max(p["count"] for p in zone) == n, f"zones/{ZONE}/{label} counts: {zone}"
+    assert app.get("/api/v1/status").json()["tracking"]["processes"] == 1
