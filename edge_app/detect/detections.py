@@ -1,10 +1,24 @@
 """The typed result of running a detector on one frame."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Sequence
 
 import numpy as np
+
+
+def _make_label_lookup(labels: Sequence[str]) -> np.ndarray:
+    """The labels as an object array, one more (empty) for class ids outside them."""
+    names = np.empty(len(labels) + 1, dtype=object)
+    names[:-1], names[-1] = labels, ""
+    names.flags.writeable = False  # shared by every frame of the model once cached
+    return names
+
+
+# A model's labels are one tuple shared by every frame's detections: its lookup array is made
+# once, not twice a frame (the analysis and the detections message each ask for the labels).
+_label_lookup = functools.lru_cache(maxsize=16)(_make_label_lookup)
 
 
 @dataclass(frozen=True)
@@ -71,8 +85,7 @@ class Detections:
     def label_array(self) -> np.ndarray:
         """``(N,)`` object array of each box's label, as :meth:`label_of` gives it; one lookup for
         the frame (a class id outside the label list is named by its number)."""
-        names = np.empty(len(self.labels) + 1, dtype=object)
-        names[:-1], names[-1] = self.labels, ""
+        names = _label_lookup(self.labels) if isinstance(self.labels, tuple) else _make_label_lookup(self.labels)
         known = (self.class_id >= 0) & (self.class_id < len(self.labels))
         out = names[np.where(known, self.class_id, len(self.labels))]
         if not known.all():

@@ -5,7 +5,7 @@ so the ``before`` and ``after`` of an ``R/events`` message are simply the old an
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 #: R/events message types
@@ -74,7 +74,10 @@ class Event:
         return self.end_time is not None
 
     def to_dict(self) -> Dict[str, Any]:
-        data = asdict(self)
+        # Every field but those replaced below is a str, number, bool or None: a shallow copy in
+        # field order is what dataclasses.asdict gives, without its recursive deep copy (a fifth
+        # of a millisecond an event message).
+        data = {name: getattr(self, name) for name in _EVENT_FIELDS}
         data["box"] = [round(float(v), 1) for v in self.box]
         data["current_zones"] = list(self.current_zones)
         data["entered_zones"] = list(self.entered_zones)
@@ -105,6 +108,9 @@ class Event:
             # Events from before occupancy events have no key.
             occupancy=None if data.get("occupancy") is None else Occupancy.from_dict(data["occupancy"]),
         )
+
+
+_EVENT_FIELDS = tuple(f.name for f in fields(Event))
 
 
 @dataclass(frozen=True)
