@@ -208,7 +208,9 @@ class CameraAnalysis:
         removed = self.tracker.removed_ids
         tracked = detections.with_track_ids(ids)
         labels = tracked.label_array()
-        points = reference_points(tracked.xyxy, width, height)
+        # Where the objects stand: for the zones and lines here, and for the speed zones (a tracker
+        # that placed the frame in its child has used its own).
+        points = reference_points(tracked.xyxy, width, height) if placed is None or self.zone_speeds.zones else None
         self._last_ts = ts if self._last_ts is None else max(self._last_ts, ts)
         now = self._last_ts
 
@@ -220,7 +222,8 @@ class CameraAnalysis:
         zone_changes, line_crossings = placed.zone_changes + self._left_unsaid(removed, placed), placed.crossings
         if placed.occupants is not None:
             self._occupants = placed.occupants
-        self.zone_speeds.update(ids, points, ts)
+        if points is not None:
+            self.zone_speeds.update(ids, points, ts)
         zone_readings = self.zone_speeds.readings(zone_changes)
         self.zone_speeds.forget(removed)
         speeds = {(reading.line, reading.track_id): reading for reading in self.speeds.observe(line_crossings)}

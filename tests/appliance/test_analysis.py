@@ -251,12 +251,17 @@ def _processes_config(processes, **camera):
     return config.model_copy(update={"tracking": config.tracking.model_copy(update={"processes": processes})})
 
 
+@pytest.mark.parametrize("speed", [False, True], ids=["", "a speed zone"])
 @pytest.mark.parametrize("frames", [45, 30], ids=["walked out", "still inside, aged by ticks"])
-def test_trackers_in_a_child_process_give_the_same_messages_and_stop_with_the_hub(frames):
+def test_trackers_in_a_child_process_give_the_same_messages_and_stop_with_the_hub(frames, speed):
     """tracking.processes: the same walk gives the same events, counts and crossings as trackers
-    here (the zones and lines placed in the child), when the camera then goes quiet and its
-    tracks end by the stats thread's ticks too, and end_all stops the children."""
-    areas = {"zones": [{"name": "right", "polygon": [[0.5, 0], [1, 0], [1, 1], [0.5, 1]]}],
+    here (the zones and lines placed in the child, a speed zone measured here from the child's
+    zone exits), when the camera then goes quiet and its tracks end by the stats thread's ticks
+    too, and end_all stops the children."""
+    zone = {"name": "right", "polygon": [[0.5, 0], [1, 0], [1, 1], [0.5, 1]]}
+    # a band both people walk through, in and out, for the speed
+    band = {"name": "band", "polygon": [[0.3, 0], [0.6, 0], [0.6, 1], [0.3, 1]], "speed": {"distance_m": 12.0}}
+    areas = {"zones": [zone, band] if speed else [zone],
              "lines": [{"name": "middle", "points": [[0.5, 0], [0.5, 1]]}]}
     people = [Obj(0, moving(20, 200, 20), first=0, last=25), Obj(0, moving(600, 300, -15), first=5, last=35)]
     runs = {}
@@ -266,15 +271,15 @@ def test_trackers_in_a_child_process_give_the_same_messages_and_stop_with_the_hu
         hub = AnalysisHub(lambda: publisher, clock=lambda: now_s[0])
         hub.configure(_processes_config(processes, **areas))
         tracked = [f.detections.track_id.tolist() for f in _walk(hub, people, frames)]
-        inside = publisher.of("zone")[-1]
+        inside = [z for z in publisher.of("zone") if z[0] == "right"][-1]
         for _ in range(3):
             now_s[0] += 1.0
             hub.tick()
-        assert publisher.of("zone")[-1] == ("right", "person", 0)
+        assert [z for z in publisher.of("zone") if z[0] == "right"][-1] == ("right", "person", 0)
         assert (inside[2] > 0) == (frames == 30), inside  # the quiet camera's ticks emptied the zone
         pids = hub.tracker_process_ids()
         hub.end_all()
-        runs[processes] = (tracked, [(kind, args if kind != "event" else (args[0].type, args[0].after.track_id))
+        runs[processes] = (tracked, [(kind, args if kind != "event" else args[0].to_dict())
                                      for kind, args in publisher.calls])
         if processes:
             assert len(pids) == 1 and pids[0] is not None
@@ -282,6 +287,8 @@ def test_trackers_in_a_child_process_give_the_same_messages_and_stop_with_the_hu
             with pytest.raises(ProcessLookupError):
                 os.kill(pids[0], 0)
     assert runs[1] == runs[0]
+    speeds = [args["after"]["speed_kmh"] for kind, args in runs[0][1] if kind == "event"]
+    assert any(s is not None for s in speeds) == speed, speeds
 
 
 def test_a_tracker_child_that_dies_costs_one_frame_its_ids_and_its_events_still_end():
