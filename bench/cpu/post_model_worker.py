@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 
@@ -50,7 +50,7 @@ from edge_app.reporting.stage_times import StageTimes
 TOP_FUNCTIONS = 30
 
 
-def recorded(path: str, labels: List[str]) -> List[Detections]:
+def recorded(path: str, labels: Tuple[str, ...]) -> List[Detections]:
     data = np.load(path)
     offsets = data["offsets"]
     return [Detections(data["xyxy"][a:b], data["confidence"][a:b], data["class_id"][a:b], labels)
@@ -108,7 +108,8 @@ def main() -> int:
     config = app_config(spec)
     images = np.load(spec["frames"], mmap_mode="r")
     images = np.ascontiguousarray(images)  # in memory, as decoded frames are
-    detections = recorded(spec["detections"], list(spec["labels"]))
+    # a tuple, as the detectors give their labels (edge_app/detect/yolo_outputs.py)
+    detections = recorded(spec["detections"], tuple(spec["labels"]))
     publisher = MqttPublisher(config.mqtt, config.device_id, "bench")
     publisher.start()
     deadline_s = time.monotonic() + 10.0

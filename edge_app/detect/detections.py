@@ -85,7 +85,8 @@ class Detections:
     def label_array(self) -> np.ndarray:
         """``(N,)`` object array of each box's label, as :meth:`label_of` gives it; one lookup for
         the frame (a class id outside the label list is named by its number)."""
-        names = _label_lookup(self.labels) if isinstance(self.labels, tuple) else _make_label_lookup(self.labels)
+        labels = self.labels
+        names = _label_lookup(labels if isinstance(labels, tuple) else tuple(labels))
         known = (self.class_id >= 0) & (self.class_id < len(self.labels))
         out = names[np.where(known, self.class_id, len(self.labels))]
         if not known.all():
