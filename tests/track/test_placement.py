@@ -2,7 +2,6 @@
 give the zone changes, crossings and occupants that the same CameraPlacement gives here."""
 import inspect
 
-import numpy as np
 import pytest
 
 from edge_app.detect.detections import Detections
