@@ -87,8 +87,8 @@ class Detections:
         the frame (a class id outside the label list is named by its number)."""
         labels = self.labels
         names = _label_lookup(labels if isinstance(labels, tuple) else tuple(labels))
-        known = (self.class_id >= 0) & (self.class_id < len(self.labels))
-        out = names[np.where(known, self.class_id, len(self.labels))]
+        known = (self.class_id >= 0) & (self.class_id < len(labels))
+        out = names[np.where(known, self.class_id, len(labels))]
         if not known.all():
             out[~known] = [str(c) for c in self.class_id[~known].tolist()]
         return out

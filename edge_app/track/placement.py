@@ -76,9 +76,6 @@ class CameraPlacement:
         self.zones.forget(ids)
         self.lines.forget(ids)
 
-    def occupants(self) -> Occupants:
-        return self.zones.occupants()
-
 
 def track_and_place(tracker: Tracker, placement: CameraPlacement, detections: Detections, ts: float,
                     frame_size: Tuple[int, int]) -> Tuple[np.ndarray, Placed]:

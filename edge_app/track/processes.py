@@ -325,8 +325,7 @@ class RemoteTracker:
     def _ask_placed(self, message: Callable[[], tuple]) -> Tuple[TrackerState, Placed]:
         if self._areas is None:
             raise RuntimeError("update_placed and expire_placed need place_with first")
-        state, placed = self._request(message, placed=True)
-        return state, placed
+        return self._request(message, placed=True)  # type: ignore[return-value]
 
     def _request(self, message: Callable[[], tuple], placed: bool) -> Tuple[TrackerState, Optional[Placed]]:
         lost: Tuple[int, ...] = ()
