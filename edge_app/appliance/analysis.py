@@ -24,7 +24,8 @@ from edge_app.events.tracks import EventTrack
 from edge_app.mqtt.publisher import MqttPublisher
 from edge_app.reporting.protocol import AnalysedFrame, CountsReport, TrackerProcessesReport
 from edge_app.reporting.stage_times import StageTimes
-from edge_app.track.processes import TrackerProcesses, TrackerUnavailable, default_tracker_processes
+from edge_app.track.processes import TrackerProcesses, default_tracker_processes
+from edge_app.track.tracker_host import TrackerUnavailable
 from edge_app.track.tracker import MakeTracker, Tracker
 
 log = logging.getLogger(__name__)

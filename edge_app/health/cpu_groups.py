@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from edge_app.detect.tensorrt.engine_process import PROCESS_NAME as ENGINE_PROCESS_NAME
-from edge_app.track.processes import PROCESS_NAME as TRACKER_PROCESS_NAME
+from edge_app.track.tracker_host import PROCESS_NAME as TRACKER_PROCESS_NAME
 
 #: the group of CPU that no named thread accounts for
 NATIVE = "native"

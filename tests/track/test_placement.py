@@ -8,7 +8,8 @@ from edge_app.detect.detections import Detections
 from edge_app.track.lines import Line
 from edge_app.track.placement import (Areas, CameraPlacement, Placed, PlacingTracker, expire_and_place,
                                       pack_placed, track_and_place, unpack_placed)
-from edge_app.track.processes import RemoteTracker, TrackerProcesses
+from edge_app.track.processes import TrackerProcesses
+from edge_app.track.remote_tracker import RemoteTracker
 from edge_app.track.tracker import Tracker, TrackerSettings
 from edge_app.track.zones import Zone, ZoneChange
 from edge_app.track.lines import LineCrossing

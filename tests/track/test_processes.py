@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from edge_app.detect.detections import Detections
-from edge_app.track.processes import (RemoteTracker, TrackerProcesses, TrackerUnavailable,
-                                      default_tracker_processes)
+from edge_app.track.processes import TrackerProcesses, default_tracker_processes
+from edge_app.track.remote_tracker import RemoteTracker
+from edge_app.track.tracker_host import TrackerUnavailable
 from edge_app.track.tracker import Tracker, TrackerLike, TrackerSettings
 from bench.cpu.analysis_path_worker import scene
 
