@@ -17,7 +17,8 @@ from typing import Callable, Dict, List, Optional, Protocol, Tuple
 
 from edge_app.config.schema import AppConfig
 from edge_app.config.schema_cameras import CameraConfig
-from edge_app.events.camera_analysis import CameraAnalysis, FrameAnalysis
+from edge_app.events.camera_analysis import CameraAnalysis
+from edge_app.events.frame_analysis import FrameAnalysis
 from edge_app.events.counts import LineTotals
 from edge_app.events.model import Event, EventMessage, Snapshot
 from edge_app.events.tracks import EventTrack

@@ -7,7 +7,8 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from edge_app.detect.detections import Detections
-from edge_app.events.camera_analysis import CameraAnalysis, FrameAnalysis
+from edge_app.events.camera_analysis import CameraAnalysis
+from edge_app.events.frame_analysis import FrameAnalysis
 
 LABELS = ("person", "bicycle", "car")
 WIDTH, HEIGHT = 640, 480
