@@ -22,8 +22,9 @@ log = logging.getLogger(__name__)
 
 OPENED, FRAME, END, ERROR = "opened", "frame", "end", "error"
 SLOTS, REOPEN, STOP, PACE = "slots", "reopen", "stop", "pace"
-#: how often a file's child looks for a slot the appliance let go, while every slot is held
-SLOT_POLL_S = 0.001
+#: the longest a file's child sleeps for a slot before it looks at the pipe (a stop, a new pace);
+#: a slot given back wakes it at once
+SLOT_WAIT_S = 0.05
 PARK_TIMEOUT_S = 30.0
 
 NVDEC_OPENER = "edge_app.capture.video_decode.nvdec_source:open_nvdec"
@@ -144,7 +145,8 @@ class _Child:
                 raise SourceError(f"the picture size changed from {self.geometry} to {(frame.width, frame.height)}")
             slot = self.states.take_free()
             while slot is None and not source.live:  # a file: wait for the appliance, lose nothing
-                self._check_stop(SLOT_POLL_S)
+                self.states.wait_freed(SLOT_WAIT_S)
+                self._check_stop(0.0)
                 slot = self.states.take_free()
             if slot is None:
                 dropped += 1  # a live stream: keep up with it, this picture is lost

@@ -8,8 +8,9 @@ slots and copies each decoded picture into one, device to device.
 
 Who may write a slot is kept in ``SlotStates``, a byte per slot in shared memory: the decoder
 process marks a free slot held before it writes it, the appliance marks it free when the frame
-goes. Neither side ever waits on the other to hand a slot back, so a frame can be dropped in
-any thread without touching the pipe. Because the appliance owns the memory, its frames stay
+goes. The appliance never waits to hand a slot back, so a frame can be dropped in any thread
+without touching the pipe; a file's decoder process, which loses no picture, sleeps on a
+semaphore the appliance posts when it gives a slot back. Because the appliance owns the memory, its frames stay
 valid after the decoder process has exited (a reconnect, a crash).
 (``child_process`` says how the slots are announced and used.)
 """
@@ -39,7 +40,14 @@ class SlotStates:
     def __init__(self, slots: int, context: Any = None) -> None:
         if slots < 1:
             raise ValueError("a decoder process needs at least one slot")
-        self._bytes = (context or multiprocessing).RawArray("B", slots)
+        # spawn: a semaphore made for fork is unlinked at once, and a spawned child could not open it
+        context = context or multiprocessing.get_context("spawn")
+        self._bytes = context.RawArray("B", slots)
+        # Posted when a slot is given back; bounded by the slot count, so a live stream's process,
+        # which never waits on it, cannot make it count up for ever. It only says "look again".
+        self._freed = context.BoundedSemaphore(slots)
+        while self._freed.acquire(False):
+            pass
 
     def __len__(self) -> int:
         return len(self._bytes)
@@ -55,6 +63,14 @@ class SlotStates:
     def release(self, slot: int) -> None:
         """The appliance is done with ``slot``: the decoder process may write it again."""
         self._bytes[slot] = FREE
+        try:
+            self._freed.release()
+        except ValueError:  # already posted as often as there are slots: the waiter will look anyway
+            pass
+
+    def wait_freed(self, timeout_s: float) -> None:
+        """Sleep until a slot may have been given back, at most ``timeout_s`` (decoder process side)."""
+        self._freed.acquire(True, timeout_s)
 
     def held(self) -> int:
         return sum(1 for state in self._bytes if state != FREE)

@@ -3,6 +3,7 @@ seams that need a GPU (``child_process_doubles``: frames in shared memory, not C
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -308,3 +309,21 @@ def test_a_paced_file_that_starts_over_keeps_its_schedule_from_its_first_picture
         assert frames[-1][0] >= 27 and all(p == expected_pass for _, p in frames)
         assert 8 <= len(frames) <= 14  # about one in three, a few more before the pace arrived
         source.release()
+
+
+def test_a_file_waiting_for_a_slot_sleeps_until_one_is_given_back(opener, tmp_path):
+    """A file's decoder process loses no picture: with every slot held it waits for the appliance.
+    It waits on the slots being given back, not by polling (a file played in real time spends
+    nearly all its time so): about a thousand wake-ups a second before, a few dozen now."""
+    psutil = pytest.importorskip("psutil")
+    source = opener(_source(tmp_path, frames=20), CAPTURE)
+    held = [source.read(), source.read()]
+    child = psutil.Process(source._child.process.pid)
+    time.sleep(0.3)  # the child has decoded the next picture and waits for a slot
+    before, started_s = child.num_ctx_switches().voluntary, time.monotonic()
+    time.sleep(1.0)
+    wakeups_per_s = (child.num_ctx_switches().voluntary - before) / (time.monotonic() - started_s)
+    assert wakeups_per_s < 100
+    del held[0]  # a slot given back: the waiting picture comes at once
+    assert _pixels(source.read()) == (2, 1)
+    source.release()
