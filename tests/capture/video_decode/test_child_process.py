@@ -315,7 +315,7 @@ def test_a_file_waiting_for_a_slot_sleeps_until_one_is_given_back(opener, tmp_pa
     """A file's decoder process loses no picture: with every slot held it waits for the appliance.
     It waits on the slots being given back, not by polling (a file played in real time spends
     nearly all its time so): about a thousand wake-ups a second before, a few dozen now."""
-    psutil = pytest.importorskip("psutil")
+    import psutil
     source = opener(_source(tmp_path, frames=20), CAPTURE)
     held = [source.read(), source.read()]
     child = psutil.Process(source._child.process.pid)
