@@ -124,6 +124,15 @@ class Dashboard:
             return found[0] if found else None
         return self.wait(displayed, f"{css} to be shown", timeout_s)
 
+    def click(self, css: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        """Click the element ``css`` once it is shown, as a person does. A list that re-renders
+        (after a save, a configuration reload) may replace the element between finding and
+        clicking it: then it is found again, and the click has not happened yet."""
+        def clicked(_driver):
+            self.shown(css, timeout_s).click()
+            return True
+        self.wait(clicked, f"{css} to take a click", timeout_s)
+
     def natural_size(self, img) -> Tuple[int, int]:
         """(naturalWidth, naturalHeight): (0, 0) until a picture has loaded and decoded."""
         size = self.driver.execute_script(

@@ -336,7 +336,7 @@ def test_a_zones_loitering_and_occupancy_rules_are_set_in_the_editor(dashboard, 
                                           None), f"zone {name} in the configuration")
     assert (zone["labels"], zone["loitering_s"], zone["max_objects"]) == (["person"], 20.0, 3), zone
     assert "loitering after 20 s" in row.text and "alert above 3 inside" in row.text, row.text
-    dashboard.find(f'#editor-areas li[data-area="{name}"] button.delete').click()
+    dashboard.click(f'#editor-areas li[data-area="{name}"] button.delete')
     dashboard.wait(lambda _d: all(z["name"] != name for z in camera_config(appliance, WALK_CAMERA)["zones"]),
                    f"zone {name} deleted")
 
@@ -375,7 +375,7 @@ def test_a_motion_mask_drawn_with_the_mouse_is_saved_shown_and_deleted(dashboard
     dashboard.view_live(WALK_CAMERA)
     assert_drawn_at(dashboard, f'svg#live-overlay polygon[data-mask="{name}"]', points)
 
-    dashboard.find(f'#editor-areas li[data-area="{name}"] button.delete').click()
+    dashboard.click(f'#editor-areas li[data-area="{name}"] button.delete')
     dashboard.wait(lambda _d: camera_config(appliance, WALK_CAMERA)["motion"]["masks"] == before, "the mask deleted")
 
 

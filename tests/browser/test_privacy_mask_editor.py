@@ -62,12 +62,12 @@ def test_a_privacy_mask_drawn_like_a_zone_lands_in_the_config_and_is_edited_and_
     assert colour == "rgb(255, 0, 255)", colour
 
     # edited in its place: the style changes, the polygon and the other masks stay
-    dashboard.find(f'#editor-areas li[data-area="{name}"] button.edit').click()
+    dashboard.click(f'#editor-areas li[data-area="{name}"] button.edit')
     dashboard.select("select#editor-style", "black")
     dashboard.find("button#editor-save").click()
     edited = dashboard.wait(lambda _d: (lambda m: m if m and m[-1]["style"] == "black" else None)(
         privacy_masks(appliance)), "the edited privacy mask")
     assert len(edited) == len(masks) and edited[-1]["polygon"] == masks[-1]["polygon"]
 
-    dashboard.find(f'#editor-areas li[data-area="{name}"] button.delete').click()
+    dashboard.click(f'#editor-areas li[data-area="{name}"] button.delete')
     dashboard.wait(lambda _d: privacy_masks(appliance) == before, "the privacy mask deleted")
