@@ -163,12 +163,12 @@ def test_an_event_is_deleted_only_after_confirmation(dashboard, appliance):
     event_id = dashboard.wait(ended_event_listed, "an ended event in the events view", EVENT_TIMEOUT_S)
     card = f'#events-list .event[data-event-id="{event_id}"]'
 
-    dashboard.find(f"{card} button.delete").click()
+    dashboard.click(f"{card} button.delete")
     assert "delete" in dashboard.answer_confirm(accept=False).lower()
     assert dashboard.find_all(card), "the event went from the page although the deletion was cancelled"
     assert appliance.get(f"/api/v1/events/{event_id}").status_code == 200, "a cancelled deletion deleted the event"
 
-    dashboard.find(f"{card} button.delete").click()
+    dashboard.click(f"{card} button.delete")
     dashboard.answer_confirm(accept=True)
     dashboard.wait(lambda _d: not dashboard.find_all(card), f"event {event_id} to leave the events view")
     assert appliance.get(f"/api/v1/events/{event_id}").status_code == 404, f"event {event_id} is still stored"

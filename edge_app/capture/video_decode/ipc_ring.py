@@ -10,8 +10,8 @@ Who may write a slot is kept in ``SlotStates``, a byte per slot in shared memory
 process marks a free slot held before it writes it, the appliance marks it free when the frame
 goes. The appliance never waits to hand a slot back, so a frame can be dropped in any thread
 without touching the pipe; a file's decoder process, which loses no picture, sleeps on a
-semaphore the appliance posts when it gives a slot back. Because the appliance owns the memory, its frames stay
-valid after the decoder process has exited (a reconnect, a crash).
+semaphore the appliance posts when it gives a slot back. Because the appliance owns the memory,
+its frames stay valid after the decoder process has exited (a reconnect, a crash).
 (``child_process`` says how the slots are announced and used.)
 """
 from __future__ import annotations
